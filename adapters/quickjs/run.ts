@@ -1,0 +1,244 @@
+import { performance } from 'node:perf_hooks'
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten'
+import { describeError, isExecgateError, type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type OutputCapture } from '../../src/core'
+import { mapQuickJsError, SCRIPT_NAME, type StopReason } from './map-error'
+import type { PreparedSource } from './prepare-source'
+
+export interface RunLimits {
+  memoryBytes: number
+  stackBytes: number
+  deadline: number
+  timeoutMs: number
+}
+
+export interface RunOutcome {
+  status: ExecutionStatus
+  value?: unknown
+  error?: ExecutionErrorInfo
+}
+
+type Stop = Exclude<StopReason, undefined> | 'policy'
+
+/**
+ * One run in a fresh QuickJS runtime: nothing survives into the next run, and an OOM or a stack overflow is
+ * contained in a runtime that is thrown away. The interrupt handler enforces the deadline, cancellation and
+ * the output cap while the code runs.
+ */
+export class QuickJsRun {
+  private readonly runtime: QuickJSRuntime
+  private readonly vm: QuickJSContext
+  private stop: Stop | undefined
+  private policyMessage = ''
+  private readonly deferreds = new Set<QuickJSDeferredPromise>()
+  private pendingHostCalls = 0
+  private wakeUp: (() => void) | undefined
+
+  constructor(
+    module: QuickJSWASMModule,
+    private readonly limits: RunLimits,
+    private readonly output: OutputCapture,
+    private readonly context: ExecutionContext,
+  ) {
+    this.runtime = module.newRuntime()
+    this.runtime.setMemoryLimit(limits.memoryBytes)
+    this.runtime.setMaxStackSize(limits.stackBytes)
+    this.runtime.setInterruptHandler(() => this.shouldInterrupt())
+    this.vm = this.runtime.newContext()
+    this.installConsole()
+    this.installHostFunctions()
+  }
+
+  private shouldInterrupt(): boolean {
+    if (this.stop) return true
+    if (this.context.signal.aborted) this.stop = 'cancelled'
+    else if (performance.now() > this.limits.deadline) this.stop = 'deadline'
+    return this.stop !== undefined
+  }
+
+  private write(stream: 'stdout' | 'stderr', args: QuickJSHandle[]): void {
+    if (this.stop) return
+    const text = args.map((arg) => this.format(arg)).join(' ') + '\n'
+    if (!this.output.write(stream, text)) this.stop = 'output'
+  }
+
+  private format(handle: QuickJSHandle): string {
+    const type = this.vm.typeof(handle)
+    if (type === 'string') return this.vm.getString(handle)
+    if (type === 'function') return '[Function]'
+    const dumped = this.vm.dump(handle)
+    if (dumped && typeof dumped === 'object' && typeof dumped.name === 'string' && typeof dumped.message === 'string') {
+      return `${dumped.name}: ${dumped.message}`
+    }
+    return typeof dumped === 'string' && type !== 'object' ? dumped : (JSON.stringify(dumped) ?? String(dumped))
+  }
+
+  private installConsole(): void {
+    const consoleObject = this.vm.newObject()
+    for (const [method, stream] of [['log', 'stdout'], ['info', 'stdout'], ['debug', 'stdout'], ['warn', 'stderr'], ['error', 'stderr']] as const) {
+      const fn = this.vm.newFunction(method, (...args) => this.write(stream, args))
+      this.vm.setProp(consoleObject, method, fn)
+      fn.dispose()
+    }
+    this.vm.setProp(this.vm.global, 'console', consoleObject)
+    consoleObject.dispose()
+  }
+
+  /** Host functions become async globals; arguments and results cross as JSON, never as host objects. */
+  private installHostFunctions(): void {
+    const hostFunctions = this.context.hostFunctions
+    if (!hostFunctions) return
+    for (const spec of hostFunctions.list()) {
+      const fn = this.vm.newFunction(spec.name, (...argHandles) => {
+        const args = argHandles.map((arg) => this.vm.dump(arg))
+        const deferred = this.vm.newPromise()
+        this.deferreds.add(deferred)
+        this.pendingHostCalls++
+        hostFunctions
+          .call(spec.name, args)
+          .then(
+            (value) => this.settleHostCall(deferred, undefined, value),
+            (error) => this.settleHostCall(deferred, error),
+          )
+        return deferred.handle
+      })
+      this.vm.setProp(this.vm.global, spec.name, fn)
+      fn.dispose()
+    }
+  }
+
+  private settleHostCall(deferred: QuickJSDeferredPromise, error: unknown, value?: unknown): void {
+    this.pendingHostCalls--
+    if (this.deferreds.has(deferred) && deferred.alive) {
+      if (error !== undefined) {
+        if (isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET')) {
+          this.stop = 'policy'
+          this.policyMessage = describeError(error)
+        }
+        const errorHandle = this.vm.newError(describeError(error))
+        deferred.reject(errorHandle)
+        errorHandle.dispose()
+      } else {
+        const valueHandle = this.fromJson(value)
+        deferred.resolve(valueHandle)
+        valueHandle.dispose()
+      }
+    }
+    this.wakeUp?.()
+  }
+
+  private fromJson(value: unknown): QuickJSHandle {
+    if (value === undefined) return this.vm.undefined
+    const result = this.vm.evalCode(`(${JSON.stringify(value)})`, 'host-value.js')
+    return 'value' in result && result.value ? result.value : this.vm.undefined
+  }
+
+  /** Runs jobs and waits for host calls until the promise settles, the deadline passes or nothing is left. */
+  private async settle(promise: QuickJSHandle | undefined): Promise<void> {
+    for (;;) {
+      const jobs = this.runtime.executePendingJobs()
+      if (jobs.error) {
+        jobs.error.dispose()
+        if (this.stop) return
+      }
+      if (this.stop) return
+      const pending = promise && this.vm.getPromiseState(promise).type === 'pending'
+      if (this.pendingHostCalls === 0 && !this.runtime.hasPendingJob()) return
+      if (!pending && this.pendingHostCalls === 0) continue
+      const remaining = this.limits.deadline - performance.now()
+      if (remaining <= 0) {
+        this.stop = 'deadline'
+        return
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, remaining)
+        this.wakeUp = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.wakeUp = undefined
+    }
+  }
+
+  async execute(source: PreparedSource): Promise<RunOutcome> {
+    const evaluated = this.vm.evalCode(source.script, SCRIPT_NAME, { type: 'global' })
+    if (evaluated.error) return this.failure(evaluated.error)
+    let handle = evaluated.value
+    try {
+      const isPromise = this.vm.typeof(handle) === 'object' && this.isPromise(handle)
+      await this.settle(isPromise ? handle : undefined)
+      if (this.stop) return this.failure(undefined)
+      if (isPromise) {
+        const state = this.vm.getPromiseState(handle)
+        if (state.type === 'pending') {
+          return { status: 'error', error: { type: 'Error', message: 'the promise never settled (execgate has no timers or I/O that could settle it)' } }
+        }
+        if (state.type === 'rejected') return this.failure(state.error)
+        if (state.value !== handle) {
+          handle.dispose()
+          handle = state.value
+        }
+      }
+      return this.toValue(handle)
+    } finally {
+      if (handle.alive) handle.dispose()
+    }
+  }
+
+  private isPromise(handle: QuickJSHandle): boolean {
+    const state = this.vm.getPromiseState(handle)
+    if (state.type === 'fulfilled' && state.notAPromise) {
+      if (state.value !== handle && state.value.alive) state.value.dispose()
+      return false
+    }
+    if (state.type === 'fulfilled' && state.value !== handle && state.value.alive) state.value.dispose()
+    if (state.type === 'rejected' && state.error.alive) state.error.dispose()
+    return true
+  }
+
+  /** The value as JSON, serialised inside the VM so a hostile getter runs under the VM's own limits. */
+  private toValue(handle: QuickJSHandle): RunOutcome {
+    const type = this.vm.typeof(handle)
+    if (type === 'undefined' || type === 'function' || type === 'symbol') return { status: 'ok' }
+    if (type === 'string') return { status: 'ok', value: this.vm.getString(handle) }
+    if (type === 'number') return { status: 'ok', value: this.vm.getNumber(handle) }
+    if (type === 'boolean') return { status: 'ok', value: this.vm.dump(handle) }
+    if (type === 'bigint') return { status: 'ok', value: this.vm.getBigInt(handle).toString() }
+    const json = this.vm.getProp(this.vm.global, 'JSON')
+    const stringify = this.vm.getProp(json, 'stringify')
+    const result = this.vm.callFunction(stringify, json, handle)
+    stringify.dispose()
+    json.dispose()
+    if (result.error) return this.failure(result.error)
+    const text = this.vm.typeof(result.value) === 'string' ? this.vm.getString(result.value) : undefined
+    result.value.dispose()
+    if (this.stop) return this.failure(undefined)
+    return { status: 'ok', value: text === undefined ? undefined : JSON.parse(text) }
+  }
+
+  private failure(errorHandle: QuickJSHandle | undefined): RunOutcome {
+    let dumped: unknown
+    if (errorHandle) {
+      try {
+        dumped = this.vm.dump(errorHandle)
+      } catch {
+        dumped = { name: 'Error', message: 'the error could not be read' }
+      }
+      errorHandle.dispose()
+    }
+    if (this.stop === 'policy') return { status: 'policy_violation', error: { type: 'PolicyViolation', message: this.policyMessage } }
+    return mapQuickJsError(dumped, this.stop, this.limits.timeoutMs)
+  }
+
+  /** Releases the context and runtime. Returns false if QuickJS refused, in which case the module is suspect. */
+  dispose(): boolean {
+    try {
+      for (const deferred of this.deferreds) if (deferred.alive) deferred.dispose()
+      this.vm.dispose()
+      this.runtime.dispose()
+      return true
+    } catch {
+      return false
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import type { CodeExecutionAdapter, Language } from '../src/core'
+import type { AdapterOptionsConfig } from '../src/config/adapter-options'
+
+/**
+ * Every adapter execgate knows, by name. `create` imports the adapter lazily, so an adapter that is not enabled
+ * costs nothing at start-up (its backend library is never loaded). A test checks that every folder under
+ * adapters/ is listed here and documented in docs/adapters/.
+ */
+export interface AdapterDefinition {
+  name: string
+  /** One line for `execgate adapters` and the docs. */
+  description: string
+  languages: readonly Language[]
+  create(options: AdapterOptionsConfig): Promise<CodeExecutionAdapter>
+}
+
+export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
+  placeholder: {
+    name: 'placeholder',
+    description: 'runs nothing; answers not_implemented and suggests describing the computation',
+    languages: ['javascript', 'typescript', 'python', 'bash'],
+    create: async () => new (await import('./placeholder')).PlaceholderAdapter(),
+  },
+  quickjs: {
+    name: 'quickjs',
+    description: 'QuickJS in WebAssembly, in-process: JavaScript and TypeScript',
+    languages: ['javascript', 'typescript'],
+    create: async (options) => new (await import('./quickjs')).QuickJsAdapter(options.quickjs),
+  },
+}
+
+export function adapterNames(): string[] {
+  return Object.keys(ADAPTERS)
+}

@@ -1,0 +1,13 @@
+import { quickjsSchema, type QuickJsOptionsConfig } from './quickjs'
+
+/**
+ * Each adapter's options live in their own file here, one section per adapter under `adapters.<name>`.
+ * The config layer sits below the adapters, so these describe options without importing adapter code.
+ */
+export interface AdapterOptionsConfig {
+  quickjs: QuickJsOptionsConfig
+}
+
+export const ADAPTER_OPTION_SCHEMAS = {
+  quickjs: quickjsSchema,
+}

@@ -1,0 +1,121 @@
+import { FILESYSTEM_ACCESS, POLICY_LIMITS, type FilesystemAccess, type NetworkAccess, type PolicyLimit } from '../core'
+import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from './adapter-options'
+import { formats } from './formats'
+
+/**
+ * The whole configuration, validated once at start-up and frozen. Each key can be set in config/default.json,
+ * config/<NODE_ENV>.json, a file given with `--config`, or its environment variable (the key in SCREAMING_SNAKE
+ * case after `EXECGATE_`: `execution.adapter` → `EXECGATE_EXECUTION_ADAPTER`). Later sources win in that order.
+ */
+export interface ExecgateConfig {
+  execution: {
+    /**
+     * The adapter every request runs on, or `auto` to let routing choose the cheapest capable one.
+     * @default 'auto' @env EXECGATE_EXECUTION_ADAPTER
+     */
+    adapter: string
+    /**
+     * The adapter to switch to as soon as it becomes available (the placeholder design's future adapter);
+     * empty for none. @default '' @env EXECGATE_EXECUTION_FUTURE_ADAPTER
+     */
+    futureAdapter: string
+    /**
+     * Adapters to create at start-up. Adapters not listed cost nothing.
+     * @default ['placeholder','quickjs'] @env EXECGATE_EXECUTION_ENABLED (comma-separated)
+     */
+    enabled: string[]
+    /**
+     * Extra time past the deadline an adapter gets to stop on its own before the service answers `timeout`
+     * for it. @default 1000 @env EXECGATE_EXECUTION_GRACE_MS
+     */
+    graceMs: number
+  }
+  security: {
+    /** The policy every request starts from; a request may only tighten it. */
+    defaultPolicy: {
+      /** @default 5000 @env EXECGATE_SECURITY_DEFAULT_POLICY_WALL_TIME_MS */
+      wallTimeMs: number
+      /** @default 5000 @env EXECGATE_SECURITY_DEFAULT_POLICY_CPU_TIME_MS */
+      cpuTimeMs: number
+      /** @default 128 @env EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB */
+      memoryMb: number
+      /** Cap on stdout + stderr + value. @default 65536 @env EXECGATE_SECURITY_DEFAULT_POLICY_OUTPUT_BYTES */
+      outputBytes: number
+      /** `none` or a comma-separated allow-list of hosts. @default 'none' @env EXECGATE_SECURITY_DEFAULT_POLICY_NETWORK */
+      network: NetworkAccess
+      /** `none`, `read_only` or `sandboxed`. @default 'none' @env EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM */
+      filesystem: FilesystemAccess
+      /** @default ['math','json','datetime'] @env EXECGATE_SECURITY_DEFAULT_POLICY_ALLOWED_IMPORTS */
+      allowedImports: string[]
+      hostCalls: {
+        /** @default 100 @env EXECGATE_SECURITY_DEFAULT_POLICY_HOST_CALLS_MAX_COUNT */
+        maxCount: number
+        /** @default 2000 @env EXECGATE_SECURITY_DEFAULT_POLICY_HOST_CALLS_MAX_TOTAL_MS */
+        maxTotalMs: number
+      }
+      /** @default 32 @env EXECGATE_SECURITY_DEFAULT_POLICY_MAX_PROCESSES */
+      maxProcesses: number
+      /** Limits an adapter must enforce to run a request. @default [] @env EXECGATE_SECURITY_DEFAULT_POLICY_REQUIRED */
+      required: PolicyLimit[]
+    }
+  }
+  /** Per-adapter options; see each adapter's page in docs/adapters/. */
+  adapters: AdapterOptionsConfig
+  log: {
+    /** `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. @default 'info' @env EXECGATE_LOG_LEVEL */
+    level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  }
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+/** The convict schema. `env` names are filled in by `withEnvironmentNames` so they cannot drift from the keys. */
+export const CONFIG_SCHEMA = {
+  execution: {
+    adapter: { doc: 'Adapter for every request, or auto', format: formats.adapterName, default: 'auto' },
+    futureAdapter: { doc: 'Adapter to switch to when it becomes available', format: formats.optionalAdapterName, default: '' },
+    enabled: {
+      doc: 'Adapters created at start-up',
+      format: formats.adapterNameList,
+      default: ['placeholder', 'quickjs'],
+    },
+    graceMs: { doc: 'Time past the deadline before the service answers timeout', format: formats.nonNegativeInt, default: 1000 },
+  },
+  security: {
+    defaultPolicy: {
+      wallTimeMs: { doc: 'Wall-clock limit (ms)', format: formats.positiveInt, default: 5000 },
+      cpuTimeMs: { doc: 'CPU-time limit (ms)', format: formats.positiveInt, default: 5000 },
+      memoryMb: { doc: 'Memory limit (MiB)', format: formats.positiveInt, default: 128 },
+      outputBytes: { doc: 'Output cap (bytes)', format: formats.positiveInt, default: 65536 },
+      network: { doc: 'none, or allowed hosts', format: formats.network, default: 'none' },
+      filesystem: { doc: 'Workspace access', format: [...FILESYSTEM_ACCESS], default: 'none' },
+      allowedImports: { doc: 'Modules code may import', format: formats.stringList, default: ['math', 'json', 'datetime'] },
+      hostCalls: {
+        maxCount: { doc: 'Host calls per run', format: formats.nonNegativeInt, default: 100 },
+        maxTotalMs: { doc: 'Total host-call time per run (ms)', format: formats.nonNegativeInt, default: 2000 },
+      },
+      maxProcesses: { doc: 'Processes per run (OS sandboxes)', format: formats.positiveInt, default: 32 },
+      required: { doc: 'Limits an adapter must enforce', format: formats.limitList(POLICY_LIMITS), default: [] },
+    },
+  },
+  adapters: ADAPTER_OPTION_SCHEMAS,
+  log: {
+    level: { doc: 'Log level', format: [...LOG_LEVELS], default: 'info' },
+  },
+}
+
+/** `execution.adapter` → `EXECGATE_EXECUTION_ADAPTER`. */
+export function environmentName(path: readonly string[]): string {
+  return ['EXECGATE', ...path.map((part) => part.replace(/([a-z0-9])([A-Z])/g, '$1_$2'))].join('_').toUpperCase()
+}
+
+/** Adds an `env` name to every leaf of a convict schema, derived from its key path. */
+export function withEnvironmentNames<T extends object>(schema: T, path: string[] = []): T {
+  const out: Record<string, unknown> = {}
+  for (const [key, node] of Object.entries(schema)) {
+    const here = [...path, key]
+    const isLeaf = typeof node === 'object' && node !== null && 'default' in node
+    out[key] = isLeaf ? { ...node, env: environmentName(here) } : withEnvironmentNames(node as object, here)
+  }
+  return out as T
+}

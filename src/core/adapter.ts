@@ -1,0 +1,59 @@
+import type {
+  AdapterCapabilities,
+  Availability,
+  ExecutionRequest,
+  ExecutionResult,
+  Language,
+  SecurityPolicy,
+  ValidationReport,
+  WorkspaceFile,
+} from './types'
+
+/** A function the host offers to sandboxed code, with a JSON schema for its arguments. */
+export interface HostFunctionSpec {
+  name: string
+  description: string
+  /** JSON Schema of the positional arguments, as an array schema (`{type: 'array', items: [...]}`) or object. */
+  parameters: Record<string, unknown>
+}
+
+/**
+ * The host functions of one run. `call` validates arguments, counts the call against the policy's budget and
+ * records it; it rejects with an `ExecgateError` (code `EXECGATE_HOST_CALL_*`) when the call is refused.
+ */
+export interface HostFunctions {
+  list(): readonly HostFunctionSpec[]
+  has(name: string): boolean
+  call(name: string, args: readonly unknown[]): Promise<unknown>
+}
+
+export type OutputStream = 'stdout' | 'stderr'
+
+/** What the service hands an adapter for one run. Adapters never read config or other adapters. */
+export interface ExecutionContext {
+  readonly traceId: string
+  /** The resolved policy: limits the adapter must apply. */
+  readonly policy: SecurityPolicy
+  /** Aborted when the caller cancels; adapters stop the run and answer `cancelled`. */
+  readonly signal: AbortSignal
+  /** `performance.now()` value by which the run must be over. */
+  readonly deadline: number
+  /** Host functions for sandboxed code; absent when the run has none. */
+  readonly hostFunctions?: HostFunctions
+  /** Receives output as it is produced, for streaming callers. */
+  readonly onOutput?: (stream: OutputStream, chunk: string) => void
+  /** Files to place in the workspace (already validated paths). */
+  readonly files?: readonly WorkspaceFile[]
+}
+
+/** The contract every backend implements. `execute` never rejects: every outcome is an `ExecutionResult`. */
+export interface CodeExecutionAdapter {
+  readonly name: string
+  readonly capabilities: AdapterCapabilities
+  execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult>
+  validate(code: string, language: Language): Promise<ValidationReport>
+  supportedLanguages(): readonly Language[]
+  checkAvailability(): Promise<Availability>
+  /** Releases workers, sessions and handles. Safe to call twice. */
+  dispose(): Promise<void>
+}

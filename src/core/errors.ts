@@ -1,0 +1,86 @@
+/**
+ * One registry of error codes. Inside `execute` errors become results; outside it (config, start-up, host
+ * functions) they are thrown as `ExecgateError` with one of these codes, so callers decide from fields, not
+ * from parsing messages. docs/errors.md lists every code; a test keeps the two in step.
+ */
+
+/** Who is at fault: the caller's input, a backend, or execgate itself. */
+export type Fault = 'client' | 'backend' | 'internal'
+
+interface ErrorDefinition {
+  readonly fault: Fault
+  readonly retryable: boolean
+  /** A message template; `{name}` placeholders are filled from the error's params. */
+  readonly template: string
+}
+
+export const ERROR_CODES = {
+  EXECGATE_CONFIG_INVALID: { fault: 'client', retryable: false, template: 'invalid configuration: {detail}' },
+  EXECGATE_CONFIG_FILE: { fault: 'client', retryable: false, template: 'cannot read config file {file}: {detail}' },
+  EXECGATE_REQUEST_INVALID: { fault: 'client', retryable: false, template: 'invalid request: {detail}' },
+  EXECGATE_POLICY_LOOSENED: {
+    fault: 'client',
+    retryable: false,
+    template: 'the request may only tighten the policy: {detail}',
+  },
+  EXECGATE_POLICY_VIOLATION: { fault: 'client', retryable: false, template: 'policy violation: {detail}' },
+  EXECGATE_ADAPTER_UNKNOWN: {
+    fault: 'client',
+    retryable: false,
+    template: 'unknown adapter "{name}"; known adapters: {known}',
+  },
+  EXECGATE_ADAPTER_UNAVAILABLE: { fault: 'backend', retryable: true, template: 'adapter {name} is unavailable: {detail}' },
+  EXECGATE_LANGUAGE_UNSUPPORTED: {
+    fault: 'client',
+    retryable: false,
+    template: 'adapter {name} does not run {language}; it runs {languages}',
+  },
+  EXECGATE_HOST_CALL_UNKNOWN: { fault: 'client', retryable: false, template: 'no host function named "{name}"' },
+  EXECGATE_HOST_CALL_INVALID: { fault: 'client', retryable: false, template: 'host function {name}: {detail}' },
+  EXECGATE_HOST_CALL_BUDGET: { fault: 'client', retryable: false, template: 'host-call budget exceeded: {detail}' },
+  EXECGATE_HOST_CALL_DENIED: { fault: 'client', retryable: false, template: 'host function {name} refused: {detail}' },
+  EXECGATE_BACKEND_FAILED: { fault: 'backend', retryable: true, template: 'backend {name} failed: {detail}' },
+  EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },
+  EXECGATE_INTERNAL: { fault: 'internal', retryable: false, template: 'internal error: {detail}' },
+} as const satisfies Record<string, ErrorDefinition>
+
+export type ErrorCode = keyof typeof ERROR_CODES
+
+export class ExecgateError extends Error {
+  readonly code: ErrorCode
+  readonly fault: Fault
+  readonly retryable: boolean
+  readonly params: Readonly<Record<string, string>>
+
+  constructor(code: ErrorCode, params: Record<string, string | number> = {}, options?: { cause?: unknown; source?: string }) {
+    const definition: ErrorDefinition = ERROR_CODES[code]
+    const stringParams = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)]))
+    const text = definition.template.replace(/\{(\w+)\}/g, (_, key: string) => stringParams[key] ?? `{${key}}`)
+    const prefix = options?.source ? `[execgate] [${options.source}] ` : '[execgate] '
+    super(prefix + text, options?.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'ExecgateError'
+    this.code = code
+    this.fault = definition.fault
+    this.retryable = definition.retryable
+    this.params = stringParams
+  }
+}
+
+/** Checks by code, not `instanceof`, so errors crossing package or realm boundaries still match. */
+export function isExecgateError(value: unknown, code?: ErrorCode): value is ExecgateError {
+  if (typeof value !== 'object' || value === null) return false
+  const candidate = value as { code?: unknown }
+  if (typeof candidate.code !== 'string' || !(candidate.code in ERROR_CODES)) return false
+  return code === undefined || candidate.code === code
+}
+
+/** A one-line description of anything thrown, for results and logs (never a stack for users). */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name
+  if (typeof error === 'string') return error
+  try {
+    return JSON.stringify(error) ?? String(error)
+  } catch {
+    return String(error)
+  }
+}

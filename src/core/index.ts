@@ -1,0 +1,7 @@
+export * from './types'
+export * from './adapter'
+export * from './errors'
+export * from './output'
+export * from './result'
+export * from './capabilities'
+export * from './request-schema'

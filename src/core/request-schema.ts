@@ -1,0 +1,61 @@
+import { FILESYSTEM_ACCESS, LANGUAGES, POLICY_LIMITS } from './types'
+
+/**
+ * JSON Schema of `ExecutionRequest`, shared by the library's request check, the HTTP API and the OpenAPI
+ * document, so the three can never disagree about what a valid request is.
+ */
+
+const positiveInt = { type: 'integer', minimum: 1 } as const
+
+export const POLICY_OVERRIDES_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    wallTimeMs: positiveInt,
+    cpuTimeMs: positiveInt,
+    memoryMb: positiveInt,
+    outputBytes: positiveInt,
+    maxProcesses: positiveInt,
+    network: {
+      anyOf: [{ const: 'none' }, { type: 'array', items: { type: 'string', minLength: 1 } }],
+    },
+    filesystem: { enum: [...FILESYSTEM_ACCESS] },
+    allowedImports: { type: 'array', items: { type: 'string', minLength: 1 } },
+    hostCalls: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { maxCount: { type: 'integer', minimum: 0 }, maxTotalMs: { type: 'integer', minimum: 0 } },
+    },
+    required: { type: 'array', items: { enum: [...POLICY_LIMITS] } },
+  },
+} as const
+
+export const WORKSPACE_FILE_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['path', 'content'],
+  properties: {
+    path: { type: 'string', minLength: 1, maxLength: 1024 },
+    content: { type: 'string' },
+    encoding: { enum: ['utf8', 'base64'] },
+  },
+} as const
+
+export const EXECUTION_REQUEST_SCHEMA = {
+  $id: 'ExecutionRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['language', 'code'],
+  properties: {
+    language: { enum: [...LANGUAGES] },
+    code: { type: 'string', minLength: 1 },
+    stdin: { type: 'string' },
+    files: { type: 'array', items: WORKSPACE_FILE_SCHEMA },
+    sessionId: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' },
+    adapter: { type: 'string', minLength: 1 },
+    timeoutMs: positiveInt,
+    memoryMb: positiveInt,
+    policy: POLICY_OVERRIDES_SCHEMA,
+    traceId: { type: 'string', minLength: 1, maxLength: 128 },
+  },
+} as const

@@ -1,0 +1,229 @@
+/**
+ * The execution contract's data types. This layer imports nothing of ours: adapters, routing and the
+ * service all speak these shapes, so a change here is a change to the product's public API.
+ */
+
+/** Languages execgate knows how to route. An adapter declares which of them it runs. */
+export const LANGUAGES = ['javascript', 'typescript', 'python', 'bash'] as const
+export type Language = (typeof LANGUAGES)[number]
+
+/**
+ * The one status vocabulary. Every adapter maps its backend's outcomes onto these, so a caller never has to
+ * read an exit code or an exception name to learn what happened.
+ */
+export const EXECUTION_STATUSES = [
+  'ok', // the code ran to completion
+  'error', // the code raised, or did not parse
+  'timeout', // the wall- or CPU-time limit stopped it
+  'memory_limit', // the memory limit stopped it
+  'output_limit', // stdout + stderr + value passed the output cap; head and tail are kept
+  'policy_violation', // refused by the policy (an import, a loosened limit, a host-call budget)
+  'invalid_request', // the request itself is malformed; the message names the field
+  'unavailable', // the backend cannot run anything right now (routing may fall back)
+  'not_implemented', // the placeholder: nothing runs; describe the computation instead
+  'cancelled', // the caller aborted the run
+  'internal_error', // execgate or the backend failed, not the user's code
+] as const
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number]
+
+/** A file placed in the execution's workspace before the run, or collected from it after. */
+export interface WorkspaceFile {
+  /** Path relative to the workspace root; `..`, absolute paths and NUL bytes are refused. */
+  path: string
+  content: string
+  /** @default 'utf8' */
+  encoding?: 'utf8' | 'base64'
+}
+
+/** The filesystem access a policy grants to the virtual workspace (never the host's filesystem). */
+export type FilesystemAccess = 'none' | 'read_only' | 'sandboxed'
+export const FILESYSTEM_ACCESS: readonly FilesystemAccess[] = ['none', 'read_only', 'sandboxed']
+
+/** Network access: `'none'`, or an allow-list of host names (`host` or `host:port`). */
+export type NetworkAccess = 'none' | readonly string[]
+
+/** The limits a policy sets. `explainPolicy` and the adapters' `enforcement` tables are keyed by these. */
+export const POLICY_LIMITS = [
+  'wallTime',
+  'cpuTime',
+  'memory',
+  'output',
+  'network',
+  'filesystem',
+  'imports',
+  'hostCalls',
+  'processes',
+] as const
+export type PolicyLimit = (typeof POLICY_LIMITS)[number]
+
+/** Everything a run is allowed to do. Resolved once per request; adapters read it from the context. */
+export interface SecurityPolicy {
+  /** Wall-clock limit for the whole run, in milliseconds. */
+  readonly wallTimeMs: number
+  /** CPU-time limit in milliseconds, where the backend can measure CPU separately from wall time. */
+  readonly cpuTimeMs: number
+  /** Memory limit in MiB. */
+  readonly memoryMb: number
+  /** Cap on stdout + stderr + the JSON of the value, in bytes. */
+  readonly outputBytes: number
+  readonly network: NetworkAccess
+  readonly filesystem: FilesystemAccess
+  /** Top-level modules the code may import (Python modules, or JavaScript module specifiers). */
+  readonly allowedImports: readonly string[]
+  /** Host-function budget: calls per run, and their total time. */
+  readonly hostCalls: { readonly maxCount: number; readonly maxTotalMs: number }
+  /** Maximum processes/threads the code may create, on backends that run real processes. */
+  readonly maxProcesses: number
+  /** Limits an adapter must enforce (hard or soft) to be allowed to run this request. */
+  readonly required: readonly PolicyLimit[]
+}
+
+/** What a request may change in the policy: only ever tighter than the caller's profile. */
+export type PolicyOverrides = Partial<{
+  -readonly [K in keyof SecurityPolicy]: SecurityPolicy[K] extends { readonly maxCount: number }
+    ? Partial<{ maxCount: number; maxTotalMs: number }>
+    : SecurityPolicy[K]
+}>
+
+export interface ExecutionRequest {
+  language: Language
+  code: string
+  /** Text fed to the program's standard input, on backends that have one. */
+  stdin?: string
+  /** Files placed in the workspace before the run. */
+  files?: WorkspaceFile[]
+  /** Keeps interpreter state between calls, on adapters with the `sessions` capability. */
+  sessionId?: string
+  /** Pins a backend by name; otherwise routing chooses. */
+  adapter?: string
+  /** Shorthand for `policy.wallTimeMs`; may only tighten. */
+  timeoutMs?: number
+  /** Shorthand for `policy.memoryMb`; may only tighten. */
+  memoryMb?: number
+  policy?: PolicyOverrides
+  /** Correlates logs and results; generated when absent. */
+  traceId?: string
+}
+
+export interface ExecutionErrorInfo {
+  /** The backend's error class, e.g. `SyntaxError`, `ZeroDivisionError`, `TimeoutError`. */
+  type: string
+  message: string
+  line?: number
+  column?: number
+  stack?: string
+}
+
+export interface ResourceUsage {
+  /** Wall time the backend spent running the code, in milliseconds. */
+  wallMs?: number
+  cpuMs?: number
+  /** Peak or final memory the backend reported, in bytes. */
+  memoryBytes?: number
+  hostCalls?: number
+  /** Bytes of stdout + stderr + value produced, before any truncation. */
+  outputBytes?: number
+}
+
+/** One host-function call, as recorded in the result's action log. */
+export interface HostCallRecord {
+  name: string
+  ok: boolean
+  durationMs: number
+  error?: string
+}
+
+export interface ExecutionResult {
+  status: ExecutionStatus
+  /** The adapter that produced this result. */
+  adapter: string
+  traceId: string
+  /** Milliseconds from the service receiving the request to the result, measured with `performance.now()`. */
+  durationMs: number
+  stdout: string
+  stderr: string
+  /** The JSON value of the last expression, or what `submit_result` stored. */
+  value?: unknown
+  error?: ExecutionErrorInfo
+  /** True when stdout/stderr were cut to the output cap (head and tail kept, a marker between). */
+  truncated: boolean
+  /** Bytes the program wrote to stdout and stderr, before truncation. */
+  stdoutBytes: number
+  stderrBytes: number
+  usage: ResourceUsage
+  /** A sentence for humans, set for every status other than `ok`. */
+  message?: string
+  /** The placeholder's advice: what a caller should do instead of running code. */
+  fallbackAction?: 'describe_computation_only'
+  /** Set when routing moved the request off another adapter, with why. */
+  fallbackFrom?: { adapter: string; reason: string }
+  /** Why this adapter was chosen when routing had a choice (e.g. escalation from monty to pyodide). */
+  route?: { reason: string; escalatedFrom?: string }
+  /** Workspace files after the run, when the backend collects them. */
+  files?: WorkspaceFile[]
+  hostCalls?: HostCallRecord[]
+}
+
+export type ValidationSeverity = 'error' | 'warning'
+
+export interface ValidationIssue {
+  severity: ValidationSeverity
+  /** Stable machine-readable kind: `syntax`, `import_not_allowed`, `forbidden_call`, `unsupported`, `not_implemented`. */
+  code: string
+  message: string
+  line?: number
+  column?: number
+}
+
+export interface ValidationReport {
+  /** False when any issue has severity `error`. */
+  valid: boolean
+  language: Language
+  /** Who validated: an adapter name, or `policy` for the static checks. */
+  validator: string
+  issues: ValidationIssue[]
+  /** False when the validator cannot validate at all (the placeholder). */
+  implemented: boolean
+}
+
+export type HealthState = 'available' | 'degraded' | 'unavailable'
+
+export interface Availability {
+  status: HealthState
+  /** Why the adapter is not available, in words that say what to fix. */
+  reason?: string
+  latencyMs?: number
+  /** ISO-8601 time of the check. */
+  checkedAt: string
+}
+
+/** How hard an adapter holds a limit: the backend stops it, it is checked after the fact, or not at all. */
+export type Enforcement = 'hard' | 'soft' | 'none'
+
+export type Tier = 0 | 1 | 2 | 3 | 4
+/** Tier names from the execution-layer design; 0 is the placeholder, which runs nothing. */
+export const TIER_NAMES: Record<Tier, string> = {
+  0: 'placeholder',
+  1: 'in-process',
+  2: 'remote service',
+  3: 'WebAssembly module',
+  4: 'OS sandbox',
+}
+
+export interface AdapterCapabilities {
+  readonly languages: readonly Language[]
+  readonly tier: Tier
+  /** The isolation boundary in words, e.g. `wasm memory`, `user/pid/net/mount namespaces`. */
+  readonly isolation: string
+  readonly enforcement: Readonly<Record<PolicyLimit, Enforcement>>
+  /** Keeps state across calls with the same `sessionId`. */
+  readonly sessions: boolean
+  /** Sandboxed code can call host functions from the context. */
+  readonly hostFunctions: boolean
+  /** Request `files` reach the code (as host functions or as real files). */
+  readonly workspace: boolean
+  /** Output is delivered through `context.onOutput` while the code runs. */
+  readonly streaming: boolean
+  /** The code can reach an allow-listed network. */
+  readonly network: boolean
+}

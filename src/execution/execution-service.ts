@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import {
+  createResult,
+  describeError,
+  refusal,
+  truncateOutput,
+  valueBytes,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Language,
+  type SecurityPolicy,
+  type ValidationReport,
+} from '../core'
+import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
+import type { AdapterRegistry, ExecuteOptions, ExecutionListener, ExecutionService, Logger, Router } from '../tokens'
+import { findRequestProblem } from './parse-request'
+
+export interface ExecutionServiceOptions {
+  registry: AdapterRegistry
+  router: Router
+  basePolicy: SecurityPolicy
+  logger: Logger
+  listeners?: readonly ExecutionListener[]
+  /** Time past the deadline an adapter gets to answer before the service answers `timeout` for it. */
+  graceMs: number
+}
+
+const SERVICE = 'execgate'
+
+/** DESIGN.md's steps 1–8 for one request. Never rejects: every outcome, including our own bugs, is a result. */
+export class DefaultExecutionService implements ExecutionService {
+  constructor(private readonly options: ExecutionServiceOptions) {}
+
+  async execute(request: ExecutionRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
+    const started = performance.now()
+    const traceId = typeof request?.traceId === 'string' && request.traceId ? request.traceId : randomUUID()
+    let result: ExecutionResult
+    try {
+      result = await this.run(request, options, traceId, started)
+    } catch (error) {
+      result = refusal('internal_error', SERVICE, `[execgate] internal error: ${describeError(error)}`, 'InternalError')
+    }
+    result.traceId = traceId
+    result.durationMs = performance.now() - started
+    for (const listener of this.options.listeners ?? []) {
+      try {
+        listener.onResult(result, request)
+      } catch (error) {
+        this.options.logger.error({ traceId, err: describeError(error) }, 'execution listener failed')
+      }
+    }
+    return result
+  }
+
+  private async run(request: ExecutionRequest, options: ExecuteOptions, traceId: string, started: number): Promise<ExecutionResult> {
+    // 1. parse
+    const problem = findRequestProblem(request)
+    if (problem) return refusal('invalid_request', SERVICE, `[execgate] invalid request: ${problem}`, 'InvalidRequest')
+    // 2. policy: the caller's profile, tightened by the request
+    const resolution = resolvePolicy(options.basePolicy ?? this.options.basePolicy, request)
+    if (!resolution.policy) return refusal('policy_violation', SERVICE, `[execgate] ${resolution.loosening.message}`, 'PolicyViolation')
+    const policy = resolution.policy
+    // 3. static validation
+    const issues = staticCheck(request.language, request.code, policy).filter((item) => item.severity === 'error')
+    if (issues.length > 0) {
+      const first = issues[0]!
+      const where = first.line ? ` (line ${first.line}, column ${first.column})` : ''
+      const status = first.code === 'syntax' ? 'error' : 'policy_violation'
+      return createResult(status, SERVICE, {
+        message: `${first.message}${where}`,
+        error: { type: first.code === 'syntax' ? 'SyntaxError' : 'PolicyViolation', message: first.message, line: first.line, column: first.column },
+      })
+    }
+    // 4. route, 5. run, 8. fall back
+    const tried: string[] = []
+    let decision = this.options.router.select(request, policy)
+    let fallbackFrom: ExecutionResult['fallbackFrom']
+    for (;;) {
+      if (!decision.adapter) return refusal(decision.refusal.status, SERVICE, decision.refusal.message, decision.refusal.status)
+      const adapter = decision.adapter
+      tried.push(adapter.name)
+      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, started)
+      if (fallbackFrom) result.fallbackFrom = fallbackFrom
+      if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
+      if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
+      const next = this.options.router.fallback?.(request, policy, tried)
+      if (!next?.adapter) return result
+      fallbackFrom = { adapter: adapter.name, reason: result.message ?? result.status }
+      decision = next
+    }
+  }
+
+  private async runOnAdapter(
+    adapter: CodeExecutionAdapter,
+    request: ExecutionRequest,
+    policy: SecurityPolicy,
+    options: ExecuteOptions,
+    traceId: string,
+    started: number,
+  ): Promise<ExecutionResult> {
+    const controller = new AbortController()
+    const onCallerAbort = () => controller.abort(options.signal?.reason)
+    if (options.signal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
+    options.signal?.addEventListener('abort', onCallerAbort, { once: true })
+    const deadline = started + policy.wallTimeMs
+    const context: ExecutionContext = { traceId, policy, signal: controller.signal, deadline, onOutput: options.onOutput, files: request.files }
+    let backstop: NodeJS.Timeout | undefined
+    try {
+      // An adapter that ignores its deadline cannot hold the caller: after the grace period we answer for it.
+      const overdue = new Promise<ExecutionResult>((resolve) => {
+        backstop = setTimeout(() => {
+          controller.abort(new Error('deadline'))
+          resolve(
+            refusal('timeout', adapter.name, `[execgate] [${adapter.name}] the run passed its ${policy.wallTimeMs} ms limit and the adapter did not stop within ${this.options.graceMs} ms`, 'TimeoutError'),
+          )
+        }, policy.wallTimeMs + this.options.graceMs)
+      })
+      const cancelled = new Promise<ExecutionResult>((resolve) => {
+        controller.signal.addEventListener('abort', () => {
+          if (options.signal?.aborted) resolve(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled'))
+        }, { once: true })
+      })
+      const result = await Promise.race([this.invoke(adapter, request, context), overdue, cancelled])
+      return this.normalise(result, adapter, policy)
+    } finally {
+      clearTimeout(backstop)
+      options.signal?.removeEventListener('abort', onCallerAbort)
+    }
+  }
+
+  private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    try {
+      const result = await adapter.execute(request, context)
+      if (!result || typeof result !== 'object' || typeof result.status !== 'string') {
+        return refusal('internal_error', adapter.name, `[execgate] [${adapter.name}] the adapter returned no result`, 'InternalError')
+      }
+      return result
+    } catch (error) {
+      return refusal('internal_error', adapter.name, `[execgate] [${adapter.name}] the adapter failed: ${describeError(error)}`, 'InternalError')
+    }
+  }
+
+  /** Step 6: one vocabulary, the output cap applied to whatever the adapter returned, the value counted in it. */
+  private normalise(result: ExecutionResult, adapter: CodeExecutionAdapter, policy: SecurityPolicy): ExecutionResult {
+    result.adapter ||= adapter.name
+    const limit = policy.outputBytes
+    let reserved = valueBytes(result.value)
+    if (reserved > limit) {
+      result.value = undefined
+      reserved = 0
+      result.status = result.status === 'ok' ? 'output_limit' : result.status
+      result.message ??= `[execgate] [${adapter.name}] the value is larger than the ${limit}-byte output limit and was dropped`
+    }
+    const streamBytes = Buffer.byteLength(result.stdout) + Buffer.byteLength(result.stderr)
+    if (streamBytes + reserved > limit) {
+      const cut = truncateOutput(result.stdout, result.stderr, limit, reserved)
+      result.stdout = cut.stdout
+      result.stderr = cut.stderr
+      result.truncated = true
+      result.stdoutBytes = Math.max(result.stdoutBytes, cut.stdoutBytes)
+      result.stderrBytes = Math.max(result.stderrBytes, cut.stderrBytes)
+    }
+    if (result.truncated && result.status === 'ok') {
+      result.status = 'output_limit'
+      result.message = `[execgate] [${adapter.name}] the output passed the ${limit}-byte limit; the head and the tail are kept`
+    }
+    return result
+  }
+
+  async validate(code: string, language: Language, adapterName?: string): Promise<ValidationReport> {
+    const policyReport = staticValidationReport(language, code, this.options.basePolicy)
+    const adapter = adapterName ? this.options.registry.get(adapterName) : this.options.router.select({ language, code }, this.options.basePolicy).adapter
+    if (!adapter) return policyReport
+    try {
+      const adapterReport = await adapter.validate(code, language)
+      const issues = [...policyReport.issues, ...adapterReport.issues.filter((item) => !policyReport.issues.some((seen) => seen.message === item.message))]
+      return {
+        valid: !issues.some((item) => item.severity === 'error'),
+        language,
+        validator: `policy+${adapter.name}`,
+        issues,
+        implemented: policyReport.implemented || adapterReport.implemented,
+      }
+    } catch (error) {
+      return { ...policyReport, issues: [...policyReport.issues, { severity: 'warning', code: 'validator_failed', message: `[execgate] [${adapter.name}] validation failed: ${describeError(error)}` }] }
+    }
+  }
+
+  languages(): readonly Language[] {
+    const set = new Set<Language>()
+    for (const adapter of this.options.registry.list()) {
+      if (adapter.capabilities.tier === 0) continue
+      for (const language of adapter.supportedLanguages()) set.add(language)
+    }
+    return [...set]
+  }
+}

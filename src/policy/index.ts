@@ -1,0 +1,5 @@
+export * from './resolve-policy'
+export * from './static-checks'
+export { checkJavaScript, parseJavaScript } from './javascript-checks'
+export { checkTypeScript, loadTypeScript } from './typescript-checks'
+export * from './default-policy'

@@ -1,0 +1,100 @@
+import * as acorn from 'acorn'
+import * as walk from 'acorn-walk'
+import type { SecurityPolicy, ValidationIssue } from '../core'
+
+/**
+ * Static checks for JavaScript with a real parser. They give an early, precise error (line and column) for code
+ * the policy forbids; they are not the boundary — the sandbox is (see DESIGN.md, defense in depth).
+ */
+
+type Node = acorn.Node & Record<string, any>
+
+function moduleName(specifier: string): string {
+  // 'lodash/fp' → 'lodash'; '@scope/pkg/x' → '@scope/pkg'; 'node:fs' → 'fs'
+  const bare = specifier.replace(/^node:/, '')
+  const parts = bare.split('/')
+  return bare.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!
+}
+
+function issue(code: string, message: string, node: Node): ValidationIssue {
+  const loc = node.loc?.start
+  return { severity: 'error', code, message, line: loc?.line, column: loc === undefined ? undefined : loc.column + 1 }
+}
+
+export function parseJavaScript(code: string): { program?: Node; syntax?: ValidationIssue } {
+  const options: acorn.Options = {
+    ecmaVersion: 'latest',
+    sourceType: 'module',
+    locations: true,
+    allowAwaitOutsideFunction: true,
+    allowReturnOutsideFunction: true,
+    allowHashBang: true,
+  }
+  try {
+    return { program: acorn.parse(code, options) as Node }
+  } catch (moduleError) {
+    // Sloppy-mode scripts (`with`, octal literals) are not modules; try them as scripts before giving up.
+    try {
+      return { program: acorn.parse(code, { ...options, sourceType: 'script' }) as Node }
+    } catch {
+      const error = moduleError as SyntaxError & { loc?: { line: number; column: number } }
+      return {
+        syntax: {
+          severity: 'error',
+          code: 'syntax',
+          message: `SyntaxError: ${error.message.replace(/ \(\d+:\d+\)$/, '')}`,
+          line: error.loc?.line,
+          column: error.loc === undefined ? undefined : error.loc.column + 1,
+        },
+      }
+    }
+  }
+}
+
+function isStringLiteral(node: Node | undefined): node is Node & { value: string } {
+  return node?.type === 'Literal' && typeof node.value === 'string'
+}
+
+/** Import, require, eval and Function-constructor findings for JavaScript source. */
+export function checkJavaScript(code: string, policy: Pick<SecurityPolicy, 'allowedImports'>): ValidationIssue[] {
+  const { program, syntax } = parseJavaScript(code)
+  if (!program) return syntax ? [syntax] : []
+  const issues: ValidationIssue[] = []
+  const allowed = new Set(policy.allowedImports)
+  const checkSpecifier = (specifier: string, node: Node, how: string) => {
+    const name = moduleName(specifier)
+    if (!allowed.has(name)) {
+      issues.push(issue('import_not_allowed', `${how} of "${specifier}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`, node))
+    }
+  }
+  walk.full(program, (raw) => {
+    const node = raw as Node
+    switch (node.type) {
+      case 'ImportDeclaration':
+      case 'ExportAllDeclaration':
+      case 'ExportNamedDeclaration':
+        if (isStringLiteral(node.source)) checkSpecifier(node.source.value, node, 'import')
+        break
+      case 'ImportExpression':
+        if (isStringLiteral(node.source)) checkSpecifier(node.source.value, node, 'dynamic import()')
+        else issues.push(issue('import_not_allowed', 'dynamic import() of a computed module name is not allowed', node))
+        break
+      case 'CallExpression':
+      case 'NewExpression': {
+        const callee = node.callee as Node
+        const name = callee.type === 'Identifier' ? callee.name : callee.type === 'MemberExpression' && !callee.computed ? callee.property.name : undefined
+        if (name === 'require' && node.type === 'CallExpression') {
+          const first = node.arguments[0] as Node | undefined
+          if (isStringLiteral(first)) checkSpecifier(first.value, node, 'require')
+          else issues.push(issue('import_not_allowed', 'require() of a computed module name is not allowed', node))
+        } else if (name === 'eval' && node.type === 'CallExpression') {
+          issues.push(issue('forbidden_call', 'eval() is not allowed: it runs code the policy has not checked', node))
+        } else if (name === 'Function' && (callee.type === 'Identifier' || callee.object?.name === 'globalThis')) {
+          issues.push(issue('forbidden_call', 'the Function constructor is not allowed: it runs code the policy has not checked', node))
+        }
+        break
+      }
+    }
+  })
+  return issues
+}

@@ -1,0 +1,28 @@
+import type { Language, SecurityPolicy, ValidationIssue, ValidationReport } from '../core'
+import { checkJavaScript } from './javascript-checks'
+import { checkTypeScript } from './typescript-checks'
+
+/** A language's static policy check: parse, then report imports and calls the policy forbids. */
+export type StaticChecker = (code: string, policy: SecurityPolicy) => ValidationIssue[]
+
+/** Checkers by language. A language without one (bash) is left to its adapter's sandbox. */
+const CHECKERS: Partial<Record<Language, StaticChecker>> = {
+  javascript: checkJavaScript,
+  typescript: checkTypeScript,
+}
+
+export function staticCheck(language: Language, code: string, policy: SecurityPolicy): ValidationIssue[] {
+  const checker = CHECKERS[language]
+  return checker ? checker(code, policy) : []
+}
+
+export function staticValidationReport(language: Language, code: string, policy: SecurityPolicy): ValidationReport {
+  const issues = staticCheck(language, code, policy)
+  return {
+    valid: !issues.some((item) => item.severity === 'error'),
+    language,
+    validator: 'policy',
+    issues,
+    implemented: CHECKERS[language] !== undefined,
+  }
+}

@@ -1,0 +1,41 @@
+import type { CodeExecutionAdapter, ExecutionRequest, SecurityPolicy, Tier } from '../core'
+import type { AdapterRegistry, RouteDecision, Router } from '../tokens'
+
+/** Cheapest first: in-process, WebAssembly module, OS sandbox, remote service; the placeholder last. */
+export const DEFAULT_TIER_ORDER: readonly Tier[] = [1, 3, 4, 2, 0]
+
+/**
+ * Routing by configuration: a pinned adapter (the request's, else `execution.adapter`), or with `auto` the
+ * cheapest enabled adapter that runs the language.
+ */
+export class ConfigRouter implements Router {
+  constructor(
+    private readonly registry: AdapterRegistry,
+    private readonly configuredAdapter: string,
+  ) {}
+
+  select(request: ExecutionRequest, _policy: SecurityPolicy): RouteDecision {
+    const pinned = request.adapter ?? (this.configuredAdapter === 'auto' ? undefined : this.configuredAdapter)
+    if (pinned) {
+      const adapter = this.registry.get(pinned)
+      if (!adapter) {
+        const known = this.registry.list().map((item) => item.name).join(', ')
+        return { refusal: { status: 'invalid_request', message: `[execgate] invalid request: adapter "${pinned}" is not enabled; enabled adapters: ${known}` } }
+      }
+      if (!adapter.supportedLanguages().includes(request.language)) {
+        return { refusal: { status: 'invalid_request', message: `[execgate] invalid request: adapter ${pinned} does not run ${request.language}; it runs ${adapter.supportedLanguages().join(', ')}` } }
+      }
+      return { adapter, reason: request.adapter ? 'pinned by the request' : 'pinned by execution.adapter' }
+    }
+    const candidate = this.cheapest(request)
+    if (!candidate) {
+      return { refusal: { status: 'unavailable', message: `[execgate] no enabled adapter runs ${request.language}` } }
+    }
+    return { adapter: candidate, reason: `cheapest enabled adapter for ${request.language}` }
+  }
+
+  private cheapest(request: ExecutionRequest): CodeExecutionAdapter | undefined {
+    const capable = this.registry.list().filter((adapter) => adapter.supportedLanguages().includes(request.language))
+    return capable.sort((a, b) => DEFAULT_TIER_ORDER.indexOf(a.capabilities.tier) - DEFAULT_TIER_ORDER.indexOf(b.capabilities.tier))[0]
+  }
+}

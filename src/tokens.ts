@@ -1,0 +1,76 @@
+/**
+ * Every DI token, each beside the interface it stands for (Theia's convention): `Router` is both the symbol
+ * you inject and the type you get. Interfaces here speak only the contract's types, so any layer may depend
+ * on them without depending on an implementation.
+ */
+import type {
+  CodeExecutionAdapter,
+  ExecutionRequest,
+  ExecutionResult,
+  ExecutionStatus,
+  Language,
+  SecurityPolicy,
+  ValidationReport,
+} from './core'
+import type { Config as LoadedConfig } from './config/load'
+
+/** The validated, frozen configuration. */
+export const Config = Symbol('Config')
+export type Config = LoadedConfig
+
+/** Structured logger (pino's shape). */
+export const Logger = Symbol('Logger')
+export interface Logger {
+  trace(obj: object | string, msg?: string): void
+  debug(obj: object | string, msg?: string): void
+  info(obj: object | string, msg?: string): void
+  warn(obj: object | string, msg?: string): void
+  error(obj: object | string, msg?: string): void
+  child(bindings: Record<string, unknown>): Logger
+  isLevelEnabled(level: string): boolean
+}
+
+/** The adapters created at start-up, by name. */
+export const AdapterRegistry = Symbol('AdapterRegistry')
+export interface AdapterRegistry {
+  get(name: string): CodeExecutionAdapter | undefined
+  list(): readonly CodeExecutionAdapter[]
+  /** Every adapter name execgate knows, enabled or not. */
+  knownNames(): readonly string[]
+}
+
+/** A routing decision: the adapter to run on and why, or a refusal the service turns into a result. */
+export type RouteDecision =
+  | { adapter: CodeExecutionAdapter; reason: string; escalatedFrom?: string; refusal?: undefined }
+  | { adapter?: undefined; refusal: { status: ExecutionStatus; message: string } }
+
+/** Chooses the adapter for a request. */
+export const Router = Symbol('Router')
+export interface Router {
+  select(request: ExecutionRequest, policy: SecurityPolicy): RouteDecision
+  /** The next adapter to try after `failed` answered unavailable or crashed, if any. */
+  fallback?(request: ExecutionRequest, policy: SecurityPolicy, tried: readonly string[]): RouteDecision | undefined
+}
+
+export interface ExecuteOptions {
+  /** Aborting it cancels the run; the result is `cancelled`. */
+  signal?: AbortSignal
+  /** Receives stdout/stderr chunks while the code runs. */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void
+  /** The caller's policy (a tenant's profile); requests tighten it. @default config's security.defaultPolicy */
+  basePolicy?: SecurityPolicy
+}
+
+/** Runs requests end to end (DESIGN.md steps 1–8). `execute` never rejects. */
+export const ExecutionService = Symbol('ExecutionService')
+export interface ExecutionService {
+  execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
+  validate(code: string, language: Language, adapter?: string): Promise<ValidationReport>
+  languages(): readonly Language[]
+}
+
+/** Observers of finished executions (logs, metrics, the ledger); several may be bound. */
+export const ExecutionListener = Symbol('ExecutionListener')
+export interface ExecutionListener {
+  onResult(result: ExecutionResult, request: ExecutionRequest): void
+}

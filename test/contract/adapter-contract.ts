@@ -1,0 +1,197 @@
+import { performance } from 'node:perf_hooks'
+import {
+  EXECUTION_STATUSES,
+  POLICY_LIMITS,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Language,
+  type SecurityPolicy,
+} from '../../src/core'
+import { DEFAULT_POLICY } from '../../src/policy'
+import { SNIPPETS } from './snippets'
+
+/**
+ * The one conformance suite (keyv's test-suite idea): every adapter's test file calls it. Options switch groups
+ * off by capability, never by adapter name; the capabilities an adapter declares are checked against what it does.
+ */
+export interface AdapterContractOptions {
+  /** Languages to exercise. @default every language the adapter declares that has snippets */
+  languages?: readonly Language[]
+  /** The wall-time limit used for the timeout case; backends that start slowly need more. @default 1000 */
+  timeoutMs?: number
+  /** Extra time allowed past the limit before the result must be back. @default 1500 */
+  timeoutSlackMs?: number
+  /** Memory limit for the memory case, in MiB. @default 64 */
+  memoryMb?: number
+  /** Per-test Jest timeout. @default 60000 */
+  testTimeoutMs?: number
+}
+
+export function contractContext(policy: Partial<SecurityPolicy> = {}, extra: Partial<ExecutionContext> = {}): ExecutionContext {
+  const merged: SecurityPolicy = { ...DEFAULT_POLICY, ...policy }
+  return {
+    traceId: `contract-${Math.random().toString(36).slice(2)}`,
+    policy: merged,
+    signal: new AbortController().signal,
+    deadline: performance.now() + merged.wallTimeMs,
+    ...extra,
+  }
+}
+
+/** Runs a request and asserts the result is well-formed, whatever its status. */
+export async function runChecked(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+  const result = await adapter.execute(request, context)
+  expect(EXECUTION_STATUSES).toContain(result.status)
+  expect(result.adapter).toBe(adapter.name)
+  expect(typeof result.stdout).toBe('string')
+  expect(typeof result.stderr).toBe('string')
+  expect(typeof result.truncated).toBe('boolean')
+  expect(typeof result.usage).toBe('object')
+  if (result.status !== 'ok') expect(result.message ?? result.error?.message).toBeTruthy()
+  return result
+}
+
+export function describeAdapterContract(
+  name: string,
+  createAdapter: () => CodeExecutionAdapter | Promise<CodeExecutionAdapter>,
+  options: AdapterContractOptions = {},
+): void {
+  const timeoutMs = options.timeoutMs ?? 1000
+  const slack = options.timeoutSlackMs ?? 1500
+  const memoryMb = options.memoryMb ?? 64
+
+  describe(`adapter contract: ${name}`, () => {
+    let adapter: CodeExecutionAdapter
+    beforeAll(async () => {
+      adapter = await createAdapter()
+    }, options.testTimeoutMs ?? 120_000)
+    afterAll(async () => {
+      await adapter?.dispose()
+    }, 60_000)
+
+    test('declares a name, capabilities and languages that agree', () => {
+      expect(adapter.name).toBe(name)
+      expect(adapter.supportedLanguages().length).toBeGreaterThan(0)
+      expect([...adapter.supportedLanguages()].sort()).toEqual([...adapter.capabilities.languages].sort())
+      for (const limit of POLICY_LIMITS) expect(['hard', 'soft', 'none']).toContain(adapter.capabilities.enforcement[limit])
+    })
+
+    test('checkAvailability answers with a state and a time', async () => {
+      const availability = await adapter.checkAvailability()
+      expect(availability.status).toBe('available')
+      expect(Number.isNaN(Date.parse(availability.checkedAt))).toBe(false)
+    }, options.testTimeoutMs ?? 60_000)
+
+    const languages = () => (options.languages ?? adapter.supportedLanguages()).filter((language) => SNIPPETS[language])
+
+    // Languages are only known once the adapter exists, so each case loops over them inside the test.
+    const eachLanguage = (title: string, body: (language: Language) => Promise<void>) =>
+      test(title, async () => {
+        const list = languages()
+        expect(list.length).toBeGreaterThan(0)
+        for (const language of list) {
+          if (adapter.capabilities.tier === 0) {
+            // Tier 0 runs nothing: every case must answer not_implemented with the fallback action.
+            const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.ok }, contractContext())
+            expect(result.status).toBe('not_implemented')
+            expect(result.fallbackAction).toBe('describe_computation_only')
+          } else {
+            await body(language)
+          }
+        }
+      }, options.testTimeoutMs ?? 60_000)
+
+    eachLanguage('runs a program and returns its output and value (ok)', async (language) => {
+      const snippet = SNIPPETS[language]!
+      const result = await runChecked(adapter, { language, code: snippet.ok }, contractContext())
+      expect(result.status).toBe('ok')
+      expect(result.stdout).toContain('hello')
+      if (snippet.okValue === 'value') expect(result.value).toBe(42)
+      else expect(result.stdout).toContain('42')
+      expect(result.error).toBeUndefined()
+    })
+
+    eachLanguage('reports the code raising as error, with the message', async (language) => {
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.error }, contractContext())
+      expect(result.status).toBe('error')
+      expect(`${result.error?.message ?? ''} ${result.stderr}`).toContain('boom')
+    })
+
+    eachLanguage('reports a syntax error as error', async (language) => {
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.syntaxError }, contractContext())
+      expect(result.status).toBe('error')
+    })
+
+    eachLanguage('stops an infinite loop at the wall-time limit (timeout)', async (language) => {
+      const started = performance.now()
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.infinite }, contractContext({ wallTimeMs: timeoutMs }))
+      const elapsed = performance.now() - started
+      expect(result.status).toBe('timeout')
+      expect(elapsed).toBeLessThan(timeoutMs + slack)
+    })
+
+    eachLanguage('stops a memory bomb (memory_limit, when memory is enforced hard)', async (language) => {
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.memoryBomb }, contractContext({ memoryMb, wallTimeMs: 10_000 }))
+      if (adapter.capabilities.enforcement.memory === 'hard') expect(result.status).toBe('memory_limit')
+      else expect(['memory_limit', 'timeout', 'error']).toContain(result.status)
+    })
+
+    eachLanguage('cuts an output flood at the cap, keeping head and tail (output_limit)', async (language) => {
+      const outputBytes = 16 * 1024
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.outputFlood }, contractContext({ outputBytes, wallTimeMs: 10_000 }))
+      expect(result.status).toBe('output_limit')
+      expect(result.truncated).toBe(true)
+      expect(Buffer.byteLength(result.stdout)).toBeLessThan(outputBytes + 200)
+      expect(result.stdoutBytes).toBeGreaterThan(outputBytes)
+    })
+
+    eachLanguage('truncates one large write with a marker between head and tail', async (language) => {
+      const outputBytes = 8 * 1024
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.bigOutput }, contractContext({ outputBytes }))
+      expect(result.status).toBe('output_limit')
+      expect(result.stdout).toMatch(/^y+\n?…\[execgate: \d+ bytes omitted\]…\n?y+/)
+      expect(result.stdoutBytes).toBeGreaterThanOrEqual(200 * 1024)
+    })
+
+    eachLanguage('a run after a failure works (the adapter recovers)', async (language) => {
+      await runChecked(adapter, { language, code: SNIPPETS[language]!.memoryBomb }, contractContext({ memoryMb, wallTimeMs: 5000 }))
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.ok }, contractContext())
+      expect(result.status).toBe('ok')
+    })
+
+    eachLanguage('answers cancelled when the caller aborts', async (language) => {
+      const controller = new AbortController()
+      setTimeout(() => controller.abort(), 200)
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.infinite }, contractContext({ wallTimeMs: 10_000 }, { signal: controller.signal }))
+      expect(result.status).toBe('cancelled')
+    })
+
+    test('never rejects, even on a language it does not run', async () => {
+      const foreign = (['bash', 'python', 'javascript'] as const).find((language) => !adapter.supportedLanguages().includes(language))
+      if (!foreign) return expect(adapter.supportedLanguages().length).toBeGreaterThan(2) // it runs them all
+      const result = await adapter.execute({ language: foreign, code: '1' }, contractContext())
+      expect(['invalid_request', 'error', 'not_implemented']).toContain(result.status)
+    })
+
+    eachLanguage('validate returns a report for good and bad code', async (language) => {
+      const good = await adapter.validate(SNIPPETS[language]!.ok, language)
+      if (adapter.capabilities.tier === 0) expect(good.implemented).toBe(false)
+      expect(good.language).toBe(language)
+      expect(Array.isArray(good.issues)).toBe(true)
+      if (good.implemented) {
+        expect(good.valid).toBe(true)
+        const bad = await adapter.validate(SNIPPETS[language]!.syntaxError, language)
+        expect(bad.valid).toBe(false)
+        expect(bad.issues.some((item) => item.severity === 'error')).toBe(true)
+      }
+    })
+
+    test('dispose can be called twice', async () => {
+      const fresh = await createAdapter()
+      await fresh.dispose()
+      await expect(fresh.dispose()).resolves.toBeUndefined()
+    }, options.testTimeoutMs ?? 60_000)
+  })
+}
