@@ -8,6 +8,7 @@ import type {
   ExecutionRequest,
   ExecutionResult,
   ExecutionStatus,
+  HostFunctions,
   Language,
   SecurityPolicy,
   ValidationReport,
@@ -59,6 +60,8 @@ export interface ExecuteOptions {
   onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void
   /** The caller's policy (a tenant's profile); requests tighten it. @default config's security.defaultPolicy */
   basePolicy?: SecurityPolicy
+  /** Host functions sandboxed code may call in this run, on adapters with the `hostFunctions` capability. */
+  hostFunctions?: HostFunctions
 }
 
 /** Runs requests end to end (DESIGN.md steps 1–8). `execute` never rejects. */

@@ -106,7 +106,15 @@ export class DefaultExecutionService implements ExecutionService {
     if (options.signal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
     options.signal?.addEventListener('abort', onCallerAbort, { once: true })
     const deadline = started + policy.wallTimeMs
-    const context: ExecutionContext = { traceId, policy, signal: controller.signal, deadline, onOutput: options.onOutput, files: request.files }
+    const context: ExecutionContext = {
+      traceId,
+      policy,
+      signal: controller.signal,
+      deadline,
+      onOutput: options.onOutput,
+      files: request.files,
+      hostFunctions: adapter.capabilities.hostFunctions ? options.hostFunctions : undefined,
+    }
     let backstop: NodeJS.Timeout | undefined
     try {
       // An adapter that ignores its deadline cannot hold the caller: after the grace period we answer for it.

@@ -1,0 +1,320 @@
+import { execFileSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import type { ExecutionRequest, ExecutionResult, HostFunctions, SecurityPolicy } from '../../src/core'
+import { DEFAULT_POLICY } from '../../src/policy'
+import type { ExecuteOptions } from '../../src/tokens'
+import { HostileHostFunctions } from './fixtures'
+
+/**
+ * Runs ../shared/hostile/cases.json against one adapter through ExecutionService, checking every `expect` key
+ * (see that folder's README). Cases that cannot apply to an adapter are listed by id with the reason, and the
+ * runner fails if such a list names a case that does not exist, so no case is skipped silently.
+ */
+
+export interface HostileCase {
+  id: string
+  language: 'javascript' | 'python'
+  category: string
+  code: string
+  source: string
+  backends: string[]
+  expect: HostileExpect
+}
+
+export interface HostileExpect {
+  status?: string
+  statusIn?: string[]
+  contains?: string[]
+  notContains?: string[]
+  maxWallMs?: number
+  hostFileAbsent?: string
+  hostSurvives?: boolean
+  nextRunOk?: boolean
+  noUnhandledRejectionInHost?: boolean
+  noLeftoverHandles?: boolean
+  noLateOutput?: string
+  noLeftoverProcesses?: boolean
+  hostUnchanged?: boolean
+  crossRunIsolation?: boolean
+  hostDoesNotFollowWorkspaceSymlinks?: boolean
+}
+
+/** The service, or anything with its `execute` (an Execgate from createExecgate). */
+export interface HostileTarget {
+  execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
+}
+
+export interface HostileSuiteOptions {
+  /** The adapter under test; every request pins it. */
+  adapter: string
+  language: 'javascript' | 'python'
+  target: () => Promise<HostileTarget>
+  /** Disposes the target after the suite. */
+  dispose?: () => Promise<void>
+  /** Whether the adapter offers host functions; if so the runner supplies read_file, write_file and hostFn. */
+  hostFunctions: boolean
+  /** Cases that cannot apply, by id, with the reason (printed in the test name). */
+  notApplicable?: Record<string, string>
+  /** Per-case Jest timeout. @default 30000 */
+  caseTimeoutMs?: number
+}
+
+export const HOSTILE_DIR = path.resolve(__dirname, '..', '..', '..', 'shared', 'hostile')
+export const CANARY_FILE = '/tmp/hostile_canary'
+export const ENV_CANARY = 'HOSTILE_ENV_CANARY_VALUE'
+
+/** The README's policy: 1 s, 64 MiB, 64 KiB output, no network, no filesystem, imports math/json/re. */
+export const HOSTILE_POLICY: SecurityPolicy = Object.freeze({
+  ...DEFAULT_POLICY,
+  wallTimeMs: 1000,
+  cpuTimeMs: 1000,
+  memoryMb: 64,
+  outputBytes: 64 * 1024,
+  network: 'none',
+  filesystem: 'none',
+  allowedImports: ['math', 'json', 're'],
+})
+
+const TRIVIAL: Record<HostileCase['language'], string> = { javascript: '1 + 1', python: '1 + 1' }
+const ISOLATION_PROBE: Record<HostileCase['language'], { code: string; expect: string }> = {
+  javascript: { code: 'console.log(JSON.stringify([1]))', expect: '[1]' },
+  python: { code: 'import json\nprint(json.dumps([1]))', expect: '[1]' },
+}
+
+export function loadHostileCases(language?: HostileCase['language']): HostileCase[] {
+  const file = path.join(HOSTILE_DIR, 'cases.json')
+  if (!fs.existsSync(file)) throw new Error(`hostile corpus not found at ${file}: the tests need ../shared/hostile beside the repository`)
+  const cases = JSON.parse(fs.readFileSync(file, 'utf8')) as HostileCase[]
+  return language ? cases.filter((item) => item.language === language) : cases
+}
+
+function allText(result: ExecutionResult): string {
+  return [result.stdout, result.stderr, JSON.stringify(result.value) ?? '', result.error?.message ?? '', result.message ?? ''].join('\n')
+}
+
+/** Own property names and values of the host realm's shared objects, to detect pollution. */
+function snapshotRealm(hostObj: object): Map<string, unknown> {
+  const snapshot = new Map<string, unknown>()
+  const targets: Record<string, object> = {
+    'Object.prototype': Object.prototype,
+    'Array.prototype': Array.prototype,
+    'Function.prototype': Function.prototype,
+    globalThis,
+    hostObj,
+  }
+  for (const [label, target] of Object.entries(targets)) {
+    for (const key of Reflect.ownKeys(target)) {
+      const descriptor = Object.getOwnPropertyDescriptor(target, key)
+      snapshot.set(`${label}.${String(key)}`, descriptor && 'value' in descriptor ? descriptor.value : descriptor?.get)
+    }
+  }
+  return snapshot
+}
+
+function changedKeys(before: Map<string, unknown>, after: Map<string, unknown>): string[] {
+  const changed: string[] = []
+  for (const [key, value] of after) if (!before.has(key) || before.get(key) !== value) changed.push(key)
+  return changed.filter((key) => !IGNORED_GLOBAL_CHANGES.some((pattern) => pattern.test(key)))
+}
+
+// Jest and Node set these on globalThis between tests by themselves.
+const IGNORED_GLOBAL_CHANGES = [/^globalThis\.(__coverage__|expect|jasmine|__jest|performance|crypto|fetch|navigator|WebAssembly|structuredClone|AbortController|Blob|BroadcastChannel|Buffer|DOMException|Event|EventTarget|FormData|Headers|MessageChannel|MessageEvent|MessagePort|Request|Response|TextDecoder|TextEncoder|URL|URLSearchParams|queueMicrotask|atob|btoa|setImmediate|clearImmediate|global)$/]
+
+function resourceCounts(): Map<string, number> {
+  const counts = new Map<string, number>()
+  for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1)
+  return counts
+}
+
+function newResources(before: Map<string, number>): string[] {
+  const grown: string[] = []
+  for (const [type, count] of resourceCounts()) if (count > (before.get(type) ?? 0)) grown.push(`${type} +${count - (before.get(type) ?? 0)}`)
+  return grown
+}
+
+/** Every process descended from this one (through /proc), excluding ones that existed before. */
+export function descendantPids(root = process.pid): number[] {
+  let output = ''
+  try {
+    output = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' })
+  } catch {
+    return []
+  }
+  const children = new Map<number, number[]>()
+  for (const line of output.trim().split('\n')) {
+    const [pid, ppid] = line.trim().split(/\s+/).map(Number)
+    if (!pid || ppid === undefined) continue
+    children.set(ppid, [...(children.get(ppid) ?? []), pid])
+  }
+  const found: number[] = []
+  const stack = [root]
+  while (stack.length) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      found.push(child)
+      stack.push(child)
+    }
+  }
+  return found
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Watches the host for events a payload must not cause. */
+class HostWatch {
+  uncaught: string[] = []
+  rejections: string[] = []
+  private readonly onUncaught = (error: Error) => this.uncaught.push(String(error?.message ?? error))
+  private readonly onRejection = (reason: unknown) => this.rejections.push(String((reason as Error)?.message ?? reason))
+  start() {
+    process.on('uncaughtException', this.onUncaught)
+    process.on('unhandledRejection', this.onRejection)
+  }
+  stop() {
+    process.off('uncaughtException', this.onUncaught)
+    process.off('unhandledRejection', this.onRejection)
+  }
+}
+
+export function describeHostileCases(options: HostileSuiteOptions): void {
+  const cases = loadHostileCases(options.language)
+  const notApplicable = options.notApplicable ?? {}
+  process.env.HOSTILE_ENV_CANARY = ENV_CANARY
+
+  describe(`hostile corpus (${options.language}) on ${options.adapter}`, () => {
+    let target: HostileTarget
+    let baselinePids: Set<number>
+    beforeAll(async () => {
+      target = await options.target()
+      // Warm the adapter so pools and workers it keeps are part of the baseline, not "leftovers".
+      await target.execute({ language: options.language, code: TRIVIAL[options.language], adapter: options.adapter }, { basePolicy: HOSTILE_POLICY })
+      baselinePids = new Set(descendantPids())
+    }, 180_000)
+    afterAll(async () => {
+      await options.dispose?.()
+    }, 60_000)
+
+    test('every not-applicable entry names a real case', () => {
+      const ids = new Set(cases.map((item) => item.id))
+      expect(Object.keys(notApplicable).filter((id) => !ids.has(id))).toEqual([])
+    })
+
+    afterAll(async () => {
+      // One payload writes the canary from a delayed daemon: look again some seconds after the last case.
+      await sleep(3000)
+      expect(fs.existsSync(CANARY_FILE)).toBe(false)
+    }, 10_000)
+
+    for (const hostileCase of cases) {
+      const reason = notApplicable[hostileCase.id]
+      if (reason) {
+        test(`${hostileCase.id}: does not apply to ${options.adapter} — ${reason}`, () => {
+          expect(reason.length).toBeGreaterThan(10)
+        })
+        continue
+      }
+      test(`${hostileCase.id} (${hostileCase.category}) holds`, async () => {
+        await runCase(hostileCase, options, () => target, () => baselinePids)
+      }, options.caseTimeoutMs ?? 30_000)
+    }
+  })
+}
+
+async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, getTarget: () => HostileTarget, baseline: () => Set<number>): Promise<void> {
+  const target = getTarget()
+  const expectations = hostileCase.expect
+  fs.rmSync(CANARY_FILE, { force: true })
+  const hostObj = { name: 'host object' }
+  const realmBefore = snapshotRealm(hostObj)
+  const resourcesBefore = resourceCounts()
+  const watch = new HostWatch()
+  const lateOutput: string[] = []
+  const hostFunctions: HostFunctions | undefined = options.hostFunctions ? new HostileHostFunctions() : undefined
+  watch.start()
+  const started = performance.now()
+  let result: ExecutionResult
+  try {
+    result = await target.execute(
+      { language: hostileCase.language, code: hostileCase.code, adapter: options.adapter },
+      { basePolicy: HOSTILE_POLICY, hostFunctions, onOutput: (_stream, chunk) => lateOutput.push(chunk) },
+    )
+  } finally {
+    // keep watching below; stopped at the end
+  }
+  const wallMs = performance.now() - started
+  const outputDuringRun = lateOutput.length
+  const context = `case ${hostileCase.id} → status ${result.status}, ${Math.round(wallMs)} ms, message: ${result.message ?? ''}\nstdout: ${result.stdout.slice(0, 300)}\nstderr: ${result.stderr.slice(0, 300)}`
+
+  try {
+    if (expectations.status) expect({ status: result.status, context }).toEqual({ status: expectations.status, context })
+    if (expectations.statusIn) expect({ ok: expectations.statusIn.includes(result.status), context }).toEqual({ ok: true, context })
+    const text = allText(result)
+    for (const needle of expectations.contains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: true, needle, context })
+    for (const needle of expectations.notContains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: false, needle, context })
+    expect(text.includes(ENV_CANARY)).toBe(false)
+    if (expectations.maxWallMs) expect({ wallMs: Math.round(wallMs) <= expectations.maxWallMs, context }).toEqual({ wallMs: true, context })
+    if (expectations.hostFileAbsent) expect(fs.existsSync(expectations.hostFileAbsent)).toBe(false)
+    if (expectations.hostUnchanged) {
+      const merged = Object.assign({}, result.value as object, JSON.parse(JSON.stringify(result.value ?? null)) ?? {})
+      expect(merged).toBeDefined()
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+      expect(changedKeys(realmBefore, snapshotRealm(hostObj))).toEqual([])
+    }
+    if (expectations.noUnhandledRejectionInHost) {
+      await sleep(500)
+      expect(watch.rejections).toEqual([])
+    }
+    if (expectations.noLateOutput) {
+      const marker = expectations.noLateOutput
+      const writes: string[] = []
+      const originals = { out: process.stdout.write, err: process.stderr.write }
+      const capture = (original: typeof process.stdout.write) =>
+        function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
+          writes.push(String(chunk))
+          return (original as (...args: unknown[]) => boolean).call(this, chunk, ...rest)
+        } as typeof process.stdout.write
+      process.stdout.write = capture(originals.out)
+      process.stderr.write = capture(originals.err)
+      try {
+        await sleep(3000)
+      } finally {
+        process.stdout.write = originals.out
+        process.stderr.write = originals.err
+      }
+      expect(writes.some((chunk) => chunk.includes(marker))).toBe(false)
+      expect(lateOutput.slice(outputDuringRun).some((chunk) => chunk.includes(marker))).toBe(false)
+      expect(allText(result).includes(marker)).toBe(false)
+    }
+    if (expectations.noLeftoverHandles) {
+      // Handles may close a moment after the result; two seconds later nothing of the run may remain.
+      let grown = newResources(resourcesBefore)
+      if (grown.length) {
+        await sleep(2000)
+        grown = newResources(resourcesBefore)
+      }
+      expect({ grown, context }).toEqual({ grown: [], context })
+    }
+    if (expectations.noLeftoverProcesses) {
+      await sleep(1000)
+      const leftovers = descendantPids().filter((pid) => !baseline().has(pid))
+      expect({ leftovers, context }).toEqual({ leftovers: [], context })
+    }
+    if (expectations.hostDoesNotFollowWorkspaceSymlinks) {
+      for (const file of result.files ?? []) expect(file.content).not.toContain('root:x:0:0')
+    }
+    if (expectations.crossRunIsolation) {
+      const probe = ISOLATION_PROBE[hostileCase.language]
+      const next = await target.execute({ language: hostileCase.language, code: probe.code, adapter: options.adapter }, { basePolicy: HOSTILE_POLICY })
+      expect({ status: next.status, stdout: next.stdout.trim() }).toEqual({ status: 'ok', stdout: probe.expect })
+    }
+    if (expectations.hostSurvives || expectations.nextRunOk) {
+      const next = await target.execute({ language: hostileCase.language, code: TRIVIAL[hostileCase.language], adapter: options.adapter }, { basePolicy: HOSTILE_POLICY })
+      expect({ status: next.status, value: next.value, message: next.message }).toEqual({ status: 'ok', value: 2, message: undefined })
+    }
+    expect({ uncaught: watch.uncaught, rejections: watch.rejections }).toEqual({ uncaught: [], rejections: [] })
+  } finally {
+    watch.stop()
+    fs.rmSync(CANARY_FILE, { force: true })
+  }
+}
