@@ -61,7 +61,18 @@ export interface HostileSuiteOptions {
   caseTimeoutMs?: number
 }
 
-export const HOSTILE_DIR = path.resolve(__dirname, '..', '..', '..', 'shared', 'hostile')
+/** ../shared/hostile beside the repository (CI clones put shared/ there); searched upwards for worktrees. */
+function findHostileDir(): string {
+  if (process.env.EXECGATE_HOSTILE_DIR) return process.env.EXECGATE_HOSTILE_DIR
+  let directory = path.resolve(__dirname, '..', '..')
+  for (;;) {
+    const candidate = path.join(path.dirname(directory), 'shared', 'hostile')
+    if (fs.existsSync(path.join(candidate, 'cases.json'))) return candidate
+    if (path.dirname(directory) === directory) return path.resolve(__dirname, '..', '..', '..', 'shared', 'hostile')
+    directory = path.dirname(directory)
+  }
+}
+export const HOSTILE_DIR = findHostileDir()
 export const CANARY_FILE = '/tmp/hostile_canary'
 export const ENV_CANARY = 'HOSTILE_ENV_CANARY_VALUE'
 
