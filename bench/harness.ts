@@ -1,0 +1,65 @@
+import { performance } from 'node:perf_hooks'
+
+/** One measured series: per-iteration latency percentiles and throughput. */
+export interface Measurement {
+  name: string
+  iterations: number
+  p50Ms: number
+  p95Ms: number
+  meanMs: number
+  opsPerSec: number
+}
+
+export interface BenchSection {
+  title: string
+  measurements: Measurement[]
+  /** Lines such as `service/raw p50 = 1.08×`. */
+  ratios: string[]
+  notes?: string[]
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[index]!
+}
+
+/** Times `fn` for `iterations` runs after `warmup` runs; one call at a time. */
+export async function measure(name: string, fn: () => unknown, options: { iterations?: number; warmup?: number } = {}): Promise<Measurement> {
+  const iterations = options.iterations ?? 1000
+  const warmup = options.warmup ?? Math.min(100, Math.ceil(iterations / 10))
+  for (let i = 0; i < warmup; i++) await fn()
+  const samples: number[] = new Array(iterations)
+  const started = performance.now()
+  for (let i = 0; i < iterations; i++) {
+    const t0 = performance.now()
+    await fn()
+    samples[i] = performance.now() - t0
+  }
+  const total = performance.now() - started
+  samples.sort((a, b) => a - b)
+  return {
+    name,
+    iterations,
+    p50Ms: percentile(samples, 50),
+    p95Ms: percentile(samples, 95),
+    meanMs: total / iterations,
+    opsPerSec: (iterations / total) * 1000,
+  }
+}
+
+/** `label = 1.08× (target ≤ 1.25×)`: how many times slower `subject` is than `baseline` at p50. */
+export function ratio(label: string, subject: Measurement, baseline: Measurement, target?: string): string {
+  const value = subject.p50Ms / baseline.p50Ms
+  return `${label} p50 = ${value.toFixed(2)}×${target ? ` (target ${target})` : ''}`
+}
+
+export function formatSection(section: BenchSection): string {
+  const lines = [`\n## ${section.title}`, '', '| series | iterations | p50 ms | p95 ms | runs/s |', '|---|---:|---:|---:|---:|']
+  for (const m of section.measurements) {
+    lines.push(`| ${m.name} | ${m.iterations} | ${m.p50Ms.toFixed(3)} | ${m.p95Ms.toFixed(3)} | ${m.opsPerSec.toFixed(0)} |`)
+  }
+  if (section.ratios.length) lines.push('', ...section.ratios.map((line) => `- ${line}`))
+  if (section.notes?.length) lines.push('', ...section.notes.map((line) => `- ${line}`))
+  return lines.join('\n')
+}
