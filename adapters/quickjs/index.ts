@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks'
-import type { QuickJSWASMModule } from 'quickjs-emscripten'
 import {
   ExecgateError,
   OutputCapture,
@@ -17,40 +16,44 @@ import {
   type ValidationReport,
 } from '../../src/core'
 import { checkJavaScript, checkTypeScript } from '../../src/policy'
-import { prepareSource } from './prepare-source'
-import { QuickJsRun } from './run'
+import { prepareSource, type PreparedSource } from './prepare-source'
+import { QuickJsWorkerPool, type PooledWorker } from './pool'
+import type { FromWorker, ResultMessage } from './protocol'
 
 export const NAME = 'quickjs'
 
 /** The largest stack QuickJS may use before deep recursion can overflow the host stack instead. */
 export const MAX_SAFE_STACK_KIB = 256
 
+/** Limits for the availability probe (`1+1`), independent of any caller's policy. */
+const PROBE_POLICY = {
+  wallTimeMs: 10_000, cpuTimeMs: 10_000, memoryMb: 16, outputBytes: 1024, network: 'none', filesystem: 'none',
+  allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [],
+} as const
+
 export interface QuickJsAdapterOptions {
   /** QuickJS stack limit in KiB, at most 256. @default 256 */
   maxStackKiB?: number
-  /** A QuickJS WebAssembly module to use instead of loading one (tests, custom builds). */
-  module?: QuickJSWASMModule
+  /** Worker threads, each running one execution at a time. @default 2 */
+  workers?: number
+  /** How long past its deadline a run may stay in native code before its worker is killed. @default 50 */
+  killGraceMs?: number
 }
 
 const LANGUAGES: readonly Language[] = ['javascript', 'typescript']
 
-async function loadModule(): Promise<QuickJSWASMModule> {
-  // Imported lazily so that an execgate without quickjs enabled never loads the WebAssembly.
-  const { newQuickJSWASMModule } = await import('quickjs-emscripten')
-  return newQuickJSWASMModule()
-}
-
 /**
- * JavaScript and TypeScript in QuickJS compiled to WebAssembly, in-process (tier 1). Every run gets a fresh
- * runtime with the policy's memory limit and a deadline interrupt; no `process`, `require`, timers, network or
- * filesystem exist inside, and host functions cross as JSON only.
+ * JavaScript and TypeScript in QuickJS compiled to WebAssembly, in-process (tier 1), on a small pool of worker
+ * threads. Every run gets a fresh runtime with the policy's memory limit and a deadline interrupt; a run stuck in
+ * native code past its deadline costs one worker, never the host's event loop. No `process`, `require`, timers,
+ * network or filesystem exist inside, and host functions cross as JSON only.
  */
 export class QuickJsAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
     languages: LANGUAGES,
     tier: 1,
-    isolation: 'wasm memory (QuickJS in WebAssembly, fresh runtime per run)',
+    isolation: 'wasm memory in a worker thread (QuickJS in WebAssembly, fresh runtime per run)',
     enforcement: enforcementTable({
       wallTime: 'hard',
       memory: 'hard',
@@ -70,8 +73,10 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     streaming: true,
     network: false,
   }
-  private module: Promise<QuickJSWASMModule>
+  private readonly pool: QuickJsWorkerPool
   private readonly stackBytes: number
+  private readonly killGraceMs: number
+  private nextJobId = 0
 
   constructor(options: QuickJsAdapterOptions = {}) {
     const stackKiB = options.maxStackKiB ?? MAX_SAFE_STACK_KIB
@@ -81,58 +86,112 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       })
     }
     this.stackBytes = stackKiB * 1024
-    this.module = options.module ? Promise.resolve(options.module) : loadModule()
-    this.module.catch(() => undefined) // reported by checkAvailability and execute, not as an unhandled rejection
+    this.killGraceMs = options.killGraceMs ?? 50
+    this.pool = new QuickJsWorkerPool(__dirname, options.workers ?? 2)
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
-    const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    let module: QuickJSWASMModule
-    try {
-      module = await this.module
-    } catch (error) {
-      return createResult('unavailable', NAME, { message: `[execgate] [quickjs] the QuickJS module failed to load: ${describeError(error)}` })
-    }
     if (!LANGUAGES.includes(request.language)) {
       return createResult('invalid_request', NAME, { message: `[execgate] [quickjs] quickjs runs javascript and typescript, not ${request.language}` })
     }
-    let source
+    let source: PreparedSource
     try {
       source = prepareSource(request.code, request.language as 'javascript' | 'typescript')
     } catch (error) {
       return createResult('error', NAME, { error: { type: 'SyntaxError', message: describeError(error) } })
     }
-    let run: QuickJsRun | undefined
+    let worker: PooledWorker
     try {
-      run = new QuickJsRun(module, {
-        memoryBytes: context.policy.memoryMb * 1024 * 1024,
-        stackBytes: this.stackBytes,
-        deadline: Math.min(context.deadline, started + context.policy.wallTimeMs),
-        timeoutMs: context.policy.wallTimeMs,
-      }, output, context)
-      const outcome = await run.execute(source)
-      const captured = output.finish(valueBytes(outcome.value))
-      const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
-      return createResult(status, NAME, {
-        ...captured,
-        value: outcome.value,
-        error: outcome.error,
-        usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
-      })
+      worker = await this.pool.acquire()
     } catch (error) {
-      // Anything thrown here came from the WebAssembly module itself, not from the user's code.
-      this.replaceModule()
-      return createResult('internal_error', NAME, { ...output.finish(), message: `[execgate] [quickjs] the QuickJS engine failed: ${describeError(error)}` })
-    } finally {
-      if (run && !run.dispose()) this.replaceModule()
+      return createResult('unavailable', NAME, { message: `[execgate] [quickjs] ${describeError(error)}` })
     }
+    const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    const outcome = await this.runOnWorker(worker, source, context, output)
+    const captured = output.finish(valueBytes(outcome.value))
+    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    return createResult(status, NAME, {
+      ...captured,
+      value: outcome.value,
+      error: outcome.error,
+      message: outcome.message,
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+    })
   }
 
-  /** A module that failed mid-run may hold corrupted memory: the next run gets a new instance. */
-  private replaceModule(): void {
-    this.module = loadModule()
-    this.module.catch(() => undefined)
+  /** Runs one job; kills the worker if it overstays its deadline in native code or ignores cancellation. */
+  private runOnWorker(
+    worker: PooledWorker,
+    source: PreparedSource,
+    context: ExecutionContext,
+    output: OutputCapture,
+  ): Promise<Pick<ResultMessage, 'status' | 'value' | 'error'> & { message?: string }> {
+    const id = ++this.nextJobId
+    const timeoutMs = context.policy.wallTimeMs
+    const remainingMs = Math.max(0, context.deadline - performance.now())
+    return new Promise((resolve) => {
+      let killTimer: NodeJS.Timeout | undefined
+      let settled = false
+      const finish = (outcome: Pick<ResultMessage, 'status' | 'value' | 'error'> & { message?: string }, healthy: boolean) => {
+        if (settled) return
+        settled = true
+        clearTimeout(killTimer)
+        context.signal.removeEventListener('abort', onAbort)
+        if (healthy) this.pool.release(worker)
+        else void this.pool.replace(worker)
+        resolve(outcome)
+      }
+      const kill = () => {
+        const cancelled = context.signal.aborted
+        finish(
+          cancelled
+            ? { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled' } }
+            : { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${timeoutMs} ms time limit (stopped inside native code)` } },
+          false,
+        )
+      }
+      const onAbort = () => {
+        worker.cancel()
+        clearTimeout(killTimer)
+        killTimer = setTimeout(kill, this.killGraceMs)
+      }
+      const onMessage = (message: FromWorker) => {
+        if (message.type === 'output') {
+          for (const [stream, text] of message.chunks) output.write(stream, text)
+        } else if (message.type === 'hostCall') {
+          this.answerHostCall(worker, context, message.callId, message.name, message.args)
+        } else if (message.type === 'result') {
+          finish({ status: message.status, value: message.value, error: message.error }, message.healthy)
+        }
+      }
+      worker.attach(onMessage, (reason) =>
+        finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [quickjs] ${reason}` }, false),
+      )
+      if (context.signal.aborted) return onAbort()
+      context.signal.addEventListener('abort', onAbort, { once: true })
+      killTimer = setTimeout(kill, remainingMs + this.killGraceMs)
+      worker.post({
+        type: 'run',
+        id,
+        source,
+        memoryBytes: context.policy.memoryMb * 1024 * 1024,
+        stackBytes: this.stackBytes,
+        remainingMs,
+        timeoutMs,
+        outputBytes: context.policy.outputBytes,
+        hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => ({ name: spec.name })),
+      })
+    })
+  }
+
+  private answerHostCall(worker: PooledWorker, context: ExecutionContext, callId: number, name: string, args: unknown[]): void {
+    const functions = context.hostFunctions
+    const call = functions ? functions.call(name, args) : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name }))
+    call.then(
+      (value) => worker.post({ type: 'hostResult', callId, ok: true, value }),
+      (error: { code?: string }) => worker.post({ type: 'hostResult', callId, ok: false, error: { code: error?.code, message: describeError(error) } }),
+    )
   }
 
   async validate(code: string, language: Language): Promise<ValidationReport> {
@@ -149,18 +208,23 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
   }
 
   async checkAvailability(): Promise<Availability> {
+    const checkedAt = new Date().toISOString()
+    if (this.pool.broken) return { status: 'unavailable', reason: `QuickJS workers cannot start: ${this.pool.lastFailure}`, checkedAt }
     const started = performance.now()
-    try {
-      const module = await this.module
-      const result = module.evalCode('1+1')
-      if (result !== 2) throw new Error(`1+1 evaluated to ${String(result)}`)
-      return { status: 'available', latencyMs: performance.now() - started, checkedAt: new Date().toISOString() }
-    } catch (error) {
-      return { status: 'unavailable', reason: `QuickJS WebAssembly module not usable: ${describeError(error)}`, checkedAt: new Date().toISOString() }
-    }
+    const controller = new AbortController()
+    const probe = await this.execute({ language: 'javascript', code: '1+1' }, {
+      traceId: 'availability',
+      policy: { ...PROBE_POLICY },
+      signal: controller.signal,
+      deadline: performance.now() + PROBE_POLICY.wallTimeMs,
+    })
+    if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
+    return { status: 'unavailable', reason: `QuickJS probe answered ${probe.status}: ${probe.message ?? ''}`, checkedAt }
   }
 
-  async dispose(): Promise<void> {}
+  async dispose(): Promise<void> {
+    await this.pool.dispose()
+  }
 }
 
 export function createQuickJsAdapter(options?: QuickJsAdapterOptions): QuickJsAdapter {

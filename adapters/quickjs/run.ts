@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten'
-import { describeError, isExecgateError, type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type OutputCapture } from '../../src/core'
+import { describeError, isExecgateError, type ExecutionErrorInfo, type ExecutionStatus, type OutputStream } from '../../src/core'
 import { mapQuickJsError, SCRIPT_NAME, type StopReason } from './map-error'
 import type { PreparedSource } from './prepare-source'
 
@@ -19,6 +19,19 @@ export interface RunOutcome {
 
 type Stop = Exclude<StopReason, undefined> | 'policy'
 
+/** QuickJS's JS_EVAL_FLAG_ASYNC: top-level await in a global script; the result is a promise of `{ value }`. */
+const JS_EVAL_FLAG_ASYNC = 1 << 7
+
+/** What a run needs from whoever hosts it (the worker thread): output, cancellation and host calls. */
+export interface RunHost {
+  /** Records output; returns false once the output cap is passed. */
+  write(stream: OutputStream, text: string): boolean
+  cancelled(): boolean
+  hostFunctionNames: readonly string[]
+  /** Calls a host function; rejects with an error carrying the registry `code` when refused. */
+  callHost(name: string, args: unknown[]): Promise<unknown>
+}
+
 /**
  * One run in a fresh QuickJS runtime: nothing survives into the next run, and an OOM or a stack overflow is
  * contained in a runtime that is thrown away. The interrupt handler enforces the deadline, cancellation and
@@ -36,8 +49,7 @@ export class QuickJsRun {
   constructor(
     module: QuickJSWASMModule,
     private readonly limits: RunLimits,
-    private readonly output: OutputCapture,
-    private readonly context: ExecutionContext,
+    private readonly host: RunHost,
   ) {
     this.runtime = module.newRuntime()
     this.runtime.setMemoryLimit(limits.memoryBytes)
@@ -50,7 +62,7 @@ export class QuickJsRun {
 
   private shouldInterrupt(): boolean {
     if (this.stop) return true
-    if (this.context.signal.aborted) this.stop = 'cancelled'
+    if (this.host.cancelled()) this.stop = 'cancelled'
     else if (performance.now() > this.limits.deadline) this.stop = 'deadline'
     return this.stop !== undefined
   }
@@ -58,7 +70,7 @@ export class QuickJsRun {
   private write(stream: 'stdout' | 'stderr', args: QuickJSHandle[]): void {
     if (this.stop) return
     const text = args.map((arg) => this.format(arg)).join(' ') + '\n'
-    if (!this.output.write(stream, text)) this.stop = 'output'
+    if (!this.host.write(stream, text)) this.stop = 'output'
   }
 
   private format(handle: QuickJSHandle): string {
@@ -85,23 +97,21 @@ export class QuickJsRun {
 
   /** Host functions become async globals; arguments and results cross as JSON, never as host objects. */
   private installHostFunctions(): void {
-    const hostFunctions = this.context.hostFunctions
-    if (!hostFunctions) return
-    for (const spec of hostFunctions.list()) {
-      const fn = this.vm.newFunction(spec.name, (...argHandles) => {
+    for (const name of this.host.hostFunctionNames) {
+      const fn = this.vm.newFunction(name, (...argHandles) => {
         const args = argHandles.map((arg) => this.vm.dump(arg))
         const deferred = this.vm.newPromise()
         this.deferreds.add(deferred)
         this.pendingHostCalls++
-        hostFunctions
-          .call(spec.name, args)
+        this.host
+          .callHost(name, args)
           .then(
             (value) => this.settleHostCall(deferred, undefined, value),
             (error) => this.settleHostCall(deferred, error),
           )
         return deferred.handle
       })
-      this.vm.setProp(this.vm.global, spec.name, fn)
+      this.vm.setProp(this.vm.global, name, fn)
       fn.dispose()
     }
   }
@@ -161,27 +171,45 @@ export class QuickJsRun {
   }
 
   async execute(source: PreparedSource): Promise<RunOutcome> {
-    const evaluated = this.vm.evalCode(source.script, SCRIPT_NAME, { type: 'global' })
+    const evaluated = this.vm.evalCode(source.script, SCRIPT_NAME, source.async ? JS_EVAL_FLAG_ASYNC : { type: 'global' })
     if (evaluated.error) return this.failure(evaluated.error)
-    let handle = evaluated.value
+    let handle: QuickJSHandle | undefined = evaluated.value
     try {
-      const isPromise = this.vm.typeof(handle) === 'object' && this.isPromise(handle)
-      await this.settle(isPromise ? handle : undefined)
-      if (this.stop) return this.failure(undefined)
-      if (isPromise) {
-        const state = this.vm.getPromiseState(handle)
-        if (state.type === 'pending') {
-          return { status: 'error', error: { type: 'Error', message: 'the promise never settled (execgate has no timers or I/O that could settle it)' } }
-        }
-        if (state.type === 'rejected') return this.failure(state.error)
-        if (state.value !== handle) {
-          handle.dispose()
-          handle = state.value
-        }
+      if (source.async) {
+        const settled = await this.awaitPromise(handle)
+        handle = undefined
+        if ('failure' in settled) return settled.failure
+        handle = this.vm.getProp(settled.value, 'value')
+        settled.value.dispose()
+      }
+      if (this.vm.typeof(handle) === 'object' && this.isPromise(handle)) {
+        const settled = await this.awaitPromise(handle)
+        handle = undefined
+        if ('failure' in settled) return settled.failure
+        handle = settled.value
+      } else {
+        await this.settle(undefined) // promise jobs and host calls started by the code still run to the end
+        if (this.stop) return this.failure(undefined)
       }
       return this.toValue(handle)
     } finally {
-      if (handle.alive) handle.dispose()
+      if (handle?.alive) handle.dispose()
+    }
+  }
+
+  /** Settles a promise handle (consuming it): its fulfilled value, or the run's failure. */
+  private async awaitPromise(promise: QuickJSHandle): Promise<{ value: QuickJSHandle } | { failure: RunOutcome }> {
+    try {
+      await this.settle(promise)
+      if (this.stop) return { failure: this.failure(undefined) }
+      const state = this.vm.getPromiseState(promise)
+      if (state.type === 'pending') {
+        return { failure: { status: 'error', error: { type: 'Error', message: 'the promise never settled (execgate has no timers or I/O that could settle it)' } } }
+      }
+      if (state.type === 'rejected') return { failure: this.failure(state.error) }
+      return { value: state.value === promise ? promise.dup() : state.value }
+    } finally {
+      promise.dispose()
     }
   }
 

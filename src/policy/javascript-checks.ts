@@ -82,14 +82,16 @@ export function checkJavaScript(code: string, policy: Pick<SecurityPolicy, 'allo
       case 'CallExpression':
       case 'NewExpression': {
         const callee = node.callee as Node
-        const name = callee.type === 'Identifier' ? callee.name : callee.type === 'MemberExpression' && !callee.computed ? callee.property.name : undefined
+        // Only bare `require(...)` and direct `eval(...)` load or run code; `obj.require(...)` is just a method.
+        const name = callee.type === 'Identifier' ? callee.name : undefined
+        const globalName = callee.type === 'MemberExpression' && !callee.computed && callee.object?.name === 'globalThis' ? callee.property.name : undefined
         if (name === 'require' && node.type === 'CallExpression') {
           const first = node.arguments[0] as Node | undefined
           if (isStringLiteral(first)) checkSpecifier(first.value, node, 'require')
           else issues.push(issue('import_not_allowed', 'require() of a computed module name is not allowed', node))
-        } else if (name === 'eval' && node.type === 'CallExpression') {
+        } else if ((name ?? globalName) === 'eval' && node.type === 'CallExpression') {
           issues.push(issue('forbidden_call', 'eval() is not allowed: it runs code the policy has not checked', node))
-        } else if (name === 'Function' && (callee.type === 'Identifier' || callee.object?.name === 'globalThis')) {
+        } else if ((name ?? globalName) === 'Function') {
           issues.push(issue('forbidden_call', 'the Function constructor is not allowed: it runs code the policy has not checked', node))
         }
         break

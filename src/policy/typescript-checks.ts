@@ -51,12 +51,15 @@ export function checkTypeScript(code: string, policy: Pick<SecurityPolicy, 'allo
       checkSpecifier(node.arguments[0], node, 'dynamic import()')
     } else if (ts.isCallExpression(node) || ts.isNewExpression(node)) {
       const callee = node.expression
-      const name = ts.isIdentifier(callee) ? callee.text : ts.isPropertyAccessExpression(callee) ? callee.name.text : undefined
-      if (name === 'require' && ts.isCallExpression(node)) checkSpecifier(node.arguments[0], node, 'require')
+      // Only bare `require(...)` and direct `eval(...)` load or run code; `obj.require(...)` is just a method.
+      const name = ts.isIdentifier(callee)
+        ? callee.text
+        : ts.isPropertyAccessExpression(callee) && callee.expression.getText(source) === 'globalThis'
+          ? callee.name.text
+          : undefined
+      if (name === 'require' && ts.isCallExpression(node) && ts.isIdentifier(callee)) checkSpecifier(node.arguments[0], node, 'require')
       else if (name === 'eval' && ts.isCallExpression(node)) add('forbidden_call', 'eval() is not allowed: it runs code the policy has not checked', node)
-      else if (name === 'Function' && (ts.isIdentifier(callee) || (ts.isPropertyAccessExpression(callee) && callee.expression.getText(source) === 'globalThis'))) {
-        add('forbidden_call', 'the Function constructor is not allowed: it runs code the policy has not checked', node)
-      }
+      else if (name === 'Function') add('forbidden_call', 'the Function constructor is not allowed: it runs code the policy has not checked', node)
     }
     ts.forEachChild(node, visit)
   }

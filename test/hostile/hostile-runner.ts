@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -126,7 +125,7 @@ function snapshotRealm(hostObj: object): Map<string, unknown> {
 
 function changedKeys(before: Map<string, unknown>, after: Map<string, unknown>): string[] {
   const changed: string[] = []
-  for (const [key, value] of after) if (!before.has(key) || before.get(key) !== value) changed.push(key)
+  for (const [key, value] of after) if (!before.has(key) || !Object.is(before.get(key), value)) changed.push(key)
   return changed.filter((key) => !IGNORED_GLOBAL_CHANGES.some((pattern) => pattern.test(key)))
 }
 
@@ -145,19 +144,20 @@ function newResources(before: Map<string, number>): string[] {
   return grown
 }
 
-/** Every process descended from this one (through /proc), excluding ones that existed before. */
+/** Every process descended from this one, read from /proc (spawning `ps` would list itself). */
 export function descendantPids(root = process.pid): number[] {
-  let output = ''
-  try {
-    output = execFileSync('ps', ['-e', '-o', 'pid=,ppid='], { encoding: 'utf8' })
-  } catch {
-    return []
-  }
   const children = new Map<number, number[]>()
-  for (const line of output.trim().split('\n')) {
-    const [pid, ppid] = line.trim().split(/\s+/).map(Number)
-    if (!pid || ppid === undefined) continue
-    children.set(ppid, [...(children.get(ppid) ?? []), pid])
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    let stat: string
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8')
+    } catch {
+      continue // exited while we looked
+    }
+    // The command name is in parentheses and may contain spaces; the parent pid is the second field after it.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
   }
   const found: number[] = []
   const stack = [root]

@@ -1,0 +1,139 @@
+import type { Worker } from 'node:worker_threads'
+import { startWorker } from '../../src/core'
+import { FLAG_CANCEL, type FromWorker, type ToWorker } from './protocol'
+
+/** One worker thread with its cancel flag. */
+export class PooledWorker {
+  readonly flags = new Int32Array(new SharedArrayBuffer(4))
+  readonly worker: Worker
+  readonly ready: Promise<void>
+  private listener: ((message: FromWorker) => void) | undefined
+  private failure: ((reason: string) => void) | undefined
+  exited = false
+
+  constructor(directory: string, onExit: (worker: PooledWorker, reason: string) => void) {
+    this.worker = startWorker(directory, 'worker', { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false })
+    this.worker.unref()
+    this.ready = new Promise((resolve, reject) => {
+      const onReady = (message: FromWorker) => {
+        if (message.type !== 'ready') return
+        this.worker.off('message', onReady)
+        resolve()
+      }
+      this.worker.on('message', onReady)
+      this.worker.once('exit', () => reject(new Error('the QuickJS worker exited while starting')))
+    })
+    this.ready.catch(() => undefined)
+    this.worker.on('message', (message: FromWorker) => this.listener?.(message))
+    this.worker.on('error', (error) => this.failure?.(`the QuickJS worker failed: ${error.message}`))
+    this.worker.once('exit', (code) => {
+      this.exited = true
+      const reason = `the QuickJS worker exited (code ${code})`
+      this.failure?.(reason)
+      onExit(this, reason)
+    })
+  }
+
+  /** Routes the worker's messages to one job; `onFailure` fires if the worker dies mid-job. */
+  attach(listener: (message: FromWorker) => void, onFailure: (reason: string) => void): void {
+    Atomics.store(this.flags, FLAG_CANCEL, 0)
+    this.listener = listener
+    this.failure = onFailure
+    this.worker.ref()
+  }
+
+  detach(): void {
+    this.listener = undefined
+    this.failure = undefined
+    this.worker.unref()
+  }
+
+  post(message: ToWorker): void {
+    this.worker.postMessage(message)
+  }
+
+  cancel(): void {
+    Atomics.store(this.flags, FLAG_CANCEL, 1)
+  }
+}
+
+/**
+ * A fixed-size pool of QuickJS workers, started at creation so no request pays for a cold start. A worker that is
+ * killed (a native loop past its deadline) or dies is replaced; requests wait in arrival order.
+ */
+export class QuickJsWorkerPool {
+  private readonly idle: PooledWorker[] = []
+  private readonly all = new Set<PooledWorker>()
+  private readonly waiting: { resolve: (worker: PooledWorker) => void; reject: (error: Error) => void }[] = []
+  private disposed = false
+  /** Consecutive workers that died before becoming ready: the module cannot load here. */
+  private startFailures = 0
+  lastFailure: string | undefined
+
+  constructor(
+    private readonly directory: string,
+    readonly size: number,
+  ) {
+    for (let i = 0; i < size; i++) this.spawn()
+  }
+
+  get broken(): boolean {
+    return this.startFailures >= 3
+  }
+
+  private spawn(): void {
+    const pooled = new PooledWorker(this.directory, (worker, reason) => this.onExit(worker, reason))
+    this.all.add(pooled)
+    pooled.ready.then(
+      () => {
+        this.startFailures = 0
+        this.release(pooled)
+      },
+      () => undefined,
+    )
+  }
+
+  private onExit(worker: PooledWorker, reason: string): void {
+    const wasIdle = this.idle.indexOf(worker)
+    if (wasIdle >= 0) this.idle.splice(wasIdle, 1)
+    if (!this.all.delete(worker) || this.disposed) return
+    this.lastFailure = reason
+    worker.ready.then(
+      () => undefined,
+      () => {
+        this.startFailures++
+        if (this.broken) for (const waiter of this.waiting.splice(0)) waiter.reject(new Error(`QuickJS workers cannot start: ${reason}`))
+      },
+    )
+    if (!this.broken) this.spawn()
+  }
+
+  async acquire(): Promise<PooledWorker> {
+    if (this.broken) throw new Error(`QuickJS workers cannot start: ${this.lastFailure ?? 'unknown reason'}`)
+    const worker = this.idle.pop()
+    if (worker) return worker
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
+  }
+
+  release(worker: PooledWorker): void {
+    if (this.disposed || worker.exited) return
+    worker.detach()
+    const next = this.waiting.shift()
+    if (next) next.resolve(worker)
+    else this.idle.push(worker)
+  }
+
+  /** Kills a worker (its run is abandoned) and starts a replacement. */
+  async replace(worker: PooledWorker): Promise<void> {
+    worker.detach()
+    await worker.worker.terminate()
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true
+    const workers = [...this.all]
+    this.all.clear()
+    this.idle.length = 0
+    await Promise.all(workers.map((pooled) => pooled.worker.terminate()))
+  }
+}
