@@ -1,0 +1,200 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
+import { ADAPTERS } from '../adapters/registry'
+import { ExecgateError, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type Language, type SecurityPolicy } from './core'
+import { loadConfig, type Config } from './config/load'
+import { createExecgate, type Execgate } from './index'
+import { policyFromConfig } from './policy'
+import { formatResult, formatTable, formatValidation } from './cli-format'
+
+/**
+ * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
+ * defaults; requests through the API may only tighten them). Exit code 0 only for `ok`; 2 for bad usage.
+ */
+
+export const EXTENSION_LANGUAGES: Record<string, Language> = {
+  '.js': 'javascript',
+  '.mjs': 'javascript',
+  '.cjs': 'javascript',
+  '.ts': 'typescript',
+  '.py': 'python',
+  '.sh': 'bash',
+  '.bash': 'bash',
+}
+
+const EXIT_USAGE = 2
+
+function positiveInteger(flag: string) {
+  return (value: string): number => {
+    const parsed = Number(value)
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < 1) {
+      throw new InvalidArgumentError(`${flag} must be a positive whole number, got "${value}"`)
+    }
+    return parsed
+  }
+}
+
+function usage(detail: string): ExecgateError {
+  return new ExecgateError('EXECGATE_CLI_USAGE', { detail })
+}
+
+interface RunFlags {
+  lang?: Language
+  adapter?: string
+  timeout?: number
+  memory?: number
+  json?: boolean
+  config?: string
+}
+
+function readSource(file: string | undefined, lang: Language | undefined): { code: string; language: Language } {
+  if (!file || file === '-') {
+    if (!lang) throw usage('reading code from standard input needs --lang (one of: ' + LANGUAGES.join(', ') + ')')
+    return { code: fs.readFileSync(0, 'utf8'), language: lang }
+  }
+  const language = lang ?? EXTENSION_LANGUAGES[path.extname(file).toLowerCase()]
+  if (!language) {
+    throw usage(`cannot tell the language of "${file}" from its extension; pass --lang (one of: ${LANGUAGES.join(', ')})`)
+  }
+  let code: string
+  try {
+    code = fs.readFileSync(file, 'utf8')
+  } catch (error) {
+    throw usage(`cannot read "${file}": ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeError(error)}`)
+  }
+  return { code, language }
+}
+
+/** The policy for a CLI run: the configured defaults, with --timeout and --memory as the operator sets them. */
+export function operatorPolicy(config: Config, flags: Pick<RunFlags, 'timeout' | 'memory'>): SecurityPolicy {
+  const base = policyFromConfig(config)
+  return Object.freeze({
+    ...base,
+    ...(flags.timeout ? { wallTimeMs: flags.timeout, cpuTimeMs: Math.max(base.cpuTimeMs, flags.timeout) } : {}),
+    ...(flags.memory ? { memoryMb: flags.memory } : {}),
+  })
+}
+
+async function withExecgate<T>(flags: { config?: string; adapter?: string }, body: (execgate: Execgate) => Promise<T>): Promise<T> {
+  const config = loadConfig({ file: flags.config })
+  // A pinned adapter that is not enabled by config is enabled for this run: the operator asked for it.
+  const enabled = flags.adapter && !config.execution.enabled.includes(flags.adapter) ? [...config.execution.enabled, flags.adapter] : undefined
+  if (flags.adapter && !ADAPTERS[flags.adapter]) {
+    throw usage(`--adapter: unknown adapter "${flags.adapter}"; known adapters: ${Object.keys(ADAPTERS).join(', ')}`)
+  }
+  const execgate = await createExecgate(enabled ? { file: flags.config, overrides: { execution: { enabled } } } : { config })
+  try {
+    return await body(execgate)
+  } finally {
+    await execgate.dispose()
+  }
+}
+
+async function runCommand(file: string | undefined, flags: RunFlags, out: NodeJS.WritableStream): Promise<number> {
+  const { code, language } = readSource(file, flags.lang)
+  return withExecgate(flags, async (execgate) => {
+    const basePolicy = operatorPolicy(execgate.config, flags)
+    const result: ExecutionResult = await execgate.execute({ language, code, ...(flags.adapter ? { adapter: flags.adapter } : {}) }, { basePolicy })
+    out.write(flags.json ? JSON.stringify(result) + '\n' : formatResult(result))
+    return result.status === 'ok' ? 0 : result.status === 'invalid_request' ? EXIT_USAGE : 1
+  })
+}
+
+async function validateCommand(file: string, flags: Pick<RunFlags, 'lang' | 'adapter' | 'json' | 'config'>, out: NodeJS.WritableStream): Promise<number> {
+  const { code, language } = readSource(file, flags.lang)
+  return withExecgate(flags, async (execgate) => {
+    const report = await execgate.validate(code, language, flags.adapter)
+    out.write(flags.json ? JSON.stringify(report) + '\n' : formatValidation(report))
+    return report.valid ? 0 : 1
+  })
+}
+
+async function adaptersCommand(flags: { config?: string; json?: boolean }, out: NodeJS.WritableStream): Promise<number> {
+  return withExecgate(flags, async (execgate) => {
+    const enabled = new Map(execgate.adapters().map((adapter) => [adapter.name, adapter]))
+    const rows = await Promise.all(
+      Object.values(ADAPTERS).map(async (definition) => {
+        const adapter = enabled.get(definition.name)
+        const availability = adapter ? await adapter.checkAvailability() : undefined
+        return {
+          adapter: definition.name,
+          languages: definition.languages.join(', '),
+          tier: adapter ? String(adapter.capabilities.tier) : '',
+          enabled: adapter ? 'yes' : 'no',
+          availability: availability ? availability.status + (availability.reason ? ` (${availability.reason})` : '') : 'not enabled',
+          description: definition.description,
+        }
+      }),
+    )
+    out.write(flags.json ? JSON.stringify(rows) + '\n' : formatTable(rows))
+    return 0
+  })
+}
+
+/** Builds the command tree; `main` runs it. Exposed for tests. */
+export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number) => void): Command {
+  const program = new Command('execgate')
+    .description('Run code for voice and chat agents, safely and fast.')
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => out.write(text), writeErr: (text) => process.stderr.write(text) })
+    .showHelpAfterError('(run execgate --help for usage)')
+
+  const languageOption = () =>
+    new Option('--lang <language>', 'language of the code (default: from the file extension)').choices([...LANGUAGES])
+  const configOption = () => new Option('--config <file>', 'extra JSON config file applied after config/default.json')
+
+  program
+    .command('run')
+    .description('run a file (or - for standard input) and print the result')
+    .argument('[file]', 'file to run; - or nothing reads standard input')
+    .addOption(languageOption())
+    .option('--adapter <name>', 'run on this adapter instead of routing')
+    .option('--timeout <ms>', 'wall-time limit in milliseconds for this run', positiveInteger('--timeout'))
+    .option('--memory <mib>', 'memory limit in MiB for this run', positiveInteger('--memory'))
+    .option('--json', 'print the ExecutionResult as JSON and nothing else')
+    .addOption(configOption())
+    .action(async (file: string | undefined, flags: RunFlags) => setExit(await runCommand(file, flags, out)))
+
+  program
+    .command('validate')
+    .description('check a file against the policy and the adapter without running it')
+    .argument('<file>', 'file to check')
+    .addOption(languageOption())
+    .option('--adapter <name>', 'validate with this adapter')
+    .option('--json', 'print the ValidationReport as JSON')
+    .addOption(configOption())
+    .action(async (file: string, flags: RunFlags) => setExit(await validateCommand(file, flags, out)))
+
+  program
+    .command('adapters')
+    .description('list adapters, their languages and availability')
+    .option('--json', 'print as JSON')
+    .addOption(configOption())
+    .action(async (flags: { config?: string; json?: boolean }) => setExit(await adaptersCommand(flags, out)))
+
+  return program
+}
+
+/** Runs the CLI; never prints a stack trace for bad input or configuration. */
+export async function main(argv: string[] = process.argv, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  let exitCode = 0
+  const program = buildProgram(out, (code) => (exitCode = code))
+  try {
+    await program.parseAsync(argv)
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are not failures; commander has already printed its message.
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? 0 : EXIT_USAGE
+    }
+    process.stderr.write(`${isExecgateError(error) ? error.message : `[execgate] ${describeError(error)}`}\n`)
+    return isExecgateError(error) && error.fault === 'client' ? EXIT_USAGE : 1
+  }
+  return exitCode
+}
+
+if (require.main === module) {
+  main().then((code) => {
+    process.exitCode = code
+  })
+}
