@@ -48,6 +48,44 @@ export async function measure(name: string, fn: () => unknown, options: { iterat
   }
 }
 
+/**
+ * Measures several series in alternating batches, so that noise from a shared machine (other processes, CPU
+ * frequency) falls on all of them alike: the fair way to compute a ratio between them.
+ */
+export async function measureInterleaved(
+  series: { name: string; fn: () => unknown }[],
+  options: { iterations?: number; batch?: number; warmup?: number } = {},
+): Promise<Measurement[]> {
+  const iterations = options.iterations ?? 1000
+  const batch = options.batch ?? 50
+  for (const { fn } of series) for (let i = 0; i < (options.warmup ?? 100); i++) await fn()
+  const samples = series.map(() => [] as number[])
+  const totals = series.map(() => 0)
+  for (let done = 0; done < iterations; done += batch) {
+    for (let s = 0; s < series.length; s++) {
+      const fn = series[s]!.fn
+      const batchStart = performance.now()
+      for (let i = 0; i < Math.min(batch, iterations - done); i++) {
+        const t0 = performance.now()
+        await fn()
+        samples[s]!.push(performance.now() - t0)
+      }
+      totals[s]! += performance.now() - batchStart
+    }
+  }
+  return series.map(({ name }, s) => {
+    const sorted = samples[s]!.sort((a, b) => a - b)
+    return {
+      name,
+      iterations: sorted.length,
+      p50Ms: percentile(sorted, 50),
+      p95Ms: percentile(sorted, 95),
+      meanMs: totals[s]! / sorted.length,
+      opsPerSec: (sorted.length / totals[s]!) * 1000,
+    }
+  })
+}
+
 /** `label = 1.08× (target ≤ 1.25×)`: how many times slower `subject` is than `baseline` at p50. */
 export function ratio(label: string, subject: Measurement, baseline: Measurement, target?: string): string {
   const value = subject.p50Ms / baseline.p50Ms

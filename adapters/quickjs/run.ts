@@ -45,19 +45,28 @@ export class QuickJsRun {
   private readonly deferreds = new Set<QuickJSDeferredPromise>()
   private pendingHostCalls = 0
   private wakeUp: (() => void) | undefined
+  private limits!: RunLimits
+  private host!: RunHost
 
-  constructor(
-    module: QuickJSWASMModule,
-    private readonly limits: RunLimits,
-    private readonly host: RunHost,
-  ) {
+  /**
+   * Creates the runtime and context with console installed. The worker prepares the next run this way while it
+   * is idle, so a request only pays for evaluating its code; each run still gets a runtime no code has touched.
+   */
+  constructor(module: QuickJSWASMModule) {
     this.runtime = module.newRuntime()
+    this.vm = this.runtime.newContext()
+    this.installConsole()
+  }
+
+  /** Applies this run's limits and host functions; must be called once, before `execute`. */
+  start(limits: RunLimits, host: RunHost): this {
+    this.limits = limits
+    this.host = host
     this.runtime.setMemoryLimit(limits.memoryBytes)
     this.runtime.setMaxStackSize(limits.stackBytes)
     this.runtime.setInterruptHandler(() => this.shouldInterrupt())
-    this.vm = this.runtime.newContext()
-    this.installConsole()
     this.installHostFunctions()
+    return this
   }
 
   private shouldInterrupt(): boolean {

@@ -41,8 +41,7 @@ async function run(module: QuickJSWASMModule, job: RunJob): Promise<void> {
     batchBytes = 0
   }
   const names = new Set(job.hostFunctions.map((fn) => fn.name))
-  const quickjsRun = new QuickJsRun(
-    module,
+  const quickjsRun = takePreparedRun(module).start(
     { memoryBytes: job.memoryBytes, stackBytes: job.stackBytes, deadline: started + job.remainingMs, timeoutMs: job.timeoutMs },
     {
       write(stream, text) {
@@ -69,12 +68,33 @@ async function run(module: QuickJSWASMModule, job: RunJob): Promise<void> {
   } finally {
     flush()
   }
-  const healthy = quickjsRun.dispose()
-  send({ type: 'result', id: job.id, status: outcome.status, value: outcome.value, error: outcome.error, healthy, wallMs: performance.now() - started })
+  const wallMs = performance.now() - started
+  const result = { type: 'result', id: job.id, status: outcome.status, value: outcome.value, error: outcome.error, wallMs } as const
+  if (outcome.status === 'ok') {
+    // Answer first, free after: freeing a runtime costs time the caller need not wait for.
+    send({ ...result, healthy: true })
+    if (!quickjsRun.dispose()) process.exit(1) // the pool replaces a worker that exits
+  } else {
+    // After OOM, interrupts or stack overflows QuickJS may refuse to free the runtime: then the module is suspect
+    // and the adapter must replace this worker before anyone else uses it.
+    send({ ...result, healthy: quickjsRun.dispose() })
+  }
+  setImmediate(() => prepareNextRun(module))
+}
+
+let prepared: QuickJsRun | undefined
+function prepareNextRun(module: QuickJSWASMModule): void {
+  prepared ??= new QuickJsRun(module)
+}
+function takePreparedRun(module: QuickJSWASMModule): QuickJsRun {
+  const run = prepared ?? new QuickJsRun(module)
+  prepared = undefined
+  return run
 }
 
 async function main(): Promise<void> {
   const module = await loadModule()
+  prepareNextRun(module)
   port.on('message', (message: ToWorker) => {
     if (message.type === 'hostResult') {
       const pending = pendingHostCalls.get(message.callId)
