@@ -5,6 +5,7 @@
  */
 import type {
   CodeExecutionAdapter,
+  ExecgateError,
   ExecutionRequest,
   ExecutionResult,
   ExecutionStatus,
@@ -43,7 +44,7 @@ export interface AdapterRegistry {
 /** A routing decision: the adapter to run on and why, or a refusal the service turns into a result. */
 export type RouteDecision =
   | { adapter: CodeExecutionAdapter; reason: string; escalatedFrom?: string; refusal?: undefined }
-  | { adapter?: undefined; refusal: { status: ExecutionStatus; message: string } }
+  | { adapter?: undefined; refusal: { status: ExecutionStatus; error: ExecgateError } }
 
 /** Chooses the adapter for a request. */
 export const Router = Symbol('Router')

@@ -110,7 +110,8 @@ export class QuickJsWorkerPool {
 
   async acquire(): Promise<PooledWorker> {
     if (this.broken) throw new Error(`QuickJS workers cannot start: ${this.lastFailure ?? 'unknown reason'}`)
-    const worker = this.idle.pop()
+    // Oldest idle first: the worker that just answered is still preparing its next runtime.
+    const worker = this.idle.shift()
     if (worker) return worker
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
   }

@@ -36,7 +36,6 @@ export const ERROR_CODES = {
     template: 'adapter {name} does not run {language}; it runs {languages}',
   },
   EXECGATE_HOST_CALL_UNKNOWN: { fault: 'client', retryable: false, template: 'no host function named "{name}"' },
-  EXECGATE_HOST_CALL_INVALID: { fault: 'client', retryable: false, template: 'host function {name}: {detail}' },
   EXECGATE_HOST_CALL_BUDGET: { fault: 'client', retryable: false, template: 'host-call budget exceeded: {detail}' },
   EXECGATE_HOST_CALL_DENIED: { fault: 'client', retryable: false, template: 'host function {name} refused: {detail}' },
   EXECGATE_BACKEND_FAILED: { fault: 'backend', retryable: true, template: 'backend {name} failed: {detail}' },

@@ -1,3 +1,4 @@
+import type { ExecgateError } from './errors'
 import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus } from './types'
 
 /** Plain-language summaries used when an adapter gives no message of its own. */
@@ -53,4 +54,9 @@ export function refusal(
   extra: ResultFields = {},
 ): ExecutionResult {
   return createResult(status, adapter, { ...extra, message, error: { type: errorType, message } })
+}
+
+/** A result for a run execgate refused or failed, carrying the registry code so callers decide from fields. */
+export function errorResult(status: ExecutionStatus, adapter: string, error: ExecgateError, extra: ResultFields = {}): ExecutionResult {
+  return createResult(status, adapter, { ...extra, message: error.message, error: { type: error.name, code: error.code, message: error.message, ...extra.error } })
 }

@@ -108,6 +108,8 @@ export interface ExecutionRequest {
 export interface ExecutionErrorInfo {
   /** The backend's error class, e.g. `SyntaxError`, `ZeroDivisionError`, `TimeoutError`. */
   type: string
+  /** execgate's error code (docs/errors.md) when execgate, not the code, refused or failed the run. */
+  code?: string
   message: string
   line?: number
   column?: number

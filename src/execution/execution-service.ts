@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
+  ExecgateError,
   createResult,
   describeError,
+  errorResult,
   refusal,
   truncateOutput,
   valueBytes,
@@ -41,7 +43,7 @@ export class DefaultExecutionService implements ExecutionService {
     try {
       result = await this.run(request, options, traceId, started)
     } catch (error) {
-      result = refusal('internal_error', SERVICE, `[execgate] internal error: ${describeError(error)}`, 'InternalError')
+      result = errorResult('internal_error', SERVICE, new ExecgateError('EXECGATE_INTERNAL', { detail: describeError(error) }, { cause: error }))
     }
     result.traceId = traceId
     result.durationMs = performance.now() - started
@@ -58,20 +60,26 @@ export class DefaultExecutionService implements ExecutionService {
   private async run(request: ExecutionRequest, options: ExecuteOptions, traceId: string, started: number): Promise<ExecutionResult> {
     // 1. parse
     const problem = findRequestProblem(request)
-    if (problem) return refusal('invalid_request', SERVICE, `[execgate] invalid request: ${problem}`, 'InvalidRequest')
+    if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
     // 2. policy: the caller's profile, tightened by the request
     const resolution = resolvePolicy(options.basePolicy ?? this.options.basePolicy, request)
-    if (!resolution.policy) return refusal('policy_violation', SERVICE, `[execgate] ${resolution.loosening.message}`, 'PolicyViolation')
+    if (!resolution.policy) {
+      return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') }))
+    }
     const policy = resolution.policy
     // 3. static validation
     const issues = staticCheck(request.language, request.code, policy).filter((item) => item.severity === 'error')
     if (issues.length > 0) {
       const first = issues[0]!
       const where = first.line ? ` (line ${first.line}, column ${first.column})` : ''
-      const status = first.code === 'syntax' ? 'error' : 'policy_violation'
-      return createResult(status, SERVICE, {
-        message: `${first.message}${where}`,
-        error: { type: first.code === 'syntax' ? 'SyntaxError' : 'PolicyViolation', message: first.message, line: first.line, column: first.column },
+      if (first.code === 'syntax') {
+        return createResult('error', SERVICE, {
+          message: `${first.message}${where}`,
+          error: { type: 'SyntaxError', message: first.message, line: first.line, column: first.column },
+        })
+      }
+      return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${first.message}${where}` }), {
+        error: { type: 'PolicyViolation', message: first.message, line: first.line, column: first.column },
       })
     }
     // 4. route, 5. run, 8. fall back
@@ -79,7 +87,7 @@ export class DefaultExecutionService implements ExecutionService {
     let decision = this.options.router.select(request, policy)
     let fallbackFrom: ExecutionResult['fallbackFrom']
     for (;;) {
-      if (!decision.adapter) return refusal(decision.refusal.status, SERVICE, decision.refusal.message, decision.refusal.status)
+      if (!decision.adapter) return errorResult(decision.refusal.status, SERVICE, decision.refusal.error)
       const adapter = decision.adapter
       tried.push(adapter.name)
       const result = await this.runOnAdapter(adapter, request, policy, options, traceId, started)
@@ -93,7 +101,7 @@ export class DefaultExecutionService implements ExecutionService {
     }
   }
 
-  private async runOnAdapter(
+  private runOnAdapter(
     adapter: CodeExecutionAdapter,
     request: ExecutionRequest,
     policy: SecurityPolicy,
@@ -101,42 +109,41 @@ export class DefaultExecutionService implements ExecutionService {
     traceId: string,
     started: number,
   ): Promise<ExecutionResult> {
+    const callerSignal = options.signal
+    if (callerSignal?.aborted) return Promise.resolve(refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled'))
     const controller = new AbortController()
-    const onCallerAbort = () => controller.abort(options.signal?.reason)
-    if (options.signal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
-    options.signal?.addEventListener('abort', onCallerAbort, { once: true })
-    const deadline = started + policy.wallTimeMs
     const context: ExecutionContext = {
       traceId,
       policy,
       signal: controller.signal,
-      deadline,
+      deadline: started + policy.wallTimeMs,
       onOutput: options.onOutput,
       files: request.files,
       hostFunctions: adapter.capabilities.hostFunctions ? options.hostFunctions : undefined,
     }
-    let backstop: NodeJS.Timeout | undefined
-    try {
+    // One promise settled by whichever comes first: the adapter, the backstop, or the caller cancelling.
+    return new Promise<ExecutionResult>((resolve) => {
+      let settled = false
+      const settle = (result: ExecutionResult) => {
+        if (settled) return
+        settled = true
+        clearTimeout(backstop)
+        callerSignal?.removeEventListener('abort', onCallerAbort)
+        resolve(this.normalise(result, adapter, policy))
+      }
       // An adapter that ignores its deadline cannot hold the caller: after the grace period we answer for it.
-      const overdue = new Promise<ExecutionResult>((resolve) => {
-        backstop = setTimeout(() => {
-          controller.abort(new Error('deadline'))
-          resolve(
-            refusal('timeout', adapter.name, `[execgate] [${adapter.name}] the run passed its ${policy.wallTimeMs} ms limit and the adapter did not stop within ${this.options.graceMs} ms`, 'TimeoutError'),
-          )
-        }, policy.wallTimeMs + this.options.graceMs)
-      })
-      const cancelled = new Promise<ExecutionResult>((resolve) => {
-        controller.signal.addEventListener('abort', () => {
-          if (options.signal?.aborted) resolve(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled'))
-        }, { once: true })
-      })
-      const result = await Promise.race([this.invoke(adapter, request, context), overdue, cancelled])
-      return this.normalise(result, adapter, policy)
-    } finally {
-      clearTimeout(backstop)
-      options.signal?.removeEventListener('abort', onCallerAbort)
-    }
+      const backstop = setTimeout(() => {
+        controller.abort(new Error('deadline'))
+        settle(refusal('timeout', adapter.name, `[execgate] [${adapter.name}] the run passed its ${policy.wallTimeMs} ms limit and the adapter did not stop within ${this.options.graceMs} ms`, 'TimeoutError'))
+      }, policy.wallTimeMs + this.options.graceMs)
+      const onCallerAbort = () => {
+        controller.abort(callerSignal?.reason)
+        // The adapter gets a moment to stop and answer `cancelled` itself, with whatever output it has.
+        setTimeout(() => settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled')), this.options.graceMs)
+      }
+      callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
+      void this.invoke(adapter, request, context).then(settle)
+    })
   }
 
   private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -147,7 +154,7 @@ export class DefaultExecutionService implements ExecutionService {
       }
       return result
     } catch (error) {
-      return refusal('internal_error', adapter.name, `[execgate] [${adapter.name}] the adapter failed: ${describeError(error)}`, 'InternalError')
+      return errorResult('internal_error', adapter.name, new ExecgateError('EXECGATE_BACKEND_FAILED', { name: adapter.name, detail: describeError(error) }, { cause: error, source: adapter.name }))
     }
   }
 

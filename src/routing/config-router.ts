@@ -1,4 +1,4 @@
-import type { CodeExecutionAdapter, ExecutionRequest, SecurityPolicy, Tier } from '../core'
+import { ExecgateError, type CodeExecutionAdapter, type ExecutionRequest, type SecurityPolicy, type Tier } from '../core'
 import type { AdapterRegistry, RouteDecision, Router } from '../tokens'
 
 /** Cheapest first: in-process, WebAssembly module, OS sandbox, remote service; the placeholder last. */
@@ -20,16 +20,18 @@ export class ConfigRouter implements Router {
       const adapter = this.registry.get(pinned)
       if (!adapter) {
         const known = this.registry.list().map((item) => item.name).join(', ')
-        return { refusal: { status: 'invalid_request', message: `[execgate] invalid request: adapter "${pinned}" is not enabled; enabled adapters: ${known}` } }
+        return { refusal: { status: 'invalid_request', error: new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name: pinned, known: `${known} (enabled)` }) } }
       }
       if (!adapter.supportedLanguages().includes(request.language)) {
-        return { refusal: { status: 'invalid_request', message: `[execgate] invalid request: adapter ${pinned} does not run ${request.language}; it runs ${adapter.supportedLanguages().join(', ')}` } }
+        const error = new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', { name: pinned, language: request.language, languages: adapter.supportedLanguages().join(', ') })
+        return { refusal: { status: 'invalid_request', error } }
       }
       return { adapter, reason: request.adapter ? 'pinned by the request' : 'pinned by execution.adapter' }
     }
     const candidate = this.cheapest(request)
     if (!candidate) {
-      return { refusal: { status: 'unavailable', message: `[execgate] no enabled adapter runs ${request.language}` } }
+      const error = new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'any', detail: `no enabled adapter runs ${request.language}` })
+      return { refusal: { status: 'unavailable', error } }
     }
     return { adapter: candidate, reason: `cheapest enabled adapter for ${request.language}` }
   }
