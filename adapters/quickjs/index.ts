@@ -133,12 +133,12 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     return new Promise((resolve) => {
       let killTimer: NodeJS.Timeout | undefined
       let settled = false
-      const finish = (outcome: Pick<ResultMessage, 'status' | 'value' | 'error'> & { message?: string }, healthy: boolean) => {
+      const finish = (outcome: Pick<ResultMessage, 'status' | 'value' | 'error'> & { message?: string }, reusable: boolean) => {
         if (settled) return
         settled = true
         clearTimeout(killTimer)
         context.signal.removeEventListener('abort', onAbort)
-        if (healthy) this.pool.release(worker)
+        if (reusable) this.pool.release(worker)
         else void this.pool.replace(worker)
         resolve(outcome)
       }
@@ -162,7 +162,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
         } else if (message.type === 'hostCall') {
           this.answerHostCall(worker, context, message.callId, message.name, message.args)
         } else if (message.type === 'result') {
-          finish({ status: message.status, value: message.value, error: message.error }, message.healthy)
+          finish({ status: message.status, value: message.value, error: message.error }, true)
         }
       }
       worker.attach(onMessage, (reason) =>

@@ -49,8 +49,6 @@ export interface ResultMessage {
   status: ExecutionStatus
   value?: unknown
   error?: ExecutionErrorInfo
-  /** False when QuickJS refused to free the runtime: the worker must be replaced. */
-  healthy: boolean
   wallMs: number
 }
 

@@ -160,7 +160,7 @@ export class QuickJsRun {
         if (this.stop) return
       }
       if (this.stop) return
-      const pending = promise && this.vm.getPromiseState(promise).type === 'pending'
+      const pending = promise !== undefined && this.isPending(promise)
       if (this.pendingHostCalls === 0 && !this.runtime.hasPendingJob()) return
       if (!pending && this.pendingHostCalls === 0) continue
       const remaining = this.limits.deadline - performance.now()
@@ -220,6 +220,14 @@ export class QuickJsRun {
     } finally {
       promise.dispose()
     }
+  }
+
+  /** getPromiseState hands out a new handle for a settled promise's value: it must be freed, or QuickJS leaks. */
+  private isPending(promise: QuickJSHandle): boolean {
+    const state = this.vm.getPromiseState(promise)
+    if (state.type === 'fulfilled' && state.value !== promise && state.value.alive) state.value.dispose()
+    if (state.type === 'rejected' && state.error.alive) state.error.dispose()
+    return state.type === 'pending'
   }
 
   private isPromise(handle: QuickJSHandle): boolean {

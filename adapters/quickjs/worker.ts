@@ -29,7 +29,7 @@ async function loadModule(): Promise<QuickJSWASMModule> {
   return newQuickJSWASMModuleFromVariant(variant)
 }
 
-async function run(module: QuickJSWASMModule, job: RunJob): Promise<void> {
+async function run(job: RunJob): Promise<void> {
   const started = performance.now()
   let batch: [OutputStream, string][] = []
   let batchBytes = 0
@@ -41,7 +41,7 @@ async function run(module: QuickJSWASMModule, job: RunJob): Promise<void> {
     batchBytes = 0
   }
   const names = new Set(job.hostFunctions.map((fn) => fn.name))
-  const quickjsRun = takePreparedRun(module).start(
+  const quickjsRun = (await takePreparedRun()).start(
     { memoryBytes: job.memoryBytes, stackBytes: job.stackBytes, deadline: started + job.remainingMs, timeoutMs: job.timeoutMs },
     {
       write(stream, text) {
@@ -69,32 +69,34 @@ async function run(module: QuickJSWASMModule, job: RunJob): Promise<void> {
     flush()
   }
   const wallMs = performance.now() - started
-  const result = { type: 'result', id: job.id, status: outcome.status, value: outcome.value, error: outcome.error, wallMs } as const
-  if (outcome.status === 'ok') {
-    // Answer first, free after: freeing a runtime costs time the caller need not wait for.
-    send({ ...result, healthy: true })
-    if (!quickjsRun.dispose()) process.exit(1) // the pool replaces a worker that exits
-  } else {
-    // After OOM, interrupts or stack overflows QuickJS may refuse to free the runtime: then the module is suspect
-    // and the adapter must replace this worker before anyone else uses it.
-    send({ ...result, healthy: quickjsRun.dispose() })
+  // Answer first, free after: freeing a runtime costs time the caller need not wait for.
+  send({ type: 'result', id: job.id, status: outcome.status, value: outcome.value, error: outcome.error, wallMs })
+  if (!quickjsRun.dispose()) {
+    // After OOM QuickJS may refuse to free a runtime (its allocator's assertions): the module is suspect, so the
+    // next job waits for a fresh one instead of reusing it.
+    modulePromise = loadModule()
+    prepared = undefined
   }
-  setImmediate(() => prepareNextRun(module))
+  setImmediate(() => void prepareNextRun())
 }
 
+let modulePromise: Promise<QuickJSWASMModule>
 let prepared: QuickJsRun | undefined
-function prepareNextRun(module: QuickJSWASMModule): void {
+
+async function prepareNextRun(): Promise<void> {
+  const module = await modulePromise
   prepared ??= new QuickJsRun(module)
 }
-function takePreparedRun(module: QuickJSWASMModule): QuickJsRun {
-  const run = prepared ?? new QuickJsRun(module)
+
+async function takePreparedRun(): Promise<QuickJsRun> {
+  const run = prepared ?? new QuickJsRun(await modulePromise)
   prepared = undefined
   return run
 }
 
 async function main(): Promise<void> {
-  const module = await loadModule()
-  prepareNextRun(module)
+  modulePromise = loadModule()
+  await prepareNextRun()
   port.on('message', (message: ToWorker) => {
     if (message.type === 'hostResult') {
       const pending = pendingHostCalls.get(message.callId)
@@ -104,8 +106,11 @@ async function main(): Promise<void> {
       else pending.reject(Object.assign(new Error(message.error?.message ?? 'host call failed'), { code: message.error?.code }))
       return
     }
-    run(module, message).catch((error) => {
-      send({ type: 'result', id: message.id, status: 'internal_error', error: { type: 'InternalError', message: String(error?.message ?? error) }, healthy: false, wallMs: 0 })
+    run(message).catch((error) => {
+      // Thrown from the WebAssembly module itself, not the user's code: answer, then start from a fresh module.
+      modulePromise = loadModule()
+      prepared = undefined
+      send({ type: 'result', id: message.id, status: 'internal_error', error: { type: 'InternalError', message: String(error?.message ?? error) }, wallMs: 0 })
     })
   })
   send({ type: 'ready' })
