@@ -24,7 +24,8 @@ function assertStringArray(value: unknown, what: string): asserts value is strin
 function integerFormat(name: string, minimum: number, text: string) {
   return {
     name,
-    coerce: (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value),
+    // Only numeric text becomes a number, so a bad value is reported as the user wrote it.
+    coerce: (value: unknown) => (typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value),
     validate: (value: unknown) => {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) throw new Error(`must be ${text}`)
     },

@@ -1,0 +1,123 @@
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+
+/** The real CLI, as an operator runs it (`npm test` builds dist/ first). */
+const root = path.join(__dirname, '..')
+const bin = path.join(root, 'bin', 'execgate.js')
+
+function execgate(args: string[], options: { input?: string; env?: Record<string, string> } = {}) {
+  const child = spawnSync(process.execPath, [bin, ...args], {
+    cwd: root,
+    input: options.input,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, ...options.env },
+    timeout: 30_000,
+  })
+  return { code: child.status, stdout: child.stdout, stderr: child.stderr }
+}
+
+const noStackTrace = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:\d+/)
+
+describe('execgate CLI', () => {
+  beforeAll(() => {
+    if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  })
+
+  test('run prints the status, the output, the value and the duration; exit 0 for ok', () => {
+    const { code, stdout } = execgate(['run', 'examples/voice-order-total.js'])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^status: ok {2}\(quickjs, [\d.]+ ms\)/)
+    expect(stdout).toContain('Subtotal $25.00, tax $2.00, total $27.00')
+    expect(stdout).toContain('value: {"subtotal":25,"tax":2,"total":27}')
+  })
+
+  test('--json prints the ExecutionResult and nothing else', () => {
+    const { code, stdout } = execgate(['run', 'examples/pricing-formula.ts', '--json'])
+    expect(code).toBe(0)
+    const result = JSON.parse(stdout)
+    expect(result).toMatchObject({ status: 'ok', adapter: 'quickjs', value: { unitPrice: 10.79, total: 6905.6, marginOk: true } })
+    expect(typeof result.durationMs).toBe('number')
+  })
+
+  test('reads standard input with --lang', () => {
+    const { code, stdout } = execgate(['run', '--lang', 'javascript', '-'], { input: 'console.log(2 ** 10)' })
+    expect(code).toBe(0)
+    expect(stdout).toContain('1024')
+  })
+
+  test('an infinite loop ends timeout at the --timeout limit; exit 1', () => {
+    const { code, stdout } = execgate(['run', 'examples/infinite-loop.js', '--timeout', '300', '--json'])
+    expect(code).toBe(1)
+    const result = JSON.parse(stdout)
+    expect(result.status).toBe('timeout')
+    expect(result.durationMs).toBeLessThan(400)
+  })
+
+  test('a memory bomb ends memory_limit under --memory', () => {
+    const { stdout } = execgate(['run', 'examples/memory-bomb.js', '--memory', '32', '--json'])
+    expect(JSON.parse(stdout).status).toBe('memory_limit')
+  })
+
+  test('deep recursion ends error', () => {
+    const { code, stdout } = execgate(['run', 'examples/deep-recursion.js', '--json'])
+    expect(code).toBe(1)
+    expect(JSON.parse(stdout)).toMatchObject({ status: 'error', error: { message: expect.stringMatching(/stack/) } })
+  })
+
+  test('--adapter placeholder answers not_implemented', () => {
+    const { code, stdout } = execgate(['run', 'examples/voice-order-total.js', '--adapter', 'placeholder', '--json'])
+    expect(code).toBe(1)
+    expect(JSON.parse(stdout)).toMatchObject({ status: 'not_implemented', fallbackAction: 'describe_computation_only' })
+  })
+
+  test.each([
+    [['run', 'examples/voice-order-total.js', '--timeout', 'abc'], /--timeout must be a positive whole number, got "abc"/],
+    [['run', 'examples/voice-order-total.js', '--memory', '0'], /--memory must be a positive whole number, got "0"/],
+    [['run', 'no-such-file.js'], /cannot read "no-such-file.js": no such file/],
+    [['run', 'README.md'], /cannot tell the language of "README.md".*--lang/],
+    [['run', '-'], /standard input needs --lang/],
+    [['run', 'examples/voice-order-total.js', '--lang', 'cobol'], /Allowed choices are javascript, typescript, python, bash/],
+    [['run', 'examples/voice-order-total.js', '--adapter', 'nope'], /--adapter: unknown adapter "nope"; known adapters: .*quickjs/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+  ])('bad input %j is a clear message and exit 2, never a stack trace', (args, message) => {
+    const { code, stderr } = execgate(args as string[], { input: '' })
+    expect(code).toBe(2)
+    expect(stderr).toMatch(message)
+    noStackTrace(stderr)
+  })
+
+  test('an invalid configuration value stops start-up with the key, the value and what is allowed', () => {
+    const { code, stderr } = execgate(['run', 'examples/voice-order-total.js'], { env: { EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB: 'lots' } })
+    expect(code).toBe(2)
+    expect(stderr).toContain('security.defaultPolicy.memoryMb: must be a positive integer: value was "lots"')
+    noStackTrace(stderr)
+  })
+
+  test('the environment switches the adapter with no code change', () => {
+    const { stdout } = execgate(['run', 'examples/voice-order-total.js', '--json'], { env: { EXECGATE_EXECUTION_ADAPTER: 'placeholder' } })
+    expect(JSON.parse(stdout).status).toBe('not_implemented')
+  })
+
+  test('validate reports a forbidden import with its position', () => {
+    const { code, stdout } = execgate(['validate', '--lang', 'javascript', 'examples/voice-order-total.js'])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^valid javascript/)
+    const file = path.join(root, 'test', 'fixtures-cli-import.js')
+    fs.writeFileSync(file, "const x = 1\nconst fs = require('fs')\n")
+    try {
+      const bad = execgate(['validate', file])
+      expect(bad.code).toBe(1)
+      expect(bad.stdout).toMatch(/2:12 error \[import_not_allowed\] require of "fs" is not allowed/)
+    } finally {
+      fs.rmSync(file)
+    }
+  })
+
+  test('adapters prints a table of adapters, languages and availability', () => {
+    const { code, stdout } = execgate(['adapters'])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^adapter\s+languages\s+tier\s+enabled\s+availability/)
+    expect(stdout).toMatch(/quickjs\s+javascript, typescript\s+1\s+yes\s+available/)
+  })
+})
