@@ -10,6 +10,10 @@ import {
   type SecurityPolicy,
 } from '../../src/core'
 import { DEFAULT_POLICY } from '../../src/policy'
+import { DefaultExecutionService } from '../../src/execution/execution-service'
+import { ConfigRouter } from '../../src/routing/config-router'
+import { createLogger } from '../../src/observability/logger'
+import { HostileHostFunctions } from '../hostile/fixtures'
 import { SNIPPETS } from './snippets'
 
 /**
@@ -51,6 +55,19 @@ export async function runChecked(adapter: CodeExecutionAdapter, request: Executi
   expect(typeof result.usage).toBe('object')
   if (result.status !== 'ok') expect(result.message ?? result.error?.message).toBeTruthy()
   return result
+}
+
+/** An ExecutionService around one adapter, without taking ownership of it (disposing stays with the test). */
+export function serviceFor(adapter: CodeExecutionAdapter, policy: SecurityPolicy = DEFAULT_POLICY): DefaultExecutionService {
+  const registry = { get: (name: string) => (name === adapter.name ? adapter : undefined), list: () => [adapter], knownNames: () => [adapter.name] }
+  return new DefaultExecutionService({ registry, router: new ConfigRouter(registry, adapter.name), basePolicy: policy, logger: createLogger('silent'), graceMs: 2000 })
+}
+
+/** How each language calls the fixture host function `hostFn()` and shows `a` of its result. */
+const HOST_CALL: Partial<Record<Language, string>> = {
+  javascript: 'const v = await hostFn(); v.a + 41',
+  typescript: 'const v: { a: number } = await hostFn(); v.a + 41',
+  python: 'v = await hostFn()\nv["a"] + 41',
 }
 
 export function describeAdapterContract(
@@ -186,6 +203,29 @@ export function describeAdapterContract(
         expect(bad.valid).toBe(false)
         expect(bad.issues.some((item) => item.severity === 'error')).toBe(true)
       }
+    })
+
+    eachLanguage('policy: loosening and forbidden imports are refused before the adapter runs anything', async (language) => {
+      const service = serviceFor(adapter)
+      const loosened = await service.execute({ language, code: SNIPPETS[language]!.ok, memoryMb: DEFAULT_POLICY.memoryMb * 1000 })
+      expect(loosened.status).toBe('policy_violation')
+      expect(loosened.message).toContain('memoryMb')
+      const tightened = await service.execute({ language, code: SNIPPETS[language]!.ok, timeoutMs: 4000, memoryMb: 100 })
+      expect(tightened.status).toBe('ok')
+    })
+
+    eachLanguage('capabilities are truthful: streaming delivers output while running', async (language) => {
+      if (!adapter.capabilities.streaming) return
+      const chunks: string[] = []
+      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.ok }, contractContext({}, { onOutput: (_stream, chunk) => chunks.push(chunk) }))
+      expect(result.status).toBe('ok')
+      expect(chunks.join('')).toContain('hello')
+    })
+
+    eachLanguage('capabilities are truthful: host functions can be called', async (language) => {
+      if (!adapter.capabilities.hostFunctions || !HOST_CALL[language]) return
+      const result = await runChecked(adapter, { language, code: HOST_CALL[language]! }, contractContext({}, { hostFunctions: new HostileHostFunctions() }))
+      expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: 42 })
     })
 
     test('dispose can be called twice', async () => {
