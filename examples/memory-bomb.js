@@ -1,3 +1,3 @@
 // Allocates without bound: execgate stops it at the policy's memory limit and answers `memory_limit`.
 const keep = []
-while (true) keep.push(new Uint8Array(1 << 20).fill(1))
+while (true) keep.push(new Uint8Array(1 << 20))

@@ -37,7 +37,6 @@ export const ERROR_CODES = {
   },
   EXECGATE_HOST_CALL_UNKNOWN: { fault: 'client', retryable: false, template: 'no host function named "{name}"' },
   EXECGATE_HOST_CALL_BUDGET: { fault: 'client', retryable: false, template: 'host-call budget exceeded: {detail}' },
-  EXECGATE_HOST_CALL_DENIED: { fault: 'client', retryable: false, template: 'host function {name} refused: {detail}' },
   EXECGATE_BACKEND_FAILED: { fault: 'backend', retryable: true, template: 'backend {name} failed: {detail}' },
   EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_INTERNAL: { fault: 'internal', retryable: false, template: 'internal error: {detail}' },

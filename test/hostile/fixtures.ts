@@ -22,7 +22,7 @@ export class HostileHostFunctions implements HostFunctions {
 
   private confine(name: string, value: unknown): string {
     if (typeof value !== 'string' || value === '' || value.includes('\0') || value.startsWith('/') || value.includes('\\') || value.split('/').includes('..') || /^[a-z]+:/i.test(value)) {
-      throw new ExecgateError('EXECGATE_HOST_CALL_DENIED', { name, detail: `path ${JSON.stringify(value)} leaves the workspace` })
+      throw new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${name}: path ${JSON.stringify(value)} leaves the workspace` })
     }
     return value
   }
@@ -32,7 +32,7 @@ export class HostileHostFunctions implements HostFunctions {
       case 'read_file': {
         const file = this.confine(name, args[0])
         const content = this.files.get(file)
-        if (content === undefined) throw new ExecgateError('EXECGATE_HOST_CALL_DENIED', { name, detail: `no file ${file} in the workspace` })
+        if (content === undefined) throw new Error(`${name}: no file ${file} in the workspace`)
         return content
       }
       case 'write_file':
