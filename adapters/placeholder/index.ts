@@ -39,6 +39,7 @@ export class PlaceholderAdapter implements CodeExecutionAdapter {
     workspace: false,
     streaming: false,
     network: false,
+    cancellable: true,
   }
   private readonly message: string
 

@@ -2,6 +2,9 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
+  WorkerPool,
+  runWorkerJob,
+  type JobMessage,
   createResult,
   describeError,
   enforcementTable,
@@ -17,8 +20,7 @@ import {
 } from '../../src/core'
 import { checkJavaScript, checkTypeScript } from '../../src/policy'
 import { prepareSource, type PreparedSource } from './prepare-source'
-import { QuickJsWorkerPool, type PooledWorker } from './pool'
-import type { FromWorker, ResultMessage } from './protocol'
+import type { ToWorker } from './protocol'
 
 export const NAME = 'quickjs'
 
@@ -72,8 +74,9 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     workspace: true,
     streaming: true,
     network: false,
+    cancellable: true,
   }
-  private readonly pool: QuickJsWorkerPool
+  private readonly pool: WorkerPool<JobMessage, ToWorker>
   private readonly stackBytes: number
   private readonly killGraceMs: number
   private nextJobId = 0
@@ -87,7 +90,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     }
     this.stackBytes = stackKiB * 1024
     this.killGraceMs = options.killGraceMs ?? 50
-    this.pool = new QuickJsWorkerPool(__dirname, options.workers ?? 2)
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', options.workers ?? 2)
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -101,14 +104,24 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     } catch (error) {
       return createResult('error', NAME, { error: { type: 'SyntaxError', message: describeError(error) } })
     }
-    let worker: PooledWorker
-    try {
-      worker = await this.pool.acquire()
-    } catch (error) {
-      return createResult('unavailable', NAME, { message: `[execgate] [quickjs] ${describeError(error)}` })
-    }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    const outcome = await this.runOnWorker(worker, source, context, output)
+    const outcome = await runWorkerJob(
+      this.pool,
+      {
+        type: 'run',
+        id: ++this.nextJobId,
+        source,
+        memoryBytes: context.policy.memoryMb * 1024 * 1024,
+        stackBytes: this.stackBytes,
+        remainingMs: Math.max(0, context.deadline - performance.now()),
+        timeoutMs: context.policy.wallTimeMs,
+        outputBytes: context.policy.outputBytes,
+        hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
+      },
+      context,
+      output,
+      { label: NAME, killGraceMs: this.killGraceMs },
+    )
     const captured = output.finish(valueBytes(outcome.value))
     const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
     return createResult(status, NAME, {
@@ -116,82 +129,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       value: outcome.value,
       error: outcome.error,
       message: outcome.message,
-      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}) },
     })
-  }
-
-  /** Runs one job; kills the worker if it overstays its deadline in native code or ignores cancellation. */
-  private runOnWorker(
-    worker: PooledWorker,
-    source: PreparedSource,
-    context: ExecutionContext,
-    output: OutputCapture,
-  ): Promise<Pick<ResultMessage, 'status' | 'value' | 'error'> & { message?: string }> {
-    const id = ++this.nextJobId
-    const timeoutMs = context.policy.wallTimeMs
-    const remainingMs = Math.max(0, context.deadline - performance.now())
-    return new Promise((resolve) => {
-      let killTimer: NodeJS.Timeout | undefined
-      let settled = false
-      const finish = (outcome: Pick<ResultMessage, 'status' | 'value' | 'error'> & { message?: string }, reusable: boolean) => {
-        if (settled) return
-        settled = true
-        clearTimeout(killTimer)
-        context.signal.removeEventListener('abort', onAbort)
-        if (reusable) this.pool.release(worker)
-        else void this.pool.replace(worker)
-        resolve(outcome)
-      }
-      const kill = () => {
-        const cancelled = context.signal.aborted
-        finish(
-          cancelled
-            ? { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled' } }
-            : { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${timeoutMs} ms time limit (stopped inside native code)` } },
-          false,
-        )
-      }
-      const onAbort = () => {
-        worker.cancel()
-        clearTimeout(killTimer)
-        killTimer = setTimeout(kill, this.killGraceMs)
-      }
-      const onMessage = (message: FromWorker) => {
-        if (message.type === 'output') {
-          for (const [stream, text] of message.chunks) output.write(stream, text)
-        } else if (message.type === 'hostCall') {
-          this.answerHostCall(worker, context, message.callId, message.name, message.args)
-        } else if (message.type === 'result') {
-          finish({ status: message.status, value: message.value, error: message.error }, true)
-        }
-      }
-      worker.attach(onMessage, (reason) =>
-        finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [quickjs] ${reason}` }, false),
-      )
-      if (context.signal.aborted) return onAbort()
-      context.signal.addEventListener('abort', onAbort, { once: true })
-      killTimer = setTimeout(kill, remainingMs + this.killGraceMs)
-      worker.post({
-        type: 'run',
-        id,
-        source,
-        memoryBytes: context.policy.memoryMb * 1024 * 1024,
-        stackBytes: this.stackBytes,
-        remainingMs,
-        timeoutMs,
-        outputBytes: context.policy.outputBytes,
-        hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => ({ name: spec.name })),
-      })
-    })
-  }
-
-  private answerHostCall(worker: PooledWorker, context: ExecutionContext, callId: number, name: string, args: unknown[]): void {
-    const functions = context.hostFunctions
-    const call = functions ? functions.call(name, args) : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name }))
-    call.then(
-      (value) => worker.post({ type: 'hostResult', callId, ok: true, value }),
-      (error: { code?: string }) => worker.post({ type: 'hostResult', callId, ok: false, error: { code: error?.code, message: describeError(error) } }),
-    )
   }
 
   async validate(code: string, language: Language): Promise<ValidationReport> {

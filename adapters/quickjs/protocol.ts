@@ -1,11 +1,7 @@
-import type { ExecutionErrorInfo, ExecutionStatus, OutputStream } from '../../src/core'
+import type { HostResultMessage } from '../../src/core'
 import type { PreparedSource } from './prepare-source'
 
-/** Messages between the adapter (main thread) and a QuickJS worker. Everything crosses as structured clones. */
-
-/** Flags the main thread sets in a SharedArrayBuffer, read by the worker's interrupt handler. */
-export const FLAG_CANCEL = 0
-
+/** The job the quickjs adapter posts to a worker; everything else is the shared job protocol (src/core). */
 export interface RunJob {
   type: 'run'
   id: number
@@ -16,44 +12,7 @@ export interface RunJob {
   remainingMs: number
   timeoutMs: number
   outputBytes: number
-  hostFunctions: { name: string }[]
+  hostFunctions: string[]
 }
 
-export interface HostCallAnswer {
-  type: 'hostResult'
-  callId: number
-  ok: boolean
-  value?: unknown
-  error?: { code?: string; message: string }
-}
-
-export type ToWorker = RunJob | HostCallAnswer
-
-export interface OutputMessage {
-  type: 'output'
-  id: number
-  chunks: [OutputStream, string][]
-}
-
-export interface HostCallMessage {
-  type: 'hostCall'
-  id: number
-  callId: number
-  name: string
-  args: unknown[]
-}
-
-export interface ResultMessage {
-  type: 'result'
-  id: number
-  status: ExecutionStatus
-  value?: unknown
-  error?: ExecutionErrorInfo
-  wallMs: number
-}
-
-export interface ReadyMessage {
-  type: 'ready'
-}
-
-export type FromWorker = OutputMessage | HostCallMessage | ResultMessage | ReadyMessage
+export type ToWorker = RunJob | HostResultMessage

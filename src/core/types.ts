@@ -228,4 +228,9 @@ export interface AdapterCapabilities {
   readonly streaming: boolean
   /** The code can reach an allow-listed network. */
   readonly network: boolean
+  /**
+   * A run can be stopped mid-way through `context.signal`. In-process interpreters that run synchronously cannot
+   * be; their runs are bounded by the wall-time limit instead.
+   */
+  readonly cancellable: boolean
 }

@@ -15,6 +15,7 @@ class ScriptedAdapter implements CodeExecutionAdapter {
     workspace: false,
     streaming: false,
     network: false,
+    cancellable: true,
   }
   constructor(private readonly behaviour: (code: string) => Promise<ExecutionResult>) {}
   execute(request: { code: string }) {

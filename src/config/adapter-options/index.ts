@@ -1,3 +1,4 @@
+import { montySchema, type MontyOptionsConfig } from './monty'
 import { quickjsSchema, type QuickJsOptionsConfig } from './quickjs'
 
 /**
@@ -6,8 +7,10 @@ import { quickjsSchema, type QuickJsOptionsConfig } from './quickjs'
  */
 export interface AdapterOptionsConfig {
   quickjs: QuickJsOptionsConfig
+  monty: MontyOptionsConfig
 }
 
 export const ADAPTER_OPTION_SCHEMAS = {
   quickjs: quickjsSchema,
+  monty: montySchema,
 }

@@ -1,9 +1,14 @@
 import type { Worker } from 'node:worker_threads'
-import { startWorker } from '../../src/core'
-import { FLAG_CANCEL, type FromWorker, type ToWorker } from './protocol'
+import { startWorker } from './worker-script'
 
-/** One worker thread with its cancel flag. */
-export class PooledWorker {
+/** Index in a worker's shared flags that the main thread sets to ask the running job to stop. */
+export const FLAG_CANCEL = 0
+
+/**
+ * A worker thread with a shared cancel flag, speaking a message protocol of its adapter's choosing. The worker
+ * module must post `{ type: 'ready' }` once it can take jobs.
+ */
+export class PooledWorker<FromWorker extends { type: string } = { type: string }, ToWorker = unknown> {
   readonly flags = new Int32Array(new SharedArrayBuffer(4))
   readonly worker: Worker
   readonly ready: Promise<void>
@@ -11,8 +16,8 @@ export class PooledWorker {
   private failure: ((reason: string) => void) | undefined
   exited = false
 
-  constructor(directory: string, onExit: (worker: PooledWorker, reason: string) => void) {
-    this.worker = startWorker(directory, 'worker', { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false })
+  constructor(directory: string, name: string, label: string, onExit: (worker: PooledWorker<FromWorker, ToWorker>, reason: string) => void) {
+    this.worker = startWorker(directory, name, { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false })
     this.worker.unref()
     this.ready = new Promise((resolve, reject) => {
       const onReady = (message: FromWorker) => {
@@ -21,14 +26,14 @@ export class PooledWorker {
         resolve()
       }
       this.worker.on('message', onReady)
-      this.worker.once('exit', () => reject(new Error('the QuickJS worker exited while starting')))
+      this.worker.once('exit', () => reject(new Error(`the ${label} worker exited while starting`)))
     })
     this.ready.catch(() => undefined)
     this.worker.on('message', (message: FromWorker) => this.listener?.(message))
-    this.worker.on('error', (error) => this.failure?.(`the QuickJS worker failed: ${error.message}`))
+    this.worker.on('error', (error) => this.failure?.(`the ${label} worker failed: ${error.message}`))
     this.worker.once('exit', (code) => {
       this.exited = true
-      const reason = `the QuickJS worker exited (code ${code})`
+      const reason = `the ${label} worker exited (code ${code})`
       this.failure?.(reason)
       onExit(this, reason)
     })
@@ -58,20 +63,27 @@ export class PooledWorker {
 }
 
 /**
- * A fixed-size pool of QuickJS workers, started at creation so no request pays for a cold start. A worker that is
- * killed (a native loop past its deadline) or dies is replaced; requests wait in arrival order.
+ * A fixed-size pool of workers, started at creation so no request pays for a cold start. A worker that is killed
+ * (a run stuck past its deadline) or dies is replaced; requests wait in arrival order.
  */
-export class QuickJsWorkerPool {
-  private readonly idle: PooledWorker[] = []
-  private readonly all = new Set<PooledWorker>()
-  private readonly waiting: { resolve: (worker: PooledWorker) => void; reject: (error: Error) => void }[] = []
+export class WorkerPool<FromWorker extends { type: string } = { type: string }, ToWorker = unknown> {
+  private readonly idle: PooledWorker<FromWorker, ToWorker>[] = []
+  private readonly all = new Set<PooledWorker<FromWorker, ToWorker>>()
+  private readonly waiting: { resolve: (worker: PooledWorker<FromWorker, ToWorker>) => void; reject: (error: Error) => void }[] = []
   private disposed = false
   /** Consecutive workers that died before becoming ready: the module cannot load here. */
   private startFailures = 0
   lastFailure: string | undefined
 
+  /**
+   * @param directory folder of the worker module
+   * @param name the worker module's file name without extension
+   * @param label what the worker runs, for messages (`QuickJS`, `monty`)
+   */
   constructor(
     private readonly directory: string,
+    private readonly name: string,
+    private readonly label: string,
     readonly size: number,
   ) {
     for (let i = 0; i < size; i++) this.spawn()
@@ -82,7 +94,7 @@ export class QuickJsWorkerPool {
   }
 
   private spawn(): void {
-    const pooled = new PooledWorker(this.directory, (worker, reason) => this.onExit(worker, reason))
+    const pooled = new PooledWorker<FromWorker, ToWorker>(this.directory, this.name, this.label, (worker, reason) => this.onExit(worker, reason))
     this.all.add(pooled)
     pooled.ready.then(
       () => {
@@ -93,7 +105,7 @@ export class QuickJsWorkerPool {
     )
   }
 
-  private onExit(worker: PooledWorker, reason: string): void {
+  private onExit(worker: PooledWorker<FromWorker, ToWorker>, reason: string): void {
     const wasIdle = this.idle.indexOf(worker)
     if (wasIdle >= 0) this.idle.splice(wasIdle, 1)
     if (!this.all.delete(worker) || this.disposed) return
@@ -102,21 +114,21 @@ export class QuickJsWorkerPool {
       () => undefined,
       () => {
         this.startFailures++
-        if (this.broken) for (const waiter of this.waiting.splice(0)) waiter.reject(new Error(`QuickJS workers cannot start: ${reason}`))
+        if (this.broken) for (const waiter of this.waiting.splice(0)) waiter.reject(new Error(`${this.label} workers cannot start: ${reason}`))
       },
     )
     if (!this.broken) this.spawn()
   }
 
-  async acquire(): Promise<PooledWorker> {
-    if (this.broken) throw new Error(`QuickJS workers cannot start: ${this.lastFailure ?? 'unknown reason'}`)
+  async acquire(): Promise<PooledWorker<FromWorker, ToWorker>> {
+    if (this.broken) throw new Error(`${this.label} workers cannot start: ${this.lastFailure ?? 'unknown reason'}`)
     // Oldest idle first: the worker that just answered is still preparing its next runtime.
     const worker = this.idle.shift()
     if (worker) return worker
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
   }
 
-  release(worker: PooledWorker): void {
+  release(worker: PooledWorker<FromWorker, ToWorker>): void {
     if (this.disposed || worker.exited) return
     worker.detach()
     const next = this.waiting.shift()
@@ -125,7 +137,7 @@ export class QuickJsWorkerPool {
   }
 
   /** Kills a worker (its run is abandoned) and starts a replacement. */
-  async replace(worker: PooledWorker): Promise<void> {
+  async replace(worker: PooledWorker<FromWorker, ToWorker>): Promise<void> {
     worker.detach()
     await worker.worker.terminate()
   }

@@ -1,0 +1,186 @@
+import { performance } from 'node:perf_hooks'
+import type { MessagePort } from 'node:worker_threads'
+import type { ExecutionContext, OutputStream } from './adapter'
+import { ExecgateError, describeError } from './errors'
+import type { OutputCapture } from './output'
+import type { ExecutionErrorInfo, ExecutionStatus } from './types'
+import { FLAG_CANCEL, type PooledWorker, type WorkerPool } from './worker-pool'
+
+/**
+ * The job protocol shared by adapters that run code in worker threads (quickjs, monty): the main thread posts a
+ * job, the worker streams output in batches, asks for host calls, and answers with a result. The main thread
+ * kills a worker that overstays its deadline or ignores a cancellation; the pool replaces it.
+ */
+
+export interface JobOutputMessage {
+  type: 'output'
+  id: number
+  chunks: [OutputStream, string][]
+}
+
+export interface JobHostCallMessage {
+  type: 'hostCall'
+  id: number
+  callId: number
+  name: string
+  args: unknown[]
+}
+
+export interface JobResultMessage {
+  type: 'result'
+  id: number
+  status: ExecutionStatus
+  value?: unknown
+  error?: ExecutionErrorInfo
+  hostCalls?: number
+}
+
+export type JobMessage = { type: 'ready' } | JobOutputMessage | JobHostCallMessage | JobResultMessage
+
+export interface HostResultMessage {
+  type: 'hostResult'
+  callId: number
+  ok: boolean
+  value?: unknown
+  error?: { code?: string; message: string }
+}
+
+export type JobOutcome = Pick<JobResultMessage, 'status' | 'value' | 'error' | 'hostCalls'> & { message?: string }
+
+export interface RunJobOptions {
+  /** What the worker runs, for messages. */
+  label: string
+  /** How long past the deadline (or a cancellation) the worker may take before it is killed. */
+  killGraceMs: number
+}
+
+/** Runs one job on a worker from the pool and settles with its outcome; never rejects. */
+export async function runWorkerJob<ToWorker extends { id: number }>(
+  pool: WorkerPool<JobMessage, ToWorker | HostResultMessage>,
+  job: ToWorker,
+  context: ExecutionContext,
+  output: OutputCapture,
+  options: RunJobOptions,
+): Promise<JobOutcome> {
+  let worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>
+  try {
+    worker = await pool.acquire()
+  } catch (error) {
+    return { status: 'unavailable', message: `[execgate] [${options.label}] ${describeError(error)}` }
+  }
+  const remainingMs = Math.max(0, context.deadline - performance.now())
+  return new Promise((resolve) => {
+    let killTimer: NodeJS.Timeout | undefined
+    let settled = false
+    const finish = (outcome: JobOutcome, reusable: boolean) => {
+      if (settled) return
+      settled = true
+      clearTimeout(killTimer)
+      context.signal.removeEventListener('abort', onAbort)
+      if (reusable) pool.release(worker)
+      else void pool.replace(worker)
+      resolve(outcome)
+    }
+    const kill = () =>
+      finish(
+        context.signal.aborted
+          ? { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled' } }
+          : { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${context.policy.wallTimeMs} ms time limit` } },
+        false,
+      )
+    const onAbort = () => {
+      worker.cancel()
+      clearTimeout(killTimer)
+      killTimer = setTimeout(kill, options.killGraceMs)
+    }
+    worker.attach(
+      (message) => {
+        if (message.type === 'output') for (const [stream, text] of message.chunks) output.write(stream, text)
+        else if (message.type === 'hostCall') answerHostCall(worker, context, message)
+        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls }, true)
+      },
+      (reason) => finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` }, false),
+    )
+    if (context.signal.aborted) return onAbort()
+    context.signal.addEventListener('abort', onAbort, { once: true })
+    killTimer = setTimeout(kill, remainingMs + options.killGraceMs)
+    worker.post(job)
+  })
+}
+
+function answerHostCall<ToWorker>(worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>, context: ExecutionContext, message: JobHostCallMessage): void {
+  const functions = context.hostFunctions
+  const call = functions ? functions.call(message.name, message.args) : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name: message.name }))
+  call.then(
+    (value) => worker.post({ type: 'hostResult', callId: message.callId, ok: true, value }),
+    (error: { code?: string }) => worker.post({ type: 'hostResult', callId: message.callId, ok: false, error: { code: error?.code, message: describeError(error) } }),
+  )
+}
+
+// Output is sent in batches: one message per print would dominate small floods.
+const FLUSH_BYTES = 1024
+
+/** The worker side of one job: batched output with the cap counted as it is written, and host calls. */
+export class WorkerJobChannel {
+  private batch: [OutputStream, string][] = []
+  private batchBytes = 0
+  private written = 0
+  private static nextCallId = 0
+  hostCalls = 0
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly id: number,
+    private readonly outputBytes: number,
+    private readonly pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>,
+  ) {}
+
+  /** Records output; returns false once the cap is passed, so the interpreter can stop. */
+  write(stream: OutputStream, text: string): boolean {
+    this.batch.push([stream, text])
+    const size = Buffer.byteLength(text)
+    this.batchBytes += size
+    this.written += size
+    if (this.batchBytes >= FLUSH_BYTES) this.flush()
+    return this.written <= this.outputBytes
+  }
+
+  get outputExceeded(): boolean {
+    return this.written > this.outputBytes
+  }
+
+  flush(): void {
+    if (this.batch.length === 0) return
+    this.port.postMessage({ type: 'output', id: this.id, chunks: this.batch } satisfies JobOutputMessage)
+    this.batch = []
+    this.batchBytes = 0
+  }
+
+  /** Asks the main thread to run a host function; rejects with an error carrying the registry `code`. */
+  callHost(name: string, args: unknown[]): Promise<unknown> {
+    this.flush()
+    this.hostCalls++
+    const callId = ++WorkerJobChannel.nextCallId
+    this.port.postMessage({ type: 'hostCall', id: this.id, callId, name, args } satisfies JobHostCallMessage)
+    return new Promise((resolve, reject) => this.pending.set(callId, { resolve, reject }))
+  }
+
+  finish(result: Omit<JobResultMessage, 'type' | 'id'>): void {
+    this.flush()
+    this.port.postMessage({ type: 'result', id: this.id, ...result } satisfies JobResultMessage)
+  }
+}
+
+/** Settles a pending host call in the worker from the main thread's answer. */
+export function settleHostCall(pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>, message: HostResultMessage): void {
+  const waiter = pending.get(message.callId)
+  pending.delete(message.callId)
+  if (!waiter) return
+  if (message.ok) waiter.resolve(message.value)
+  else waiter.reject(Object.assign(new Error(message.error?.message ?? 'host call failed'), { code: message.error?.code }))
+}
+
+/** True when the main thread asked the running job to stop. */
+export function cancelRequested(flags: Int32Array): boolean {
+  return Atomics.load(flags, FLAG_CANCEL) === 1
+}

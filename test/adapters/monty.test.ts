@@ -1,0 +1,87 @@
+import { MontyAdapter } from '../../adapters/monty'
+import { createExecgate, type Execgate } from '../../src'
+import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
+import { describeHostileCases } from '../hostile/hostile-runner'
+import { HostileHostFunctions } from '../hostile/fixtures'
+
+describeAdapterContract('monty', () => new MontyAdapter())
+
+let execgate: Execgate | undefined
+describeHostileCases({
+  adapter: 'monty',
+  language: 'python',
+  hostFunctions: true,
+  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, log: { level: 'silent' } } })),
+  dispose: async () => execgate?.dispose(),
+  notApplicable: {},
+})
+
+describe('monty adapter', () => {
+  const adapter = new MontyAdapter()
+
+  test('print never reaches the host stdout; it is captured', async () => {
+    const writes: string[] = []
+    const original = process.stdout.write
+    process.stdout.write = ((chunk: string) => (writes.push(String(chunk)), true)) as typeof process.stdout.write
+    try {
+      const result = await adapter.execute({ language: 'python', code: "print('captured-marker')" }, contractContext())
+      expect(result.stdout).toBe('captured-marker\n')
+    } finally {
+      process.stdout.write = original
+    }
+    expect(writes.join('')).not.toContain('captured-marker')
+  })
+
+  test('Python values come back as JSON: dicts, tuples, sets, big integers', async () => {
+    const result = await adapter.execute({ language: 'python', code: "{'a': (1, 2), 'b': {3}, 'c': 2 ** 80, 'd': None}" }, contractContext())
+    expect(result.value).toEqual({ a: [1, 2], b: [3], c: '1208925819614629174706176', d: null })
+  })
+
+  test('a dict key __proto__ stays data and pollutes nothing', async () => {
+    const result = await adapter.execute({ language: 'python', code: "{'__proto__': {'polluted': 'yes'}}" }, contractContext())
+    expect(Object.getPrototypeOf(result.value)).toBe(Object.prototype)
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+
+  test('unsupported syntax says "not supported by monty"', async () => {
+    const result = await adapter.execute({ language: 'python', code: 'class A:\n    pass' }, contractContext())
+    expect(result.status).toBe('error')
+    expect(result.error?.message).toMatch(/^not supported by monty: class definitions/)
+    expect(adapter.canRun('class A:\n    pass')).toMatchObject({ ok: false })
+    expect(adapter.canRun('x = 1\nx + 1')).toEqual({ ok: true })
+  })
+
+  test('runtime errors carry the line', async () => {
+    const result = await adapter.execute({ language: 'python', code: 'x = 1\ny = x / 0' }, contractContext())
+    expect(result).toMatchObject({ status: 'error', error: { type: 'ZeroDivisionError', line: 2 } })
+  })
+
+  test('deep recursion is a RecursionError, and the next run works', async () => {
+    const deep = await adapter.execute({ language: 'python', code: 'def f(n):\n    return f(n + 1)\nf(0)' }, contractContext())
+    expect(deep).toMatchObject({ status: 'error', error: { type: 'RecursionError' } })
+    expect((await adapter.execute({ language: 'python', code: '2 + 2' }, contractContext())).value).toBe(4)
+  })
+
+  test('host functions are called through the start/resume loop and counted', async () => {
+    const result = await adapter.execute(
+      { language: 'python', code: "write_file('a.txt', 'hi')\nv = hostFn()\n[read_file('a.txt'), v['a']]" },
+      contractContext({}, { hostFunctions: new HostileHostFunctions() }),
+    )
+    expect(result).toMatchObject({ status: 'ok', value: ['hi', 1], usage: { hostCalls: 3 } })
+  })
+
+  test('a refused host call raises inside Python, where the code can catch it', async () => {
+    const result = await adapter.execute(
+      { language: 'python', code: "try:\n    read_file('../etc/passwd')\nexcept Exception as e:\n    r = str(e)\nr" },
+      contractContext({}, { hostFunctions: new HostileHostFunctions() }),
+    )
+    expect(result.status).toBe('ok')
+    expect(result.value).toMatch(/leaves the workspace/)
+  })
+
+  test('validate reports syntax errors and unsupported constructs', async () => {
+    expect((await adapter.validate('x = 1', 'python')).valid).toBe(true)
+    expect((await adapter.validate('def (:', 'python')).issues[0]).toMatchObject({ code: 'syntax' })
+    expect((await adapter.validate('def g():\n    yield 1', 'python')).issues[0]).toMatchObject({ code: 'unsupported' })
+  })
+})
