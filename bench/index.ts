@@ -7,6 +7,7 @@ import { formatSection, type BenchSection } from './harness'
  */
 const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> = {
   quickjs: () => import('./quickjs'),
+  monty: () => import('./monty'),
 }
 
 async function main(): Promise<void> {

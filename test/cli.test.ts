@@ -40,6 +40,12 @@ describe('execgate CLI', () => {
     expect(typeof result.durationMs).toBe('number')
   })
 
+  test('runs a Python example on the embedded default (monty)', () => {
+    const { code, stdout } = execgate(['run', 'examples/voice-tip-split.py', '--json'])
+    expect(code).toBe(0)
+    expect(JSON.parse(stdout)).toMatchObject({ status: 'ok', adapter: 'monty', value: { tip: 33.23, total: 217.83, per_person: 54.46 } })
+  })
+
   test('reads standard input with --lang', () => {
     const { code, stdout } = execgate(['run', '--lang', 'javascript', '-'], { input: 'console.log(2 ** 10)' })
     expect(code).toBe(0)
@@ -119,5 +125,6 @@ describe('execgate CLI', () => {
     expect(code).toBe(0)
     expect(stdout).toMatch(/^adapter\s+languages\s+tier\s+enabled\s+availability/)
     expect(stdout).toMatch(/quickjs\s+javascript, typescript\s+1\s+yes\s+available/)
+    expect(stdout).toMatch(/monty\s+python\s+1\s+yes\s+available/)
   })
 })

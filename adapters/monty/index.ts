@@ -1,12 +1,12 @@
-import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
+  WorkerPool,
   createResult,
   describeError,
   enforcementTable,
-  isExecgateError,
+  runWorkerJob,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -14,10 +14,14 @@ import {
   type ExecutionContext,
   type ExecutionRequest,
   type ExecutionResult,
+  type JobMessage,
   type Language,
   type ValidationReport,
 } from '../../src/core'
+import { scanPython } from '../../src/policy'
+import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'
+import type { ToWorker } from './protocol'
 import { toJsonValue } from './to-json'
 
 export const NAME = 'monty'
@@ -25,17 +29,21 @@ export const NAME = 'monty'
 export interface MontyAdapterOptions {
   /** Deepest Python call stack allowed; monty raises RecursionError past it. @default 200 */
   maxRecursionDepth?: number
+  /** Worker threads running monty. @default 2 */
+  workers?: number
+  /** How long a cancelled or overdue run may take before its worker is killed. @default 50 */
+  killGraceMs?: number
+  /**
+   * How long a run may take on the calling thread before it is handed to a worker thread instead (started again
+   * there, its first output discarded). Most runs take microseconds; 0 sends every run to a worker. @default 20
+   */
+  inlineBudgetMs?: number
 }
-
-type MontyModule = typeof import('@pydantic/monty')
 
 const LANGUAGES: readonly Language[] = ['python']
 
-/** Thrown from the print callback to stop a run whose output passed the cap; recognised by identity. */
-const OUTPUT_CAP = new Error('execgate: output limit reached')
-
 /**
- * Python through @pydantic/monty, a Python-subset interpreter in Rust, in-process (tier 1): about 10 µs a run.
+ * Python through @pydantic/monty, a Python-subset interpreter in Rust (tier 1), on a small pool of worker threads.
  * Every run gets the policy's memory and time limits and a recursion limit — without `maxMemory` an allocation
  * failure would abort the whole Node process — and a print callback, without which `print` would write to the
  * host's own stdout. Monty has no filesystem, network, subprocess or `__import__`; sandboxed code reaches the host
@@ -46,7 +54,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
   readonly capabilities: AdapterCapabilities = {
     languages: LANGUAGES,
     tier: 1,
-    isolation: 'own interpreter (monty, Rust), no OS access',
+    isolation: 'own interpreter (monty, Rust) in a worker thread, no OS access',
     enforcement: enforcementTable({
       wallTime: 'hard',
       memory: 'hard',
@@ -61,26 +69,24 @@ export class MontyAdapter implements CodeExecutionAdapter {
     sessions: false,
     hostFunctions: true,
     workspace: true,
-    // print reaches onOutput as it happens, but the run holds the event loop until it ends: not true streaming.
-    streaming: false,
+    streaming: true,
     network: false,
-    cancellable: false,
+    cancellable: true,
   }
   private readonly maxRecursionDepth: number
-  private monty: MontyModule | undefined
+  private readonly killGraceMs: number
+  private readonly inlineBudgetMs: number
+  private readonly pool: WorkerPool<JobMessage, ToWorker>
+  private nextJobId = 0
 
   constructor(options: MontyAdapterOptions = {}) {
     this.maxRecursionDepth = options.maxRecursionDepth ?? 200
     if (!Number.isInteger(this.maxRecursionDepth) || this.maxRecursionDepth < 10) {
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.monty.maxRecursionDepth must be an integer of 10 or more: value was ${options.maxRecursionDepth}` })
     }
-  }
-
-  private load(): MontyModule {
-    // Loaded on first use: the native binding costs nothing until Python is asked for. The package is ESM; Node's
-    // own require (20.19+ loads ESM synchronously) works where a bundler's or Jest's module system would not.
-    this.monty ??= createRequire(__filename)('@pydantic/monty') as MontyModule
-    return this.monty
+    this.killGraceMs = options.killGraceMs ?? 50
+    this.inlineBudgetMs = options.inlineBudgetMs ?? 20
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', options.workers ?? 2)
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -88,93 +94,90 @@ export class MontyAdapter implements CodeExecutionAdapter {
     if (request.language !== 'python') {
       return createResult('invalid_request', NAME, { message: `[execgate] [monty] monty runs python, not ${request.language}` })
     }
-    if (context.signal.aborted) return createResult('cancelled', NAME, { message: '[execgate] [monty] the run was cancelled before it started' })
-    let monty: MontyModule
-    try {
-      monty = this.load()
-    } catch (error) {
-      return createResult('unavailable', NAME, { message: `[execgate] [monty] the monty binding failed to load: ${describeError(error)}` })
+    if (!context.hostFunctions?.list().length && this.inlineBudgetMs > 0) {
+      const inline = this.runInline(request.code, context, started)
+      if (inline) return inline
     }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    const printCallback = (stream: string, text: string) => {
-      if (!output.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
-    }
     const remainingSecs = Math.max(0.001, (context.deadline - performance.now()) / 1000)
-    const limits = { maxDurationSecs: remainingSecs, maxMemory: context.policy.memoryMb * 1024 * 1024, maxRecursionDepth: this.maxRecursionDepth }
-    let status: ExecutionResult['status'] = 'ok'
-    let value: unknown
-    let error: ExecutionResult['error']
-    let hostCalls = 0
-    try {
-      const program = new monty.Monty(request.code, { scriptName: 'main.py' })
-      if (context.hostFunctions && context.hostFunctions.list().length > 0) {
-        const run = await this.runWithHostFunctions(monty, program, { limits, printCallback }, context)
-        value = run.value
-        hostCalls = run.calls
-      } else {
-        value = program.run({ limits, printCallback })
-      }
-      value = toJsonValue(value)
-    } catch (caught) {
-      value = undefined
-      if (output.exceeded) {
-        status = 'output_limit'
-        error = { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' }
-      } else if (isExecgateError(caught, 'EXECGATE_HOST_CALL_BUDGET')) {
-        status = 'policy_violation'
-        error = { type: 'PolicyViolation', code: caught.code, message: caught.message }
-      } else if (caught === DEADLINE) {
-        status = 'timeout'
-        error = { type: 'TimeoutError', message: `execution passed the ${context.policy.wallTimeMs} ms time limit` }
-      } else {
-        ;({ status, error } = mapMontyError(caught))
-      }
-    }
-    const captured = output.finish(valueBytes(value))
-    if (status === 'ok' && captured.truncated) status = 'output_limit'
+    const outcome = await runWorkerJob(
+      this.pool,
+      {
+        type: 'run',
+        id: ++this.nextJobId,
+        code: request.code,
+        limits: { maxDurationSecs: remainingSecs, maxMemory: context.policy.memoryMb * 1024 * 1024, maxRecursionDepth: this.maxRecursionDepth },
+        outputBytes: context.policy.outputBytes,
+        hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
+      },
+      context,
+      output,
+      { label: NAME, killGraceMs: this.killGraceMs },
+    )
+    const captured = output.finish(valueBytes(outcome.value))
+    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
     return createResult(status, NAME, {
       ...captured,
-      value,
-      error,
-      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(hostCalls ? { hostCalls } : {}) },
+      value: outcome.value,
+      error: outcome.error,
+      message: outcome.message,
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}) },
     })
   }
 
   /**
-   * The start/resume loop: each call to a host function suspends the interpreter, the host answers (async), and
-   * the interpreter resumes. Time spent waiting on the host counts against the deadline.
+   * The fast path: monty on the calling thread with a time limit of `inlineBudgetMs`, for the microsecond runs that
+   * are most of the traffic. A run that needs longer (or whose binding cannot load) returns undefined and is run
+   * again on a worker, where it can take its full time without holding the event loop and can be cancelled.
    */
-  private async runWithHostFunctions(
-    monty: MontyModule,
-    program: InstanceType<MontyModule['Monty']>,
-    options: { limits: object; printCallback: (stream: string, text: string) => void },
-    context: ExecutionContext,
-  ): Promise<{ value: unknown; calls: number }> {
-    const hostFunctions = context.hostFunctions!
-    let calls = 0
-    let progress: unknown = program.start(options)
-    for (;;) {
-      if (progress instanceof monty.MontyComplete) return { value: progress.output, calls }
-      if (performance.now() > context.deadline || context.signal.aborted) throw DEADLINE
-      if (progress instanceof monty.MontyNameLookup) {
-        const name = progress.variableName
-        // Resolving the name to a marker function makes monty call back here through a snapshot.
-        progress = hostFunctions.has(name) ? progress.resume({ value: () => undefined }) : progress.resume()
-        continue
-      }
-      const snapshot = progress as InstanceType<MontyModule['MontySnapshot']>
-      calls++
-      try {
-        const args = (snapshot.args as unknown[]).map((arg) => toJsonValue(arg))
-        const result = await hostFunctions.call(snapshot.functionName, args)
-        progress = snapshot.resume({ returnValue: result })
-      } catch (error) {
-        if (isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET')) throw error
-        progress = snapshot.resume({ exception: { type: 'PermissionError', message: describeError(error) } })
-      }
+  private runInline(code: string, context: ExecutionContext, started: number): ExecutionResult | undefined {
+    if (context.signal.aborted) return createResult('cancelled', NAME, { message: '[execgate] [monty] the run was cancelled before it started' })
+    let binding
+    try {
+      binding = loadMontyBinding()
+    } catch {
+      return undefined
     }
+    const remainingMs = context.deadline - performance.now()
+    const budgetMs = Math.min(this.inlineBudgetMs, remainingMs)
+    const output = new OutputCapture(context.policy.outputBytes)
+    const created = binding.Monty.create(code, { scriptName: 'main.py' })
+    let outcome: unknown
+    if (isMontyException(created)) {
+      outcome = created
+    } else {
+      outcome = created.run({
+        limits: { maxDurationSecs: Math.max(0.001, budgetMs / 1000), maxMemory: context.policy.memoryMb * 1024 * 1024, maxRecursionDepth: this.maxRecursionDepth },
+        printCallback: (stream, text) => {
+          if (!output.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
+        },
+      })
+    }
+    let status: ExecutionResult['status'] = 'ok'
+    let value: unknown
+    let error: ExecutionResult['error']
+    if (isMontyException(outcome)) {
+      if (output.exceeded) {
+        status = 'output_limit'
+        error = { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' }
+      } else {
+        ;({ status, error } = mapMontyError(outcome))
+        if (status === 'timeout' && budgetMs < remainingMs - 1) return undefined // needs more time: a worker takes it
+      }
+    } else {
+      value = toJsonValue(outcome)
+    }
+    const captured = output.finish(valueBytes(value))
+    if (status === 'ok' && captured.truncated) status = 'output_limit'
+    // The run is over before anyone could read a chunk: hand the output over whole.
+    if (context.onOutput) {
+      if (captured.stdout) context.onOutput('stdout', captured.stdout)
+      if (captured.stderr) context.onOutput('stderr', captured.stderr)
+    }
+    return createResult(status, NAME, { ...captured, value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
   }
 
+  /** Parses with monty itself (in a worker), reporting syntax errors and constructs monty does not support. */
   async validate(code: string, language: Language): Promise<ValidationReport> {
     const report = (issues: ValidationReport['issues']): ValidationReport => ({
       valid: !issues.some((issue) => issue.severity === 'error'),
@@ -184,25 +187,19 @@ export class MontyAdapter implements CodeExecutionAdapter {
       implemented: true,
     })
     if (language !== 'python') return report([{ severity: 'error', code: 'unsupported', message: `monty runs python, not ${language}` }])
-    try {
-      new (this.load().Monty)(code, { scriptName: 'main.py' })
-      return report([])
-    } catch (error) {
-      const mapped = mapMontyError(error)
-      const code = mapped.error.type === 'NotSupported' ? 'unsupported' : 'syntax'
-      return report([{ severity: 'error', code, message: mapped.error.message, line: mapped.error.line, column: mapped.error.column }])
-    }
+    const parsed = await runWorkerJob(this.pool, { type: 'parse', id: ++this.nextJobId, code }, PARSE_CONTEXT(), new OutputCapture(1024), { label: NAME, killGraceMs: 1000 })
+    if (parsed.status === 'ok') return report([])
+    const error = parsed.error ?? { type: 'Error', message: parsed.message ?? parsed.status }
+    return report([{ severity: 'error', code: error.type === 'NotSupported' ? 'unsupported' : 'syntax', message: error.message, line: error.line, column: error.column }])
   }
 
-  /** Whether monty can run this code at all (it parses everything it supports up front). */
+  /** Whether monty can run this code, decided by scanning it before running (routing escalates when not). */
   canRun(code: string): { ok: boolean; reason?: string } {
-    try {
-      new (this.load().Monty)(code, { scriptName: 'main.py' })
-      return { ok: true }
-    } catch (error) {
-      const mapped = mapMontyError(error)
-      return mapped.error.type === 'NotSupported' ? { ok: false, reason: mapped.error.message } : { ok: true }
-    }
+    const scan = scanPython(code)
+    if (scan.unsupported.length > 0) return { ok: false, reason: `monty does not support ${scan.unsupported.join(', ')}` }
+    const missing = scan.imports.filter((module) => !MONTY_MODULES.has(module.name.split('.')[0]!))
+    if (missing.length > 0) return { ok: false, reason: `monty has no module ${missing.map((module) => module.name).join(', ')}` }
+    return { ok: true }
   }
 
   supportedLanguages(): readonly Language[] {
@@ -212,20 +209,34 @@ export class MontyAdapter implements CodeExecutionAdapter {
   async checkAvailability(): Promise<Availability> {
     const started = performance.now()
     const checkedAt = new Date().toISOString()
-    try {
-      const value = new (this.load().Monty)('1 + 1').run({ limits: { maxDurationSecs: 1, maxMemory: 1 << 20 }, printCallback: () => undefined })
-      if (value !== 2) throw new Error(`1 + 1 evaluated to ${String(value)}`)
-      return { status: 'available', latencyMs: performance.now() - started, checkedAt }
-    } catch (error) {
-      return { status: 'unavailable', reason: `monty is not usable here: ${describeError(error)}`, checkedAt }
-    }
+    const probe = await this.execute({ language: 'python', code: '1 + 1' }, PARSE_CONTEXT())
+    if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
+    return { status: 'unavailable', reason: `monty probe answered ${probe.status}: ${describeError(probe.message ?? probe.error?.message)}`, checkedAt }
   }
 
-  async dispose(): Promise<void> {}
+  async dispose(): Promise<void> {
+    await this.pool.dispose()
+  }
 }
 
-/** Thrown inside the host-function loop when the deadline passes between resumes. */
-const DEADLINE = new Error('execgate: deadline')
+/** Thrown from the print callback to stop an inline run whose output passed the cap. */
+const OUTPUT_CAP = new Error('execgate: output limit reached')
+
+/** Modules monty provides (its own implementations; anything else is escalated to a full Python). */
+export const MONTY_MODULES = new Set(['math', 'json', 're', 'datetime', 'sys', 'typing', 'asyncio', 'os', 'dataclasses', 'pathlib'])
+
+/** Limits for parsing and the availability probe, independent of any caller's policy. */
+function PARSE_CONTEXT(): ExecutionContext {
+  return {
+    traceId: 'monty-internal',
+    policy: {
+      wallTimeMs: 10_000, cpuTimeMs: 10_000, memoryMb: 16, outputBytes: 1024, network: 'none', filesystem: 'none',
+      allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [],
+    },
+    signal: new AbortController().signal,
+    deadline: performance.now() + 10_000,
+  }
+}
 
 export function createMontyAdapter(options?: MontyAdapterOptions): MontyAdapter {
   return new MontyAdapter(options)

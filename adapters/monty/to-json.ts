@@ -20,15 +20,17 @@ export function toJsonValue(value: unknown, seen = new Set<unknown>()): unknown 
   if (seen.has(value)) return '[circular]'
   seen.add(value)
   try {
-    if (value instanceof Map) {
+    // Tagged, not instanceof: the binding builds values in Node's own realm, which may not be the caller's.
+    const tag = Object.prototype.toString.call(value)
+    if (tag === '[object Map]') {
       const out: Record<string, unknown> = {}
-      for (const [key, item] of value) {
+      for (const [key, item] of value as Map<unknown, unknown>) {
         // `__proto__` as a plain key would set the prototype of `out`; define it as data instead.
         Object.defineProperty(out, String(key), { value: toJsonValue(item, seen), enumerable: true, writable: true, configurable: true })
       }
       return out
     }
-    if (value instanceof Set || Array.isArray(value)) return [...(value as Iterable<unknown>)].map((item) => toJsonValue(item, seen))
+    if (tag === '[object Set]' || Array.isArray(value)) return [...(value as Iterable<unknown>)].map((item) => toJsonValue(item, seen))
     const out: Record<string, unknown> = {}
     for (const [key, item] of Object.entries(value)) {
       Object.defineProperty(out, key, { value: toJsonValue(item, seen), enumerable: true, writable: true, configurable: true })

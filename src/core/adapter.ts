@@ -54,6 +54,11 @@ export interface CodeExecutionAdapter {
   validate(code: string, language: Language): Promise<ValidationReport>
   supportedLanguages(): readonly Language[]
   checkAvailability(): Promise<Availability>
+  /**
+   * Optional: whether this adapter can run the code at all, decided without running it (a language subset such as
+   * monty's). Routing moves a request on to the next capable adapter when the answer is no.
+   */
+  canRun?(code: string, language: Language): { ok: boolean; reason?: string }
   /** Releases workers, sessions and handles. Safe to call twice. */
   dispose(): Promise<void>
 }

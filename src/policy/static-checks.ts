@@ -1,14 +1,19 @@
 import type { Language, SecurityPolicy, ValidationIssue, ValidationReport } from '../core'
 import { checkJavaScript } from './javascript-checks'
+import { checkPython } from './python-checks'
 import { checkTypeScript } from './typescript-checks'
 
 /** A language's static policy check: parse, then report imports and calls the policy forbids. */
 export type StaticChecker = (code: string, policy: SecurityPolicy) => ValidationIssue[]
 
-/** Checkers by language. A language without one (bash) is left to its adapter's sandbox. */
+/**
+ * Checkers by language. A language without one (bash) is left to its adapter's sandbox. Python's checker scans
+ * tokens, not a full grammar: syntax errors are the interpreter's to report.
+ */
 const CHECKERS: Partial<Record<Language, StaticChecker>> = {
   javascript: checkJavaScript,
   typescript: checkTypeScript,
+  python: checkPython,
 }
 
 export function staticCheck(language: Language, code: string, policy: SecurityPolicy): ValidationIssue[] {

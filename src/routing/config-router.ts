@@ -28,16 +28,26 @@ export class ConfigRouter implements Router {
       }
       return { adapter, reason: request.adapter ? 'pinned by the request' : 'pinned by execution.adapter' }
     }
-    const candidate = this.cheapest(request)
-    if (!candidate) {
-      const error = new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'any', detail: `no enabled adapter runs ${request.language}` })
-      return { refusal: { status: 'unavailable', error } }
+    const capable = this.capable(request)
+    let escalatedFrom: { adapter: string; reason: string } | undefined
+    for (const candidate of capable) {
+      const verdict = candidate.canRun?.(request.code, request.language)
+      if (verdict && !verdict.ok) {
+        escalatedFrom ??= { adapter: candidate.name, reason: verdict.reason ?? 'it cannot run this code' }
+        continue
+      }
+      if (escalatedFrom) {
+        return { adapter: candidate, reason: `escalated from ${escalatedFrom.adapter}: ${escalatedFrom.reason}`, escalatedFrom: escalatedFrom.adapter }
+      }
+      return { adapter: candidate, reason: `cheapest enabled adapter for ${request.language}` }
     }
-    return { adapter: candidate, reason: `cheapest enabled adapter for ${request.language}` }
+    const detail = escalatedFrom ? `${escalatedFrom.adapter} cannot run it (${escalatedFrom.reason}) and no other enabled adapter runs ${request.language}` : `no enabled adapter runs ${request.language}`
+    return { refusal: { status: 'unavailable', error: new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'any', detail }) } }
   }
 
-  private cheapest(request: ExecutionRequest): CodeExecutionAdapter | undefined {
+  /** Enabled adapters that run the language, cheapest tier first. */
+  private capable(request: ExecutionRequest): CodeExecutionAdapter[] {
     const capable = this.registry.list().filter((adapter) => adapter.supportedLanguages().includes(request.language))
-    return capable.sort((a, b) => DEFAULT_TIER_ORDER.indexOf(a.capabilities.tier) - DEFAULT_TIER_ORDER.indexOf(b.capabilities.tier))[0]
+    return capable.sort((a, b) => DEFAULT_TIER_ORDER.indexOf(a.capabilities.tier) - DEFAULT_TIER_ORDER.indexOf(b.capabilities.tier))
   }
 }

@@ -13,7 +13,13 @@ describeHostileCases({
   hostFunctions: true,
   target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, log: { level: 'silent' } } })),
   dispose: async () => execgate?.dispose(),
-  notApplicable: {},
+  notApplicable: {
+    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); monty has no time module either, see "modules monty lacks end in error"',
+    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs (policy_violation); monty has no signal module, and its own loop limit is covered by the contract timeout case',
+    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs (policy_violation); monty has no threads, see "modules monty lacks end in error"',
+    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the same payload with sys allowed is run in "the bigint payload with sys allowed ends within its statuses"',
+    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs (policy_violation); monty has no js module at all',
+  },
 })
 
 describe('monty adapter', () => {
@@ -39,7 +45,9 @@ describe('monty adapter', () => {
 
   test('a dict key __proto__ stays data and pollutes nothing', async () => {
     const result = await adapter.execute({ language: 'python', code: "{'__proto__': {'polluted': 'yes'}}" }, contractContext())
-    expect(Object.getPrototypeOf(result.value)).toBe(Object.prototype)
+    // The key is the object's own data, not its prototype (which is a plain Object.prototype of some realm).
+    expect(Object.getOwnPropertyDescriptor(result.value, '__proto__')?.value).toEqual({ polluted: 'yes' })
+    expect(Object.getPrototypeOf(Object.getPrototypeOf(result.value))).toBeNull()
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
 
@@ -77,6 +85,25 @@ describe('monty adapter', () => {
     )
     expect(result.status).toBe('ok')
     expect(result.value).toMatch(/leaves the workspace/)
+  })
+
+  test('modules monty lacks end in error, never a hang (time, signal, threading allowed by the policy)', async () => {
+    for (const code of ['import time\ntime.sleep(3600)', 'import threading\nthreading.Event().wait()', 'import signal']) {
+      const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['time', 'threading', 'signal'], wallTimeMs: 1000 }))
+      expect({ code, status: result.status, type: result.error?.type }).toEqual({ code, status: 'error', type: 'ModuleNotFoundError' })
+    }
+  })
+
+  test('the bigint payload with sys allowed ends within its statuses', async () => {
+    const code = 'import sys\ntry:\n    sys.set_int_max_str_digits(0)\nexcept Exception:\n    pass\nprint(len(str(10 ** 2_000_000)))'
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['sys'], wallTimeMs: 1000 }))
+    expect(['timeout', 'error', 'ok']).toContain(result.status)
+  })
+
+  test('a run longer than the inline budget finishes on a worker, its output not repeated', async () => {
+    const code = "print('once')\ns = 0\nfor i in range(2_000_000):\n    s += i\ns"
+    const result = await adapter.execute({ language: 'python', code }, contractContext())
+    expect(result).toMatchObject({ status: 'ok', value: 1999999000000, stdout: 'once\n' })
   })
 
   test('validate reports syntax errors and unsupported constructs', async () => {

@@ -67,7 +67,7 @@ export function serviceFor(adapter: CodeExecutionAdapter, policy: SecurityPolicy
 const HOST_CALL: Partial<Record<Language, string>> = {
   javascript: 'const v = await hostFn(); v.a + 41',
   typescript: 'const v: { a: number } = await hostFn(); v.a + 41',
-  python: 'v = await hostFn()\nv["a"] + 41',
+  python: 'hostFn()["a"] + 41',
 }
 
 export function describeAdapterContract(

@@ -1,0 +1,20 @@
+import type { HostResultMessage } from '../../src/core'
+
+/** The job the monty adapter posts to a worker; everything else is the shared job protocol (src/core). */
+export interface MontyJob {
+  type: 'run'
+  id: number
+  code: string
+  limits: { maxDurationSecs: number; maxMemory: number; maxRecursionDepth: number }
+  outputBytes: number
+  hostFunctions: string[]
+}
+
+/** Asks the worker to parse code without running it (validate). */
+export interface MontyParseJob {
+  type: 'parse'
+  id: number
+  code: string
+}
+
+export type ToWorker = MontyJob | MontyParseJob | HostResultMessage

@@ -1,0 +1,80 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import { WorkerJobChannel, cancelRequested, isExecgateError, settleHostCall, describeError } from '../../src/core'
+import { mapMontyError } from './map-error'
+import type { MontyJob, MontyParseJob, ToWorker } from './protocol'
+import { toJsonValue } from './to-json'
+
+/**
+ * A monty worker thread. monty runs synchronously; in a worker, a long run never holds the host's event loop, and
+ * the adapter can kill a run that must stop (a cancellation) without waiting for monty's own time limit.
+ */
+
+type MontyModule = typeof import('@pydantic/monty')
+
+const port = parentPort!
+const flags = new Int32Array(workerData.flags as SharedArrayBuffer)
+const pendingHostCalls = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>()
+// The package is ESM; Node 20.19+ loads it through require.
+const monty = require('@pydantic/monty') as MontyModule
+
+/** Thrown from the print callback to stop a run whose output passed the cap. */
+const OUTPUT_CAP = new Error('execgate: output limit reached')
+
+async function runWithHostFunctions(program: InstanceType<MontyModule['Monty']>, job: MontyJob, channel: WorkerJobChannel, printCallback: (stream: string, text: string) => void) {
+  const names = new Set(job.hostFunctions)
+  const deadline = Date.now() + job.limits.maxDurationSecs * 1000
+  let progress: unknown = program.start({ limits: job.limits, printCallback })
+  for (;;) {
+    if (progress instanceof monty.MontyComplete) return progress.output
+    if (Date.now() > deadline || cancelRequested(flags)) throw Object.assign(new Error('time limit exceeded'), { exception: { typeName: 'TimeoutError', message: 'time limit exceeded while waiting on host functions' } })
+    if (progress instanceof monty.MontyNameLookup) {
+      // Resolving the name to a stand-in function makes monty call back here through a snapshot.
+      progress = names.has(progress.variableName) ? progress.resume({ value: () => undefined }) : progress.resume()
+      continue
+    }
+    const snapshot = progress as InstanceType<MontyModule['MontySnapshot']>
+    try {
+      const args = (snapshot.args as unknown[]).map((arg) => toJsonValue(arg))
+      progress = snapshot.resume({ returnValue: await channel.callHost(snapshot.functionName, args) })
+    } catch (error) {
+      if (isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET')) throw error
+      progress = snapshot.resume({ exception: { type: 'PermissionError', message: describeError(error) } })
+    }
+  }
+}
+
+async function run(job: MontyJob): Promise<void> {
+  const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
+  const printCallback = (stream: string, text: string) => {
+    if (!channel.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
+  }
+  try {
+    const program = new monty.Monty(job.code, { scriptName: 'main.py' })
+    const value = job.hostFunctions.length > 0 ? await runWithHostFunctions(program, job, channel, printCallback) : program.run({ limits: job.limits, printCallback })
+    channel.finish({ status: 'ok', value: toJsonValue(value), hostCalls: channel.hostCalls })
+  } catch (error) {
+    if (channel.outputExceeded) {
+      channel.finish({ status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' }, hostCalls: channel.hostCalls })
+    } else if (isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET')) {
+      channel.finish({ status: 'policy_violation', error: { type: 'PolicyViolation', code: error.code, message: error.message }, hostCalls: channel.hostCalls })
+    } else {
+      channel.finish({ ...mapMontyError(error), hostCalls: channel.hostCalls })
+    }
+  }
+}
+
+function parse(job: MontyParseJob): void {
+  try {
+    new monty.Monty(job.code, { scriptName: 'main.py' })
+    port.postMessage({ type: 'result', id: job.id, status: 'ok' })
+  } catch (error) {
+    port.postMessage({ type: 'result', id: job.id, ...mapMontyError(error) })
+  }
+}
+
+port.on('message', (message: ToWorker) => {
+  if (message.type === 'hostResult') return settleHostCall(pendingHostCalls, message)
+  if (message.type === 'parse') return parse(message)
+  run(message).catch((error) => port.postMessage({ type: 'result', id: message.id, status: 'internal_error', error: { type: 'InternalError', message: describeError(error) } }))
+})
+port.postMessage({ type: 'ready' })
