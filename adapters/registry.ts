@@ -33,6 +33,12 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     languages: ['python'],
     create: async (options) => new (await import('./monty')).MontyAdapter(options.monty),
   },
+  pyodide: {
+    name: 'pyodide',
+    description: 'CPython 3.14 in WebAssembly, in permission-restricted child processes: full Python',
+    languages: ['python'],
+    create: async (options) => new (await import('./pyodide')).PyodideAdapter(options.pyodide),
+  },
 }
 
 export function adapterNames(): string[] {

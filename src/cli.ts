@@ -83,7 +83,9 @@ async function withExecgate<T>(flags: { config?: string; adapter?: string }, bod
   if (flags.adapter && !ADAPTERS[flags.adapter]) {
     throw usage(`--adapter: unknown adapter "${flags.adapter}"; known adapters: ${Object.keys(ADAPTERS).join(', ')}`)
   }
-  const execgate = await createExecgate(enabled ? { file: flags.config, overrides: { execution: { enabled } } } : { config })
+  // One request per command: pyodide's pool warms only if a run needs it.
+  const overrides = { adapters: { pyodide: { warmOnStart: false } }, ...(enabled ? { execution: { enabled } } : {}) }
+  const execgate = await createExecgate({ file: flags.config, overrides })
   try {
     return await body(execgate)
   } finally {

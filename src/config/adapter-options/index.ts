@@ -1,4 +1,5 @@
 import { montySchema, type MontyOptionsConfig } from './monty'
+import { pyodideSchema, type PyodideOptionsConfig } from './pyodide'
 import { quickjsSchema, type QuickJsOptionsConfig } from './quickjs'
 
 /**
@@ -8,9 +9,11 @@ import { quickjsSchema, type QuickJsOptionsConfig } from './quickjs'
 export interface AdapterOptionsConfig {
   quickjs: QuickJsOptionsConfig
   monty: MontyOptionsConfig
+  pyodide: PyodideOptionsConfig
 }
 
 export const ADAPTER_OPTION_SCHEMAS = {
   quickjs: quickjsSchema,
   monty: montySchema,
+  pyodide: pyodideSchema,
 }

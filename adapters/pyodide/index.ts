@@ -1,0 +1,201 @@
+import { performance } from 'node:perf_hooks'
+import {
+  ExecgateError,
+  OutputCapture,
+  createResult,
+  describeError,
+  enforcementTable,
+  valueBytes,
+  type AdapterCapabilities,
+  type Availability,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionErrorInfo,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type ExecutionStatus,
+  type Language,
+  type ValidationReport,
+} from '../../src/core'
+import { checkPython } from '../../src/policy'
+import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
+
+export const NAME = 'pyodide'
+
+export interface PyodideAdapterOptions {
+  /** Warm pyodide processes; each holds one interpreter (~4 s and ~160 MB to start). @default 2 */
+  poolSize?: number
+  /** How often a running process's memory is measured, in ms. @default 25 */
+  memoryPollMs?: number
+  /** Start the pool now rather than on the first request. @default true */
+  warmOnStart?: boolean
+}
+
+const LANGUAGES: readonly Language[] = ['python']
+
+/**
+ * Full CPython (3.14, standard library) in WebAssembly, tier 3. Each interpreter lives in its own child process
+ * under Node's permission model with an empty environment, because pyodide's JS bridge is not a boundary (see
+ * DESIGN.md, defense in depth): code that reaches JavaScript finds a process that can read only pyodide's files,
+ * start nothing, and holds nothing. Every run gets fresh globals; a run that changes a module or a builtin gets
+ * its process replaced. Time, memory and output are enforced from outside: the process is killed.
+ */
+export class PyodideAdapter implements CodeExecutionAdapter {
+  readonly name = NAME
+  readonly capabilities: AdapterCapabilities = {
+    languages: LANGUAGES,
+    tier: 3,
+    isolation: 'wasm in a child process under the Node permission model (read-only pyodide files, no processes, empty env)',
+    enforcement: enforcementTable({
+      wallTime: 'hard',
+      output: 'hard',
+      filesystem: 'hard',
+      processes: 'hard',
+      // Measured from outside every few milliseconds, then killed: best effort between two measurements.
+      memory: 'soft',
+      // fetch and sockets are removed from the process, but Node 20's permission model does not cover the network.
+      network: 'soft',
+      // The policy's import check runs before the adapter; nothing inside the interpreter refuses an import.
+      imports: 'soft',
+      cpuTime: 'soft',
+    }),
+    sessions: false,
+    hostFunctions: false,
+    workspace: false,
+    streaming: true,
+    network: false,
+    cancellable: true,
+  }
+  private readonly pool: PyodideProcessPool
+  private readonly memoryPollMs: number
+  private nextId = 0
+
+  constructor(options: PyodideAdapterOptions = {}) {
+    const poolSize = options.poolSize ?? 2
+    if (!Number.isInteger(poolSize) || poolSize < 1) {
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.pyodide.poolSize must be a positive integer: value was ${options.poolSize}` })
+    }
+    this.memoryPollMs = options.memoryPollMs ?? 25
+    this.pool = new PyodideProcessPool(poolSize, options.warmOnStart ?? true)
+  }
+
+  /** Resolves once the pool has finished warming. */
+  warm(): Promise<void> {
+    return this.pool.warm()
+  }
+
+  async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    const started = performance.now()
+    if (request.language !== 'python') {
+      return createResult('invalid_request', NAME, { message: `[execgate] [pyodide] pyodide runs python, not ${request.language}` })
+    }
+    let pyodideProcess: PyodideProcess
+    try {
+      pyodideProcess = await this.pool.acquire()
+    } catch (error) {
+      return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
+    }
+    const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    const outcome = await this.runOn(pyodideProcess, request.code, context, output)
+    const captured = output.finish(valueBytes(outcome.value))
+    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    return createResult(status, NAME, {
+      ...captured,
+      value: outcome.value,
+      error: outcome.error,
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.memoryBytes ? { memoryBytes: outcome.memoryBytes } : {}) },
+    })
+  }
+
+  private runOn(
+    pyodideProcess: PyodideProcess,
+    code: string,
+    context: ExecutionContext,
+    output: OutputCapture,
+  ): Promise<{ status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number }> {
+    const id = ++this.nextId
+    const memoryLimit = context.policy.memoryMb * 1024 * 1024
+    const baseline = pyodideProcess.rssBytes() ?? 0
+    return new Promise((resolve) => {
+      let settled = false
+      const finish = (outcome: { status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number }, keep: boolean) => {
+        if (settled) return
+        settled = true
+        clearTimeout(deadlineTimer)
+        clearInterval(memoryTimer)
+        context.signal.removeEventListener('abort', onAbort)
+        if (keep) this.pool.release(pyodideProcess)
+        else this.pool.replace(pyodideProcess)
+        resolve(outcome)
+      }
+      const stop = (status: ExecutionStatus, type: string, message: string) => finish({ status, error: { type, message } }, false)
+      const onAbort = () => stop('cancelled', 'Cancelled', 'the run was cancelled')
+      const deadlineTimer = setTimeout(
+        () => stop('timeout', 'TimeoutError', `execution passed the ${context.policy.wallTimeMs} ms time limit`),
+        Math.max(0, context.deadline - performance.now()),
+      )
+      const memoryTimer = setInterval(() => {
+        const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
+        if (grown > memoryLimit) stop('memory_limit', 'MemoryError', `memory limit reached: the interpreter grew by ${Math.round(grown / 2 ** 20)} MiB (limit ${context.policy.memoryMb} MiB)`)
+      }, this.memoryPollMs)
+      pyodideProcess.attach(
+        (message: ChildMessage) => {
+          if (message.type === 'output' && message.id === id) {
+            for (const [stream, text] of message.chunks) {
+              if (!output.write(stream, text)) return stop('output_limit', 'OutputLimit', 'output passed the limit; the run was stopped')
+            }
+          } else if (message.type === 'result' && message.id === id) {
+            const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
+            // A process that grew past the limit or had a module changed under it does not serve the next run.
+            const keep = !message.recycle && grown <= memoryLimit
+            if (message.status === 'ok') finish({ status: 'ok', value: message.value, memoryBytes: Math.max(0, grown) }, keep)
+            else finish(mapPythonError(message.error), keep)
+          }
+        },
+        (reason) => stop('internal_error', 'InternalError', reason),
+      )
+      if (context.signal.aborted) return onAbort()
+      context.signal.addEventListener('abort', onAbort, { once: true })
+      pyodideProcess.runs++
+      pyodideProcess.child.send({ type: 'run', id, code })
+    })
+  }
+
+  async validate(code: string, language: Language): Promise<ValidationReport> {
+    const issues = language === 'python' ? checkPython(code, { allowedImports: [], filesystem: 'sandboxed' }).filter((issue) => issue.code !== 'import_not_allowed') : []
+    if (language !== 'python') issues.push({ severity: 'error', code: 'unsupported', message: `pyodide runs python, not ${language}` })
+    return { valid: issues.length === 0, language, validator: NAME, issues, implemented: true }
+  }
+
+  supportedLanguages(): readonly Language[] {
+    return LANGUAGES
+  }
+
+  async checkAvailability(): Promise<Availability> {
+    const checkedAt = new Date().toISOString()
+    if (this.pool.broken) return { status: 'unavailable', reason: `pyodide cannot start here: ${this.pool.lastFailure}`, checkedAt }
+    const started = performance.now()
+    const probe = await this.execute({ language: 'python', code: '1 + 1' }, {
+      traceId: 'pyodide-availability',
+      policy: { wallTimeMs: 60_000, cpuTimeMs: 60_000, memoryMb: 256, outputBytes: 1024, network: 'none', filesystem: 'none', allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [] },
+      signal: new AbortController().signal,
+      deadline: performance.now() + 60_000,
+    })
+    if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
+    return { status: 'unavailable', reason: `pyodide probe answered ${probe.status}: ${probe.message ?? ''}`, checkedAt }
+  }
+
+  async dispose(): Promise<void> {
+    await this.pool.dispose()
+  }
+}
+
+function mapPythonError(error: ExecutionErrorInfo | undefined): { status: ExecutionStatus; error: ExecutionErrorInfo } {
+  const info = error ?? { type: 'Error', message: 'the run failed without an error message' }
+  if (info.type === 'MemoryError') return { status: 'memory_limit', error: { ...info, message: `memory limit reached: ${info.message || 'MemoryError'}` } }
+  return { status: 'error', error: info }
+}
+
+export function createPyodideAdapter(options?: PyodideAdapterOptions): PyodideAdapter {
+  return new PyodideAdapter(options)
+}

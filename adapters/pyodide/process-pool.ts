@@ -1,0 +1,190 @@
+import { fork, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+
+export type ChildMessage =
+  | { type: 'ready' }
+  | { type: 'failed'; reason: string }
+  | { type: 'output'; id: number; chunks: ['stdout' | 'stderr', string][] }
+  | { type: 'result'; id: number; status: 'ok' | 'error'; value?: unknown; error?: { type: string; message: string; line?: number; stack?: string }; recycle: boolean; heapBytes: number }
+
+/** child.js ships beside the compiled adapter; from sources (tests) it is beside this file already. */
+function childScript(): string {
+  const here = path.join(__dirname, 'child.js')
+  if (fs.existsSync(here)) return here
+  return path.resolve(__dirname, '..', '..', '..', 'adapters', 'pyodide', 'child.js')
+}
+
+export function pyodideDirectory(): string {
+  return path.dirname(require.resolve('pyodide/pyodide.js'))
+}
+
+/** One warm pyodide process. */
+export class PyodideProcess {
+  readonly child: ChildProcess
+  readonly ready: Promise<void>
+  private listener: ((message: ChildMessage) => void) | undefined
+  private onDeath: ((reason: string) => void) | undefined
+  dead = false
+  runs = 0
+
+  constructor(onExit: (process: PyodideProcess) => void) {
+    const pyodideDir = pyodideDirectory()
+    const script = childScript()
+    this.child = fork(script, [pyodideDir], {
+      execArgv: ['--experimental-permission', `--allow-fs-read=${pyodideDir}${path.sep}`, `--allow-fs-read=${script}`, '--no-warnings', '--max-old-space-size=512'],
+      // Nothing of the host's environment crosses: code that reaches `process.env` finds it empty.
+      env: {},
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'advanced',
+    })
+    this.child.stderr?.resume() // drained, never shown: a crash is reported through the exit code
+    this.ready = new Promise((resolve, reject) => {
+      this.child.on('message', (message: ChildMessage) => {
+        if (message.type === 'ready') resolve()
+        else if (message.type === 'failed') reject(new Error(`pyodide failed to load: ${message.reason}`))
+        else this.listener?.(message)
+      })
+      this.child.once('exit', (code, signal) => {
+        this.dead = true
+        reject(new Error(`the pyodide process exited while loading (${signal ?? `code ${code}`})`))
+        this.onDeath?.(`the pyodide process exited (${signal ?? `code ${code}`})`)
+        onExit(this)
+      })
+    })
+    this.ready.catch(() => undefined)
+    // Warming keeps the host alive (someone may be waiting for it); an idle, warm process does not.
+    this.ready.then(() => this.setRef(false), () => undefined)
+  }
+
+  private setRef(on: boolean): void {
+    const channel = (this.child as unknown as { channel?: { ref(): void; unref(): void } }).channel
+    if (on) {
+      this.child.ref()
+      channel?.ref()
+    } else {
+      this.child.unref()
+      channel?.unref()
+    }
+  }
+
+  attach(listener: (message: ChildMessage) => void, onDeath: (reason: string) => void): void {
+    this.listener = listener
+    this.onDeath = onDeath
+    this.setRef(true)
+  }
+
+  detach(): void {
+    this.listener = undefined
+    this.onDeath = undefined
+    if (!this.dead) this.setRef(false)
+  }
+
+  /** Resident memory of the child, from /proc, without asking the (possibly busy) child. */
+  rssBytes(): number | undefined {
+    try {
+      const status = fs.readFileSync(`/proc/${this.child.pid}/status`, 'utf8')
+      const kib = /VmRSS:\s+(\d+) kB/.exec(status)?.[1]
+      return kib ? Number(kib) * 1024 : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  kill(): void {
+    this.detach()
+    if (!this.dead) this.child.kill('SIGKILL')
+  }
+}
+
+/**
+ * Long-lived pyodide processes, warmed at start so no request pays the ~4 s cold start. A process that is killed
+ * (timeout, memory, output flood) or poisoned by its run is replaced in the background.
+ */
+export class PyodideProcessPool {
+  private readonly idle: PyodideProcess[] = []
+  private readonly all = new Set<PyodideProcess>()
+  private readonly waiting: { resolve: (process: PyodideProcess) => void; reject: (error: Error) => void }[] = []
+  private disposed = false
+  private failures = 0
+  lastFailure: string | undefined
+
+  private started = false
+
+  constructor(
+    readonly size: number,
+    warmNow: boolean,
+  ) {
+    if (warmNow) this.start()
+  }
+
+  private start(): void {
+    if (this.started) return
+    this.started = true
+    for (let i = 0; i < this.size; i++) this.spawn()
+  }
+
+  get broken(): boolean {
+    return this.failures >= 3
+  }
+
+  private spawn(): void {
+    const pyodideProcess = new PyodideProcess((exited) => this.onExit(exited))
+    this.all.add(pyodideProcess)
+    pyodideProcess.ready.then(
+      () => {
+        this.failures = 0
+        this.release(pyodideProcess)
+      },
+      (error: Error) => {
+        this.failures++
+        this.lastFailure = error.message
+        if (this.broken) for (const waiter of this.waiting.splice(0)) waiter.reject(new Error(`pyodide cannot start here: ${error.message}`))
+      },
+    )
+  }
+
+  private onExit(exited: PyodideProcess): void {
+    const index = this.idle.indexOf(exited)
+    if (index >= 0) this.idle.splice(index, 1)
+    if (!this.all.delete(exited) || this.disposed || this.broken) return
+    this.spawn()
+  }
+
+  async acquire(): Promise<PyodideProcess> {
+    this.start()
+    if (this.broken) throw new Error(`pyodide cannot start here: ${this.lastFailure}`)
+    const ready = this.idle.shift()
+    if (ready) return ready
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
+  }
+
+  release(pyodideProcess: PyodideProcess): void {
+    pyodideProcess.detach()
+    if (this.disposed || pyodideProcess.dead) return
+    const next = this.waiting.shift()
+    if (next) next.resolve(pyodideProcess)
+    else this.idle.push(pyodideProcess)
+  }
+
+  /** Kills a process; its replacement starts warming at once. */
+  replace(pyodideProcess: PyodideProcess): void {
+    const known = this.all.delete(pyodideProcess)
+    pyodideProcess.kill()
+    if (known && !this.disposed && !this.broken) this.spawn()
+  }
+
+  /** Resolves once every process has finished warming (or failed). */
+  async warm(): Promise<void> {
+    this.start()
+    await Promise.allSettled([...this.all].map((item) => item.ready))
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true
+    for (const waiter of this.waiting.splice(0)) waiter.reject(new Error('the pyodide adapter was disposed'))
+    for (const item of this.all) item.kill()
+    this.all.clear()
+    this.idle.length = 0
+  }
+}

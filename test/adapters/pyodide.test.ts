@@ -1,0 +1,110 @@
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { PyodideAdapter } from '../../adapters/pyodide'
+import { createExecgate, type Execgate } from '../../src'
+import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
+import { CANARY_FILE, ENV_CANARY, describeHostileCases, loadHostileCases } from '../hostile/hostile-runner'
+
+describeAdapterContract('pyodide', () => new PyodideAdapter(), { timeoutSlackMs: 2000, testTimeoutMs: 180_000 })
+
+let execgate: Execgate | undefined
+describeHostileCases({
+  adapter: 'pyodide',
+  language: 'python',
+  hostFunctions: false,
+  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, log: { level: 'silent' } } })),
+  dispose: async () => execgate?.dispose(),
+  caseTimeoutMs: 60_000,
+  notApplicable: {
+    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the sleep itself is stopped in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload itself is run in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs; pyodide has no threads, and the wait is covered in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the payload runs directly in "escape and exhaustion payloads hold without the static check"',
+    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; the payload runs directly in "escape and exhaustion payloads hold without the static check"',
+  },
+})
+
+describe('pyodide adapter: the process boundary, without the static check', () => {
+  const adapter = new PyodideAdapter({ poolSize: 2 })
+  beforeAll(() => adapter.warm(), 120_000)
+  afterAll(() => adapter.dispose())
+
+  test('escape and exhaustion payloads hold without the static check', async () => {
+    process.env.HOSTILE_ENV_CANARY = ENV_CANARY
+    const payloads = loadHostileCases('python').filter((item) => item.backends.includes('pyodide') || item.category === 'escape')
+    expect(payloads.length).toBeGreaterThan(10)
+    for (const payload of payloads) {
+      fs.rmSync(CANARY_FILE, { force: true })
+      const result = await adapter.execute({ language: 'python', code: payload.code }, contractContext({ wallTimeMs: 3000, memoryMb: 256 }))
+      const text = [result.stdout, result.stderr, JSON.stringify(result.value) ?? '', result.error?.message ?? ''].join('\n')
+      expect({ id: payload.id, leaked: ['uid=', ENV_CANARY, 'root:x:0:0', 'CONNECTED', 'ESCAPED'].filter((needle) => text.includes(needle)) }).toEqual({ id: payload.id, leaked: [] })
+      expect({ id: payload.id, canary: fs.existsSync(CANARY_FILE) }).toEqual({ id: payload.id, canary: false })
+    }
+  }, 300_000)
+
+  test('JavaScript reached through the bridge finds an empty environment, no require and no host files', async () => {
+    const code = [
+      'from js import Object, process',
+      "print('env', len(Object.keys(process.env)))",
+      "f = Object.constructor('try { return typeof require } catch (e) { return e.message }')",
+      "print('require', f())",
+      "g = Object.constructor('try { process.binding(\"fs\"); return \"binding\" } catch (e) { return \"refused\" }')",
+      "print('binding', g())",
+    ].join('\n')
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ wallTimeMs: 5000 }))
+    expect(result.stdout).toBe('env 0\nrequire undefined\nbinding refused\n')
+  }, 60_000)
+
+  test('a sleep and a swallowed KeyboardInterrupt end timeout', async () => {
+    for (const code of ['import time\ntime.sleep(3600)', 'while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass']) {
+      const result = await adapter.execute({ language: 'python', code }, contractContext({ wallTimeMs: 500 }))
+      expect(result.status).toBe('timeout')
+    }
+  }, 120_000)
+
+  test('every run has fresh globals; nothing of one run is visible in the next', async () => {
+    await adapter.execute({ language: 'python', code: 'secret = 41' }, contractContext())
+    const next = await adapter.execute({ language: 'python', code: 'secret + 1' }, contractContext())
+    expect(next).toMatchObject({ status: 'error', error: { type: 'NameError' } })
+  }, 60_000)
+
+  test('a run that poisons a module gets its process replaced', async () => {
+    await adapter.execute({ language: 'python', code: "import json\njson.dumps = lambda *a, **k: 'POISONED'" }, contractContext())
+    for (let i = 0; i < 3; i++) {
+      const probe = await adapter.execute({ language: 'python', code: 'import json\njson.dumps([1])' }, contractContext({ wallTimeMs: 30_000 }))
+      expect(probe).toMatchObject({ status: 'ok', value: '[1]' })
+    }
+  }, 120_000)
+
+  test('runs full Python: classes, generators, match, the standard library', async () => {
+    const code = [
+      'from collections import Counter',
+      'from dataclasses import dataclass',
+      '@dataclass',
+      'class Item:',
+      '    name: str',
+      '    price: float',
+      'def cheap(items):',
+      '    yield from (i for i in items if i.price < 5)',
+      'items = [Item("tea", 3.5), Item("cake", 6.0), Item("tea", 3.5)]',
+      'match len(items):',
+      '    case 3: size = "three"',
+      '    case _: size = "other"',
+      '[size, Counter(i.name for i in cheap(items)).most_common(1)]',
+    ].join('\n')
+    const result = await adapter.execute({ language: 'python', code }, contractContext())
+    expect(result).toMatchObject({ status: 'ok', value: ['three', [['tea', 2]]] })
+  }, 60_000)
+
+  test('1,000 executions leave the host process RSS within 100 MB of where it started after warm-up', () => {
+    const script = path.join(__dirname, 'pyodide-rss.js')
+    const dist = path.join(__dirname, '..', '..', 'dist', 'adapters', 'pyodide', 'index.js')
+    expect(fs.existsSync(dist)).toBe(true)
+    const child = spawnSync(process.execPath, [script, dist], { encoding: 'utf8', timeout: 240_000 })
+    expect(child.status).toBe(0)
+    const { before, after, failures } = JSON.parse(child.stdout)
+    expect(failures).toBe(0)
+    expect(after - before).toBeLessThan(100 * 1024 * 1024)
+  }, 300_000)
+})
