@@ -8,6 +8,7 @@ import { formatSection, type BenchSection } from './harness'
 const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> = {
   quickjs: () => import('./quickjs'),
   monty: () => import('./monty'),
+  pyodide: () => import('./pyodide'),
 }
 
 async function main(): Promise<void> {

@@ -46,6 +46,14 @@ describe('execgate CLI', () => {
     expect(JSON.parse(stdout)).toMatchObject({ status: 'ok', adapter: 'monty', value: { tip: 33.23, total: 217.83, per_person: 54.46 } })
   })
 
+  test('a Python file with a class is escalated to pyodide and runs', () => {
+    const { code, stdout } = execgate(['run', 'examples/invoice-summary.py', '--json'])
+    expect(code).toBe(0)
+    const result = JSON.parse(stdout)
+    expect(result).toMatchObject({ status: 'ok', adapter: 'pyodide', route: { escalatedFrom: 'monty' }, value: { outstanding: { Globex: 450.5, Acme: 300.25 } } })
+    expect(result.stdout).toContain('4 invoices, top customer Acme with $1,500.25')
+  })
+
   test('reads standard input with --lang', () => {
     const { code, stdout } = execgate(['run', '--lang', 'javascript', '-'], { input: 'console.log(2 ** 10)' })
     expect(code).toBe(0)

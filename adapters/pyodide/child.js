@@ -81,7 +81,15 @@ def _execgate_setup():
             del sys.modules[name]
         return False
 
-    return run, poisoned
+    def parse(code):
+        import ast
+        try:
+            compile(code, 'main.py', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            return None
+        except SyntaxError as error:
+            return json.dumps({'type': 'SyntaxError', 'message': error.msg, 'line': error.lineno, 'column': error.offset})
+
+    return run, poisoned, parse
 
 _execgate_hooks = _execgate_setup()
 `
@@ -94,6 +102,7 @@ async function main() {
   const hooks = pyodide.globals.get('_execgate_hooks')
   const run = hooks.get(0)
   const poisoned = hooks.get(1)
+  const parse = hooks.get(2)
   pyodide.runPython('del _execgate_hooks')
   let current = 0
   let pending = []
@@ -114,6 +123,10 @@ async function main() {
   pyodide.setStderr(writer('stderr'))
 
   process.on('message', async (message) => {
+    if (message.type === 'parse') {
+      const problem = parse(message.code)
+      return send({ type: 'parsed', id: message.id, error: problem ? JSON.parse(problem) : undefined })
+    }
     if (message.type !== 'run') return
     current = message.id
     let result

@@ -17,7 +17,6 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import { checkPython } from '../../src/policy'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
 
 export const NAME = 'pyodide'
@@ -95,6 +94,14 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     } catch (error) {
       return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
     }
+    if (context.signal.aborted || performance.now() >= context.deadline) {
+      // The wait for a warm interpreter used up the run's time: give the process back untouched.
+      this.pool.release(pyodideProcess)
+      const cancelled = context.signal.aborted
+      return createResult(cancelled ? 'cancelled' : 'timeout', NAME, {
+        message: `[execgate] [pyodide] ${cancelled ? 'the run was cancelled' : `the ${context.policy.wallTimeMs} ms limit passed while waiting for a warm interpreter`} before it started`,
+      })
+    }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const outcome = await this.runOn(pyodideProcess, request.code, context, output)
     const captured = output.finish(valueBytes(outcome.value))
@@ -161,10 +168,32 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     })
   }
 
+  /** CPython's own compiler (in a pool process) for syntax, with line and column; imports are the policy's. */
   async validate(code: string, language: Language): Promise<ValidationReport> {
-    const issues = language === 'python' ? checkPython(code, { allowedImports: [], filesystem: 'sandboxed' }).filter((issue) => issue.code !== 'import_not_allowed') : []
-    if (language !== 'python') issues.push({ severity: 'error', code: 'unsupported', message: `pyodide runs python, not ${language}` })
-    return { valid: issues.length === 0, language, validator: NAME, issues, implemented: true }
+    const report = (issues: ValidationReport['issues']): ValidationReport => ({ valid: issues.length === 0, language, validator: NAME, issues, implemented: true })
+    if (language !== 'python') return report([{ severity: 'error', code: 'unsupported', message: `pyodide runs python, not ${language}` }])
+    let pyodideProcess: PyodideProcess
+    try {
+      pyodideProcess = await this.pool.acquire()
+    } catch (error) {
+      return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: `[execgate] [pyodide] ${describeError(error)}` }]), implemented: false }
+    }
+    const id = ++this.nextId
+    const problem = await new Promise<{ type: string; message: string; line?: number; column?: number } | undefined | 'died'>((resolve) => {
+      pyodideProcess.attach(
+        (message) => {
+          if (message.type === 'parsed' && message.id === id) resolve(message.error)
+        },
+        () => resolve('died'),
+      )
+      pyodideProcess.child.send({ type: 'parse', id, code })
+    })
+    if (problem === 'died') {
+      this.pool.replace(pyodideProcess)
+      return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: '[execgate] [pyodide] the interpreter exited while parsing' }]), implemented: false }
+    }
+    this.pool.release(pyodideProcess)
+    return report(problem ? [{ severity: 'error', code: 'syntax', message: `${problem.type}: ${problem.message}`, line: problem.line, column: problem.column }] : [])
   }
 
   supportedLanguages(): readonly Language[] {

@@ -6,6 +6,7 @@ export type ChildMessage =
   | { type: 'ready' }
   | { type: 'failed'; reason: string }
   | { type: 'output'; id: number; chunks: ['stdout' | 'stderr', string][] }
+  | { type: 'parsed'; id: number; error?: { type: string; message: string; line?: number; column?: number } }
   | { type: 'result'; id: number; status: 'ok' | 'error'; value?: unknown; error?: { type: string; message: string; line?: number; stack?: string }; recycle: boolean; heapBytes: number }
 
 /** child.js ships beside the compiled adapter; from sources (tests) it is beside this file already. */

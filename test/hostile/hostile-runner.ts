@@ -198,8 +198,14 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
     let baselinePids: Set<number>
     beforeAll(async () => {
       target = await options.target()
-      // Warm the adapter so pools and workers it keeps are part of the baseline, not "leftovers".
-      await target.execute({ language: options.language, code: TRIVIAL[options.language], adapter: options.adapter }, { basePolicy: HOSTILE_POLICY })
+      // Warm the adapter so pools and workers it keeps are part of the baseline, not "leftovers". Pools that take
+      // longer to warm than the corpus's 1 s limit answer timeout until they are ready.
+      const warmUntil = Date.now() + 120_000
+      for (;;) {
+        const warm = await target.execute({ language: options.language, code: TRIVIAL[options.language], adapter: options.adapter }, { basePolicy: HOSTILE_POLICY })
+        if (warm.status === 'ok' || Date.now() > warmUntil) break
+        await sleep(250)
+      }
       baselinePids = new Set(descendantPids())
     }, 180_000)
     afterAll(async () => {
