@@ -159,7 +159,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
             else finish(mapPythonError(message.error), keep)
           }
         },
-        (reason) => stop('internal_error', 'InternalError', reason),
+        // The code itself made the interpreter's process die (the permission model's refusal, an abort): that is
+        // the code's doing, reported as a refusal or an error rather than a backend failure.
+        (reason) => (reason.startsWith('the sandbox refused') ? stop('policy_violation', 'PermissionDenied', reason) : stop('error', 'InterpreterExited', reason)),
       )
       if (context.signal.aborted) return onAbort()
       context.signal.addEventListener('abort', onAbort, { once: true })

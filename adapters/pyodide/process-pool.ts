@@ -28,6 +28,7 @@ export class PyodideProcess {
   private onDeath: ((reason: string) => void) | undefined
   dead = false
   runs = 0
+  stderrTail = ''
 
   constructor(onExit: (process: PyodideProcess) => void) {
     const pyodideDir = pyodideDirectory()
@@ -39,7 +40,10 @@ export class PyodideProcess {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
     })
-    this.child.stderr?.resume() // drained, never shown: a crash is reported through the exit code
+    // Never shown to anyone, but its tail says why a process died (the permission model's refusals land here).
+    this.child.stderr?.on('data', (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000)
+    })
     this.ready = new Promise((resolve, reject) => {
       this.child.on('message', (message: ChildMessage) => {
         if (message.type === 'ready') resolve()
@@ -49,7 +53,7 @@ export class PyodideProcess {
       this.child.once('exit', (code, signal) => {
         this.dead = true
         reject(new Error(`the pyodide process exited while loading (${signal ?? `code ${code}`})`))
-        this.onDeath?.(`the pyodide process exited (${signal ?? `code ${code}`})`)
+        this.onDeath?.(this.deathReason(code, signal))
         onExit(this)
       })
     })
@@ -67,6 +71,13 @@ export class PyodideProcess {
       this.child.unref()
       channel?.unref()
     }
+  }
+
+  /** Why the process died, in words; a refusal by Node's permission model is named as such. */
+  private deathReason(code: number | null, signal: NodeJS.Signals | null): string {
+    const denied = /ERR_ACCESS_DENIED[\s\S]*?permission: '([^']+)'/.exec(this.stderrTail) ?? /ERR_ACCESS_DENIED/.exec(this.stderrTail)
+    if (denied) return `the sandbox refused an operation${denied[1] ? ` (${denied[1]})` : ''} and stopped the interpreter`
+    return `the pyodide process exited (${signal ?? `code ${code}`})`
   }
 
   attach(listener: (message: ChildMessage) => void, onDeath: (reason: string) => void): void {

@@ -15,7 +15,8 @@ describeHostileCases({
   hostFunctions: false,
   target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, log: { level: 'silent' } } })),
   dispose: async () => execgate?.dispose(),
-  caseTimeoutMs: 60_000,
+  caseTimeoutMs: 90_000,
+  poolProcess: /pyodide\/child\.js/,
   notApplicable: {
     'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the sleep itself is stopped in "a sleep and a swallowed KeyboardInterrupt end timeout"',
     'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload itself is run in "a sleep and a swallowed KeyboardInterrupt end timeout"',
