@@ -89,21 +89,21 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       return createResult('invalid_request', NAME, { message: `[execgate] [pyodide] pyodide runs python, not ${request.language}` })
     }
     let pyodideProcess: PyodideProcess
+    context.pauseClock?.()
     try {
       pyodideProcess = await this.pool.acquire()
     } catch (error) {
+      context.restartClock?.()
       return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
     }
-    if (context.signal.aborted || performance.now() >= context.deadline) {
-      // The wait for a warm interpreter used up the run's time: give the process back untouched.
-      this.pool.release(pyodideProcess)
-      const cancelled = context.signal.aborted
-      return createResult(cancelled ? 'cancelled' : 'timeout', NAME, {
-        message: `[execgate] [pyodide] ${cancelled ? 'the run was cancelled' : `the ${context.policy.wallTimeMs} ms limit passed while waiting for a warm interpreter`} before it started`,
-      })
+    if (context.signal.aborted) {
+      this.pool.release(pyodideProcess) // untouched: the run never started
+      return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
     }
+    // Waiting for a warm interpreter counts in the duration, not in the code's time limit.
+    const deadline = context.restartClock?.() ?? context.deadline
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    const outcome = await this.runOn(pyodideProcess, request.code, context, output)
+    const outcome = await this.runOn(pyodideProcess, request.code, { ...context, deadline }, output)
     const captured = output.finish(valueBytes(outcome.value))
     const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
     return createResult(status, NAME, {

@@ -44,6 +44,13 @@ export interface ExecutionContext {
   readonly onOutput?: (stream: OutputStream, chunk: string) => void
   /** Files to place in the workspace (already validated paths). */
   readonly files?: readonly WorkspaceFile[]
+  /**
+   * For adapters that wait for backend capacity (a warm interpreter) before the code starts: `pauseClock` when the
+   * wait begins, `restartClock` when the code starts. The wait stays in the result's duration but not in the code's
+   * time limit; `restartClock` returns the new deadline.
+   */
+  readonly pauseClock?: () => void
+  readonly restartClock?: () => number
 }
 
 /** The contract every backend implements. `execute` never rejects: every outcome is an `ExecutionResult`. */

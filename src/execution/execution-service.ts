@@ -112,6 +112,8 @@ export class DefaultExecutionService implements ExecutionService {
     const callerSignal = options.signal
     if (callerSignal?.aborted) return Promise.resolve(refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled'))
     const controller = new AbortController()
+    let backstop: NodeJS.Timeout | undefined
+    let armBackstop: () => void = () => undefined
     const context: ExecutionContext = {
       traceId,
       policy,
@@ -120,6 +122,11 @@ export class DefaultExecutionService implements ExecutionService {
       onOutput: options.onOutput,
       files: request.files,
       hostFunctions: adapter.capabilities.hostFunctions ? options.hostFunctions : undefined,
+      pauseClock: () => clearTimeout(backstop),
+      restartClock: () => {
+        armBackstop()
+        return performance.now() + policy.wallTimeMs
+      },
     }
     // One promise settled by whichever comes first: the adapter, the backstop, or the caller cancelling.
     return new Promise<ExecutionResult>((resolve) => {
@@ -132,10 +139,14 @@ export class DefaultExecutionService implements ExecutionService {
         resolve(this.normalise(result, adapter, policy))
       }
       // An adapter that ignores its deadline cannot hold the caller: after the grace period we answer for it.
-      const backstop = setTimeout(() => {
-        controller.abort(new Error('deadline'))
-        settle(refusal('timeout', adapter.name, `[execgate] [${adapter.name}] the run passed its ${policy.wallTimeMs} ms limit and the adapter did not stop within ${this.options.graceMs} ms`, 'TimeoutError'))
-      }, policy.wallTimeMs + this.options.graceMs)
+      armBackstop = () => {
+        clearTimeout(backstop)
+        backstop = setTimeout(() => {
+          controller.abort(new Error('deadline'))
+          settle(refusal('timeout', adapter.name, `[execgate] [${adapter.name}] the run passed its ${policy.wallTimeMs} ms limit and the adapter did not stop within ${this.options.graceMs} ms`, 'TimeoutError'))
+        }, policy.wallTimeMs + this.options.graceMs)
+      }
+      armBackstop()
       const onCallerAbort = () => {
         controller.abort(callerSignal?.reason)
         // The adapter gets a moment to stop and answer `cancelled` itself, with whatever output it has.
