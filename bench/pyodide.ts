@@ -24,7 +24,7 @@ export async function run(): Promise<BenchSection> {
       title: 'pyodide: warm pool',
       measurements: [trivial, cpu, spawn],
       ratios: [`warm p50 for 1 + 1 = ${trivial.p50Ms.toFixed(2)} ms (target ≤ 2 ms)`, `spawning python3 -c is ${(spawn.p50Ms / trivial.p50Ms).toFixed(1)}× the warm pool's p50`],
-      notes: ['each run includes the check that no module or builtin was changed for the next run'],
+      notes: ['after answering, each process checks that no module or builtin was changed before it serves another run'],
     }
   } finally {
     await execgate.dispose()

@@ -137,13 +137,16 @@ async function main() {
       result = { status: 'error', error: describePythonError(error) }
     }
     flush()
+    // Answer first; then check that the run left every module and builtin as it found them. The adapter does not
+    // hand this process to anyone else until the check is in.
+    send({ type: 'result', id: message.id, ...result })
     let recycle = false
     try {
       recycle = poisoned()
     } catch {
       recycle = true
     }
-    send({ type: 'result', id: message.id, ...result, recycle, heapBytes: process.memoryUsage().rss })
+    send({ type: 'checked', id: message.id, recycle })
   })
   send({ type: 'ready' })
 }

@@ -32,6 +32,9 @@ export interface PyodideAdapterOptions {
 
 const LANGUAGES: readonly Language[] = ['python']
 
+/** Longest the post-run check (no module or builtin changed) may take before the process is replaced instead. */
+const POST_RUN_CHECK_MS = 2000
+
 /**
  * Full CPython (3.14, standard library) in WebAssembly, tier 3. Each interpreter lives in its own child process
  * under Node's permission model with an empty environment, because pyodide's JS bridge is not a boundary (see
@@ -124,18 +127,36 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     const memoryLimit = context.policy.memoryMb * 1024 * 1024
     const baseline = pyodideProcess.rssBytes() ?? 0
     return new Promise((resolve) => {
+      type Outcome = { status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number }
       let settled = false
-      const finish = (outcome: { status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number }, keep: boolean) => {
+      let answered: Outcome | undefined
+      /** The caller gets the result now; the process is kept busy until its post-run check arrives. */
+      const answer = (outcome: Outcome) => {
+        if (answered || settled) return
+        answered = outcome
+        clearTimeout(deadlineTimer)
+        clearInterval(memoryTimer)
+        context.signal.removeEventListener('abort', onAbort)
+        // The check compares module state, which a run could booby-trap (a value whose __eq__ never returns).
+        checkTimer = setTimeout(() => finish(outcome, false), POST_RUN_CHECK_MS)
+        resolve(outcome)
+      }
+      let checkTimer: NodeJS.Timeout | undefined
+      const finish = (outcome: Outcome, keep: boolean) => {
         if (settled) return
         settled = true
+        clearTimeout(checkTimer)
         clearTimeout(deadlineTimer)
         clearInterval(memoryTimer)
         context.signal.removeEventListener('abort', onAbort)
         if (keep) this.pool.release(pyodideProcess)
         else this.pool.replace(pyodideProcess)
-        resolve(outcome)
+        if (!answered) resolve(outcome)
       }
-      const stop = (status: ExecutionStatus, type: string, message: string) => finish({ status, error: { type, message } }, false)
+      const stop = (status: ExecutionStatus, type: string, message: string) => {
+        if (answered) return finish(answered, false) // the process died during its post-run check: replace it
+        finish({ status, error: { type, message } }, false)
+      }
       const onAbort = () => stop('cancelled', 'Cancelled', 'the run was cancelled')
       const deadlineTimer = setTimeout(
         () => stop('timeout', 'TimeoutError', `execution passed the ${context.policy.wallTimeMs} ms time limit`),
@@ -152,11 +173,12 @@ export class PyodideAdapter implements CodeExecutionAdapter {
               if (!output.write(stream, text)) return stop('output_limit', 'OutputLimit', 'output passed the limit; the run was stopped')
             }
           } else if (message.type === 'result' && message.id === id) {
-            const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
+            if (message.status === 'ok') answer({ status: 'ok', value: message.value, memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline) })
+            else answer(mapPythonError(message.error))
+          } else if (message.type === 'checked' && message.id === id) {
             // A process that grew past the limit or had a module changed under it does not serve the next run.
-            const keep = !message.recycle && grown <= memoryLimit
-            if (message.status === 'ok') finish({ status: 'ok', value: message.value, memoryBytes: Math.max(0, grown) }, keep)
-            else finish(mapPythonError(message.error), keep)
+            const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
+            finish(answered ?? { status: 'internal_error', error: { type: 'InternalError', message: 'the check came before the result' } }, !message.recycle && grown <= memoryLimit)
           }
         },
         // The code itself made the interpreter's process die (the permission model's refusal, an abort): that is
