@@ -53,7 +53,8 @@ describe('pyodide adapter: the process boundary, without the static check', () =
       "g = Object.constructor('try { process.binding(\"fs\"); return \"binding\" } catch (e) { return \"refused\" }')",
       "print('binding', g())",
     ].join('\n')
-    const result = await adapter.execute({ language: 'python', code }, contractContext({ wallTimeMs: 5000 }))
+    // Generous: the payloads before this one had processes killed, and waiting for a warm one counts here.
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ wallTimeMs: 30_000 }))
     expect(result.stdout).toBe('env 0\nrequire undefined\nbinding refused\n')
   }, 60_000)
 
@@ -65,13 +66,13 @@ describe('pyodide adapter: the process boundary, without the static check', () =
   }, 120_000)
 
   test('every run has fresh globals; nothing of one run is visible in the next', async () => {
-    await adapter.execute({ language: 'python', code: 'secret = 41' }, contractContext())
-    const next = await adapter.execute({ language: 'python', code: 'secret + 1' }, contractContext())
+    await adapter.execute({ language: 'python', code: 'secret = 41' }, contractContext({ wallTimeMs: 30_000 }))
+    const next = await adapter.execute({ language: 'python', code: 'secret + 1' }, contractContext({ wallTimeMs: 30_000 }))
     expect(next).toMatchObject({ status: 'error', error: { type: 'NameError' } })
   }, 60_000)
 
   test('a run that poisons a module gets its process replaced', async () => {
-    await adapter.execute({ language: 'python', code: "import json\njson.dumps = lambda *a, **k: 'POISONED'" }, contractContext())
+    await adapter.execute({ language: 'python', code: "import json\njson.dumps = lambda *a, **k: 'POISONED'" }, contractContext({ wallTimeMs: 30_000 }))
     for (let i = 0; i < 3; i++) {
       const probe = await adapter.execute({ language: 'python', code: 'import json\njson.dumps([1])' }, contractContext({ wallTimeMs: 30_000 }))
       expect(probe).toMatchObject({ status: 'ok', value: '[1]' })
@@ -94,7 +95,7 @@ describe('pyodide adapter: the process boundary, without the static check', () =
       '    case _: size = "other"',
       '[size, Counter(i.name for i in cheap(items)).most_common(1)]',
     ].join('\n')
-    const result = await adapter.execute({ language: 'python', code }, contractContext())
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ wallTimeMs: 30_000 }))
     expect(result).toMatchObject({ status: 'ok', value: ['three', [['tea', 2]]] })
   }, 60_000)
 
