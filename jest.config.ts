@@ -7,8 +7,9 @@ const config: Config = {
   transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
   modulePathIgnorePatterns: ['<rootDir>/dist/'],
   testTimeout: 60_000,
-  // Sandboxes and worker pools are heavy on a 2-core machine; two workers keep timing-sensitive limits honest.
-  maxWorkers: 2,
+  // Sandboxes and interpreter pools are heavy on a 2-core machine (a cold pyodide takes a core for seconds): test
+  // files run one at a time, so one file's warm-ups never eat another's time limits.
+  maxWorkers: 1,
 }
 
 export default config

@@ -65,11 +65,13 @@ describe('execgate CLI', () => {
     expect(code).toBe(1)
     const result = JSON.parse(stdout)
     expect(result.status).toBe('timeout')
-    expect(result.durationMs).toBeLessThan(400)
+    // Bounded, not hung: the precise "within 100 ms of the limit" is the conformance suite's timeout case.
+    expect(result.durationMs).toBeLessThan(5000)
   })
 
   test('a memory bomb ends memory_limit under --memory', () => {
-    const { stdout } = execgate(['run', 'examples/memory-bomb.js', '--memory', '32', '--json'])
+    // A generous time limit, so only the memory limit can end it even on a loaded machine.
+    const { stdout } = execgate(['run', 'examples/memory-bomb.js', '--memory', '32', '--timeout', '30000', '--json'])
     expect(JSON.parse(stdout).status).toBe('memory_limit')
   })
 

@@ -6,6 +6,8 @@ import {
   createResult,
   describeError,
   enforcementTable,
+  internalContext,
+  resultFromJob,
   runWorkerJob,
   valueBytes,
   type AdapterCapabilities,
@@ -114,15 +116,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
       output,
       { label: NAME, killGraceMs: this.killGraceMs },
     )
-    const captured = output.finish(valueBytes(outcome.value))
-    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
-    return createResult(status, NAME, {
-      ...captured,
-      value: outcome.value,
-      error: outcome.error,
-      message: outcome.message,
-      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}) },
-    })
+    return resultFromJob(NAME, outcome, output, started)
   }
 
   /**
@@ -187,7 +181,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
       implemented: true,
     })
     if (language !== 'python') return report([{ severity: 'error', code: 'unsupported', message: `monty runs python, not ${language}` }])
-    const parsed = await runWorkerJob(this.pool, { type: 'parse', id: ++this.nextJobId, code }, PARSE_CONTEXT(), new OutputCapture(1024), { label: NAME, killGraceMs: 1000 })
+    const parsed = await runWorkerJob(this.pool, { type: 'parse', id: ++this.nextJobId, code }, internalContext('monty-internal', 10_000, 16), new OutputCapture(1024), { label: NAME, killGraceMs: 1000 })
     if (parsed.status === 'ok') return report([])
     const error = parsed.error ?? { type: 'Error', message: parsed.message ?? parsed.status }
     return report([{ severity: 'error', code: error.type === 'NotSupported' ? 'unsupported' : 'syntax', message: error.message, line: error.line, column: error.column }])
@@ -209,7 +203,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
   async checkAvailability(): Promise<Availability> {
     const started = performance.now()
     const checkedAt = new Date().toISOString()
-    const probe = await this.execute({ language: 'python', code: '1 + 1' }, PARSE_CONTEXT())
+    const probe = await this.execute({ language: 'python', code: '1 + 1' }, internalContext('monty-internal', 10_000, 16))
     if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     return { status: 'unavailable', reason: `monty probe answered ${probe.status}: ${describeError(probe.message ?? probe.error?.message)}`, checkedAt }
   }
@@ -224,19 +218,6 @@ const OUTPUT_CAP = new Error('execgate: output limit reached')
 
 /** Modules monty provides (its own implementations; anything else is escalated to a full Python). */
 export const MONTY_MODULES = new Set(['math', 'json', 're', 'datetime', 'sys', 'typing', 'asyncio', 'os', 'dataclasses', 'pathlib'])
-
-/** Limits for parsing and the availability probe, independent of any caller's policy. */
-function PARSE_CONTEXT(): ExecutionContext {
-  return {
-    traceId: 'monty-internal',
-    policy: {
-      wallTimeMs: 10_000, cpuTimeMs: 10_000, memoryMb: 16, outputBytes: 1024, network: 'none', filesystem: 'none',
-      allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [],
-    },
-    signal: new AbortController().signal,
-    deadline: performance.now() + 10_000,
-  }
-}
 
 export function createMontyAdapter(options?: MontyAdapterOptions): MontyAdapter {
   return new MontyAdapter(options)

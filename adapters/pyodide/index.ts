@@ -5,6 +5,7 @@ import {
   createResult,
   describeError,
   enforcementTable,
+  internalContext,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -92,6 +93,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       return createResult('invalid_request', NAME, { message: `[execgate] [pyodide] pyodide runs python, not ${request.language}` })
     }
     let pyodideProcess: PyodideProcess
+    const waitStarted = performance.now()
     context.pauseClock?.()
     try {
       pyodideProcess = await this.pool.acquire()
@@ -104,7 +106,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
     }
     // Waiting for a warm interpreter counts in the duration, not in the code's time limit.
-    const deadline = context.restartClock?.() ?? context.deadline
+    const deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waitStarted)
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const outcome = await this.runOn(pyodideProcess, request.code, { ...context, deadline }, output)
     const captured = output.finish(valueBytes(outcome.value))
@@ -228,12 +230,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     const checkedAt = new Date().toISOString()
     if (this.pool.broken) return { status: 'unavailable', reason: `pyodide cannot start here: ${this.pool.lastFailure}`, checkedAt }
     const started = performance.now()
-    const probe = await this.execute({ language: 'python', code: '1 + 1' }, {
-      traceId: 'pyodide-availability',
-      policy: { wallTimeMs: 60_000, cpuTimeMs: 60_000, memoryMb: 256, outputBytes: 1024, network: 'none', filesystem: 'none', allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [] },
-      signal: new AbortController().signal,
-      deadline: performance.now() + 60_000,
-    })
+    const probe = await this.execute({ language: 'python', code: '1 + 1' }, internalContext('pyodide-availability', 60_000, 256))
     if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     return { status: 'unavailable', reason: `pyodide probe answered ${probe.status}: ${probe.message ?? ''}`, checkedAt }
   }

@@ -3,12 +3,13 @@ import {
   ExecgateError,
   OutputCapture,
   WorkerPool,
+  internalContext,
+  resultFromJob,
   runWorkerJob,
   type JobMessage,
   createResult,
   describeError,
   enforcementTable,
-  valueBytes,
   type AdapterCapabilities,
   type Availability,
   type CodeExecutionAdapter,
@@ -27,11 +28,6 @@ export const NAME = 'quickjs'
 /** The largest stack QuickJS may use before deep recursion can overflow the host stack instead. */
 export const MAX_SAFE_STACK_KIB = 256
 
-/** Limits for the availability probe (`1+1`), independent of any caller's policy. */
-const PROBE_POLICY = {
-  wallTimeMs: 10_000, cpuTimeMs: 10_000, memoryMb: 16, outputBytes: 1024, network: 'none', filesystem: 'none',
-  allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [],
-} as const
 
 export interface QuickJsAdapterOptions {
   /** QuickJS stack limit in KiB, at most 256. @default 256 */
@@ -122,15 +118,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       output,
       { label: NAME, killGraceMs: this.killGraceMs },
     )
-    const captured = output.finish(valueBytes(outcome.value))
-    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
-    return createResult(status, NAME, {
-      ...captured,
-      value: outcome.value,
-      error: outcome.error,
-      message: outcome.message,
-      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}) },
-    })
+    return resultFromJob(NAME, outcome, output, started)
   }
 
   async validate(code: string, language: Language): Promise<ValidationReport> {
@@ -150,13 +138,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     const checkedAt = new Date().toISOString()
     if (this.pool.broken) return { status: 'unavailable', reason: `QuickJS workers cannot start: ${this.pool.lastFailure}`, checkedAt }
     const started = performance.now()
-    const controller = new AbortController()
-    const probe = await this.execute({ language: 'javascript', code: '1+1' }, {
-      traceId: 'availability',
-      policy: { ...PROBE_POLICY },
-      signal: controller.signal,
-      deadline: performance.now() + PROBE_POLICY.wallTimeMs,
-    })
+    const probe = await this.execute({ language: 'javascript', code: '1+1' }, internalContext('quickjs-availability', 10_000, 16))
     if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     return { status: 'unavailable', reason: `QuickJS probe answered ${probe.status}: ${probe.message ?? ''}`, checkedAt }
   }

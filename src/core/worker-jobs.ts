@@ -2,8 +2,9 @@ import { performance } from 'node:perf_hooks'
 import type { MessagePort } from 'node:worker_threads'
 import type { ExecutionContext, OutputStream } from './adapter'
 import { ExecgateError, describeError } from './errors'
-import type { OutputCapture } from './output'
-import type { ExecutionErrorInfo, ExecutionStatus } from './types'
+import { valueBytes, type OutputCapture } from './output'
+import { createResult } from './result'
+import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus } from './types'
 import { FLAG_CANCEL, type PooledWorker, type WorkerPool } from './worker-pool'
 
 /**
@@ -63,10 +64,23 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
   options: RunJobOptions,
 ): Promise<JobOutcome> {
   let worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>
+  // Workers start in milliseconds, so waiting for one counts against the run's time; the wait never outlasts it.
+  const acquired = pool.acquire()
+  let waitTimer: NodeJS.Timeout | undefined
+  const late = new Promise<'late'>((resolve) => {
+    waitTimer = setTimeout(() => resolve('late'), Math.max(0, context.deadline - performance.now()) + options.killGraceMs)
+  })
   try {
-    worker = await pool.acquire()
+    const first = await Promise.race([acquired, late])
+    if (first === 'late') {
+      acquired.then((lateWorker) => pool.release(lateWorker), () => undefined)
+      return { status: 'timeout', error: { type: 'TimeoutError', message: `no ${options.label} worker was free within the ${context.policy.wallTimeMs} ms time limit` } }
+    }
+    worker = first
   } catch (error) {
     return { status: 'unavailable', message: `[execgate] [${options.label}] ${describeError(error)}` }
+  } finally {
+    clearTimeout(waitTimer)
   }
   const remainingMs = Math.max(0, context.deadline - performance.now())
   return new Promise((resolve) => {
@@ -183,4 +197,33 @@ export function settleHostCall(pending: Map<number, { resolve: (value: unknown) 
 /** True when the main thread asked the running job to stop. */
 export function cancelRequested(flags: Int32Array): boolean {
   return Atomics.load(flags, FLAG_CANCEL) === 1
+}
+
+/** The ExecutionResult for a finished worker job: output cut to the cap (the value counted in it), usage filled. */
+export function resultFromJob(adapter: string, outcome: JobOutcome, output: OutputCapture, started: number): ExecutionResult {
+  const captured = output.finish(valueBytes(outcome.value))
+  const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+  return createResult(status, adapter, {
+    ...captured,
+    value: outcome.value,
+    error: outcome.error,
+    message: outcome.message,
+    usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}) },
+  })
+}
+
+/**
+ * A context for an adapter's own work (availability probes, parsing), independent of any caller's policy: no
+ * network, files, imports or host calls, and the given time and memory.
+ */
+export function internalContext(traceId: string, wallTimeMs: number, memoryMb: number): ExecutionContext {
+  return {
+    traceId,
+    policy: {
+      wallTimeMs, cpuTimeMs: wallTimeMs, memoryMb, outputBytes: 1024, network: 'none', filesystem: 'none',
+      allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [],
+    },
+    signal: new AbortController().signal,
+    deadline: performance.now() + wallTimeMs,
+  }
 }
