@@ -215,7 +215,9 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
       // longer to warm than the corpus's 1 s limit answer timeout until they are ready.
       const warmUntil = Date.now() + 120_000
       for (;;) {
-        const warm = await target.execute({ language: options.language, code: TRIVIAL[options.language], adapter: options.adapter }, { basePolicy: HOSTILE_POLICY })
+        // With the cases' host functions, so the path the cases take (a worker, for some adapters) is the warm one.
+        const hostFunctions = options.hostFunctions ? new HostileHostFunctions() : undefined
+        const warm = await target.execute({ language: options.language, code: TRIVIAL[options.language], adapter: options.adapter }, { basePolicy: HOSTILE_POLICY, hostFunctions })
         if (warm.status === 'ok' || Date.now() > warmUntil) break
         await sleep(250)
       }
