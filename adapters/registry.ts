@@ -39,6 +39,12 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     languages: ['python'],
     create: async (options) => new (await import('./pyodide')).PyodideAdapter(options.pyodide),
   },
+  process: {
+    name: 'process',
+    description: 'the OS\'s python3, node and bash under bubblewrap (namespaces, rlimits, own uid): full interpreters',
+    languages: ['python', 'javascript', 'bash'],
+    create: async (options) => new (await import('./process')).ProcessAdapter(options.process),
+  },
 }
 
 export function adapterNames(): string[] {

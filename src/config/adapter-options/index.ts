@@ -1,4 +1,5 @@
 import { montySchema, type MontyOptionsConfig } from './monty'
+import { processSchema, type ProcessOptionsConfig } from './process'
 import { pyodideSchema, type PyodideOptionsConfig } from './pyodide'
 import { quickjsSchema, type QuickJsOptionsConfig } from './quickjs'
 
@@ -10,10 +11,12 @@ export interface AdapterOptionsConfig {
   quickjs: QuickJsOptionsConfig
   monty: MontyOptionsConfig
   pyodide: PyodideOptionsConfig
+  process: ProcessOptionsConfig
 }
 
 export const ADAPTER_OPTION_SCHEMAS = {
   quickjs: quickjsSchema,
   monty: montySchema,
   pyodide: pyodideSchema,
+  process: processSchema,
 }

@@ -1,0 +1,251 @@
+import fs from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import {
+  OutputCapture,
+  createResult,
+  describeError,
+  enforcementTable,
+  valueBytes,
+  type AdapterCapabilities,
+  type Availability,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type ExecutionStatus,
+  type Language,
+  type SecurityPolicy,
+  type ValidationReport,
+} from '../../src/core'
+import type { ProcessOptionsConfig } from '../../src/config/adapter-options/process'
+import { processSchema } from '../../src/config/adapter-options/process'
+import { sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
+import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
+import { packFiles, unpackFiles } from './tar'
+import { UidPool, sweep } from './uid-pool'
+import { classifyExit } from './classify'
+
+export const NAME = 'process'
+
+/** Every option falls back to the config schema's default. */
+export type ProcessAdapterOptions = Partial<ProcessOptionsConfig>
+
+type ProcessLanguage = 'python' | 'javascript' | 'bash'
+const LANGUAGES: readonly ProcessLanguage[] = ['python', 'javascript', 'bash']
+
+/**
+ * Real interpreters (the OS's python3, node, bash) under bubblewrap, tier 4: fresh user, pid, net, ipc, uts and
+ * mount namespaces, only /usr visible and read-only, a size-capped tmpfs workspace, rlimits set by prlimit, and a
+ * host uid of its own per concurrent run so the process cap holds. Time is enforced from outside with SIGKILL to
+ * the whole sandbox; when the sandbox's first process exits, the kernel ends everything left in its pid namespace.
+ */
+export class ProcessAdapter implements CodeExecutionAdapter {
+  readonly name = NAME
+  readonly capabilities: AdapterCapabilities
+  private readonly plan: SandboxPlan
+  private readonly uids: UidPool | undefined
+  private readonly running = new Set<Promise<unknown>>()
+
+  constructor(options: ProcessAdapterOptions = {}) {
+    const setting = <K extends keyof ProcessOptionsConfig>(key: K) => (options[key] ?? processSchema[key].default) as ProcessOptionsConfig[K]
+    const asRoot = process.getuid?.() === 0
+    this.uids = asRoot ? UidPool.parse(setting('sandboxUids')) : undefined
+    this.plan = {
+      bwrapPath: setting('bwrapPath'),
+      prlimitPath: setting('prlimitPath'),
+      interpreters: { python: setting('pythonPath'), javascript: setting('nodePath'), bash: setting('bashPath') },
+      workspaceMb: setting('workspaceMb'),
+      maxOpenFiles: setting('maxOpenFiles'),
+      dedicatedUid: asRoot,
+    }
+    this.capabilities = {
+      languages: LANGUAGES,
+      tier: 4,
+      isolation: 'bubblewrap: user/pid/net/ipc/uts/mount namespaces, read-only /usr, tmpfs workspace, rlimits, own uid',
+      enforcement: enforcementTable({
+        wallTime: 'hard',
+        cpuTime: 'hard',
+        memory: 'hard',
+        output: 'hard',
+        network: 'hard',
+        filesystem: 'hard',
+        // The policy's static check runs before the adapter; the interpreter itself imports anything on disk.
+        imports: 'soft',
+        // RLIMIT_NPROC counts per host uid: exact only with a uid of the run's own, which needs root to switch to.
+        processes: asRoot ? 'hard' : 'none',
+      }),
+      sessions: false,
+      hostFunctions: false,
+      workspace: true,
+      streaming: true,
+      network: false,
+      cancellable: true,
+    }
+  }
+
+  supportedLanguages(): readonly Language[] {
+    return LANGUAGES
+  }
+
+  async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    const started = performance.now()
+    if (!(LANGUAGES as readonly string[]).includes(request.language)) {
+      return createResult('invalid_request', NAME, { message: `[execgate] [process] the process adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+    }
+    try {
+      return await this.run(request, context, started)
+    } catch (error) {
+      return createResult('internal_error', NAME, { message: `[execgate] [process] ${describeError(error)}`, error: { type: 'InternalError', message: describeError(error) } })
+    }
+  }
+
+  private async run(request: ExecutionRequest, context: ExecutionContext, started: number): Promise<ExecutionResult> {
+    const language = request.language as ProcessLanguage
+    const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    const collectFiles = context.policy.filesystem === 'sandboxed'
+    const files = request.files ?? []
+    const run = await this.track(
+      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles }, request.code, context, output, {
+        filesArchive: files.length > 0 ? packFiles(files) : undefined,
+        stdin: request.stdin,
+      }),
+    )
+    const outcome = classifyExit(run, context.policy, output.finish().stderr)
+    const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
+    const captured = output.finish(valueBytes(returned))
+    const status: ExecutionStatus = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    const workspace = collectFiles && run.filesArchive && !run.stoppedFor ? unpackFiles(run.filesArchive) : undefined
+    return createResult(status, NAME, {
+      ...captured,
+      value: returned,
+      error: outcome.error,
+      files: workspace?.files,
+      ...(workspace?.skipped.length || run.archiveCut
+        ? { message: outcome.error?.message ?? `workspace: ${[...(workspace?.skipped ?? []), ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : [])].join('; ')}` }
+        : {}),
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+    })
+  }
+
+  /** Acquires a uid (the wait does not count against the code's time), runs, then makes sure the uid is empty. */
+  private async sandboxed(
+    shape: RunShape,
+    code: string,
+    context: ExecutionContext,
+    output: OutputCapture,
+    extra: { filesArchive?: Buffer; stdin?: string },
+  ): Promise<SpawnedRun> {
+    let uid: number | undefined
+    let deadline = context.deadline
+    if (this.uids) uid = this.uids.tryAcquire()
+    if (this.uids && uid === undefined) {
+      context.pauseClock?.()
+      const waited = performance.now()
+      const until = AbortSignal.any([context.signal, AbortSignal.timeout(Math.max(1, Math.ceil(context.deadline - performance.now())))])
+      try {
+        uid = await this.uids.acquire(until)
+      } catch (error) {
+        context.restartClock?.()
+        return { stoppedFor: context.signal.aborted ? 'cancelled' : 'timeout', exitCode: null, signal: null, report: '', archiveCut: false, wallMs: 0, spawnError: (error as Error).message }
+      }
+      deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waited)
+    }
+    try {
+      const command = sandboxCommand(this.plan, shape)
+      return await spawnSandbox({
+        ...command,
+        uid,
+        code,
+        ...extra,
+        collectFiles: shape.collectFiles,
+        deadline,
+        signal: context.signal,
+        output,
+        reportLimitBytes: context.policy.outputBytes + 4096,
+        archiveLimitBytes: this.plan.workspaceMb * 2 ** 20 * 2,
+      })
+    } finally {
+      // A clean exit leaves nothing (the pid namespace is gone with its init); a kill may leave stragglers for a
+      // moment, and the uid is not reused until they are gone.
+      if (uid !== undefined) {
+        const clean = await sweep(uid)
+        if (clean) this.uids!.release(uid)
+      }
+    }
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.running.add(work)
+    return work.finally(() => this.running.delete(work))
+  }
+
+  /** Compiles the code with the real interpreter, in the same sandbox (`bash -n`, `compile`, `new vm.Script`). */
+  async validate(code: string, language: Language): Promise<ValidationReport> {
+    const report = (issues: ValidationReport['issues']): ValidationReport => ({ valid: !issues.some((item) => item.severity === 'error'), language, validator: NAME, issues, implemented: true })
+    if (!(LANGUAGES as readonly string[]).includes(language)) return report([{ severity: 'error', code: 'unsupported', message: `the process adapter runs ${LANGUAGES.join(', ')}, not ${language}` }])
+    const policy: SecurityPolicy = {
+      wallTimeMs: 5000, cpuTimeMs: 5000, memoryMb: 256, outputBytes: 64 * 1024, network: 'none', filesystem: 'none',
+      allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 32, required: [],
+    }
+    const context: ExecutionContext = { traceId: 'process-validate', policy, signal: new AbortController().signal, deadline: performance.now() + policy.wallTimeMs }
+    const output = new OutputCapture(policy.outputBytes)
+    const run = await this.track(this.sandboxed({ language: language as ProcessLanguage, policy, mode: 'check', withFiles: false, collectFiles: false }, code, context, output, {}))
+    const stderr = output.finish().stderr.trim()
+    const outcome = classifyExit(run, policy, stderr)
+    if (outcome.status === 'ok') return report([])
+    if (outcome.status !== 'error') return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: outcome.error?.message ?? outcome.status }]), implemented: false }
+    return report([{ severity: 'error', code: 'syntax', message: outcome.error?.message || stderr.split('\n').pop() || 'does not compile', line: outcome.error?.line, column: outcome.error?.column }])
+  }
+
+  /** Says exactly what is missing: bwrap, prlimit, an interpreter, or user namespaces; then runs a probe. */
+  async checkAvailability(): Promise<Availability> {
+    const checkedAt = new Date().toISOString()
+    const missing = [
+      ['bubblewrap (Debian package bubblewrap)', this.plan.bwrapPath],
+      ['prlimit (Debian package util-linux)', this.plan.prlimitPath],
+      ['python3', this.plan.interpreters.python],
+      ['node', this.plan.interpreters.javascript],
+      ['bash', this.plan.interpreters.bash],
+    ].filter(([, file]) => !isExecutable(file))
+    if (missing.length > 0) {
+      return { status: 'unavailable', reason: `not installed: ${missing.map(([what, file]) => `${what} at ${file}`).join(', ')}`, checkedAt }
+    }
+    const started = performance.now()
+    const probe = await this.execute({ language: 'bash', code: 'echo ready' }, probeContext())
+    if (probe.status !== 'ok' || !probe.stdout.includes('ready')) {
+      const detail = `${probe.message ?? probe.status} ${probe.stderr}`.trim()
+      const hint = /namespace|Operation not permitted|setting up uid map/i.test(detail) ? ' (user namespaces are disabled or restricted for this user: sysctl kernel.unprivileged_userns_clone=1)' : ''
+      return { status: 'unavailable', reason: `the sandbox does not start: ${detail}${hint}`, checkedAt }
+    }
+    const latencyMs = performance.now() - started
+    if (!this.uids) {
+      return { status: 'degraded', reason: 'execgate is not running as root, so sandboxes share its uid and the process cap (RLIMIT_NPROC) cannot be enforced per run', latencyMs, checkedAt }
+    }
+    return { status: 'available', latencyMs, checkedAt }
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.allSettled([...this.running])
+  }
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function probeContext(): ExecutionContext {
+  const policy: SecurityPolicy = {
+    wallTimeMs: 5000, cpuTimeMs: 5000, memoryMb: 64, outputBytes: 1024, network: 'none', filesystem: 'none',
+    allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 4, required: [],
+  }
+  return { traceId: 'process-availability', policy, signal: new AbortController().signal, deadline: performance.now() + policy.wallTimeMs }
+}
+
+export function createProcessAdapter(options?: ProcessAdapterOptions): ProcessAdapter {
+  return new ProcessAdapter(options)
+}

@@ -1,0 +1,47 @@
+import { formats } from '../formats'
+
+export interface ProcessOptionsConfig {
+  /** bubblewrap, which builds each run's namespaces. @default /usr/bin/bwrap @env EXECGATE_ADAPTERS_PROCESS_BWRAP_PATH */
+  bwrapPath: string
+  /** util-linux prlimit, which sets the run's rlimits before bwrap starts. @default /usr/bin/prlimit @env EXECGATE_ADAPTERS_PROCESS_PRLIMIT_PATH */
+  prlimitPath: string
+  /**
+   * The Python interpreter. Prefer the OS's: a pyenv shim costs ~120 ms a run and lives outside the read-only
+   * binds. @default /usr/bin/python3 @env EXECGATE_ADAPTERS_PROCESS_PYTHON_PATH
+   */
+  pythonPath: string
+  /** The node binary for JavaScript. @default /usr/bin/node @env EXECGATE_ADAPTERS_PROCESS_NODE_PATH */
+  nodePath: string
+  /** The shell for bash. @default /usr/bin/bash @env EXECGATE_ADAPTERS_PROCESS_BASH_PATH */
+  bashPath: string
+  /**
+   * Host uids the sandboxes run as, `first-last`, one per concurrent run. RLIMIT_NPROC counts per host user, so
+   * only a uid of its own makes the process cap exact. Used when execgate runs as root; otherwise runs use
+   * execgate's own uid and the process cap is not enforced. @default 61000-61015 @env EXECGATE_ADAPTERS_PROCESS_SANDBOX_UIDS
+   */
+  sandboxUids: string
+  /** Size of the tmpfs workspace (and of any one file written), in MiB. @default 64 @env EXECGATE_ADAPTERS_PROCESS_WORKSPACE_MB */
+  workspaceMb: number
+  /** Open files per process in the sandbox. @default 256 @env EXECGATE_ADAPTERS_PROCESS_MAX_OPEN_FILES */
+  maxOpenFiles: number
+}
+
+export const processSchema = {
+  bwrapPath: { doc: 'bubblewrap binary', format: String, default: '/usr/bin/bwrap' },
+  prlimitPath: { doc: 'prlimit binary (util-linux)', format: String, default: '/usr/bin/prlimit' },
+  pythonPath: { doc: 'Python interpreter for the process adapter', format: String, default: '/usr/bin/python3' },
+  nodePath: { doc: 'node binary for the process adapter', format: String, default: '/usr/bin/node' },
+  bashPath: { doc: 'bash for the process adapter', format: String, default: '/usr/bin/bash' },
+  sandboxUids: {
+    doc: 'Host uid range the sandboxes run as (first-last), when execgate runs as root',
+    format: (value: unknown) => {
+      const match = typeof value === 'string' ? /^(\d+)-(\d+)$/.exec(value) : null
+      if (!match || Number(match[1]) < 1000 || Number(match[2]) < Number(match[1]) || Number(match[2]) > 2 ** 31) {
+        throw new Error('must be a uid range "first-last" with 1000 <= first <= last')
+      }
+    },
+    default: '61000-61015',
+  },
+  workspaceMb: { doc: 'tmpfs workspace size (MiB)', format: formats.positiveInt, default: 64 },
+  maxOpenFiles: { doc: 'Open files per sandboxed process', format: formats.positiveInt, default: 256 },
+}
