@@ -9,6 +9,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   quickjs: () => import('./quickjs'),
   monty: () => import('./monty'),
   pyodide: () => import('./pyodide'),
+  process: () => import('./process'),
 }
 
 async function main(): Promise<void> {

@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
@@ -19,7 +20,7 @@ import {
 } from '../../src/core'
 import type { ProcessOptionsConfig } from '../../src/config/adapter-options/process'
 import { processSchema } from '../../src/config/adapter-options/process'
-import { sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
+import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
@@ -35,7 +36,7 @@ const LANGUAGES: readonly ProcessLanguage[] = ['python', 'javascript', 'bash']
 
 /**
  * Real interpreters (the OS's python3, node, bash) under bubblewrap, tier 4: fresh user, pid, net, ipc, uts and
- * mount namespaces, only /usr visible and read-only, a size-capped tmpfs workspace, rlimits set by prlimit, and a
+ * mount namespaces, only /usr visible and read-only, a size-capped tmpfs workspace, rlimits set by the launcher, and a
  * host uid of its own per concurrent run so the process cap holds. Time is enforced from outside with SIGKILL to
  * the whole sandbox; when the sandbox's first process exits, the kernel ends everything left in its pid namespace.
  */
@@ -45,6 +46,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private readonly plan: SandboxPlan
   private readonly uids: UidPool | undefined
   private readonly running = new Set<Promise<unknown>>()
+  private runnerCompiled = false
 
   constructor(options: ProcessAdapterOptions = {}) {
     const setting = <K extends keyof ProcessOptionsConfig>(key: K) => (options[key] ?? processSchema[key].default) as ProcessOptionsConfig[K]
@@ -52,7 +54,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     this.uids = asRoot ? UidPool.parse(setting('sandboxUids')) : undefined
     this.plan = {
       bwrapPath: setting('bwrapPath'),
-      prlimitPath: setting('prlimitPath'),
+      shellPath: setting('shellPath'),
       interpreters: { python: setting('pythonPath'), javascript: setting('nodePath'), bash: setting('bashPath') },
       workspaceMb: setting('workspaceMb'),
       maxOpenFiles: setting('maxOpenFiles'),
@@ -150,9 +152,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       }
       deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waited)
     }
+    let run: SpawnedRun | undefined
     try {
+      if (shape.language === 'python' && this.plan.pythonRunnerPyc === undefined && !this.runnerCompiled) {
+        this.runnerCompiled = true
+        this.plan.pythonRunnerPyc = compilePythonRunner(this.plan.interpreters.python)
+      }
       const command = sandboxCommand(this.plan, shape)
-      return await spawnSandbox({
+      run = await spawnSandbox({
         ...command,
         uid,
         code,
@@ -164,12 +171,16 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         reportLimitBytes: context.policy.outputBytes + 4096,
         archiveLimitBytes: this.plan.workspaceMb * 2 ** 20 * 2,
       })
+      return run
     } finally {
-      // A clean exit leaves nothing (the pid namespace is gone with its init); a kill may leave stragglers for a
-      // moment, and the uid is not reused until they are gone.
+      // A clean exit leaves nothing: the namespace's pid 1 exits only once the kernel has ended everything else
+      // in it. A kill may leave stragglers for a moment, and the uid is not reused until they are gone.
       if (uid !== undefined) {
-        const clean = await sweep(uid)
-        if (clean) this.uids!.release(uid)
+        if (!run || run.stoppedFor || run.signal || run.spawnError) {
+          if (await sweep(uid)) this.uids!.release(uid)
+        } else {
+          this.uids!.release(uid)
+        }
       }
     }
   }
@@ -197,12 +208,12 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     return report([{ severity: 'error', code: 'syntax', message: outcome.error?.message || stderr.split('\n').pop() || 'does not compile', line: outcome.error?.line, column: outcome.error?.column }])
   }
 
-  /** Says exactly what is missing: bwrap, prlimit, an interpreter, or user namespaces; then runs a probe. */
+  /** Says exactly what is missing: bwrap, dash, an interpreter, or user namespaces; then runs a probe. */
   async checkAvailability(): Promise<Availability> {
     const checkedAt = new Date().toISOString()
     const missing = [
       ['bubblewrap (Debian package bubblewrap)', this.plan.bwrapPath],
-      ['prlimit (Debian package util-linux)', this.plan.prlimitPath],
+      ['dash (Debian package dash)', this.plan.shellPath],
       ['python3', this.plan.interpreters.python],
       ['node', this.plan.interpreters.javascript],
       ['bash', this.plan.interpreters.bash],
@@ -226,6 +237,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
 
   async dispose(): Promise<void> {
     await Promise.allSettled([...this.running])
+    if (this.plan.pythonRunnerPyc) fs.rmSync(path.dirname(this.plan.pythonRunnerPyc), { recursive: true, force: true })
+    this.plan.pythonRunnerPyc = undefined
   }
 }
 

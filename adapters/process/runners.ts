@@ -14,19 +14,47 @@ export const SANDBOX_PATHS = {
 /** Inherited descriptors: 3 carries the code, 4 the incoming files, 5 the result, 6 the outgoing files. */
 export const FD = { code: 3, filesIn: 4, result: 5, filesOut: 6 } as const
 
+/** The run's rlimits, set by the launcher (dash's `ulimit`: one resource per call; -p is processes). */
+export interface LauncherLimits {
+  dataKiB: number
+  cpuSeconds: number
+  fileBlocks512: number
+  openFiles: number
+  /** Absent when the run shares its uid with others, where RLIMIT_NPROC would count their processes too. */
+  processes?: number
+}
+
 /**
- * pid 1 of the sandbox: unpacks the request's files, runs the program with the file
+ * pid 1 of the sandbox (dash): sets the rlimits, unpacks the request's files, runs the program with the file
  * descriptors it must not touch closed, then packs the workspace back. When it exits the pid namespace ends and
- * the kernel kills anything the program left behind, daemons included.
+ * the kernel kills anything the program left behind, daemons included. Setting the limits here rather than with
+ * prlimit outside saves a process start per run; the code inherits them and cannot raise a hard limit.
  */
-export const LAUNCHER = [
+export function launcherScript(limits: LauncherLimits): string {
+  const ulimits = [
+    `ulimit -d ${limits.dataKiB}`,
+    `ulimit -S -t ${limits.cpuSeconds}`,
+    `ulimit -H -t ${limits.cpuSeconds + 1}`,
+    `ulimit -f ${limits.fileBlocks512}`,
+    `ulimit -n ${limits.openFiles}`,
+    'ulimit -c 0',
+    ...(limits.processes === undefined ? [] : [`ulimit -p ${limits.processes}`]),
+  ]
+  return [`${ulimits.join(' && ')} || exit 126`, ...LAUNCHER_BODY].join('\n')
+}
+
+const LAUNCHER_BODY = [
+  'collect=$EXECGATE_COLLECT; direct=$EXECGATE_EXEC; unset EXECGATE_COLLECT EXECGATE_EXEC',
   'cd /workspace || exit 125',
   `if [ -f ${SANDBOX_PATHS.filesIn} ]; then tar -x -f ${SANDBOX_PATHS.filesIn} --no-same-owner --no-same-permissions -C /workspace || exit 125; fi`,
+  // Nothing to collect and a runner that handles SIGXCPU itself: the program replaces the launcher as pid 1 (one
+  // fork less). pid 1 ignores signals it has no handler for, hence the runners' own SIGXCPU handlers.
+  'if [ "$direct" = 1 ]; then exec "$@" 6>&-; fi',
   '"$@" 6>&-',
   'rc=$?',
-  'if [ "$EXECGATE_COLLECT" = 1 ]; then tar -c -f - -C /workspace . >&6 2>/dev/null; fi',
+  'if [ "$collect" = 1 ]; then tar -c -f - -C /workspace . >&6 2>/dev/null; fi',
   'exit $rc',
-].join('\n')
+]
 
 /**
  * Python: exec everything but a final expression, eval that, send its JSON. Before the code runs, a PEP 578 audit
@@ -97,6 +125,8 @@ def _split(src):
             return None, None
     return None, None
 def _main():
+    import _signal
+    _signal.signal(24, lambda *_: os._exit(152))  # SIGXCPU: the CPU limit, reported as 128 + 24
     src = open('${SANDBOX_PATHS.code}', encoding='utf-8').read()
     try:
         whole = compile(src, '<code>', 'exec')
@@ -154,6 +184,7 @@ const lineOf = (error) => { const m = /<code>:(\d+)(?::(\d+))?/.exec(String(erro
 const describe = (error) => ({ type: (error && error.name) || 'Error', message: String(error && error.message !== undefined ? error.message : error), ...lineOf(error) })
 const userStack = (error) => String((error && error.stack) || error).split('\n').filter((line) => !/node:internal|\[eval\]/.test(line)).join('\n')
 const fail = (error) => { try { proc.stderr.write(userStack(error) + '\n') } catch {} send({ error: describe(error) }); proc.exit(1) }
+proc.on('SIGXCPU', () => proc.exit(152)) // the CPU limit, reported as 128 + 24 (see the launcher)
 proc.on('uncaughtException', fail)
 proc.on('unhandledRejection', fail)
 const src = fs.readFileSync('${SANDBOX_PATHS.code}', 'utf8')

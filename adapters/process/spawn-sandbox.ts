@@ -17,7 +17,7 @@ export interface SpawnedRun {
   filesArchive?: Buffer
   /** True when fd 6 carried more than `archiveLimitBytes` (the archive is cut and its tail entries lost). */
   archiveCut: boolean
-  /** Set when the sandbox could not be started at all (prlimit or bwrap missing, uid switch refused). */
+  /** Set when the sandbox could not be started at all (bwrap missing, uid switch refused). */
   spawnError?: string
   wallMs: number
 }
@@ -87,7 +87,7 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       child = spawn(options.file, options.args, {
         stdio,
         env: {},
-        // Its own process group, so one kill reaches prlimit/bwrap and whatever is still outside the namespaces.
+        // Its own process group, so one kill reaches bwrap and whatever is still outside the namespaces.
         detached: true,
         ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
       })

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The process adapter's sandbox: bubblewrap and prlimit (util-linux) from Debian, and user namespaces enabled.
+# The process adapter's sandbox: bubblewrap and dash (its launcher) from Debian, and user namespaces enabled.
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
-command -v prlimit >/dev/null || missing+=(util-linux)
+[ -x /usr/bin/dash ] || missing+=(dash)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "[execgate setup] installing ${missing[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

@@ -21,7 +21,7 @@ export interface ExecgateConfig {
     futureAdapter: string
     /**
      * Adapters to create at start-up. Adapters not listed cost nothing.
-     * @default ['placeholder','quickjs','monty','pyodide'] @env EXECGATE_EXECUTION_ENABLED (comma-separated)
+     * @default ['placeholder','quickjs','monty','pyodide','process'] @env EXECGATE_EXECUTION_ENABLED (comma-separated)
      */
     enabled: string[]
     /**
@@ -77,7 +77,7 @@ export const CONFIG_SCHEMA = {
     enabled: {
       doc: 'Adapters created at start-up',
       format: formats.adapterNameList,
-      default: ['placeholder', 'quickjs', 'monty', 'pyodide'],
+      default: ['placeholder', 'quickjs', 'monty', 'pyodide', 'process'],
     },
     graceMs: { doc: 'Time past the deadline before the service answers timeout', format: formats.nonNegativeInt, default: 1000 },
   },

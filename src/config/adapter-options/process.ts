@@ -3,8 +3,11 @@ import { formats } from '../formats'
 export interface ProcessOptionsConfig {
   /** bubblewrap, which builds each run's namespaces. @default /usr/bin/bwrap @env EXECGATE_ADAPTERS_PROCESS_BWRAP_PATH */
   bwrapPath: string
-  /** util-linux prlimit, which sets the run's rlimits before bwrap starts. @default /usr/bin/prlimit @env EXECGATE_ADAPTERS_PROCESS_PRLIMIT_PATH */
-  prlimitPath: string
+  /**
+   * dash, pid 1 of each sandbox: its `ulimit` sets the run's rlimits (dash's flags; bash's differ).
+   * @default /usr/bin/dash @env EXECGATE_ADAPTERS_PROCESS_SHELL_PATH
+   */
+  shellPath: string
   /**
    * The Python interpreter. Prefer the OS's: a pyenv shim costs ~120 ms a run and lives outside the read-only
    * binds. @default /usr/bin/python3 @env EXECGATE_ADAPTERS_PROCESS_PYTHON_PATH
@@ -28,7 +31,7 @@ export interface ProcessOptionsConfig {
 
 export const processSchema = {
   bwrapPath: { doc: 'bubblewrap binary', format: String, default: '/usr/bin/bwrap' },
-  prlimitPath: { doc: 'prlimit binary (util-linux)', format: String, default: '/usr/bin/prlimit' },
+  shellPath: { doc: 'dash, the sandbox launcher that sets the rlimits', format: String, default: '/usr/bin/dash' },
   pythonPath: { doc: 'Python interpreter for the process adapter', format: String, default: '/usr/bin/python3' },
   nodePath: { doc: 'node binary for the process adapter', format: String, default: '/usr/bin/node' },
   bashPath: { doc: 'bash for the process adapter', format: String, default: '/usr/bin/bash' },
