@@ -84,7 +84,8 @@ async function withExecgate<T>(flags: { config?: string; adapter?: string }, bod
     throw usage(`--adapter: unknown adapter "${flags.adapter}"; known adapters: ${Object.keys(ADAPTERS).join(', ')}`)
   }
   // One request per command: pyodide's pool warms only if a run needs it.
-  const overrides = { adapters: { pyodide: { warmOnStart: false } }, ...(enabled ? { execution: { enabled } } : {}) }
+  // One command, no schedule: `adapters` checks once itself.
+  const overrides = { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false }, ...(enabled ? { execution: { enabled } } : {}) }
   const execgate = await createExecgate({ file: flags.config, overrides })
   try {
     return await body(execgate)
@@ -114,23 +115,42 @@ async function validateCommand(file: string, flags: Pick<RunFlags, 'lang' | 'ada
 
 async function adaptersCommand(flags: { config?: string; json?: boolean }, out: NodeJS.WritableStream): Promise<number> {
   return withExecgate(flags, async (execgate) => {
-    const enabled = new Map(execgate.adapters().map((adapter) => [adapter.name, adapter]))
-    const rows = await Promise.all(
-      Object.values(ADAPTERS).map(async (definition) => {
-        const adapter = enabled.get(definition.name)
-        const availability = adapter ? await adapter.checkAvailability() : undefined
-        return {
-          adapter: definition.name,
-          languages: definition.languages.join(', '),
-          tier: adapter ? String(adapter.capabilities.tier) : '',
-          enabled: adapter ? 'yes' : 'no',
-          availability: availability ? availability.status + (availability.reason ? ` (${availability.reason})` : '') : 'not enabled',
-          description: definition.description,
-        }
-      }),
-    )
-    out.write(flags.json ? JSON.stringify(rows) + '\n' : formatTable(rows))
+    const status = await execgate.checkNow()
+    const byName = new Map(status.adapters.map((adapter) => [adapter.name, adapter]))
+    const rows = Object.values(ADAPTERS).map((definition) => {
+      const adapter = byName.get(definition.name)
+      const health = adapter?.health
+      return {
+        adapter: definition.name,
+        languages: definition.languages.join(', '),
+        tier: adapter ? String(adapter.tier) : '',
+        enabled: adapter ? 'yes' : 'no',
+        health: health ? `${health.state}${health.reason ? ` (${health.reason})` : ''}${health.latencyMs !== undefined ? ` ${Math.round(health.latencyMs)} ms` : ''}` : 'not enabled',
+        breaker: adapter ? adapter.breaker : '',
+        description: definition.description,
+      }
+    })
+    if (flags.json) {
+      out.write(JSON.stringify({ active: status.active, lastSwitch: status.lastSwitch ?? null, adapters: rows }) + '\n')
+    } else {
+      out.write(formatTable(rows))
+      out.write(`\nactive adapter: ${status.active}${status.active === 'auto' ? ' (routing picks the cheapest available adapter for each request)' : ''}\n`)
+      out.write(`last switch: ${status.lastSwitch ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}` : 'none'}\n`)
+    }
     return 0
+  })
+}
+
+async function policyCommand(flags: { config?: string; json?: boolean; adapter: string; profile?: string }, out: NodeJS.WritableStream): Promise<number> {
+  return withExecgate(flags, async (execgate) => {
+    const explanation = execgate.explainPolicy(flags.adapter, flags.profile)
+    if (flags.json) {
+      out.write(JSON.stringify(explanation) + '\n')
+    } else {
+      out.write(formatTable(explanation.rows.map((row) => ({ limit: row.limit, setting: row.setting, enforcement: row.enforcement, required: row.required ? (row.satisfied ? 'yes' : 'yes — NOT ENFORCED') : '' }))))
+      out.write(`\n${explanation.usable ? `${flags.adapter} can run requests under this policy` : `${flags.adapter} cannot run requests under this policy: a required limit is not enforced`}\n`)
+    }
+    return explanation.usable ? 0 : 1
   })
 }
 
@@ -170,10 +190,19 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
 
   program
     .command('adapters')
-    .description('list adapters, their languages and availability')
+    .description('check and list adapters: languages, health, circuit breaker, the active adapter and its last switch')
     .option('--json', 'print as JSON')
     .addOption(configOption())
     .action(async (flags: { config?: string; json?: boolean }) => setExit(await adaptersCommand(flags, out)))
+
+  program
+    .command('policy')
+    .description('show how an adapter enforces each limit of the policy (hard, soft or none)')
+    .requiredOption('--adapter <name>', 'the adapter to explain')
+    .option('--profile <name>', 'explain this profile from security.profiles instead of the default policy')
+    .option('--json', 'print as JSON')
+    .addOption(configOption())
+    .action(async (flags: { config?: string; json?: boolean; adapter: string; profile?: string }) => setExit(await policyCommand(flags, out)))
 
   return program
 }

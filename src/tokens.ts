@@ -15,6 +15,7 @@ import type {
   ValidationReport,
 } from './core'
 import type { Config as LoadedConfig } from './config/load'
+import type { ReadinessMonitor } from './readiness/readiness-monitor'
 
 /** The validated, frozen configuration. */
 export const Config = Symbol('Config')
@@ -43,7 +44,14 @@ export interface AdapterRegistry {
 
 /** A routing decision: the adapter to run on and why, or a refusal the service turns into a result. */
 export type RouteDecision =
-  | { adapter: CodeExecutionAdapter; reason: string; escalatedFrom?: string; refusal?: undefined }
+  | {
+      adapter: CodeExecutionAdapter
+      reason: string
+      escalatedFrom?: string
+      /** The adapter routing passed over (down, or its breaker open), recorded as the result's `fallbackFrom`. */
+      skipped?: { adapter: string; reason: string }
+      refusal?: undefined
+    }
   | { adapter?: undefined; refusal: { status: ExecutionStatus; error: ExecgateError } }
 
 /** Chooses the adapter for a request. */
@@ -52,6 +60,10 @@ export interface Router {
   select(request: ExecutionRequest, policy: SecurityPolicy): RouteDecision
   /** The next adapter to try after `failed` answered unavailable or crashed, if any. */
   fallback?(request: ExecutionRequest, policy: SecurityPolicy, tried: readonly string[]): RouteDecision | undefined
+  /** Hears how each adapter run ended (circuit breakers). */
+  observe?(adapterName: string, result: ExecutionResult): void
+  /** Hears that a request is being sent to the adapter. */
+  dispatched?(adapterName: string): void
 }
 
 export interface ExecuteOptions {
@@ -63,6 +75,8 @@ export interface ExecuteOptions {
   basePolicy?: SecurityPolicy
   /** Host functions sandboxed code may call in this run, on adapters with the `hostFunctions` capability. */
   hostFunctions?: HostFunctions
+  /** A policy profile from `security.profiles` (a tenant's) to start from instead of the language's or the default. */
+  profile?: string
 }
 
 /** Runs requests end to end (DESIGN.md steps 1–8). `execute` never rejects. */
@@ -78,3 +92,7 @@ export const ExecutionListener = Symbol('ExecutionListener')
 export interface ExecutionListener {
   onResult(result: ExecutionResult, request: ExecutionRequest): void
 }
+
+/** The readiness monitor: adapter health, the active binding and its switches (events `switch`, `health`). */
+export const Readiness = Symbol('Readiness')
+export type Readiness = ReadinessMonitor

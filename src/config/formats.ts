@@ -1,4 +1,8 @@
+import Ajv from 'ajv'
 import convict from 'convict'
+import cron from 'node-cron'
+import { POLICY_OVERRIDES_SCHEMA } from '../core/request-schema'
+import { LANGUAGES } from '../core/types'
 
 /**
  * Named convict formats. Each throws a message saying what is allowed; convict prefixes the key and appends the
@@ -62,6 +66,25 @@ const definitions = [
     validate: (value: unknown) => assertStringArray(value, 'non-empty strings'),
   },
   {
+    name: 'tier-order',
+    coerce: (value: unknown) => {
+      const list = splitList(value)
+      return Array.isArray(list) ? list.map((item) => (typeof item === 'string' && /^\d+$/.test(item) ? Number(item) : item)) : list
+    },
+    validate: (value: unknown) => {
+      const tiers = [0, 1, 2, 3, 4]
+      if (!Array.isArray(value) || !value.every((item) => tiers.includes(item as number)) || new Set(value).size !== value.length) {
+        throw new Error('must list tiers 0-4 (1 in-process, 2 remote service, 3 WebAssembly module, 4 OS sandbox, 0 placeholder), each once')
+      }
+    },
+  },
+  {
+    name: 'cron-schedule',
+    validate: (value: unknown) => {
+      if (typeof value !== 'string' || !cron.validate(value)) throw new Error('must be a node-cron schedule, e.g. "*/30 * * * * *" (every 30 s)')
+    },
+  },
+  {
     name: 'network',
     coerce: (value: unknown) => (value === 'none' ? value : splitList(value)),
     validate: (value: unknown) => {
@@ -70,6 +93,37 @@ const definitions = [
     },
   },
 ] as const
+
+function assertPlainObject(value: unknown, what: string): asserts value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`must be a JSON object of ${what}`)
+}
+
+const validatePolicyOverrides = new Ajv({ strict: false }).compile(POLICY_OVERRIDES_SCHEMA)
+
+/**
+ * `security.profiles`: profile name → policy fields. Convict treats object-valued keys as leaves only with
+ * `format: Object`, so these are checked after convict's own validation (see load.ts), with the same messages.
+ */
+export function checkPolicyProfiles(value: unknown): void {
+  assertPlainObject(value, 'profile name → policy fields')
+  for (const [name, profile] of Object.entries(value)) {
+    if (!validatePolicyOverrides(profile)) {
+      const error = validatePolicyOverrides.errors?.[0]
+      const extra = error?.keyword === 'additionalProperties' ? [String(error.params.additionalProperty)] : []
+      const field = [name, ...(error?.instancePath.split('/').filter(Boolean) ?? []), ...extra].join('.')
+      throw new Error(`profile ${field}: ${extra.length ? 'is not a policy field' : error?.message ?? 'is invalid'}`)
+    }
+  }
+}
+
+/** `security.languageProfiles`: language → profile name. */
+export function checkLanguageProfiles(value: unknown): void {
+  assertPlainObject(value, 'language → profile name')
+  for (const [language, profile] of Object.entries(value)) {
+    if (!(LANGUAGES as readonly string[]).includes(language)) throw new Error(`has "${language}", which is not a language (${LANGUAGES.join(', ')})`)
+    if (typeof profile !== 'string' || !profile) throw new Error(`${language} must name a profile`)
+  }
+}
 
 let registered = false
 /** Registers the formats once per process (convict's registry is global). */
@@ -80,6 +134,8 @@ export function registerFormats(): void {
 }
 
 export const formats = {
+  tierOrder: 'tier-order',
+  cronSchedule: 'cron-schedule',
   positiveInt: 'positive-int',
   nonNegativeInt: 'non-negative-int',
   adapterName: 'adapter-name',

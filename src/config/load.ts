@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import convict from 'convict'
 import { ExecgateError, describeError } from '../core'
-import { registerFormats } from './formats'
+import { checkLanguageProfiles, checkPolicyProfiles, registerFormats } from './formats'
 import { CONFIG_SCHEMA, withEnvironmentNames, type ExecgateConfig } from './schema'
 
 export interface LoadConfigOptions {
@@ -66,6 +66,19 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     if (options.file) schema.load(readJsonFile(path.resolve(options.file)) as object)
     if (options.overrides) schema.load(options.overrides as object)
     schema.validate({ allowed: 'strict' })
+    const { profiles, languageProfiles } = schema.get('security') as ExecgateConfig['security']
+    for (const [key, check, value] of [['security.profiles', checkPolicyProfiles, profiles], ['security.languageProfiles', checkLanguageProfiles, languageProfiles]] as const) {
+      try {
+        check(value)
+      } catch (error) {
+        throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `${key}: ${(error as Error).message}: value was ${JSON.stringify(value)}` })
+      }
+    }
+    for (const [language, profile] of Object.entries(languageProfiles)) {
+      if (!profiles[profile]) {
+        throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `security.languageProfiles.${language}: no profile named "${profile}" in security.profiles (${Object.keys(profiles).join(', ') || 'none defined'})` })
+      }
+    }
   } catch (error) {
     if (error instanceof ExecgateError) throw error
     // convict reports every bad key at once, one per line: keep them all.

@@ -1,4 +1,4 @@
-import { FILESYSTEM_ACCESS, POLICY_LIMITS, type FilesystemAccess, type NetworkAccess, type PolicyLimit } from '../core'
+import { FILESYSTEM_ACCESS, POLICY_LIMITS, type FilesystemAccess, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from './adapter-options'
 import { formats } from './formats'
 
@@ -25,12 +25,58 @@ export interface ExecgateConfig {
      */
     enabled: string[]
     /**
+     * Adapters to reroute to, in order, when the chosen one answers `unavailable` or its backend crashes; empty
+     * for the routing order (cheapest capable first). A user's own error, timeout or memory_limit is never retried.
+     * @default [] @env EXECGATE_EXECUTION_FALLBACK (comma-separated)
+     */
+    fallback: string[]
+    /**
      * Extra time past the deadline an adapter gets to stop on its own before the service answers `timeout`
      * for it. @default 1000 @env EXECGATE_EXECUTION_GRACE_MS
      */
     graceMs: number
   }
+  routing: {
+    /**
+     * Tiers from cheapest to dearest: 1 in-process, 3 WebAssembly module, 4 OS sandbox, 2 remote service,
+     * 0 placeholder. @default [1,3,4,2,0] @env EXECGATE_ROUTING_TIER_ORDER (comma-separated)
+     */
+    tierOrder: number[]
+    breaker: {
+      /** Backend failures (unavailable, backend crash) within `windowMs` that open an adapter's breaker. @default 3 @env EXECGATE_ROUTING_BREAKER_FAILURES */
+      failures: number
+      /** @default 30000 @env EXECGATE_ROUTING_BREAKER_WINDOW_MS */
+      windowMs: number
+      /** How long an open breaker skips its adapter before one request probes it. @default 10000 @env EXECGATE_ROUTING_BREAKER_COOLDOWN_MS */
+      cooldownMs: number
+    }
+  }
+  readiness: {
+    /** Poll adapters on a schedule. @default true @env EXECGATE_READINESS_ENABLED */
+    enabled: boolean
+    /** node-cron expression (with seconds). @default every 30 s: '*\/30 * * * * *' @env EXECGATE_READINESS_SCHEDULE */
+    schedule: string
+    /** Longest a `checkAvailability` may take before it counts as a failure. @default 5000 @env EXECGATE_READINESS_TIMEOUT_MS */
+    timeoutMs: number
+    /** Consecutive failed checks before an adapter is marked unavailable. @default 2 @env EXECGATE_READINESS_UNHEALTHY_AFTER */
+    unhealthyAfter: number
+    /** Consecutive good checks before it is available again. @default 1 @env EXECGATE_READINESS_HEALTHY_AFTER */
+    healthyAfter: number
+    /**
+     * Also run the enforcement canaries (an infinite loop, a memory bomb, an output flood, a fork bomb on OS
+     * sandboxes) on every check; an adapter whose limit does not hold is marked degraded. @default false
+     * @env EXECGATE_READINESS_CANARIES
+     */
+    canaries: boolean
+  }
   security: {
+    /**
+     * Named policy profiles: each sets any policy field over `defaultPolicy` (it may loosen it: operators write
+     * profiles, requests only tighten). Used per language and per tenant. @default {} @env EXECGATE_SECURITY_PROFILES (JSON)
+     */
+    profiles: Record<string, PolicyOverrides>
+    /** Profile applied to each language's requests, e.g. `{"python": "data-science"}`. @default {} @env EXECGATE_SECURITY_LANGUAGE_PROFILES (JSON) */
+    languageProfiles: Record<string, string>
     /** The policy every request starts from; a request may only tighten it. */
     defaultPolicy: {
       /** @default 5000 @env EXECGATE_SECURITY_DEFAULT_POLICY_WALL_TIME_MS */
@@ -79,9 +125,28 @@ export const CONFIG_SCHEMA = {
       format: formats.adapterNameList,
       default: ['placeholder', 'quickjs', 'monty', 'pyodide', 'process'],
     },
+    fallback: { doc: 'Adapters to reroute to when the chosen one is unavailable or crashes', format: formats.adapterNameList, default: [] },
     graceMs: { doc: 'Time past the deadline before the service answers timeout', format: formats.nonNegativeInt, default: 1000 },
   },
+  routing: {
+    tierOrder: { doc: 'Tiers from cheapest to dearest', format: formats.tierOrder, default: [1, 3, 4, 2, 0] },
+    breaker: {
+      failures: { doc: 'Backend failures in the window that open a breaker', format: formats.positiveInt, default: 3 },
+      windowMs: { doc: 'Breaker failure window (ms)', format: formats.positiveInt, default: 30_000 },
+      cooldownMs: { doc: 'Open breaker cooldown before a probe (ms)', format: formats.positiveInt, default: 10_000 },
+    },
+  },
+  readiness: {
+    enabled: { doc: 'Poll adapter availability on a schedule', format: Boolean, default: true },
+    schedule: { doc: 'node-cron schedule of the checks', format: formats.cronSchedule, default: '*/30 * * * * *' },
+    timeoutMs: { doc: 'Availability check time limit (ms)', format: formats.positiveInt, default: 5000 },
+    unhealthyAfter: { doc: 'Failed checks before unavailable', format: formats.positiveInt, default: 2 },
+    healthyAfter: { doc: 'Good checks before available again', format: formats.positiveInt, default: 1 },
+    canaries: { doc: 'Run enforcement canaries with every check', format: Boolean, default: false },
+  },
   security: {
+    profiles: { doc: 'Named policy profiles (JSON object)', format: Object, default: {} },
+    languageProfiles: { doc: 'Profile per language (JSON object)', format: Object, default: {} },
     defaultPolicy: {
       wallTimeMs: { doc: 'Wall-clock limit (ms)', format: formats.positiveInt, default: 5000 },
       cpuTimeMs: { doc: 'CPU-time limit (ms)', format: formats.positiveInt, default: 5000 },

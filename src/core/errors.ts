@@ -24,6 +24,12 @@ export const ERROR_CODES = {
     template: 'the request may only tighten the policy: {detail}',
   },
   EXECGATE_POLICY_VIOLATION: { fault: 'client', retryable: false, template: 'policy violation: {detail}' },
+  EXECGATE_POLICY_UNENFORCEABLE: {
+    fault: 'client',
+    retryable: false,
+    template: 'the policy requires {limit} to be enforced, and {detail}',
+  },
+  EXECGATE_PROFILE_UNKNOWN: { fault: 'client', retryable: false, template: 'no policy profile named "{name}"; profiles: {known}' },
   EXECGATE_ADAPTER_UNKNOWN: {
     fault: 'client',
     retryable: false,

@@ -25,6 +25,9 @@ export interface ExecutionServiceOptions {
   router: Router
   basePolicy: SecurityPolicy
   logger: Logger
+  /** Named policies (`security.profiles`, already merged over the default) and the one each language starts from. */
+  profiles?: Readonly<Record<string, SecurityPolicy>>
+  languageProfiles?: Readonly<Partial<Record<Language, string>>>
   listeners?: readonly ExecutionListener[]
   /** Time past the deadline an adapter gets to answer before the service answers `timeout` for it. */
   graceMs: number
@@ -61,8 +64,13 @@ export class DefaultExecutionService implements ExecutionService {
     // 1. parse
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
-    // 2. policy: the caller's profile, tightened by the request
-    const resolution = resolvePolicy(options.basePolicy ?? this.options.basePolicy, request)
+    // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
+    const profileName = options.profile ?? this.options.languageProfiles?.[request.language]
+    const profile = profileName === undefined ? undefined : this.options.profiles?.[profileName]
+    if (profileName !== undefined && !profile) {
+      return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profileName, known: Object.keys(this.options.profiles ?? {}).join(', ') || 'none' }))
+    }
+    const resolution = resolvePolicy(options.basePolicy ?? profile ?? this.options.basePolicy, request)
     if (!resolution.policy) {
       return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') }))
     }
@@ -85,12 +93,15 @@ export class DefaultExecutionService implements ExecutionService {
     // 4. route, 5. run, 8. fall back
     const tried: string[] = []
     let decision = this.options.router.select(request, policy)
-    let fallbackFrom: ExecutionResult['fallbackFrom']
+    let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined
+    const router = this.options.router
     for (;;) {
       if (!decision.adapter) return errorResult(decision.refusal.status, SERVICE, decision.refusal.error)
       const adapter = decision.adapter
       tried.push(adapter.name)
+      router.dispatched?.(adapter.name)
       const result = await this.runOnAdapter(adapter, request, policy, options, traceId, started)
+      router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result

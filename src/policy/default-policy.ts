@@ -1,4 +1,4 @@
-import type { SecurityPolicy } from '../core'
+import type { PolicyOverrides, SecurityPolicy } from '../core'
 import type { Config } from '../config/load'
 
 /**
@@ -20,4 +20,19 @@ export const DEFAULT_POLICY: SecurityPolicy = Object.freeze({
 
 export function policyFromConfig(config: Config): SecurityPolicy {
   return Object.freeze({ ...config.security.defaultPolicy }) as SecurityPolicy
+}
+
+/** A profile from `security.profiles` over the default policy. Profiles are the operator's: they may loosen it. */
+export function policyFromProfile(base: SecurityPolicy, profile: PolicyOverrides): SecurityPolicy {
+  return Object.freeze({
+    ...base,
+    ...profile,
+    hostCalls: { ...base.hostCalls, ...(profile.hostCalls ?? {}) },
+  }) as SecurityPolicy
+}
+
+/** Every configured profile, merged over the configured default policy. */
+export function profilesFromConfig(config: Config): Record<string, SecurityPolicy> {
+  const base = policyFromConfig(config)
+  return Object.fromEntries(Object.entries(config.security.profiles).map(([name, profile]) => [name, policyFromProfile(base, profile)]))
 }

@@ -1,53 +1,180 @@
-import { ExecgateError, type CodeExecutionAdapter, type ExecutionRequest, type SecurityPolicy, type Tier } from '../core'
+import {
+  ExecgateError,
+  type CodeExecutionAdapter,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type PolicyLimit,
+  type SecurityPolicy,
+  type Tier,
+} from '../core'
 import type { AdapterRegistry, RouteDecision, Router } from '../tokens'
+import type { CircuitBreakers } from './circuit-breaker'
 
 /** Cheapest first: in-process, WebAssembly module, OS sandbox, remote service; the placeholder last. */
 export const DEFAULT_TIER_ORDER: readonly Tier[] = [1, 3, 4, 2, 0]
 
+/** The adapter the readiness monitor has bound as active (undefined: cheapest capable, `auto`). */
+export interface ActiveBindingSource {
+  active(): string | undefined
+}
+
+/** Health as routing needs it: whether an adapter may be sent work, and whether it is degraded. */
+export interface HealthSource {
+  usable(name: string): boolean
+  get(name: string): { state: string; reason?: string }
+}
+
+export interface RouterOptions {
+  registry: AdapterRegistry
+  /** `execution.adapter`: a name, or `auto`. Used when no active binding is given. */
+  configuredAdapter: string
+  /** `execution.fallback`: the reroute chain; empty for the routing order. */
+  fallbackChain?: readonly string[]
+  tierOrder?: readonly Tier[]
+  binding?: ActiveBindingSource
+  health?: HealthSource
+  breakers?: CircuitBreakers
+}
+
+/** Features a request needs from an adapter, read from the request itself. */
+function neededFeatures(request: ExecutionRequest, policy: SecurityPolicy): Array<'sessions' | 'workspace' | 'network'> {
+  const needs: Array<'sessions' | 'workspace' | 'network'> = []
+  if (request.sessionId) needs.push('sessions')
+  if (request.files?.length) needs.push('workspace')
+  if (policy.network !== 'none') needs.push('network')
+  return needs
+}
+
+/** The first required limit the adapter cannot enforce at all, if any. */
+export function unenforcedRequirement(adapter: CodeExecutionAdapter, policy: SecurityPolicy): PolicyLimit | undefined {
+  return policy.required.find((limit) => adapter.capabilities.enforcement[limit] === 'none')
+}
+
 /**
- * Routing by configuration: a pinned adapter (the request's, else `execution.adapter`), or with `auto` the
- * cheapest enabled adapter that runs the language.
+ * Routing (DESIGN.md step 4). A pinned adapter — the request's, else the readiness monitor's active binding, else
+ * `execution.adapter` — runs the request if it can; otherwise the cheapest adapter (by `routing.tierOrder`) that
+ * runs the language, offers the features the request needs, is not known to be unavailable, has its breaker
+ * closed, and can enforce every `required` limit. Degraded adapters come after healthy ones of any tier.
  */
 export class ConfigRouter implements Router {
-  constructor(
-    private readonly registry: AdapterRegistry,
-    private readonly configuredAdapter: string,
-  ) {}
+  private readonly options: Required<Pick<RouterOptions, 'fallbackChain' | 'tierOrder'>> & RouterOptions
 
-  select(request: ExecutionRequest, _policy: SecurityPolicy): RouteDecision {
-    const pinned = request.adapter ?? (this.configuredAdapter === 'auto' ? undefined : this.configuredAdapter)
-    if (pinned) {
-      const adapter = this.registry.get(pinned)
-      if (!adapter) {
-        const known = this.registry.list().map((item) => item.name).join(', ')
-        return { refusal: { status: 'invalid_request', error: new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name: pinned, known: `${known} (enabled)` }) } }
-      }
-      if (!adapter.supportedLanguages().includes(request.language)) {
-        const error = new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', { name: pinned, language: request.language, languages: adapter.supportedLanguages().join(', ') })
-        return { refusal: { status: 'invalid_request', error } }
-      }
-      return { adapter, reason: request.adapter ? 'pinned by the request' : 'pinned by execution.adapter' }
+  constructor(registry: AdapterRegistry, configuredAdapter: string, options: Omit<RouterOptions, 'registry' | 'configuredAdapter'> = {}) {
+    this.options = { fallbackChain: [], tierOrder: DEFAULT_TIER_ORDER, ...options, registry, configuredAdapter }
+  }
+
+  select(request: ExecutionRequest, policy: SecurityPolicy): RouteDecision {
+    const { registry } = this.options
+    if (request.adapter) return this.pinned(request.adapter, request, policy, 'pinned by the request')
+    const bound = this.options.binding ? this.options.binding.active() : this.options.configuredAdapter === 'auto' ? undefined : this.options.configuredAdapter
+    if (bound) {
+      const adapter = registry.get(bound)
+      const source = bound === this.options.configuredAdapter ? 'pinned by execution.adapter' : 'the active adapter (switched by the readiness monitor)'
+      // The bound adapter gives way to routing only when it is known to be down; a language it does not run is the
+      // caller's configuration, reported as such.
+      if (!adapter || this.usable(adapter)) return this.pinned(bound, request, policy, source)
+      const decision = this.auto(request, policy, [bound])
+      if (decision.adapter) decision.skipped = { adapter: bound, reason: this.whyUnusable(adapter) }
+      return decision
     }
-    const capable = this.capable(request)
+    return this.auto(request, policy, [])
+  }
+
+  fallback(request: ExecutionRequest, policy: SecurityPolicy, tried: readonly string[]): RouteDecision | undefined {
+    if (request.adapter) return undefined // the caller asked for that adapter and no other
+    const chain = this.options.fallbackChain.length > 0 ? this.options.fallbackChain.map((name) => this.options.registry.get(name)).filter((item): item is CodeExecutionAdapter => !!item) : this.ordered(request)
+    const next = chain.find((adapter) => !tried.includes(adapter.name) && this.fits(adapter, request, policy) && this.usable(adapter) && !unenforcedRequirement(adapter, policy))
+    return next ? { adapter: next, reason: `fallback after ${tried.join(', ')} failed` } : undefined
+  }
+
+  /** Records how a backend did, for its breaker. Only backend failures count against it. */
+  observe(adapterName: string, result: ExecutionResult): void {
+    const breakers = this.options.breakers
+    if (!breakers) return
+    const backendFailed = result.status === 'unavailable' || (result.status === 'internal_error' && result.adapter === adapterName)
+    if (backendFailed) breakers.failure(adapterName)
+    else breakers.success(adapterName)
+  }
+
+  /** Marks a request as sent (a half-open breaker lets exactly one through). */
+  dispatched(adapterName: string): void {
+    this.options.breakers?.dispatched(adapterName)
+  }
+
+  private pinned(name: string, request: ExecutionRequest, policy: SecurityPolicy, reason: string): RouteDecision {
+    const adapter = this.options.registry.get(name)
+    if (!adapter) {
+      const known = this.options.registry.list().map((item) => item.name).join(', ')
+      return { refusal: { status: 'invalid_request', error: new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: `${known} (enabled)` }) } }
+    }
+    if (!adapter.supportedLanguages().includes(request.language)) {
+      const error = new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', { name, language: request.language, languages: adapter.supportedLanguages().join(', ') })
+      return { refusal: { status: 'invalid_request', error } }
+    }
+    const limit = unenforcedRequirement(adapter, policy)
+    if (limit) {
+      return { refusal: { status: 'policy_violation', error: new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit, detail: `${name} does not enforce it` }) } }
+    }
+    return { adapter, reason }
+  }
+
+  private auto(request: ExecutionRequest, policy: SecurityPolicy, exclude: readonly string[]): RouteDecision {
+    const capable = this.ordered(request).filter((adapter) => !exclude.includes(adapter.name) && this.fits(adapter, request, policy))
+    const enforcing = capable.filter((adapter) => !unenforcedRequirement(adapter, policy))
+    const usable = enforcing.filter((adapter) => this.usable(adapter))
+    // Healthy before degraded, each in tier order.
+    usable.sort((a, b) => Number(this.degraded(a)) - Number(this.degraded(b)))
     let escalatedFrom: { adapter: string; reason: string } | undefined
-    for (const candidate of capable) {
+    for (const candidate of usable) {
       const verdict = candidate.canRun?.(request.code, request.language)
       if (verdict && !verdict.ok) {
         escalatedFrom ??= { adapter: candidate.name, reason: verdict.reason ?? 'it cannot run this code' }
         continue
       }
-      if (escalatedFrom) {
-        return { adapter: candidate, reason: `escalated from ${escalatedFrom.adapter}: ${escalatedFrom.reason}`, escalatedFrom: escalatedFrom.adapter }
-      }
-      return { adapter: candidate, reason: `cheapest enabled adapter for ${request.language}` }
+      // A cheaper adapter passed over because it is down (or its breaker is open) is reported as where we came from.
+      const passedOver = enforcing.slice(0, enforcing.indexOf(candidate)).find((adapter) => !usable.includes(adapter))
+      const skipped = passedOver ? { adapter: passedOver.name, reason: this.whyUnusable(passedOver) } : undefined
+      if (escalatedFrom) return { adapter: candidate, reason: `escalated from ${escalatedFrom.adapter}: ${escalatedFrom.reason}`, escalatedFrom: escalatedFrom.adapter, skipped }
+      return { adapter: candidate, reason: `cheapest available adapter for ${request.language}`, skipped }
     }
-    const detail = escalatedFrom ? `${escalatedFrom.adapter} cannot run it (${escalatedFrom.reason}) and no other enabled adapter runs ${request.language}` : `no enabled adapter runs ${request.language}`
+    if (capable.length > 0 && enforcing.length === 0) {
+      const limits = [...new Set(capable.map((adapter) => unenforcedRequirement(adapter, policy)!))]
+      return { refusal: { status: 'policy_violation', error: new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit: limits.join(', '), detail: `no enabled adapter for ${request.language} enforces it (${capable.map((adapter) => adapter.name).join(', ')} cannot)` }) } }
+    }
+    let detail: string
+    if (escalatedFrom) detail = `${escalatedFrom.adapter} cannot run it (${escalatedFrom.reason}) and no other available adapter runs ${request.language}`
+    else if (enforcing.length > 0) detail = enforcing.map((adapter) => `${adapter.name}: ${this.whyUnusable(adapter)}`).join('; ')
+    else {
+      const needs = neededFeatures(request, policy)
+      detail = `no enabled adapter runs ${request.language}${needs.length ? ` with ${needs.join(', ')}` : ''}`
+    }
     return { refusal: { status: 'unavailable', error: new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'any', detail }) } }
   }
 
-  /** Enabled adapters that run the language, cheapest tier first. */
-  private capable(request: ExecutionRequest): CodeExecutionAdapter[] {
-    const capable = this.registry.list().filter((adapter) => adapter.supportedLanguages().includes(request.language))
-    return capable.sort((a, b) => DEFAULT_TIER_ORDER.indexOf(a.capabilities.tier) - DEFAULT_TIER_ORDER.indexOf(b.capabilities.tier))
+  /** Enabled adapters that run the language, in tier order. */
+  private ordered(request: ExecutionRequest): CodeExecutionAdapter[] {
+    const order = this.options.tierOrder
+    const rank = (adapter: CodeExecutionAdapter) => (order.includes(adapter.capabilities.tier) ? order.indexOf(adapter.capabilities.tier) : order.length)
+    return this.options.registry.list().filter((adapter) => adapter.supportedLanguages().includes(request.language)).sort((a, b) => rank(a) - rank(b))
+  }
+
+  private fits(adapter: CodeExecutionAdapter, request: ExecutionRequest, policy: SecurityPolicy): boolean {
+    return adapter.supportedLanguages().includes(request.language) && neededFeatures(request, policy).every((feature) => adapter.capabilities[feature])
+  }
+
+  private usable(adapter: CodeExecutionAdapter): boolean {
+    const healthy = this.options.health?.usable(adapter.name) ?? true
+    return healthy && (this.options.breakers?.allows(adapter.name) ?? true)
+  }
+
+  private degraded(adapter: CodeExecutionAdapter): boolean {
+    return this.options.health?.get(adapter.name).state === 'degraded'
+  }
+
+  private whyUnusable(adapter: CodeExecutionAdapter): string {
+    const health = this.options.health?.get(adapter.name)
+    if (health?.state === 'unavailable') return `unavailable${health.reason ? `: ${health.reason}` : ''}`
+    if (this.options.breakers && !this.options.breakers.allows(adapter.name)) return `circuit breaker open after repeated backend failures`
+    return 'not usable'
   }
 }
