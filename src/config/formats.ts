@@ -2,7 +2,7 @@ import Ajv from 'ajv'
 import convict from 'convict'
 import cron from 'node-cron'
 import { POLICY_OVERRIDES_SCHEMA } from '../core/request-schema'
-import { LANGUAGES } from '../core/types'
+import { LANGUAGES, POLICY_LIMITS } from '../core/types'
 
 /**
  * Named convict formats. Each throws a message saying what is allowed; convict prefixes the key and appends the
@@ -85,6 +85,15 @@ const definitions = [
     },
   },
   {
+    name: 'policy-limit-list',
+    coerce: splitList,
+    validate: (value: unknown) => {
+      if (!Array.isArray(value) || !value.every((item) => (POLICY_LIMITS as readonly unknown[]).includes(item))) {
+        throw new Error(`must be a list drawn from: ${POLICY_LIMITS.join(', ')}`)
+      }
+    },
+  },
+  {
     name: 'network',
     coerce: (value: unknown) => (value === 'none' ? value : splitList(value)),
     validate: (value: unknown) => {
@@ -143,13 +152,6 @@ export const formats = {
   adapterNameList: 'adapter-name-list',
   stringList: 'string-list',
   network: 'network',
-  /** A list drawn from a fixed set, e.g. policy limit names. */
-  limitList(allowed: readonly string[]) {
-    return (value: unknown) => {
-      const list = splitList(value)
-      if (!Array.isArray(list) || !list.every((item) => allowed.includes(item as string))) {
-        throw new Error(`must be a list drawn from: ${allowed.join(', ')}`)
-      }
-    }
-  },
+  /** Policy limit names, e.g. `required`. */
+  limitList: 'policy-limit-list',
 } as const

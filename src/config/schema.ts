@@ -160,7 +160,7 @@ export const CONFIG_SCHEMA = {
         maxTotalMs: { doc: 'Total host-call time per run (ms)', format: formats.nonNegativeInt, default: 2000 },
       },
       maxProcesses: { doc: 'Processes per run (OS sandboxes)', format: formats.positiveInt, default: 32 },
-      required: { doc: 'Limits an adapter must enforce', format: formats.limitList(POLICY_LIMITS), default: [] },
+      required: { doc: 'Limits an adapter must enforce', format: formats.limitList, default: [] },
     },
   },
   adapters: ADAPTER_OPTION_SCHEMAS,
