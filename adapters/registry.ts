@@ -45,6 +45,12 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     languages: ['python', 'javascript', 'bash'],
     create: async (options) => new (await import('./process')).ProcessAdapter(options.process),
   },
+  docker: {
+    name: 'docker',
+    description: 'a fresh container per run through the Docker Engine API (Docker or podman): Python and JavaScript',
+    languages: ['python', 'javascript'],
+    create: async (options) => new (await import('./docker')).DockerAdapter(options.docker),
+  },
 }
 
 export function adapterNames(): string[] {

@@ -11,6 +11,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   pyodide: () => import('./pyodide'),
   process: () => import('./process'),
   routing: () => import('./routing'),
+  docker: () => import('./docker'),
 }
 
 async function main(): Promise<void> {

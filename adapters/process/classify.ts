@@ -47,7 +47,7 @@ export function classifyExit(run: SpawnedRun, policy: SecurityPolicy, stderr: st
   return { status: 'error', error: { type: 'ExitError', message: `the program ${how}${lastLine ? `: ${lastLine}` : ''}` } }
 }
 
-function parseReport(text: string): { ok?: boolean; value?: unknown; error?: ExecutionErrorInfo } | undefined {
+export function parseReport(text: string): { ok?: boolean; value?: unknown; error?: ExecutionErrorInfo } | undefined {
   if (!text) return undefined
   try {
     const parsed = JSON.parse(text) as { ok?: boolean; value?: unknown; error?: ExecutionErrorInfo }

@@ -64,8 +64,20 @@ const LAUNCHER_BODY = [
  * Its state lives in default arguments (immutable here: setting `__defaults__` is itself an audited event).
  * argv: `run <allowed imports, comma-separated>` or `check`.
  */
-export const PYTHON_RUNNER = String.raw`
+/** How a runner gets its code and sends its report: the parts that differ between a bwrap sandbox and a container. */
+export interface RunnerIo {
+  /** Definitions placed before the runner's own (Python) or statements run first (JavaScript). */
+  prelude: string
+  /** An expression giving the code's source text. */
+  load: string
+  /** Python: the whole `def _send(doc):` definition. JavaScript: an expression for a function taking the report's JSON text. */
+  send: string
+}
+
+export function pythonRunner(io: RunnerIo): string {
+  return String.raw`
 import os, sys
+${io.prelude}
 class PolicyViolation(PermissionError):
     pass
 def _execgate_guard(allowed):
@@ -106,10 +118,7 @@ def _json(v, depth=0):
     if isinstance(v, dict): return '{' + ','.join(_json(str(k)) + ':' + _json(x, depth + 1) for k, x in v.items()) + '}'
     if isinstance(v, (list, tuple, set, frozenset)): return '[' + ','.join(_json(x, depth + 1) for x in v) + ']'
     return _json(repr(v))
-def _send(doc):
-    data = doc.encode('utf-8', 'surrogatepass')
-    while data:
-        data = data[os.write(${FD.result}, data):]
+${io.send}
 def _split(src):
     """The code before its final expression, and that expression (compiled), or (None, None)."""
     lines = src.split('\n')
@@ -127,7 +136,7 @@ def _split(src):
 def _main():
     import _signal
     _signal.signal(24, lambda *_: os._exit(152))  # SIGXCPU: the CPU limit, reported as 128 + 24
-    src = open('${SANDBOX_PATHS.code}', encoding='utf-8').read()
+    src = ${io.load}
     try:
         whole = compile(src, '<code>', 'exec')
         if sys.argv[1] == 'check':
@@ -160,6 +169,13 @@ def _main():
         _send('{"error":' + info + (',"line":%d}}' % line if line else '}}'))
 _main()
 `
+}
+
+export const PYTHON_RUNNER = pythonRunner({
+  prelude: '',
+  load: `open('${SANDBOX_PATHS.code}', encoding='utf-8').read()`,
+  send: `def _send(doc):\n    data = doc.encode('utf-8', 'surrogatepass')\n    while data:\n        data = data[os.write(${FD.result}, data):]`,
+})
 
 /**
  * Node: the code runs as a script in the process's own context; the namespaces are the boundary. Before it runs,
@@ -167,8 +183,10 @@ _main()
  * reach `process` from a realm (the hostile corpus's escapes) find nothing, and the allow-list has no `require`.
  * The runner keeps its own references.
  */
-export const NODE_RUNNER = String.raw`
+export function nodeRunner(io: RunnerIo): string {
+  return String.raw`
 const fs = require('fs'), vm = require('vm'), { isPromise } = require('util').types
+${io.prelude}
 const proc = process
 // Output goes straight to the descriptors: stdout is a socket, where Node writes asynchronously, and a flood that
 // never yields would grow the write queue until memory ran out instead of reaching the output cap.
@@ -179,7 +197,8 @@ for (const [stream, fd] of [[proc.stdout, 1], [proc.stderr, 2]]) stream.write = 
   return true
 }
 for (const name of ['process', 'require', 'module', 'exports', '__filename', '__dirname', 'global']) delete globalThis[name]
-const send = (doc) => { try { fs.writeSync(${FD.result}, JSON.stringify(doc)) } catch {} }
+const sendText = ${io.send}
+const send = (doc) => { try { sendText(JSON.stringify(doc)) } catch {} }
 const lineOf = (error) => { const m = /<code>:(\d+)(?::(\d+))?/.exec(String(error && error.stack)); return m ? { line: +m[1], column: m[2] ? +m[2] : undefined } : {} }
 const describe = (error) => ({ type: (error && error.name) || 'Error', message: String(error && error.message !== undefined ? error.message : error), ...lineOf(error) })
 const userStack = (error) => String((error && error.stack) || error).split('\n').filter((line) => !/node:internal|\[eval\]/.test(line)).join('\n')
@@ -187,7 +206,7 @@ const fail = (error) => { try { proc.stderr.write(userStack(error) + '\n') } cat
 proc.on('SIGXCPU', () => proc.exit(152)) // the CPU limit, reported as 128 + 24 (see the launcher)
 proc.on('uncaughtException', fail)
 proc.on('unhandledRejection', fail)
-const src = fs.readFileSync('${SANDBOX_PATHS.code}', 'utf8')
+const src = ${io.load}
 ;(async () => {
   let script
   try { script = new vm.Script(src, { filename: '<code>' }) } catch (error) { return fail(error) }
@@ -201,3 +220,11 @@ const src = fs.readFileSync('${SANDBOX_PATHS.code}', 'utf8')
   } catch (error) { fail(error) }
 })()
 `
+}
+
+export const NODE_RUNNER = nodeRunner({
+  prelude: '',
+  load: `fs.readFileSync('${SANDBOX_PATHS.code}', 'utf8')`,
+  send: `(text) => fs.writeSync(${FD.result}, text)`,
+})
+

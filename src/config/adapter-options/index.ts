@@ -1,3 +1,4 @@
+import { dockerSchema, type DockerOptionsConfig } from './docker'
 import { montySchema, type MontyOptionsConfig } from './monty'
 import { processSchema, type ProcessOptionsConfig } from './process'
 import { pyodideSchema, type PyodideOptionsConfig } from './pyodide'
@@ -12,6 +13,7 @@ export interface AdapterOptionsConfig {
   monty: MontyOptionsConfig
   pyodide: PyodideOptionsConfig
   process: ProcessOptionsConfig
+  docker: DockerOptionsConfig
 }
 
 export const ADAPTER_OPTION_SCHEMAS = {
@@ -19,4 +21,5 @@ export const ADAPTER_OPTION_SCHEMAS = {
   monty: montySchema,
   pyodide: pyodideSchema,
   process: processSchema,
+  docker: dockerSchema,
 }

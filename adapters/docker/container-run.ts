@@ -1,0 +1,108 @@
+import { PassThrough } from 'node:stream'
+import { performance } from 'node:perf_hooks'
+import type Docker from 'dockerode'
+import type { OutputCapture } from '../../src/core'
+import { RECORD_SEPARATOR } from './runners'
+
+export type StopReason = 'timeout' | 'output_limit' | 'cancelled'
+
+export interface ContainerOutcome {
+  stoppedFor?: StopReason
+  exitCode?: number
+  oomKilled?: boolean
+  /** The runner's report (the text after the nonce), if it wrote one. */
+  report: string
+  /** Set when the engine refused or failed (create, attach, start): a backend problem, not the code's. */
+  engineError?: string
+}
+
+/** Output past the cap is still counted up to this much before the container is killed (see the process adapter). */
+const OVERFLOW_DRAIN_BYTES = 1024 * 1024
+
+/**
+ * stdout as the code wrote it, minus the report: text after a record separator is held back until the stream ends,
+ * then either recognised as `<RS><nonce><report>` or passed on as the code's own.
+ */
+class ReportFilter {
+  private held = ''
+  report = ''
+  constructor(
+    private readonly nonce: string,
+    private readonly forward: (text: string) => void,
+  ) {}
+  write(text: string): void {
+    if (this.held) {
+      this.held += text
+      return
+    }
+    const at = text.indexOf(RECORD_SEPARATOR)
+    if (at === -1) return this.forward(text)
+    if (at > 0) this.forward(text.slice(0, at))
+    this.held = text.slice(at)
+  }
+  end(): void {
+    const marker = RECORD_SEPARATOR + this.nonce
+    const at = this.held.lastIndexOf(marker)
+    if (at === -1) {
+      if (this.held) this.forward(this.held)
+      return
+    }
+    if (at > 0) this.forward(this.held.slice(0, at))
+    this.report = this.held.slice(at + marker.length).trim()
+  }
+}
+
+/** Create, attach, start, wait (killing on the deadline, the cap or a cancel), and always remove. Never rejects. */
+export async function runContainer(
+  docker: Docker,
+  spec: Docker.ContainerCreateOptions,
+  options: { nonce: string; deadline: number; signal: AbortSignal; output: OutputCapture },
+): Promise<ContainerOutcome> {
+  let container: Docker.Container | undefined
+  let stoppedFor: StopReason | undefined
+  const kill = (reason: StopReason) => {
+    stoppedFor ??= reason
+    container?.kill({ signal: 'SIGKILL' }).catch(() => undefined)
+  }
+  const filter = new ReportFilter(options.nonce, (text) => {
+    if (!options.output.write('stdout', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) kill('output_limit')
+  })
+  const onAbort = () => kill('cancelled')
+  let timer: NodeJS.Timeout | undefined
+  try {
+    container = await docker.createContainer(spec)
+    const stream = await container.attach({ stream: true, stdout: true, stderr: true, hijack: true })
+    const stdout = new PassThrough()
+    const stderr = new PassThrough()
+    stdout.setEncoding('utf8').on('data', (text: string) => filter.write(text))
+    stderr.setEncoding('utf8').on('data', (text: string) => {
+      if (!options.output.write('stderr', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) kill('output_limit')
+    })
+    const drained = new Promise<void>((resolve) => {
+      stream.on('end', resolve)
+      stream.on('close', resolve)
+      stream.on('error', () => resolve())
+    })
+    container.modem.demuxStream(stream, stdout, stderr)
+    await container.start()
+    timer = setTimeout(() => kill('timeout'), Math.max(0, options.deadline - performance.now()))
+    options.signal.addEventListener('abort', onAbort, { once: true })
+    if (options.signal.aborted) onAbort()
+    const waited = (await container.wait()) as { StatusCode: number }
+    // The attach stream can end a moment after the exit; its last bytes are the report.
+    await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, 500))])
+    filter.end()
+    let oomKilled: boolean | undefined
+    if (waited.StatusCode === 137 && !stoppedFor) oomKilled = (await container.inspect().catch(() => undefined))?.State?.OOMKilled
+    return { stoppedFor, exitCode: waited.StatusCode, oomKilled, report: filter.report }
+  } catch (error) {
+    filter.end()
+    const detail = (error as { json?: { message?: string }; message?: string }).json?.message ?? (error as Error).message
+    return stoppedFor ? { stoppedFor, report: filter.report } : { report: filter.report, engineError: detail }
+  } finally {
+    clearTimeout(timer)
+    options.signal.removeEventListener('abort', onAbort)
+    // Always removed: after an error, a timeout, a cancel. A failure here only leaves a stopped container behind.
+    await container?.remove({ force: true }).catch(() => undefined)
+  }
+}

@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import type Docker from 'dockerode'
+import {
+  OutputCapture,
+  createResult,
+  describeError,
+  enforcementTable,
+  valueBytes,
+  type AdapterCapabilities,
+  type Availability,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type ExecutionStatus,
+  type Language,
+  type ValidationReport,
+} from '../../src/core'
+import { dockerSchema, type DockerOptionsConfig } from '../../src/config/adapter-options/docker'
+import { parseReport } from '../process/classify'
+import { runContainer, type ContainerOutcome } from './container-run'
+import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
+
+export const NAME = 'docker'
+
+/** Every option falls back to the config schema's default; `client` injects a dockerode instance (tests). */
+export type DockerAdapterOptions = Partial<DockerOptionsConfig> & { client?: Docker }
+
+type DockerLanguage = 'python' | 'javascript'
+const LANGUAGES: readonly DockerLanguage[] = ['python', 'javascript']
+const AVAILABILITY_TIMEOUT_MS = 3000
+
+/** The socket: config, else DOCKER_HOST (unix://…), else Docker's default. */
+export function resolveSocketPath(configured: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (configured) return configured
+  const host = env.DOCKER_HOST
+  if (host?.startsWith('unix://')) return host.slice('unix://'.length)
+  return '/var/run/docker.sock'
+}
+
+/**
+ * A fresh container per execution through the Docker Engine API (Docker, or podman's compatible service), tier 4:
+ * no network, memory and swap equal, a pids limit, read-only root, a size-capped tmpfs workspace, every capability
+ * dropped, no-new-privileges, an unprivileged user and explicit ulimits. Killed on the deadline, removed always.
+ */
+export class DockerAdapter implements CodeExecutionAdapter {
+  readonly name = NAME
+  readonly capabilities: AdapterCapabilities = {
+    languages: LANGUAGES,
+    tier: 4,
+    isolation: 'a container per run: namespaces, cgroup memory and pids limits, read-only root, no network, no capabilities',
+    enforcement: enforcementTable({
+      wallTime: 'hard',
+      cpuTime: 'hard',
+      memory: 'hard',
+      output: 'hard',
+      network: 'hard',
+      filesystem: 'hard',
+      processes: 'hard',
+      imports: 'soft',
+    }),
+    sessions: false,
+    hostFunctions: false,
+    workspace: true,
+    streaming: true,
+    network: false,
+    cancellable: true,
+  }
+  private readonly settings: DockerOptionsConfig
+  private readonly injected?: Docker
+  private client?: Docker
+  private readonly running = new Set<Promise<unknown>>()
+
+  constructor(options: DockerAdapterOptions = {}) {
+    const setting = <K extends keyof DockerOptionsConfig>(key: K) => (options[key] ?? dockerSchema[key].default) as DockerOptionsConfig[K]
+    this.settings = { socketPath: setting('socketPath'), pythonImage: setting('pythonImage'), nodeImage: setting('nodeImage'), user: setting('user'), workspaceMb: setting('workspaceMb') }
+    this.injected = options.client
+  }
+
+  /** dockerode is loaded on first use, so an adapter that is not enabled costs nothing. */
+  private async docker(): Promise<Docker> {
+    if (this.injected) return this.injected
+    if (!this.client) {
+      const { default: DockerClient } = await import('dockerode')
+      this.client = new DockerClient({ socketPath: resolveSocketPath(this.settings.socketPath) })
+    }
+    return this.client
+  }
+
+  supportedLanguages(): readonly Language[] {
+    return LANGUAGES
+  }
+
+  async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    const started = performance.now()
+    if (!(LANGUAGES as readonly string[]).includes(request.language)) {
+      return createResult('invalid_request', NAME, { message: `[execgate] [docker] the docker adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+    }
+    const payload = payloadEnvironment(request.code, request.files ?? [])
+    if (!payload) {
+      return createResult('invalid_request', NAME, { message: `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once encoded; the docker adapter passes them through the environment` })
+    }
+    const task = this.run(request.language as DockerLanguage, payload, context, started)
+    this.running.add(task)
+    try {
+      return await task
+    } catch (error) {
+      return createResult('internal_error', NAME, { message: `[execgate] [docker] ${describeError(error)}` })
+    } finally {
+      this.running.delete(task)
+    }
+  }
+
+  private async run(language: DockerLanguage, payload: string[], context: ExecutionContext, started: number): Promise<ExecutionResult> {
+    const policy = context.policy
+    const nonce = randomBytes(12).toString('hex')
+    const memory = policy.memoryMb * 2 ** 20
+    const cpuSeconds = Math.max(1, Math.ceil(policy.cpuTimeMs / 1000))
+    const argv =
+      language === 'python'
+        ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', DOCKER_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
+        : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', DOCKER_NODE_RUNNER]
+    const spec: Docker.ContainerCreateOptions = {
+      Image: language === 'python' ? this.settings.pythonImage : this.settings.nodeImage,
+      // As in the process adapter, RLIMIT_DATA too: the cgroup counts only touched pages, so a huge untouched
+      // ArrayBuffer or wasm memory would pass it. Set by a shell inside, since runc's own start-up needs more.
+      Cmd: ['/bin/sh', '-c', `ulimit -d ${policy.memoryMb * 1024} && exec "$@"`, 'launcher', ...argv],
+      Entrypoint: [],
+      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', `EXECGATE_NONCE=${nonce}`, ...payload],
+      User: this.settings.user,
+      WorkingDir: '/workspace',
+      NetworkDisabled: true,
+      Tty: false,
+      AttachStdout: true,
+      AttachStderr: true,
+      Labels: { 'io.execgate.run': context.traceId },
+      HostConfig: {
+        NetworkMode: 'none',
+        Memory: memory,
+        MemorySwap: memory, // equal: no swap, so the limit is the limit
+        // The code's processes, plus node's own threads.
+        PidsLimit: policy.maxProcesses + (language === 'javascript' ? 16 : 4),
+        ReadonlyRootfs: true,
+        Tmpfs: { '/workspace': `rw,size=${this.settings.workspaceMb}m,mode=1777`, '/tmp': 'rw,size=16m,mode=1777' },
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        // Explicit, and no higher than an engine's own hard limits (podman refuses to raise them).
+        Ulimits: [
+          { Name: 'nofile', Soft: 256, Hard: 256 },
+          { Name: 'nproc', Soft: 4096, Hard: 4096 },
+          { Name: 'cpu', Soft: cpuSeconds, Hard: cpuSeconds + 1 },
+          { Name: 'fsize', Soft: this.settings.workspaceMb * 2 ** 20, Hard: this.settings.workspaceMb * 2 ** 20 },
+          { Name: 'core', Soft: 0, Hard: 0 },
+        ],
+        AutoRemove: false,
+      },
+    }
+    const output = new OutputCapture(policy.outputBytes, context.onOutput)
+    const outcome = await runContainer(await this.docker(), spec, { nonce, deadline: context.deadline, signal: context.signal, output })
+    const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)
+    const captured = output.finish(valueBytes(value))
+    const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status
+    return createResult(final, NAME, { ...captured, value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+  }
+
+  /** Syntax through the policy's parsers happens in the service; here, only whether the language is ours. */
+  async validate(_code: string, language: Language): Promise<ValidationReport> {
+    const supported = (LANGUAGES as readonly string[]).includes(language)
+    return {
+      valid: supported,
+      language,
+      validator: NAME,
+      issues: supported ? [{ severity: 'warning', code: 'not_implemented', message: 'the docker adapter compiles code only by running it; the policy checks still apply' }] : [{ severity: 'error', code: 'unsupported', message: `the docker adapter runs ${LANGUAGES.join(', ')}, not ${language}` }],
+      implemented: false,
+    }
+  }
+
+  /** The engine answers a ping, and the configured images exist; each failure says which. */
+  async checkAvailability(): Promise<Availability> {
+    const checkedAt = new Date().toISOString()
+    const started = performance.now()
+    const socket = this.injected ? 'the injected client' : `unix://${resolveSocketPath(this.settings.socketPath)}`
+    const withTimeout = <T>(work: Promise<T>) => Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${AVAILABILITY_TIMEOUT_MS} ms`)), AVAILABILITY_TIMEOUT_MS).unref())])
+    try {
+      const docker = await this.docker()
+      await withTimeout(docker.ping())
+      for (const image of new Set([this.settings.pythonImage, this.settings.nodeImage])) {
+        try {
+          await withTimeout(docker.getImage(image).inspect())
+        } catch {
+          return { status: 'unavailable', reason: `image ${image} not found in the engine at ${socket}; build it with scripts/setup/podman.sh or set adapters.docker.*Image`, checkedAt }
+        }
+      }
+      return { status: 'available', latencyMs: performance.now() - started, checkedAt }
+    } catch (error) {
+      return { status: 'unavailable', reason: `no Docker Engine API at ${socket}: ${describeError(error)}`, checkedAt }
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.allSettled([...this.running])
+  }
+}
+
+function classify(outcome: ContainerOutcome, memoryMb: number, wallTimeMs: number, cpuTimeMs: number, stderr: string): { status: ExecutionStatus; value?: unknown; error?: { type: string; message: string; line?: number } } {
+  if (outcome.stoppedFor === 'timeout') return { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${wallTimeMs} ms time limit; the container was killed` } }
+  if (outcome.stoppedFor === 'cancelled') return { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled; the container was killed' } }
+  if (outcome.stoppedFor === 'output_limit') return { status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the container was killed' } }
+  if (outcome.engineError) return { status: 'unavailable', error: { type: 'EngineError', message: `[execgate] [docker] the engine refused the run: ${outcome.engineError}` } }
+  const report = parseReport(outcome.report)
+  if (report?.ok) return { status: 'ok', value: report.value }
+  if (report?.error) {
+    if (report.error.type === 'MemoryError') return { status: 'memory_limit', error: { ...report.error, message: `memory limit reached (${memoryMb} MiB): ${report.error.message || 'MemoryError'}` } }
+    if (report.error.type === 'PolicyViolation') return { status: 'policy_violation', error: report.error }
+    return { status: 'error', error: report.error }
+  }
+  const lastLine = stderr.trim().split('\n').pop() ?? ''
+  // 137 without our own kill: the cgroup's OOM killer (some engines leave OOMKilled false).
+  if (outcome.exitCode === 137) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${memoryMb} MiB): the container was killed${outcome.oomKilled ? ' by the OOM killer' : ''}` } }
+  if (outcome.exitCode === 152) return { status: 'timeout', error: { type: 'TimeoutError', message: `the code used its ${cpuTimeMs} ms of CPU time and was stopped` } }
+  if (/heap out of memory|Allocation failed|MemoryError/.test(stderr)) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${memoryMb} MiB): ${lastLine}` } }
+  if (outcome.exitCode === 0) return { status: 'ok' }
+  return { status: 'error', error: { type: 'ExitError', message: `the program exited with code ${outcome.exitCode}${lastLine ? `: ${lastLine}` : ''}` } }
+}

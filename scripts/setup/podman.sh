@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The docker adapter's engine for tests: podman serving the Docker Engine API on a unix socket, and a sandbox image
+# with python3 and node built from Debian packages with debootstrap (no registry needed), cached between runs.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SOCKET=${EXECGATE_PODMAN_SOCKET:-/run/execgate-podman/podman.sock}
+IMAGE=${EXECGATE_SANDBOX_IMAGE:-execgate-sandbox:bookworm}
+export CONTAINERS_CONF="$PWD/scripts/podman/containers.conf"
+SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+
+missing=()
+command -v podman >/dev/null || missing+=(podman)
+command -v runc >/dev/null || missing+=(runc)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[execgate setup] installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The API service: started once, left running for the test run.
+if ! curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1; then
+  $SUDO mkdir -p "$(dirname "$SOCKET")"
+  echo "[execgate setup] starting podman system service on $SOCKET"
+  nohup $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman system service --time=0 "unix://$SOCKET" >/tmp/execgate-podman-service.log 2>&1 &
+  for _ in $(seq 50); do curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1 && break; sleep 0.2; done
+  curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null || { echo "[execgate setup] podman service did not start; see /tmp/execgate-podman-service.log" >&2; exit 1; }
+fi
+
+# The image: debootstrap a minimal Debian with python3 and nodejs, import it. Built once per machine.
+if ! $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman image exists "$IMAGE"; then
+  ROOTFS=$(mktemp -d /var/tmp/execgate-rootfs.XXXXXX)
+  MIRROR=${EXECGATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+  echo "[execgate setup] building $IMAGE with debootstrap from $MIRROR (about two minutes, once)"
+  $SUDO debootstrap --variant=minbase --include=python3-minimal,libpython3-stdlib,nodejs bookworm "$ROOTFS" "$MIRROR" >/tmp/execgate-debootstrap.log 2>&1 \
+    || { echo "[execgate setup] debootstrap failed; see /tmp/execgate-debootstrap.log" >&2; exit 1; }
+  $SUDO rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
+  $SUDO tar -C "$ROOTFS" -c . | $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman import --change 'CMD ["/bin/sh"]' - "$IMAGE" >/dev/null
+  $SUDO rm -rf "$ROOTFS"
+fi
+echo "[execgate setup] podman $(podman --version | cut -d' ' -f3) serving the Docker API on $SOCKET; image $IMAGE ready"

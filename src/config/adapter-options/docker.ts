@@ -1,0 +1,31 @@
+import { formats } from '../formats'
+
+export interface DockerOptionsConfig {
+  /**
+   * The Docker Engine API's unix socket (Docker, or podman's `podman system service`). Empty: `DOCKER_HOST`
+   * (`unix://…`), else /var/run/docker.sock. @default '' @env EXECGATE_ADAPTERS_DOCKER_SOCKET_PATH
+   */
+  socketPath: string
+  /** Image for Python; needs /usr/bin/python3. @default 'execgate-sandbox:bookworm' @env EXECGATE_ADAPTERS_DOCKER_PYTHON_IMAGE */
+  pythonImage: string
+  /** Image for JavaScript; needs /usr/bin/node. @default 'execgate-sandbox:bookworm' @env EXECGATE_ADAPTERS_DOCKER_NODE_IMAGE */
+  nodeImage: string
+  /** The unprivileged user the code runs as, `uid:gid`. @default '65534:65534' @env EXECGATE_ADAPTERS_DOCKER_USER */
+  user: string
+  /** Size of the tmpfs workspace (the working directory), in MiB. @default 64 @env EXECGATE_ADAPTERS_DOCKER_WORKSPACE_MB */
+  workspaceMb: number
+}
+
+export const dockerSchema = {
+  socketPath: { doc: 'Docker Engine API socket (empty: DOCKER_HOST or /var/run/docker.sock)', format: String, default: '' },
+  pythonImage: { doc: 'Image for Python runs', format: String, default: 'execgate-sandbox:bookworm' },
+  nodeImage: { doc: 'Image for JavaScript runs', format: String, default: 'execgate-sandbox:bookworm' },
+  user: {
+    doc: 'uid:gid the code runs as',
+    format: (value: unknown) => {
+      if (typeof value !== 'string' || !/^\d+:\d+$/.test(value) || value.startsWith('0:')) throw new Error('must be "uid:gid" with a uid other than 0')
+    },
+    default: '65534:65534',
+  },
+  workspaceMb: { doc: 'tmpfs workspace size (MiB)', format: formats.positiveInt, default: 64 },
+}

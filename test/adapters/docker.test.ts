@@ -1,0 +1,95 @@
+import Docker from 'dockerode'
+import { DockerAdapter, resolveSocketPath } from '../../adapters/docker'
+import { createExecgate, type Execgate } from '../../src'
+import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
+import { describeHostileCases } from '../hostile/hostile-runner'
+
+// podman's Docker-compatible service, started by scripts/setup/podman.sh (npm run test:ci).
+const SOCKET = process.env.EXECGATE_PODMAN_SOCKET ?? '/run/execgate-podman/podman.sock'
+const options = { socketPath: SOCKET }
+const ourContainers = async () => (await new Docker({ socketPath: SOCKET }).listContainers({ all: true, filters: { label: ['io.execgate.run'] } })).map((item) => item.Id)
+
+beforeAll(async () => {
+  const availability = await new DockerAdapter(options).checkAvailability()
+  if (availability.status !== 'available') throw new Error(`the docker adapter's engine is not ready (run scripts/setup/podman.sh): ${availability.reason}`)
+})
+
+describeAdapterContract('docker', () => new DockerAdapter(options), { timeoutSlackMs: 3000, testTimeoutMs: 120_000 })
+
+for (const language of ['python', 'javascript'] as const) {
+  let execgate: Execgate | undefined
+  describeHostileCases({
+    adapter: 'docker',
+    language,
+    hostFunctions: false,
+    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['docker'] }, adapters: { docker: options }, readiness: { enabled: false }, log: { level: 'silent' } } })),
+    dispose: async () => execgate?.dispose(),
+    caseTimeoutMs: 60_000,
+    notApplicable:
+      language === 'python'
+        ? {
+            'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the process adapter runs the same runner without the static check',
+            'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the container is killed from outside on the deadline either way (see "a run past its deadline is killed")',
+            'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs',
+            'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn)',
+            'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; there is no js module in CPython',
+          }
+        : {},
+  })
+}
+
+describe('docker adapter', () => {
+  const adapter = new DockerAdapter(options)
+  afterAll(() => adapter.dispose())
+
+  test('the container has no network, no capabilities, a read-only root and runs as nobody', async () => {
+    const code = [
+      'import os, socket',
+      "print('uid', os.getuid())",
+      "print('caps', open('/proc/self/status').read().split('CapEff:')[1].split()[0])",
+      "print('ifaces', sorted(name for _, name in socket.if_nameindex()))",
+      'try:',
+      "    open('/usr/evil', 'w')",
+      'except OSError as error:',
+      "    print('rootfs', error.errno)",
+      "print('env', sorted(k for k in os.environ if k.startswith('EXECGATE')))",
+    ].join('\n')
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['os', 'socket'] }))
+    expect(result.status).toBe('ok')
+    expect(result.stdout).toContain('uid 65534')
+    expect(result.stdout).toContain('caps 0000000000000000')
+    expect(result.stdout).toContain("ifaces ['lo']")
+    expect(result.stdout).toMatch(/rootfs (30|13)/) // EROFS or EACCES
+    expect(result.stdout).toContain('env []')
+  }, 60_000)
+
+  test('the pids limit stops a fork bomb', async () => {
+    const code = "import os, time\nn = 0\ntry:\n    while n < 500:\n        if os.fork() == 0:\n            time.sleep(10)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)"
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['os', 'time'], maxProcesses: 8 }))
+    expect(result.status).toBe('ok')
+    expect(Number(result.stdout.trim())).toBeLessThanOrEqual(12)
+  }, 60_000)
+
+  test('files reach the workspace; stdout keeps the code output and nothing of the report', async () => {
+    const result = await adapter.execute({ language: 'javascript', code: "console.log('x\\u001ey'); require", files: [{ path: 'data/in.txt', content: 'hello' }] }, contractContext())
+    // require is gone from the global scope; the report still arrives and the separator in the code's output survives.
+    expect(result).toMatchObject({ status: 'error', error: { type: 'ReferenceError' } })
+    expect(result.stdout).toBe('x\u001ey\n')
+    const read = await adapter.execute({ language: 'python', code: "open('data/in.txt').read()", files: [{ path: 'data/in.txt', content: 'hello' }] }, contractContext())
+    expect({ status: read.status, value: read.value }).toEqual({ status: 'ok', value: 'hello' })
+  }, 60_000)
+
+  test('an engine that is not there is unavailable, with the socket named', async () => {
+    const missing = new DockerAdapter({ socketPath: '/nonexistent/docker.sock' })
+    const availability = await missing.checkAvailability()
+    expect(availability.status).toBe('unavailable')
+    expect(availability.reason).toContain('no Docker Engine API at unix:///nonexistent/docker.sock')
+    const result = await missing.execute({ language: 'python', code: '1' }, contractContext())
+    expect(result.status).toBe('unavailable')
+    expect(resolveSocketPath('', { DOCKER_HOST: 'unix:///run/podman.sock' })).toBe('/run/podman.sock')
+  }, 30_000)
+
+  test('no container is left behind', async () => {
+    expect(await ourContainers()).toEqual([])
+  }, 30_000)
+})
