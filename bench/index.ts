@@ -12,6 +12,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   process: () => import('./process'),
   routing: () => import('./routing'),
   docker: () => import('./docker'),
+  http: () => import('./http'),
 }
 
 async function main(): Promise<void> {

@@ -35,6 +35,12 @@ function positiveInteger(flag: string) {
   }
 }
 
+function nonNegativePort(value: string): number {
+  const parsed = Number(value)
+  if (!/^\d+$/.test(value.trim()) || parsed > 65535) throw new InvalidArgumentError(`--port must be a whole number from 0 to 65535, got "${value}"`)
+  return parsed
+}
+
 function usage(detail: string): ExecgateError {
   return new ExecgateError('EXECGATE_CLI_USAGE', { detail })
 }
@@ -194,6 +200,39 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .option('--json', 'print as JSON')
     .addOption(configOption())
     .action(async (flags: { config?: string; json?: boolean }) => setExit(await adaptersCommand(flags, out)))
+
+  program
+    .command('serve')
+    .description('serve the HTTP API (and MCP at /mcp) until SIGTERM')
+    .option('--host <host>', 'address to bind (default: server.host; loopback only without API keys)')
+    .option('--port <port>', 'port to bind (default: server.port; 0 for any free port)', nonNegativePort)
+    .addOption(configOption())
+    .action(async (flags: { host?: string; port?: number; config?: string }) => {
+      const execgate = await createExecgate({ file: flags.config })
+      try {
+        const { serve } = await import('./server/serve')
+        const running = await serve(execgate, { host: flags.host, port: flags.port })
+        process.stderr.write(`[execgate] serving on ${running.url}\n`)
+      } catch (error) {
+        await execgate.dispose()
+        throw error
+      }
+      await new Promise(() => undefined) // until a signal ends the process
+    })
+
+  program
+    .command('mcp')
+    .description('serve the MCP tools (execute_code, validate_code, list_languages) over stdio')
+    .addOption(configOption())
+    .action(async (flags: { config?: string }) => {
+      const execgate = await createExecgate({ file: flags.config, overrides: { adapters: { pyodide: { warmOnStart: false } } } })
+      try {
+        const { serveMcpStdio } = await import('./server/mcp')
+        await serveMcpStdio(execgate)
+      } finally {
+        await execgate.dispose()
+      }
+    })
 
   program
     .command('policy')

@@ -56,7 +56,15 @@ class ReportFilter {
 export async function runContainer(
   docker: Docker,
   spec: Docker.ContainerCreateOptions,
-  options: { nonce: string; deadline: number; signal: AbortSignal; output: OutputCapture },
+  options: {
+    nonce: string
+    signal: AbortSignal
+    output: OutputCapture
+    /** Called before the container is created: creating and starting it is not the code's time. */
+    pauseClock: () => void
+    /** Called once it runs; returns the deadline (performance.now() time) for the code. */
+    startClock: () => number
+  },
 ): Promise<ContainerOutcome> {
   let container: Docker.Container | undefined
   let stoppedFor: StopReason | undefined
@@ -70,6 +78,7 @@ export async function runContainer(
   const onAbort = () => kill('cancelled')
   let timer: NodeJS.Timeout | undefined
   try {
+    options.pauseClock()
     container = await docker.createContainer(spec)
     const stream = await container.attach({ stream: true, stdout: true, stderr: true, hijack: true })
     const stdout = new PassThrough()
@@ -85,7 +94,8 @@ export async function runContainer(
     })
     container.modem.demuxStream(stream, stdout, stderr)
     await container.start()
-    timer = setTimeout(() => kill('timeout'), Math.max(0, options.deadline - performance.now()))
+    const deadline = options.startClock()
+    timer = setTimeout(() => kill('timeout'), Math.max(0, deadline - performance.now()))
     options.signal.addEventListener('abort', onAbort, { once: true })
     if (options.signal.aborted) onAbort()
     const waited = (await container.wait()) as { StatusCode: number }

@@ -157,7 +157,18 @@ export class DockerAdapter implements CodeExecutionAdapter {
       },
     }
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
-    const outcome = await runContainer(await this.docker(), spec, { nonce, deadline: context.deadline, signal: context.signal, output })
+    const paused = { at: 0 }
+    const outcome = await runContainer(await this.docker(), spec, {
+      nonce,
+      signal: context.signal,
+      output,
+      pauseClock: () => {
+        paused.at = performance.now()
+        context.pauseClock?.()
+      },
+      // The code's time starts when its container does (create and start cost ~0.3 s, more on a busy engine).
+      startClock: () => context.restartClock?.() ?? context.deadline + (performance.now() - paused.at),
+    })
     const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)
     const captured = output.finish(valueBytes(value))
     const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status

@@ -51,6 +51,29 @@ export interface ExecgateConfig {
       cooldownMs: number
     }
   }
+  server: {
+    /** Address `execgate serve` binds. Without API keys it binds loopback only, whatever this says. @default '127.0.0.1' @env EXECGATE_SERVER_HOST */
+    host: string
+    /** @default 8787 @env EXECGATE_SERVER_PORT */
+    port: number
+    /**
+     * API keys as `tenant=key` (comma-separated in the environment). `EXECGATE_API_KEYS` is read too. Keys are never
+     * logged. @default [] @env EXECGATE_SERVER_API_KEYS
+     */
+    apiKeys: string[]
+    /**
+     * Per tenant: `{"acme": {"profile": "strict", "profiles": ["strict", "analytics"], "ratePerMinute": 120}}`. `profile`
+     * is the tenant's starting policy, `profiles` the ones it may ask for (header `X-Execgate-Profile`).
+     * @default {} @env EXECGATE_SERVER_TENANTS (JSON)
+     */
+    tenants: Record<string, { profile?: string; profiles?: string[]; ratePerMinute?: number }>
+    /** Requests a minute per tenant unless the tenant sets its own. @default 600 @env EXECGATE_SERVER_RATE_PER_MINUTE */
+    ratePerMinute: number
+    /** @default 1048576 @env EXECGATE_SERVER_BODY_LIMIT_BYTES */
+    bodyLimitBytes: number
+    /** On SIGTERM, how long runs in flight may finish before adapters are disposed. @default 10000 @env EXECGATE_SERVER_SHUTDOWN_GRACE_MS */
+    shutdownGraceMs: number
+  }
   readiness: {
     /** Poll adapters on a schedule. @default true @env EXECGATE_READINESS_ENABLED */
     enabled: boolean
@@ -135,6 +158,15 @@ export const CONFIG_SCHEMA = {
       windowMs: { doc: 'Breaker failure window (ms)', format: formats.positiveInt, default: 30_000 },
       cooldownMs: { doc: 'Open breaker cooldown before a probe (ms)', format: formats.positiveInt, default: 10_000 },
     },
+  },
+  server: {
+    host: { doc: 'Address execgate serve binds', format: String, default: '127.0.0.1' },
+    port: { doc: 'Port execgate serve binds', format: 'port', default: 8787 },
+    apiKeys: { doc: 'API keys as tenant=key', format: formats.stringList, default: [] },
+    tenants: { doc: 'Per-tenant profile, allowed profiles and rate (JSON object)', format: Object, default: {} },
+    ratePerMinute: { doc: 'Requests a minute per tenant', format: formats.positiveInt, default: 600 },
+    bodyLimitBytes: { doc: 'Largest request body (bytes)', format: formats.positiveInt, default: 1024 * 1024 },
+    shutdownGraceMs: { doc: 'Time for runs in flight on SIGTERM (ms)', format: formats.nonNegativeInt, default: 10_000 },
   },
   readiness: {
     enabled: { doc: 'Poll adapter availability on a schedule', format: Boolean, default: true },

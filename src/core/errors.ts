@@ -44,6 +44,12 @@ export const ERROR_CODES = {
   EXECGATE_HOST_CALL_UNKNOWN: { fault: 'client', retryable: false, template: 'no host function named "{name}"' },
   EXECGATE_HOST_CALL_BUDGET: { fault: 'client', retryable: false, template: 'host-call budget exceeded: {detail}' },
   EXECGATE_BACKEND_FAILED: { fault: 'backend', retryable: true, template: 'backend {name} failed: {detail}' },
+  EXECGATE_UNAUTHORIZED: { fault: 'client', retryable: false, template: '{detail}' },
+  EXECGATE_FORBIDDEN: { fault: 'client', retryable: false, template: '{detail}' },
+  EXECGATE_RATE_LIMITED: { fault: 'client', retryable: true, template: 'rate limit of {limit} requests a minute reached for tenant {tenant}; retry in {retryAfter} s' },
+  EXECGATE_NOT_FOUND: { fault: 'client', retryable: false, template: '{detail}' },
+  EXECGATE_BODY_TOO_LARGE: { fault: 'client', retryable: false, template: 'the request body is over the {limit}-byte limit' },
+  EXECGATE_SHUTTING_DOWN: { fault: 'backend', retryable: true, template: 'the server is shutting down; retry on another instance' },
   EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_INTERNAL: { fault: 'internal', retryable: false, template: 'internal error: {detail}' },
 } as const satisfies Record<string, ErrorDefinition>

@@ -1,0 +1,47 @@
+import client from 'prom-client'
+import type { ExecutionResult } from '../core'
+import type { Execgate } from '../index'
+
+/** prom-client metrics for one server (its own registry, so several servers in one process do not collide). */
+export class ServerMetrics {
+  readonly registry = new client.Registry()
+  private readonly executions = new client.Counter({ name: 'execgate_executions_total', help: 'Executions by adapter, language and status', labelNames: ['adapter', 'language', 'status'], registers: [this.registry] })
+  private readonly duration = new client.Histogram({
+    name: 'execgate_execution_duration_seconds',
+    help: 'Execution duration by adapter',
+    labelNames: ['adapter'],
+    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [this.registry],
+  })
+  private readonly fallbacks = new client.Counter({ name: 'execgate_fallbacks_total', help: 'Requests rerouted off an adapter', labelNames: ['from', 'to'], registers: [this.registry] })
+  private readonly rejected = new client.Counter({ name: 'execgate_rejected_requests_total', help: 'Requests refused before running, by reason', labelNames: ['reason'], registers: [this.registry] })
+  private readonly switches = new client.Counter({ name: 'execgate_adapter_switches_total', help: 'Active adapter switches by the readiness monitor', registers: [this.registry] })
+
+  constructor(execgate: Execgate) {
+    client.collectDefaultMetrics({ register: this.registry, prefix: 'execgate_process_' })
+    new client.Gauge({
+      name: 'execgate_adapter_health',
+      help: 'Adapter health: 1 available, 0.5 degraded, 0 unavailable, -1 not checked yet',
+      labelNames: ['adapter'],
+      registers: [this.registry],
+      collect() {
+        for (const adapter of execgate.status().adapters) {
+          const value = { available: 1, degraded: 0.5, unavailable: 0, unknown: -1 }[adapter.health.state]
+          this.set({ adapter: adapter.name }, value)
+        }
+      },
+    })
+    new client.Gauge({ name: 'execgate_active_sessions', help: 'Open sessions (none until sessions exist)', registers: [this.registry], collect() { this.set(0) } })
+    execgate.readiness.on('switch', () => this.switches.inc())
+  }
+
+  recordResult(result: ExecutionResult, language: string): void {
+    this.executions.inc({ adapter: result.adapter, language, status: result.status })
+    this.duration.observe({ adapter: result.adapter }, result.durationMs / 1000)
+    if (result.fallbackFrom) this.fallbacks.inc({ from: result.fallbackFrom.adapter, to: result.adapter })
+  }
+
+  recordRejected(reason: string): void {
+    this.rejected.inc({ reason })
+  }
+}

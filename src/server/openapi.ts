@@ -1,0 +1,54 @@
+import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
+
+const errorBody = {
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } },
+}
+
+const errorResponses = Object.fromEntries(
+  [['400', 'invalid body'], ['401', 'missing or wrong API key'], ['403', 'policy profile not allowed for the tenant'], ['413', 'body too large'], ['429', 'rate limit (see Retry-After)']].map(([status, description]) => [
+    status,
+    { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+  ]),
+)
+
+/** The OpenAPI 3.1 document served at /docs/json, built from the same JSON Schemas the server validates with. */
+export function openApiDocument(): object {
+  const { $id: _id, ...request } = EXECUTION_REQUEST_SCHEMA as { $id?: string }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'execgate', version: '0.1.0', description: 'Run code for voice and chat agents, safely and fast. See docs/api.md.' },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        ExecutionRequest: request,
+        ExecutionResult: { type: 'object', required: ['status', 'adapter', 'traceId', 'durationMs', 'stdout', 'stderr', 'truncated', 'usage'], description: 'See src/core/types.ts (ExecutionResult)' },
+        ValidateRequest: { type: 'object', required: ['language', 'code'], properties: { language: { enum: [...LANGUAGES] }, code: { type: 'string', minLength: 1 }, adapter: { type: 'string' } } },
+        Error: errorBody,
+      },
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/v1/executions': {
+        post: {
+          summary: 'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced and the result last',
+          parameters: [
+            { name: 'traceparent', in: 'header', schema: { type: 'string' }, description: 'W3C trace context; its trace id becomes the traceId' },
+            { name: 'X-Execgate-Profile', in: 'header', schema: { type: 'string' }, description: 'a policy profile the tenant may use' },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/ExecutionRequest' } } } },
+          responses: { '200': { description: 'the result, whatever its status', content: { 'application/json': { schema: { $ref: '#/components/schemas/ExecutionResult' } }, 'text/event-stream': {} } }, ...errorResponses },
+        },
+      },
+      '/v1/validate': { post: { summary: 'Check code without running it', requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidateRequest' } } } }, responses: { '200': { description: 'a ValidationReport' }, ...errorResponses } } },
+      '/v1/languages': { get: { summary: 'Languages the enabled adapters run', responses: { '200': { description: '{ languages }' } } } },
+      '/v1/adapters': { get: { summary: 'Adapter health, breakers, the active adapter and the last switch', responses: { '200': { description: 'status' } } } },
+      '/v1/sessions/{id}': { delete: { summary: 'Close a session', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '404': { description: 'no such session for this tenant' } } } },
+      '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: '{ status: up }' } } } },
+      '/readyz': { get: { summary: 'At least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
+      '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },
+      '/mcp': { post: { summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages', responses: { '200': { description: 'JSON-RPC response' } } } },
+    },
+  }
+}
