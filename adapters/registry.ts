@@ -51,6 +51,12 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     languages: ['python', 'javascript'],
     create: async (options) => new (await import('./docker')).DockerAdapter(options.docker),
   },
+  bedrock: {
+    name: 'bedrock',
+    description: "AWS Bedrock AgentCore's Code Interpreter, remote: Python, JavaScript, TypeScript, with sessions",
+    languages: ['python', 'javascript', 'typescript'],
+    create: async (options) => new (await import('./bedrock')).BedrockAdapter(options.bedrock),
+  },
 }
 
 export function adapterNames(): string[] {

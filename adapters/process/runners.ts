@@ -72,6 +72,10 @@ export interface RunnerIo {
   load: string
   /** Python: the whole `def _send(doc):` definition. JavaScript: an expression for a function taking the report's JSON text. */
   send: string
+  /** Python: install the import guard (an audit hook lives as long as the interpreter). @default true */
+  guard?: boolean
+  /** Python: an expression for the dict the code runs in. @default a fresh one */
+  scope?: string
 }
 
 export function pythonRunner(io: RunnerIo): string {
@@ -142,8 +146,8 @@ def _main():
         if sys.argv[1] == 'check':
             return _send('{"ok":true}')
         body, final = _split(src)
-        _execgate_guard(sys.argv[2].split(',') if sys.argv[2] else ())
-        scope = {'__name__': '__main__', '__builtins__': __builtins__}
+        ${io.guard === false ? '' : "_execgate_guard(sys.argv[2].split(',') if sys.argv[2] else ())"}
+        scope = ${io.scope ?? "{'__name__': '__main__', '__builtins__': __builtins__}"}
         if final is None:
             exec(whole, scope)
             value = None

@@ -1,3 +1,4 @@
+import { bedrockSchema, type BedrockOptionsConfig } from './bedrock'
 import { dockerSchema, type DockerOptionsConfig } from './docker'
 import { montySchema, type MontyOptionsConfig } from './monty'
 import { processSchema, type ProcessOptionsConfig } from './process'
@@ -14,6 +15,7 @@ export interface AdapterOptionsConfig {
   pyodide: PyodideOptionsConfig
   process: ProcessOptionsConfig
   docker: DockerOptionsConfig
+  bedrock: BedrockOptionsConfig
 }
 
 export const ADAPTER_OPTION_SCHEMAS = {
@@ -22,4 +24,5 @@ export const ADAPTER_OPTION_SCHEMAS = {
   pyodide: pyodideSchema,
   process: processSchema,
   docker: dockerSchema,
+  bedrock: bedrockSchema,
 }
