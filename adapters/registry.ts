@@ -57,6 +57,12 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     languages: ['python', 'javascript', 'typescript'],
     create: async (options) => new (await import('./bedrock')).BedrockAdapter(options.bedrock),
   },
+  lambda: {
+    name: 'lambda',
+    description: "execgate's own function on AWS Lambda (adapters/lambda/function): JavaScript, TypeScript, Python",
+    languages: ['javascript', 'typescript', 'python'],
+    create: async (options) => new (await import('./lambda')).LambdaAdapter(options.lambda),
+  },
 }
 
 export function adapterNames(): string[] {

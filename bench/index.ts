@@ -13,6 +13,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   routing: () => import('./routing'),
   docker: () => import('./docker'),
   http: () => import('./http'),
+  lambda: () => import('./lambda'),
 }
 
 async function main(): Promise<void> {

@@ -1,5 +1,6 @@
 import { bedrockSchema, type BedrockOptionsConfig } from './bedrock'
 import { dockerSchema, type DockerOptionsConfig } from './docker'
+import { lambdaSchema, type LambdaOptionsConfig } from './lambda'
 import { montySchema, type MontyOptionsConfig } from './monty'
 import { processSchema, type ProcessOptionsConfig } from './process'
 import { pyodideSchema, type PyodideOptionsConfig } from './pyodide'
@@ -16,6 +17,7 @@ export interface AdapterOptionsConfig {
   process: ProcessOptionsConfig
   docker: DockerOptionsConfig
   bedrock: BedrockOptionsConfig
+  lambda: LambdaOptionsConfig
 }
 
 export const ADAPTER_OPTION_SCHEMAS = {
@@ -25,4 +27,5 @@ export const ADAPTER_OPTION_SCHEMAS = {
   process: processSchema,
   docker: dockerSchema,
   bedrock: bedrockSchema,
+  lambda: lambdaSchema,
 }

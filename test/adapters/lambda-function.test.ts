@@ -1,0 +1,23 @@
+import { execute, shutdown } from '../../adapters/lambda/function/handler'
+
+/** The shipped handler, called directly as Lambda would call it. */
+describe('lambda function handler', () => {
+  afterAll(() => shutdown())
+
+  test('a ping is answered at once', async () => {
+    expect(await execute({ ping: true } as never)).toEqual({ pong: true })
+  })
+
+  test('runs a request under the policy it is sent, and returns the ExecutionResult', async () => {
+    const result = await execute({ request: { language: 'javascript', code: "console.log('hi'); 6 * 7" }, policy: { wallTimeMs: 2000 } })
+    expect(result).toMatchObject({ status: 'ok', adapter: 'quickjs', value: 42, stdout: 'hi\n' })
+    const timeout = await execute({ request: { language: 'python', code: 'while True:\n    pass' }, policy: { wallTimeMs: 300 } })
+    expect(timeout).toMatchObject({ status: 'timeout' })
+  }, 30_000)
+
+  test('a policy looser than the function allows is refused; a malformed event is invalid_request', async () => {
+    expect(await execute({ request: { language: 'javascript', code: '1' }, policy: { memoryMb: 1_000_000 } })).toMatchObject({ status: 'policy_violation' })
+    expect(await execute({} as never)).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('"request"') })
+    expect(await execute({ request: { language: 'cobol', code: 'x' } } as never)).toMatchObject({ status: 'invalid_request' })
+  }, 30_000)
+})
