@@ -1,0 +1,150 @@
+import type { ExecutionResult, Language } from '../core'
+import type { Execgate } from '../index'
+import { CodeGenerationError, type CodeGenerator } from './code-generator'
+import type { LlmProvider } from './llm'
+import { speakText, speakValue } from './speech'
+
+export interface ComputationRequest {
+  /** What the user asked for, in words. */
+  description: string
+  /** Code to run; without it the code generator writes it. */
+  code?: string
+  /** @default 'python' */
+  language?: Language
+  channel: 'voice' | 'chat'
+  sessionId?: string
+  /** Chat only: include the code in the answer. */
+  showCode?: boolean
+}
+
+export interface ComputationResponse {
+  /** What to say (voice: plain sentences for text-to-speech) or show (chat: markdown). */
+  text: string
+  /** The run's status, or `generation_failed`, `deferred` (nothing could run), `over_budget` (voice took too long). */
+  outcome: ExecutionResult['status'] | 'generation_failed' | 'deferred' | 'over_budget'
+  result?: ExecutionResult
+  code?: string
+  language?: Language
+  /** Code generations it took (0 when the code was given). */
+  generations: number
+}
+
+export interface HandlerOptions {
+  /** Voice answers within this long, or say it is taking longer. @default 1500 */
+  voiceBudgetMs?: number
+  /** Runs of generated code that failed, fed back for a new generation, before giving up. @default 2 */
+  maxRunAttempts?: number
+}
+
+/**
+ * What voice and chat agents call: turns "what's the total with 8% tax on these three items?" into an answer.
+ * Writes the code when none is given, runs it through execgate, and says the result the way the channel needs it;
+ * when nothing can run, explains how the computation would be done (the placeholder design's graceful deferral).
+ */
+export class CodeExecutionHandler {
+  private readonly voiceBudgetMs: number
+  private readonly maxRunAttempts: number
+
+  constructor(
+    private readonly execgate: Execgate,
+    private readonly generator?: CodeGenerator,
+    private readonly llm?: LlmProvider,
+    options: HandlerOptions = {},
+  ) {
+    this.voiceBudgetMs = options.voiceBudgetMs ?? 1500
+    this.maxRunAttempts = options.maxRunAttempts ?? 2
+  }
+
+  async handleComputationRequest(request: ComputationRequest): Promise<ComputationResponse> {
+    const started = Date.now()
+    const language = request.language ?? 'python'
+    const voice = request.channel === 'voice'
+    const budget = new AbortController()
+    const timer = voice ? setTimeout(() => budget.abort(), this.voiceBudgetMs) : undefined
+    const remaining = () => Math.max(1, this.voiceBudgetMs - (Date.now() - started))
+    let code = request.code
+    let generations = 0
+    const failures: string[] = []
+    try {
+      for (let run = 1; ; run++) {
+        if (!code) {
+          if (!this.generator) return this.answer(request, 'generation_failed', 'There is no code to run and no code generator is configured.', { generations })
+          try {
+            const generated = await this.generator.generate(request.description, { language, signal: budget.signal }, failures)
+            code = generated.code
+            generations += generated.attempts
+          } catch (error) {
+            if (budget.signal.aborted) return this.overBudget(request, generations)
+            const detail = error instanceof CodeGenerationError ? error.failures.at(-1) ?? error.message : (error as Error).message
+            return this.answer(request, 'generation_failed', `I couldn't write working code for that: ${detail}`, { generations })
+          }
+        }
+        const result = await this.execgate.execute(
+          { language, code, ...(request.sessionId ? { sessionId: request.sessionId } : {}), ...(voice ? { timeoutMs: Math.min(remaining(), this.execgate.config.security.defaultPolicy.wallTimeMs) } : {}) },
+          { signal: budget.signal },
+        )
+        if (budget.signal.aborted || (voice && result.status === 'timeout' && Date.now() - started >= this.voiceBudgetMs - 50)) return this.overBudget(request, generations, code)
+        if (result.status === 'not_implemented' || result.status === 'unavailable') return this.defer(request, result, code, language, generations)
+        // Generated code that failed on its own error gets another generation with the error in the prompt.
+        if (result.status === 'error' && !request.code && this.generator && run < this.maxRunAttempts) {
+          failures.push(`running it failed: ${result.error?.type ?? 'Error'}: ${result.error?.message ?? result.message ?? ''}`)
+          code = undefined
+          continue
+        }
+        return this.present(request, result, code, language, generations)
+      }
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  private present(request: ComputationRequest, result: ExecutionResult, code: string, language: Language, generations: number): ComputationResponse {
+    const extra = { result, code, language, generations }
+    const produced = result.value !== undefined ? result.value : result.stdout.trim() || undefined
+    if (result.status === 'ok') {
+      if (request.channel === 'voice') return this.answer(request, 'ok', `The answer is ${speakValue(produced)}.`, extra)
+      const shown = typeof produced === 'string' ? produced : JSON.stringify(produced, null, 2)
+      const output = result.value !== undefined && result.stdout.trim() ? `\n\nOutput:\n\`\`\`\n${result.stdout.trimEnd()}\n\`\`\`` : ''
+      const source = request.showCode ? `\n\nCode (${language}):\n\`\`\`${language}\n${code}\n\`\`\`` : ''
+      return this.answer(request, 'ok', `**Result:** ${shown?.includes('\n') ? `\n\`\`\`\n${shown}\n\`\`\`` : `\`${shown}\``}${output}${source}`, extra)
+    }
+    const why: Record<string, string> = {
+      error: `the calculation hit an error (${result.error?.type ?? 'Error'}: ${result.error?.message ?? ''})`,
+      timeout: 'it took longer than the time allowed',
+      memory_limit: 'it needed more memory than allowed',
+      output_limit: 'it produced more output than allowed',
+      policy_violation: `it tried something the security policy does not allow (${result.error?.message ?? result.message ?? ''})`,
+      cancelled: 'it was cancelled',
+      invalid_request: `the request was not valid (${result.message ?? ''})`,
+      internal_error: 'something went wrong on our side',
+    }
+    const sentence = `I couldn't finish that: ${why[result.status] ?? result.status}.`
+    return this.answer(request, result.status, request.channel === 'voice' ? speakText(sentence.split('\n')[0]!) : sentence, extra)
+  }
+
+  /** Nothing can run: say how it would be done instead (the model explains, when there is one). */
+  private async defer(request: ComputationRequest, result: ExecutionResult, code: string, language: Language, generations: number): Promise<ComputationResponse> {
+    let how = ''
+    if (this.llm) {
+      try {
+        how = await this.llm.complete({
+          system: 'Explain in at most two short sentences, in plain spoken words with no code, symbols or markdown, how to compute what the user asks, step by step.',
+          messages: [{ role: 'user', text: request.description }],
+          maxTokens: 200,
+        })
+      } catch {
+        how = ''
+      }
+    }
+    const text = `I can't run calculations right now.${how ? ` Here is how it would be done: ${how.trim()}` : ` Here is what I would compute: ${request.description}.`}`
+    return this.answer(request, 'deferred', request.channel === 'voice' ? speakText(text) : text, { result, code, language, generations })
+  }
+
+  private overBudget(request: ComputationRequest, generations: number, code?: string): ComputationResponse {
+    return this.answer(request, 'over_budget', 'That is taking longer than I can wait right now. Shall I keep working on it and tell you when it is done?', { generations, code })
+  }
+
+  private answer(_request: ComputationRequest, outcome: ComputationResponse['outcome'], text: string, extra: Partial<ComputationResponse> & { generations: number }): ComputationResponse {
+    return { text, outcome, ...extra }
+  }
+}
