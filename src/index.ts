@@ -27,6 +27,8 @@ export interface Execgate {
   checkNow(): Promise<ExecgateStatus>
   /** How an adapter holds each limit of a policy (default: the configured policy, or a named profile's). */
   explainPolicy(adapter: string, policy?: SecurityPolicy | string): PolicyExplanation
+  /** Ends a session on every adapter that keeps one under this id; true when one did. */
+  closeSession(sessionId: string): Promise<boolean>
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: Readiness
   readonly config: Config
@@ -91,6 +93,10 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
         resolved = policy ?? policyFromConfig(config)
       }
       return explainPolicy(resolved, adapter)
+    },
+    async closeSession(sessionId) {
+      const closed = await Promise.all(registry.list().map((adapter) => adapter.closeSession?.(sessionId) ?? false))
+      return closed.some(Boolean)
     },
     readiness,
     config,

@@ -12,6 +12,7 @@ missing=()
 command -v podman >/dev/null || missing+=(podman)
 command -v runc >/dev/null || missing+=(runc)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v curl >/dev/null || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "[execgate setup] installing ${missing[*]}"
   $SUDO apt-get update -qq

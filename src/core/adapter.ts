@@ -66,6 +66,8 @@ export interface CodeExecutionAdapter {
    * monty's). Routing moves a request on to the next capable adapter when the answer is no.
    */
   canRun?(code: string, language: Language): { ok: boolean; reason?: string }
+  /** Optional, on adapters with the `sessions` capability: ends a session; true when there was one. */
+  closeSession?(sessionId: string): Promise<boolean>
   /** Releases workers, sessions and handles. Safe to call twice. */
   dispose(): Promise<void>
 }

@@ -38,6 +38,11 @@ export function traceIdFrom(header: unknown): string | undefined {
   return match && !/^0+$/.test(match[1]!) ? match[1] : undefined
 }
 
+/** A session id as the adapters see it: prefixed with the tenant, so tenants can never reach each other's. */
+export function tenantSession(tenant: Tenant, sessionId: string): string {
+  return `${tenant.name}:${sessionId}`
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     tenant: Tenant
@@ -112,7 +117,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     const body = request.body as ExecutionRequest
     // Every log line of one execution carries its traceId: the caller's, the traceparent's, or a new one.
     const traceId = body.traceId ?? traceIdFrom(request.headers.traceparent) ?? randomUUID()
-    const executionRequest: ExecutionRequest = { ...body, traceId }
+    // Sessions are the tenant's own: the same id from another tenant names a different session.
+    const executionRequest: ExecutionRequest = { ...body, traceId, ...(body.sessionId ? { sessionId: tenantSession(request.tenant, body.sessionId) } : {}) }
     const profile = profileFor(request)
     const log = logger.child({ traceId, tenant: request.tenant.name })
     log.info({ language: body.language, adapter: body.adapter, codeBytes: Buffer.byteLength(body.code) }, 'execution received')
@@ -148,9 +154,10 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
 
   app.get('/v1/languages', async () => ({ languages: execgate.languages() }))
   app.get('/v1/adapters', async () => execgate.status())
-  app.delete('/v1/sessions/:id', async (request) => {
-    // Sessions are not kept by any adapter yet: every id is unknown, to every tenant alike.
-    throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no session "${(request.params as { id: string }).id}" for tenant ${request.tenant.name}` })
+  app.delete('/v1/sessions/:id', async (request, reply) => {
+    const id = (request.params as { id: string }).id
+    if (await execgate.closeSession(tenantSession(request.tenant, id))) return reply.code(204).send()
+    throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no session "${id}" for tenant ${request.tenant.name}` })
   })
 
   app.get('/healthz', async () => ({ status: 'up' }))
@@ -163,7 +170,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()))
   app.get('/docs/json', async () => openApiDocument())
 
-  app.post('/mcp', mcpHttpHandler(execgate))
+  app.post('/mcp', mcpHttpHandler(execgate, tenantSession))
   app.get('/mcp', async (_request, reply) => reply.code(405).header('allow', 'POST').send({ error: { code: 'EXECGATE_NOT_FOUND', message: '[execgate] /mcp takes POST (stateless streamable HTTP)' } }))
 
   return { app, metrics, beginShutdown: () => (closing = true) }

@@ -17,7 +17,7 @@ function summary(result: ExecutionResult): string {
  * execgate as MCP tools: `execute_code`, `validate_code`, `list_languages`, each with an input schema and the
  * result as structured content plus a short text. `profile` is the caller's policy profile (a tenant's).
  */
-export async function createMcpServer(execgate: Execgate, profile?: string) {
+export async function createMcpServer(execgate: Execgate, profile?: string, sessionScope: (sessionId: string) => string = (sessionId) => sessionId) {
   const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js')
   const server = new McpServer({ name: 'execgate', version: '0.1.0' })
   const language = z.enum(LANGUAGES as unknown as [Language, ...Language[]])
@@ -34,7 +34,7 @@ export async function createMcpServer(execgate: Execgate, profile?: string) {
       },
     },
     async (input) => {
-      const result = await execgate.execute({ language: input.language, code: input.code, ...(input.sessionId ? { sessionId: input.sessionId } : {}), ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}) }, { profile })
+      const result = await execgate.execute({ language: input.language, code: input.code, ...(input.sessionId ? { sessionId: sessionScope(input.sessionId) } : {}), ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}) }, { profile })
       return { content: [{ type: 'text' as const, text: summary(result) }], structuredContent: result as unknown as Record<string, unknown>, isError: result.status !== 'ok' }
     },
   )
@@ -72,10 +72,10 @@ export async function serveMcpStdio(execgate: Execgate): Promise<void> {
 }
 
 /** POST /mcp: stateless streamable HTTP, one server and transport per request, behind the API's keys. */
-export function mcpHttpHandler(execgate: Execgate) {
+export function mcpHttpHandler(execgate: Execgate, scope: (tenant: FastifyRequest['tenant'], sessionId: string) => string) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js')
-    const server = await createMcpServer(execgate, request.tenant.profile)
+    const server = await createMcpServer(execgate, request.tenant.profile, (sessionId) => scope(request.tenant, sessionId))
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     reply.hijack()
     reply.raw.on('close', () => {

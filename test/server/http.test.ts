@@ -107,7 +107,7 @@ describe('HTTP API over real HTTP on loopback', () => {
     expect((await call('/v1/validate', { key: ACME, body: { language: 'cobol', code: 'x' } })).status).toBe(400)
   })
 
-  test('another tenant\'s session (or any unknown one) cannot be closed: 404', async () => {
+  test('an unknown session cannot be closed: 404', async () => {
     const response = await call('/v1/sessions/s-1', { method: 'DELETE', key: ACME })
     expect({ status: response.status, code: response.json.error.code }).toEqual({ status: 404, code: 'EXECGATE_NOT_FOUND' })
     expect(response.json.error.message).toContain('for tenant acme')
@@ -169,4 +169,34 @@ describe('an open server', () => {
     expect(await (await inFlight).json()).toMatchObject({ status: 'ok', value: 42 })
     await stopping
   })
+})
+
+describe('sessions belong to their tenant', () => {
+  test('the same session id from two tenants names two sessions; neither can close the other\'s', async () => {
+    const { SwitchableAdapter } = await import('../routing/fakes')
+    const { QuickJsAdapter } = await import('../../adapters/quickjs')
+    // A session-keeping adapter that records the session ids it is given.
+    const seen: string[] = []
+    const closed: string[] = []
+    const sessions = Object.assign(new SwitchableAdapter('sessions', new QuickJsAdapter(), 1), {})
+    Object.defineProperty(sessions, 'capabilities', { value: { ...sessions.capabilities, sessions: true } })
+    const execute = sessions.execute.bind(sessions)
+    sessions.execute = async (request, context) => (request.sessionId && seen.push(request.sessionId), execute(request, context))
+    ;(sessions as unknown as { closeSession(id: string): Promise<boolean> }).closeSession = async (id) => (seen.includes(id) && !closed.includes(id) ? (closed.push(id), true) : false)
+    const gate = await createExecgate({ adapters: [sessions], overrides: { readiness: { enabled: false }, log: { level: 'silent' }, server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`] } } })
+    const running = await serve(gate, { port: 0 }, false)
+    const post = (key: string) => fetch(`${running.url}/v1/executions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ language: 'javascript', code: '1', sessionId: 'chat-1' }) })
+    const remove = (key: string) => fetch(`${running.url}/v1/sessions/chat-1`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } })
+    try {
+      expect(((await (await post(ACME)).json()) as { status: string }).status).toBe('ok')
+      expect(seen).toEqual(['acme:chat-1'])
+      expect((await remove(GLOBEX)).status).toBe(404) // globex has no chat-1, and cannot reach acme's
+      expect((await post(GLOBEX)).status).toBe(200)
+      expect(seen).toEqual(['acme:chat-1', 'globex:chat-1'])
+      expect((await remove(ACME)).status).toBe(204)
+      expect(closed).toEqual(['acme:chat-1'])
+    } finally {
+      await running.shutdown()
+    }
+  }, 30_000)
 })
