@@ -10,6 +10,7 @@ import { HealthBoard } from './readiness/health'
 import { ReadinessMonitor } from './readiness/readiness-monitor'
 import { CircuitBreakers } from './routing/circuit-breaker'
 import { ConfigRouter } from './routing/config-router'
+import type { HostFunctionDefinition } from './workspace'
 import { AdapterRegistry, Config, ExecutionListener, ExecutionService, Logger, Readiness, Router } from './tokens'
 
 export interface ContainerOptions extends LoadConfigOptions {
@@ -18,6 +19,8 @@ export interface ContainerOptions extends LoadConfigOptions {
   /** Adapters to use instead of creating them from the registry (tests with a deliberately failing adapter). */
   adapters?: readonly CodeExecutionAdapter[]
   logger?: Logger
+  /** Host functions offered to every run besides the standard ones; each is checked at start-up. */
+  hostFunctions?: readonly HostFunctionDefinition[]
 }
 
 class MapAdapterRegistry implements AdapterRegistry {
@@ -106,6 +109,9 @@ export async function createContainer(options: ContainerOptions = {}): Promise<C
       logger,
       listeners,
       graceMs: config.execution.graceMs,
+      workspaceLimits: config.workspace,
+      sessions: config.sessions,
+      hostFunctions: options.hostFunctions,
     })
   }).inSingletonScope()
   return container

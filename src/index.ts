@@ -14,6 +14,7 @@ export { resolvePolicy, staticValidationReport, DEFAULT_POLICY, checkJavaScript,
 export type { SwitchEvent, HealthEvent } from './readiness/readiness-monitor'
 export { createContainer, type ContainerOptions } from './container'
 export * as tokens from './tokens'
+export * from './workspace'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -96,7 +97,8 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
     },
     async closeSession(sessionId) {
       const closed = await Promise.all(registry.list().map((adapter) => adapter.closeSession?.(sessionId) ?? false))
-      return closed.some(Boolean)
+      const workspace = service.closeSession?.(sessionId) ?? false
+      return closed.some(Boolean) || workspace
     },
     readiness,
     config,

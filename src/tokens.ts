@@ -15,6 +15,8 @@ import type {
   ValidationReport,
 } from './core'
 import type { Config as LoadedConfig } from './config/load'
+import type { LlmProvider } from './agents/llm'
+import type { HostFunctionDefinition, Workspace } from './workspace'
 import type { ReadinessMonitor } from './readiness/readiness-monitor'
 
 /** The validated, frozen configuration. */
@@ -73,10 +75,22 @@ export interface ExecuteOptions {
   onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void
   /** The caller's policy (a tenant's profile); requests tighten it. @default config's security.defaultPolicy */
   basePolicy?: SecurityPolicy
-  /** Host functions sandboxed code may call in this run, on adapters with the `hostFunctions` capability. */
+  /**
+   * A complete set of host functions to use instead of the standard ones over the workspace (an embedder's own
+   * implementation). Most callers want `functions` instead.
+   */
   hostFunctions?: HostFunctions
   /** A policy profile from `security.profiles` (a tenant's) to start from instead of the language's or the default. */
   profile?: string
+  /**
+   * The run's workspace, e.g. an `OverlayWorkspace` over a `DirectoryLayer`. Without one a request with a
+   * `sessionId` uses the session's workspace, and any other request a fresh in-memory one.
+   */
+  workspace?: Workspace
+  /** Host functions of the caller's own for this run, beside the standard ones (`read_file`, … `submit_result`). */
+  functions?: readonly HostFunctionDefinition[]
+  /** The language model `ask_llm` asks; without one `ask_llm` raises an error inside the code. */
+  llm?: LlmProvider
 }
 
 /** Runs requests end to end (DESIGN.md steps 1–8). `execute` never rejects. */
@@ -85,6 +99,8 @@ export interface ExecutionService {
   execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
   validate(code: string, language: Language, adapter?: string): Promise<ValidationReport>
   languages(): readonly Language[]
+  /** Drops a session's workspace; true when there was one. */
+  closeSession?(sessionId: string): boolean
 }
 
 /** Observers of finished executions (logs, metrics, the ledger); several may be bound. */

@@ -97,7 +97,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
     if (!(LANGUAGES as readonly string[]).includes(request.language)) {
       return createResult('invalid_request', NAME, { message: `[execgate] [docker] the docker adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
     }
-    const payload = payloadEnvironment(request.code, request.files ?? [])
+    const payload = payloadEnvironment(request.code, context.files ?? request.files ?? [])
     if (!payload) {
       return createResult('invalid_request', NAME, { message: `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once encoded; the docker adapter passes them through the environment` })
     }

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import { WorkerJobChannel, cancelRequested, isExecgateError, settleHostCall, describeError } from '../../src/core'
+import { WorkerJobChannel, cancelRequested, isFatalHostError, settleHostCall, describeError } from '../../src/core'
 import { mapMontyError } from './map-error'
 import type { MontyJob, MontyParseJob, ToWorker } from './protocol'
 import { toJsonValue } from './to-json'
@@ -37,7 +37,7 @@ async function runWithHostFunctions(program: InstanceType<MontyModule['Monty']>,
       const args = (snapshot.args as unknown[]).map((arg) => toJsonValue(arg))
       progress = snapshot.resume({ returnValue: await channel.callHost(snapshot.functionName, args) })
     } catch (error) {
-      if (isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET')) throw error
+      if (isFatalHostError(error)) throw error
       progress = snapshot.resume({ exception: { type: 'PermissionError', message: describeError(error) } })
     }
   }
@@ -55,7 +55,7 @@ async function run(job: MontyJob): Promise<void> {
   } catch (error) {
     if (channel.outputExceeded) {
       channel.finish({ status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' }, hostCalls: channel.hostCalls })
-    } else if (isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET')) {
+    } else if (isFatalHostError(error)) {
       channel.finish({ status: 'policy_violation', error: { type: 'PolicyViolation', code: error.code, message: error.message }, hostCalls: channel.hostCalls })
     } else {
       channel.finish({ ...mapMontyError(error), hostCalls: channel.hostCalls })

@@ -105,7 +105,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const language = request.language as ProcessLanguage
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const collectFiles = context.policy.filesystem === 'sandboxed'
-    const files = request.files ?? []
+    const files = context.files ?? request.files ?? []
     const run = await this.track(
       this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles }, request.code, context, output, {
         filesArchive: files.length > 0 ? packFiles(files) : undefined,

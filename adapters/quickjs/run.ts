@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten'
-import { describeError, isExecgateError, type ExecutionErrorInfo, type ExecutionStatus, type OutputStream } from '../../src/core'
+import { describeError, isFatalHostError, type ExecutionErrorInfo, type ExecutionStatus, type OutputStream } from '../../src/core'
 import { mapQuickJsError, SCRIPT_NAME, type StopReason } from './map-error'
 import type { PreparedSource } from './prepare-source'
 
@@ -129,7 +129,7 @@ export class QuickJsRun {
     this.pendingHostCalls--
     if (this.deferreds.has(deferred) && deferred.alive) {
       if (error !== undefined) {
-        if (isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET')) {
+        if (isFatalHostError(error)) {
           this.stop = 'policy'
           this.policyMessage = describeError(error)
         }

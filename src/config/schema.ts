@@ -128,6 +128,20 @@ export interface ExecgateConfig {
       required: PolicyLimit[]
     }
   }
+  workspace: {
+    /** Largest workspace file, read or written (bytes). @default 10485760 @env EXECGATE_WORKSPACE_MAX_FILE_BYTES */
+    maxFileBytes: number
+    /** Bytes a run's (or a session's) writable layer may hold. @default 52428800 @env EXECGATE_WORKSPACE_MAX_TOTAL_BYTES */
+    maxTotalBytes: number
+    /** Files a writable layer may hold. @default 1000 @env EXECGATE_WORKSPACE_MAX_FILES */
+    maxFiles: number
+  }
+  sessions: {
+    /** Idle time after which a session's interpreter state and workspace are dropped (s). @default 600 @env EXECGATE_SESSIONS_TTL_SECONDS */
+    ttlSeconds: number
+    /** Sessions each adapter keeps at once; a new one past this answers `unavailable`. @default 32 @env EXECGATE_SESSIONS_MAX_SESSIONS */
+    maxSessions: number
+  }
   /** Per-adapter options; see each adapter's page in docs/adapters/. */
   adapters: AdapterOptionsConfig
   log: {
@@ -194,6 +208,15 @@ export const CONFIG_SCHEMA = {
       maxProcesses: { doc: 'Processes per run (OS sandboxes)', format: formats.positiveInt, default: 32 },
       required: { doc: 'Limits an adapter must enforce', format: formats.limitList, default: [] },
     },
+  },
+  workspace: {
+    maxFileBytes: { doc: 'Largest workspace file (bytes)', format: formats.positiveInt, default: 10 * 1024 * 1024 },
+    maxTotalBytes: { doc: 'Bytes a writable workspace layer may hold', format: formats.positiveInt, default: 50 * 1024 * 1024 },
+    maxFiles: { doc: 'Files a writable workspace layer may hold', format: formats.positiveInt, default: 1000 },
+  },
+  sessions: {
+    ttlSeconds: { doc: 'Idle time before a session is dropped (s)', format: formats.positiveInt, default: 600 },
+    maxSessions: { doc: 'Sessions each adapter keeps at once', format: formats.positiveInt, default: 32 },
   },
   adapters: ADAPTER_OPTION_SCHEMAS,
   log: {

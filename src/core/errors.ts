@@ -43,6 +43,15 @@ export const ERROR_CODES = {
   },
   EXECGATE_HOST_CALL_UNKNOWN: { fault: 'client', retryable: false, template: 'no host function named "{name}"' },
   EXECGATE_HOST_CALL_BUDGET: { fault: 'client', retryable: false, template: 'host-call budget exceeded: {detail}' },
+  EXECGATE_HOST_CALL_DENIED: { fault: 'client', retryable: false, template: 'policy violation: host function {name} refused: {detail}' },
+  EXECGATE_HOST_CALL_ARGS: { fault: 'client', retryable: false, template: '{name}: {detail}' },
+  EXECGATE_HOST_CALL_FAILED: { fault: 'client', retryable: false, template: '{name} failed: {detail}' },
+  EXECGATE_HOST_FUNCTION_INVALID: { fault: 'client', retryable: false, template: 'host function "{name}" cannot be registered: {detail}' },
+  EXECGATE_WORKSPACE_PATH: { fault: 'client', retryable: false, template: 'workspace path {path} refused: {reason}' },
+  EXECGATE_WORKSPACE_NOT_FOUND: { fault: 'client', retryable: false, template: 'no file "{path}" in the workspace' },
+  EXECGATE_WORKSPACE_LIMIT: { fault: 'client', retryable: false, template: 'workspace limit: {detail}' },
+  EXECGATE_SESSION_UNKNOWN: { fault: 'client', retryable: false, template: 'no session "{id}" on {adapter}: {detail}' },
+  EXECGATE_SESSION_LIMIT: { fault: 'client', retryable: true, template: '{adapter} already holds its limit of {limit} sessions; close one or wait for one to expire' },
   EXECGATE_BACKEND_FAILED: { fault: 'backend', retryable: true, template: 'backend {name} failed: {detail}' },
   EXECGATE_UNAUTHORIZED: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_FORBIDDEN: { fault: 'client', retryable: false, template: '{detail}' },
@@ -93,4 +102,9 @@ export function describeError(error: unknown): string {
   } catch {
     return String(error)
   }
+}
+
+/** Host-call errors that end the run (`policy_violation`) instead of being raised inside the sandboxed code. */
+export function isFatalHostError(error: unknown): error is ExecgateError {
+  return isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET') || isExecgateError(error, 'EXECGATE_HOST_CALL_DENIED')
 }

@@ -19,6 +19,9 @@ import {
 import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
 import type { AdapterRegistry, ExecuteOptions, ExecutionListener, ExecutionService, Logger, Router } from '../tokens'
 import { findRequestProblem } from './parse-request'
+import { prepareRunHost } from './run-host'
+import { SessionWorkspaces } from './session-workspaces'
+import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
 export interface ExecutionServiceOptions {
   registry: AdapterRegistry
@@ -31,13 +34,32 @@ export interface ExecutionServiceOptions {
   listeners?: readonly ExecutionListener[]
   /** Time past the deadline an adapter gets to answer before the service answers `timeout` for it. */
   graceMs: number
+  /** Size limits of every run's workspace. @default DEFAULT_WORKSPACE_LIMITS */
+  workspaceLimits?: WorkspaceLimits
+  /** Session workspaces' idle TTL and count. @default 600 s, 32 */
+  sessions?: { ttlSeconds: number; maxSessions: number }
+  /** Host functions offered to every run, beside the standard ones. */
+  hostFunctions?: readonly HostFunctionDefinition[]
 }
 
 const SERVICE = 'execgate'
 
 /** DESIGN.md's steps 1–8 for one request. Never rejects: every outcome, including our own bugs, is a result. */
 export class DefaultExecutionService implements ExecutionService {
-  constructor(private readonly options: ExecutionServiceOptions) {}
+  private readonly workspaceLimits: WorkspaceLimits
+  private readonly sessionWorkspaces: SessionWorkspaces
+
+  constructor(private readonly options: ExecutionServiceOptions) {
+    for (const definition of options.hostFunctions ?? []) checkHostFunctionDefinition(definition)
+    this.workspaceLimits = options.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS
+    const sessions = options.sessions ?? { ttlSeconds: 600, maxSessions: 32 }
+    this.sessionWorkspaces = new SessionWorkspaces(this.workspaceLimits, sessions.ttlSeconds * 1000, sessions.maxSessions)
+  }
+
+  /** Drops a session's workspace; true when there was one. */
+  closeSession(sessionId: string): boolean {
+    return this.sessionWorkspaces.close(sessionId)
+  }
 
   async execute(request: ExecutionRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
     const started = performance.now()
@@ -112,7 +134,7 @@ export class DefaultExecutionService implements ExecutionService {
     }
   }
 
-  private runOnAdapter(
+  private async runOnAdapter(
     adapter: CodeExecutionAdapter,
     request: ExecutionRequest,
     policy: SecurityPolicy,
@@ -121,7 +143,20 @@ export class DefaultExecutionService implements ExecutionService {
     started: number,
   ): Promise<ExecutionResult> {
     const callerSignal = options.signal
-    if (callerSignal?.aborted) return Promise.resolve(refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled'))
+    if (callerSignal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
+    for (const definition of options.functions ?? []) {
+      try {
+        checkHostFunctionDefinition(definition)
+      } catch (error) {
+        return errorResult('invalid_request', SERVICE, error as ExecgateError)
+      }
+    }
+    const host = await prepareRunHost(adapter, request, policy, options, {
+      limits: this.workspaceLimits,
+      sessions: this.sessionWorkspaces,
+      definitions: this.options.hostFunctions ?? [],
+    })
+    if ('status' in host) return host
     const controller = new AbortController()
     let backstop: NodeJS.Timeout | undefined
     let armBackstop: () => void = () => undefined
@@ -131,8 +166,7 @@ export class DefaultExecutionService implements ExecutionService {
       signal: controller.signal,
       deadline: started + policy.wallTimeMs,
       onOutput: options.onOutput,
-      files: request.files,
-      hostFunctions: adapter.capabilities.hostFunctions ? options.hostFunctions : undefined,
+      ...host.context,
       pauseClock: () => clearTimeout(backstop),
       restartClock: () => {
         armBackstop()
@@ -140,14 +174,15 @@ export class DefaultExecutionService implements ExecutionService {
       },
     }
     // One promise settled by whichever comes first: the adapter, the backstop, or the caller cancelling.
-    return new Promise<ExecutionResult>((resolve) => {
+    const result = await new Promise<ExecutionResult>((resolve) => {
       let settled = false
       const settle = (result: ExecutionResult) => {
         if (settled) return
         settled = true
         clearTimeout(backstop)
         callerSignal?.removeEventListener('abort', onCallerAbort)
-        resolve(this.normalise(result, adapter, policy))
+        host.close()
+        resolve(result)
       }
       // An adapter that ignores its deadline cannot hold the caller: after the grace period we answer for it.
       armBackstop = () => {
@@ -166,6 +201,7 @@ export class DefaultExecutionService implements ExecutionService {
       callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
       void this.invoke(adapter, request, context).then(settle)
     })
+    return this.normalise(await host.finish(result), adapter, policy)
   }
 
   private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {

@@ -1,0 +1,97 @@
+import {
+  ExecgateError,
+  errorResult,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type SecurityPolicy,
+  type WorkspaceFile,
+} from '../core'
+import type { LlmProvider } from '../agents/llm'
+import { MemoryWorkspace, RunHostFunctions, normalizeWorkspacePath, standardHostFunctions, type HostFunctionDefinition, type Workspace, type WorkspaceLimits } from '../workspace'
+import type { SessionWorkspaces } from './session-workspaces'
+
+export interface RunHostOptions {
+  /** The run's workspace; otherwise the session's, otherwise a fresh in-memory one. */
+  workspace?: Workspace
+  /** The caller's own host functions, beside the standard ones. */
+  functions?: readonly HostFunctionDefinition[]
+  /** The model `ask_llm` asks. */
+  llm?: LlmProvider
+}
+
+/** The workspace and host functions of one run, and how their effects land in its result. */
+export interface RunHost {
+  context: Pick<ExecutionContext, 'hostFunctions' | 'files'>
+  /** Moves the submitted value, the action log and the files written into the result. */
+  finish(result: ExecutionResult): Promise<ExecutionResult>
+  /** Ends calls still in flight. */
+  close(): void
+}
+
+function decode(file: WorkspaceFile): Buffer {
+  return Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8')
+}
+
+function encode(path: string, content: Buffer): WorkspaceFile {
+  const text = content.toString('utf8')
+  return Buffer.from(text, 'utf8').equals(content) ? { path, content: text } : { path, content: content.toString('base64'), encoding: 'base64' }
+}
+
+/**
+ * Prepares a run's workspace: the request's files written into it (a bad path or size is the caller's
+ * `invalid_request`), host functions for adapters that call them, and real files for adapters that read them.
+ */
+export async function prepareRunHost(
+  adapter: CodeExecutionAdapter,
+  request: ExecutionRequest,
+  policy: SecurityPolicy,
+  options: RunHostOptions & { hostFunctions?: ExecutionContext['hostFunctions'] },
+  shared: { limits: WorkspaceLimits; sessions: SessionWorkspaces; definitions: readonly HostFunctionDefinition[] },
+): Promise<RunHost | ExecutionResult> {
+  const workspace = options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits)
+  for (const [index, file] of (request.files ?? []).entries()) {
+    try {
+      await workspace.write(normalizeWorkspacePath(file.path), decode(file))
+    } catch (error) {
+      const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
+      return errorResult('invalid_request', 'execgate', new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` }))
+    }
+  }
+  const run = new AbortController()
+  const inProcess = adapter.capabilities.hostFunctions
+  const host =
+    inProcess && !options.hostFunctions
+      ? new RunHostFunctions([...shared.definitions, ...(options.functions ?? []), ...standardHostFunctions({ llm: options.llm })], { policy, workspace, signal: run.signal }).forCode(request.code)
+      : undefined
+  // Backends without host functions get the workspace as real files: the stable layer's and the request's.
+  let files: WorkspaceFile[] | undefined
+  if (!inProcess && adapter.capabilities.workspace && (options.workspace || request.sessionId || request.files?.length)) {
+    files = []
+    for (const entry of await workspace.list()) {
+      const content = await workspace.read(entry.path)
+      if (content) files.push(encode(entry.path, content))
+    }
+  }
+  return {
+    context: { hostFunctions: options.hostFunctions ?? (host?.list().length ? host : undefined), ...(files ? { files } : {}) },
+    async finish(result) {
+      if (host?.submitted && (result.status === 'ok' || result.status === 'output_limit')) result.value = host.submitted.value as ExecutionResult['value']
+      if (host?.records.length) result.hostCalls = host.records
+      if (host?.written.size) {
+        const written: WorkspaceFile[] = []
+        for (const path of host.written) {
+          const content = await workspace.read(path)
+          if (content) written.push(encode(path, content))
+        }
+        result.files = written
+      } else if (result.files?.length && (options.workspace || request.sessionId)) {
+        // Files a sandbox wrote come back into the caller's workspace; a session sees them next time.
+        for (const file of result.files) await workspace.write(normalizeWorkspacePath(file.path), decode(file)).catch(() => undefined)
+      }
+      return result
+    },
+    close: () => run.abort(),
+  }
+}

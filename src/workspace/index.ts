@@ -1,0 +1,8 @@
+export * from './types'
+export { normalizeWorkspacePath, WORKSPACE_ROOT } from './paths'
+export { globMatcher } from './glob'
+export { MemoryWorkspace } from './memory'
+export { DirectoryLayer } from './directory'
+export { OverlayWorkspace } from './overlay'
+export { RunHostFunctions, checkHostFunctionDefinition, type HostCall, type HostFunctionDefinition, type RunHostFunctionsOptions } from './host-functions'
+export { standardHostFunctions } from './standard-functions'
