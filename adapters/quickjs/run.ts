@@ -108,8 +108,16 @@ export class QuickJsRun {
   private installHostFunctions(): void {
     for (const name of this.host.hostFunctionNames) {
       const fn = this.vm.newFunction(name, (...argHandles) => {
-        const args = argHandles.map((arg) => this.vm.dump(arg))
         const deferred = this.vm.newPromise()
+        let args: unknown[]
+        try {
+          args = argHandles.map((arg) => this.exactJson(arg))
+        } catch (error) {
+          const errorHandle = this.vm.newError(`${name}: the arguments are not JSON values (${describeError(error)})`)
+          deferred.reject(errorHandle)
+          errorHandle.dispose()
+          return deferred.handle
+        }
         this.deferreds.add(deferred)
         this.pendingHostCalls++
         this.host
@@ -241,11 +249,32 @@ export class QuickJsRun {
     return true
   }
 
+  /**
+   * A value through the VM's own JSON.stringify: strings keep NUL characters (quickjs-emscripten's getString and
+   * dump stop at the first NUL, which would silently cut a host-call argument short).
+   */
+  private exactJson(handle: QuickJSHandle): unknown {
+    if (this.vm.typeof(handle) === 'undefined') return undefined
+    const json = this.vm.getProp(this.vm.global, 'JSON')
+    const stringify = this.vm.getProp(json, 'stringify')
+    const result = this.vm.callFunction(stringify, json, handle)
+    stringify.dispose()
+    json.dispose()
+    if (result.error) {
+      const message = this.vm.dump(result.error)
+      result.error.dispose()
+      throw new Error(typeof message === 'object' && message ? String((message as { message?: unknown }).message) : String(message))
+    }
+    const text = this.vm.typeof(result.value) === 'string' ? this.vm.getString(result.value) : undefined
+    result.value.dispose()
+    return text === undefined ? undefined : JSON.parse(text)
+  }
+
   /** The value as JSON, serialised inside the VM so a hostile getter runs under the VM's own limits. */
   private toValue(handle: QuickJSHandle): RunOutcome {
     const type = this.vm.typeof(handle)
     if (type === 'undefined' || type === 'function' || type === 'symbol') return { status: 'ok' }
-    if (type === 'string') return { status: 'ok', value: this.vm.getString(handle) }
+    if (type === 'string') return { status: 'ok', value: this.exactJson(handle) }
     if (type === 'number') return { status: 'ok', value: this.vm.getNumber(handle) }
     if (type === 'boolean') return { status: 'ok', value: this.vm.dump(handle) }
     if (type === 'bigint') return { status: 'ok', value: this.vm.getBigInt(handle).toString() }
