@@ -12,6 +12,11 @@ export function formatResult(result: ExecutionResult): string {
   if (result.stderr) lines.push('--- stderr ---', result.stderr.replace(/\n$/, ''))
   if (result.truncated) lines.push(`(output cut to the limit: ${result.stdoutBytes} bytes of stdout and ${result.stderrBytes} of stderr were written)`)
   if (result.value !== undefined) lines.push(`value: ${JSON.stringify(result.value)}`)
+  if (result.files?.length) lines.push(`files written: ${result.files.map((file) => file.path).join(', ')}`)
+  if (result.hostCalls?.length) {
+    const failed = result.hostCalls.filter((call) => !call.ok).length
+    lines.push(`host calls: ${result.hostCalls.length}${failed ? ` (${failed} refused or failed)` : ''}`)
+  }
   if (result.fallbackFrom) lines.push(`fell back from ${result.fallbackFrom.adapter}: ${result.fallbackFrom.reason}`)
   if (result.route?.escalatedFrom) lines.push(`escalated from ${result.route.escalatedFrom}: ${result.route.reason}`)
   return lines.join('\n') + '\n'

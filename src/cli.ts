@@ -2,10 +2,11 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { ADAPTERS } from '../adapters/registry'
-import { ExecgateError, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type Language, type SecurityPolicy } from './core'
+import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy } from './core'
 import { loadConfig, type Config } from './config/load'
 import { createExecgate, type Execgate } from './index'
 import { policyFromConfig } from './policy'
+import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from './workspace'
 import { formatResult, formatTable, formatValidation } from './cli-format'
 
 /**
@@ -52,6 +53,9 @@ interface RunFlags {
   memory?: number
   json?: boolean
   config?: string
+  fs?: FilesystemAccess
+  workspace?: string
+  saveFiles?: string
 }
 
 function readSource(file: string | undefined, lang: Language | undefined): { code: string; language: Language } {
@@ -72,14 +76,44 @@ function readSource(file: string | undefined, lang: Language | undefined): { cod
   return { code, language }
 }
 
-/** The policy for a CLI run: the configured defaults, with --timeout and --memory as the operator sets them. */
-export function operatorPolicy(config: Config, flags: Pick<RunFlags, 'timeout' | 'memory'>): SecurityPolicy {
+/**
+ * The policy for a CLI run: the configured defaults, with --timeout, --memory and --fs as the operator sets them.
+ * `--workspace` without `--fs` means `sandboxed`: writes land in memory, never in the directory.
+ */
+export function operatorPolicy(config: Config, flags: Pick<RunFlags, 'timeout' | 'memory' | 'fs' | 'workspace'>): SecurityPolicy {
   const base = policyFromConfig(config)
+  const filesystem = flags.fs ?? (flags.workspace ? 'sandboxed' : undefined)
   return Object.freeze({
     ...base,
     ...(flags.timeout ? { wallTimeMs: flags.timeout, cpuTimeMs: Math.max(base.cpuTimeMs, flags.timeout) } : {}),
     ...(flags.memory ? { memoryMb: flags.memory } : {}),
+    ...(filesystem ? { filesystem } : {}),
   })
+}
+
+/** `--workspace DIR` as the read-only stable layer under an in-memory overlay. */
+function workspaceFromFlag(directory: string | undefined, config: Config): Workspace | undefined {
+  if (directory === undefined) return undefined
+  let stat: fs.Stats
+  try {
+    stat = fs.statSync(directory)
+  } catch {
+    throw usage(`--workspace: "${directory}" does not exist; give a directory to use as the read-only workspace`)
+  }
+  if (!stat.isDirectory()) throw usage(`--workspace: "${directory}" is not a directory`)
+  return new OverlayWorkspace(new DirectoryLayer(directory, config.workspace.maxFileBytes), new MemoryWorkspace(config.workspace))
+}
+
+/** `--save-files DIR`: the files the run wrote, saved so nothing is lost with the in-memory overlay. */
+function saveFiles(directory: string, result: ExecutionResult): string[] {
+  const saved: string[] = []
+  for (const file of result.files ?? []) {
+    const target = path.join(directory, normalizeWorkspacePath(file.path))
+    fs.mkdirSync(path.dirname(target), { recursive: true })
+    fs.writeFileSync(target, Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8'))
+    saved.push(target)
+  }
+  return saved
 }
 
 async function withExecgate<T>(flags: { config?: string; adapter?: string }, body: (execgate: Execgate) => Promise<T>): Promise<T> {
@@ -104,8 +138,13 @@ async function runCommand(file: string | undefined, flags: RunFlags, out: NodeJS
   const { code, language } = readSource(file, flags.lang)
   return withExecgate(flags, async (execgate) => {
     const basePolicy = operatorPolicy(execgate.config, flags)
-    const result: ExecutionResult = await execgate.execute({ language, code, ...(flags.adapter ? { adapter: flags.adapter } : {}) }, { basePolicy })
+    const workspace = workspaceFromFlag(flags.workspace, execgate.config)
+    const result: ExecutionResult = await execgate.execute({ language, code, ...(flags.adapter ? { adapter: flags.adapter } : {}) }, { basePolicy, ...(workspace ? { workspace } : {}) })
     out.write(flags.json ? JSON.stringify(result) + '\n' : formatResult(result))
+    if (flags.saveFiles && result.files?.length) {
+      const saved = saveFiles(flags.saveFiles, result)
+      if (!flags.json) out.write(`saved ${saved.length} file(s) under ${flags.saveFiles}\n`)
+    }
     return result.status === 'ok' ? 0 : result.status === 'invalid_request' ? EXIT_USAGE : 1
   })
 }
@@ -180,6 +219,9 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .option('--adapter <name>', 'run on this adapter instead of routing')
     .option('--timeout <ms>', 'wall-time limit in milliseconds for this run', positiveInteger('--timeout'))
     .option('--memory <mib>', 'memory limit in MiB for this run', positiveInteger('--memory'))
+    .addOption(new Option('--fs <access>', "the code's workspace access (default: security.defaultPolicy.filesystem; sandboxed with --workspace)").choices([...FILESYSTEM_ACCESS]))
+    .option('--workspace <dir>', 'a directory the code reads as its workspace; writes land in memory, never in it')
+    .option('--save-files <dir>', 'save the files the code wrote into this directory')
     .option('--json', 'print the ExecutionResult as JSON and nothing else')
     .addOption(configOption())
     .action(async (file: string | undefined, flags: RunFlags) => setExit(await runCommand(file, flags, out)))

@@ -96,11 +96,37 @@ describe('execgate CLI', () => {
     [['run', 'examples/voice-order-total.js', '--lang', 'cobol'], /Allowed choices are javascript, typescript, python, bash/],
     [['run', 'examples/voice-order-total.js', '--adapter', 'nope'], /--adapter: unknown adapter "nope"; known adapters: .*quickjs/],
     [['frobnicate'], /unknown command 'frobnicate'/],
+    [['run', 'examples/monthly-summary.py', '--fs', 'all'], /'--fs <access>' argument 'all' is invalid. Allowed choices are none, read_only, sandboxed/],
+    [['run', 'examples/monthly-summary.py', '--workspace', 'no-such-dir'], /--workspace: "no-such-dir" does not exist/],
+    [['run', 'examples/monthly-summary.py', '--workspace', 'README.md'], /--workspace: "README.md" is not a directory/],
   ])('bad input %j is a clear message and exit 2, never a stack trace', (args, message) => {
     const { code, stderr } = execgate(args as string[], { input: '' })
     expect(code).toBe(2)
     expect(stderr).toMatch(message)
     noStackTrace(stderr)
+  })
+
+  test('--workspace DIR is read through an in-memory overlay; --save-files keeps what the code wrote', () => {
+    const saved = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'execgate-saved-'))
+    try {
+      const { code, stdout } = execgate(['run', 'examples/monthly-summary.py', '--workspace', 'examples/workspace', '--save-files', saved])
+      expect(code).toBe(0)
+      expect(stdout).toContain('value: {"regions":{"north":1510.75,"south":1100,"west":455.75},"total":3066.5}')
+      expect(stdout).toContain('files written: summary.txt')
+      expect(fs.readFileSync(path.join(saved, 'summary.txt'), 'utf8')).toBe('north: 1510.75\nsouth: 1100.00\nwest: 455.75\n')
+      expect(fs.existsSync(path.join(root, 'examples', 'workspace', 'summary.txt'))).toBe(false)
+    } finally {
+      fs.rmSync(saved, { recursive: true, force: true })
+    }
+  })
+
+  test('--fs none refuses the workspace functions with policy_violation; read_only refuses the write', () => {
+    const none = execgate(['run', 'examples/monthly-summary.py', '--workspace', 'examples/workspace', '--fs', 'none'])
+    expect(none.code).toBe(1)
+    expect(none.stdout).toContain('status: policy_violation')
+    expect(none.stdout).toContain('read_file refused: it reads the workspace, and the policy\'s filesystem access is "none"')
+    const readOnly = execgate(['run', 'examples/monthly-summary.py', '--workspace', 'examples/workspace', '--fs', 'read_only'])
+    expect(readOnly.stdout).toContain('write_file refused: it writes the workspace')
   })
 
   test('an invalid configuration value stops start-up with the key, the value and what is allowed', () => {
