@@ -1,5 +1,11 @@
 import type { CodeExecutionAdapter, Language } from '../src/core'
 import type { AdapterOptionsConfig } from '../src/config/adapter-options'
+import type { SessionLimits } from '../src/core'
+
+/** Settings every adapter may use, from the top-level config. */
+export interface CommonAdapterSettings {
+  sessions?: SessionLimits
+}
 
 /**
  * Every adapter execgate knows, by name. `create` imports the adapter lazily, so an adapter that is not enabled
@@ -11,7 +17,7 @@ export interface AdapterDefinition {
   /** One line for `execgate adapters` and the docs. */
   description: string
   languages: readonly Language[]
-  create(options: AdapterOptionsConfig): Promise<CodeExecutionAdapter>
+  create(options: AdapterOptionsConfig, common?: CommonAdapterSettings): Promise<CodeExecutionAdapter>
 }
 
 export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
@@ -25,7 +31,7 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     name: 'quickjs',
     description: 'QuickJS in WebAssembly, in-process: JavaScript and TypeScript',
     languages: ['javascript', 'typescript'],
-    create: async (options) => new (await import('./quickjs')).QuickJsAdapter(options.quickjs),
+    create: async (options, common) => new (await import('./quickjs')).QuickJsAdapter({ ...options.quickjs, sessions: common?.sessions }),
   },
   monty: {
     name: 'monty',

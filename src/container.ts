@@ -65,7 +65,7 @@ async function createAdapters(config: Config): Promise<CodeExecutionAdapter[]> {
   const adapters: CodeExecutionAdapter[] = []
   for (const name of config.execution.enabled) {
     try {
-      adapters.push(await ADAPTERS[name]!.create(config.adapters as never))
+      adapters.push(await ADAPTERS[name]!.create(config.adapters as never, { sessions: config.sessions }))
     } catch (error) {
       await Promise.allSettled(adapters.map((adapter) => adapter.dispose()))
       if (error instanceof ExecgateError) throw error

@@ -7,6 +7,9 @@ import {
   resultFromJob,
   runWorkerJob,
   type JobMessage,
+  SessionStore,
+  isExecgateError,
+  type SessionLimits,
   createResult,
   describeError,
   enforcementTable,
@@ -22,6 +25,7 @@ import {
 import { checkJavaScript, checkTypeScript } from '../../src/policy'
 import { prepareSource, type PreparedSource } from './prepare-source'
 import type { ToWorker } from './protocol'
+import { MAX_SESSION_STATE_BYTES, captureScript, restoreScripts, topLevelNames, type SessionState } from './session'
 
 export const NAME = 'quickjs'
 
@@ -36,6 +40,8 @@ export interface QuickJsAdapterOptions {
   workers?: number
   /** How long past its deadline a run may stay in native code before its worker is killed. @default 50 */
   killGraceMs?: number
+  /** Session TTL and count, from the `sessions` config. @default 600 s, 32 */
+  sessions?: SessionLimits
 }
 
 const LANGUAGES: readonly Language[] = ['javascript', 'typescript']
@@ -65,7 +71,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       // CPU time is bounded by wall time on one thread; it is not measured separately.
       cpuTime: 'soft',
     }),
-    sessions: false,
+    // Top-level JSON values and functions carry over; every call still gets a fresh runtime (see session.ts).
+    sessions: true,
     hostFunctions: true,
     workspace: true,
     streaming: true,
@@ -76,6 +83,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
   private readonly stackBytes: number
   private readonly killGraceMs: number
   private nextJobId = 0
+  private readonly sessions: SessionStore<SessionState>
 
   constructor(options: QuickJsAdapterOptions = {}) {
     const stackKiB = options.maxStackKiB ?? MAX_SAFE_STACK_KIB
@@ -87,6 +95,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     this.stackBytes = stackKiB * 1024
     this.killGraceMs = options.killGraceMs ?? 50
     this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', options.workers ?? 2)
+    this.sessions = new SessionStore(NAME, options.sessions)
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -99,6 +108,15 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       source = prepareSource(request.code, request.language as 'javascript' | 'typescript')
     } catch (error) {
       return createResult('error', NAME, { error: { type: 'SyntaxError', message: describeError(error) } })
+    }
+    let session: SessionState | undefined
+    if (request.sessionId) {
+      try {
+        session = this.sessions.open(request.sessionId) ?? {}
+      } catch (error) {
+        const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
+        return createResult(status, NAME, { message: describeError(error).replace('[execgate]', '[execgate] [quickjs]') })
+      }
     }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const outcome = await runWorkerJob(
@@ -113,12 +131,29 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
         timeoutMs: context.policy.wallTimeMs,
         outputBytes: context.policy.outputBytes,
         hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
+        ...(session ? { session: { restore: restoreScripts(session), capture: captureScript([...new Set([...Object.keys(session), ...topLevelNames(source.script)])]) } } : {}),
       },
       context,
       output,
       { label: NAME, killGraceMs: this.killGraceMs },
     )
-    return resultFromJob(NAME, outcome, output, started)
+    const result = resultFromJob(NAME, outcome, output, started)
+    if (request.sessionId && session) this.keepSession(request.sessionId, session, outcome.session, result)
+    return result
+  }
+
+  /** A failed call leaves the session as it was; a state too large to keep is dropped, and the result says so. */
+  private keepSession(id: string, previous: SessionState, captured: string | undefined, result: ExecutionResult): void {
+    if (captured === undefined) return this.sessions.save(id, previous)
+    if (Buffer.byteLength(captured) > MAX_SESSION_STATE_BYTES) {
+      result.message = `[execgate] [quickjs] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
+      return this.sessions.save(id, previous)
+    }
+    this.sessions.save(id, JSON.parse(captured) as SessionState)
+  }
+
+  async closeSession(sessionId: string): Promise<boolean> {
+    return this.sessions.close(sessionId)
   }
 
   async validate(code: string, language: Language): Promise<ValidationReport> {
@@ -144,6 +179,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
   }
 
   async dispose(): Promise<void> {
+    this.sessions.clear()
     await this.pool.dispose()
   }
 }

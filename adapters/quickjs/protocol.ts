@@ -13,6 +13,8 @@ export interface RunJob {
   timeoutMs: number
   outputBytes: number
   hostFunctions: string[]
+  /** For a call in a session: scripts restoring its state, and the capture script to run after a success. */
+  session?: { restore: string[]; capture: string }
 }
 
 export type ToWorker = RunJob | HostResultMessage

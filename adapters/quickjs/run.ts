@@ -187,6 +187,29 @@ export class QuickJsRun {
     }
   }
 
+  /** Restores a session's state before the code runs; an entry that no longer evaluates is skipped. */
+  restore(scripts: readonly string[]): void {
+    for (const script of scripts) {
+      const result = this.vm.evalCode(script, 'session-restore.js', { type: 'global' })
+      if (result.error) result.error.dispose()
+      else result.value.dispose()
+    }
+  }
+
+  /** The session's state after a successful run, as JSON, within a short time of its own; undefined if it fails. */
+  capture(script: string, budgetMs: number): string | undefined {
+    this.limits = { ...this.limits, deadline: performance.now() + budgetMs }
+    this.stop = undefined
+    const result = this.vm.evalCode(script, 'session-capture.js', { type: 'global' })
+    if (result.error) {
+      result.error.dispose()
+      return undefined
+    }
+    const text = this.vm.typeof(result.value) === 'string' ? this.vm.getString(result.value) : undefined
+    result.value.dispose()
+    return text
+  }
+
   async execute(source: PreparedSource): Promise<RunOutcome> {
     const evaluated = this.vm.evalCode(source.script, SCRIPT_NAME, source.async ? JS_EVAL_FLAG_ASYNC : { type: 'global' })
     if (evaluated.error) return this.failure(evaluated.error)

@@ -21,6 +21,9 @@ async function loadModule(): Promise<QuickJSWASMModule> {
   return newQuickJSWASMModuleFromVariant(variant)
 }
 
+/** Time a session's state may take to serialise after the run (a hostile getter cannot hold the worker). */
+const SESSION_CAPTURE_MS = 200
+
 let modulePromise: Promise<QuickJSWASMModule>
 let prepared: QuickJsRun | undefined
 
@@ -47,9 +50,11 @@ async function run(job: RunJob): Promise<void> {
       callHost: (name, args) => channel.callHost(name, args),
     },
   )
+  if (job.session) quickjsRun.restore(job.session.restore)
   const outcome = await quickjsRun.execute(job.source)
+  const session = job.session && outcome.status === 'ok' ? quickjsRun.capture(job.session.capture, SESSION_CAPTURE_MS) : undefined
   // Answer first, free after: freeing a runtime costs time the caller need not wait for.
-  channel.finish({ status: outcome.status, value: outcome.value, error: outcome.error, hostCalls: channel.hostCalls })
+  channel.finish({ status: outcome.status, value: outcome.value, error: outcome.error, hostCalls: channel.hostCalls, session })
   if (!quickjsRun.dispose()) {
     // After OOM QuickJS may refuse to free a runtime (its allocator's assertions): the module is suspect, so the
     // next job waits for a fresh one instead of reusing it.

@@ -34,6 +34,8 @@ export interface JobResultMessage {
   value?: unknown
   error?: ExecutionErrorInfo
   hostCalls?: number
+  /** The session's state after the run, serialised by the worker, for adapters that keep sessions. */
+  session?: string
 }
 
 export type JobMessage = { type: 'ready' } | JobOutputMessage | JobHostCallMessage | JobResultMessage
@@ -46,7 +48,7 @@ export interface HostResultMessage {
   error?: { code?: string; message: string }
 }
 
-export type JobOutcome = Pick<JobResultMessage, 'status' | 'value' | 'error' | 'hostCalls'> & { message?: string }
+export type JobOutcome = Pick<JobResultMessage, 'status' | 'value' | 'error' | 'hostCalls' | 'session'> & { message?: string }
 
 export interface RunJobOptions {
   /** What the worker runs, for messages. */
@@ -111,7 +113,7 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
       (message) => {
         if (message.type === 'output') for (const [stream, text] of message.chunks) output.write(stream, text)
         else if (message.type === 'hostCall') answerHostCall(worker, context, message)
-        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls }, true)
+        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session }, true)
       },
       (reason) => finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` }, false),
     )

@@ -4,6 +4,7 @@ import { traceIdFrom } from '../../src/server/app'
 
 const ACME = 'acme-key-0123456789abcdef'
 const GLOBEX = 'globex-key-0123456789abcdef'
+const INITECH = 'initech-key-0123456789abcdef'
 
 let execgate: Execgate
 let server: RunningServer
@@ -13,8 +14,8 @@ beforeAll(async () => {
       execution: { enabled: ['quickjs', 'monty'] },
       readiness: { enabled: false },
       log: { level: 'silent' },
-      security: { profiles: { strict: { wallTimeMs: 2000, memoryMb: 64 }, roomy: { wallTimeMs: 10_000 } } },
-      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`], tenants: { acme: { profile: 'strict' }, globex: { ratePerMinute: 3, profiles: ['roomy'] } }, bodyLimitBytes: 64 * 1024 },
+      security: { profiles: { strict: { wallTimeMs: 2000, memoryMb: 64, filesystem: 'sandboxed' }, roomy: { wallTimeMs: 10_000 } } },
+      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`, `initech=${INITECH}`], tenants: { acme: { profile: 'strict' }, initech: { profile: 'strict' }, globex: { ratePerMinute: 3, profiles: ['roomy'] } }, bodyLimitBytes: 64 * 1024 },
     },
   })
   server = await serve(execgate, { port: 0 }, false)
@@ -44,6 +45,19 @@ describe('HTTP API over real HTTP on loopback', () => {
     const response = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: "console.log('hi'); 6 * 7" } })
     expect(response.status).toBe(200)
     expect(response.json).toMatchObject({ status: 'ok', adapter: 'quickjs', stdout: 'hi\n', value: 42 })
+  })
+
+  test('request files are the workspace; a session keeps its workspace, and another tenant never sees it', async () => {
+    const files = [{ path: 'orders.csv', content: 'tea,3.50\ncake,4.00\n' }]
+    const code = "const rows = (await read_file('orders.csv')).trim().split('\\n'); await write_file('total.txt', String(rows.length)); rows.length"
+    const first = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code, files, sessionId: 'shop-1' } })
+    expect(first.json).toMatchObject({ status: 'ok', value: 2, files: [{ path: 'total.txt', content: '2' }], hostCalls: [{ name: 'read_file', ok: true }, { name: 'write_file', ok: true }] })
+    const later = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: "await read_file('total.txt')", sessionId: 'shop-1' } })
+    expect(later.json).toMatchObject({ status: 'ok', value: '2' })
+    const otherTenant = await call('/v1/executions', { key: INITECH, body: { language: 'javascript', code: "await list_files()", sessionId: 'shop-1' } })
+    expect(otherTenant.json).toMatchObject({ status: 'ok', value: [] })
+    const badPath = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: '1', files: [{ path: '/etc/passwd', content: 'x' }] } })
+    expect(badPath.json).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('files[0].path: workspace path "/etc/passwd" refused: absolute paths must be inside /workspace') })
   })
 
   test("a run's failure is still a 200 with its status; the tenant's profile applies", async () => {
