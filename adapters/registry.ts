@@ -43,7 +43,7 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     name: 'pyodide',
     description: 'CPython 3.14 in WebAssembly, in permission-restricted child processes: full Python',
     languages: ['python'],
-    create: async (options) => new (await import('./pyodide')).PyodideAdapter(options.pyodide),
+    create: async (options, common) => new (await import('./pyodide')).PyodideAdapter({ ...options.pyodide, sessions: common?.sessions }),
   },
   process: {
     name: 'process',

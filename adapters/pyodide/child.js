@@ -41,7 +41,7 @@ function closeTheBridge() {
 // was changed for the next run (a run that changes them gets its process recycled).
 const PRELUDE = `
 def _execgate_setup():
-    import sys, builtins, json
+    import sys, builtins, json, pickle, base64, types
     from pyodide.code import eval_code_async
 
     def to_json(value):
@@ -50,10 +50,31 @@ def _execgate_setup():
         except Exception:
             return json.dumps(repr(value))
 
-    async def run(code):
+    def restore(scope, state):
+        # The state was pickled by this session's own previous run, in a process like this one: loading it gives
+        # the code nothing it could not have built itself.
+        for name, value in pickle.loads(base64.b64decode(state)).items():
+            scope[name] = value
+
+    def capture(scope):
+        kept = {}
+        for name, value in scope.items():
+            if name.startswith('__') or isinstance(value, (types.ModuleType, types.FunctionType, type)):
+                continue
+            try:
+                pickle.dumps(value)
+            except Exception:
+                continue
+            kept[name] = value
+        return base64.b64encode(pickle.dumps(kept)).decode('ascii')
+
+    async def run(code, state=None, keep=False):
         scope = {'__name__': '__main__', '__builtins__': builtins}
+        if state:
+            restore(scope, state)
         value = await eval_code_async(code, scope, return_mode='last_expr', filename='main.py')
-        return None if value is None else to_json(value)
+        session = capture(scope) if keep else None
+        return json.dumps([None if value is None else to_json(value), session])
 
     # Taken after everything above exists, and kept in this closure rather than in a module a run could edit.
     # __main__ is left out: the runs get their own globals, and our names there are removed before the first run.
@@ -131,8 +152,8 @@ async function main() {
     current = message.id
     let result
     try {
-      const json = await run(message.code)
-      result = { status: 'ok', value: json === undefined || json === null ? undefined : JSON.parse(json) }
+      const [json, session] = JSON.parse(await run(message.code, message.session ? message.session.state || null : null, Boolean(message.session)))
+      result = { status: 'ok', value: json === undefined || json === null ? undefined : JSON.parse(json), ...(session ? { session } : {}) }
     } catch (error) {
       result = { status: 'error', error: describePythonError(error) }
     }

@@ -1,7 +1,11 @@
 import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
+  MAX_SESSION_STATE_BYTES,
   OutputCapture,
+  SessionStore,
+  isExecgateError,
+  type SessionLimits,
   createResult,
   describeError,
   enforcementTable,
@@ -29,6 +33,8 @@ export interface PyodideAdapterOptions {
   memoryPollMs?: number
   /** Start the pool now rather than on the first request. @default true */
   warmOnStart?: boolean
+  /** Session TTL and count, from the `sessions` config. @default 600 s, 32 */
+  sessions?: SessionLimits
 }
 
 const LANGUAGES: readonly Language[] = ['python']
@@ -62,7 +68,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       imports: 'soft',
       cpuTime: 'soft',
     }),
-    sessions: false,
+    // Globals that pickle carry over between calls; each call still gets fresh globals in a checked process.
+    sessions: true,
     hostFunctions: false,
     workspace: false,
     streaming: true,
@@ -72,6 +79,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
   private readonly pool: PyodideProcessPool
   private readonly memoryPollMs: number
   private nextId = 0
+  private readonly sessions: SessionStore<string>
 
   constructor(options: PyodideAdapterOptions = {}) {
     const poolSize = options.poolSize ?? 2
@@ -80,6 +88,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     }
     this.memoryPollMs = options.memoryPollMs ?? 25
     this.pool = new PyodideProcessPool(poolSize, options.warmOnStart ?? true)
+    this.sessions = new SessionStore(NAME, options.sessions)
   }
 
   /** Resolves once the pool has finished warming. */
@@ -91,6 +100,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     const started = performance.now()
     if (request.language !== 'python') {
       return createResult('invalid_request', NAME, { message: `[execgate] [pyodide] pyodide runs python, not ${request.language}` })
+    }
+    let session: { state: string } | undefined
+    if (request.sessionId) {
+      try {
+        session = { state: this.sessions.open(request.sessionId) ?? '' }
+      } catch (error) {
+        const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
+        return createResult(status, NAME, { message: describeError(error).replace('[execgate]', '[execgate] [pyodide]') })
+      }
     }
     let pyodideProcess: PyodideProcess
     const waitStarted = performance.now()
@@ -108,15 +126,31 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     // Waiting for a warm interpreter counts in the duration, not in the code's time limit.
     const deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waitStarted)
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    const outcome = await this.runOn(pyodideProcess, request.code, { ...context, deadline }, output)
+    const outcome = await this.runOn(pyodideProcess, request.code, { ...context, deadline }, output, session)
+    if (request.sessionId && session) this.keepSession(request.sessionId, session.state, outcome)
     const captured = output.finish(valueBytes(outcome.value))
     const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
     return createResult(status, NAME, {
       ...captured,
       value: outcome.value,
       error: outcome.error,
+      ...(outcome.message ? { message: outcome.message } : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.memoryBytes ? { memoryBytes: outcome.memoryBytes } : {}) },
     })
+  }
+
+  /** A failed call leaves the session as it was; a state too large to keep is dropped, and the result says so. */
+  private keepSession(id: string, previous: string, outcome: { status: ExecutionStatus; session?: string; message?: string }): void {
+    const next = outcome.status === 'ok' && outcome.session !== undefined ? outcome.session : previous
+    if (next.length > MAX_SESSION_STATE_BYTES) {
+      outcome.message = `[execgate] [pyodide] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
+      return this.sessions.save(id, previous)
+    }
+    this.sessions.save(id, next)
+  }
+
+  async closeSession(sessionId: string): Promise<boolean> {
+    return this.sessions.close(sessionId)
   }
 
   private runOn(
@@ -124,12 +158,13 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     code: string,
     context: ExecutionContext,
     output: OutputCapture,
-  ): Promise<{ status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number }> {
+    session?: { state: string },
+  ): Promise<{ status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number; session?: string; message?: string }> {
     const id = ++this.nextId
     const memoryLimit = context.policy.memoryMb * 1024 * 1024
     const baseline = pyodideProcess.rssBytes() ?? 0
     return new Promise((resolve) => {
-      type Outcome = { status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number }
+      type Outcome = { status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number; session?: string; message?: string }
       let settled = false
       let answered: Outcome | undefined
       /** The caller gets the result now; the process is kept busy until its post-run check arrives. */
@@ -175,7 +210,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
               if (!output.write(stream, text)) return stop('output_limit', 'OutputLimit', 'output passed the limit; the run was stopped')
             }
           } else if (message.type === 'result' && message.id === id) {
-            if (message.status === 'ok') answer({ status: 'ok', value: message.value, memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline) })
+            if (message.status === 'ok') answer({ status: 'ok', value: message.value, session: message.session, memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline) })
             else answer(mapPythonError(message.error))
           } else if (message.type === 'checked' && message.id === id) {
             // A process that grew past the limit or had a module changed under it does not serve the next run.
@@ -190,7 +225,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       if (context.signal.aborted) return onAbort()
       context.signal.addEventListener('abort', onAbort, { once: true })
       pyodideProcess.runs++
-      pyodideProcess.child.send({ type: 'run', id, code })
+      pyodideProcess.child.send({ type: 'run', id, code, ...(session ? { session } : {}) })
     })
   }
 

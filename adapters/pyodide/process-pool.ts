@@ -7,7 +7,7 @@ export type ChildMessage =
   | { type: 'failed'; reason: string }
   | { type: 'output'; id: number; chunks: ['stdout' | 'stderr', string][] }
   | { type: 'parsed'; id: number; error?: { type: string; message: string; line?: number; column?: number } }
-  | { type: 'result'; id: number; status: 'ok' | 'error'; value?: unknown; error?: { type: string; message: string; line?: number; stack?: string } }
+  | { type: 'result'; id: number; status: 'ok' | 'error'; value?: unknown; session?: string; error?: { type: string; message: string; line?: number; stack?: string } }
   | { type: 'checked'; id: number; recycle: boolean }
 
 /** child.js ships beside the compiled adapter; from sources (tests) it is beside this file already. */

@@ -8,6 +8,7 @@ import {
   runWorkerJob,
   type JobMessage,
   SessionStore,
+  MAX_SESSION_STATE_BYTES,
   isExecgateError,
   type SessionLimits,
   createResult,
@@ -25,7 +26,7 @@ import {
 import { checkJavaScript, checkTypeScript } from '../../src/policy'
 import { prepareSource, type PreparedSource } from './prepare-source'
 import type { ToWorker } from './protocol'
-import { MAX_SESSION_STATE_BYTES, captureScript, restoreScripts, topLevelNames, type SessionState } from './session'
+import { captureScript, restoreScripts, topLevelNames, type SessionState } from './session'
 
 export const NAME = 'quickjs'
 

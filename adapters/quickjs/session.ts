@@ -8,9 +8,6 @@ import * as acorn from 'acorn'
 export type SessionEntry = { v: string } | { f: string }
 export type SessionState = Record<string, SessionEntry>
 
-/** Session state larger than this is not kept (the call still succeeds, and says so). */
-export const MAX_SESSION_STATE_BYTES = 1024 * 1024
-
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const RESERVED_PREFIX = '__execgate'
 

@@ -10,6 +10,9 @@ export interface SessionLimits {
 
 export const DEFAULT_SESSION_LIMITS: Readonly<SessionLimits> = Object.freeze({ ttlSeconds: 600, maxSessions: 32 })
 
+/** Session state larger than this is not kept (the call still succeeds, and says so). */
+export const MAX_SESSION_STATE_BYTES = 1024 * 1024
+
 /** How many expired ids are remembered, so a caller hears "expired" once instead of silently starting over. */
 const REMEMBERED_EXPIRED = 1000
 

@@ -31,6 +31,11 @@ export interface AdapterContractOptions {
   memoryMb?: number
   /** Per-test Jest timeout. @default 60000 */
   testTimeoutMs?: number
+  /**
+   * Why interpreter state between session calls cannot be checked here (a remote service whose local stand-in
+   * keeps none); the adapter's own test must then check its session handling.
+   */
+  sessionStateUncheckable?: string
 }
 
 export function contractContext(policy: Partial<SecurityPolicy> = {}, extra: Partial<ExecutionContext> = {}): ExecutionContext {
@@ -64,6 +69,13 @@ export function serviceFor(adapter: CodeExecutionAdapter, policy: SecurityPolicy
 }
 
 /** How each language calls the fixture host function `hostFn()` and shows `a` of its result. */
+/** Sets state in one call of a session and reads it back in the next. */
+const SESSION: Partial<Record<Language, [string, string]>> = {
+  javascript: ['const kept = 40', 'kept + 2'],
+  typescript: ['const kept: number = 40', 'kept + 2'],
+  python: ['kept = 40', 'kept + 2'],
+}
+
 const HOST_CALL: Partial<Record<Language, string>> = {
   javascript: 'const v = await hostFn(); v.a + 41',
   typescript: 'const v: { a: number } = await hostFn(); v.a + 41',
@@ -228,6 +240,18 @@ export function describeAdapterContract(
       if (!adapter.capabilities.hostFunctions || !HOST_CALL[language]) return
       const result = await runChecked(adapter, { language, code: HOST_CALL[language]! }, contractContext({}, { hostFunctions: new HostileHostFunctions() }))
       expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: 42 })
+    })
+
+    eachLanguage('capabilities are truthful: a session keeps state, which no other session sees', async (language) => {
+      if (!adapter.capabilities.sessions || !SESSION[language] || options.sessionStateUncheckable) return
+      const [set, get] = SESSION[language]!
+      const sessionId = `contract-${language}`
+      expect((await runChecked(adapter, { language, code: set, sessionId }, contractContext())).status).toBe('ok')
+      expect(await runChecked(adapter, { language, code: get, sessionId }, contractContext())).toMatchObject({ status: 'ok', value: 42 })
+      const other = await runChecked(adapter, { language, code: get, sessionId: `${sessionId}-other` }, contractContext())
+      expect(other.status).toBe('error')
+      expect(await adapter.closeSession!(sessionId)).toBe(true)
+      await adapter.closeSession!(`${sessionId}-other`)
     })
 
     test('dispose can be called twice', async () => {

@@ -61,3 +61,34 @@ test('state that cannot be restored is skipped alone: methods, classes and non-J
   expect(await run('odd', '[typeof o, typeof K, typeof big, ok.a.length, fn(1)]')).toMatchObject({ status: 'ok', value: ['object', 'function', 'undefined', 2, 2] })
   await execgate.closeSession('odd')
 })
+
+describe('pyodide sessions', () => {
+  let python: Execgate
+  beforeAll(async () => {
+    python = await createExecgate({
+      overrides: { execution: { enabled: ['pyodide'] }, readiness: { enabled: false }, log: { level: 'silent' }, adapters: { pyodide: { poolSize: 1 } }, sessions: { ttlSeconds: 60, maxSessions: 2 } },
+    })
+  }, 60_000)
+  afterAll(() => python.dispose())
+  const py = (sessionId: string, code: string) => python.execute({ language: 'python', code, sessionId, timeoutMs: 5000 })
+
+  test('globals that pickle carry over; functions and modules do not; a failure keeps the old state', async () => {
+    expect(await py('ledger', 'import math\nrows = [12.5, 7.25]\nfactor = 1.08\ndef helper(): return 1\nround(sum(rows) * factor, 2)')).toMatchObject({ status: 'ok', value: 21.33 })
+    expect(await py('ledger', "rows.append(3.0)\nsummary = {'n': len(rows)}\n[round(sum(rows) * factor, 2), 'math' in globals(), 'helper' in globals()]")).toMatchObject({ status: 'ok', value: [24.57, false, false] })
+    expect(await py('ledger', "rows.append(1000)\nraise ValueError('undo')")).toMatchObject({ status: 'error' })
+    expect(await py('ledger', "[len(rows), summary['n']]")).toMatchObject({ status: 'ok', value: [3, 3] })
+    expect(await py('someone-else', "'rows' in globals()")).toMatchObject({ status: 'ok', value: false })
+    expect(await python.closeSession('ledger')).toBe(true)
+    expect(await py('ledger', "'rows' in globals()")).toMatchObject({ value: false })
+  }, 60_000)
+
+  test('python session requests route to pyodide, past monty', async () => {
+    const both = await createExecgate({ overrides: { execution: { enabled: ['monty', 'pyodide'] }, readiness: { enabled: false }, log: { level: 'silent' }, adapters: { pyodide: { poolSize: 1 } } } })
+    try {
+      const result = await both.execute({ language: 'python', code: 'x = 2\nx * 21', sessionId: 'routed' })
+      expect(result).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 42 })
+    } finally {
+      await both.dispose()
+    }
+  }, 60_000)
+})

@@ -44,9 +44,11 @@ describe('routing by language and tier (real adapters)', () => {
     const files = [{ path: 'in.txt', content: 'hello' }]
     const result = await execgate.execute({ language: 'bash', code: 'cat in.txt', files }, { basePolicy: { ...DEFAULT_POLICY, filesystem: 'read_only' } })
     expect({ adapter: result.adapter, stdout: result.stdout }).toEqual({ adapter: 'process', stdout: 'hello' })
-    const noSessions = await runnersWithoutPlaceholder().then((runners) => runners.execute({ language: 'javascript', code: '1', sessionId: 's1' }))
+    const runners = await runnersWithoutPlaceholder()
+    const noSessions = await runners.execute({ language: 'bash', code: 'echo 1', sessionId: 's1' })
     expect(noSessions.status).toBe('unavailable')
-    expect(noSessions.message).toContain('no enabled adapter runs javascript with sessions')
+    expect(noSessions.message).toContain('no enabled adapter runs bash with sessions')
+    expect(await runners.execute({ language: 'javascript', code: '1', sessionId: 's1' })).toMatchObject({ status: 'ok', adapter: 'quickjs' })
   })
 
   test('a required limit no adapter enforces is refused as policy_violation naming it', async () => {
