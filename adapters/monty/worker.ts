@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import { WorkerJobChannel, cancelRequested, isFatalHostError, settleHostCall, describeError } from '../../src/core'
+import { WorkerJobChannel, cancelRequested, isFatalHostError, pythonExceptionFor, settleHostCall, describeError } from '../../src/core'
 import { mapMontyError } from './map-error'
 import type { MontyJob, MontyParseJob, ToWorker } from './protocol'
 import { toJsonValue } from './to-json'
@@ -38,7 +38,7 @@ async function runWithHostFunctions(program: InstanceType<MontyModule['Monty']>,
       progress = snapshot.resume({ returnValue: await channel.callHost(snapshot.functionName, args) })
     } catch (error) {
       if (isFatalHostError(error)) throw error
-      progress = snapshot.resume({ exception: { type: 'PermissionError', message: describeError(error) } })
+      progress = snapshot.resume({ exception: { type: pythonExceptionFor(error), message: describeError(error) } })
     }
   }
 }

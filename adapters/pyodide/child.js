@@ -68,8 +68,23 @@ def _execgate_setup():
             kept[name] = value
         return base64.b64encode(pickle.dumps(kept)).decode('ascii')
 
-    async def run(code, state=None, keep=False):
+    # Host calls raise these; any other name the host sends becomes a RuntimeError.
+    raisable = {t.__name__: t for t in (FileNotFoundError, PermissionError, TypeError, ValueError, RuntimeError)}
+
+    def host_function(name, call):
+        # Arguments and results cross as JSON text: nothing of the host is ever a Python object here.
+        def call_host(*args):
+            reply = json.loads(call(name, json.dumps(list(args))))
+            if reply.get('ok'):
+                return reply.get('value')
+            raise raisable.get(reply.get('exception'), RuntimeError)(reply.get('message', 'the host call failed'))
+        call_host.__name__ = call_host.__qualname__ = name
+        return call_host
+
+    async def run(code, state=None, keep=False, host_names='[]', host_call=None):
         scope = {'__name__': '__main__', '__builtins__': builtins}
+        for name in json.loads(host_names):
+            scope[name] = host_function(name, host_call)
         if state:
             restore(scope, state)
         value = await eval_code_async(code, scope, return_mode='last_expr', filename='main.py')
@@ -125,11 +140,10 @@ async function main() {
   const poisoned = hooks.get(1)
   const parse = hooks.get(2)
   pyodide.runPython('del _execgate_hooks')
-  let current = 0
   let pending = []
   let pendingBytes = 0
   const flush = () => {
-    if (pending.length) send({ type: 'output', id: current, chunks: pending })
+    if (pending.length) send({ type: 'output', id: currentRun, chunks: pending })
     pending = []
     pendingBytes = 0
   }
@@ -149,10 +163,11 @@ async function main() {
       return send({ type: 'parsed', id: message.id, error: problem ? JSON.parse(problem) : undefined })
     }
     if (message.type !== 'run') return
-    current = message.id
+    currentRun = message.id
     let result
     try {
-      const [json, session] = JSON.parse(await run(message.code, message.session ? message.session.state || null : null, Boolean(message.session)))
+      const state = message.session ? message.session.state || null : null
+      const [json, session] = JSON.parse(await run(message.code, state, Boolean(message.session), JSON.stringify(message.hostFunctions || []), callHost))
       result = { status: 'ok', value: json === undefined || json === null ? undefined : JSON.parse(json), ...(session ? { session } : {}) }
     } catch (error) {
       result = { status: 'error', error: describePythonError(error) }
@@ -170,6 +185,30 @@ async function main() {
     send({ type: 'checked', id: message.id, recycle })
   })
   send({ type: 'ready' })
+}
+
+// Host calls are synchronous for the Python code (as on monty): the request goes out on fd 4 and this process
+// blocks on fd 5 until the adapter answers. A call the adapter refuses outright (over budget, filesystem access
+// denied) is never answered: the adapter ends the run and kills this process.
+const HOST_REQUESTS_FD = 4
+const HOST_REPLIES_FD = 5
+let replyCarry = Buffer.alloc(0)
+let currentRun = 0
+
+function callHost(name, argsJson) {
+  fs.writeSync(HOST_REQUESTS_FD, JSON.stringify({ id: currentRun, name, args: argsJson }) + '\n')
+  const chunk = Buffer.alloc(64 * 1024)
+  for (;;) {
+    const newline = replyCarry.indexOf(10)
+    if (newline >= 0) {
+      const line = replyCarry.subarray(0, newline).toString('utf8')
+      replyCarry = replyCarry.subarray(newline + 1)
+      return line
+    }
+    const read = fs.readSync(HOST_REPLIES_FD, chunk, 0, chunk.length, null)
+    if (read === 0) throw new Error('the host closed the host-call channel')
+    replyCarry = Buffer.concat([replyCarry, chunk.subarray(0, read)])
+  }
 }
 
 /** The Python exception's type, message and line from pyodide's PythonError text. */

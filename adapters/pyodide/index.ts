@@ -5,6 +5,8 @@ import {
   OutputCapture,
   SessionStore,
   isExecgateError,
+  isFatalHostError,
+  pythonExceptionFor,
   type SessionLimits,
   createResult,
   describeError,
@@ -70,8 +72,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     }),
     // Globals that pickle carry over between calls; each call still gets fresh globals in a checked process.
     sessions: true,
-    hostFunctions: false,
-    workspace: false,
+    // Synchronous for the code, as on monty: the child blocks on a pipe until the adapter answers.
+    hostFunctions: true,
+    workspace: true,
     streaming: true,
     network: false,
     cancellable: true,
@@ -190,9 +193,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         else this.pool.replace(pyodideProcess)
         if (!answered) resolve(outcome)
       }
-      const stop = (status: ExecutionStatus, type: string, message: string) => {
+      const stop = (status: ExecutionStatus, type: string, message: string, code?: string) => {
         if (answered) return finish(answered, false) // the process died during its post-run check: replace it
-        finish({ status, error: { type, message } }, false)
+        finish({ status, error: { type, message, ...(code ? { code } : {}) } }, false)
       }
       const onAbort = () => stop('cancelled', 'Cancelled', 'the run was cancelled')
       const deadlineTimer = setTimeout(
@@ -209,6 +212,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
             for (const [stream, text] of message.chunks) {
               if (!output.write(stream, text)) return stop('output_limit', 'OutputLimit', 'output passed the limit; the run was stopped')
             }
+          } else if (message.type === 'hostCall' && message.id === id) {
+            answerHostCall(pyodideProcess, context, message, (error) => stop('policy_violation', 'PolicyViolation', describeError(error), error.code))
           } else if (message.type === 'result' && message.id === id) {
             if (message.status === 'ok') answer({ status: 'ok', value: message.value, session: message.session, memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline) })
             else answer(mapPythonError(message.error))
@@ -225,7 +230,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       if (context.signal.aborted) return onAbort()
       context.signal.addEventListener('abort', onAbort, { once: true })
       pyodideProcess.runs++
-      pyodideProcess.child.send({ type: 'run', id, code, ...(session ? { session } : {}) })
+      const hostFunctions = (context.hostFunctions?.list() ?? []).map((spec) => spec.name)
+      pyodideProcess.child.send({ type: 'run', id, code, hostFunctions, ...(session ? { session } : {}) })
     })
   }
 
@@ -273,6 +279,36 @@ export class PyodideAdapter implements CodeExecutionAdapter {
   async dispose(): Promise<void> {
     await this.pool.dispose()
   }
+}
+
+/**
+ * Runs one host call for the child blocked on it. A refusal that ends the run (budget, filesystem access) is not
+ * answered: the run stops with policy_violation and the process, still blocked, is killed.
+ */
+function answerHostCall(
+  pyodideProcess: PyodideProcess,
+  context: ExecutionContext,
+  message: { name: string; args: string },
+  endRun: (error: ExecgateError) => void,
+): void {
+  let args: unknown
+  try {
+    args = JSON.parse(message.args)
+  } catch {
+    args = undefined
+  }
+  const call = !Array.isArray(args)
+    ? Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_ARGS', { name: message.name, detail: 'the arguments must be a JSON list' }))
+    : context.hostFunctions
+      ? context.hostFunctions.call(message.name, args)
+      : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name: message.name }))
+  call.then(
+    (value) => pyodideProcess.reply({ ok: true, value: value ?? null }),
+    (error: unknown) => {
+      if (isFatalHostError(error)) return endRun(error)
+      pyodideProcess.reply({ ok: false, exception: pythonExceptionFor(error), message: describeError(error) })
+    },
+  )
 }
 
 function mapPythonError(error: ExecutionErrorInfo | undefined): { status: ExecutionStatus; error: ExecutionErrorInfo } {

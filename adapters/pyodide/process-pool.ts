@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import type { Readable, Writable } from 'node:stream'
 
 export type ChildMessage =
   | { type: 'ready' }
@@ -9,6 +10,14 @@ export type ChildMessage =
   | { type: 'parsed'; id: number; error?: { type: string; message: string; line?: number; column?: number } }
   | { type: 'result'; id: number; status: 'ok' | 'error'; value?: unknown; session?: string; error?: { type: string; message: string; line?: number; stack?: string } }
   | { type: 'checked'; id: number; recycle: boolean }
+  /** From the host-call channel (fd 4), not the IPC channel; `args` is the JSON text of the argument list. */
+  | { type: 'hostCall'; id: number; name: string; args: string }
+
+/** A host call's request line may carry a whole file to write; anything longer is not a host call. */
+const MAX_HOST_CALL_LINE_BYTES = 64 * 2 ** 20
+
+/** The reply to a host call, one JSON line on fd 5. */
+export type HostCallReply = { ok: true; value: unknown } | { ok: false; exception: string; message: string }
 
 /** child.js ships beside the compiled adapter; from sources (tests) it is beside this file already. */
 function childScript(): string {
@@ -38,13 +47,15 @@ export class PyodideProcess {
       execArgv: ['--experimental-permission', `--allow-fs-read=${pyodideDir}${path.sep}`, `--allow-fs-read=${script}`, '--no-warnings', '--max-old-space-size=512'],
       // Nothing of the host's environment crosses: code that reaches `process.env` finds it empty.
       env: {},
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      // fd 4 carries host-call requests from the child, fd 5 the answers it blocks on.
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe', 'pipe'],
       serialization: 'advanced',
     })
     // Never shown to anyone, but its tail says why a process died (the permission model's refusals land here).
     this.child.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000)
     })
+    this.readHostCalls()
     this.ready = new Promise((resolve, reject) => {
       this.child.on('message', (message: ChildMessage) => {
         if (message.type === 'ready') resolve()
@@ -63,20 +74,70 @@ export class PyodideProcess {
     this.ready.then(() => this.setRef(false), () => undefined)
   }
 
+  /** Host-call requests, one JSON line each; a malformed or oversized line ends the process. */
+  private readHostCalls(): void {
+    const requests = this.pipe(4) as Readable | null
+    if (!requests) return
+    let carry = ''
+    requests.setEncoding('utf8')
+    requests.on('data', (text: string) => {
+      carry += text
+      if (carry.length > MAX_HOST_CALL_LINE_BYTES) return this.killFor('a host call passed 64 MiB of arguments')
+      for (let newline = carry.indexOf('\n'); newline >= 0; newline = carry.indexOf('\n')) {
+        const line = carry.slice(0, newline)
+        carry = carry.slice(newline + 1)
+        let request: { id?: unknown; name?: unknown; args?: unknown }
+        try {
+          request = JSON.parse(line)
+        } catch {
+          return this.killFor('the interpreter sent a malformed host call')
+        }
+        if (typeof request.id !== 'number' || typeof request.name !== 'string' || typeof request.args !== 'string') {
+          return this.killFor('the interpreter sent a malformed host call')
+        }
+        this.listener?.({ type: 'hostCall', id: request.id, name: request.name, args: request.args })
+      }
+    })
+    // The pipes close with the process; their errors say nothing the exit does not.
+    requests.on('error', () => undefined)
+    this.pipe(5)?.on('error', () => undefined)
+  }
+
+  /** The child's stdio beyond the four Node's types name. */
+  private pipe(fd: number): Readable | Writable | null {
+    return ((this.child.stdio as unknown as (Readable | Writable | null | undefined)[])[fd] ?? null)
+  }
+
+  /** Answers the host call the child is blocked on. */
+  reply(answer: HostCallReply): void {
+    if (this.dead) return
+    ;(this.pipe(5) as Writable | null)?.write(JSON.stringify(answer) + '\n')
+  }
+
+  private killFor(reason: string): void {
+    this.stderrTail = (this.stderrTail + `\n[execgate] ${reason}`).slice(-2000)
+    this.child.kill('SIGKILL')
+  }
+
   private setRef(on: boolean): void {
     const channel = (this.child as unknown as { channel?: { ref(): void; unref(): void } }).channel
+    const pipes = [2, 4, 5].map((fd) => this.pipe(fd) as unknown as { ref?(): void; unref?(): void } | null)
     if (on) {
       this.child.ref()
       channel?.ref()
+      for (const pipe of pipes) pipe?.ref?.()
     } else {
       this.child.unref()
       channel?.unref()
+      for (const pipe of pipes) pipe?.unref?.()
     }
   }
 
   /** Why the process died, in words; a refusal by Node's permission model is named as such. */
   private deathReason(code: number | null, signal: NodeJS.Signals | null): string {
     const denied = /ERR_ACCESS_DENIED[\s\S]*?permission: '([^']+)'/.exec(this.stderrTail) ?? /ERR_ACCESS_DENIED/.exec(this.stderrTail)
+    const ours = /\[execgate\] (.+)$/.exec(this.stderrTail)
+    if (ours) return `the pyodide process was stopped: ${ours[1]}`
     if (denied) return `the sandbox refused an operation${denied[1] ? ` (${denied[1]})` : ''} and stopped the interpreter`
     return `the pyodide process exited (${signal ?? `code ${code}`})`
   }

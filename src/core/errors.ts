@@ -108,3 +108,12 @@ export function describeError(error: unknown): string {
 export function isFatalHostError(error: unknown): error is ExecgateError {
   return isExecgateError(error, 'EXECGATE_HOST_CALL_BUDGET') || isExecgateError(error, 'EXECGATE_HOST_CALL_DENIED')
 }
+
+/** The Python exception a failed host call raises inside the code, the same on every Python adapter. */
+export function pythonExceptionFor(error: unknown): 'FileNotFoundError' | 'PermissionError' | 'TypeError' | 'OSError' | 'RuntimeError' {
+  if (isExecgateError(error, 'EXECGATE_WORKSPACE_NOT_FOUND')) return 'FileNotFoundError'
+  if (isExecgateError(error, 'EXECGATE_WORKSPACE_PATH')) return 'PermissionError'
+  if (isExecgateError(error, 'EXECGATE_HOST_CALL_ARGS') || isExecgateError(error, 'EXECGATE_HOST_CALL_UNKNOWN')) return 'TypeError'
+  if (isExecgateError(error, 'EXECGATE_WORKSPACE_LIMIT')) return 'OSError'
+  return 'RuntimeError'
+}

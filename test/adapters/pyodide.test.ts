@@ -12,7 +12,7 @@ let execgate: Execgate | undefined
 describeHostileCases({
   adapter: 'pyodide',
   language: 'python',
-  hostFunctions: false,
+  hostFunctions: true,
   target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, log: { level: 'silent' } } })),
   dispose: async () => execgate?.dispose(),
   caseTimeoutMs: 90_000,

@@ -11,7 +11,7 @@ process.env.AWS_ACCESS_KEY_ID = 'AKIDEXECGATETEST'
 process.env.AWS_SECRET_ACCESS_KEY = 'execgate-test-secret'
 
 /**
- * The workspace and host-function contract, on every adapter that calls host functions (quickjs, monty), through
+ * The workspace and host-function contract, on every adapter that calls host functions (quickjs, monty, pyodide), through
  * the real service: each snippet is written once per language and must give the same answer everywhere.
  */
 type Snippets = Record<string, string>
@@ -70,7 +70,7 @@ let llm: BedrockConverseProvider
 beforeAll(async () => {
   execgate = await createExecgate({
     overrides: {
-      execution: { enabled: ['quickjs', 'monty', 'process'] },
+      execution: { enabled: ['quickjs', 'monty', 'pyodide', 'process'] },
       readiness: { enabled: false },
       log: { level: 'silent' },
       security: { defaultPolicy: { filesystem: 'sandboxed', hostCalls: { maxCount: 20, maxTotalMs: 5000 } } },
@@ -101,6 +101,7 @@ const overlay = () => new OverlayWorkspace(new DirectoryLayer(root, 1024 * 1024)
 describe.each([
   ['quickjs', 'javascript', JS],
   ['monty', 'python', PY],
+  ['pyodide', 'python', PY],
 ] as const)('host functions on %s', (adapter, language, snippets) => {
   const run = (code: string, options: Parameters<Execgate['execute']>[1] = {}, extra: Partial<ExecutionRequest> = {}) =>
     execgate.execute({ language, code, adapter, ...extra }, { workspace: overlay(), llm, ...options })
@@ -168,6 +169,32 @@ describe.each([
     const result = await execgate.execute({ language, adapter, code: snippets.read!, files: [{ path: 'readme.md', content: 'from the request' }] })
     expect(result).toMatchObject({ status: 'ok', value: 'from the request' })
   })
+})
+
+describe.each(['monty', 'pyodide'])('Python exceptions from host calls on %s', (adapter) => {
+  test('a missing file raises FileNotFoundError, a bad argument TypeError, a refused path PermissionError', async () => {
+    const code = `kinds = []
+for call in [lambda: read_file('nope.txt'), lambda: price_of('tea', 0), lambda: read_file('../x')]:
+    try:
+        call()
+    except Exception as e:
+        kinds.append(type(e).__name__)
+kinds`
+    const result = await execgate.execute({ language: 'python', adapter, code }, { workspace: overlay() })
+    expect(result).toMatchObject({ status: 'ok', value: ['FileNotFoundError', 'TypeError', 'PermissionError'] })
+  })
+})
+
+test('pyodide runs what monty cannot (a class) with host functions, and keeps a session between calls', async () => {
+  const workspace = overlay()
+  const first = await execgate.execute(
+    { language: 'python', sessionId: 'hf-1', code: "class Basket:\n    def __init__(self, rows):\n        self.rows = rows\nbasket = Basket(read_file('data/prices.csv').splitlines()[1:])\ncount = len(basket.rows)\ncount" },
+    { workspace },
+  )
+  expect(first).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 2 })
+  const second = await execgate.execute({ language: 'python', sessionId: 'hf-1', code: "write_file('count.txt', str(count))\ncount * 10" }, { workspace })
+  expect(second).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 20 })
+  expect((await workspace.overlay.read('count.txt'))?.toString()).toBe('2')
 })
 
 describe('backends with real files (process)', () => {
