@@ -58,8 +58,17 @@ export type RouteDecision =
 
 /** Chooses the adapter for a request. */
 export const Router = Symbol('Router')
+/** What a caller wants of routing beyond the request itself. */
+export interface RouteHints {
+  /**
+   * The caller cannot wait longer than this (a voice agent's answer budget): adapters whose last readiness check
+   * took longer are passed over for one that answers faster, when there is one.
+   */
+  latencyBudgetMs?: number
+}
+
 export interface Router {
-  select(request: ExecutionRequest, policy: SecurityPolicy): RouteDecision
+  select(request: ExecutionRequest, policy: SecurityPolicy, hints?: RouteHints): RouteDecision
   /** The next adapter to try after `failed` answered unavailable or crashed, if any. */
   fallback?(request: ExecutionRequest, policy: SecurityPolicy, tried: readonly string[]): RouteDecision | undefined
   /** Hears how each adapter run ended (circuit breakers). */
@@ -91,6 +100,8 @@ export interface ExecuteOptions {
   functions?: readonly HostFunctionDefinition[]
   /** The language model `ask_llm` asks; without one `ask_llm` raises an error inside the code. */
   llm?: LlmProvider
+  /** Prefer adapters that answer within this long (see `RouteHints`); the voice handler sets it. */
+  latencyBudgetMs?: number
 }
 
 /** Runs requests end to end (DESIGN.md steps 1–8). `execute` never rejects. */

@@ -2,6 +2,7 @@ import type { ExecutionResult, Language } from '../core'
 import type { Execgate } from '../index'
 import { CodeGenerationError, type CodeGenerator } from './code-generator'
 import type { LlmProvider } from './llm'
+import { Continuations } from './continuations'
 import { speakText, speakValue } from './speech'
 
 export interface ComputationRequest {
@@ -27,6 +28,8 @@ export interface ComputationResponse {
   language?: Language
   /** Code generations it took (0 when the code was given). */
   generations: number
+  /** With `over_budget`: the id to pass to `continueRequest` for the answer once it is ready. */
+  continuation?: string
 }
 
 export interface HandlerOptions {
@@ -34,6 +37,10 @@ export interface HandlerOptions {
   voiceBudgetMs?: number
   /** Runs of generated code that failed, fed back for a new generation, before giving up. @default 2 */
   maxRunAttempts?: number
+  /** How long a finished over-budget answer waits for `continueRequest`. @default 300000 */
+  continuationTtlMs?: number
+  /** Over-budget answers kept at once; past it the oldest is cancelled. @default 100 */
+  maxContinuations?: number
 }
 
 /**
@@ -44,6 +51,7 @@ export interface HandlerOptions {
 export class CodeExecutionHandler {
   private readonly voiceBudgetMs: number
   private readonly maxRunAttempts: number
+  private readonly continuations: Continuations
 
   constructor(
     private readonly execgate: Execgate,
@@ -52,49 +60,76 @@ export class CodeExecutionHandler {
     options: HandlerOptions = {},
   ) {
     this.voiceBudgetMs = options.voiceBudgetMs ?? 1500
+    this.continuations = new Continuations(options.continuationTtlMs ?? 300_000, options.maxContinuations ?? 100)
     this.maxRunAttempts = options.maxRunAttempts ?? 2
   }
 
   async handleComputationRequest(request: ComputationRequest): Promise<ComputationResponse> {
+    const cancel = new AbortController()
+    if (request.channel !== 'voice') return this.compute(request, cancel.signal)
+    // Voice answers within its budget. The work is not stopped when the budget runs out: it goes on under its own
+    // limits, and the caller can take its answer with continueRequest if the user says yes.
     const started = Date.now()
+    const work = this.compute(request, cancel.signal, () => Math.max(1, this.voiceBudgetMs - (Date.now() - started)))
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.voiceBudgetMs)))
+    const first = await Promise.race([work, late])
+    clearTimeout(timer)
+    if (first !== 'late') return first
+    const continuation = this.continuations.keep(work, cancel)
+    return this.answer(request, 'over_budget', 'That is taking longer than I can wait right now. Shall I keep working on it and tell you when it is done?', { generations: 0, continuation })
+  }
+
+  /**
+   * The answer to a voice request that went over its budget (its `continuation`): waits for the work, which kept
+   * running, and answers in the request's own channel. Each continuation is answered once.
+   */
+  async continueRequest(continuation: string): Promise<ComputationResponse> {
+    const work = this.continuations.take(continuation)
+    if (!work) {
+      const text = `There is nothing to continue under "${continuation}": it was already answered, cancelled, or finished more than ${Math.round(this.continuations.ttlMs / 1000)} seconds ago.`
+      return { text, outcome: 'invalid_request', generations: 0 }
+    }
+    return work
+  }
+
+  /** Stops the work behind a continuation (the user said no); true when there was such work. */
+  cancelRequest(continuation: string): boolean {
+    return this.continuations.cancel(continuation)
+  }
+
+  /** Generates (when needed), runs and presents; `remainingMs` gives voice's remaining budget for routing. */
+  private async compute(request: ComputationRequest, signal: AbortSignal, remainingMs?: () => number): Promise<ComputationResponse> {
     const language = request.language ?? 'python'
-    const voice = request.channel === 'voice'
-    const budget = new AbortController()
-    const timer = voice ? setTimeout(() => budget.abort(), this.voiceBudgetMs) : undefined
-    const remaining = () => Math.max(1, this.voiceBudgetMs - (Date.now() - started))
     let code = request.code
     let generations = 0
     const failures: string[] = []
-    try {
-      for (let run = 1; ; run++) {
-        if (!code) {
-          if (!this.generator) return this.answer(request, 'generation_failed', 'There is no code to run and no code generator is configured.', { generations })
-          try {
-            const generated = await this.generator.generate(request.description, { language, signal: budget.signal }, failures)
-            code = generated.code
-            generations += generated.attempts
-          } catch (error) {
-            if (budget.signal.aborted) return this.overBudget(request, generations)
-            const detail = error instanceof CodeGenerationError ? error.failures.at(-1) ?? error.message : (error as Error).message
-            return this.answer(request, 'generation_failed', `I couldn't write working code for that: ${detail}`, { generations })
-          }
+    for (let run = 1; ; run++) {
+      if (!code) {
+        if (!this.generator) return this.answer(request, 'generation_failed', 'There is no code to run and no code generator is configured.', { generations })
+        try {
+          const generated = await this.generator.generate(request.description, { language, signal }, failures)
+          code = generated.code
+          generations += generated.attempts
+        } catch (error) {
+          if (signal.aborted) return this.answer(request, 'cancelled', 'I stopped working on that.', { generations })
+          const detail = error instanceof CodeGenerationError ? error.failures.at(-1) ?? error.message : (error as Error).message
+          return this.answer(request, 'generation_failed', `I couldn't write working code for that: ${detail}`, { generations })
         }
-        const result = await this.execgate.execute(
-          { language, code, ...(request.sessionId ? { sessionId: request.sessionId } : {}), ...(voice ? { timeoutMs: Math.min(remaining(), this.execgate.config.security.defaultPolicy.wallTimeMs) } : {}) },
-          { signal: budget.signal },
-        )
-        if (budget.signal.aborted || (voice && result.status === 'timeout' && Date.now() - started >= this.voiceBudgetMs - 50)) return this.overBudget(request, generations, code)
-        if (result.status === 'not_implemented' || result.status === 'unavailable') return this.defer(request, result, code, language, generations)
-        // Generated code that failed on its own error gets another generation with the error in the prompt.
-        if (result.status === 'error' && !request.code && this.generator && run < this.maxRunAttempts) {
-          failures.push(`running it failed: ${result.error?.type ?? 'Error'}: ${result.error?.message ?? result.message ?? ''}`)
-          code = undefined
-          continue
-        }
-        return this.present(request, result, code, language, generations)
       }
-    } finally {
-      clearTimeout(timer)
+      // Under a voice budget, routing prefers an adapter whose last readiness check answered within what is left.
+      const result = await this.execgate.execute(
+        { language, code, ...(request.sessionId ? { sessionId: request.sessionId } : {}) },
+        { signal, ...(remainingMs ? { latencyBudgetMs: remainingMs() } : {}) },
+      )
+      if (result.status === 'not_implemented' || result.status === 'unavailable') return this.defer(request, result, code, language, generations)
+      // Generated code that failed on its own error gets another generation with the error in the prompt.
+      if (result.status === 'error' && !request.code && this.generator && run < this.maxRunAttempts) {
+        failures.push(`running it failed: ${result.error?.type ?? 'Error'}: ${result.error?.message ?? result.message ?? ''}`)
+        code = undefined
+        continue
+      }
+      return this.present(request, result, code, language, generations)
     }
   }
 
@@ -140,9 +175,6 @@ export class CodeExecutionHandler {
     return this.answer(request, 'deferred', request.channel === 'voice' ? speakText(text) : text, { result, code, language, generations })
   }
 
-  private overBudget(request: ComputationRequest, generations: number, code?: string): ComputationResponse {
-    return this.answer(request, 'over_budget', 'That is taking longer than I can wait right now. Shall I keep working on it and tell you when it is done?', { generations, code })
-  }
 
   private answer(_request: ComputationRequest, outcome: ComputationResponse['outcome'], text: string, extra: Partial<ComputationResponse> & { generations: number }): ComputationResponse {
     return { text, outcome, ...extra }

@@ -114,7 +114,7 @@ export class DefaultExecutionService implements ExecutionService {
     }
     // 4. route, 5. run, 8. fall back
     const tried: string[] = []
-    let decision = this.options.router.select(request, policy)
+    let decision = this.options.router.select(request, policy, options.latencyBudgetMs ? { latencyBudgetMs: options.latencyBudgetMs } : undefined)
     let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined
     const router = this.options.router
     for (;;) {

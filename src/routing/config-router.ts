@@ -7,7 +7,7 @@ import {
   type SecurityPolicy,
   type Tier,
 } from '../core'
-import type { AdapterRegistry, RouteDecision, Router } from '../tokens'
+import type { AdapterRegistry, RouteDecision, RouteHints, Router } from '../tokens'
 import type { CircuitBreakers } from './circuit-breaker'
 
 /** Cheapest first: in-process, WebAssembly module, OS sandbox, remote service; the placeholder last. */
@@ -21,7 +21,8 @@ export interface ActiveBindingSource {
 /** Health as routing needs it: whether an adapter may be sent work, and whether it is degraded. */
 export interface HealthSource {
   usable(name: string): boolean
-  get(name: string): { state: string; reason?: string }
+  /** `latencyMs`: how long the adapter's last readiness check (a trivial run) took. */
+  get(name: string): { state: string; reason?: string; latencyMs?: number }
 }
 
 export interface RouterOptions {
@@ -63,21 +64,25 @@ export class ConfigRouter implements Router {
     this.options = { fallbackChain: [], tierOrder: DEFAULT_TIER_ORDER, ...options, registry, configuredAdapter }
   }
 
-  select(request: ExecutionRequest, policy: SecurityPolicy): RouteDecision {
+  select(request: ExecutionRequest, policy: SecurityPolicy, hints: RouteHints = {}): RouteDecision {
     const { registry } = this.options
     if (request.adapter) return this.pinned(request.adapter, request, policy, 'pinned by the request')
     const bound = this.options.binding ? this.options.binding.active() : this.options.configuredAdapter === 'auto' ? undefined : this.options.configuredAdapter
     if (bound) {
       const adapter = registry.get(bound)
       const source = bound === this.options.configuredAdapter ? 'pinned by execution.adapter' : 'the active adapter (switched by the readiness monitor)'
-      // The bound adapter gives way to routing only when it is known to be down; a language it does not run is the
-      // caller's configuration, reported as such.
+      // The bound adapter gives way to routing only when it is known to be down, or too slow for the caller's
+      // budget while another can answer; a language it does not run is the caller's configuration, reported as such.
+      if (adapter && this.usable(adapter) && this.tooSlow(adapter, hints)) {
+        const faster = this.auto(request, policy, [bound], hints)
+        if (faster.adapter && !this.tooSlow(faster.adapter, hints)) return { ...faster, skipped: { adapter: bound, reason: this.whyTooSlow(adapter, hints) } }
+      }
       if (!adapter || this.usable(adapter)) return this.pinned(bound, request, policy, source)
-      const decision = this.auto(request, policy, [bound])
+      const decision = this.auto(request, policy, [bound], hints)
       if (decision.adapter) decision.skipped = { adapter: bound, reason: this.whyUnusable(adapter) }
       return decision
     }
-    return this.auto(request, policy, [])
+    return this.auto(request, policy, [], hints)
   }
 
   fallback(request: ExecutionRequest, policy: SecurityPolicy, tried: readonly string[]): RouteDecision | undefined {
@@ -118,12 +123,12 @@ export class ConfigRouter implements Router {
     return { adapter, reason }
   }
 
-  private auto(request: ExecutionRequest, policy: SecurityPolicy, exclude: readonly string[]): RouteDecision {
+  private auto(request: ExecutionRequest, policy: SecurityPolicy, exclude: readonly string[], hints: RouteHints = {}): RouteDecision {
     const capable = this.ordered(request).filter((adapter) => !exclude.includes(adapter.name) && this.fits(adapter, request, policy))
     const enforcing = capable.filter((adapter) => !unenforcedRequirement(adapter, policy))
     const usable = enforcing.filter((adapter) => this.usable(adapter))
-    // Healthy before degraded, each in tier order.
-    usable.sort((a, b) => Number(this.degraded(a)) - Number(this.degraded(b)))
+    // Healthy before degraded, each in tier order; under a latency budget, the adapters known to answer in time first.
+    usable.sort((a, b) => Number(this.degraded(a)) - Number(this.degraded(b)) || Number(this.tooSlow(a, hints)) - Number(this.tooSlow(b, hints)))
     let escalatedFrom: { adapter: string; reason: string } | undefined
     for (const candidate of usable) {
       const verdict = candidate.canRun?.(request.code, request.language)
@@ -131,9 +136,13 @@ export class ConfigRouter implements Router {
         escalatedFrom ??= { adapter: candidate.name, reason: verdict.reason ?? 'it cannot run this code' }
         continue
       }
-      // A cheaper adapter passed over because it is down (or its breaker is open) is reported as where we came from.
-      const passedOver = enforcing.slice(0, enforcing.indexOf(candidate)).find((adapter) => !usable.includes(adapter))
-      const skipped = passedOver ? { adapter: passedOver.name, reason: this.whyUnusable(passedOver) } : undefined
+      // A cheaper adapter passed over because it is down, its breaker is open or it is too slow for the budget is
+      // reported as where we came from.
+      const cheaper = enforcing.slice(0, enforcing.indexOf(candidate))
+      const down = cheaper.find((adapter) => !usable.includes(adapter))
+      const slow = cheaper.find((adapter) => usable.includes(adapter) && this.tooSlow(adapter, hints))
+      const skipped = down ? { adapter: down.name, reason: this.whyUnusable(down) } : slow ? { adapter: slow.name, reason: this.whyTooSlow(slow, hints) } : undefined
+      if (slow && !escalatedFrom && !down) return { adapter: candidate, reason: `faster than ${slow.name} for a ${hints.latencyBudgetMs} ms budget`, skipped }
       if (escalatedFrom) return { adapter: candidate, reason: `escalated from ${escalatedFrom.adapter}: ${escalatedFrom.reason}`, escalatedFrom: escalatedFrom.adapter, skipped }
       return { adapter: candidate, reason: `cheapest available adapter for ${request.language}`, skipped }
     }
@@ -165,6 +174,17 @@ export class ConfigRouter implements Router {
   private usable(adapter: CodeExecutionAdapter): boolean {
     const healthy = this.options.health?.usable(adapter.name) ?? true
     return healthy && (this.options.breakers?.allows(adapter.name) ?? true)
+  }
+
+  /** Known to take longer than the caller can wait: its last readiness check did. Unknown latency is not slow. */
+  private tooSlow(adapter: CodeExecutionAdapter, hints: RouteHints): boolean {
+    const latencyMs = this.options.health?.get(adapter.name).latencyMs
+    return hints.latencyBudgetMs !== undefined && latencyMs !== undefined && latencyMs > hints.latencyBudgetMs
+  }
+
+  private whyTooSlow(adapter: CodeExecutionAdapter, hints: RouteHints): string {
+    const latencyMs = this.options.health?.get(adapter.name).latencyMs ?? 0
+    return `its last readiness check took ${Math.round(latencyMs)} ms, over the caller's ${hints.latencyBudgetMs} ms latency budget`
   }
 
   private degraded(adapter: CodeExecutionAdapter): boolean {

@@ -89,7 +89,49 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     const slow = await handler.handleComputationRequest({ description: 'spin', code: 'while (true) {}', language: 'javascript', channel: 'voice' })
     expect(slow.outcome).toBe('over_budget')
     expect(slow.text).toMatch(/taking longer than I can wait/)
+    expect(handler.cancelRequest(slow.continuation!)).toBe(true)
+    expect(await handler.continueRequest(slow.continuation!)).toMatchObject({ outcome: 'invalid_request', text: expect.stringContaining('nothing to continue') })
   })
+
+  test('over budget, the work goes on: continueRequest gives the answer once it is ready, once', async () => {
+    const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 50 })
+    // Long enough to pass 50 ms anywhere, short enough for the default 5 s limit on a busy machine.
+    const code = 'let total = 0\nfor (let i = 0; i < 5e6; i++) total += i % 7\ntotal'
+    const slow = await handler.handleComputationRequest({ description: 'a long sum', code, language: 'javascript', channel: 'voice' })
+    expect(slow).toMatchObject({ outcome: 'over_budget', continuation: expect.any(String) })
+    const answer = await handler.continueRequest(slow.continuation!)
+    expect(answer).toMatchObject({ outcome: 'ok', text: 'The answer is 14,999,995.' })
+    expect((await handler.continueRequest(slow.continuation!)).outcome).toBe('invalid_request')
+  })
+
+  test('under a voice budget, routing passes over an adapter whose readiness check was too slow (a pyodide pool still warming)', async () => {
+    const gate = await createExecgate({
+      overrides: {
+        execution: { enabled: ['monty', 'pyodide', 'process'] },
+        readiness: { enabled: true, schedule: '0 0 1 1 *' },
+        adapters: { pyodide: { warmOnStart: false } },
+        log: { level: 'silent' },
+      },
+    })
+    try {
+      // The first check of pyodide starts its pool and waits for it: seconds, far over a voice budget.
+      await gate.readiness.checkNow()
+      expect(gate.readiness.health('pyodide').latencyMs).toBeGreaterThan(1500)
+      const handler = new CodeExecutionHandler(gate, undefined, undefined, { voiceBudgetMs: 1500 })
+      const classCode = 'class Basket:\n    def __init__(self, prices):\n        self.prices = prices\nround(sum(Basket([12.5, 7.25, 3.0]).prices) * 1.08, 2)'
+      const voice = await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })
+      expect(voice).toMatchObject({ outcome: 'ok', text: 'The answer is 24.57.', result: { adapter: 'process', fallbackFrom: { adapter: 'pyodide', reason: expect.stringContaining('latency budget') } } })
+      // Chat has no budget: pyodide, the cheaper tier, runs it.
+      const chat = await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'chat' })
+      expect(chat.result?.adapter).toBe('pyodide')
+      // Once warm, its next check is fast, and voice goes back to it.
+      await gate.readiness.checkNow()
+      expect(gate.readiness.health('pyodide').latencyMs).toBeLessThan(1500)
+      expect((await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })).result?.adapter).toBe('pyodide')
+    } finally {
+      await gate.dispose()
+    }
+  }, 120_000)
 })
 
 describe('speech formatting', () => {

@@ -1,4 +1,6 @@
 import { QuickJsAdapter } from '../../adapters/quickjs'
+import { ConfigRouter } from '../../src/routing/config-router'
+import { HealthBoard } from '../../src/readiness/health'
 import { DEFAULT_POLICY, createExecgate, type Execgate, type SwitchEvent } from '../../src'
 import type { CodeExecutionAdapter } from '../../src/core'
 import { LeakyAdapter, SwitchableAdapter } from './fakes'
@@ -254,5 +256,35 @@ describe('policy profiles', () => {
     await expect(createExecgate({ overrides: { ...silent, routing: { tierOrder: [1, 1] } } })).rejects.toThrow(/routing.tierOrder: must list tiers 0-4/)
     await expect(createExecgate({ overrides: { ...silent, readiness: { schedule: 'often' } } })).rejects.toThrow(/readiness.schedule: must be a node-cron schedule/)
     await expect(createExecgate({ overrides: { ...silent, execution: { enabled: ['quickjs'], futureAdapter: 'monty' } } })).rejects.toThrow(/execution.futureAdapter: "monty" is not in execution.enabled/)
+  })
+})
+
+describe('a latency budget', () => {
+  test('passes over a pinned or cheaper adapter whose last readiness check took longer, and only then', async () => {
+    const quickjs = new QuickJsAdapter({ workers: 1 })
+    const placeholderFree: CodeExecutionAdapter[] = [quickjs, (await runnersWithoutPlaceholder()).adapters().find((item) => item.name === 'process')!]
+    const registry = { get: (name: string) => placeholderFree.find((item) => item.name === name), list: () => placeholderFree, knownNames: () => placeholderFree.map((item) => item.name) }
+    const board = new HealthBoard({ unhealthyAfter: 1, healthyAfter: 1 })
+    const checkedAt = new Date().toISOString()
+    board.record('process', { status: 'available', latencyMs: 900, checkedAt })
+    board.record('quickjs', { status: 'available', latencyMs: 2, checkedAt })
+    const request = { language: 'javascript' as const, code: '1' }
+    try {
+      const pinned = new ConfigRouter(registry, 'process', { health: board })
+      expect(pinned.select(request, DEFAULT_POLICY).adapter?.name).toBe('process')
+      expect(pinned.select(request, DEFAULT_POLICY, { latencyBudgetMs: 1000 }).adapter?.name).toBe('process')
+      const fast = pinned.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })
+      expect(fast).toMatchObject({ adapter: { name: 'quickjs' }, skipped: { adapter: 'process', reason: 'its last readiness check took 900 ms, over the caller\'s 500 ms latency budget' } })
+      // The cheapest is slow, a dearer one fast: the dearer one, with the reason.
+      board.record('quickjs', { status: 'available', latencyMs: 800, checkedAt })
+      board.record('process', { status: 'available', latencyMs: 20, checkedAt })
+      const auto = new ConfigRouter(registry, 'auto', { health: board })
+      expect(auto.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })).toMatchObject({ adapter: { name: 'process' }, reason: 'faster than quickjs for a 500 ms budget' })
+      // Everything slow: the usual order, nothing skipped.
+      board.record('process', { status: 'available', latencyMs: 700, checkedAt })
+      expect(auto.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })).toMatchObject({ adapter: { name: 'quickjs' }, reason: 'cheapest available adapter for javascript' })
+    } finally {
+      await quickjs.dispose()
+    }
   })
 })
