@@ -54,7 +54,7 @@ export async function measure(name: string, fn: () => unknown, options: { iterat
  */
 export async function measureInterleaved(
   series: { name: string; fn: () => unknown }[],
-  options: { iterations?: number; batch?: number; warmup?: number } = {},
+  options: { iterations?: number; batch?: number; warmup?: number; pauseMs?: number } = {},
 ): Promise<Measurement[]> {
   const iterations = options.iterations ?? 1000
   const batch = options.batch ?? 50
@@ -66,6 +66,8 @@ export async function measureInterleaved(
       const fn = series[s]!.fn
       const batchStart = performance.now()
       for (let i = 0; i < Math.min(batch, iterations - done); i++) {
+        // Requests spaced apart (untimed), as an agent's arrive, rather than back to back.
+        if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs))
         const t0 = performance.now()
         await fn()
         samples[s]!.push(performance.now() - t0)

@@ -65,24 +65,11 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
   output: OutputCapture,
   options: RunJobOptions,
 ): Promise<JobOutcome> {
-  let worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>
-  // Workers start in milliseconds, so waiting for one counts against the run's time; the wait never outlasts it.
-  const acquired = pool.acquire()
-  let waitTimer: NodeJS.Timeout | undefined
-  const late = new Promise<'late'>((resolve) => {
-    waitTimer = setTimeout(() => resolve('late'), Math.max(0, context.deadline - performance.now()) + options.killGraceMs)
-  })
-  try {
-    const first = await Promise.race([acquired, late])
-    if (first === 'late') {
-      acquired.then((lateWorker) => pool.release(lateWorker), () => undefined)
-      return { status: 'timeout', error: { type: 'TimeoutError', message: `no ${options.label} worker was free within the ${context.policy.wallTimeMs} ms time limit` } }
-    }
-    worker = first
-  } catch (error) {
-    return { status: 'unavailable', message: `[execgate] [${options.label}] ${describeError(error)}` }
-  } finally {
-    clearTimeout(waitTimer)
+  let worker = pool.tryAcquire()
+  if (!worker) {
+    const waited = await waitForWorker(pool, context, options)
+    if ('status' in waited) return waited
+    worker = waited.worker
   }
   const remainingMs = Math.max(0, context.deadline - performance.now())
   return new Promise((resolve) => {
@@ -122,6 +109,29 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
     killTimer = setTimeout(kill, remainingMs + options.killGraceMs)
     worker.post(job)
   })
+}
+
+/** Waits for a free worker; workers start in milliseconds, so the wait counts against the run's time and never outlasts it. */
+async function waitForWorker<ToWorker>(
+  pool: WorkerPool<JobMessage, ToWorker | HostResultMessage>,
+  context: ExecutionContext,
+  options: RunJobOptions,
+): Promise<{ worker: PooledWorker<JobMessage, ToWorker | HostResultMessage> } | JobOutcome> {
+  const acquired = pool.acquire()
+  let waitTimer: NodeJS.Timeout | undefined
+  const late = new Promise<'late'>((resolve) => {
+    waitTimer = setTimeout(() => resolve('late'), Math.max(0, context.deadline - performance.now()) + options.killGraceMs)
+  })
+  try {
+    const first = await Promise.race([acquired, late])
+    if (first !== 'late') return { worker: first }
+    acquired.then((lateWorker) => pool.release(lateWorker), () => undefined)
+    return { status: 'timeout', error: { type: 'TimeoutError', message: `no ${options.label} worker was free within the ${context.policy.wallTimeMs} ms time limit` } }
+  } catch (error) {
+    return { status: 'unavailable', message: `[execgate] [${options.label}] ${describeError(error)}` }
+  } finally {
+    clearTimeout(waitTimer)
+  }
 }
 
 function answerHostCall<ToWorker>(worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>, context: ExecutionContext, message: JobHostCallMessage): void {

@@ -122,10 +122,14 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
 
   async acquire(): Promise<PooledWorker<FromWorker, ToWorker>> {
     if (this.broken) throw new Error(`${this.label} workers cannot start: ${this.lastFailure ?? 'unknown reason'}`)
+    return this.tryAcquire() ?? new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
+  }
+
+  /** An idle worker now, without waiting; undefined if none is idle. */
+  tryAcquire(): PooledWorker<FromWorker, ToWorker> | undefined {
+    if (this.broken) return undefined
     // Oldest idle first: the worker that just answered is still preparing its next runtime.
-    const worker = this.idle.shift()
-    if (worker) return worker
-    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
+    return this.idle.shift()
   }
 
   release(worker: PooledWorker<FromWorker, ToWorker>): void {

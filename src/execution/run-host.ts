@@ -9,8 +9,10 @@ import {
   type WorkspaceFile,
 } from '../core'
 import type { LlmProvider } from '../agents/llm'
-import { MemoryWorkspace, RunHostFunctions, normalizeWorkspacePath, standardHostFunctions, type HostFunctionDefinition, type Workspace, type WorkspaceLimits } from '../workspace'
+import { MemoryWorkspace, RunHostFunctions, STANDARD_HOST_FUNCTION_NAMES, normalizeWorkspacePath, standardHostFunctions, type HostFunctionDefinition, type Workspace, type WorkspaceLimits } from '../workspace'
 import type { SessionWorkspaces } from './session-workspaces'
+
+const RUN_ENDED = new Error('the run ended')
 
 export interface RunHostOptions {
   /** The run's workspace; otherwise the session's, otherwise a fresh in-memory one. */
@@ -50,27 +52,31 @@ export async function prepareRunHost(
   options: RunHostOptions & { hostFunctions?: ExecutionContext['hostFunctions'] },
   shared: { limits: WorkspaceLimits; sessions: SessionWorkspaces; definitions: readonly HostFunctionDefinition[] },
 ): Promise<RunHost | ExecutionResult> {
-  const workspace = options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits)
+  // Built only when the run needs it: most runs name no host function and bring no files.
+  let workspaceInUse: Workspace | undefined
+  const workspace = () => (workspaceInUse ??= options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits))
+  if (request.sessionId) workspace() // keeps the session's workspace alive (its idle time restarts)
   for (const [index, file] of (request.files ?? []).entries()) {
     try {
-      await workspace.write(normalizeWorkspacePath(file.path), decode(file))
+      await workspace().write(normalizeWorkspacePath(file.path), decode(file))
     } catch (error) {
       const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
       return errorResult('invalid_request', 'execgate', new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` }))
     }
   }
-  const run = new AbortController()
   const inProcess = adapter.capabilities.hostFunctions
-  const host =
-    inProcess && !options.hostFunctions
-      ? new RunHostFunctions([...shared.definitions, ...(options.functions ?? []), ...standardHostFunctions({ llm: options.llm })], { policy, workspace, signal: run.signal }).forCode(request.code)
-      : undefined
+  const own = [...shared.definitions, ...(options.functions ?? [])]
+  const namesAny = STANDARD_HOST_FUNCTION_NAMES.some((name) => request.code.includes(name)) || own.some((definition) => request.code.includes(definition.name))
+  const run = inProcess && !options.hostFunctions && namesAny ? new AbortController() : undefined
+  const host = run
+    ? new RunHostFunctions([...own, ...standardHostFunctions({ llm: options.llm })], { policy, workspace: workspace(), signal: run.signal }).forCode(request.code)
+    : undefined
   // Backends without host functions get the workspace as real files: the stable layer's and the request's.
   let files: WorkspaceFile[] | undefined
   if (!inProcess && adapter.capabilities.workspace && (options.workspace || request.sessionId || request.files?.length)) {
     files = []
-    for (const entry of await workspace.list()) {
-      const content = await workspace.read(entry.path)
+    for (const entry of await workspace().list()) {
+      const content = await workspace().read(entry.path)
       if (content) files.push(encode(entry.path, content))
     }
   }
@@ -82,16 +88,17 @@ export async function prepareRunHost(
       if (host?.written.size) {
         const written: WorkspaceFile[] = []
         for (const path of host.written) {
-          const content = await workspace.read(path)
+          const content = await workspace().read(path)
           if (content) written.push(encode(path, content))
         }
         result.files = written
       } else if (result.files?.length && (options.workspace || request.sessionId)) {
         // Files a sandbox wrote come back into the caller's workspace; a session sees them next time.
-        for (const file of result.files) await workspace.write(normalizeWorkspacePath(file.path), decode(file)).catch(() => undefined)
+        for (const file of result.files) await workspace().write(normalizeWorkspacePath(file.path), decode(file)).catch(() => undefined)
       }
       return result
     },
-    close: () => run.abort(),
+    // A reason of our own: without one, abort() builds a DOMException with a stack on every run.
+    close: () => run?.abort(RUN_ENDED),
   }
 }
