@@ -35,9 +35,9 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
   },
   monty: {
     name: 'monty',
-    description: 'monty (Python subset in Rust), in-process: Python at about 10 µs a run',
+    description: 'monty (Python subset in Rust), in-process: Python at about 10 µs a run; sessions through its REPL',
     languages: ['python'],
-    create: async (options) => new (await import('./monty')).MontyAdapter(options.monty),
+    create: async (options, common) => new (await import('./monty')).MontyAdapter({ ...options.monty, sessions: common?.sessions }),
   },
   pyodide: {
     name: 'pyodide',

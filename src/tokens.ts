@@ -65,6 +65,8 @@ export interface RouteHints {
    * took longer are passed over for one that answers faster, when there is one.
    */
   latencyBudgetMs?: number
+  /** The code names host functions the run would offer (the service knows its definitions; the router does not). */
+  hostFunctions?: boolean
 }
 
 export interface Router {

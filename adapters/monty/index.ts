@@ -18,12 +18,15 @@ import {
   type ExecutionResult,
   type JobMessage,
   type Language,
+  type RunNeeds,
+  type SessionLimits,
   type ValidationReport,
 } from '../../src/core'
 import { scanPython } from '../../src/policy'
 import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'
 import type { ToWorker } from './protocol'
+import { MontyReplSessions } from './repl-sessions'
 import { toJsonValue } from './to-json'
 
 export const NAME = 'monty'
@@ -40,6 +43,8 @@ export interface MontyAdapterOptions {
    * there, its first output discarded). Most runs take microseconds; 0 sends every run to a worker. @default 20
    */
   inlineBudgetMs?: number
+  /** Session TTL and cap (config `sessions`), for calls with a `sessionId`, which run in monty's REPL. */
+  sessions?: SessionLimits
 }
 
 const LANGUAGES: readonly Language[] = ['python']
@@ -68,7 +73,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
       hostCalls: 'hard',
       cpuTime: 'soft',
     }),
-    sessions: false,
+    // Through MontyRepl in a child process (its print has no callback); without host functions (see canRun).
+    sessions: true,
     hostFunctions: true,
     workspace: true,
     streaming: true,
@@ -79,6 +85,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
   private readonly killGraceMs: number
   private readonly inlineBudgetMs: number
   private readonly pool: WorkerPool<JobMessage, ToWorker>
+  private readonly replSessions: MontyReplSessions
   private nextJobId = 0
 
   constructor(options: MontyAdapterOptions = {}) {
@@ -89,12 +96,17 @@ export class MontyAdapter implements CodeExecutionAdapter {
     this.killGraceMs = options.killGraceMs ?? 50
     this.inlineBudgetMs = options.inlineBudgetMs ?? 20
     this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', options.workers ?? 2)
+    this.replSessions = new MontyReplSessions(options.sessions, this.maxRecursionDepth, this.killGraceMs)
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
     if (request.language !== 'python') {
       return createResult('invalid_request', NAME, { message: `[execgate] [monty] monty runs python, not ${request.language}` })
+    }
+    if (request.sessionId) {
+      if (context.hostFunctions?.list().length) return createResult('invalid_request', NAME, { message: `[execgate] [monty] ${SESSIONS_WITHOUT_HOST_FUNCTIONS}` })
+      return this.replSessions.run(request.sessionId, request.code, context)
     }
     if (!context.hostFunctions?.list().length && this.inlineBudgetMs > 0) {
       const inline = this.runInline(request.code, context, started)
@@ -188,7 +200,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
   }
 
   /** Whether monty can run this code, decided by scanning it before running (routing escalates when not). */
-  canRun(code: string): { ok: boolean; reason?: string } {
+  canRun(code: string, _language?: Language, needs?: RunNeeds): { ok: boolean; reason?: string } {
+    if (needs?.session && needs.hostFunctions) return { ok: false, reason: SESSIONS_WITHOUT_HOST_FUNCTIONS }
     const scan = scanPython(code)
     if (scan.unsupported.length > 0) return { ok: false, reason: `monty does not support ${scan.unsupported.join(', ')}` }
     const missing = scan.imports.filter((module) => !MONTY_MODULES.has(module.name.split('.')[0]!))
@@ -208,7 +221,12 @@ export class MontyAdapter implements CodeExecutionAdapter {
     return { status: 'unavailable', reason: `monty probe answered ${probe.status}: ${describeError(probe.message ?? probe.error?.message)}`, checkedAt }
   }
 
+  async closeSession(sessionId: string): Promise<boolean> {
+    return this.replSessions.close(sessionId)
+  }
+
   async dispose(): Promise<void> {
+    this.replSessions.dispose()
     await this.pool.dispose()
   }
 }
@@ -217,6 +235,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
 const OUTPUT_CAP = new Error('execgate: output limit reached')
 
 /** Modules monty provides (its own implementations; anything else is escalated to a full Python). */
+const SESSIONS_WITHOUT_HOST_FUNCTIONS = "monty's sessions run in its REPL, which cannot call host functions (pyodide keeps sessions with them)"
+
 export const MONTY_MODULES = new Set(['math', 'json', 're', 'datetime', 'sys', 'typing', 'asyncio', 'os', 'dataclasses', 'pathlib'])
 
 export function createMontyAdapter(options?: MontyAdapterOptions): MontyAdapter {

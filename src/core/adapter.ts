@@ -54,6 +54,14 @@ export interface ExecutionContext {
 }
 
 /** The contract every backend implements. `execute` never rejects: every outcome is an `ExecutionResult`. */
+/** What a request needs beyond its code, for `canRun`. */
+export interface RunNeeds {
+  /** The request keeps a session. */
+  session?: boolean
+  /** The code names host functions. */
+  hostFunctions?: boolean
+}
+
 export interface CodeExecutionAdapter {
   readonly name: string
   readonly capabilities: AdapterCapabilities
@@ -65,7 +73,7 @@ export interface CodeExecutionAdapter {
    * Optional: whether this adapter can run the code at all, decided without running it (a language subset such as
    * monty's). Routing moves a request on to the next capable adapter when the answer is no.
    */
-  canRun?(code: string, language: Language): { ok: boolean; reason?: string }
+  canRun?(code: string, language: Language, needs?: RunNeeds): { ok: boolean; reason?: string }
   /** Optional, on adapters with the `sessions` capability: ends a session; true when there was one. */
   closeSession?(sessionId: string): Promise<boolean>
   /** Releases workers, sessions and handles. Safe to call twice. */

@@ -19,7 +19,7 @@ import {
 import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
 import type { AdapterRegistry, ExecuteOptions, ExecutionListener, ExecutionService, Logger, Router } from '../tokens'
 import { findRequestProblem } from './parse-request'
-import { prepareRunHost } from './run-host'
+import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces } from './session-workspaces'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
@@ -114,7 +114,12 @@ export class DefaultExecutionService implements ExecutionService {
     }
     // 4. route, 5. run, 8. fall back
     const tried: string[] = []
-    let decision = this.options.router.select(request, policy, options.latencyBudgetMs ? { latencyBudgetMs: options.latencyBudgetMs } : undefined)
+    const hints = {
+      ...(options.latencyBudgetMs ? { latencyBudgetMs: options.latencyBudgetMs } : {}),
+      // Only sessions need to know (monty's REPL keeps one but cannot call host functions).
+      ...(request.sessionId !== undefined && this.namesHostFunction(request, options) ? { hostFunctions: true } : {}),
+    }
+    let decision = this.options.router.select(request, policy, hints)
     let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined
     const router = this.options.router
     for (;;) {
@@ -132,6 +137,11 @@ export class DefaultExecutionService implements ExecutionService {
       fallbackFrom = { adapter: adapter.name, reason: result.message ?? result.status }
       decision = next
     }
+  }
+
+  private namesHostFunction(request: ExecutionRequest, options: ExecuteOptions): boolean {
+    if (options.hostFunctions) return options.hostFunctions.list().some((spec) => request.code.includes(spec.name))
+    return namesHostFunction(request.code, [...(this.options.hostFunctions ?? []), ...(options.functions ?? [])])
   }
 
   private async runOnAdapter(

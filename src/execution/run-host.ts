@@ -41,6 +41,11 @@ function encode(path: string, content: Buffer): WorkspaceFile {
   return Buffer.from(text, 'utf8').equals(content) ? { path, content: text } : { path, content: content.toString('base64'), encoding: 'base64' }
 }
 
+/** Whether the code names a standard host function or one of `own` (code cannot call a function it never names). */
+export function namesHostFunction(code: string, own: readonly HostFunctionDefinition[]): boolean {
+  return STANDARD_HOST_FUNCTION_NAMES.some((name) => code.includes(name)) || own.some((definition) => code.includes(definition.name))
+}
+
 /**
  * Prepares a run's workspace: the request's files written into it (a bad path or size is the caller's
  * `invalid_request`), host functions for adapters that call them, and real files for adapters that read them.
@@ -66,8 +71,7 @@ export async function prepareRunHost(
   }
   const inProcess = adapter.capabilities.hostFunctions
   const own = [...shared.definitions, ...(options.functions ?? [])]
-  const namesAny = STANDARD_HOST_FUNCTION_NAMES.some((name) => request.code.includes(name)) || own.some((definition) => request.code.includes(definition.name))
-  const run = inProcess && !options.hostFunctions && namesAny ? new AbortController() : undefined
+  const run = inProcess && !options.hostFunctions && namesHostFunction(request.code, own) ? new AbortController() : undefined
   const host = run
     ? new RunHostFunctions([...own, ...standardHostFunctions({ llm: options.llm })], { policy, workspace: workspace(), signal: run.signal }).forCode(request.code)
     : undefined

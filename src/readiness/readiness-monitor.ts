@@ -126,7 +126,9 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
     const checkedAt = () => new Date().toISOString()
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<Availability>((resolve) => {
-      timer = setTimeout(() => resolve({ status: 'unavailable', reason: `the availability check took longer than ${this.settings.timeoutMs} ms`, checkedAt: checkedAt() }), this.settings.timeoutMs)
+      // It took at least this long: routing under a latency budget should know, once the adapter recovers.
+      const tooLong = { status: 'unavailable' as const, reason: `the availability check took longer than ${this.settings.timeoutMs} ms`, latencyMs: this.settings.timeoutMs }
+      timer = setTimeout(() => resolve({ ...tooLong, checkedAt: checkedAt() }), this.settings.timeoutMs)
     })
     try {
       return await Promise.race([

@@ -131,7 +131,7 @@ export class ConfigRouter implements Router {
     usable.sort((a, b) => Number(this.degraded(a)) - Number(this.degraded(b)) || Number(this.tooSlow(a, hints)) - Number(this.tooSlow(b, hints)))
     let escalatedFrom: { adapter: string; reason: string } | undefined
     for (const candidate of usable) {
-      const verdict = candidate.canRun?.(request.code, request.language)
+      const verdict = candidate.canRun?.(request.code, request.language, { session: request.sessionId !== undefined, hostFunctions: hints.hostFunctions ?? false })
       if (verdict && !verdict.ok) {
         escalatedFrom ??= { adapter: candidate.name, reason: verdict.reason ?? 'it cannot run this code' }
         continue

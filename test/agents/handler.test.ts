@@ -108,7 +108,8 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     const gate = await createExecgate({
       overrides: {
         execution: { enabled: ['monty', 'pyodide', 'process'] },
-        readiness: { enabled: true, schedule: '0 0 1 1 *' },
+        // A check long enough for a cold pool on a busy machine: its latency is measured, not cut off as unavailable.
+        readiness: { enabled: true, schedule: '0 0 1 1 *', timeoutMs: 120_000 },
         adapters: { pyodide: { warmOnStart: false } },
         log: { level: 'silent' },
       },

@@ -82,13 +82,62 @@ describe('pyodide sessions', () => {
     expect(await py('ledger', "'rows' in globals()")).toMatchObject({ value: false })
   }, 60_000)
 
-  test('python session requests route to pyodide, past monty', async () => {
-    const both = await createExecgate({ overrides: { execution: { enabled: ['monty', 'pyodide'] }, readiness: { enabled: false }, log: { level: 'silent' }, adapters: { pyodide: { poolSize: 1 } } } })
+  test('python sessions stay on monty for what it runs, and go to pyodide for what it cannot: classes, host functions', async () => {
+    const both = await createExecgate({
+      overrides: {
+        execution: { enabled: ['monty', 'pyodide'] },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+        adapters: { pyodide: { poolSize: 1 } },
+        security: { defaultPolicy: { filesystem: 'sandboxed' } },
+      },
+    })
     try {
-      const result = await both.execute({ language: 'python', code: 'x = 2\nx * 21', sessionId: 'routed' })
-      expect(result).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 42 })
+      expect(await both.execute({ language: 'python', code: 'x = 2\nx * 21', sessionId: 'routed' })).toMatchObject({ status: 'ok', adapter: 'monty', value: 42 })
+      const withClass = await both.execute({ language: 'python', code: 'class K:\n    n = 2\nK.n * 21', sessionId: 'routed-class' })
+      expect(withClass).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 42, route: { escalatedFrom: 'monty' } })
+      const withHost = await both.execute({ language: 'python', code: "write_file('a.txt', 'x')\nlen(read_file('a.txt'))", sessionId: 'routed-host' })
+      expect(withHost).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 1, route: { reason: expect.stringContaining('cannot call host functions') } })
+      // Pinned to monty anyway: a clear refusal, not a NameError.
+      const pinned = await both.execute({ language: 'python', adapter: 'monty', code: "read_file('a.txt')", sessionId: 'routed-host' })
+      expect(pinned).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('cannot call host functions') })
     } finally {
       await both.dispose()
     }
   }, 60_000)
+})
+
+describe('monty sessions (its REPL, in a child process)', () => {
+  let gate: Execgate
+  beforeAll(async () => {
+    gate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, readiness: { enabled: false }, log: { level: 'silent' }, sessions: { ttlSeconds: 60, maxSessions: 8 } } })
+  })
+  afterAll(() => gate.dispose())
+  const py = (sessionId: string, code: string, extra: object = {}) => gate.execute({ language: 'python', code, sessionId, ...extra })
+
+  test('state carries over; output stays with its own call, even without a newline; a failure keeps the old state', async () => {
+    expect(await py('m1', "rows = [12.5, 7.25]\nprint('first', end='')\nround(sum(rows) * 1.08, 2)")).toMatchObject({ status: 'ok', adapter: 'monty', value: 21.33, stdout: 'first' })
+    expect(await py('m1', "rows.append(3.0)\nprint('second')\nlen(rows)")).toMatchObject({ status: 'ok', value: 3, stdout: 'second\n' })
+    expect(await py('m1', 'rows.append(1000)\n1 / 0')).toMatchObject({ status: 'error', error: { type: 'ZeroDivisionError' } })
+    expect(await py('m1', 'len(rows)')).toMatchObject({ status: 'ok', value: 3, stdout: '' })
+    expect(await py('m2', 'rows')).toMatchObject({ status: 'error', error: { type: 'NameError' } })
+    expect(await gate.closeSession('m1')).toBe(true)
+    expect(await py('m1', 'rows')).toMatchObject({ status: 'error', error: { type: 'NameError' } })
+  })
+
+  test('a loop past the time limit ends timeout; the session and the next call still work', async () => {
+    expect(await py('m3', 'kept = 7')).toMatchObject({ status: 'ok' })
+    const spun = await py('m3', 'while True:\n    pass', { timeoutMs: 300 })
+    expect(spun.status).toBe('timeout')
+    expect(await py('m3', 'kept * 6')).toMatchObject({ status: 'ok', value: 42 })
+  })
+
+  test('output past the cap ends output_limit; memory past the limit ends memory_limit', async () => {
+    const flood = await py('m4', "for i in range(100000):\n    print('flood line', i)", { policy: { outputBytes: 1024 } })
+    expect(flood.status).toBe('output_limit')
+    expect(flood).toMatchObject({ truncated: true, stdout: expect.stringMatching(/^flood line 0\n[\s\S]*bytes omitted/) })
+    expect(Buffer.byteLength(flood.stdout)).toBeLessThan(1024 + 200) // the cap, plus the omission notice
+    expect(await py('m5', 'x = [0] * (10 ** 9)', { policy: { memoryMb: 32 } })).toMatchObject({ status: 'memory_limit' })
+    expect(await py('m4', '6 * 7')).toMatchObject({ status: 'ok', value: 42 })
+  })
 })

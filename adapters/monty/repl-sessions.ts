@@ -1,0 +1,208 @@
+import { fork, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import fs from 'node:fs'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import {
+  MAX_SESSION_STATE_BYTES,
+  OutputCapture,
+  SessionStore,
+  createResult,
+  describeError,
+  isExecgateError,
+  valueBytes,
+  type ExecutionContext,
+  type ExecutionErrorInfo,
+  type ExecutionResult,
+  type ExecutionStatus,
+  type SessionLimits,
+} from '../../src/core'
+import { mapMontyError } from './map-error'
+
+/** What the REPL process answers for one call. */
+interface FeedAnswer {
+  type: 'result'
+  id: number
+  status: 'ok' | 'error' | 'internal_error'
+  value?: unknown
+  failure?: { exception: { typeName: string; message: string }; line?: number; column?: number; display?: string }
+  /** False when the marker could not be printed (the REPL's time or memory was spent): stdout may hold back a line. */
+  flushed: boolean
+  state?: Uint8Array
+}
+
+/** repl-child.js ships beside the compiled adapter; from sources (tests) it is beside this file already. */
+function childScript(): string {
+  const here = path.join(__dirname, 'repl-child.js')
+  if (fs.existsSync(here)) return here
+  return path.resolve(__dirname, '..', '..', '..', 'adapters', 'monty', 'repl-child.js')
+}
+
+/**
+ * monty sessions: the REPL's state as bytes (`MontyRepl.dump`) kept per session, loaded into a child process for
+ * each call. The child is one process, started on the first session call, serving one call at a time; a call that
+ * overstays its deadline, floods its output or is cancelled gets the process killed and a new one next time.
+ */
+export class MontyReplSessions {
+  private readonly sessions: SessionStore<Uint8Array>
+  private child: { process: ChildProcess; ready: Promise<void>; stderrTail: string } | undefined
+  private queue: Promise<unknown> = Promise.resolve()
+  private nextId = 0
+
+  constructor(
+    sessions: SessionLimits | undefined,
+    private readonly maxRecursionDepth: number,
+    private readonly killGraceMs: number,
+  ) {
+    this.sessions = new SessionStore('monty', sessions)
+  }
+
+  run(sessionId: string, code: string, context: ExecutionContext): Promise<ExecutionResult> {
+    const started = performance.now()
+    let state: Uint8Array | undefined
+    try {
+      state = this.sessions.open(sessionId)
+    } catch (error) {
+      const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
+      return Promise.resolve(createResult(status, 'monty', { message: describeError(error).replace('[execgate]', '[execgate] [monty]') }))
+    }
+    // One call at a time: the process is single-threaded, and a session's calls must not interleave.
+    const call = this.queue.then(() => this.feed(sessionId, code, state, context, started))
+    this.queue = call.catch(() => undefined)
+    return call
+  }
+
+  private async feed(sessionId: string, code: string, state: Uint8Array | undefined, context: ExecutionContext, started: number): Promise<ExecutionResult> {
+    const keepPrevious = () => (state ? this.sessions.save(sessionId, state) : undefined)
+    let child: NonNullable<MontyReplSessions['child']>
+    try {
+      child = this.start()
+      await child.ready
+    } catch (error) {
+      keepPrevious()
+      return createResult('unavailable', 'monty', { message: `[execgate] [monty] the session process cannot start: ${describeError(error)}` })
+    }
+    const id = ++this.nextId
+    const marker = `execgate-end-${randomUUID()}`
+    const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    const outcome = await new Promise<{ status: ExecutionStatus; answer?: FeedAnswer; error?: ExecutionErrorInfo }>((resolve) => {
+      let pending = ''
+      let markerSeen = false
+      let answer: FeedAnswer | undefined
+      let settled = false
+      const finish = (result: { status: ExecutionStatus; answer?: FeedAnswer; error?: ExecutionErrorInfo }, kill: boolean) => {
+        if (settled) return
+        settled = true
+        clearTimeout(deadlineTimer)
+        context.signal.removeEventListener('abort', onAbort)
+        child.process.stdout?.off('data', onData)
+        child.process.off('message', onMessage)
+        child.process.off('exit', onExit)
+        if (kill) this.kill(child)
+        resolve(result)
+      }
+      const stop = (status: ExecutionStatus, type: string, message: string) => finish({ status, error: { type, message } }, true)
+      const complete = () => {
+        if (answer && (markerSeen || !answer.flushed)) finish({ status: answer.status, answer }, !answer.flushed)
+      }
+      const onData = (chunk: Buffer) => {
+        pending += chunk.toString('utf8')
+        const end = pending.indexOf(`${marker}\n`)
+        // Everything but a tail that could be the start of the marker goes out as it arrives.
+        const upTo = end >= 0 ? end : Math.max(0, pending.length - marker.length - 1)
+        if (upTo > 0 && !output.write('stdout', pending.slice(0, upTo))) return stop('output_limit', 'OutputLimit', 'output passed the limit; the run was stopped')
+        pending = pending.slice(upTo)
+        if (end >= 0) {
+          markerSeen = true
+          complete()
+        }
+      }
+      const onMessage = (message: FeedAnswer) => {
+        if (message?.type !== 'result' || message.id !== id) return
+        answer = message
+        complete()
+      }
+      const onExit = () => stop('error', 'InterpreterExited', `the monty session process exited${child.stderrTail ? `: ${child.stderrTail.trim().split('\n').pop()}` : ''}`)
+      const onAbort = () => stop('cancelled', 'Cancelled', 'the run was cancelled')
+      const deadlineTimer = setTimeout(
+        () => stop('timeout', 'TimeoutError', `execution passed the ${context.policy.wallTimeMs} ms time limit`),
+        Math.max(0, context.deadline - performance.now()) + this.killGraceMs,
+      )
+      child.process.stdout?.on('data', onData)
+      child.process.on('message', onMessage)
+      child.process.once('exit', onExit)
+      if (context.signal.aborted) return onAbort()
+      context.signal.addEventListener('abort', onAbort, { once: true })
+      const limits = { maxDurationSecs: Math.max(0.001, (context.deadline - performance.now()) / 1000), maxMemory: context.policy.memoryMb * 2 ** 20, maxRecursionDepth: this.maxRecursionDepth }
+      child.process.send({ type: 'feed', id, code, marker, limits, ...(state ? { state } : {}) })
+    })
+    const answer = outcome.answer
+    let message: string | undefined
+    if (answer?.status === 'ok' && answer.state) {
+      if (answer.state.byteLength > MAX_SESSION_STATE_BYTES) {
+        message = `[execgate] [monty] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
+        keepPrevious()
+      } else this.sessions.save(sessionId, answer.state)
+    } else keepPrevious()
+    let status = outcome.status
+    let error = outcome.error
+    if (answer && answer.status !== 'ok') {
+      const failure = answer.failure
+      ;({ status, error } = mapMontyError({
+        exception: failure?.exception,
+        message: failure?.exception.message,
+        traceback: () => [{ line: failure?.line, column: failure?.column }],
+        display: () => failure?.display ?? '',
+      }))
+      if (answer.status === 'internal_error') status = 'internal_error'
+    }
+    const value = answer?.status === 'ok' ? answer.value : undefined
+    const captured = output.finish(valueBytes(value))
+    if (status === 'ok' && captured.truncated) status = 'output_limit'
+    return createResult(status, 'monty', {
+      ...captured,
+      value: value === null ? undefined : value,
+      error,
+      ...(message ? { message } : {}),
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+    })
+  }
+
+  private start(): NonNullable<MontyReplSessions['child']> {
+    if (this.child && this.child.process.exitCode === null && !this.child.process.killed) return this.child
+    // Nothing of the host's environment crosses; stdout is the REPL's print, read and capped here.
+    const child = fork(childScript(), [], { env: {}, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], serialization: 'advanced', execArgv: ['--max-old-space-size=256'] })
+    const entry = {
+      process: child,
+      stderrTail: '',
+      ready: new Promise<void>((resolve, reject) => {
+        child.once('message', (message: { type?: string }) => (message?.type === 'ready' ? resolve() : reject(new Error('unexpected first message'))))
+        child.once('exit', (code, signal) => reject(new Error(`it exited while starting (${signal ?? `code ${code}`})`)))
+      }),
+    }
+    entry.ready.catch(() => undefined)
+    child.stderr?.on('data', (chunk: Buffer) => (entry.stderrTail = (entry.stderrTail + chunk.toString()).slice(-2000)))
+    child.on('exit', () => {
+      if (this.child === entry) this.child = undefined
+    })
+    // An idle session process does not keep the host alive.
+    child.unref()
+    ;(child as unknown as { channel?: { unref(): void } }).channel?.unref()
+    for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?(): void } | null)?.unref?.()
+    this.child = entry
+    return entry
+  }
+
+  private kill(child: NonNullable<MontyReplSessions['child']>): void {
+    if (this.child === child) this.child = undefined
+    child.process.kill('SIGKILL')
+  }
+
+  close(sessionId: string): boolean {
+    return this.sessions.close(sessionId)
+  }
+
+  dispose(): void {
+    if (this.child) this.kill(this.child)
+  }
+}
