@@ -20,7 +20,12 @@ async function main(): Promise<void> {
     ]
     for (const turn of turns) {
       const response = await handler.handleComputationRequest({ ...turn, ...(llm ? { code: undefined } : {}), channel: 'voice' })
-      process.stdout.write(`user:  ${turn.description}\nagent: ${response.text}\n\n`)
+      process.stdout.write(`user:  ${turn.description}\nagent: ${response.text}\n`)
+      // Past the voice budget the agent offers to keep going; the user says yes and hears the answer when it is ready.
+      if (response.outcome === 'over_budget' && response.continuation) {
+        process.stdout.write(`user:  Yes, please.\nagent: ${(await handler.continueRequest(response.continuation)).text}\n`)
+      }
+      process.stdout.write('\n')
     }
   } finally {
     await execgate.dispose()

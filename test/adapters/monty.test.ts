@@ -11,7 +11,7 @@ describeHostileCases({
   adapter: 'monty',
   language: 'python',
   hostFunctions: true,
-  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, log: { level: 'silent' } } })),
+  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
   dispose: async () => execgate?.dispose(),
   notApplicable: {
     'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); monty has no time module either, see "modules monty lacks end in error"',

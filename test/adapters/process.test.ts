@@ -16,7 +16,7 @@ for (const language of ['python', 'javascript'] as const) {
     adapter: 'process',
     language,
     hostFunctions: false,
-    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['process'] }, log: { level: 'silent' } } })),
+    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['process'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
     dispose: async () => execgate?.dispose(),
     notApplicable:
       language === 'python'

@@ -13,7 +13,7 @@ describeHostileCases({
   adapter: 'pyodide',
   language: 'python',
   hostFunctions: true,
-  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, log: { level: 'silent' } } })),
+  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
   dispose: async () => execgate?.dispose(),
   caseTimeoutMs: 90_000,
   poolProcess: /pyodide\/child\.js/,

@@ -11,7 +11,7 @@ describeHostileCases({
   adapter: 'quickjs',
   language: 'javascript',
   hostFunctions: true,
-  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] } } })),
+  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
   dispose: async () => execgate?.dispose(),
   notApplicable: {},
 })
