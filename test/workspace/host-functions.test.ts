@@ -197,6 +197,25 @@ test('pyodide runs what monty cannot (a class) with host functions, and keeps a 
   expect((await workspace.overlay.read('count.txt'))?.toString()).toBe('2')
 })
 
+test("pyodide: code that reaches the host channel itself gets no more than the functions it was offered", async () => {
+  // The wrapper's closure holds the JavaScript function that writes host-call requests; calling it directly with a
+  // function the run was not offered (price_of is registered, but this code never names it), or with arguments
+  // that are not a JSON list, is refused like any other call.
+  const code = `call = [c.cell_contents for c in read_file.__closure__ if callable(c.cell_contents) and not isinstance(c.cell_contents, str)][0]
+seen = []
+for name, args in [('price' + '_of', '["tea", 2]'), ('exec_shell', '[]'), ('read_file', '{"path": "readme.md"}'), ('read_file', '["readme.md"]')]:
+    seen.append(call(name, args))
+seen`
+  const result = await execgate.execute({ language: 'python', adapter: 'pyodide', code }, { workspace: overlay() })
+  expect(result.status).toBe('ok')
+  const replies = (result.value as string[]).map((text) => JSON.parse(text) as { ok: boolean; exception?: string; message?: string; value?: unknown })
+  expect(replies[0]).toMatchObject({ ok: false, exception: 'TypeError', message: expect.stringContaining('price_of') })
+  expect(replies[1]).toMatchObject({ ok: false, exception: 'TypeError', message: expect.stringContaining('exec_shell') })
+  expect(replies[2]).toMatchObject({ ok: false, exception: 'TypeError', message: expect.stringContaining('JSON list') })
+  expect(replies[3]).toEqual({ ok: true, value: 'stable readme' })
+  expect(result.hostCalls?.map((call) => [call.name, call.ok])).toEqual([['price_of', false], ['exec_shell', false], ['read_file', true]])
+})
+
 describe('backends with real files (process)', () => {
   test('the workspace arrives as files, and files the code writes come back into the overlay', async () => {
     const workspace = overlay()
