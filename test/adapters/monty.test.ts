@@ -22,6 +22,26 @@ describeHostileCases({
   },
 })
 
+// The same corpus through monty's session path: its REPL in a child process (no host functions there).
+let sessionGate: Execgate | undefined
+describeHostileCases({
+  adapter: 'monty',
+  language: 'python',
+  hostFunctions: false,
+  sessions: true,
+  target: async () => (sessionGate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
+  dispose: async () => sessionGate?.dispose(),
+  poolProcess: /monty\/repl-child\.js/,
+  notApplicable: {
+    'py-fs-readfile-traversal': 'in a session monty cannot call host functions: pinned to monty, code naming read_file is refused before it runs (invalid_request, not in the case statusIn); unpinned it is routed to pyodide, whose hostile suite runs this case with host functions',
+    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); monty has no time module either, see "modules monty lacks end in error"',
+    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs (policy_violation); monty has no signal module, and its own loop limit is covered by the contract timeout case',
+    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs (policy_violation); monty has no threads, see "modules monty lacks end in error"',
+    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the same payload with sys allowed is run in "the bigint payload with sys allowed ends within its statuses"',
+    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs (policy_violation); monty has no js module at all',
+  },
+})
+
 describe('monty adapter', () => {
   const adapter = new MontyAdapter()
 

@@ -43,6 +43,7 @@ export interface HostileExpect {
 /** The service, or anything with its `execute` (an Execgate from createExecgate). */
 export interface HostileTarget {
   execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
+  closeSession?(sessionId: string): Promise<boolean>
 }
 
 export interface HostileSuiteOptions {
@@ -55,6 +56,11 @@ export interface HostileSuiteOptions {
   dispose?: () => Promise<void>
   /** Whether the adapter offers host functions; if so the runner supplies read_file, write_file and hostFn. */
   hostFunctions: boolean
+  /**
+   * Runs every case in a session of its own (an adapter's session path can differ from its plain one): the
+   * follow-up run goes to the same session, the isolation probe to another, and both are closed after the case.
+   */
+  sessions?: boolean
   /** Cases that cannot apply, by id, with the reason (printed in the test name). */
   notApplicable?: Record<string, string>
   /** Per-case Jest timeout. @default 30000 */
@@ -207,7 +213,7 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
   const notApplicable = options.notApplicable ?? {}
   process.env.HOSTILE_ENV_CANARY = ENV_CANARY
 
-  describe(`hostile corpus (${options.language}) on ${options.adapter}`, () => {
+  describe(`hostile corpus (${options.language}) on ${options.adapter}${options.sessions ? ', in sessions' : ''}`, () => {
     let target: HostileTarget
     let baselinePids: Set<number>
     beforeAll(async () => {
@@ -273,12 +279,14 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
   const watch = new HostWatch()
   const lateOutput: string[] = []
   const hostFunctions: HostFunctions | undefined = options.hostFunctions ? new HostileHostFunctions() : undefined
+  const session = options.sessions ? { sessionId: `hostile-${hostileCase.id}` } : {}
+  const otherSession = options.sessions ? { sessionId: `hostile-other-${hostileCase.id}` } : {}
   watch.start()
   const started = performance.now()
   let result: ExecutionResult
   try {
     result = await target.execute(
-      { language: hostileCase.language, code: hostileCase.code, adapter: options.adapter },
+      { language: hostileCase.language, code: hostileCase.code, adapter: options.adapter, ...session },
       { basePolicy: HOSTILE_POLICY, hostFunctions, onOutput: (_stream, chunk) => lateOutput.push(chunk) },
     )
   } finally {
@@ -347,16 +355,17 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
     }
     if (expectations.crossRunIsolation) {
       const probe = ISOLATION_PROBE[hostileCase.language]
-      const next = await target.execute({ language: hostileCase.language, code: probe.code, adapter: options.adapter }, { basePolicy: FOLLOW_UP_POLICY })
+      const next = await target.execute({ language: hostileCase.language, code: probe.code, adapter: options.adapter, ...otherSession }, { basePolicy: FOLLOW_UP_POLICY })
       expect({ status: next.status, stdout: next.stdout.trim() }).toEqual({ status: 'ok', stdout: probe.expect })
     }
     if (expectations.hostSurvives || expectations.nextRunOk) {
-      const next = await target.execute({ language: hostileCase.language, code: TRIVIAL[hostileCase.language], adapter: options.adapter }, { basePolicy: FOLLOW_UP_POLICY })
+      const next = await target.execute({ language: hostileCase.language, code: TRIVIAL[hostileCase.language], adapter: options.adapter, ...session }, { basePolicy: FOLLOW_UP_POLICY })
       expect({ status: next.status, value: next.value, message: next.message }).toEqual({ status: 'ok', value: 2, message: undefined })
     }
     expect({ uncaught: watch.uncaught, rejections: watch.rejections }).toEqual({ uncaught: [], rejections: [] })
   } finally {
     watch.stop()
     fs.rmSync(CANARY_FILE, { force: true })
+    if (options.sessions) for (const id of [session.sessionId!, otherSession.sessionId!]) await target.closeSession?.(id)
   }
 }
