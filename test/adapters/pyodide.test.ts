@@ -26,6 +26,26 @@ describeHostileCases({
   },
 })
 
+// The same corpus through the session path: the pickled globals of the session restored before the code, captured after.
+let sessionGate: Execgate | undefined
+describeHostileCases({
+  adapter: 'pyodide',
+  language: 'python',
+  hostFunctions: true,
+  sessions: true,
+  target: async () => (sessionGate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
+  dispose: async () => sessionGate?.dispose(),
+  caseTimeoutMs: 90_000,
+  poolProcess: /pyodide\/child\.js/,
+  notApplicable: {
+    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the sleep itself is stopped in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload itself is run in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs; pyodide has no threads, and the wait is covered in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the payload runs directly in "escape and exhaustion payloads hold without the static check"',
+    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; the payload runs directly in "escape and exhaustion payloads hold without the static check"',
+  },
+})
+
 describe('pyodide adapter: the process boundary, without the static check', () => {
   const adapter = new PyodideAdapter({ poolSize: 2 })
   beforeAll(() => adapter.warm(), 120_000)

@@ -16,6 +16,18 @@ describeHostileCases({
   notApplicable: {},
 })
 
+// The same corpus through the session path: state restored before the code and captured (JSON, in the VM) after.
+let sessionGate: Execgate | undefined
+describeHostileCases({
+  adapter: 'quickjs',
+  language: 'javascript',
+  hostFunctions: true,
+  sessions: true,
+  target: async () => (sessionGate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
+  dispose: async () => sessionGate?.dispose(),
+  notApplicable: {},
+})
+
 describe('quickjs adapter', () => {
   const adapter = new QuickJsAdapter()
   afterAll(() => adapter.dispose())
