@@ -1,3 +1,4 @@
+import { LruCache } from '../../src/core'
 import { loadTypeScript } from '../../src/policy'
 
 /**
@@ -20,8 +21,11 @@ export function transpileTypeScript(code: string): string {
   }).outputText
 }
 
+// A transpile takes milliseconds; TypeScript sent again (a retry, the same formula) is transpiled once.
+const transpiled = new LruCache<string>(128)
+
 export function prepareSource(code: string, language: 'javascript' | 'typescript'): PreparedSource {
-  const script = language === 'typescript' ? transpileTypeScript(code) : code
+  const script = language === 'typescript' ? transpiled.get(code, () => transpileTypeScript(code)) : code
   // QuickJS's async-eval flag allows top-level await in a global script; it costs a promise, so only when needed.
   return { script, async: script.includes('await') }
 }

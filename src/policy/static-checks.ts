@@ -1,4 +1,4 @@
-import type { Language, SecurityPolicy, ValidationIssue, ValidationReport } from '../core'
+import { LruCache, type Language, type SecurityPolicy, type ValidationIssue, type ValidationReport } from '../core'
 import { checkJavaScript } from './javascript-checks'
 import { checkPython } from './python-checks'
 import { checkTypeScript } from './typescript-checks'
@@ -16,9 +16,15 @@ const CHECKERS: Partial<Record<Language, StaticChecker>> = {
   python: checkPython,
 }
 
+// Findings depend only on the language, the code, the allow-list and filesystem access: code sent again is parsed once.
+const findings = new LruCache<readonly ValidationIssue[]>(256)
+
 export function staticCheck(language: Language, code: string, policy: SecurityPolicy): ValidationIssue[] {
   const checker = CHECKERS[language]
-  return checker ? checker(code, policy) : []
+  if (!checker) return []
+  const key = `${language}\0${policy.allowedImports.join(',')}\0${policy.filesystem}\0${code}`
+  // Copies: callers may add to what they are given.
+  return findings.get(key, () => checker(code, policy)).map((issue) => ({ ...issue }))
 }
 
 export function staticValidationReport(language: Language, code: string, policy: SecurityPolicy): ValidationReport {
