@@ -52,6 +52,24 @@ class ReportFilter {
   }
 }
 
+/** How long the deadline check waits for the engine to say whether the container is still running. */
+const EXIT_CHECK_MS = 300
+
+/**
+ * At the deadline: a container that already stopped by then finished in time — the engine can be slow to report an
+ * exit on a busy machine, and that is not the code's time. Anything still running, or an engine that does not
+ * answer within EXIT_CHECK_MS, is killed.
+ */
+async function killUnlessExited(container: Docker.Container, deadlineAt: number, kill: (reason: StopReason) => void): Promise<void> {
+  const state = await Promise.race([
+    container.inspect().then((info) => info.State, () => undefined),
+    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EXIT_CHECK_MS)),
+  ])
+  const finishedAt = state && !state.Running ? Date.parse(state.FinishedAt) : Number.NaN
+  if (Number.isFinite(finishedAt) && finishedAt <= deadlineAt) return
+  kill('timeout')
+}
+
 /** Create, attach, start, wait (killing on the deadline, the cap or a cancel), and always remove. Never rejects. */
 export async function runContainer(
   docker: Docker,
@@ -69,7 +87,8 @@ export async function runContainer(
   let container: Docker.Container | undefined
   let stoppedFor: StopReason | undefined
   const kill = (reason: StopReason) => {
-    stoppedFor ??= reason
+    // Output already past its cap broke that limit first: the deadline only caught the drain still running.
+    stoppedFor ??= reason === 'timeout' && options.output.exceeded ? 'output_limit' : reason
     container?.kill({ signal: 'SIGKILL' }).catch(() => undefined)
   }
   const filter = new ReportFilter(options.nonce, (text) => {
@@ -95,7 +114,8 @@ export async function runContainer(
     container.modem.demuxStream(stream, stdout, stderr)
     await container.start()
     const deadline = options.startClock()
-    timer = setTimeout(() => kill('timeout'), Math.max(0, deadline - performance.now()))
+    const started = container
+    timer = setTimeout(() => void killUnlessExited(started, Date.now(), kill), Math.max(0, deadline - performance.now()))
     options.signal.addEventListener('abort', onAbort, { once: true })
     if (options.signal.aborted) onAbort()
     const waited = (await container.wait()) as { StatusCode: number }

@@ -96,7 +96,8 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       return
     }
     const kill = (reason: StopReason) => {
-      stoppedFor ??= reason
+      // Output already past its cap broke that limit first: the deadline only caught the drain still running.
+      stoppedFor ??= reason === 'timeout' && options.output.exceeded ? 'output_limit' : reason
       try {
         process.kill(-child.pid!, 'SIGKILL')
       } catch {

@@ -298,7 +298,8 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
 
   try {
     if (expectations.status) expect({ status: result.status, context }).toEqual({ status: expectations.status, context })
-    if (expectations.statusIn) expect({ ok: expectations.statusIn.includes(result.status), context }).toEqual({ ok: true, context })
+    // The status beside `ok`, so a failure's diff shows it (the context's first line may be folded away).
+    if (expectations.statusIn) expect({ ok: expectations.statusIn.includes(result.status), status: result.status, context }).toEqual({ ok: true, status: result.status, context })
     const text = allText(result)
     for (const needle of expectations.contains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: true, needle, context })
     for (const needle of expectations.notContains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: false, needle, context })
