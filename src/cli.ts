@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { ADAPTERS } from '../adapters/registry'
-import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy } from './core'
+import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy, workspaceFileBytes } from './core'
 import { loadConfig, type Config } from './config/load'
 import { createExecgate, type Execgate } from './index'
 import { policyFromConfig } from './policy'
@@ -110,7 +110,7 @@ function saveFiles(directory: string, result: ExecutionResult): string[] {
   for (const file of result.files ?? []) {
     const target = path.join(directory, normalizeWorkspacePath(file.path))
     fs.mkdirSync(path.dirname(target), { recursive: true })
-    fs.writeFileSync(target, Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8'))
+    fs.writeFileSync(target, workspaceFileBytes(file))
     saved.push(target)
   }
   return saved

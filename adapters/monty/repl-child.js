@@ -12,35 +12,6 @@ const monty = require('@pydantic/monty')
 
 const send = (message) => process.send(message)
 
-function toJson(value, seen = new Set()) {
-  if (value === null || value === undefined) return null
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return value
-    case 'number':
-      return Number.isFinite(value) ? value : String(value)
-    case 'bigint':
-      return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString()
-    case 'object':
-      break
-    default:
-      return String(value)
-  }
-  if (seen.has(value)) return '[circular]'
-  seen.add(value)
-  try {
-    const tag = Object.prototype.toString.call(value)
-    const out = {}
-    if (tag === '[object Set]' || Array.isArray(value)) return [...value].map((item) => toJson(item, seen))
-    const entries = tag === '[object Map]' ? [...value] : Object.entries(value)
-    for (const [key, item] of entries) Object.defineProperty(out, String(key), { value: toJson(item, seen), enumerable: true, writable: true, configurable: true })
-    return out
-  } finally {
-    seen.delete(value)
-  }
-}
-
 /** The fields the adapter's error mapping reads, copied out of monty's error object (it cannot cross IPC). */
 function describe(error) {
   let frames = []
@@ -70,7 +41,8 @@ process.on('message', (message) => {
   }
   let result
   try {
-    result = { status: 'ok', value: toJson(repl.feed(message.code)) }
+    // Sent as it is (IPC's structured clone keeps dicts as Maps, sets, big integers); the adapter makes it JSON.
+    result = { status: 'ok', value: repl.feed(message.code) }
   } catch (error) {
     result = { status: 'error', failure: describe(error) }
   }
@@ -88,6 +60,12 @@ process.on('message', (message) => {
       result = { status: 'error', failure: describe(error) }
     }
   }
-  send({ type: 'result', id: message.id, ...result, flushed, ...(state ? { state } : {}) })
+  const answer = { type: 'result', id: message.id, ...result, flushed, ...(state ? { state } : {}) }
+  try {
+    send(answer)
+  } catch {
+    // A value structured clone cannot carry (a function object): its text instead.
+    send({ ...answer, value: String(answer.value) })
+  }
 })
 send({ type: 'ready' })

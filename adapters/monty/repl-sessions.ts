@@ -4,12 +4,10 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
-  MAX_SESSION_STATE_BYTES,
   OutputCapture,
   SessionStore,
   createResult,
   describeError,
-  isExecgateError,
   valueBytes,
   type ExecutionContext,
   type ExecutionErrorInfo,
@@ -18,6 +16,7 @@ import {
   type SessionLimits,
 } from '../../src/core'
 import { mapMontyError } from './map-error'
+import { toJsonValue } from './to-json'
 
 /** What the REPL process answers for one call. */
 interface FeedAnswer {
@@ -59,13 +58,9 @@ export class MontyReplSessions {
 
   run(sessionId: string, code: string, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
-    let state: Uint8Array | undefined
-    try {
-      state = this.sessions.open(sessionId)
-    } catch (error) {
-      const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
-      return Promise.resolve(createResult(status, 'monty', { message: describeError(error).replace('[execgate]', '[execgate] [monty]') }))
-    }
+    const opened = this.sessions.openForCall(sessionId)
+    if ('refusal' in opened) return Promise.resolve(opened.refusal)
+    const state = opened.state
     // One call at a time: the process is single-threaded, and a session's calls must not interleave.
     const call = this.queue.then(() => this.feed(sessionId, code, state, context, started))
     this.queue = call.catch(() => undefined)
@@ -73,13 +68,12 @@ export class MontyReplSessions {
   }
 
   private async feed(sessionId: string, code: string, state: Uint8Array | undefined, context: ExecutionContext, started: number): Promise<ExecutionResult> {
-    const keepPrevious = () => (state ? this.sessions.save(sessionId, state) : undefined)
     let child: NonNullable<MontyReplSessions['child']>
     try {
       child = this.start()
       await child.ready
     } catch (error) {
-      keepPrevious()
+      this.sessions.keepAfterCall(sessionId, state, undefined)
       return createResult('unavailable', 'monty', { message: `[execgate] [monty] the session process cannot start: ${describeError(error)}` })
     }
     const id = ++this.nextId
@@ -137,13 +131,8 @@ export class MontyReplSessions {
       child.process.send({ type: 'feed', id, code, marker, limits, ...(state ? { state } : {}) })
     })
     const answer = outcome.answer
-    let message: string | undefined
-    if (answer?.status === 'ok' && answer.state) {
-      if (answer.state.byteLength > MAX_SESSION_STATE_BYTES) {
-        message = `[execgate] [monty] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
-        keepPrevious()
-      } else this.sessions.save(sessionId, answer.state)
-    } else keepPrevious()
+    const kept = answer?.status === 'ok' ? answer.state : undefined
+    const message = this.sessions.keepAfterCall(sessionId, state, kept === undefined ? undefined : { bytes: kept.byteLength, state: () => kept })
     let status = outcome.status
     let error = outcome.error
     if (answer && answer.status !== 'ok') {
@@ -156,7 +145,7 @@ export class MontyReplSessions {
       }))
       if (answer.status === 'internal_error') status = 'internal_error'
     }
-    const value = answer?.status === 'ok' ? answer.value : undefined
+    const value = answer?.status === 'ok' ? toJsonValue(answer.value) : undefined
     const captured = output.finish(valueBytes(value))
     if (status === 'ok' && captured.truncated) status = 'output_limit'
     return createResult(status, 'monty', {

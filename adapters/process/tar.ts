@@ -1,4 +1,4 @@
-import type { WorkspaceFile } from '../../src/core'
+import { toWorkspaceFile, workspaceFileBytes, type WorkspaceFile } from '../../src/core'
 
 /**
  * Just enough tar (ustar, with pax and GNU long names) to move workspace files in and out of the sandbox. Reading
@@ -47,7 +47,7 @@ function paxRecord(key: string, value: string): Buffer {
 export function packFiles(files: readonly WorkspaceFile[]): Buffer {
   const parts: Buffer[] = []
   for (const file of files) {
-    const data = Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8')
+    const data = workspaceFileBytes(file)
     if (Buffer.byteLength(file.path) > 99) {
       const pax = paxRecord('path', file.path)
       parts.push(header('././@PaxHeader', pax.length, 'x'), ...padded(pax))
@@ -63,8 +63,6 @@ export interface UnpackedWorkspace {
   /** Entries not returned (links, devices, paths leaving the workspace), with why. */
   skipped: string[]
 }
-
-const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 function text(block: Buffer, start: number, length: number): string {
   const field = block.subarray(start, start + length)
@@ -111,13 +109,7 @@ export function unpackFiles(archive: Buffer): UnpackedWorkspace {
     } else if (body.length < size) {
       skipped.push(`${name}: cut short (the workspace archive passed its size limit)`)
     } else {
-      let content: string | undefined
-      try {
-        content = utf8.decode(body)
-      } catch {
-        content = undefined
-      }
-      files.push(content === undefined ? { path, content: body.toString('base64'), encoding: 'base64' } : { path, content })
+      files.push(toWorkspaceFile(path, body))
     }
   }
   return { files, skipped }

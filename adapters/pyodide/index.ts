@@ -1,10 +1,9 @@
 import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
-  MAX_SESSION_STATE_BYTES,
   OutputCapture,
   SessionStore,
-  isExecgateError,
+  callHostFunction,
   isFatalHostError,
   pythonExceptionFor,
   type SessionLimits,
@@ -106,12 +105,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     }
     let session: { state: string } | undefined
     if (request.sessionId) {
-      try {
-        session = { state: this.sessions.open(request.sessionId) ?? '' }
-      } catch (error) {
-        const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
-        return createResult(status, NAME, { message: describeError(error).replace('[execgate]', '[execgate] [pyodide]') })
-      }
+      const opened = this.sessions.openForCall(request.sessionId)
+      if ('refusal' in opened) return opened.refusal
+      session = { state: opened.state ?? '' }
     }
     let pyodideProcess: PyodideProcess
     const waitStarted = performance.now()
@@ -130,7 +126,11 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     const deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waitStarted)
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const outcome = await this.runOn(pyodideProcess, request.code, { ...context, deadline }, output, session)
-    if (request.sessionId && session) this.keepSession(request.sessionId, session.state, outcome)
+    if (request.sessionId && session) {
+      const captured = outcome.status === 'ok' ? outcome.session : undefined
+      const message = this.sessions.keepAfterCall(request.sessionId, session.state, captured === undefined ? undefined : { bytes: captured.length, state: () => captured })
+      if (message) outcome.message = message
+    }
     const captured = output.finish(valueBytes(outcome.value))
     const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
     return createResult(status, NAME, {
@@ -140,16 +140,6 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       ...(outcome.message ? { message: outcome.message } : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.memoryBytes ? { memoryBytes: outcome.memoryBytes } : {}) },
     })
-  }
-
-  /** A failed call leaves the session as it was; a state too large to keep is dropped, and the result says so. */
-  private keepSession(id: string, previous: string, outcome: { status: ExecutionStatus; session?: string; message?: string }): void {
-    const next = outcome.status === 'ok' && outcome.session !== undefined ? outcome.session : previous
-    if (next.length > MAX_SESSION_STATE_BYTES) {
-      outcome.message = `[execgate] [pyodide] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
-      return this.sessions.save(id, previous)
-    }
-    this.sessions.save(id, next)
   }
 
   async closeSession(sessionId: string): Promise<boolean> {
@@ -297,11 +287,9 @@ function answerHostCall(
   } catch {
     args = undefined
   }
-  const call = !Array.isArray(args)
-    ? Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_ARGS', { name: message.name, detail: 'the arguments must be a JSON list' }))
-    : context.hostFunctions
-      ? context.hostFunctions.call(message.name, args)
-      : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name: message.name }))
+  const call = Array.isArray(args)
+    ? callHostFunction(context, message.name, args)
+    : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_ARGS', { name: message.name, detail: 'the arguments must be a JSON list' }))
   call.then(
     (value) => pyodideProcess.reply({ ok: true, value: value ?? null }),
     (error: unknown) => {

@@ -8,8 +8,6 @@ import {
   runWorkerJob,
   type JobMessage,
   SessionStore,
-  MAX_SESSION_STATE_BYTES,
-  isExecgateError,
   type SessionLimits,
   createResult,
   describeError,
@@ -112,12 +110,9 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     }
     let session: SessionState | undefined
     if (request.sessionId) {
-      try {
-        session = this.sessions.open(request.sessionId) ?? {}
-      } catch (error) {
-        const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
-        return createResult(status, NAME, { message: describeError(error).replace('[execgate]', '[execgate] [quickjs]') })
-      }
+      const opened = this.sessions.openForCall(request.sessionId)
+      if ('refusal' in opened) return opened.refusal
+      session = opened.state ?? {}
     }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const outcome = await runWorkerJob(
@@ -139,18 +134,13 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       { label: NAME, killGraceMs: this.killGraceMs },
     )
     const result = resultFromJob(NAME, outcome, output, started)
-    if (request.sessionId && session) this.keepSession(request.sessionId, session, outcome.session, result)
-    return result
-  }
-
-  /** A failed call leaves the session as it was; a state too large to keep is dropped, and the result says so. */
-  private keepSession(id: string, previous: SessionState, captured: string | undefined, result: ExecutionResult): void {
-    if (captured === undefined) return this.sessions.save(id, previous)
-    if (Buffer.byteLength(captured) > MAX_SESSION_STATE_BYTES) {
-      result.message = `[execgate] [quickjs] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
-      return this.sessions.save(id, previous)
+    if (request.sessionId && session) {
+      const captured = outcome.session
+      const next = captured === undefined ? undefined : { bytes: Buffer.byteLength(captured), state: () => JSON.parse(captured) as SessionState }
+      const message = this.sessions.keepAfterCall(request.sessionId, session, next)
+      if (message) result.message = message
     }
-    this.sessions.save(id, JSON.parse(captured) as SessionState)
+    return result
   }
 
   async closeSession(sessionId: string): Promise<boolean> {

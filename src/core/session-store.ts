@@ -1,4 +1,6 @@
-import { ExecgateError } from './errors'
+import { ExecgateError, describeError, isExecgateError } from './errors'
+import { createResult } from './result'
+import type { ExecutionResult } from './types'
 
 /** How long sessions live and how many an adapter keeps. */
 export interface SessionLimits {
@@ -45,6 +47,31 @@ export class SessionStore<State> {
     }
     if (this.live.size >= this.limits.maxSessions) throw new ExecgateError('EXECGATE_SESSION_LIMIT', { adapter: this.adapter, limit: this.limits.maxSessions })
     return undefined
+  }
+
+  /**
+   * `open` for an adapter's execute: the session's state (undefined for a new one), or the result refusing the
+   * call — `invalid_request` for an expired session, `unavailable` past the cap.
+   */
+  openForCall(id: string): { state: State | undefined } | { refusal: ExecutionResult } {
+    try {
+      return { state: this.open(id) }
+    } catch (error) {
+      const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
+      return { refusal: createResult(status, this.adapter, { message: describeError(error).replace('[execgate]', `[execgate] [${this.adapter}]`) }) }
+    }
+  }
+
+  /**
+   * After a call: keeps `next` (the state a successful call left), or `previous` when the call failed or `next` is
+   * over MAX_SESSION_STATE_BYTES; returns the message for the result in that last case. `next.state` is read only
+   * when it is kept (parsing a state that is dropped would be wasted work).
+   */
+  keepAfterCall(id: string, previous: State | undefined, next: { bytes: number; state: () => State } | undefined): string | undefined {
+    const tooLarge = next !== undefined && next.bytes > MAX_SESSION_STATE_BYTES
+    const kept = next && !tooLarge ? next.state() : previous
+    if (kept !== undefined) this.save(id, kept)
+    return tooLarge ? `[execgate] [${this.adapter}] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays` : undefined
   }
 
   save(id: string, state: State): void {

@@ -134,10 +134,13 @@ async function waitForWorker<ToWorker>(
   }
 }
 
+/** A host call from sandboxed code, through the run's host functions; a run without any refuses every name. */
+export function callHostFunction(context: ExecutionContext, name: string, args: unknown[]): Promise<unknown> {
+  return context.hostFunctions ? context.hostFunctions.call(name, args) : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name }))
+}
+
 function answerHostCall<ToWorker>(worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>, context: ExecutionContext, message: JobHostCallMessage): void {
-  const functions = context.hostFunctions
-  const call = functions ? functions.call(message.name, message.args) : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name: message.name }))
-  call.then(
+  callHostFunction(context, message.name, message.args).then(
     (value) => worker.post({ type: 'hostResult', callId: message.callId, ok: true, value }),
     (error: { code?: string }) => worker.post({ type: 'hostResult', callId: message.callId, ok: false, error: { code: error?.code, message: describeError(error) } }),
   )

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
+  DEFAULT_SESSION_LIMITS,
   ExecgateError,
   createResult,
   describeError,
@@ -14,6 +15,7 @@ import {
   type ExecutionResult,
   type Language,
   type SecurityPolicy,
+  type SessionLimits,
   type ValidationReport,
 } from '../core'
 import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
@@ -36,8 +38,8 @@ export interface ExecutionServiceOptions {
   graceMs: number
   /** Size limits of every run's workspace. @default DEFAULT_WORKSPACE_LIMITS */
   workspaceLimits?: WorkspaceLimits
-  /** Session workspaces' idle TTL and count. @default 600 s, 32 */
-  sessions?: { ttlSeconds: number; maxSessions: number }
+  /** Session workspaces' idle TTL and count. @default DEFAULT_SESSION_LIMITS (600 s, 32) */
+  sessions?: SessionLimits
   /** Host functions offered to every run, beside the standard ones. */
   hostFunctions?: readonly HostFunctionDefinition[]
 }
@@ -52,7 +54,7 @@ export class DefaultExecutionService implements ExecutionService {
   constructor(private readonly options: ExecutionServiceOptions) {
     for (const definition of options.hostFunctions ?? []) checkHostFunctionDefinition(definition)
     this.workspaceLimits = options.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS
-    const sessions = options.sessions ?? { ttlSeconds: 600, maxSessions: 32 }
+    const sessions = options.sessions ?? DEFAULT_SESSION_LIMITS
     this.sessionWorkspaces = new SessionWorkspaces(this.workspaceLimits, sessions.ttlSeconds * 1000, sessions.maxSessions)
   }
 
@@ -117,7 +119,7 @@ export class DefaultExecutionService implements ExecutionService {
     const hints = {
       ...(options.latencyBudgetMs ? { latencyBudgetMs: options.latencyBudgetMs } : {}),
       // Only sessions need to know (monty's REPL keeps one but cannot call host functions).
-      ...(request.sessionId !== undefined && this.namesHostFunction(request, options) ? { hostFunctions: true } : {}),
+      ...(request.sessionId !== undefined && this.codeNamesHostFunction(request, options) ? { hostFunctions: true } : {}),
     }
     let decision = this.options.router.select(request, policy, hints)
     let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined
@@ -139,7 +141,8 @@ export class DefaultExecutionService implements ExecutionService {
     }
   }
 
-  private namesHostFunction(request: ExecutionRequest, options: ExecuteOptions): boolean {
+  /** Whether the code names a host function this run would offer (the caller's own set, or ours and theirs). */
+  private codeNamesHostFunction(request: ExecutionRequest, options: ExecuteOptions): boolean {
     if (options.hostFunctions) return options.hostFunctions.list().some((spec) => request.code.includes(spec.name))
     return namesHostFunction(request.code, [...(this.options.hostFunctions ?? []), ...(options.functions ?? [])])
   }

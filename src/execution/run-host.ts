@@ -1,6 +1,8 @@
 import {
   ExecgateError,
   errorResult,
+  toWorkspaceFile,
+  workspaceFileBytes,
   type CodeExecutionAdapter,
   type ExecutionContext,
   type ExecutionRequest,
@@ -32,15 +34,6 @@ export interface RunHost {
   close(): void
 }
 
-function decode(file: WorkspaceFile): Buffer {
-  return Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8')
-}
-
-function encode(path: string, content: Buffer): WorkspaceFile {
-  const text = content.toString('utf8')
-  return Buffer.from(text, 'utf8').equals(content) ? { path, content: text } : { path, content: content.toString('base64'), encoding: 'base64' }
-}
-
 /** Whether the code names a standard host function or one of `own` (code cannot call a function it never names). */
 export function namesHostFunction(code: string, own: readonly HostFunctionDefinition[]): boolean {
   return STANDARD_HOST_FUNCTION_NAMES.some((name) => code.includes(name)) || own.some((definition) => code.includes(definition.name))
@@ -63,7 +56,7 @@ export async function prepareRunHost(
   if (request.sessionId) workspace() // keeps the session's workspace alive (its idle time restarts)
   for (const [index, file] of (request.files ?? []).entries()) {
     try {
-      await workspace().write(normalizeWorkspacePath(file.path), decode(file))
+      await workspace().write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
     } catch (error) {
       const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
       return errorResult('invalid_request', 'execgate', new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` }))
@@ -81,7 +74,7 @@ export async function prepareRunHost(
     files = []
     for (const entry of await workspace().list()) {
       const content = await workspace().read(entry.path)
-      if (content) files.push(encode(entry.path, content))
+      if (content) files.push(toWorkspaceFile(entry.path, content))
     }
   }
   return {
@@ -93,12 +86,12 @@ export async function prepareRunHost(
         const written: WorkspaceFile[] = []
         for (const path of host.written) {
           const content = await workspace().read(path)
-          if (content) written.push(encode(path, content))
+          if (content) written.push(toWorkspaceFile(path, content))
         }
         result.files = written
       } else if (result.files?.length && (options.workspace || request.sessionId)) {
         // Files a sandbox wrote come back into the caller's workspace; a session sees them next time.
-        for (const file of result.files) await workspace().write(normalizeWorkspacePath(file.path), decode(file)).catch(() => undefined)
+        for (const file of result.files) await workspace().write(normalizeWorkspacePath(file.path), workspaceFileBytes(file)).catch(() => undefined)
       }
       return result
     },

@@ -20,11 +20,6 @@ export class MemoryWorkspace implements Workspace {
   }
 
   async write(path: string, content: Buffer): Promise<void> {
-    this.writeSync(path, content)
-  }
-
-  /** Synchronous write, for filling a workspace from a request's files. */
-  writeSync(path: string, content: Buffer): void {
     const { maxFileBytes, maxTotalBytes, maxFiles } = this.limits
     if (content.length > maxFileBytes) {
       throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${path} is ${content.length} bytes; files are limited to ${maxFileBytes} bytes` })

@@ -12,9 +12,6 @@ const path = { type: 'string', minLength: 1, maxLength: 1024 }
 const glob = { type: 'string', maxLength: 256 }
 
 /** The standard host functions: the workspace, a language model and the result. */
-/** The standard functions' names, to tell without building them whether code may call any. */
-export const STANDARD_HOST_FUNCTION_NAMES = ['read_file', 'write_file', 'list_files', 'search_content', 'ask_llm', 'submit_result'] as const
-
 export function standardHostFunctions(options: { llm?: LlmProvider } = {}): HostFunctionDefinition[] {
   return [
     {
@@ -96,3 +93,6 @@ export function standardHostFunctions(options: { llm?: LlmProvider } = {}): Host
     },
   ]
 }
+
+/** The standard functions' names, to tell without building them per run whether code may call any. */
+export const STANDARD_HOST_FUNCTION_NAMES: readonly string[] = standardHostFunctions().map((definition) => definition.name)

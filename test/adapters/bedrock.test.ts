@@ -4,9 +4,9 @@ import { BedrockAdapter } from '../../adapters/bedrock'
 import { mapAwsError } from '../../adapters/bedrock/map-error'
 import { ProcessAdapter } from '../../adapters/process'
 import { QuickJsAdapter } from '../../adapters/quickjs'
-import { createExecgate, type Execgate } from '../../src'
+import { createExecgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
-import { describeHostileCases } from '../hostile/hostile-runner'
+import { describeHostileCases, ownExecgate } from '../hostile/hostile-runner'
 import { FakeAgentCore } from '../fakes/agentcore-server'
 
 // The real SDK client, talking over HTTP to a local server that speaks AgentCore's wire protocol.
@@ -35,13 +35,11 @@ describeAdapterContract('bedrock', () => new BedrockAdapter(adapterOptions()), {
 })
 
 for (const language of ['python', 'javascript'] as const) {
-  let execgate: Execgate | undefined
   describeHostileCases({
     adapter: 'bedrock',
     language,
     hostFunctions: false,
-    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['bedrock'] }, adapters: { bedrock: adapterOptions() }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-    dispose: async () => execgate?.dispose(),
+    ...ownExecgate('bedrock', () => ({ adapters: { bedrock: adapterOptions() } })),
     caseTimeoutMs: 60_000,
     notApplicable:
       language === 'python'

@@ -1,44 +1,38 @@
 import { MontyAdapter } from '../../adapters/monty'
-import { createExecgate, type Execgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
-import { describeHostileCases } from '../hostile/hostile-runner'
+import { describeHostileCases, ownExecgate } from '../hostile/hostile-runner'
 import { HostileHostFunctions } from '../hostile/fixtures'
 
 describeAdapterContract('monty', () => new MontyAdapter())
 
-let execgate: Execgate | undefined
+/** Cases that cannot apply here, whichever path (plain or session) runs them. */
+const NOT_APPLICABLE: Record<string, string> = {
+  'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); monty has no time module either, see "modules monty lacks end in error"',
+  'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs (policy_violation); monty has no signal module, and its own loop limit is covered by the contract timeout case',
+  'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs (policy_violation); monty has no threads, see "modules monty lacks end in error"',
+  'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the same payload with sys allowed is run in "the bigint payload with sys allowed ends within its statuses"',
+  'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs (policy_violation); monty has no js module at all',
+}
+
 describeHostileCases({
   adapter: 'monty',
   language: 'python',
   hostFunctions: true,
-  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-  dispose: async () => execgate?.dispose(),
-  notApplicable: {
-    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); monty has no time module either, see "modules monty lacks end in error"',
-    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs (policy_violation); monty has no signal module, and its own loop limit is covered by the contract timeout case',
-    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs (policy_violation); monty has no threads, see "modules monty lacks end in error"',
-    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the same payload with sys allowed is run in "the bigint payload with sys allowed ends within its statuses"',
-    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs (policy_violation); monty has no js module at all',
-  },
+  ...ownExecgate('monty'),
+  notApplicable: NOT_APPLICABLE,
 })
 
 // The same corpus through monty's session path: its REPL in a child process (no host functions there).
-let sessionGate: Execgate | undefined
 describeHostileCases({
   adapter: 'monty',
   language: 'python',
   hostFunctions: false,
   sessions: true,
-  target: async () => (sessionGate = await createExecgate({ overrides: { execution: { enabled: ['monty'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-  dispose: async () => sessionGate?.dispose(),
+  ...ownExecgate('monty'),
   poolProcess: /monty\/repl-child\.js/,
   notApplicable: {
+    ...NOT_APPLICABLE,
     'py-fs-readfile-traversal': 'in a session monty cannot call host functions: pinned to monty, code naming read_file is refused before it runs (invalid_request, not in the case statusIn); unpinned it is routed to pyodide, whose hostile suite runs this case with host functions',
-    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); monty has no time module either, see "modules monty lacks end in error"',
-    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs (policy_violation); monty has no signal module, and its own loop limit is covered by the contract timeout case',
-    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs (policy_violation); monty has no threads, see "modules monty lacks end in error"',
-    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the same payload with sys allowed is run in "the bigint payload with sys allowed ends within its statuses"',
-    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs (policy_violation); monty has no js module at all',
   },
 })
 

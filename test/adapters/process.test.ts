@@ -1,9 +1,8 @@
 import fs from 'node:fs'
 import { ProcessAdapter } from '../../adapters/process'
 import { processesOf } from '../../adapters/process/uid-pool'
-import { createExecgate, type Execgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
-import { CANARY_FILE, ENV_CANARY, descendantPids, describeHostileCases, loadHostileCases } from '../hostile/hostile-runner'
+import { CANARY_FILE, ENV_CANARY, descendantPids, describeHostileCases, loadHostileCases, ownExecgate } from '../hostile/hostile-runner'
 
 describeAdapterContract('process', () => new ProcessAdapter())
 
@@ -11,13 +10,11 @@ const SANDBOX_UIDS = Array.from({ length: 16 }, (_, index) => 61000 + index)
 const liveSandboxProcesses = () => SANDBOX_UIDS.flatMap((uid) => processesOf(uid))
 
 for (const language of ['python', 'javascript'] as const) {
-  let execgate: Execgate | undefined
   describeHostileCases({
     adapter: 'process',
     language,
     hostFunctions: false,
-    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['process'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-    dispose: async () => execgate?.dispose(),
+    ...ownExecgate('process'),
     notApplicable:
       language === 'python'
         ? {

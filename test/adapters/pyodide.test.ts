@@ -2,48 +2,40 @@ import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { PyodideAdapter } from '../../adapters/pyodide'
-import { createExecgate, type Execgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
-import { CANARY_FILE, ENV_CANARY, describeHostileCases, loadHostileCases } from '../hostile/hostile-runner'
+import { CANARY_FILE, ENV_CANARY, describeHostileCases, loadHostileCases, ownExecgate } from '../hostile/hostile-runner'
 
 describeAdapterContract('pyodide', () => new PyodideAdapter(), { timeoutSlackMs: 2000, testTimeoutMs: 180_000 })
 
-let execgate: Execgate | undefined
+/** Cases that cannot apply here, whichever path (plain or session) runs them. */
+const NOT_APPLICABLE: Record<string, string> = {
+  'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the sleep itself is stopped in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+  'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload itself is run in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+  'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs; pyodide has no threads, and the wait is covered in "a sleep and a swallowed KeyboardInterrupt end timeout"',
+  'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the payload runs directly in "escape and exhaustion payloads hold without the static check"',
+  'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; the payload runs directly in "escape and exhaustion payloads hold without the static check"',
+}
+
 describeHostileCases({
   adapter: 'pyodide',
   language: 'python',
   hostFunctions: true,
-  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-  dispose: async () => execgate?.dispose(),
+  ...ownExecgate('pyodide'),
   caseTimeoutMs: 90_000,
   poolProcess: /pyodide\/child\.js/,
-  notApplicable: {
-    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the sleep itself is stopped in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload itself is run in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs; pyodide has no threads, and the wait is covered in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the payload runs directly in "escape and exhaustion payloads hold without the static check"',
-    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; the payload runs directly in "escape and exhaustion payloads hold without the static check"',
-  },
+  notApplicable: NOT_APPLICABLE,
 })
 
 // The same corpus through the session path: the pickled globals of the session restored before the code, captured after.
-let sessionGate: Execgate | undefined
 describeHostileCases({
   adapter: 'pyodide',
   language: 'python',
   hostFunctions: true,
   sessions: true,
-  target: async () => (sessionGate = await createExecgate({ overrides: { execution: { enabled: ['pyodide'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-  dispose: async () => sessionGate?.dispose(),
+  ...ownExecgate('pyodide'),
   caseTimeoutMs: 90_000,
   poolProcess: /pyodide\/child\.js/,
-  notApplicable: {
-    'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the sleep itself is stopped in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-    'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload itself is run in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-    'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs; pyodide has no threads, and the wait is covered in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-    'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the payload runs directly in "escape and exhaustion payloads hold without the static check"',
-    'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; the payload runs directly in "escape and exhaustion payloads hold without the static check"',
-  },
+  notApplicable: NOT_APPLICABLE,
 })
 
 describe('pyodide adapter: the process boundary, without the static check', () => {

@@ -1,30 +1,25 @@
 import { QuickJsAdapter } from '../../adapters/quickjs'
-import { createExecgate, type Execgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
-import { describeHostileCases } from '../hostile/hostile-runner'
+import { describeHostileCases, ownExecgate } from '../hostile/hostile-runner'
 import { HostileHostFunctions } from '../hostile/fixtures'
 
 describeAdapterContract('quickjs', () => new QuickJsAdapter())
 
-let execgate: Execgate | undefined
 describeHostileCases({
   adapter: 'quickjs',
   language: 'javascript',
   hostFunctions: true,
-  target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-  dispose: async () => execgate?.dispose(),
+  ...ownExecgate('quickjs'),
   notApplicable: {},
 })
 
 // The same corpus through the session path: state restored before the code and captured (JSON, in the VM) after.
-let sessionGate: Execgate | undefined
 describeHostileCases({
   adapter: 'quickjs',
   language: 'javascript',
   hostFunctions: true,
   sessions: true,
-  target: async () => (sessionGate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-  dispose: async () => sessionGate?.dispose(),
+  ...ownExecgate('quickjs'),
   notApplicable: {},
 })
 

@@ -104,6 +104,17 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     expect((await handler.continueRequest(slow.continuation!)).outcome).toBe('invalid_request')
   })
 
+  test('over-budget answers are capped: past maxContinuations the oldest is cancelled and has nothing to continue', async () => {
+    const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 50, maxContinuations: 1 })
+    const spin = { description: 'spin', code: 'while (true) {}', language: 'javascript' as const, channel: 'voice' as const }
+    const first = await handler.handleComputationRequest(spin)
+    const second = await handler.handleComputationRequest(spin)
+    expect([first.outcome, second.outcome]).toEqual(['over_budget', 'over_budget'])
+    expect(await handler.continueRequest(first.continuation!)).toMatchObject({ outcome: 'invalid_request', text: expect.stringContaining('nothing to continue') })
+    expect(handler.cancelRequest(first.continuation!)).toBe(false)
+    expect(handler.cancelRequest(second.continuation!)).toBe(true)
+  })
+
   test('under a voice budget, routing passes over an adapter whose readiness check was too slow (a pyodide pool still warming)', async () => {
     const gate = await createExecgate({
       overrides: {

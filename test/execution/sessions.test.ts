@@ -62,6 +62,14 @@ test('state that cannot be restored is skipped alone: methods, classes and non-J
   await execgate.closeSession('odd')
 })
 
+test('state past 1 MiB is not kept, and says so; the previous state stays', async () => {
+  await run('heavy', 'const small = 1')
+  const big = await run('heavy', "const blob = 'x'.repeat(2 * 1024 * 1024); blob.length")
+  expect(big).toMatchObject({ status: 'ok', value: 2 * 1024 * 1024, message: expect.stringContaining('was not kept; the previous state stays') })
+  expect(await run('heavy', '[typeof blob, small]')).toMatchObject({ status: 'ok', value: ['undefined', 1] })
+  await execgate.closeSession('heavy')
+})
+
 describe('pyodide sessions', () => {
   let python: Execgate
   beforeAll(async () => {
@@ -80,6 +88,15 @@ describe('pyodide sessions', () => {
     expect(await py('someone-else', "'rows' in globals()")).toMatchObject({ status: 'ok', value: false })
     expect(await python.closeSession('ledger')).toBe(true)
     expect(await py('ledger', "'rows' in globals()")).toMatchObject({ value: false })
+  }, 60_000)
+
+  test('state past 1 MiB is not kept, and says so; the previous state stays', async () => {
+    for (const id of ['ledger', 'someone-else']) await python.closeSession(id)
+    await py('heavy', 'small = 1')
+    const big = await py('heavy', "blob = 'x' * (2 * 1024 * 1024)\nlen(blob)")
+    expect(big).toMatchObject({ status: 'ok', value: 2 * 1024 * 1024, message: expect.stringContaining('was not kept; the previous state stays') })
+    expect(await py('heavy', "['blob' in globals(), small]")).toMatchObject({ status: 'ok', value: [false, 1] })
+    await python.closeSession('heavy')
   }, 60_000)
 
   test('python sessions stay on monty for what it runs, and go to pyodide for what it cannot: classes, host functions', async () => {
@@ -139,5 +156,13 @@ describe('monty sessions (its REPL, in a child process)', () => {
     expect(Buffer.byteLength(flood.stdout)).toBeLessThan(1024 + 200) // the cap, plus the omission notice
     expect(await py('m5', 'x = [0] * (10 ** 9)', { policy: { memoryMb: 32 } })).toMatchObject({ status: 'memory_limit' })
     expect(await py('m4', '6 * 7')).toMatchObject({ status: 'ok', value: 42 })
+  })
+
+  test('state past 1 MiB is not kept, and says so; the previous state stays', async () => {
+    await py('m6', 'small = 1')
+    const big = await py('m6', "blob = 'x' * (2 * 1024 * 1024)\nlen(blob)")
+    expect(big).toMatchObject({ status: 'ok', value: 2 * 1024 * 1024, message: expect.stringContaining('was not kept; the previous state stays') })
+    expect(await py('m6', 'small')).toMatchObject({ status: 'ok', value: 1 })
+    expect(await py('m6', 'blob')).toMatchObject({ status: 'error', error: { type: 'NameError' } })
   })
 })

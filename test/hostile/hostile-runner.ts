@@ -3,6 +3,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { ExecutionRequest, ExecutionResult, HostFunctions, SecurityPolicy } from '../../src/core'
 import { DEFAULT_POLICY } from '../../src/policy'
+import { createExecgate, type Execgate } from '../../src'
 import type { ExecuteOptions } from '../../src/tokens'
 import { HostileHostFunctions } from './fixtures'
 
@@ -44,6 +45,19 @@ export interface HostileExpect {
 export interface HostileTarget {
   execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
   closeSession?(sessionId: string): Promise<boolean>
+}
+
+/**
+ * A suite's own execgate with only `adapter` enabled, the readiness monitor off (its polls would start timers and
+ * probes mid-case) and logs silent; `overrides` gives more config, such as the adapter's options.
+ */
+export function ownExecgate(adapter: string, overrides: () => Record<string, unknown> = () => ({})): Pick<HostileSuiteOptions, 'target' | 'dispose'> {
+  let execgate: Execgate | undefined
+  return {
+    // `overrides` is read when the suite starts: a fake service's endpoint is known only then.
+    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: [adapter] }, readiness: { enabled: false }, log: { level: 'silent' }, ...overrides() } })),
+    dispose: async () => execgate?.dispose(),
+  }
 }
 
 export interface HostileSuiteOptions {
