@@ -20,17 +20,32 @@ export interface ContainerOutcome {
 const OVERFLOW_DRAIN_BYTES = 1024 * 1024
 
 /**
- * stdout as the code wrote it, minus the report: text after a record separator is held back until the stream ends,
- * then either recognised as `<RS><nonce><report>` or passed on as the code's own.
+ * stdout as the code wrote it, minus the runner's lines: first `<RS><nonce>ready` (the code starts now), then text
+ * after a record separator is held back until the stream ends, and either recognised as `<RS><nonce><report>` or
+ * passed on as the code's own.
  */
 class ReportFilter {
+  private head = ''
+  private ready = false
   private held = ''
   report = ''
   constructor(
     private readonly nonce: string,
     private readonly forward: (text: string) => void,
+    private readonly onReady: () => void,
   ) {}
   write(text: string): void {
+    if (!this.ready) {
+      // The runner writes the ready line before anything else; whatever else comes first is passed on as is.
+      this.head += text
+      const marker = `${RECORD_SEPARATOR}${this.nonce}ready\n`
+      if (this.head.length < marker.length && marker.startsWith(this.head)) return
+      this.ready = true
+      text = this.head.startsWith(marker) ? this.head.slice(marker.length) : this.head
+      this.head = ''
+      this.onReady()
+      if (!text) return
+    }
     if (this.held) {
       this.held += text
       return
@@ -41,6 +56,7 @@ class ReportFilter {
     this.held = text.slice(at)
   }
   end(): void {
+    if (this.head) this.forward(this.head)
     const marker = RECORD_SEPARATOR + this.nonce
     const at = this.held.lastIndexOf(marker)
     if (at === -1) {
@@ -51,6 +67,9 @@ class ReportFilter {
     this.report = this.held.slice(at + marker.length).trim()
   }
 }
+
+/** How long a started container may take to reach the code (its interpreter's start) before it counts as broken. */
+const STARTUP_LIMIT_MS = 20_000
 
 /** How long the deadline check waits for the engine to say whether the container is still running. */
 const EXIT_CHECK_MS = 300
@@ -80,7 +99,7 @@ export async function runContainer(
     output: OutputCapture
     /** Called before the container is created: creating and starting it is not the code's time. */
     pauseClock: () => void
-    /** Called once it runs; returns the deadline (performance.now() time) for the code. */
+    /** Called when the runner is about to run the code; returns the deadline (performance.now() time) for it. */
     startClock: () => number
   },
 ): Promise<ContainerOutcome> {
@@ -91,15 +110,37 @@ export async function runContainer(
     stoppedFor ??= reason === 'timeout' && options.output.exceeded ? 'output_limit' : reason
     container?.kill({ signal: 'SIGKILL' }).catch(() => undefined)
   }
-  const filter = new ReportFilter(options.nonce, (text) => {
-    if (!options.output.write('stdout', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) kill('output_limit')
-  })
+  let deadlineTimer: NodeJS.Timeout | undefined
+  // The code's clock starts at the runner's ready line; until then a stall guard covers the engine and the start.
+  const startCode = () => {
+    clearTimeout(stallTimer)
+    const running = container
+    if (!running || deadlineTimer) return
+    const deadline = options.startClock()
+    deadlineTimer = setTimeout(() => void killUnlessExited(running, Date.now(), kill), Math.max(0, deadline - performance.now()))
+  }
+  const filter = new ReportFilter(
+    options.nonce,
+    (text) => {
+      if (!options.output.write('stdout', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) kill('output_limit')
+    },
+    startCode,
+  )
+  let stalled = false
+  let stall: () => void = () => undefined
+  const stalling = new Promise<never>((_, reject) => (stall = () => reject(new Error('stalled'))))
+  stalling.catch(() => undefined)
+  const stallTimer = setTimeout(() => {
+    stalled = true
+    container?.kill({ signal: 'SIGKILL' }).catch(() => undefined)
+    stall()
+  }, STARTUP_LIMIT_MS)
+  const beforeStall = <T>(work: Promise<T>): Promise<T> => Promise.race([work, stalling])
   const onAbort = () => kill('cancelled')
-  let timer: NodeJS.Timeout | undefined
   try {
     options.pauseClock()
-    container = await docker.createContainer(spec)
-    const stream = await container.attach({ stream: true, stdout: true, stderr: true, hijack: true })
+    container = await beforeStall(docker.createContainer(spec))
+    const stream = await beforeStall(container.attach({ stream: true, stdout: true, stderr: true, hijack: true }))
     const stdout = new PassThrough()
     const stderr = new PassThrough()
     stdout.setEncoding('utf8').on('data', (text: string) => filter.write(text))
@@ -112,27 +153,30 @@ export async function runContainer(
       stream.on('error', () => resolve())
     })
     container.modem.demuxStream(stream, stdout, stderr)
-    await container.start()
-    const deadline = options.startClock()
-    const started = container
-    timer = setTimeout(() => void killUnlessExited(started, Date.now(), kill), Math.max(0, deadline - performance.now()))
+    await beforeStall(container.start())
     options.signal.addEventListener('abort', onAbort, { once: true })
     if (options.signal.aborted) onAbort()
-    const waited = (await container.wait()) as { StatusCode: number }
+    const waited = (await beforeStall(container.wait())) as { StatusCode: number }
     // The attach stream can end a moment after the exit; its last bytes are the report.
     await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, 500))])
     filter.end()
+    if (stalled) throw new Error('stalled')
     let oomKilled: boolean | undefined
     if (waited.StatusCode === 137 && !stoppedFor) oomKilled = (await container.inspect().catch(() => undefined))?.State?.OOMKilled
     return { stoppedFor, exitCode: waited.StatusCode, oomKilled, report: filter.report }
   } catch (error) {
     filter.end()
+    if (stoppedFor) return { stoppedFor, report: filter.report }
+    if (stalled) return { report: filter.report, engineError: `the container did not reach the code within ${STARTUP_LIMIT_MS / 1000} s of being created (a stalled engine or interpreter start); it was killed` }
     const detail = (error as { json?: { message?: string }; message?: string }).json?.message ?? (error as Error).message
-    return stoppedFor ? { stoppedFor, report: filter.report } : { report: filter.report, engineError: detail }
+    return { report: filter.report, engineError: detail }
   } finally {
-    clearTimeout(timer)
+    clearTimeout(stallTimer)
+    clearTimeout(deadlineTimer)
     options.signal.removeEventListener('abort', onAbort)
-    // Always removed: after an error, a timeout, a cancel. A failure here only leaves a stopped container behind.
-    await container?.remove({ force: true }).catch(() => undefined)
+    // Always removed: after an error, a timeout, a cancel. A failure here only leaves a stopped container behind;
+    // an engine that stalled is not waited for.
+    const removed = container?.remove({ force: true }).catch(() => undefined)
+    if (!stalled) await removed
   }
 }

@@ -166,7 +166,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
         paused.at = performance.now()
         context.pauseClock?.()
       },
-      // The code's time starts when its container does (create and start cost ~0.3 s, more on a busy engine).
+      // The code's time starts when the runner reaches it (create, start and the interpreter's start cost 0.3–0.6 s,
+      // more on a busy engine).
       startClock: () => context.restartClock?.() ?? context.deadline + (performance.now() - paused.at),
     })
     const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)

@@ -4,7 +4,9 @@ import { nodeRunner, pythonRunner } from '../process/runners'
  * The process adapter's runners, fed differently: a container's root is read-only and its tmpfs workspace does not
  * exist before it starts, so the code and the request's files arrive base64-encoded in environment variables
  * (`EXECGATE_PAYLOAD_0…n`, removed before the code runs), and the report goes to stdout after the code's own output
- * behind a record separator and a per-run nonce, which the host strips.
+ * behind a record separator and a per-run nonce, which the host strips. Before the code runs, the runner writes
+ * `<RS><nonce>ready` as stdout's first line: the code's time starts there, not when the engine starts the container
+ * (an interpreter takes 0.2–1 s to start in a fresh container, more on a busy machine, and that is not the code's).
  */
 
 /** Each environment string stays under the kernel's 128 KiB limit per string. */
@@ -24,6 +26,7 @@ def _execgate_payload():
             os.makedirs(folder, exist_ok=True)
         with open(f['path'], 'wb') as out:
             out.write(base64.b64decode(f['content']))
+    os.write(1, ('\x1e' + _NONCE + 'ready\n').encode())
     return data['code']
 _NONCE = os.environ.pop('EXECGATE_NONCE', '')`
 
@@ -42,7 +45,8 @@ delete process.env.EXECGATE_NONCE
 for (const f of payload.files || []) {
   fs.mkdirSync(require('path').dirname(f.path), { recursive: true })
   fs.writeFileSync(f.path, Buffer.from(f.content, 'base64'))
-}`
+}
+fs.writeSync(1, '\x1e' + nonce + 'ready\n')`
 
 export const DOCKER_PYTHON_RUNNER = pythonRunner({ prelude: PYTHON_PRELUDE, load: '_execgate_payload()', send: PYTHON_SEND })
 export const DOCKER_NODE_RUNNER = nodeRunner({ prelude: NODE_PRELUDE, load: 'payload.code', send: "(text) => fs.writeSync(1, '\\x1e' + nonce + text + '\\n')" })

@@ -1,8 +1,7 @@
 import Docker from 'dockerode'
 import { DockerAdapter, resolveSocketPath } from '../../adapters/docker'
-import { createExecgate, type Execgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
-import { describeHostileCases } from '../hostile/hostile-runner'
+import { describeHostileCases, ownExecgate } from '../hostile/hostile-runner'
 
 // podman's Docker-compatible service, started by scripts/setup/podman.sh (npm run test:ci).
 const SOCKET = process.env.EXECGATE_PODMAN_SOCKET ?? '/run/execgate-podman/podman.sock'
@@ -17,13 +16,11 @@ beforeAll(async () => {
 describeAdapterContract('docker', () => new DockerAdapter(options), { timeoutSlackMs: 3000, testTimeoutMs: 120_000 })
 
 for (const language of ['python', 'javascript'] as const) {
-  let execgate: Execgate | undefined
   describeHostileCases({
     adapter: 'docker',
     language,
     hostFunctions: false,
-    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: ['docker'] }, adapters: { docker: options }, readiness: { enabled: false }, log: { level: 'silent' } } })),
-    dispose: async () => execgate?.dispose(),
+    ...ownExecgate('docker', () => ({ adapters: { docker: options } })),
     caseTimeoutMs: 60_000,
     notApplicable:
       language === 'python'
@@ -77,6 +74,15 @@ describe('docker adapter', () => {
     expect(result.stdout).toBe('x\u001ey\n')
     const read = await adapter.execute({ language: 'python', code: "open('data/in.txt').read()", files: [{ path: 'data/in.txt', content: 'hello' }] }, contractContext())
     expect({ status: read.status, value: read.value }).toEqual({ status: 'ok', value: 'hello' })
+  }, 60_000)
+
+  test("the time limit counts the code, not the container's start, and still holds", async () => {
+    // Node takes 0.3 s or more to start in a fresh container: more than the whole limit here.
+    const quick = await adapter.execute({ language: 'javascript', code: '6 * 7' }, contractContext({ wallTimeMs: 150, cpuTimeMs: 1000 }))
+    expect({ status: quick.status, value: quick.value }).toEqual({ status: 'ok', value: 42 })
+    expect(quick.usage?.wallMs).toBeGreaterThan(150)
+    const slow = await adapter.execute({ language: 'javascript', code: 'while (true) {}' }, contractContext({ wallTimeMs: 150, cpuTimeMs: 1000 }))
+    expect(slow.status).toBe('timeout')
   }, 60_000)
 
   test('an engine that is not there is unavailable, with the socket named', async () => {
