@@ -68,9 +68,6 @@ class ReportFilter {
   }
 }
 
-/** How long a started container may take to reach the code (its interpreter's start) before it counts as broken. */
-const STARTUP_LIMIT_MS = 20_000
-
 /** How long the deadline check waits for the engine to say whether the container is still running. */
 const EXIT_CHECK_MS = 300
 
@@ -95,6 +92,8 @@ export async function runContainer(
   spec: Docker.ContainerCreateOptions,
   options: {
     nonce: string
+    /** From the create call to the runner's ready line; past it the container is killed (a stalled engine or start). */
+    startupTimeoutMs: number
     signal: AbortSignal
     output: OutputCapture
     /** Called before the container is created: creating and starting it is not the code's time. */
@@ -134,12 +133,15 @@ export async function runContainer(
     stalled = true
     container?.kill({ signal: 'SIGKILL' }).catch(() => undefined)
     stall()
-  }, STARTUP_LIMIT_MS)
+  }, options.startupTimeoutMs)
   const beforeStall = <T>(work: Promise<T>): Promise<T> => Promise.race([work, stalling])
   const onAbort = () => kill('cancelled')
   try {
     options.pauseClock()
-    container = await beforeStall(docker.createContainer(spec))
+    const creating = docker.createContainer(spec)
+    // A container the engine creates after the stall guard gave up on it is nobody's: removed when it appears.
+    creating.then((late) => stalled && late.remove({ force: true }).catch(() => undefined), () => undefined)
+    container = await beforeStall(creating)
     const stream = await beforeStall(container.attach({ stream: true, stdout: true, stderr: true, hijack: true }))
     const stdout = new PassThrough()
     const stderr = new PassThrough()
@@ -167,7 +169,7 @@ export async function runContainer(
   } catch (error) {
     filter.end()
     if (stoppedFor) return { stoppedFor, report: filter.report }
-    if (stalled) return { report: filter.report, engineError: `the container did not reach the code within ${STARTUP_LIMIT_MS / 1000} s of being created (a stalled engine or interpreter start); it was killed` }
+    if (stalled) return { report: filter.report, engineError: `the container did not reach the code within ${options.startupTimeoutMs} ms of its create call (adapters.docker.startupTimeoutMs; a stalled engine or interpreter start); it was killed` }
     const detail = (error as { json?: { message?: string }; message?: string }).json?.message ?? (error as Error).message
     return { report: filter.report, engineError: detail }
   } finally {

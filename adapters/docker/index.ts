@@ -74,7 +74,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
 
   constructor(options: DockerAdapterOptions = {}) {
     const setting = <K extends keyof DockerOptionsConfig>(key: K) => (options[key] ?? dockerSchema[key].default) as DockerOptionsConfig[K]
-    this.settings = { socketPath: setting('socketPath'), pythonImage: setting('pythonImage'), nodeImage: setting('nodeImage'), user: setting('user'), workspaceMb: setting('workspaceMb') }
+    this.settings = { socketPath: setting('socketPath'), pythonImage: setting('pythonImage'), nodeImage: setting('nodeImage'), user: setting('user'), workspaceMb: setting('workspaceMb'), startupTimeoutMs: setting('startupTimeoutMs') }
     this.injected = options.client
   }
 
@@ -160,6 +160,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
     const paused = { at: 0 }
     const outcome = await runContainer(await this.docker(), spec, {
       nonce,
+      startupTimeoutMs: this.settings.startupTimeoutMs,
       signal: context.signal,
       output,
       pauseClock: () => {

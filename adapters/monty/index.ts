@@ -234,9 +234,9 @@ export class MontyAdapter implements CodeExecutionAdapter {
 /** Thrown from the print callback to stop an inline run whose output passed the cap. */
 const OUTPUT_CAP = new Error('execgate: output limit reached')
 
-/** Modules monty provides (its own implementations; anything else is escalated to a full Python). */
 const SESSIONS_WITHOUT_HOST_FUNCTIONS = "monty's sessions run in its REPL, which cannot call host functions (pyodide keeps sessions with them)"
 
+/** Modules monty provides (its own implementations; anything else is escalated to a full Python). */
 export const MONTY_MODULES = new Set(['math', 'json', 're', 'datetime', 'sys', 'typing', 'asyncio', 'os', 'dataclasses', 'pathlib'])
 
 export function createMontyAdapter(options?: MontyAdapterOptions): MontyAdapter {

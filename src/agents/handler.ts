@@ -87,7 +87,8 @@ export class CodeExecutionHandler {
   async continueRequest(continuation: string): Promise<ComputationResponse> {
     const work = this.continuations.take(continuation)
     if (!work) {
-      const text = `There is nothing to continue under "${continuation}": it was already answered, cancelled, or finished more than ${Math.round(this.continuations.ttlMs / 1000)} seconds ago.`
+      const ttl = this.continuations.ttlMs >= 1000 ? `${Math.round(this.continuations.ttlMs / 1000)} seconds` : `${this.continuations.ttlMs} ms`
+      const text = `There is nothing to continue under "${continuation}": it was already answered, cancelled, or finished more than ${ttl} ago.`
       return { text, outcome: 'invalid_request', generations: 0 }
     }
     return work
@@ -174,7 +175,6 @@ export class CodeExecutionHandler {
     const text = `I can't run calculations right now.${how ? ` Here is how it would be done: ${how.trim()}` : ` Here is what I would compute: ${request.description}.`}`
     return this.answer(request, 'deferred', request.channel === 'voice' ? speakText(text) : text, { result, code, language, generations })
   }
-
 
   private answer(_request: ComputationRequest, outcome: ComputationResponse['outcome'], text: string, extra: Partial<ComputationResponse> & { generations: number }): ComputationResponse {
     return { text, outcome, ...extra }

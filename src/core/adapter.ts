@@ -53,7 +53,6 @@ export interface ExecutionContext {
   readonly restartClock?: () => number
 }
 
-/** The contract every backend implements. `execute` never rejects: every outcome is an `ExecutionResult`. */
 /** What a request needs beyond its code, for `canRun`. */
 export interface RunNeeds {
   /** The request keeps a session. */
@@ -62,6 +61,7 @@ export interface RunNeeds {
   hostFunctions?: boolean
 }
 
+/** The contract every backend implements. `execute` never rejects: every outcome is an `ExecutionResult`. */
 export interface CodeExecutionAdapter {
   readonly name: string
   readonly capabilities: AdapterCapabilities

@@ -85,6 +85,21 @@ describe('docker adapter', () => {
     expect(slow.status).toBe('timeout')
   }, 60_000)
 
+  test('a container that does not reach the code within startupTimeoutMs is killed, unavailable, and removed', async () => {
+    const impatient = new DockerAdapter({ ...options, startupTimeoutMs: 1 })
+    try {
+      const result = await impatient.execute({ language: 'python', code: '1' }, contractContext())
+      expect(result).toMatchObject({ status: 'unavailable', error: { message: expect.stringContaining('did not reach the code within 1 ms of its create call (adapters.docker.startupTimeoutMs') } })
+      // Whatever the engine had made by then is removed, even a container it finished creating after the guard gave
+      // up: a second for the engine to finish that create, then up to five for the removal.
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      for (let tries = 0; tries < 50 && (await ourContainers()).length > 0; tries++) await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(await ourContainers()).toEqual([])
+    } finally {
+      await impatient.dispose()
+    }
+  }, 60_000)
+
   test('an engine that is not there is unavailable, with the socket named', async () => {
     const missing = new DockerAdapter({ socketPath: '/nonexistent/docker.sock' })
     const availability = await missing.checkAvailability()

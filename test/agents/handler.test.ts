@@ -104,6 +104,16 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     expect((await handler.continueRequest(slow.continuation!)).outcome).toBe('invalid_request')
   })
 
+  test('a finished over-budget answer not taken within continuationTtlMs is dropped, and continueRequest says so', async () => {
+    const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 20, continuationTtlMs: 100 })
+    const code = 'let total = 0\nfor (let i = 0; i < 2e6; i++) total += i % 7\ntotal'
+    const slow = await handler.handleComputationRequest({ description: 'a long sum', code, language: 'javascript', channel: 'voice' })
+    expect(slow).toMatchObject({ outcome: 'over_budget', continuation: expect.any(String) })
+    // The work ends by its 5 s time limit at the latest; the answer is then kept 100 ms.
+    await new Promise((resolve) => setTimeout(resolve, 5500))
+    expect(await handler.continueRequest(slow.continuation!)).toMatchObject({ outcome: 'invalid_request', text: expect.stringContaining('finished more than 100 ms ago') })
+  }, 20_000)
+
   test('over-budget answers are capped: past maxContinuations the oldest is cancelled and has nothing to continue', async () => {
     const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 50, maxContinuations: 1 })
     const spin = { description: 'spin', code: 'while (true) {}', language: 'javascript' as const, channel: 'voice' as const }

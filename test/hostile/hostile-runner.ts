@@ -64,7 +64,7 @@ export interface HostileSuiteOptions {
   /** The adapter under test; every request pins it. */
   adapter: string
   language: 'javascript' | 'python'
-  /** With the readiness monitor off: its polls start timers and probes mid-case, which leftover checks would count. */
+  /** The execgate the cases run through (see `ownExecgate`). */
   target: () => Promise<HostileTarget>
   /** Disposes the target after the suite. */
   dispose?: () => Promise<void>

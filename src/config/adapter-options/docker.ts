@@ -14,6 +14,12 @@ export interface DockerOptionsConfig {
   user: string
   /** Size of the tmpfs workspace (the working directory), in MiB. @default 64 @env EXECGATE_ADAPTERS_DOCKER_WORKSPACE_MB */
   workspaceMb: number
+  /**
+   * How long a container may take from its create call to the code's first line (the engine's create and start,
+   * then the interpreter's); past it the container is killed and the run is `unavailable`. It is not the code's time:
+   * the policy's limit starts where this ends. @default 20000 @env EXECGATE_ADAPTERS_DOCKER_STARTUP_TIMEOUT_MS
+   */
+  startupTimeoutMs: number
 }
 
 export const dockerSchema = {
@@ -28,4 +34,5 @@ export const dockerSchema = {
     default: '65534:65534',
   },
   workspaceMb: { doc: 'tmpfs workspace size (MiB)', format: formats.positiveInt, default: 64 },
+  startupTimeoutMs: { doc: "ms from a container's create call to the code's first line before it is killed (unavailable)", format: formats.positiveInt, default: 20_000 },
 }
