@@ -18,7 +18,7 @@ import {
   type ValidationReport,
 } from '../../src/core'
 import { dockerSchema, type DockerOptionsConfig } from '../../src/config/adapter-options/docker'
-import { parseReport } from '../process/classify'
+import { outOfMemoryEvidence, parseReport } from '../process/classify'
 import { runContainer, type ContainerOutcome } from './container-run'
 import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
 
@@ -232,7 +232,8 @@ function classify(outcome: ContainerOutcome, memoryMb: number, wallTimeMs: numbe
   // 137 without our own kill: the cgroup's OOM killer (some engines leave OOMKilled false).
   if (outcome.exitCode === 137) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${memoryMb} MiB): the container was killed${outcome.oomKilled ? ' by the OOM killer' : ''}` } }
   if (outcome.exitCode === 152) return { status: 'timeout', error: { type: 'TimeoutError', message: `the code used its ${cpuTimeMs} ms of CPU time and was stopped` } }
-  if (/heap out of memory|Allocation failed|MemoryError/.test(stderr)) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${memoryMb} MiB): ${lastLine}` } }
+  const outOfMemory = outOfMemoryEvidence(stderr)
+  if (outOfMemory) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${memoryMb} MiB): ${outOfMemory}` } }
   if (outcome.exitCode === 0) return { status: 'ok' }
   return { status: 'error', error: { type: 'ExitError', message: `the program exited with code ${outcome.exitCode}${lastLine ? `: ${lastLine}` : ''}` } }
 }

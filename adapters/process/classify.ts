@@ -7,8 +7,22 @@ export interface RunOutcome {
   error?: ExecutionErrorInfo
 }
 
-/** What an out-of-memory end looks like from each interpreter once RLIMIT_DATA refuses an allocation. */
+/** What an out-of-memory end looks like from each interpreter once an allocation is refused (rlimit or cgroup). */
 const OUT_OF_MEMORY = /heap out of memory|Allocation failed|cannot allocate|Cannot allocate memory|std::bad_alloc|MemoryError/i
+/**
+ * V8 can also die on a failed check inside its heap when memory runs out under it (a page it cannot re-protect
+ * during a collection: `# Check failed: reservation_.SetPermissions(…)`, exit 133), with a native stack through
+ * the heap's code. Only a failure inside the heap counts; any other V8 crash stays an error.
+ */
+const V8_HEAP_FAILURE = /^# ?(Check failed: .*|Fatal process out of memory.*)$[\s\S]*v8::internal::(?:Heap|BackingStore|PagedSpace|MemoryAllocator)::/m
+
+/** The stderr line that shows the interpreter ran out of memory, or undefined when nothing does. */
+export function outOfMemoryEvidence(stderr: string): string | undefined {
+  const line = stderr.split('\n').find((text) => OUT_OF_MEMORY.test(text))
+  if (line !== undefined) return line.trim()
+  const heap = V8_HEAP_FAILURE.exec(stderr)
+  return heap ? `V8 failed inside its heap: ${heap[1]!.trim()}` : undefined
+}
 
 /** The launcher's exit code when the workspace could not be prepared (see LAUNCHER). */
 const LAUNCHER_FAILED = 125
@@ -42,7 +56,8 @@ export function classifyExit(run: SpawnedRun, policy: SecurityPolicy, stderr: st
   if (run.signal === 'SIGXCPU' || code === 128 + SIGXCPU) {
     return { status: 'timeout', error: { type: 'TimeoutError', message: `the code used its ${policy.cpuTimeMs} ms of CPU time and was stopped` } }
   }
-  if (OUT_OF_MEMORY.test(stderr)) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${policy.memoryMb} MiB): ${lastLine}` } }
+  const outOfMemory = outOfMemoryEvidence(stderr)
+  if (outOfMemory) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${policy.memoryMb} MiB): ${outOfMemory}` } }
   const how = code !== null && code > 128 ? `was killed by signal ${code - 128}` : `exited with code ${code ?? run.signal}`
   return { status: 'error', error: { type: 'ExitError', message: `the program ${how}${lastLine ? `: ${lastLine}` : ''}` } }
 }
