@@ -38,14 +38,19 @@ export class HealthBoard {
     return this.get(name).state !== 'unavailable'
   }
 
-  /** Records a check; returns the health after it. */
-  record(name: string, availability: Availability): AdapterHealth {
+  /**
+   * Records a check; returns the health after it. A first check the adapter answers "unavailable" flips it at once
+   * (nothing known is good, so a missing backend gets no traffic), but a first check that only ran out of time
+   * (`answered: false`) waits for the hysteresis like any other failure: an adapter still starting up, or busy with
+   * a cold load on a loaded machine, is not known to be down.
+   */
+  record(name: string, availability: Availability, { answered = true }: { answered?: boolean } = {}): AdapterHealth {
     const before = this.get(name)
     const next: AdapterHealth = { ...before, latencyMs: availability.latencyMs, checkedAt: availability.checkedAt }
     if (availability.status === 'unavailable') {
       next.failuresInARow = before.failuresInARow + 1
       next.successesInARow = 0
-      const flips = before.state === 'unknown' || next.failuresInARow >= this.settings.unhealthyAfter
+      const flips = (before.state === 'unknown' && answered) || next.failuresInARow >= this.settings.unhealthyAfter
       if (flips) next.state = 'unavailable'
       next.reason = availability.reason
     } else {

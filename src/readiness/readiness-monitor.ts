@@ -103,7 +103,8 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
   }
 
   private async check(adapter: CodeExecutionAdapter): Promise<void> {
-    let availability = await this.availabilityOf(adapter)
+    const checked = await this.availabilityOf(adapter)
+    let availability = checked.availability
     if (availability.status !== 'unavailable' && this.settings.canaries) {
       const failures = await runCanaries(adapter).catch((error) => [{ canary: 'canaries', detail: describeError(error) }])
       if (failures.length > 0) {
@@ -112,7 +113,7 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
       }
     }
     const before = this.board.get(adapter.name).state
-    const after = this.board.record(adapter.name, availability)
+    const after = this.board.record(adapter.name, availability, { answered: checked.answered })
     // A good check is the probe an open breaker waits for.
     if (after.state === 'available' || after.state === 'degraded') this.breakers?.success(adapter.name)
     if (after.state !== before) {
@@ -122,19 +123,21 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
     }
   }
 
-  private async availabilityOf(adapter: CodeExecutionAdapter): Promise<Availability> {
+  /** The adapter's answer, or a failure of our own making when it gave none in time (`answered: false`). */
+  private async availabilityOf(adapter: CodeExecutionAdapter): Promise<{ availability: Availability; answered: boolean }> {
     const checkedAt = () => new Date().toISOString()
     let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<Availability>((resolve) => {
+    const timeout = new Promise<{ availability: Availability; answered: boolean }>((resolve) => {
       // It took at least this long: routing under a latency budget should know, once the adapter recovers.
       const tooLong = { status: 'unavailable' as const, reason: `the availability check took longer than ${this.settings.timeoutMs} ms`, latencyMs: this.settings.timeoutMs }
-      timer = setTimeout(() => resolve({ ...tooLong, checkedAt: checkedAt() }), this.settings.timeoutMs)
+      timer = setTimeout(() => resolve({ availability: { ...tooLong, checkedAt: checkedAt() }, answered: false }), this.settings.timeoutMs)
     })
+    const answer = adapter
+      .checkAvailability()
+      .catch((error): Availability => ({ status: 'unavailable', reason: `the availability check failed: ${describeError(error)}`, checkedAt: checkedAt() }))
+      .then((availability) => ({ availability, answered: true }))
     try {
-      return await Promise.race([
-        adapter.checkAvailability().catch((error): Availability => ({ status: 'unavailable', reason: `the availability check failed: ${describeError(error)}`, checkedAt: checkedAt() })),
-        timeout,
-      ])
+      return await Promise.race([answer, timeout])
     } finally {
       clearTimeout(timer)
     }

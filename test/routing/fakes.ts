@@ -22,6 +22,8 @@ export class SwitchableAdapter implements CodeExecutionAdapter {
   down = false
   crash = false
   calls = 0
+  /** How long its availability check takes to answer (a backend still starting up). */
+  checkDelayMs = 0
   readonly capabilities: AdapterCapabilities
 
   constructor(
@@ -48,6 +50,7 @@ export class SwitchableAdapter implements CodeExecutionAdapter {
   }
 
   async checkAvailability(): Promise<Availability> {
+    if (this.checkDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.checkDelayMs))
     const checkedAt = new Date().toISOString()
     return this.down ? { status: 'unavailable', reason: `${this.name} backend unreachable`, checkedAt } : { status: 'available', latencyMs: 1, checkedAt }
   }

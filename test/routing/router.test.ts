@@ -195,6 +195,25 @@ describe('readiness monitor', () => {
     await quickjs.dispose()
   })
 
+  test('a first check that runs out of time does not mark the adapter down at once; one that answers "unavailable" does', async () => {
+    const starting = new SwitchableAdapter('starting', new QuickJsAdapter(), 2)
+    starting.checkDelayMs = 300
+    const missing = new SwitchableAdapter('missing', new QuickJsAdapter(), 2)
+    missing.down = true
+    const execgate = await execgateWith({ readiness: { enabled: false, timeoutMs: 100, unhealthyAfter: 2, healthyAfter: 1 } }, [starting, missing])
+    const first = await execgate.checkNow()
+    const health = (name: string) => first.adapters.find((adapter) => adapter.name === name)!.health
+    expect(health('starting')).toMatchObject({ state: 'unknown', failuresInARow: 1, reason: 'the availability check took longer than 100 ms' })
+    expect(health('missing')).toMatchObject({ state: 'unavailable', reason: 'missing backend unreachable' })
+    const result = await execgate.execute({ language: 'javascript', code: '6 * 7' })
+    expect({ adapter: result.adapter, value: result.value }).toEqual({ adapter: 'starting', value: 42 })
+    // Still no answer the second time: that is the hysteresis's two failures in a row.
+    const second = await execgate.checkNow()
+    expect(second.adapters.find((adapter) => adapter.name === 'starting')!.health).toMatchObject({ state: 'unavailable', reason: 'the availability check took longer than 100 ms' })
+    await starting.dispose()
+    await missing.dispose()
+  })
+
   test('enforcement canaries mark an adapter whose limits do not hold as degraded; real ones stay available', async () => {
     const quickjs = new QuickJsAdapter()
     const execgate = await execgateWith({ readiness: { enabled: false, canaries: true } }, [new LeakyAdapter(), quickjs])
