@@ -19,11 +19,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The API service: started once, left running for the test run.
+# The API service: started once, left running for the test run. One left behind by an older setup whose working
+# directory has since been deleted answers pings but cannot start a container: it is replaced.
+SERVICE_PID=$(pgrep -f "podman system service --time=0 unix://$SOCKET" | head -1 || true)
+if [ -n "$SERVICE_PID" ] && $SUDO readlink "/proc/$SERVICE_PID/cwd" | grep -q ' (deleted)$'; then
+  echo "[execgate setup] restarting the podman service: its working directory was deleted"
+  $SUDO kill "$SERVICE_PID"
+  for _ in $(seq 50); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+fi
 if ! curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1; then
   $SUDO mkdir -p "$(dirname "$SOCKET")"
   echo "[execgate setup] starting podman system service on $SOCKET"
-  nohup $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman system service --time=0 "unix://$SOCKET" >/tmp/execgate-podman-service.log 2>&1 &
+  # Started from /, not from this checkout: conmon inherits the service's working directory and fails every container
+  # ("write child: broken pipe") once that directory is deleted, e.g. when a CI clone is removed.
+  (cd / && nohup $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman system service --time=0 "unix://$SOCKET" >/tmp/execgate-podman-service.log 2>&1 &)
   for _ in $(seq 50); do curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1 && break; sleep 0.2; done
   curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null || { echo "[execgate setup] podman service did not start; see /tmp/execgate-podman-service.log" >&2; exit 1; }
 fi
