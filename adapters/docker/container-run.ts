@@ -2,9 +2,8 @@ import { PassThrough } from 'node:stream'
 import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import type { OutputCapture } from '../../src/core'
+import { stopReasonFor, type StopReason } from '../process/spawn-sandbox'
 import { RECORD_SEPARATOR } from './runners'
-
-export type StopReason = 'timeout' | 'output_limit' | 'cancelled'
 
 export interface ContainerOutcome {
   stoppedFor?: StopReason
@@ -105,8 +104,7 @@ export async function runContainer(
   let container: Docker.Container | undefined
   let stoppedFor: StopReason | undefined
   const kill = (reason: StopReason) => {
-    // Output already past its cap broke that limit first: the deadline only caught the drain still running.
-    stoppedFor ??= reason === 'timeout' && options.output.exceeded ? 'output_limit' : reason
+    stoppedFor ??= stopReasonFor(reason, options.output)
     container?.kill({ signal: 'SIGKILL' }).catch(() => undefined)
   }
   let deadlineTimer: NodeJS.Timeout | undefined

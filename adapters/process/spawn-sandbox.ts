@@ -7,6 +7,14 @@ import { FD } from './runners'
 /** Why the host stopped a run itself; absent when the run ended on its own. */
 export type StopReason = 'timeout' | 'output_limit' | 'cancelled'
 
+/**
+ * The reason a stop is reported under: output already past its cap broke that limit first, and a deadline reached
+ * while the overflow was still draining only caught it late. Shared by the process and docker adapters.
+ */
+export function stopReasonFor(reason: StopReason, output: Pick<OutputCapture, 'exceeded'>): StopReason {
+  return reason === 'timeout' && output.exceeded ? 'output_limit' : reason
+}
+
 export interface SpawnedRun {
   stoppedFor?: StopReason
   exitCode: number | null
@@ -96,8 +104,7 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       return
     }
     const kill = (reason: StopReason) => {
-      // Output already past its cap broke that limit first: the deadline only caught the drain still running.
-      stoppedFor ??= reason === 'timeout' && options.output.exceeded ? 'output_limit' : reason
+      stoppedFor ??= stopReasonFor(reason, options.output)
       try {
         process.kill(-child.pid!, 'SIGKILL')
       } catch {

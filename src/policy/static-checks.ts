@@ -3,8 +3,14 @@ import { checkJavaScript } from './javascript-checks'
 import { checkPython } from './python-checks'
 import { checkTypeScript } from './typescript-checks'
 
+/**
+ * The policy fields a static check may read. Findings are cached by exactly these: a checker that needs another field
+ * must be given it here, which puts it in the cache key too.
+ */
+type CheckedPolicy = Pick<SecurityPolicy, 'allowedImports' | 'filesystem'>
+
 /** A language's static policy check: parse, then report imports and calls the policy forbids. */
-export type StaticChecker = (code: string, policy: SecurityPolicy) => ValidationIssue[]
+export type StaticChecker = (code: string, policy: CheckedPolicy) => ValidationIssue[]
 
 /**
  * Checkers by language. A language without one (bash) is left to its adapter's sandbox. Python's checker scans
@@ -16,15 +22,16 @@ const CHECKERS: Partial<Record<Language, StaticChecker>> = {
   python: checkPython,
 }
 
-// Findings depend only on the language, the code, the allow-list and filesystem access: code sent again is parsed once.
+// Findings depend only on the language, the code and the checked policy fields: code sent again is parsed once.
 const findings = new LruCache<readonly ValidationIssue[]>(256)
 
 export function staticCheck(language: Language, code: string, policy: SecurityPolicy): ValidationIssue[] {
   const checker = CHECKERS[language]
   if (!checker) return []
-  const key = `${language}\0${policy.allowedImports.join(',')}\0${policy.filesystem}\0${code}`
+  const checked: CheckedPolicy = { allowedImports: policy.allowedImports, filesystem: policy.filesystem }
+  const key = `${language}\0${checked.allowedImports.join(',')}\0${checked.filesystem}\0${code}`
   // Copies: callers may add to what they are given.
-  return findings.get(key, () => checker(code, policy)).map((issue) => ({ ...issue }))
+  return findings.get(key, () => checker(code, checked)).map((issue) => ({ ...issue }))
 }
 
 export function staticValidationReport(language: Language, code: string, policy: SecurityPolicy): ValidationReport {

@@ -39,6 +39,12 @@ describe('docker adapter', () => {
   const adapter = new DockerAdapter(options)
   afterAll(() => adapter.dispose())
 
+  test('output past its cap before the deadline is output_limit, though the deadline stopped the run', async () => {
+    // Past the cap but short of the drain allowance (1 MiB), so only the deadline kills it: the cap broke first.
+    const result = await adapter.execute({ language: 'python', code: "import sys\nsys.stdout.write('x' * 20000)\nsys.stdout.flush()\nwhile True:\n    pass" }, contractContext({ allowedImports: ['sys'], outputBytes: 8192, wallTimeMs: 1000 }))
+    expect(result).toMatchObject({ status: 'output_limit', truncated: true, stdoutBytes: 20000 })
+  }, 60_000)
+
   test('the container has no network, no capabilities, a read-only root and runs as nobody', async () => {
     const code = [
       'import os, socket',

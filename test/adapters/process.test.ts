@@ -93,6 +93,12 @@ describe('process adapter: the sandbox itself, without the static check', () => 
     expect(liveSandboxProcesses()).toEqual([])
   }, 30_000)
 
+  test('output past its cap before the deadline is output_limit, though the deadline stopped the run', async () => {
+    // Past the cap but short of the drain allowance (1 MiB), so only the deadline kills it: the cap broke first.
+    const result = await adapter.execute({ language: 'python', code: "import sys\nsys.stdout.write('x' * 20000)\nsys.stdout.flush()\nwhile True:\n    pass" }, contractContext({ ...open, outputBytes: 8192, wallTimeMs: 1000 }))
+    expect(result).toMatchObject({ status: 'output_limit', truncated: true, stdoutBytes: 20000 })
+  }, 60_000)
+
   test('raw writes to fd 1 are capped like print (output_limit)', async () => {
     const result = await adapter.execute({ language: 'python', code: "import os\nwhile True:\n    os.write(1, b'z' * 65536)" }, contractContext({ ...open, outputBytes: 8192 }))
     expect(result).toMatchObject({ status: 'output_limit', truncated: true })
