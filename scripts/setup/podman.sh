@@ -32,7 +32,9 @@ if ! curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1; then
   echo "[execgate setup] starting podman system service on $SOCKET"
   # Started from /, not from this checkout: conmon inherits the service's working directory and fails every container
   # ("write child: broken pipe") once that directory is deleted, e.g. when a CI clone is removed.
-  (cd / && nohup $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman system service --time=0 "unix://$SOCKET" >/tmp/execgate-podman-service.log 2>&1 &)
+  # Only the service runs in the background, with its own stdio: a background list would keep this script's stdout
+  # open, and whoever reads it (a pipe, a CI log) would wait for the service to end.
+  (cd / || exit 1; nohup $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman system service --time=0 "unix://$SOCKET" </dev/null >/tmp/execgate-podman-service.log 2>&1 &)
   for _ in $(seq 50); do curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1 && break; sleep 0.2; done
   curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null || { echo "[execgate setup] podman service did not start; see /tmp/execgate-podman-service.log" >&2; exit 1; }
 fi
