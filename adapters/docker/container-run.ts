@@ -1,4 +1,4 @@
-import { PassThrough } from 'node:stream'
+import { PassThrough, type Duplex } from 'node:stream'
 import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import type { OutputCapture } from '../../src/core'
@@ -71,6 +71,14 @@ class ReportFilter {
 const EXIT_CHECK_MS = 300
 
 /**
+ * After a kill, how long the run waits for the engine to confirm the exit before it answers anyway. A busy engine can
+ * take seconds to kill and report (while a flood keeps streaming), and the service answers `timeout` for any adapter
+ * not done within its grace (1 s by default) after the deadline: the deadline check, the kill and this window fit
+ * inside it. The container is still removed (force), in the background.
+ */
+const STOP_CONFIRM_MS = 500
+
+/**
  * At the deadline: a container that already stopped by then finished in time — the engine can be slow to report an
  * exit on a busy machine, and that is not the code's time. Anything still running, or an engine that does not
  * answer within EXIT_CHECK_MS, is killed.
@@ -99,13 +107,23 @@ export async function runContainer(
     pauseClock: () => void
     /** Called when the runner is about to run the code; returns the deadline (performance.now() time) for it. */
     startClock: () => number
+    /** Receives a removal still under way when the run answers (after a kill the engine was slow to confirm). */
+    removingInBackground?: (removal: Promise<unknown>) => void
   },
 ): Promise<ContainerOutcome> {
   let container: Docker.Container | undefined
   let stoppedFor: StopReason | undefined
+  let gaveUpWaiting = false
+  let stopWindow: NodeJS.Timeout | undefined
+  let giveUp: () => void = () => undefined
+  const killConfirmed = new Promise<'unconfirmed'>((resolve) => (giveUp = () => resolve('unconfirmed')))
   const kill = (reason: StopReason) => {
     stoppedFor ??= stopReasonFor(reason, options.output)
-    container?.kill({ signal: 'SIGKILL' }).catch(() => undefined)
+    // One kill request: a flood calls this for every chunk past the drain allowance, and each request is a round trip
+    // that queues on the engine (dozens per run were seen) and slows the very kill it repeats.
+    if (stopWindow || !container) return
+    container.kill({ signal: 'SIGKILL' }).catch(() => undefined)
+    stopWindow = setTimeout(giveUp, STOP_CONFIRM_MS)
   }
   let deadlineTimer: NodeJS.Timeout | undefined
   // The code's clock starts at the runner's ready line; until then a stall guard covers the engine and the start.
@@ -156,9 +174,16 @@ export async function runContainer(
     await beforeStall(container.start())
     options.signal.addEventListener('abort', onAbort, { once: true })
     if (options.signal.aborted) onAbort()
-    const waited = (await beforeStall(container.wait())) as { StatusCode: number }
-    // The attach stream can end a moment after the exit; its last bytes are the report.
-    await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, 500))])
+    const waited = await beforeStall(Promise.race([container.wait() as Promise<{ StatusCode: number }>, killConfirmed]))
+    if (waited === 'unconfirmed') {
+      gaveUpWaiting = true
+      ;(stream as unknown as Duplex).destroy()
+      filter.end()
+      return { stoppedFor, report: filter.report }
+    }
+    // The attach stream can end a moment after the exit; its last bytes are the report, or after a kill the last of
+    // the output (waited for only while the stop window lasts).
+    await Promise.race([drained, stoppedFor ? killConfirmed : new Promise((resolve) => setTimeout(resolve, 500))])
     filter.end()
     if (stalled) throw new Error('stalled')
     let oomKilled: boolean | undefined
@@ -173,10 +198,13 @@ export async function runContainer(
   } finally {
     clearTimeout(stallTimer)
     clearTimeout(deadlineTimer)
+    clearTimeout(stopWindow)
     options.signal.removeEventListener('abort', onAbort)
     // Always removed: after an error, a timeout, a cancel. A failure here only leaves a stopped container behind;
-    // an engine that stalled is not waited for.
+    // an engine that stalled, or was slow to confirm a kill, is not waited for.
     const removed = container?.remove({ force: true }).catch(() => undefined)
-    if (!stalled) await removed
+    if (stalled || gaveUpWaiting) {
+      if (removed) options.removingInBackground?.(removed)
+    } else await removed
   }
 }

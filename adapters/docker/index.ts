@@ -170,6 +170,10 @@ export class DockerAdapter implements CodeExecutionAdapter {
       // The code's time starts when the runner reaches it (create, start and the interpreter's start cost 0.3–0.6 s,
       // more on a busy engine).
       startClock: () => context.restartClock?.() ?? context.deadline + (performance.now() - paused.at),
+      removingInBackground: (removal) => {
+        this.running.add(removal)
+        void removal.finally(() => this.running.delete(removal))
+      },
     })
     const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)
     const captured = output.finish(valueBytes(value))

@@ -106,6 +106,32 @@ describe('docker adapter', () => {
     }
   }, 60_000)
 
+  test('a kill the engine is slow to confirm does not hold the answer; the container is removed all the same', async () => {
+    // The real engine, with every kill request held back 20 s (a busy engine answered kills seconds late on CI, and the
+    // service answers `timeout` for an adapter not done 1 s past its deadline). The time and CPU limits are far off.
+    const engine = new Docker({ socketPath: SOCKET })
+    const createContainer = engine.createContainer.bind(engine)
+    const heldKills: NodeJS.Timeout[] = []
+    engine.createContainer = (async (spec: Docker.ContainerCreateOptions) => {
+      const container = await createContainer(spec)
+      const kill = container.kill.bind(container)
+      container.kill = ((killOptions: object) => new Promise((resolve) => heldKills.push(setTimeout(() => resolve(kill(killOptions).catch(() => undefined)), 20_000)))) as typeof container.kill
+      return container
+    }) as typeof engine.createContainer
+    const slowToKill = new DockerAdapter({ client: engine })
+    try {
+      const started = performance.now()
+      const result = await slowToKill.execute({ language: 'javascript', code: "while (true) console.log('A'.repeat(10000))" }, contractContext({ wallTimeMs: 30_000, cpuTimeMs: 30_000, outputBytes: 8192 }))
+      expect(result).toMatchObject({ status: 'output_limit', truncated: true })
+      expect(performance.now() - started).toBeLessThan(15_000)
+      await slowToKill.dispose() // waits for the removal started in the background
+      expect(await ourContainers()).toEqual([])
+    } finally {
+      heldKills.forEach(clearTimeout)
+      await slowToKill.dispose()
+    }
+  }, 60_000)
+
   test('an engine that is not there is unavailable, with the socket named', async () => {
     const missing = new DockerAdapter({ socketPath: '/nonexistent/docker.sock' })
     const availability = await missing.checkAvailability()
