@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import {
   DEFAULT_SESSION_LIMITS,
   ExecgateError,
+  OutputCapture,
   createResult,
   describeError,
   errorResult,
@@ -171,6 +172,9 @@ export class DefaultExecutionService implements ExecutionService {
     })
     if ('status' in host) return host
     const controller = new AbortController()
+    // What the adapter streams is kept here too (and passed on to a streaming caller), so an answer the service gives
+    // for an adapter that did not stop in time still carries the output up to then.
+    const streamed = new OutputCapture(policy.outputBytes, options.onOutput)
     let backstop: NodeJS.Timeout | undefined
     let armBackstop: () => void = () => undefined
     const context: ExecutionContext = {
@@ -178,7 +182,7 @@ export class DefaultExecutionService implements ExecutionService {
       policy,
       signal: controller.signal,
       deadline: started + policy.wallTimeMs,
-      onOutput: options.onOutput,
+      onOutput: (stream, chunk) => void streamed.write(stream, chunk),
       ...host.context,
       pauseClock: () => clearTimeout(backstop),
       restartClock: () => {
@@ -202,14 +206,17 @@ export class DefaultExecutionService implements ExecutionService {
         clearTimeout(backstop)
         backstop = setTimeout(() => {
           controller.abort(new Error('deadline'))
-          settle(refusal('timeout', adapter.name, `[execgate] [${adapter.name}] the run passed its ${policy.wallTimeMs} ms limit and the adapter did not stop within ${this.options.graceMs} ms`, 'TimeoutError'))
+          // Output past the cap before the deadline: the cap broke first, as the adapters themselves count it.
+          const limit = streamed.exceeded ? `passed the ${policy.outputBytes}-byte output limit` : `passed its ${policy.wallTimeMs} ms limit`
+          const message = `[execgate] [${adapter.name}] the run ${limit} and the adapter did not stop within ${this.options.graceMs} ms`
+          settle(refusal(streamed.exceeded ? 'output_limit' : 'timeout', adapter.name, message, streamed.exceeded ? 'OutputLimit' : 'TimeoutError', streamed.finish()))
         }, policy.wallTimeMs + this.options.graceMs)
       }
       armBackstop()
       const onCallerAbort = () => {
         controller.abort(callerSignal?.reason)
         // The adapter gets a moment to stop and answer `cancelled` itself, with whatever output it has.
-        setTimeout(() => settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled')), this.options.graceMs)
+        setTimeout(() => settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled', streamed.finish())), this.options.graceMs)
       }
       callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
       void this.invoke(adapter, request, context).then(settle)

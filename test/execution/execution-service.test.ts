@@ -1,4 +1,4 @@
-import { createResult, enforcementTable, type CodeExecutionAdapter, type ExecutionResult } from '../../src/core'
+import { createResult, enforcementTable, type CodeExecutionAdapter, type ExecutionContext, type ExecutionResult } from '../../src/core'
 import { createExecgate, type Execgate } from '../../src'
 import { QuickJsAdapter } from '../../adapters/quickjs'
 
@@ -17,9 +17,9 @@ class ScriptedAdapter implements CodeExecutionAdapter {
     network: false,
     cancellable: true,
   }
-  constructor(private readonly behaviour: (code: string) => Promise<ExecutionResult>) {}
-  execute(request: { code: string }) {
-    return this.behaviour(request.code)
+  constructor(private readonly behaviour: (code: string, context: ExecutionContext) => Promise<ExecutionResult>) {}
+  execute(request: { code: string }, context: ExecutionContext) {
+    return this.behaviour(request.code, context)
   }
   async validate() {
     return { valid: true, language: 'javascript' as const, validator: this.name, issues: [], implemented: true }
@@ -103,6 +103,33 @@ describe('ExecutionService', () => {
       const result = await service.execute({ language: 'javascript', code: '1', timeoutMs: 100 })
       expect(result.status).toBe('timeout')
       expect(Date.now() - started).toBeLessThan(1500)
+    })
+  })
+
+  test('the answer for an adapter that does not stop keeps what it streamed, to the caller and in the result', async () => {
+    const streamThenHang = (text: string) => (_code: string, context: ExecutionContext) => {
+      context.onOutput?.('stdout', text)
+      return new Promise<ExecutionResult>(() => undefined)
+    }
+    await withService(new ScriptedAdapter(streamThenHang('partial\n')), async (service) => {
+      const chunks: string[] = []
+      const result = await service.execute({ language: 'javascript', code: '1', timeoutMs: 100 }, { onOutput: (_stream, chunk) => chunks.push(chunk) })
+      expect(result).toMatchObject({ status: 'timeout', stdout: 'partial\n', truncated: false, error: { type: 'TimeoutError' } })
+      expect(chunks).toEqual(['partial\n'])
+    })
+    // Past the cap before the deadline: the cap broke first (as the adapters count it), head and tail kept.
+    await withService(new ScriptedAdapter(streamThenHang('a'.repeat(100_000) + 'END')), async (service) => {
+      const result = await service.execute({ language: 'javascript', code: '1', timeoutMs: 100 })
+      expect(result).toMatchObject({ status: 'output_limit', truncated: true, stdoutBytes: 100_003, error: { type: 'OutputLimit' } })
+      expect(result.message).toContain('passed the 65536-byte output limit and the adapter did not stop within 200 ms')
+      expect(result.stdout.endsWith('END')).toBe(true)
+    })
+    // A cancel the adapter does not answer in time keeps the output too.
+    await withService(new ScriptedAdapter(streamThenHang('before the cancel\n')), async (service) => {
+      const controller = new AbortController()
+      setTimeout(() => controller.abort(), 50)
+      const result = await service.execute({ language: 'javascript', code: '1' }, { signal: controller.signal })
+      expect(result).toMatchObject({ status: 'cancelled', stdout: 'before the cancel\n' })
     })
   })
 
