@@ -1,3 +1,5 @@
+import { LruCache } from '../core'
+
 /**
  * A Python tokenizer-level scanner: strings, f-strings, comments, line continuations and brackets are tokenized
  * like CPython does, so an `import` inside a string or a comment is never mistaken for one, and identifiers are
@@ -11,12 +13,13 @@ export interface PythonLocation {
   column: number
 }
 
+/** Shared between callers through a cache: read-only. */
 export interface PythonScan {
-  imports: PythonLocation[]
+  readonly imports: readonly PythonLocation[]
   /** Calls of a bare name, e.g. `open(...)`, `eval(...)`. */
-  calls: PythonLocation[]
+  readonly calls: readonly PythonLocation[]
   /** Constructs monty does not support (class definitions, generators, match, …), described in words. */
-  unsupported: string[]
+  readonly unsupported: readonly string[]
 }
 
 interface Token {
@@ -134,7 +137,17 @@ function dottedName(tokens: Token[], start: number): { name: string; end: number
   return { name, end: i }
 }
 
+/**
+ * One scan per code, shared: the policy's import check and monty's "can I run this" (asked on every routed Python
+ * request) read the same scan, and a retry or the same formula again is not rescanned.
+ */
+const scans = new LruCache<PythonScan>(256)
+
 export function scanPython(code: string): PythonScan {
+  return scans.get(code, () => scanUncached(code))
+}
+
+function scanUncached(code: string): PythonScan {
   const tokens = tokenize(code)
   const imports: PythonLocation[] = []
   const calls: PythonLocation[] = []
@@ -191,5 +204,5 @@ export function scanPython(code: string): PythonScan {
     }
     if (first?.text === 'type' && second?.kind === 'name' && (third?.text === '=' || third?.text === '[')) unsupported.add('type aliases')
   }
-  return { imports, calls, unsupported: [...unsupported] }
+  return Object.freeze({ imports: Object.freeze(imports), calls: Object.freeze(calls), unsupported: Object.freeze([...unsupported]) })
 }

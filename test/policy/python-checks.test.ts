@@ -34,4 +34,13 @@ describe('Python static checks', () => {
     expect(scanPython('match = 3\nmatch.bit_length()\ntype = 5').unsupported).toEqual([])
     expect(scanPython('s = "class A: pass"  # yield').unsupported).toEqual([])
   })
+
+  test('the same code is scanned once and the scan it shares cannot be changed by a reader', () => {
+    const code = 'import json\nprint(json.dumps([1]))'
+    const first = scanPython(code)
+    expect(scanPython(code)).toBe(first)
+    expect(Object.isFrozen(first) && Object.isFrozen(first.imports)).toBe(true)
+    expect(() => (first.imports as unknown[]).push({ name: 'os' })).toThrow(TypeError)
+    expect(scanPython(code).imports.map((item) => item.name)).toEqual(['json'])
+  })
 })
