@@ -106,18 +106,38 @@ describe('docker adapter', () => {
     }
   }, 60_000)
 
-  test('a kill the engine is slow to confirm does not hold the answer; the container is removed all the same', async () => {
-    // The real engine, with every kill request held back 20 s (a busy engine answered kills seconds late on CI, and the
-    // service answers `timeout` for an adapter not done 1 s past its deadline). The time and CPU limits are far off.
+  /** The real engine, with one container call answered 20 s late (a busy engine answered seconds late on CI). */
+  function engineSlowAt(method: 'kill' | 'inspect'): { engine: Docker; release: () => void } {
     const engine = new Docker({ socketPath: SOCKET })
     const createContainer = engine.createContainer.bind(engine)
-    const heldKills: NodeJS.Timeout[] = []
+    const held: NodeJS.Timeout[] = []
     engine.createContainer = (async (spec: Docker.ContainerCreateOptions) => {
       const container = await createContainer(spec)
-      const kill = container.kill.bind(container)
-      container.kill = ((killOptions: object) => new Promise((resolve) => heldKills.push(setTimeout(() => resolve(kill(killOptions).catch(() => undefined)), 20_000)))) as typeof container.kill
+      const call = (container[method] as (options?: object) => Promise<unknown>).bind(container)
+      container[method] = ((options?: object) => new Promise((resolve) => held.push(setTimeout(() => resolve(call(options).catch(() => undefined)), 20_000)))) as never
       return container
     }) as typeof engine.createContainer
+    return { engine, release: () => held.forEach(clearTimeout) }
+  }
+
+  test('an engine silent at the deadline check does not hold the run: it is killed as still running', async () => {
+    const { engine, release } = engineSlowAt('inspect')
+    const silentEngine = new DockerAdapter({ client: engine })
+    try {
+      const started = performance.now()
+      const result = await silentEngine.execute({ language: 'javascript', code: 'while (true) {}' }, contractContext({ wallTimeMs: 1000, cpuTimeMs: 30_000 }))
+      expect(result.status).toBe('timeout')
+      expect(performance.now() - started).toBeLessThan(15_000)
+    } finally {
+      release()
+      await silentEngine.dispose()
+    }
+  }, 60_000)
+
+  test('a kill the engine is slow to confirm does not hold the answer; the container is removed all the same', async () => {
+    // Every kill request held back 20 s: the service answers `timeout` for an adapter not done 1 s past its deadline.
+    // The time and CPU limits are far off.
+    const { engine, release } = engineSlowAt('kill')
     const slowToKill = new DockerAdapter({ client: engine })
     try {
       const started = performance.now()
@@ -127,7 +147,7 @@ describe('docker adapter', () => {
       await slowToKill.dispose() // waits for the removal started in the background
       expect(await ourContainers()).toEqual([])
     } finally {
-      heldKills.forEach(clearTimeout)
+      release()
       await slowToKill.dispose()
     }
   }, 60_000)
