@@ -50,4 +50,11 @@ if ! $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman image exists "$IMAGE"; 
   $SUDO tar -C "$ROOTFS" -c . | $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman import --change 'CMD ["/bin/sh"]' - "$IMAGE" >/dev/null
   $SUDO rm -rf "$ROOTFS"
 fi
+# Containers an earlier run left behind (a service that crashed mid-run keeps the ones it was running, exited) are
+# removed, so what the tests find afterwards is this run's.
+LEFT=$($SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman ps -aq --filter label=io.execgate.run --filter status=exited)
+if [ -n "$LEFT" ]; then
+  echo "[execgate setup] removing $(echo "$LEFT" | wc -l) exited execgate container(s) left by an earlier run"
+  echo "$LEFT" | xargs $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman rm -f >/dev/null
+fi
 echo "[execgate setup] podman $(podman --version | cut -d' ' -f3) serving the Docker API on $SOCKET; image $IMAGE ready"
