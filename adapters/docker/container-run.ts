@@ -116,7 +116,8 @@ export async function runContainer(
   let gaveUpWaiting = false
   let stopWindow: NodeJS.Timeout | undefined
   let giveUp: () => void = () => undefined
-  const killConfirmed = new Promise<'unconfirmed'>((resolve) => (giveUp = () => resolve('unconfirmed')))
+  // Resolves when a kill has gone unconfirmed for STOP_CONFIRM_MS; never when the run ends without one.
+  const stopWindowClosed = new Promise<'unconfirmed'>((resolve) => (giveUp = () => resolve('unconfirmed')))
   const kill = (reason: StopReason) => {
     stoppedFor ??= stopReasonFor(reason, options.output)
     // One kill request: a flood calls this for every chunk past the drain allowance, and each request is a round trip
@@ -174,7 +175,7 @@ export async function runContainer(
     await beforeStall(container.start())
     options.signal.addEventListener('abort', onAbort, { once: true })
     if (options.signal.aborted) onAbort()
-    const waited = await beforeStall(Promise.race([container.wait() as Promise<{ StatusCode: number }>, killConfirmed]))
+    const waited = await beforeStall(Promise.race([container.wait() as Promise<{ StatusCode: number }>, stopWindowClosed]))
     if (waited === 'unconfirmed') {
       gaveUpWaiting = true
       ;(stream as unknown as Duplex).destroy()
@@ -183,7 +184,7 @@ export async function runContainer(
     }
     // The attach stream can end a moment after the exit; its last bytes are the report, or after a kill the last of
     // the output (waited for only while the stop window lasts).
-    await Promise.race([drained, stoppedFor ? killConfirmed : new Promise((resolve) => setTimeout(resolve, 500))])
+    await Promise.race([drained, stoppedFor ? stopWindowClosed : new Promise((resolve) => setTimeout(resolve, 500))])
     filter.end()
     if (stalled) throw new Error('stalled')
     let oomKilled: boolean | undefined

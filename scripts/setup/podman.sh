@@ -25,7 +25,8 @@ SERVICE_PID=$(pgrep -f "podman system service --time=0 unix://$SOCKET" | head -1
 if [ -n "$SERVICE_PID" ] && $SUDO readlink "/proc/$SERVICE_PID/cwd" | grep -q ' (deleted)$'; then
   echo "[execgate setup] restarting the podman service: its working directory was deleted"
   $SUDO kill "$SERVICE_PID"
-  for _ in $(seq 50); do kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+  # kill -0 through sudo too: without it a non-root user reads EPERM as "gone" and pings the old service.
+  for _ in $(seq 50); do $SUDO kill -0 "$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
 fi
 if ! curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1; then
   $SUDO mkdir -p "$(dirname "$SOCKET")"
