@@ -47,7 +47,7 @@ export interface ExecutionServiceOptions {
 
 const SERVICE = 'execgate'
 
-/** DESIGN.md's steps 1–8 for one request. Never rejects: every outcome, including our own bugs, is a result. */
+/** The steps of one execution (docs/architecture.md) for one request. Never rejects: every outcome, including our own bugs, is a result. */
 export class DefaultExecutionService implements ExecutionService {
   private readonly workspaceLimits: WorkspaceLimits
   private readonly sessionWorkspaces: SessionWorkspaces
