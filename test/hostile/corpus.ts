@@ -54,7 +54,7 @@ let extraCorpusAbsenceReported = false
 
 /**
  * The project's corpus, then the extra corpus's cases that are not already in it (same id, code and expectations):
- * an identical case would only run twice. Without the extra corpus, one line says so, once per test process.
+ * an identical case would only run twice. Without the extra corpus, one line says so, once per test file.
  */
 export function hostileCorpora(language?: HostileCase['language']): HostileCorpus[] {
   const ofLanguage = (cases: HostileCase[]) => (language ? cases.filter((item) => item.language === language) : cases)
