@@ -31,6 +31,27 @@ export interface HostileExpect {
   maxOutputBytes?: number
 }
 
+/** Every `expect` key the runner checks, so a corpus naming another (a typo) is caught; the type keeps it complete. */
+const CHECKED_EXPECT_KEYS: Record<keyof HostileExpect, true> = {
+  status: true,
+  statusIn: true,
+  contains: true,
+  notContains: true,
+  maxWallMs: true,
+  maxOutputBytes: true,
+  hostFileAbsent: true,
+  hostSurvives: true,
+  nextRunOk: true,
+  noUnhandledRejectionInHost: true,
+  noLeftoverHandles: true,
+  noLateOutput: true,
+  noLeftoverProcesses: true,
+  hostUnchanged: true,
+  crossRunIsolation: true,
+  hostDoesNotFollowWorkspaceSymlinks: true,
+}
+export const EXPECT_KEYS = Object.keys(CHECKED_EXPECT_KEYS) as ReadonlyArray<keyof HostileExpect>
+
 const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..')
 /** The corpus the project carries; every suite runs it. */
 export const PROJECT_CORPUS_FILE = path.join(__dirname, 'cases.json')
@@ -52,21 +73,26 @@ function readCorpus(file: string): HostileCase[] {
 
 let extraCorpusAbsenceReported = false
 
+export interface CorpusFiles {
+  project: string
+  extra: string
+}
+
 /**
  * The project's corpus, then the extra corpus's cases that are not already in it (same id, code and expectations):
  * an identical case would only run twice. Without the extra corpus, one line says so, once per test file.
  */
-export function hostileCorpora(language?: HostileCase['language']): HostileCorpus[] {
+export function hostileCorpora(language?: HostileCase['language'], files: CorpusFiles = { project: PROJECT_CORPUS_FILE, extra: EXTRA_CORPUS_FILE }): HostileCorpus[] {
   const ofLanguage = (cases: HostileCase[]) => (language ? cases.filter((item) => item.language === language) : cases)
-  const project = readCorpus(PROJECT_CORPUS_FILE)
+  const project = readCorpus(files.project)
   const corpora: HostileCorpus[] = [{ label: 'project corpus', cases: ofLanguage(project) }]
-  if (!fs.existsSync(EXTRA_CORPUS_FILE)) {
-    if (!extraCorpusAbsenceReported) process.stdout.write(`hostile: no extra corpus at ${EXTRA_CORPUS_FILE}; running the project corpus only\n`)
+  if (!fs.existsSync(files.extra)) {
+    if (!extraCorpusAbsenceReported) process.stdout.write(`hostile: no extra corpus at ${files.extra}; running the project corpus only\n`)
     extraCorpusAbsenceReported = true
     return corpora
   }
   const known = new Set(project.map(caseFingerprint))
-  corpora.push({ label: 'extra corpus ../shared/hostile', cases: ofLanguage(readCorpus(EXTRA_CORPUS_FILE)).filter((item) => !known.has(caseFingerprint(item))) })
+  corpora.push({ label: 'extra corpus ../shared/hostile', cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))) })
   return corpora
 }
 
