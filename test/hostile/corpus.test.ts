@@ -55,7 +55,7 @@ describe('the extra corpus beside the repository', () => {
     const extra = path.join(directory, 'cases.json')
     fs.writeFileSync(extra, JSON.stringify([ours[0], changed, added]))
     const corpora = freshCorpus().hostileCorpora('python', { project: PROJECT_CORPUS_FILE, extra })
-    expect(corpora.map((corpus) => corpus.label)).toEqual(['project corpus', 'extra corpus ../shared/hostile'])
+    expect(corpora.map((corpus) => corpus.label)).toEqual(['project corpus', 'extra corpus beside the repository'])
     expect(corpora[0]!.cases).toEqual(ours)
     expect(corpora[1]!.cases.map((item) => item.id)).toEqual([changed.id, 'py-extra-only'])
   })

@@ -92,7 +92,7 @@ export function hostileCorpora(language?: HostileCase['language'], files: Corpus
     return corpora
   }
   const known = new Set(project.map(caseFingerprint))
-  corpora.push({ label: 'extra corpus ../shared/hostile', cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))) })
+  corpora.push({ label: 'extra corpus beside the repository', cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))) })
   return corpora
 }
 

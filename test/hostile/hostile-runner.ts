@@ -13,7 +13,7 @@ export { hostileCorpora, loadHostileCases, type HostileCase, type HostileExpect 
  * Runs the project's hostile corpus (test/hostile/cases.json, described in this folder's README) against one
  * adapter through ExecutionService, checking every `expect` key. Cases that cannot apply to an adapter are listed
  * by id with the reason, and the runner fails if such a list names a case that does not exist, so no case is
- * skipped silently. A corpus kept beside the repository (../shared/hostile/cases.json) runs too when present.
+ * skipped silently. An extra corpus beside the repository (README) runs too when present.
  */
 
 /** The service, or anything with its `execute` (an Execgate from createExecgate). */
