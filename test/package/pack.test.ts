@@ -28,11 +28,12 @@ interface LockEntry {
 
 /**
  * A lockfile for a project that depends on the tarball alone: the repository's lock entries its runtime needs (the
- * dev-only ones dropped), each with its registry address. `npm install --offline` then takes every package from the
- * npm cache the repository's own install filled, by address and integrity; without a lock it would first ask the
- * registry's metadata for every range, which the cache does not always hold (ENOTCACHED).
+ * dev-only ones dropped), each with its address on the configured registry (the cache's key). `npm install
+ * --offline` then takes every package from the npm cache the repository's own install filled, by address and
+ * integrity; without a lock it would first ask for the registry's metadata of every range, which the cache does not
+ * always hold (ENOTCACHED).
  */
-function projectLock(tarballName: string, tarball: Buffer): object {
+function projectLock(tarballName: string, tarball: Buffer, registry: string): object {
   const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string>; bin: Record<string, string> }
   const repositoryLock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }
   const packages: Record<string, LockEntry> = {
@@ -48,7 +49,7 @@ function projectLock(tarballName: string, tarball: Buffer): object {
   for (const [location, entry] of Object.entries(repositoryLock.packages)) {
     if (!location.startsWith('node_modules/') || entry.dev || entry.link) continue
     const name = location.slice(location.lastIndexOf('node_modules/') + 'node_modules/'.length)
-    packages[location] = { ...entry, resolved: entry.resolved ?? `https://registry.npmjs.org/${name}/-/${name.split('/').pop()}-${entry.version}.tgz` }
+    packages[location] = { ...entry, resolved: entry.resolved ?? `${registry}${name}/-/${name.split('/').pop()}-${entry.version}.tgz` }
   }
   return { name: 'execgate-pack-check', lockfileVersion: 3, requires: true, packages }
 }
@@ -74,7 +75,8 @@ describe('the packed package', () => {
       .filter(Boolean)
       .map((entry) => entry.replace(/^package\//, ''))
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'execgate-pack-check', private: true, dependencies: { execgate: `file:${tarballName}` } }))
-    fs.writeFileSync(path.join(project, 'package-lock.json'), JSON.stringify(projectLock(tarballName, tarball)))
+    const registry = (await run('npm', ['config', 'get', 'registry'], { cwd: ROOT, timeout: 30_000 })).stdout.trim().replace(/\/?$/, '/')
+    fs.writeFileSync(path.join(project, 'package-lock.json'), JSON.stringify(projectLock(tarballName, tarball, registry)))
     fs.copyFileSync(EXAMPLE, path.join(project, 'quickstart.mjs'))
     // --offline: from the cache only; a package the cache lacks fails the install instead of being downloaded.
     await run('npm', ['install', '--offline', '--no-audit', '--no-fund'], { cwd: project, timeout: INSTALL_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 })
