@@ -7,7 +7,15 @@ import type { SwitchEvent } from './readiness/readiness-monitor'
 import type { BreakerState } from './routing/circuit-breaker'
 import { AdapterRegistry, Config, ExecutionService, Readiness, type ExecuteOptions } from './tokens'
 
-export * from './core'
+// The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
+// session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
+export * from './core/types'
+export * from './core/adapter'
+export * from './core/errors'
+export * from './core/result'
+export * from './core/output'
+export * from './core/capabilities'
+export * from './core/request-schema'
 export { loadConfig, type Config as LoadedConfig, type LoadConfigOptions } from './config/load'
 export type { ExecgateConfig } from './config/schema'
 export { resolvePolicy, staticValidationReport, DEFAULT_POLICY, checkJavaScript, checkTypeScript, explainPolicy, type PolicyExplanation } from './policy'

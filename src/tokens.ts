@@ -106,7 +106,7 @@ export interface ExecuteOptions {
   latencyBudgetMs?: number
 }
 
-/** Runs requests end to end (DESIGN.md steps 1–8). `execute` never rejects. */
+/** Runs requests end to end (the steps of one execution in docs/architecture.md). `execute` never rejects. */
 export const ExecutionService = Symbol('ExecutionService')
 export interface ExecutionService {
   execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>

@@ -46,7 +46,7 @@ const POST_RUN_CHECK_MS = 2000
 /**
  * Full CPython (3.14, standard library) in WebAssembly, tier 3. Each interpreter lives in its own child process
  * under Node's permission model with an empty environment, because pyodide's JS bridge is not a boundary (see
- * DESIGN.md, defense in depth): code that reaches JavaScript finds a process that can read only pyodide's files,
+ * docs/architecture.md, defense in depth): code that reaches JavaScript finds a process that can read only pyodide's files,
  * start nothing, and holds nothing. Every run gets fresh globals; a run that changes a module or a builtin gets
  * its process replaced. Time, memory and output are enforced from outside: the process is killed.
  */

@@ -1,12 +1,11 @@
 /**
- * A chat agent's turn: the answer is markdown with the result and, on request, the code. Run:
+ * A chat agent's turn: the answer is markdown with the result and, on request, the code. Run (after `npm run build`:
+ * the package name `execgate` resolves to dist/ through package.json's `exports`):
  * `npx ts-node examples/agents/chat-agent.ts`. With EXECGATE_BEDROCK_MODEL set (and AWS credentials), Bedrock
  * writes the code; otherwise the code an LLM would have written is given.
  */
-import { createExecgate } from '../../src'
-import { CodeGenerator } from '../../src/agents/code-generator'
-import { CodeExecutionHandler } from '../../src/agents/handler'
-import { BedrockConverseProvider } from '../../src/agents/llm'
+import { createExecgate } from 'execgate'
+import { BedrockConverseProvider, CodeExecutionHandler, CodeGenerator } from 'execgate/agents'
 
 async function main(): Promise<void> {
   const execgate = await createExecgate({ overrides: { readiness: { enabled: false }, log: { level: 'warn' } } })

@@ -47,7 +47,7 @@ export interface ExecutionServiceOptions {
 
 const SERVICE = 'execgate'
 
-/** DESIGN.md's steps 1–8 for one request. Never rejects: every outcome, including our own bugs, is a result. */
+/** The steps of one execution (docs/architecture.md) for one request. Never rejects: every outcome, including our own bugs, is a result. */
 export class DefaultExecutionService implements ExecutionService {
   private readonly workspaceLimits: WorkspaceLimits
   private readonly sessionWorkspaces: SessionWorkspaces
@@ -260,6 +260,12 @@ export class DefaultExecutionService implements ExecutionService {
       result.status = 'output_limit'
       result.message = `[execgate] [${adapter.name}] the output passed the ${limit}-byte limit; the head and the tail are kept`
     }
+    // The error's text is output too: `raise ValueError('E' * 10**7)` would otherwise flood through it.
+    if (result.error) {
+      result.error.message = capText(result.error.message, limit)
+      if (result.error.stack) result.error.stack = capText(result.error.stack, limit)
+    }
+    if (result.message) result.message = capText(result.message, limit)
     return result
   }
 
@@ -290,4 +296,9 @@ export class DefaultExecutionService implements ExecutionService {
     }
     return [...set]
   }
+}
+
+/** `text` whole when it fits in `limitBytes`, else its head and tail around a marker, like the streams. */
+function capText(text: string, limitBytes: number): string {
+  return Buffer.byteLength(text) > limitBytes ? truncateOutput(text, '', limitBytes).stdout : text
 }

@@ -4,7 +4,7 @@ import type { SecurityPolicy, ValidationIssue } from '../core'
 
 /**
  * Static checks for JavaScript with a real parser. They give an early, precise error (line and column) for code
- * the policy forbids; they are not the boundary — the sandbox is (see DESIGN.md, defense in depth).
+ * the policy forbids; they are not the boundary — the sandbox is (see docs/architecture.md, defense in depth).
  */
 
 type Node = acorn.Node & Record<string, any>

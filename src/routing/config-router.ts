@@ -52,7 +52,7 @@ export function unenforcedRequirement(adapter: CodeExecutionAdapter, policy: Sec
 }
 
 /**
- * Routing (DESIGN.md step 4). A pinned adapter — the request's, else the readiness monitor's active binding, else
+ * Routing (step 4 of one execution, docs/architecture.md). A pinned adapter — the request's, else the readiness monitor's active binding, else
  * `execution.adapter` — runs the request if it can; otherwise the cheapest adapter (by `routing.tierOrder`) that
  * runs the language, offers the features the request needs, is not known to be unavailable, has its breaker
  * closed, and can enforce every `required` limit. Degraded adapters come after healthy ones of any tier.

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { LANGUAGES, type ExecutionResult, type Language } from '../core'
 import type { Execgate } from '../index'
+import { EXECGATE_VERSION } from './version'
 
 /** A short sentence for the tool's text content; the full result is the structured content. */
 function summary(result: ExecutionResult): string {
@@ -19,7 +20,7 @@ function summary(result: ExecutionResult): string {
  */
 export async function createMcpServer(execgate: Execgate, profile?: string, sessionScope: (sessionId: string) => string = (sessionId) => sessionId) {
   const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js')
-  const server = new McpServer({ name: 'execgate', version: '0.1.0' })
+  const server = new McpServer({ name: 'execgate', version: EXECGATE_VERSION })
   const language = z.enum(LANGUAGES as unknown as [Language, ...Language[]])
   server.registerTool(
     'execute_code',

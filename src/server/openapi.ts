@@ -1,4 +1,5 @@
 import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
+import { EXECGATE_VERSION } from './version'
 
 const errorBody = {
   type: 'object',
@@ -18,7 +19,7 @@ export function openApiDocument(): object {
   const { $id: _id, ...request } = EXECUTION_REQUEST_SCHEMA as { $id?: string }
   return {
     openapi: '3.1.0',
-    info: { title: 'execgate', version: '0.1.0', description: 'Run code for voice and chat agents, safely and fast. See docs/api.md.' },
+    info: { title: 'execgate', version: EXECGATE_VERSION, description: 'Run code for voice and chat agents, safely and fast. See docs/api.md.' },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {

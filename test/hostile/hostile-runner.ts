@@ -1,45 +1,20 @@
 import fs from 'node:fs'
-import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { ExecutionRequest, ExecutionResult, HostFunctions, SecurityPolicy } from '../../src/core'
 import { DEFAULT_POLICY } from '../../src/policy'
 import { createExecgate, type Execgate } from '../../src'
 import type { ExecuteOptions } from '../../src/tokens'
 import { HostileHostFunctions } from './fixtures'
+import { hostileCorpora, type HostileCase } from './corpus'
+
+export { hostileCorpora, loadHostileCases, type HostileCase, type HostileExpect } from './corpus'
 
 /**
- * Runs ../shared/hostile/cases.json against one adapter through ExecutionService, checking every `expect` key
- * (see that folder's README). Cases that cannot apply to an adapter are listed by id with the reason, and the
- * runner fails if such a list names a case that does not exist, so no case is skipped silently.
+ * Runs the project's hostile corpus (test/hostile/cases.json, described in this folder's README) against one
+ * adapter through ExecutionService, checking every `expect` key. Cases that cannot apply to an adapter are listed
+ * by id with the reason, and the runner fails if such a list names a case that does not exist, so no case is
+ * skipped silently. An extra corpus beside the repository (README) runs too when present.
  */
-
-export interface HostileCase {
-  id: string
-  language: 'javascript' | 'python'
-  category: string
-  code: string
-  source: string
-  backends: string[]
-  expect: HostileExpect
-}
-
-export interface HostileExpect {
-  status?: string
-  statusIn?: string[]
-  contains?: string[]
-  notContains?: string[]
-  maxWallMs?: number
-  hostFileAbsent?: string
-  hostSurvives?: boolean
-  nextRunOk?: boolean
-  noUnhandledRejectionInHost?: boolean
-  noLeftoverHandles?: boolean
-  noLateOutput?: string
-  noLeftoverProcesses?: boolean
-  hostUnchanged?: boolean
-  crossRunIsolation?: boolean
-  hostDoesNotFollowWorkspaceSymlinks?: boolean
-}
 
 /** The service, or anything with its `execute` (an Execgate from createExecgate). */
 export interface HostileTarget {
@@ -86,18 +61,6 @@ export interface HostileSuiteOptions {
   poolProcess?: RegExp
 }
 
-/** ../shared/hostile beside the repository (CI clones put shared/ there); searched upwards for worktrees. */
-function findHostileDir(): string {
-  if (process.env.EXECGATE_HOSTILE_DIR) return process.env.EXECGATE_HOSTILE_DIR
-  let directory = path.resolve(__dirname, '..', '..')
-  for (;;) {
-    const candidate = path.join(path.dirname(directory), 'shared', 'hostile')
-    if (fs.existsSync(path.join(candidate, 'cases.json'))) return candidate
-    if (path.dirname(directory) === directory) return path.resolve(__dirname, '..', '..', '..', 'shared', 'hostile')
-    directory = path.dirname(directory)
-  }
-}
-export const HOSTILE_DIR = findHostileDir()
 export const CANARY_FILE = '/tmp/hostile_canary'
 export const ENV_CANARY = 'HOSTILE_ENV_CANARY_VALUE'
 
@@ -125,13 +88,6 @@ const TRIVIAL: Record<HostileCase['language'], string> = { javascript: '1 + 1', 
 const ISOLATION_PROBE: Record<HostileCase['language'], { code: string; expect: string }> = {
   javascript: { code: 'console.log(JSON.stringify([1]))', expect: '[1]' },
   python: { code: 'import json\nprint(json.dumps([1]))', expect: '[1]' },
-}
-
-export function loadHostileCases(language?: HostileCase['language']): HostileCase[] {
-  const file = path.join(HOSTILE_DIR, 'cases.json')
-  if (!fs.existsSync(file)) throw new Error(`hostile corpus not found at ${file}: the tests need ../shared/hostile beside the repository`)
-  const cases = JSON.parse(fs.readFileSync(file, 'utf8')) as HostileCase[]
-  return language ? cases.filter((item) => item.language === language) : cases
 }
 
 function allText(result: ExecutionResult): string {
@@ -223,7 +179,7 @@ class HostWatch {
 }
 
 export function describeHostileCases(options: HostileSuiteOptions): void {
-  const cases = loadHostileCases(options.language)
+  const corpora = hostileCorpora(options.language)
   const notApplicable = options.notApplicable ?? {}
   process.env.HOSTILE_ENV_CANARY = ENV_CANARY
 
@@ -249,7 +205,7 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
     }, 60_000)
 
     test('every not-applicable entry names a real case', () => {
-      const ids = new Set(cases.map((item) => item.id))
+      const ids = new Set(corpora.flatMap((corpus) => corpus.cases.map((item) => item.id)))
       expect(Object.keys(notApplicable).filter((id) => !ids.has(id))).toEqual([])
     })
 
@@ -259,17 +215,21 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
       expect(fs.existsSync(CANARY_FILE)).toBe(false)
     }, 10_000)
 
-    for (const hostileCase of cases) {
-      const reason = notApplicable[hostileCase.id]
-      if (reason) {
-        test(`${hostileCase.id}: does not apply to ${options.adapter} — ${reason}`, () => {
-          expect(reason.length).toBeGreaterThan(10)
-        })
-        continue
-      }
-      test(`${hostileCase.id} (${hostileCase.category}) holds`, async () => {
-        await runCase(hostileCase, options, () => target, () => baselinePids)
-      }, options.caseTimeoutMs ?? 30_000)
+    for (const corpus of corpora) {
+      describe(corpus.label, () => {
+        for (const hostileCase of corpus.cases) {
+          const reason = notApplicable[hostileCase.id]
+          if (reason) {
+            test(`${hostileCase.id}: does not apply to ${options.adapter} — ${reason}`, () => {
+              expect(reason.length).toBeGreaterThan(10)
+            })
+            continue
+          }
+          test(`${hostileCase.id} (${hostileCase.category}) holds`, async () => {
+            await runCase(hostileCase, options, () => target, () => baselinePids)
+          }, options.caseTimeoutMs ?? 30_000)
+        }
+      })
     }
   })
 }
@@ -318,6 +278,10 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
     for (const needle of expectations.contains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: true, needle, context })
     for (const needle of expectations.notContains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: false, needle, context })
     expect(text.includes(ENV_CANARY)).toBe(false)
+    if (expectations.maxOutputBytes) {
+      const outputBytes = Buffer.byteLength(text)
+      expect({ outputBytes: outputBytes <= expectations.maxOutputBytes, context }).toEqual({ outputBytes: true, context })
+    }
     if (expectations.maxWallMs) expect({ wallMs: Math.round(wallMs) <= expectations.maxWallMs, context }).toEqual({ wallMs: true, context })
     if (expectations.hostFileAbsent) expect(fs.existsSync(expectations.hostFileAbsent)).toBe(false)
     if (expectations.hostUnchanged) {

@@ -101,7 +101,7 @@ describe('HTTP API over real HTTP on loopback', () => {
     expect({ status: wrong.status, code: wrong.json.error.code, message: wrong.json.error.message }).toEqual({ status: 401, code: 'EXECGATE_UNAUTHORIZED', message: '[execgate] the API key is not valid' })
     expect((await call('/healthz')).json).toEqual({ status: 'up' })
     expect((await call('/readyz')).json).toMatchObject({ ready: true, available: expect.arrayContaining(['quickjs', 'monty']) })
-    expect((await call('/docs/json')).json).toMatchObject({ openapi: '3.1.0', paths: { '/v1/executions': expect.any(Object) } })
+    expect((await call('/docs/json')).json).toMatchObject({ openapi: '3.1.0', info: { version: require('../../package.json').version }, paths: { '/v1/executions': expect.any(Object) } })
   })
 
   test('a policy profile the tenant may not use gets 403; one it may use applies', async () => {

@@ -8,6 +8,8 @@ import { serve, type RunningServer } from '../../src/server/serve'
 const KEY = 'acme-key-0123456789abcdef'
 
 async function exercise(client: Client): Promise<void> {
+  // The version is package.json's, not one written again in the server.
+  expect(client.getServerVersion()).toMatchObject({ name: 'execgate', version: require('../../package.json').version })
   const tools = await client.listTools()
   expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['execute_code', 'list_languages', 'validate_code'])
   const execute = tools.tools.find((tool) => tool.name === 'execute_code')!

@@ -1,0 +1,106 @@
+import fs from 'node:fs'
+import path from 'node:path'
+
+/** One payload of a hostile corpus; the fields and `expect` keys are described in this folder's README. */
+export interface HostileCase {
+  id: string
+  language: 'javascript' | 'python'
+  category: string
+  code: string
+  source: string
+  backends: string[]
+  expect: HostileExpect
+}
+
+export interface HostileExpect {
+  status?: string
+  statusIn?: string[]
+  contains?: string[]
+  notContains?: string[]
+  maxWallMs?: number
+  hostFileAbsent?: string
+  hostSurvives?: boolean
+  nextRunOk?: boolean
+  noUnhandledRejectionInHost?: boolean
+  noLeftoverHandles?: boolean
+  noLateOutput?: string
+  noLeftoverProcesses?: boolean
+  hostUnchanged?: boolean
+  crossRunIsolation?: boolean
+  hostDoesNotFollowWorkspaceSymlinks?: boolean
+  maxOutputBytes?: number
+}
+
+/** Every `expect` key the runner checks, so a corpus naming another (a typo) is caught; the type keeps it complete. */
+const CHECKED_EXPECT_KEYS: Record<keyof HostileExpect, true> = {
+  status: true,
+  statusIn: true,
+  contains: true,
+  notContains: true,
+  maxWallMs: true,
+  maxOutputBytes: true,
+  hostFileAbsent: true,
+  hostSurvives: true,
+  nextRunOk: true,
+  noUnhandledRejectionInHost: true,
+  noLeftoverHandles: true,
+  noLateOutput: true,
+  noLeftoverProcesses: true,
+  hostUnchanged: true,
+  crossRunIsolation: true,
+  hostDoesNotFollowWorkspaceSymlinks: true,
+}
+export const EXPECT_KEYS = Object.keys(CHECKED_EXPECT_KEYS) as ReadonlyArray<keyof HostileExpect>
+
+const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..')
+/** The corpus the project carries; every suite runs it. */
+export const PROJECT_CORPUS_FILE = path.join(__dirname, 'cases.json')
+/**
+ * An extra corpus a checkout may have beside it (a team's shared folder next to the repository). Only that one
+ * place is looked at: a clone must behave the same wherever it sits, whatever lies further up.
+ */
+export const EXTRA_CORPUS_FILE = path.resolve(REPOSITORY_ROOT, '..', 'shared', 'hostile', 'cases.json')
+
+export interface HostileCorpus {
+  /** How test names call it. */
+  label: string
+  cases: HostileCase[]
+}
+
+function readCorpus(file: string): HostileCase[] {
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as HostileCase[]
+}
+
+let extraCorpusAbsenceReported = false
+
+export interface CorpusFiles {
+  project: string
+  extra: string
+}
+
+/**
+ * The project's corpus, then the extra corpus's cases that are not already in it (same id, code and expectations):
+ * an identical case would only run twice. Without the extra corpus, one line says so, once per test file.
+ */
+export function hostileCorpora(language?: HostileCase['language'], files: CorpusFiles = { project: PROJECT_CORPUS_FILE, extra: EXTRA_CORPUS_FILE }): HostileCorpus[] {
+  const ofLanguage = (cases: HostileCase[]) => (language ? cases.filter((item) => item.language === language) : cases)
+  const project = readCorpus(files.project)
+  const corpora: HostileCorpus[] = [{ label: 'project corpus', cases: ofLanguage(project) }]
+  if (!fs.existsSync(files.extra)) {
+    if (!extraCorpusAbsenceReported) process.stdout.write(`hostile: no extra corpus at ${files.extra}; running the project corpus only\n`)
+    extraCorpusAbsenceReported = true
+    return corpora
+  }
+  const known = new Set(project.map(caseFingerprint))
+  corpora.push({ label: 'extra corpus beside the repository', cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))) })
+  return corpora
+}
+
+function caseFingerprint(item: HostileCase): string {
+  return JSON.stringify([item.id, item.language, item.code, item.expect])
+}
+
+/** Every case of every corpus present (see `hostileCorpora`). */
+export function loadHostileCases(language?: HostileCase['language']): HostileCase[] {
+  return hostileCorpora(language).flatMap((corpus) => corpus.cases)
+}
