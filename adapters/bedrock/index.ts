@@ -16,17 +16,16 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import { bedrockSchema, type BedrockOptionsConfig } from '../../src/config/adapter-options/bedrock'
+import { withOptionDefaults } from '../shared/option-schema'
+import { BEDROCK_OPTIONS_SCHEMA, type BedrockAdapterOptions, type BedrockOptions } from './options'
 import { loadTypeScript } from '../../src/policy'
-import { parseReport } from '../process/classify'
-import { RECORD_SEPARATOR } from '../docker/runners'
+import { RECORD_SEPARATOR, parseReport } from '../shared/run-report'
 import { mapAwsError } from './map-error'
 import { wrapJavaScript, wrapPython } from './wrap'
 
 export const NAME = 'bedrock'
 
-/** Every option falls back to the config schema's default; `client` injects an SDK client (tests). */
-export type BedrockAdapterOptions = Partial<BedrockOptionsConfig> & { client?: BedrockAgentCoreClient }
+export type { BedrockAdapterOptions, BedrockOptions } from './options'
 
 const LANGUAGES: readonly Language[] = ['python', 'javascript', 'typescript']
 const AVAILABILITY_TIMEOUT_MS = 10_000
@@ -64,15 +63,14 @@ export class BedrockAdapter implements CodeExecutionAdapter {
     network: false,
     cancellable: true,
   }
-  private readonly settings: BedrockOptionsConfig
+  private readonly settings: BedrockOptions
   private client?: BedrockAgentCoreClient
   private readonly sessions = new Map<string, HeldSession>()
   private readonly idleTimer: NodeJS.Timeout
   private readonly onExit = () => void this.stopAll()
 
   constructor(private readonly options: BedrockAdapterOptions = {}) {
-    const setting = <K extends keyof BedrockOptionsConfig>(key: K) => (options[key] ?? bedrockSchema[key].default) as BedrockOptionsConfig[K]
-    this.settings = { region: setting('region'), endpoint: setting('endpoint'), codeInterpreter: setting('codeInterpreter'), sessionTimeoutSeconds: setting('sessionTimeoutSeconds'), idleSessionMs: setting('idleSessionMs') }
+    this.settings = withOptionDefaults(BEDROCK_OPTIONS_SCHEMA, options)
     this.idleTimer = setInterval(() => void this.stopIdle(), Math.min(this.settings.idleSessionMs, 30_000)).unref()
     process.once('beforeExit', this.onExit)
   }

@@ -1,5 +1,5 @@
-import { pythonRunner } from '../process/runners'
-import { RECORD_SEPARATOR } from '../docker/runners'
+import { pythonRunner } from '../shared/interpreter-runners'
+import { RECORD_SEPARATOR } from '../shared/run-report'
 
 /**
  * AgentCore's Code Interpreter returns stdout, stderr and an exit code, not the value of the last expression. The

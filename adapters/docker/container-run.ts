@@ -2,8 +2,8 @@ import { PassThrough, type Duplex } from 'node:stream'
 import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import type { OutputCapture } from '../../src/core'
-import { stopReasonFor, type StopReason } from '../process/spawn-sandbox'
-import { RECORD_SEPARATOR } from './runners'
+import { RECORD_SEPARATOR } from '../shared/run-report'
+import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 
 export interface ContainerOutcome {
   stoppedFor?: StopReason

@@ -17,15 +17,16 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import { dockerSchema, type DockerOptionsConfig } from '../../src/config/adapter-options/docker'
-import { outOfMemoryEvidence, parseReport } from '../process/classify'
+import { withOptionDefaults } from '../shared/option-schema'
+import { DOCKER_OPTIONS_SCHEMA, type DockerAdapterOptions, type DockerOptions } from './options'
+import { outOfMemoryEvidence } from '../shared/out-of-memory'
+import { parseReport } from '../shared/run-report'
 import { runContainer, type ContainerOutcome } from './container-run'
 import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
 
 export const NAME = 'docker'
 
-/** Every option falls back to the config schema's default; `client` injects a dockerode instance (tests). */
-export type DockerAdapterOptions = Partial<DockerOptionsConfig> & { client?: Docker }
+export type { DockerAdapterOptions, DockerOptions } from './options'
 
 type DockerLanguage = 'python' | 'javascript'
 const LANGUAGES: readonly DockerLanguage[] = ['python', 'javascript']
@@ -67,14 +68,13 @@ export class DockerAdapter implements CodeExecutionAdapter {
     network: false,
     cancellable: true,
   }
-  private readonly settings: DockerOptionsConfig
+  private readonly settings: DockerOptions
   private readonly injected?: Docker
   private client?: Docker
   private readonly running = new Set<Promise<unknown>>()
 
   constructor(options: DockerAdapterOptions = {}) {
-    const setting = <K extends keyof DockerOptionsConfig>(key: K) => (options[key] ?? dockerSchema[key].default) as DockerOptionsConfig[K]
-    this.settings = { socketPath: setting('socketPath'), pythonImage: setting('pythonImage'), nodeImage: setting('nodeImage'), user: setting('user'), workspaceMb: setting('workspaceMb'), startupTimeoutMs: setting('startupTimeoutMs') }
+    this.settings = withOptionDefaults(DOCKER_OPTIONS_SCHEMA, options)
     this.injected = options.client
   }
 

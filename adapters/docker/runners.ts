@@ -1,4 +1,4 @@
-import { nodeRunner, pythonRunner } from '../process/runners'
+import { nodeRunner, pythonRunner } from '../shared/interpreter-runners'
 
 /**
  * The process adapter's runners, fed differently: a container's root is read-only and its tmpfs workspace does not
@@ -13,7 +13,6 @@ import { nodeRunner, pythonRunner } from '../process/runners'
 export const PAYLOAD_CHUNK = 96 * 1024
 /** Code and files together, base64: stays well inside the 2 MiB the kernel allows for arguments and environment. */
 export const PAYLOAD_LIMIT = 1024 * 1024
-export const RECORD_SEPARATOR = '\x1e'
 
 const PYTHON_PRELUDE = String.raw`
 def _execgate_payload():

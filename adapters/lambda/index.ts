@@ -15,13 +15,13 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import { lambdaSchema, type LambdaOptionsConfig } from '../../src/config/adapter-options/lambda'
+import { withOptionDefaults } from '../shared/option-schema'
+import { LAMBDA_OPTIONS_SCHEMA, type LambdaAdapterOptions, type LambdaOptions } from './options'
 import { mapLambdaError, mapFunctionError } from './map-error'
 
 export const NAME = 'lambda'
 
-/** Every option falls back to the config schema's default; `client` injects an SDK client (tests). */
-export type LambdaAdapterOptions = Partial<LambdaOptionsConfig> & { client?: LambdaClient }
+export type { LambdaAdapterOptions, LambdaOptions } from './options'
 
 const LANGUAGES: readonly Language[] = ['javascript', 'typescript', 'python']
 /** Lambda's synchronous payload limit. */
@@ -51,12 +51,11 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     network: false,
     cancellable: true,
   }
-  private readonly settings: LambdaOptionsConfig
+  private readonly settings: LambdaOptions
   private client?: LambdaClient
 
   constructor(private readonly options: LambdaAdapterOptions = {}) {
-    const setting = <K extends keyof LambdaOptionsConfig>(key: K) => (options[key] ?? lambdaSchema[key].default) as LambdaOptionsConfig[K]
-    this.settings = { functionName: setting('functionName'), qualifier: setting('qualifier'), region: setting('region'), endpoint: setting('endpoint') }
+    this.settings = withOptionDefaults(LAMBDA_OPTIONS_SCHEMA, options)
   }
 
   /** The SDK is loaded on first use. Credentials come from the standard AWS chain, never from execgate's config. */

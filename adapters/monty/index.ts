@@ -26,26 +26,14 @@ import { scanPython } from '../../src/policy'
 import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'
 import type { ToWorker } from './protocol'
+import { withOptionDefaults } from '../shared/option-schema'
+import { MONTY_OPTIONS_SCHEMA, type MontyAdapterOptions } from './options'
 import { MontyReplSessions } from './repl-sessions'
 import { toJsonValue } from './to-json'
 
 export const NAME = 'monty'
 
-export interface MontyAdapterOptions {
-  /** Deepest Python call stack allowed; monty raises RecursionError past it. @default 200 */
-  maxRecursionDepth?: number
-  /** Worker threads running monty. @default 2 */
-  workers?: number
-  /** How long a cancelled or overdue run may take before its worker is killed. @default 50 */
-  killGraceMs?: number
-  /**
-   * How long a run may take on the calling thread before it is handed to a worker thread instead (started again
-   * there, its first output discarded). Most runs take microseconds; 0 sends every run to a worker. @default 20
-   */
-  inlineBudgetMs?: number
-  /** Session TTL and cap (config `sessions`), for calls with a `sessionId`, which run in monty's REPL. */
-  sessions?: SessionLimits
-}
+export type { MontyAdapterOptions, MontyOptions } from './options'
 
 const LANGUAGES: readonly Language[] = ['python']
 
@@ -89,13 +77,14 @@ export class MontyAdapter implements CodeExecutionAdapter {
   private nextJobId = 0
 
   constructor(options: MontyAdapterOptions = {}) {
-    this.maxRecursionDepth = options.maxRecursionDepth ?? 200
+    const settings = withOptionDefaults(MONTY_OPTIONS_SCHEMA, options)
+    this.maxRecursionDepth = settings.maxRecursionDepth
     if (!Number.isInteger(this.maxRecursionDepth) || this.maxRecursionDepth < 10) {
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.monty.maxRecursionDepth must be an integer of 10 or more: value was ${options.maxRecursionDepth}` })
     }
-    this.killGraceMs = options.killGraceMs ?? 50
-    this.inlineBudgetMs = options.inlineBudgetMs ?? 20
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', options.workers ?? 2)
+    this.killGraceMs = settings.killGraceMs
+    this.inlineBudgetMs = settings.inlineBudgetMs
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers)
     this.replSessions = new MontyReplSessions(options.sessions, this.maxRecursionDepth, this.killGraceMs)
   }
 

@@ -1,27 +1,12 @@
 import type { ExecutionErrorInfo, ExecutionStatus, SecurityPolicy } from '../../src/core'
+import { outOfMemoryEvidence } from '../shared/out-of-memory'
+import { parseReport } from '../shared/run-report'
 import type { SpawnedRun } from './spawn-sandbox'
 
 export interface RunOutcome {
   status: ExecutionStatus
   value?: unknown
   error?: ExecutionErrorInfo
-}
-
-/** What an out-of-memory end looks like from each interpreter once an allocation is refused (rlimit or cgroup). */
-const OUT_OF_MEMORY = /heap out of memory|Allocation failed|cannot allocate|Cannot allocate memory|std::bad_alloc|MemoryError/i
-/**
- * V8 can also die on a failed check inside its heap when memory runs out under it (a page it cannot re-protect
- * during a collection: `# Check failed: reservation_.SetPermissions(…)`, exit 133), with a native stack through
- * the heap's code. Only a failure inside the heap counts; any other V8 crash stays an error.
- */
-const V8_HEAP_FAILURE = /^# ?(Check failed: .*|Fatal process out of memory.*)$[\s\S]*v8::internal::(?:Heap|BackingStore|PagedSpace|MemoryAllocator)::/m
-
-/** The stderr line that shows the interpreter ran out of memory, or undefined when nothing does. */
-export function outOfMemoryEvidence(stderr: string): string | undefined {
-  const line = stderr.split('\n').find((text) => OUT_OF_MEMORY.test(text))
-  if (line !== undefined) return line.trim()
-  const heap = V8_HEAP_FAILURE.exec(stderr)
-  return heap ? `V8 failed inside its heap: ${heap[1]!.trim()}` : undefined
 }
 
 /** The launcher's exit code when the workspace could not be prepared (see LAUNCHER). */
@@ -60,15 +45,4 @@ export function classifyExit(run: SpawnedRun, policy: SecurityPolicy, stderr: st
   if (outOfMemory) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${policy.memoryMb} MiB): ${outOfMemory}` } }
   const how = code !== null && code > 128 ? `was killed by signal ${code - 128}` : `exited with code ${code ?? run.signal}`
   return { status: 'error', error: { type: 'ExitError', message: `the program ${how}${lastLine ? `: ${lastLine}` : ''}` } }
-}
-
-export function parseReport(text: string): { ok?: boolean; value?: unknown; error?: ExecutionErrorInfo } | undefined {
-  if (!text) return undefined
-  try {
-    const parsed = JSON.parse(text) as { ok?: boolean; value?: unknown; error?: ExecutionErrorInfo }
-    if (parsed.error && (typeof parsed.error.type !== 'string' || typeof parsed.error.message !== 'string')) return undefined
-    return parsed
-  } catch {
-    return undefined // the code wrote to fd 5 itself; fall back to the exit code
-  }
 }

@@ -18,8 +18,8 @@ import {
   type SecurityPolicy,
   type ValidationReport,
 } from '../../src/core'
-import type { ProcessOptionsConfig } from '../../src/config/adapter-options/process'
-import { processSchema } from '../../src/config/adapter-options/process'
+import { withOptionDefaults } from '../shared/option-schema'
+import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions } from './options'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { packFiles, unpackFiles } from './tar'
@@ -28,8 +28,7 @@ import { classifyExit } from './classify'
 
 export const NAME = 'process'
 
-/** Every option falls back to the config schema's default. */
-export type ProcessAdapterOptions = Partial<ProcessOptionsConfig>
+export type { ProcessAdapterOptions, ProcessOptions } from './options'
 
 type ProcessLanguage = 'python' | 'javascript' | 'bash'
 const LANGUAGES: readonly ProcessLanguage[] = ['python', 'javascript', 'bash']
@@ -49,15 +48,15 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private runnerCompiled = false
 
   constructor(options: ProcessAdapterOptions = {}) {
-    const setting = <K extends keyof ProcessOptionsConfig>(key: K) => (options[key] ?? processSchema[key].default) as ProcessOptionsConfig[K]
+    const settings = withOptionDefaults(PROCESS_OPTIONS_SCHEMA, options)
     const asRoot = process.getuid?.() === 0
-    this.uids = asRoot ? UidPool.parse(setting('sandboxUids')) : undefined
+    this.uids = asRoot ? UidPool.parse(settings.sandboxUids) : undefined
     this.plan = {
-      bwrapPath: setting('bwrapPath'),
-      shellPath: setting('shellPath'),
-      interpreters: { python: setting('pythonPath'), javascript: setting('nodePath'), bash: setting('bashPath') },
-      workspaceMb: setting('workspaceMb'),
-      maxOpenFiles: setting('maxOpenFiles'),
+      bwrapPath: settings.bwrapPath,
+      shellPath: settings.shellPath,
+      interpreters: { python: settings.pythonPath, javascript: settings.nodePath, bash: settings.bashPath },
+      workspaceMb: settings.workspaceMb,
+      maxOpenFiles: settings.maxOpenFiles,
       dedicatedUid: asRoot,
     }
     this.capabilities = {

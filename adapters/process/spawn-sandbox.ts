@@ -2,18 +2,8 @@ import { spawn } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
 import type { OutputCapture } from '../../src/core'
+import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { FD } from './runners'
-
-/** Why the host stopped a run itself; absent when the run ended on its own. */
-export type StopReason = 'timeout' | 'output_limit' | 'cancelled'
-
-/**
- * The reason a stop is reported under: output already past its cap broke that limit first, and a deadline reached
- * while the overflow was still draining only caught it late. Shared by the process and docker adapters.
- */
-export function stopReasonFor(reason: StopReason, output: Pick<OutputCapture, 'exceeded'>): StopReason {
-  return reason === 'timeout' && output.exceeded ? 'output_limit' : reason
-}
 
 export interface SpawnedRun {
   stoppedFor?: StopReason

@@ -23,20 +23,13 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
+import { withOptionDefaults } from '../shared/option-schema'
+import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
 
 export const NAME = 'pyodide'
 
-export interface PyodideAdapterOptions {
-  /** Warm pyodide processes; each holds one interpreter (~4 s and ~160 MB to start). @default 2 */
-  poolSize?: number
-  /** How often a running process's memory is measured, in ms. @default 25 */
-  memoryPollMs?: number
-  /** Start the pool now rather than on the first request. @default true */
-  warmOnStart?: boolean
-  /** Session TTL and count, from the `sessions` config. @default 600 s, 32 */
-  sessions?: SessionLimits
-}
+export type { PyodideAdapterOptions, PyodideOptions } from './options'
 
 const LANGUAGES: readonly Language[] = ['python']
 
@@ -84,12 +77,13 @@ export class PyodideAdapter implements CodeExecutionAdapter {
   private readonly sessions: SessionStore<string>
 
   constructor(options: PyodideAdapterOptions = {}) {
-    const poolSize = options.poolSize ?? 2
+    const settings = withOptionDefaults(PYODIDE_OPTIONS_SCHEMA, options)
+    const poolSize = settings.poolSize
     if (!Number.isInteger(poolSize) || poolSize < 1) {
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.pyodide.poolSize must be a positive integer: value was ${options.poolSize}` })
     }
-    this.memoryPollMs = options.memoryPollMs ?? 25
-    this.pool = new PyodideProcessPool(poolSize, options.warmOnStart ?? true)
+    this.memoryPollMs = settings.memoryPollMs
+    this.pool = new PyodideProcessPool(poolSize, settings.warmOnStart)
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 

@@ -24,6 +24,8 @@ import {
 import { checkJavaScript, checkTypeScript } from '../../src/policy'
 import { prepareSource, type PreparedSource } from './prepare-source'
 import type { ToWorker } from './protocol'
+import { withOptionDefaults } from '../shared/option-schema'
+import { QUICKJS_OPTIONS_SCHEMA, type QuickJsAdapterOptions } from './options'
 import { captureScript, restoreScripts, topLevelNames, type SessionState } from './session'
 
 export const NAME = 'quickjs'
@@ -32,16 +34,7 @@ export const NAME = 'quickjs'
 export const MAX_SAFE_STACK_KIB = 256
 
 
-export interface QuickJsAdapterOptions {
-  /** QuickJS stack limit in KiB, at most 256. @default 256 */
-  maxStackKiB?: number
-  /** Worker threads, each running one execution at a time. @default 2 */
-  workers?: number
-  /** How long past its deadline a run may stay in native code before its worker is killed. @default 50 */
-  killGraceMs?: number
-  /** Session TTL and count, from the `sessions` config. @default 600 s, 32 */
-  sessions?: SessionLimits
-}
+export type { QuickJsAdapterOptions, QuickJsOptions } from './options'
 
 const LANGUAGES: readonly Language[] = ['javascript', 'typescript']
 
@@ -85,15 +78,16 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
   private readonly sessions: SessionStore<SessionState>
 
   constructor(options: QuickJsAdapterOptions = {}) {
-    const stackKiB = options.maxStackKiB ?? MAX_SAFE_STACK_KIB
+    const settings = withOptionDefaults(QUICKJS_OPTIONS_SCHEMA, options)
+    const stackKiB = settings.maxStackKiB
     if (!Number.isInteger(stackKiB) || stackKiB < 16 || stackKiB > MAX_SAFE_STACK_KIB) {
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
         detail: `adapters.quickjs.maxStackKiB must be an integer from 16 to ${MAX_SAFE_STACK_KIB}: value was ${stackKiB}`,
       })
     }
     this.stackBytes = stackKiB * 1024
-    this.killGraceMs = options.killGraceMs ?? 50
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', options.workers ?? 2)
+    this.killGraceMs = settings.killGraceMs
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', settings.workers)
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 

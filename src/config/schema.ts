@@ -1,5 +1,5 @@
 import { FILESYSTEM_ACCESS, POLICY_LIMITS, type FilesystemAccess, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
-import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from './adapter-options'
+import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/registry'
 import { formats } from './formats'
 
 /**
@@ -235,6 +235,11 @@ export function withEnvironmentNames<T extends object>(schema: T, path: string[]
   for (const [key, node] of Object.entries(schema)) {
     const here = [...path, key]
     const isLeaf = typeof node === 'object' && node !== null && 'default' in node
+    if (isLeaf && 'env' in node && node.env !== environmentName(here)) {
+      // Adapters write their env var beside each option (adapters/<name>/options.ts); a name that is not the one
+      // derived from the key would be a second spelling of the same setting.
+      throw new Error(`${here.join('.')}: env ${String(node.env)} must be ${environmentName(here)}`)
+    }
     out[key] = isLeaf ? { ...node, env: environmentName(here) } : withEnvironmentNames(node as object, here)
   }
   return out as T

@@ -1,4 +1,4 @@
-import { outOfMemoryEvidence } from '../../adapters/process/classify'
+import { outOfMemoryEvidence } from '../../adapters/shared/out-of-memory'
 
 // Interpreter ends captured from real runs (docker, 64 MiB) and how each is read; process and docker share this.
 const V8_HEAP_CHECK = `

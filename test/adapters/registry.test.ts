@@ -1,6 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { ADAPTERS } from '../../adapters/registry'
+import { ADAPTERS, ADAPTER_OPTION_SCHEMAS } from '../../adapters/registry'
+import { CONFIG_SCHEMA, environmentName } from '../../src/config/schema'
 import { LANGUAGES } from '../../src/core'
 
 const root = path.join(__dirname, '..', '..')
@@ -12,7 +13,7 @@ describe('adapter registry', () => {
     .map((entry) => entry.name)
 
   test('every folder under adapters/ is registered', () => {
-    expect(folders.filter((name) => !ADAPTERS[name])).toEqual([])
+    expect(folders.filter((name) => name !== 'shared' && !ADAPTERS[name])).toEqual([])
   })
 
   test('every adapter is documented in docs/adapters/', () => {
@@ -29,5 +30,74 @@ describe('adapter registry', () => {
 
   test('declared languages are known languages', () => {
     for (const definition of Object.values(ADAPTERS)) for (const language of definition.languages) expect(LANGUAGES).toContain(language)
+  })
+
+  /** Every relative import in a TypeScript file, static or dynamic (`import(...)`, `require(...)`), resolved to a path. */
+  function relativeImports(file: string): string[] {
+    const text = fs.readFileSync(file, 'utf8')
+    const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*|require\s*\(\s*|import\s+)'(\.{1,2}\/[^']+)'/g)].map((match) => match[1])
+    return specifiers.map((specifier) => path.resolve(path.dirname(file), specifier))
+  }
+
+  function sourceFiles(folder: string): string[] {
+    return fs.readdirSync(folder, { withFileTypes: true, recursive: true })
+      .filter((entry) => entry.isFile() && /\.(ts|js)$/.test(entry.name))
+      .map((entry) => path.join(entry.parentPath, entry.name))
+  }
+
+  test('no adapter folder imports another adapter folder (what they share lives in adapters/shared)', () => {
+    const adaptersRoot = path.join(root, 'adapters')
+    const crossings: string[] = []
+    for (const name of folders.filter((folder) => folder !== 'shared')) {
+      for (const file of sourceFiles(path.join(adaptersRoot, name))) {
+        // The lambda function is a deployment of execgate itself, which may run the local adapters.
+        if (file.includes(path.join('lambda', 'function') + path.sep)) continue
+        for (const target of relativeImports(file)) {
+          const relative = path.relative(adaptersRoot, target)
+          if (relative.startsWith('..')) continue
+          const owner = relative.split(path.sep)[0]
+          if (owner !== name && owner !== 'shared') crossings.push(`${path.relative(root, file)} -> adapters/${relative}`)
+        }
+      }
+    }
+    expect(crossings).toEqual([])
+  })
+
+  test('adapters/shared imports no adapter folder', () => {
+    const adaptersRoot = path.join(root, 'adapters')
+    const upward = sourceFiles(path.join(adaptersRoot, 'shared'))
+      .flatMap((file) => relativeImports(file).map((target) => path.relative(adaptersRoot, target)))
+      .filter((relative) => !relative.startsWith('..') && relative.split(path.sep)[0] !== 'shared')
+    expect(upward).toEqual([])
+  })
+
+  test("every adapter's options live in its own folder, and the config composes exactly those", () => {
+    for (const name of Object.keys(ADAPTER_OPTION_SCHEMAS)) {
+      const file = path.join(root, 'adapters', name, 'options.ts')
+      expect(fs.existsSync(file)).toBe(true)
+      expect(fs.readFileSync(path.join(root, 'adapters', 'registry.ts'), 'utf8')).toContain(`from './${name}/options'`)
+    }
+    // Every adapter with settings has an options.ts, and every options.ts is composed (none is forgotten).
+    const withOptionsFile = folders.filter((name) => fs.existsSync(path.join(root, 'adapters', name, 'options.ts')))
+    expect(withOptionsFile.sort()).toEqual(Object.keys(ADAPTER_OPTION_SCHEMAS).sort())
+    expect(CONFIG_SCHEMA.adapters).toBe(ADAPTER_OPTION_SCHEMAS)
+    // No other module declares adapter options: src/config holds no per-adapter files any more.
+    expect(fs.existsSync(path.join(root, 'src', 'config', 'adapter-options'))).toBe(false)
+  })
+
+  test("each option's env var is the one derived from its key, and each has a doc and a default", () => {
+    for (const [name, schema] of Object.entries(ADAPTER_OPTION_SCHEMAS)) {
+      for (const [key, leaf] of Object.entries(schema as Record<string, { doc: string; env: string; default: unknown }>)) {
+        expect(leaf.env).toBe(environmentName(['adapters', name, key]))
+        expect(leaf.doc.length).toBeGreaterThan(0)
+        expect(leaf.default).not.toBeUndefined()
+      }
+    }
+  })
+
+  test('an adapter built with no options takes the schema defaults (each written once, in options.ts)', async () => {
+    const { withOptionDefaults } = await import('../../adapters/shared/option-schema')
+    expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.quickjs, { workers: 5, killGraceMs: undefined })).toEqual({ maxStackKiB: 256, workers: 5, killGraceMs: 50 })
+    expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.process, {}).pythonPath).toBe('/usr/bin/python3')
   })
 })

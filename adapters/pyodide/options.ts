@@ -1,0 +1,24 @@
+import type { SessionLimits } from '../../src/core'
+import type { OptionSchema } from '../shared/option-schema'
+
+/** The `adapters.pyodide` config section. */
+export interface PyodideOptions {
+  /** Warm pyodide processes, each with one CPython interpreter (~4 s and ~160 MB to start, so they are started with execgate, never on a request). */
+  poolSize: number
+  /** How often a running interpreter's memory is measured (ms). */
+  memoryPollMs: number
+  /** Start the pool with execgate (a server) rather than on the first Python request that needs it (the CLI, which runs one request). */
+  warmOnStart: boolean
+}
+
+/** What `new PyodideAdapter()` takes: any config option (the rest default) and the session limits. */
+export type PyodideAdapterOptions = Partial<PyodideOptions> & {
+  /** Session TTL and count, from the `sessions` config. */
+  sessions?: SessionLimits
+}
+
+export const PYODIDE_OPTIONS_SCHEMA: OptionSchema<PyodideOptions> = {
+  poolSize: { doc: 'Warm pyodide processes', format: 'positive-int', default: 2, env: 'EXECGATE_ADAPTERS_PYODIDE_POOL_SIZE' },
+  memoryPollMs: { doc: 'Memory measurement interval for pyodide runs (ms)', format: 'positive-int', default: 25, env: 'EXECGATE_ADAPTERS_PYODIDE_MEMORY_POLL_MS' },
+  warmOnStart: { doc: 'Start the pyodide pool with execgate', format: Boolean, default: true, env: 'EXECGATE_ADAPTERS_PYODIDE_WARM_ON_START' },
+}

@@ -1,0 +1,32 @@
+import type { SessionLimits } from '../../src/core'
+import type { OptionSchema } from '../shared/option-schema'
+
+/** The `adapters.quickjs` config section. */
+export interface QuickJsOptions {
+  /**
+   * QuickJS stack limit in KiB. Above 256 KiB deep recursion can overflow the host's own stack before QuickJS
+   * notices, which corrupts the runtime.
+   */
+  maxStackKiB: number
+  /** Worker threads running QuickJS, one execution each at a time. */
+  workers: number
+  /** How long past its deadline a run may stay inside native code (a huge `join`, a regex) before its worker is killed and replaced. */
+  killGraceMs: number
+}
+
+/** What `new QuickJsAdapter()` takes: any config option (the rest default) and the session limits. */
+export type QuickJsAdapterOptions = Partial<QuickJsOptions> & {
+  /** Session TTL and count, from the `sessions` config. */
+  sessions?: SessionLimits
+}
+
+export const QUICKJS_OPTIONS_SCHEMA: OptionSchema<QuickJsOptions> = {
+  maxStackKiB: { doc: 'QuickJS stack limit (KiB, at most 256)', format: 'positive-int', default: 256, env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_STACK_KI_B' },
+  workers: { doc: 'QuickJS worker threads', format: 'positive-int', default: 2, env: 'EXECGATE_ADAPTERS_QUICKJS_WORKERS' },
+  killGraceMs: {
+    doc: 'Time in native code past the deadline before the worker is killed (ms)',
+    format: 'non-negative-int',
+    default: 50,
+    env: 'EXECGATE_ADAPTERS_QUICKJS_KILL_GRACE_MS',
+  },
+}
