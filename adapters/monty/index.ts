@@ -36,6 +36,8 @@ export interface MontyAdapterOptions {
   maxRecursionDepth?: number
   /** Worker threads running monty. @default 2 */
   workers?: number
+  /** Start the workers now rather than at the first run or `warmUp()`. @default true */
+  warmOnStart?: boolean
   /** How long a cancelled or overdue run may take before its worker is killed. @default 50 */
   killGraceMs?: number
   /**
@@ -95,7 +97,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
     }
     this.killGraceMs = options.killGraceMs ?? 50
     this.inlineBudgetMs = options.inlineBudgetMs ?? 20
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', options.workers ?? 2)
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', options.workers ?? 2, options.warmOnStart ?? true)
     this.replSessions = new MontyReplSessions(options.sessions, this.maxRecursionDepth, this.killGraceMs)
   }
 
@@ -223,6 +225,19 @@ export class MontyAdapter implements CodeExecutionAdapter {
 
   async closeSession(sessionId: string): Promise<boolean> {
     return this.replSessions.close(sessionId)
+  }
+
+  /**
+   * Loads monty's native binding on this thread (the inline fast path's first run would otherwise pay it) and
+   * waits for one worker to be ready for the runs that go there.
+   */
+  async warmUp(): Promise<void> {
+    loadMontyBinding()
+    await this.pool.warmUp()
+  }
+
+  isWarm(): boolean {
+    return this.pool.hasIdle
   }
 
   async dispose(): Promise<void> {

@@ -37,6 +37,8 @@ export interface QuickJsAdapterOptions {
   maxStackKiB?: number
   /** Worker threads, each running one execution at a time. @default 2 */
   workers?: number
+  /** Start the workers now rather than at the first run or `warmUp()`. @default true */
+  warmOnStart?: boolean
   /** How long past its deadline a run may stay in native code before its worker is killed. @default 50 */
   killGraceMs?: number
   /** Session TTL and count, from the `sessions` config. @default 600 s, 32 */
@@ -93,7 +95,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     }
     this.stackBytes = stackKiB * 1024
     this.killGraceMs = options.killGraceMs ?? 50
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', options.workers ?? 2)
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', options.workers ?? 2, options.warmOnStart ?? true)
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 
@@ -167,6 +169,15 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     const probe = await this.execute({ language: 'javascript', code: '1+1' }, internalContext('quickjs-availability', 10_000, 16))
     if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     return { status: 'unavailable', reason: `QuickJS probe answered ${probe.status}: ${probe.message ?? ''}`, checkedAt }
+  }
+
+  /** Resolves once one worker has loaded the QuickJS module and prepared a runtime for the next run. */
+  warmUp(): Promise<void> {
+    return this.pool.warmUp()
+  }
+
+  isWarm(): boolean {
+    return this.pool.hasIdle
   }
 
   async dispose(): Promise<void> {
