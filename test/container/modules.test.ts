@@ -78,7 +78,7 @@ describe('listeners bound in the container', () => {
       const address = app.server.address() as { port: number }
       const url = `http://127.0.0.1:${address.port}`
       const http = await fetch(`${url}/v1/executions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ language: 'javascript', code: '2 + 2' }) })
-      expect((await http.json()).value).toBe(4)
+      expect(((await http.json()) as { value: unknown }).value).toBe(4)
       // A library call on the same execgate: no HTTP route saw it, the listener did.
       await execgate.execute({ language: 'python', code: '3 + 3' })
       const metrics = await (await fetch(`${url}/metrics`)).text()
@@ -88,7 +88,7 @@ describe('listeners bound in the container', () => {
       await app.close()
     }
     // Closed: the server's metrics no longer listen.
-    expect(execgate.container.getAll(tokens.ExecutionListener).some((bound) => bound.constructor.name === 'ServerMetrics')).toBe(false)
+    expect(execgate.container.getAll<ExecutionListener>(tokens.ExecutionListener).some((bound) => bound.constructor.name === 'ServerMetrics')).toBe(false)
   }, 30_000)
 })
 
