@@ -31,6 +31,13 @@ export type AdapterOptionsConfig = { [Name in keyof typeof ADAPTER_OPTION_SCHEMA
 /** Settings every adapter may use, from the top-level config. */
 export interface CommonAdapterSettings {
   sessions?: SessionLimits
+  /** false: start no worker or interpreter until the first run or `warmUp()` (a one-shot CLI command). */
+  warmOnStart?: boolean
+}
+
+/** The adapter options that `common` adds: sessions, and a deferred start when asked for. */
+function commonOptions(common: CommonAdapterSettings | undefined): { sessions?: SessionLimits; warmOnStart?: false } {
+  return { sessions: common?.sessions, ...(common?.warmOnStart === false ? { warmOnStart: false } : {}) }
 }
 
 /**
@@ -57,19 +64,19 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     name: 'quickjs',
     description: 'QuickJS in WebAssembly, in-process: JavaScript and TypeScript',
     languages: ['javascript', 'typescript'],
-    create: async (options, common) => new (await import('./quickjs')).QuickJsAdapter({ ...options.quickjs, sessions: common?.sessions }),
+    create: async (options, common) => new (await import('./quickjs')).QuickJsAdapter({ ...options.quickjs, ...commonOptions(common) }),
   },
   monty: {
     name: 'monty',
     description: 'monty (Python subset in Rust), in-process: Python at about 10 µs a run; sessions through its REPL',
     languages: ['python'],
-    create: async (options, common) => new (await import('./monty')).MontyAdapter({ ...options.monty, sessions: common?.sessions }),
+    create: async (options, common) => new (await import('./monty')).MontyAdapter({ ...options.monty, ...commonOptions(common) }),
   },
   pyodide: {
     name: 'pyodide',
     description: 'CPython 3.14 in WebAssembly, in permission-restricted child processes: full Python',
     languages: ['python'],
-    create: async (options, common) => new (await import('./pyodide')).PyodideAdapter({ ...options.pyodide, sessions: common?.sessions }),
+    create: async (options, common) => new (await import('./pyodide')).PyodideAdapter({ ...options.pyodide, ...commonOptions(common) }),
   },
   process: {
     name: 'process',

@@ -11,6 +11,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   pyodide: () => import('./pyodide'),
   process: () => import('./process'),
   routing: () => import('./routing'),
+  startup: () => import('./startup'),
   docker: () => import('./docker'),
   http: () => import('./http'),
   lambda: () => import('./lambda'),

@@ -1,5 +1,6 @@
 import { DEFAULT_POLICY, createExecgate } from '../src'
-import { Router } from '../src/tokens'
+import type { Router } from '../src/routing/router'
+import * as tokens from '../src/tokens'
 import { measureInterleaved, type BenchSection } from './harness'
 
 /**
@@ -9,7 +10,7 @@ import { measureInterleaved, type BenchSection } from './harness'
  */
 export async function run(): Promise<BenchSection> {
   const execgate = await createExecgate({ overrides: { readiness: { enabled: false }, adapters: { pyodide: { warmOnStart: false } }, log: { level: 'silent' } } })
-  const router = execgate.container.get<Router>(Router)
+  const router = execgate.container.get<Router>(tokens.Router)
   const policy = DEFAULT_POLICY
   const request = { language: 'python' as const, code: 'total = sum([12.5, 7.25, 3])\nround(total * 1.08, 2)' }
   try {

@@ -123,10 +123,11 @@ async function withExecgate<T>(flags: { config?: string; adapter?: string }, bod
   if (flags.adapter && !ADAPTERS[flags.adapter]) {
     throw usage(`--adapter: unknown adapter "${flags.adapter}"; known adapters: ${Object.keys(ADAPTERS).join(', ')}`)
   }
-  // One request per command: pyodide's pool warms only if a run needs it.
   // One command, no schedule: `adapters` checks once itself.
-  const overrides = { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false }, ...(enabled ? { execution: { enabled } } : {}) }
-  const execgate = await createExecgate({ file: flags.config, overrides })
+  // The result is the command's output: the per-run log line (info) is for services, so the default level is lifted.
+  const overrides = { readiness: { enabled: false }, ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}), ...(enabled ? { execution: { enabled } } : {}) }
+  // One request per command: no adapter starts a worker or interpreter until the run routed to it needs one.
+  const execgate = await createExecgate({ config: loadConfig({ file: flags.config, overrides }), warm: false })
   try {
     return await body(execgate)
   } finally {
@@ -250,7 +251,8 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .option('--port <port>', 'port to bind (default: server.port; 0 for any free port)', nonNegativePort)
     .addOption(configOption())
     .action(async (flags: { host?: string; port?: number; config?: string }) => {
-      const execgate = await createExecgate({ file: flags.config })
+      // Listen at once (/healthz); serve() warms the adapters and /readyz reports ready after.
+      const execgate = await createExecgate({ file: flags.config, warm: false })
       try {
         const { serve } = await import('./server/serve')
         const running = await serve(execgate, { host: flags.host, port: flags.port })
@@ -267,7 +269,9 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .description('serve the MCP tools (execute_code, validate_code, list_languages) over stdio')
     .addOption(configOption())
     .action(async (flags: { config?: string }) => {
-      const execgate = await createExecgate({ file: flags.config, overrides: { adapters: { pyodide: { warmOnStart: false } } } })
+      // Answer the client's handshake at once and warm the adapters meanwhile.
+      const execgate = await createExecgate({ file: flags.config, warm: false })
+      void execgate.ready()
       try {
         const { serveMcpStdio } = await import('./server/mcp')
         await serveMcpStdio(execgate)

@@ -1,17 +1,12 @@
 import 'reflect-metadata'
-import { Container } from 'inversify'
+import { Container, type ContainerModule } from 'inversify'
 import { ADAPTERS } from '../adapters/registry'
-import { ExecgateError, describeError, type CodeExecutionAdapter, type Tier } from './core'
-import { loadConfig, type LoadConfigOptions } from './config/load'
-import { DefaultExecutionService } from './execution/execution-service'
-import { createLogger } from './observability/logger'
-import { policyFromConfig, profilesFromConfig } from './policy'
-import { HealthBoard } from './readiness/health'
-import { ReadinessMonitor } from './readiness/readiness-monitor'
-import { CircuitBreakers } from './routing/circuit-breaker'
-import { ConfigRouter } from './routing/config-router'
+import { ExecgateError, describeError, type AdapterRegistry, type CodeExecutionAdapter } from './core'
+import { loadConfig, type Config, type LoadConfigOptions } from './config/load'
+import { adapterModules, configModule, executionModule, loggingModule, readinessModule, routingModule } from './container-modules'
+import { createLogger, type Logger } from './observability/logger'
+import * as tokens from './tokens'
 import type { HostFunctionDefinition } from './workspace'
-import { AdapterRegistry, Config, ExecutionListener, ExecutionService, Logger, Readiness, Router } from './tokens'
 
 export interface ContainerOptions extends LoadConfigOptions {
   /** An already-loaded config; skips loading. */
@@ -21,6 +16,16 @@ export interface ContainerOptions extends LoadConfigOptions {
   logger?: Logger
   /** Host functions offered to every run besides the standard ones; each is checked at start-up. */
   hostFunctions?: readonly HostFunctionDefinition[]
+  /**
+   * Modules of your own, loaded after execgate's: bind an `ExecutionListener`, or rebind a token
+   * (`rebindSync(adapterToken('quickjs'))`, `rebindSync(Router)`) to a class of your own.
+   */
+  modules?: readonly ContainerModule[]
+  /**
+   * false: start no adapter worker or interpreter until it is needed (`execgate.ready()`, or the first run on it).
+   * @default true
+   */
+  warmOnStart?: boolean
 }
 
 class MapAdapterRegistry implements AdapterRegistry {
@@ -41,8 +46,8 @@ class MapAdapterRegistry implements AdapterRegistry {
   }
 }
 
-/** Creates the enabled adapters; an unknown name stops start-up naming the key, the value and what is allowed. */
-async function createAdapters(config: Config): Promise<CodeExecutionAdapter[]> {
+/** An unknown or not-enabled adapter name stops start-up, naming the key, the value and what is allowed. */
+function checkAdapterNames(config: Config): void {
   const known = Object.keys(ADAPTERS)
   for (const key of ['execution.enabled', 'execution.fallback', 'execution.adapter', 'execution.futureAdapter'] as const) {
     const value = key === 'execution.enabled' ? config.execution.enabled : key === 'execution.fallback' ? config.execution.fallback : [key === 'execution.adapter' ? config.execution.adapter : config.execution.futureAdapter]
@@ -62,10 +67,14 @@ async function createAdapters(config: Config): Promise<CodeExecutionAdapter[]> {
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `${key}: "${missing[0]}" is not in execution.enabled (${config.execution.enabled.join(', ')})` })
     }
   }
+}
+
+/** Resolves the enabled adapters' tokens, in `execution.enabled` order; a failure disposes those already created. */
+async function resolveAdapters(container: Container, config: Config): Promise<CodeExecutionAdapter[]> {
   const adapters: CodeExecutionAdapter[] = []
   for (const name of config.execution.enabled) {
     try {
-      adapters.push(await ADAPTERS[name]!.create(config.adapters as never, { sessions: config.sessions }))
+      adapters.push(await container.getAsync<CodeExecutionAdapter>(tokens.adapterToken(name)))
     } catch (error) {
       await Promise.allSettled(adapters.map((adapter) => adapter.dispose()))
       if (error instanceof ExecgateError) throw error
@@ -75,44 +84,25 @@ async function createAdapters(config: Config): Promise<CodeExecutionAdapter[]> {
   return adapters
 }
 
-/** Builds the DI container: config, logger, the enabled adapters, router and execution service. */
+/**
+ * Builds the DI container from one module per feature (config, logging, readiness, routing, execution) and one
+ * per adapter, then the caller's modules; resolves the enabled adapters and binds the registry over them.
+ */
 export async function createContainer(options: ContainerOptions = {}): Promise<Container> {
   const config = options.config ?? loadConfig(options)
+  if (!options.adapters) checkAdapterNames(config)
   const container = new Container()
-  container.bind<Config>(Config).toConstantValue(config)
   const logger = options.logger ?? createLogger(config.log.level)
-  container.bind<Logger>(Logger).toConstantValue(logger)
-  const adapters = options.adapters ?? (await createAdapters(config))
-  const registry = new MapAdapterRegistry(adapters)
-  container.bind<AdapterRegistry>(AdapterRegistry).toConstantValue(registry)
-  const configured = config.execution.adapter === 'auto' ? undefined : config.execution.adapter
-  const breakers = new CircuitBreakers(config.routing.breaker)
-  const board = new HealthBoard(config.readiness)
-  const readiness = new ReadinessMonitor(registry, board, breakers, { ...config.readiness, configuredAdapter: configured, futureAdapter: config.execution.futureAdapter || undefined }, logger)
-  container.bind<Readiness>(Readiness).toConstantValue(readiness)
-  const router = new ConfigRouter(registry, config.execution.adapter, {
-    fallbackChain: config.execution.fallback,
-    tierOrder: config.routing.tierOrder as Tier[],
-    binding: readiness,
-    health: board,
-    breakers,
-  })
-  container.bind<Router>(Router).toConstantValue(router)
-  container.bind<ExecutionService>(ExecutionService).toDynamicValue((context) => {
-    const listeners = context.getAll<ExecutionListener>(ExecutionListener, { optional: true })
-    return new DefaultExecutionService({
-      registry,
-      router: context.get<Router>(Router),
-      basePolicy: policyFromConfig(config),
-      profiles: profilesFromConfig(config),
-      languageProfiles: config.security.languageProfiles,
-      logger,
-      listeners,
-      graceMs: config.execution.graceMs,
-      workspaceLimits: config.workspace,
-      sessions: config.sessions,
-      hostFunctions: options.hostFunctions,
-    })
-  }).inSingletonScope()
+  container.loadSync(
+    configModule(config),
+    loggingModule(logger),
+    ...adapterModules(config, options.warmOnStart ?? true),
+    readinessModule(config),
+    routingModule(config),
+    executionModule(container, config, options.hostFunctions),
+  )
+  if (options.modules?.length) await container.load(...options.modules)
+  const adapters = options.adapters ?? (await resolveAdapters(container, config))
+  container.bind<AdapterRegistry>(tokens.AdapterRegistry).toConstantValue(new MapAdapterRegistry(adapters))
   return container
 }

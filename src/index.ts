@@ -1,11 +1,15 @@
 import type { Container } from 'inversify'
 import { createContainer, type ContainerOptions } from './container'
-import { ExecgateError, type CodeExecutionAdapter, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type Tier, type ValidationReport } from './core'
+import { ExecgateError, type AdapterRegistry, type CodeExecutionAdapter, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type Tier, type ValidationReport } from './core'
 import { explainPolicy, policyFromConfig, profilesFromConfig, type PolicyExplanation } from './policy'
+import type { Config } from './config/load'
+import type { ExecuteOptions, ExecutionService } from './execution/types'
+import type { Logger } from './observability/logger'
 import type { AdapterHealth } from './readiness/health'
-import type { SwitchEvent } from './readiness/readiness-monitor'
+import type { ReadinessMonitor, SwitchEvent } from './readiness/readiness-monitor'
 import type { BreakerState } from './routing/circuit-breaker'
-import { AdapterRegistry, Config, ExecutionService, Readiness, type ExecuteOptions } from './tokens'
+import * as tokens from './tokens'
+import { warmUpAdapters } from './warm-up'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
 // session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
@@ -22,6 +26,11 @@ export { resolvePolicy, staticValidationReport, DEFAULT_POLICY, checkJavaScript,
 export type { SwitchEvent, HealthEvent } from './readiness/readiness-monitor'
 export { createContainer, type ContainerOptions } from './container'
 export * as tokens from './tokens'
+export { adapterToken } from './tokens'
+export type { ExecuteOptions, ExecutionService } from './execution/types'
+export type { Router, RouteDecision, RouteHints } from './routing/router'
+export type { Logger } from './observability/logger'
+export type { ReadinessMonitor } from './readiness/readiness-monitor'
 export * from './workspace'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
@@ -38,8 +47,14 @@ export interface Execgate {
   explainPolicy(adapter: string, policy?: SecurityPolicy | string): PolicyExplanation
   /** Ends a session on every adapter that keeps one under this id; true when one did. */
   closeSession(sessionId: string): Promise<boolean>
+  /**
+   * Resolves once every enabled adapter that can warm up (`warmUp()`: quickjs, monty, pyodide) is warm or has
+   * failed to (it stays usable, cold; the log says why). `createExecgate()` awaits it unless `warm: false`; then
+   * call it yourself before the first request that must not pay a cold start. Never rejects; safe to call twice.
+   */
+  ready(): Promise<void>
   /** The readiness monitor, for its `switch` and `health` events. */
-  readonly readiness: Readiness
+  readonly readiness: ReadinessMonitor
   readonly config: Config
   readonly container: Container
   dispose(): Promise<void>
@@ -51,32 +66,58 @@ export interface AdapterStatus {
   languages: readonly Language[]
   health: AdapterHealth
   breaker: BreakerState
+  /** For adapters that warm up: whether a run now would not pay a cold start. */
+  warm?: boolean
 }
 
 export interface ExecgateStatus {
   /** The adapter requests without a pin go to; `auto` when routing picks the cheapest available. */
   active: string
   lastSwitch?: SwitchEvent
+  /** The start-up warm-up (`ready()`) has finished: `/readyz` answers ready only after it. */
+  warmedUp: boolean
   adapters: AdapterStatus[]
 }
 
-/** Loads config, creates the enabled adapters and returns a ready execgate (its readiness monitor scheduled). */
-export async function createExecgate(options: ContainerOptions = {}): Promise<Execgate> {
-  const container = await createContainer(options)
-  const service = container.get<ExecutionService>(ExecutionService)
-  const registry = container.get<AdapterRegistry>(AdapterRegistry)
-  const readiness = container.get<Readiness>(Readiness)
-  const config = container.get<Config>(Config)
+export interface ExecgateOptions extends ContainerOptions {
+  /**
+   * false: resolve at once, starting no adapter worker or interpreter; `ready()` warms them (`execgate serve`
+   * listens first, then warms, with `/readyz` answering 503 until done). @default true
+   */
+  warm?: boolean
+}
+
+/**
+ * Loads config, creates the enabled adapters, warms those that can warm up (unless `warm: false`) and returns an
+ * execgate whose first request pays no cold start (its readiness monitor scheduled).
+ */
+export async function createExecgate(options: ExecgateOptions = {}): Promise<Execgate> {
+  const warm = options.warm ?? true
+  const container = await createContainer({ ...options, warmOnStart: options.warmOnStart ?? warm })
+  const service = container.get<ExecutionService>(tokens.ExecutionService)
+  const registry = container.get<AdapterRegistry>(tokens.AdapterRegistry)
+  const readiness = container.get<ReadinessMonitor>(tokens.Readiness)
+  const config = container.get<Config>(tokens.Config)
+  const logger = container.get<Logger>(tokens.Logger)
+  let warming: Promise<void> | undefined
+  let warmedUp = false
+  const ready = () =>
+    (warming ??= warmUpAdapters(registry.list(), logger).then(() => {
+      warmedUp = true
+    }))
+  if (warm) await ready()
   if (config.readiness.enabled) readiness.start()
   const status = (): ExecgateStatus => ({
     active: readiness.active() ?? 'auto',
     ...(readiness.lastSwitch() ? { lastSwitch: readiness.lastSwitch() } : {}),
+    warmedUp,
     adapters: registry.list().map((adapter) => ({
       name: adapter.name,
       tier: adapter.capabilities.tier,
       languages: adapter.supportedLanguages(),
       health: readiness.health(adapter.name),
       breaker: readiness.breaker(adapter.name),
+      ...(adapter.isWarm ? { warm: adapter.isWarm() } : {}),
     })),
   })
   let disposed = false
@@ -108,6 +149,7 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
       const workspace = service.closeSession?.(sessionId) ?? false
       return closed.some(Boolean) || workspace
     },
+    ready,
     readiness,
     config,
     container,

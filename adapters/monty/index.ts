@@ -84,7 +84,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
     }
     this.killGraceMs = settings.killGraceMs
     this.inlineBudgetMs = settings.inlineBudgetMs
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers)
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers, options.warmOnStart ?? true)
     this.replSessions = new MontyReplSessions(options.sessions, this.maxRecursionDepth, this.killGraceMs)
   }
 
@@ -212,6 +212,19 @@ export class MontyAdapter implements CodeExecutionAdapter {
 
   async closeSession(sessionId: string): Promise<boolean> {
     return this.replSessions.close(sessionId)
+  }
+
+  /**
+   * Loads monty's native binding on this thread (the inline fast path's first run would otherwise pay it) and
+   * waits for one worker to be ready for the runs that go there.
+   */
+  async warmUp(): Promise<void> {
+    loadMontyBinding()
+    await this.pool.warmUp()
+  }
+
+  isWarm(): boolean {
+    return this.pool.hasIdle
   }
 
   async dispose(): Promise<void> {

@@ -20,6 +20,8 @@ export interface MontyOptions {
 export type MontyAdapterOptions = Partial<MontyOptions> & {
   /** Session TTL and cap (config `sessions`), for calls with a `sessionId`, which run in monty's REPL. */
   sessions?: SessionLimits
+  /** Start the workers now rather than at the first run or `warmUp()` (the CLI warms on first use). @default true */
+  warmOnStart?: boolean
 }
 
 export const MONTY_OPTIONS_SCHEMA: OptionSchema<MontyOptions> = {

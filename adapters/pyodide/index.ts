@@ -87,6 +87,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 
+  /** Resolves once one interpreter of the pool is loaded, so the next run pays no cold start. */
+  warmUp(): Promise<void> {
+    return this.pool.warmUp()
+  }
+
+  isWarm(): boolean {
+    return this.pool.hasIdle
+  }
+
   /** Resolves once the pool has finished warming. */
   warm(): Promise<void> {
     return this.pool.warm()

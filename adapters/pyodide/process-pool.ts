@@ -248,6 +248,17 @@ export class PyodideProcessPool {
     if (known && !this.disposed && !this.broken) this.spawn()
   }
 
+  /** True when an interpreter is loaded and idle: a run now would not wait for one to start. */
+  get hasIdle(): boolean {
+    return this.idle.length > 0
+  }
+
+  /** Starts the pool if it has not started and resolves once one interpreter is loaded (rejects if none can be). */
+  async warmUp(): Promise<void> {
+    if (this.idle.length > 0) return
+    this.release(await this.acquire())
+  }
+
   /** Resolves once every process has finished warming (or failed). */
   async warm(): Promise<void> {
     this.start()

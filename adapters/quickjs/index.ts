@@ -87,7 +87,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     }
     this.stackBytes = stackKiB * 1024
     this.killGraceMs = settings.killGraceMs
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', settings.workers)
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', settings.workers, options.warmOnStart ?? true)
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 
@@ -161,6 +161,15 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     const probe = await this.execute({ language: 'javascript', code: '1+1' }, internalContext('quickjs-availability', 10_000, 16))
     if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     return { status: 'unavailable', reason: `QuickJS probe answered ${probe.status}: ${probe.message ?? ''}`, checkedAt }
+  }
+
+  /** Resolves once one worker has loaded the QuickJS module and prepared a runtime for the next run. */
+  warmUp(): Promise<void> {
+    return this.pool.warmUp()
+  }
+
+  isWarm(): boolean {
+    return this.pool.hasIdle
   }
 
   async dispose(): Promise<void> {

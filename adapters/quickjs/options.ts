@@ -18,6 +18,8 @@ export interface QuickJsOptions {
 export type QuickJsAdapterOptions = Partial<QuickJsOptions> & {
   /** Session TTL and count, from the `sessions` config. */
   sessions?: SessionLimits
+  /** Start the workers now rather than at the first run or `warmUp()` (the CLI warms on first use). @default true */
+  warmOnStart?: boolean
 }
 
 export const QUICKJS_OPTIONS_SCHEMA: OptionSchema<QuickJsOptions> = {

@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto'
-import type { ComputationResponse } from './handler'
 
 /**
  * Voice answers that went over their budget and kept running, by id, until the caller takes them. Bounded twice:
  * a finished answer is dropped `ttlMs` after it is ready, and past `max` entries the oldest work is cancelled.
+ * Generic over the answer, so it needs nothing of the handler that uses it (no import cycle).
  */
-export class Continuations {
-  private readonly entries = new Map<string, { work: Promise<ComputationResponse>; cancel: AbortController }>()
+export class Continuations<Answer> {
+  private readonly entries = new Map<string, { work: Promise<Answer>; cancel: AbortController }>()
 
   constructor(
     readonly ttlMs: number,
     private readonly max: number,
   ) {}
 
-  keep(work: Promise<ComputationResponse>, cancel: AbortController): string {
+  keep(work: Promise<Answer>, cancel: AbortController): string {
     const id = randomUUID()
     this.entries.set(id, { work, cancel })
     if (this.entries.size > this.max) this.cancel(this.entries.keys().next().value!)
@@ -22,7 +22,7 @@ export class Continuations {
     return id
   }
 
-  take(id: string): Promise<ComputationResponse> | undefined {
+  take(id: string): Promise<Answer> | undefined {
     const entry = this.entries.get(id)
     this.entries.delete(id)
     return entry?.work

@@ -51,7 +51,7 @@ export interface HandlerOptions {
 export class CodeExecutionHandler {
   private readonly voiceBudgetMs: number
   private readonly maxRunAttempts: number
-  private readonly continuations: Continuations
+  private readonly continuations: Continuations<ComputationResponse>
 
   constructor(
     private readonly execgate: Execgate,

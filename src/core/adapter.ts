@@ -76,6 +76,30 @@ export interface CodeExecutionAdapter {
   canRun?(code: string, language: Language, needs?: RunNeeds): { ok: boolean; reason?: string }
   /** Optional, on adapters with the `sessions` capability: ends a session; true when there was one. */
   closeSession?(sessionId: string): Promise<boolean>
+  /**
+   * Optional: makes the adapter able to answer without a cold start (a worker started and its module loaded, an
+   * interpreter loaded). `createExecgate()` awaits it on every enabled adapter before it resolves. Resolves once
+   * the adapter can answer; rejects with the reason it cannot (the adapter stays usable, cold). Safe to call twice.
+   */
+  warmUp?(): Promise<void>
+  /** Optional, beside `warmUp`: true when a run now would not pay a cold start. */
+  isWarm?(): boolean
   /** Releases workers, sessions and handles. Safe to call twice. */
   dispose(): Promise<void>
+}
+
+/** The adapters created at start-up, by name (bound to the `AdapterRegistry` token). */
+export interface AdapterRegistry {
+  get(name: string): CodeExecutionAdapter | undefined
+  list(): readonly CodeExecutionAdapter[]
+  /** Every adapter name execgate knows, enabled or not. */
+  knownNames(): readonly string[]
+}
+
+/**
+ * An observer of finished executions (logs, metrics, a ledger). Every class bound to the `ExecutionListener`
+ * token hears every result, including ones bound after start-up; a listener that throws is logged and skipped.
+ */
+export interface ExecutionListener {
+  onResult(result: ExecutionResult, request: ExecutionRequest): void
 }

@@ -63,7 +63,8 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
 }
 
 /**
- * A fixed-size pool of workers, started at creation so no request pays for a cold start. A worker that is killed
+ * A fixed-size pool of workers, started at creation (or, with `startNow` false, at the first `acquire` or
+ * `warmUp`: a one-shot command that never runs here never pays for them) so no request pays for a cold start. A worker that is killed
  * (a run stuck past its deadline) or dies is replaced; requests wait in arrival order.
  */
 export class WorkerPool<FromWorker extends { type: string } = { type: string }, ToWorker = unknown> {
@@ -74,23 +75,47 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
   /** Consecutive workers that died before becoming ready: the module cannot load here. */
   private startFailures = 0
   lastFailure: string | undefined
+  private started = false
 
   /**
    * @param directory folder of the worker module
    * @param name the worker module's file name without extension
    * @param label what the worker runs, for messages (`QuickJS`, `monty`)
+   * @param startNow start the workers now rather than at the first `acquire` or `warmUp`
    */
   constructor(
     private readonly directory: string,
     private readonly name: string,
     private readonly label: string,
     readonly size: number,
+    startNow = true,
   ) {
-    for (let i = 0; i < size; i++) this.spawn()
+    if (startNow) this.start()
+  }
+
+  private start(): void {
+    if (this.started || this.disposed) return
+    this.started = true
+    for (let i = 0; i < this.size; i++) this.spawn()
   }
 
   get broken(): boolean {
     return this.startFailures >= 3
+  }
+
+  /** True when a worker is idle and ready: an acquire now would not wait for a worker to start. */
+  get hasIdle(): boolean {
+    return this.idle.length > 0
+  }
+
+  /**
+   * Resolves once one worker has loaded its module and can take a job (workers start at creation; this only waits
+   * for the first of them). Rejects when none can start.
+   */
+  async warmUp(): Promise<void> {
+    if (this.idle.length > 0) return
+    const worker = await this.acquire()
+    this.release(worker)
   }
 
   private spawn(): void {
@@ -121,6 +146,7 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
   }
 
   async acquire(): Promise<PooledWorker<FromWorker, ToWorker>> {
+    this.start()
     if (this.broken) throw new Error(`${this.label} workers cannot start: ${this.lastFailure ?? 'unknown reason'}`)
     return this.tryAcquire() ?? new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
   }

@@ -10,7 +10,9 @@ import {
   refusal,
   truncateOutput,
   valueBytes,
+  type AdapterRegistry,
   type CodeExecutionAdapter,
+  type ExecutionListener,
   type ExecutionContext,
   type ExecutionRequest,
   type ExecutionResult,
@@ -20,7 +22,9 @@ import {
   type ValidationReport,
 } from '../core'
 import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
-import type { AdapterRegistry, ExecuteOptions, ExecutionListener, ExecutionService, Logger, Router } from '../tokens'
+import type { Logger } from '../observability/logger'
+import type { Router } from '../routing/router'
+import type { ExecuteOptions, ExecutionService } from './types'
 import { findRequestProblem } from './parse-request'
 import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces } from './session-workspaces'

@@ -1,5 +1,15 @@
 import pino from 'pino'
-import type { Logger } from '../tokens'
+
+/** Structured logger (pino's shape), bound to the `Logger` token. */
+export interface Logger {
+  trace(obj: object | string, msg?: string): void
+  debug(obj: object | string, msg?: string): void
+  info(obj: object | string, msg?: string): void
+  warn(obj: object | string, msg?: string): void
+  error(obj: object | string, msg?: string): void
+  child(bindings: Record<string, unknown>): Logger
+  isLevelEnabled(level: string): boolean
+}
 
 /**
  * Structured logs to stderr, so stdout stays the program's (the CLI's `--json` prints only the result there).

@@ -1,5 +1,6 @@
 import {
   ExecgateError,
+  type AdapterRegistry,
   type CodeExecutionAdapter,
   type ExecutionRequest,
   type ExecutionResult,
@@ -7,7 +8,7 @@ import {
   type SecurityPolicy,
   type Tier,
 } from '../core'
-import type { AdapterRegistry, RouteDecision, RouteHints, Router } from '../tokens'
+import type { RouteDecision, RouteHints, Router } from './router'
 import type { CircuitBreakers } from './circuit-breaker'
 
 /** Cheapest first: in-process, WebAssembly module, OS sandbox, remote service; the placeholder last. */

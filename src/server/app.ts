@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
-import { ExecgateError, EXECUTION_REQUEST_SCHEMA, LANGUAGES, describeError, type ErrorCode, type ExecutionRequest } from '../core'
+import { ExecgateError, EXECUTION_REQUEST_SCHEMA, LANGUAGES, describeError, type ErrorCode, type ExecutionListener, type ExecutionRequest } from '../core'
 import { findRequestProblem } from '../execution/parse-request'
 import type { Execgate } from '../index'
-import type { Logger } from '../tokens'
+import type { Logger } from '../observability/logger'
+import * as tokens from '../tokens'
 import { mcpHttpHandler } from './mcp'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
@@ -54,6 +55,9 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   const { execgate, logger, tenants } = options
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimitBytes, return503OnClosing: false })
   const metrics = new ServerMetrics(execgate)
+  // Every execution of this execgate (HTTP, MCP, the library) is counted, through the container's listeners.
+  const metricsBinding = execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(metrics).getIdentifier()
+  app.addHook('onClose', async () => execgate.container.unbind(metricsBinding))
   const limiter = new RateLimiter()
   let closing = false
   app.decorateRequest('tenant', null as never)
@@ -129,17 +133,13 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     })
     const streaming = (request.headers.accept ?? '').includes('text/event-stream')
     if (!streaming) {
-      const result = await execgate.execute(executionRequest, { signal: controller.signal, profile })
-      metrics.recordResult(result, body.language)
-      log.info({ status: result.status, adapter: result.adapter, durationMs: result.durationMs }, 'execution finished')
-      return result
+      // Metrics and the 'execution finished' log line come from the container's execution listeners.
+      return execgate.execute(executionRequest, { signal: controller.signal, profile })
     }
     reply.hijack()
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
     const result = await execgate.execute(executionRequest, { signal: controller.signal, profile, onOutput: (stream, chunk) => send(stream, { chunk }) })
-    metrics.recordResult(result, body.language)
-    log.info({ status: result.status, adapter: result.adapter, durationMs: result.durationMs }, 'execution finished')
     send('result', result)
     reply.raw.end()
   })
@@ -162,6 +162,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {
+    // Not ready while the embedded adapters warm up: a load balancer sends no request that would pay a cold start.
+    if (!execgate.status().warmedUp) return reply.code(503).send({ ready: false, warming: true, available: [] })
     let status = execgate.status()
     if (status.adapters.every((adapter) => adapter.health.state === 'unknown')) status = await execgate.checkNow()
     const ready = status.adapters.filter((adapter) => adapter.health.state === 'available' || adapter.health.state === 'degraded').map((adapter) => adapter.name)

@@ -1,9 +1,12 @@
 import client from 'prom-client'
-import type { ExecutionResult } from '../core'
+import type { ExecutionListener, ExecutionRequest, ExecutionResult } from '../core'
 import type { Execgate } from '../index'
 
-/** prom-client metrics for one server (its own registry, so several servers in one process do not collide). */
-export class ServerMetrics {
+/**
+ * prom-client metrics for one server (its own registry, so several servers in one process do not collide). It is
+ * an `ExecutionListener`: the server binds it in the execgate's container, so it counts every result.
+ */
+export class ServerMetrics implements ExecutionListener {
   readonly registry = new client.Registry()
   private readonly executions = new client.Counter({ name: 'execgate_executions_total', help: 'Executions by adapter, language and status', labelNames: ['adapter', 'language', 'status'], registers: [this.registry] })
   private readonly duration = new client.Histogram({
@@ -33,6 +36,10 @@ export class ServerMetrics {
     })
     new client.Gauge({ name: 'execgate_active_sessions', help: 'Open sessions (none until sessions exist)', registers: [this.registry], collect() { this.set(0) } })
     execgate.readiness.on('switch', () => this.switches.inc())
+  }
+
+  onResult(result: ExecutionResult, request: ExecutionRequest): void {
+    this.recordResult(result, typeof request?.language === 'string' ? request.language : 'unknown')
   }
 
   recordResult(result: ExecutionResult, language: string): void {

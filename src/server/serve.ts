@@ -1,5 +1,6 @@
 import type { Execgate } from '../index'
-import { Logger } from '../tokens'
+import type { Logger } from '../observability/logger'
+import * as tokens from '../tokens'
 import { buildServer } from './app'
 import { tenantsByKey } from './tenants'
 
@@ -19,7 +20,7 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost'])
 /** `execgate serve`: the HTTP API (and /mcp) on the configured address; SIGTERM/SIGINT shut it down gracefully. */
 export async function serve(execgate: Execgate, options: ServeOptions = {}, handleSignals = true): Promise<RunningServer> {
   const config = execgate.config
-  const logger = execgate.container.get<Logger>(Logger)
+  const logger = execgate.container.get<Logger>(tokens.Logger)
   const tenants = tenantsByKey(config)
   let host = options.host ?? config.server.host
   if (tenants.size === 0 && !LOOPBACK.has(host)) {
@@ -28,6 +29,8 @@ export async function serve(execgate: Execgate, options: ServeOptions = {}, hand
   }
   const { app, beginShutdown } = buildServer({ execgate, logger, tenants, bodyLimitBytes: config.server.bodyLimitBytes })
   await app.listen({ host, port: options.port ?? config.server.port })
+  // Listening first keeps /healthz live at once; /readyz answers 503 until the adapters are warm.
+  void execgate.ready().then(() => logger.info({}, 'adapters warm: ready'))
   const address = app.server.address()
   const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address)
   logger.info({ url, tenants: tenants.size, auth: tenants.size > 0 ? 'api keys' : 'none (loopback only)' }, 'execgate serving')

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import type { ExecutionRequest, ExecutionResult, HostFunctions, SecurityPolicy } from '../../src/core'
 import { DEFAULT_POLICY } from '../../src/policy'
 import { createExecgate, type Execgate } from '../../src'
-import type { ExecuteOptions } from '../../src/tokens'
+import type { ExecuteOptions } from '../../src/execution/types'
 import { HostileHostFunctions } from './fixtures'
 import { hostileCorpora, type HostileCase } from './corpus'
 

@@ -1,0 +1,135 @@
+import { ContainerModule, type Container } from 'inversify'
+import { ADAPTERS, type AdapterDefinition } from '../adapters/registry'
+import { describeError, type AdapterRegistry, type ExecutionListener, type ExecutionRequest, type ExecutionResult, type Tier } from './core'
+import type { Config } from './config/load'
+import { DefaultExecutionService } from './execution/execution-service'
+import type { ExecutionService } from './execution/types'
+import { ExecutionLog } from './observability/execution-log'
+import type { Logger } from './observability/logger'
+import { policyFromConfig, profilesFromConfig } from './policy'
+import { HealthBoard } from './readiness/health'
+import { ReadinessMonitor } from './readiness/readiness-monitor'
+import { CircuitBreakers } from './routing/circuit-breaker'
+import { ConfigRouter } from './routing/config-router'
+import type { Router } from './routing/router'
+import * as tokens from './tokens'
+import type { HostFunctionDefinition } from './workspace'
+
+/** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
+const HEALTH_BOARD = Symbol('HealthBoard')
+const BREAKERS = Symbol('CircuitBreakers')
+
+/** The frozen configuration. */
+export function configModule(config: Config): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<Config>(tokens.Config).toConstantValue(config)
+  })
+}
+
+/** The logger, and the log line of every finished execution as a listener. */
+export function loggingModule(logger: Logger): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<Logger>(tokens.Logger).toConstantValue(logger)
+    bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(new ExecutionLog(logger))
+  })
+}
+
+/**
+ * One adapter: its token resolves (asynchronously, once) to the adapter the registry's factory creates. A user's
+ * module may rebind the token to a class or value of their own.
+ */
+export function adapterModule(definition: AdapterDefinition, config: Config, warmOnStart: boolean): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind(tokens.adapterToken(definition.name))
+      .toDynamicValue(() => definition.create(config.adapters as never, { sessions: config.sessions, warmOnStart }))
+      .inSingletonScope()
+  })
+}
+
+/** The readiness monitor with the health board and circuit breakers it shares with routing. */
+export function readinessModule(config: Config): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind(HEALTH_BOARD).toConstantValue(new HealthBoard(config.readiness))
+    bind(BREAKERS).toConstantValue(new CircuitBreakers(config.routing.breaker))
+    bind<ReadinessMonitor>(tokens.Readiness)
+      .toDynamicValue((context) => {
+        const configured = config.execution.adapter === 'auto' ? undefined : config.execution.adapter
+        return new ReadinessMonitor(
+          context.get<AdapterRegistry>(tokens.AdapterRegistry),
+          context.get<HealthBoard>(HEALTH_BOARD),
+          context.get<CircuitBreakers>(BREAKERS),
+          { ...config.readiness, configuredAdapter: configured, futureAdapter: config.execution.futureAdapter || undefined },
+          context.get<Logger>(tokens.Logger),
+        )
+      })
+      .inSingletonScope()
+  })
+}
+
+/** The config router over the registry, the readiness binding, health and breakers. */
+export function routingModule(config: Config): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<Router>(tokens.Router)
+      .toDynamicValue(
+        (context) =>
+          new ConfigRouter(context.get<AdapterRegistry>(tokens.AdapterRegistry), config.execution.adapter, {
+            fallbackChain: config.execution.fallback,
+            tierOrder: config.routing.tierOrder as Tier[],
+            binding: context.get<ReadinessMonitor>(tokens.Readiness),
+            health: context.get<HealthBoard>(HEALTH_BOARD),
+            breakers: context.get<CircuitBreakers>(BREAKERS),
+          }),
+      )
+      .inSingletonScope()
+  })
+}
+
+/**
+ * Hands every result to every `ExecutionListener` bound in the container at that moment, so a listener bound
+ * after start-up (a server's metrics) hears runs too. One that throws is logged; the others still hear.
+ */
+class ContainerListeners implements ExecutionListener {
+  constructor(
+    private readonly container: Container,
+    private readonly logger: Logger,
+  ) {}
+
+  onResult(result: ExecutionResult, request: ExecutionRequest): void {
+    for (const listener of this.container.getAll<ExecutionListener>(tokens.ExecutionListener, { optional: true })) {
+      try {
+        listener.onResult(result, request)
+      } catch (error) {
+        this.logger.error({ traceId: result.traceId, err: describeError(error) }, 'execution listener failed')
+      }
+    }
+  }
+}
+
+/** The execution service: the eight steps over the router and registry, telling the bound listeners. */
+export function executionModule(container: Container, config: Config, hostFunctions: readonly HostFunctionDefinition[] | undefined): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<ExecutionService>(tokens.ExecutionService)
+      .toDynamicValue((context) => {
+        const logger = context.get<Logger>(tokens.Logger)
+        return new DefaultExecutionService({
+          registry: context.get<AdapterRegistry>(tokens.AdapterRegistry),
+          router: context.get<Router>(tokens.Router),
+          basePolicy: policyFromConfig(config),
+          profiles: profilesFromConfig(config),
+          languageProfiles: config.security.languageProfiles,
+          logger,
+          listeners: [new ContainerListeners(container, logger)],
+          graceMs: config.execution.graceMs,
+          workspaceLimits: config.workspace,
+          sessions: config.sessions,
+          hostFunctions,
+        })
+      })
+      .inSingletonScope()
+  })
+}
+
+/** One module per adapter execgate knows (only the enabled ones are ever resolved). */
+export function adapterModules(config: Config, warmOnStart: boolean): ContainerModule[] {
+  return Object.values(ADAPTERS).map((definition) => adapterModule(definition, config, warmOnStart))
+}

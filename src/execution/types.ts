@@ -1,0 +1,39 @@
+import type { ExecutionRequest, ExecutionResult, HostFunctions, Language, SecurityPolicy, ValidationReport } from '../core'
+import type { LlmProvider } from '../agents/llm'
+import type { HostFunctionDefinition, Workspace } from '../workspace'
+
+export interface ExecuteOptions {
+  /** Aborting it cancels the run; the result is `cancelled`. */
+  signal?: AbortSignal
+  /** Receives stdout/stderr chunks while the code runs. */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void
+  /** The caller's policy (a tenant's profile); requests tighten it. @default config's security.defaultPolicy */
+  basePolicy?: SecurityPolicy
+  /**
+   * A complete set of host functions to use instead of the standard ones over the workspace (an embedder's own
+   * implementation). Most callers want `functions` instead.
+   */
+  hostFunctions?: HostFunctions
+  /** A policy profile from `security.profiles` (a tenant's) to start from instead of the language's or the default. */
+  profile?: string
+  /**
+   * The run's workspace, e.g. an `OverlayWorkspace` over a `DirectoryLayer`. Without one a request with a
+   * `sessionId` uses the session's workspace, and any other request a fresh in-memory one.
+   */
+  workspace?: Workspace
+  /** Host functions of the caller's own for this run, beside the standard ones (`read_file`, … `submit_result`). */
+  functions?: readonly HostFunctionDefinition[]
+  /** The language model `ask_llm` asks; without one `ask_llm` raises an error inside the code. */
+  llm?: LlmProvider
+  /** Prefer adapters that answer within this long (see `RouteHints`); the voice handler sets it. */
+  latencyBudgetMs?: number
+}
+
+/** Runs requests end to end (the eight steps of docs/architecture.md). `execute` never rejects. Bound to the `ExecutionService` token. */
+export interface ExecutionService {
+  execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
+  validate(code: string, language: Language, adapter?: string): Promise<ValidationReport>
+  languages(): readonly Language[]
+  /** Drops a session's workspace; true when there was one. */
+  closeSession?(sessionId: string): boolean
+}
