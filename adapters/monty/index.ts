@@ -25,6 +25,7 @@ import {
 import { scanPython } from '../../src/policy'
 import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'
+import { montyGap } from './python-gaps'
 import type { ToWorker } from './protocol'
 import { MontyReplSessions } from './repl-sessions'
 import { toJsonValue } from './to-json'
@@ -206,6 +207,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
     if (scan.unsupported.length > 0) return { ok: false, reason: `monty does not support ${scan.unsupported.join(', ')}` }
     const missing = scan.imports.filter((module) => !MONTY_MODULES.has(module.name.split('.')[0]!))
     if (missing.length > 0) return { ok: false, reason: `monty has no module ${missing.map((module) => module.name).join(', ')}` }
+    const gap = montyGap(scan)
+    if (gap) return { ok: false, reason: gap }
     return { ok: true }
   }
 

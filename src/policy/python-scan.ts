@@ -20,6 +20,10 @@ export interface PythonScan {
   readonly calls: readonly PythonLocation[]
   /** Constructs monty does not support (class definitions, generators, match, …), described in words. */
   readonly unsupported: readonly string[]
+  /** Names read as attributes, e.g. `format` in `"{}".format(x)`, once each. */
+  readonly attributes: readonly string[]
+  /** Whether a string literal is followed by `%` (printf-style formatting, `"%d" % n`). */
+  readonly percentFormatting: boolean
 }
 
 interface Token {
@@ -152,10 +156,14 @@ function scanUncached(code: string): PythonScan {
   const imports: PythonLocation[] = []
   const calls: PythonLocation[] = []
   const unsupported = new Set<string>()
+  const attributes = new Set<string>()
+  let percentFormatting = false
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i]!
     const next = tokens[i + 1]
+    if (token.kind === 'string' && next?.kind === 'op' && next.text === '%') percentFormatting = true
     if (token.kind !== 'name') continue
+    if (tokens[i - 1]?.kind === 'op' && tokens[i - 1]?.text === '.') attributes.add(token.text)
     if (next?.kind === 'op' && next.text === '(' && tokens[i - 1]?.text !== '.' && tokens[i - 1]?.text !== 'def') {
       calls.push({ name: token.text, line: token.line, column: token.column })
     }
@@ -203,6 +211,14 @@ function scanUncached(code: string): PythonScan {
       unsupported.add('pattern matching (match statements)')
     }
     if (first?.text === 'type' && second?.kind === 'name' && (third?.text === '=' || third?.text === '[')) unsupported.add('type aliases')
+    // monty 0.0.18 parses a decorator and then ignores it: the function runs undecorated (a wrong answer, not an error).
+    if (first?.kind === 'op' && first.text === '@') unsupported.add('decorators')
   }
-  return Object.freeze({ imports: Object.freeze(imports), calls: Object.freeze(calls), unsupported: Object.freeze([...unsupported]) })
+  return Object.freeze({
+    imports: Object.freeze(imports),
+    calls: Object.freeze(calls),
+    unsupported: Object.freeze([...unsupported]),
+    attributes: Object.freeze([...attributes]),
+    percentFormatting,
+  })
 }
