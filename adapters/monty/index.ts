@@ -81,6 +81,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
     streaming: true,
     network: false,
     cancellable: true,
+    // Not CPython: a correct program can fail here (see docs/adapters/monty.md, "Answers like CPython").
+    languageSubset: true,
   }
   private readonly maxRecursionDepth: number
   private readonly killGraceMs: number
