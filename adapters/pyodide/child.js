@@ -264,7 +264,10 @@ function describePythonError(error) {
   const text = String((error && error.message) || error)
   const lines = text.trim().split('\n')
   const last = lines[lines.length - 1] || text
-  const match = /^([A-Za-z_][\w.]*): ?(.*)$/.exec(last)
+  // A bare last line (`MemoryError`, raised without a message) has no colon; pyodide's PythonError carries the
+  // type itself, so the type never falls back to a generic 'Error' (a MemoryError must map to memory_limit).
+  const pythonType = error && typeof error.type === 'string' ? error.type : undefined
+  const match = /^([A-Za-z_][\w.]*): ?(.*)$/.exec(last) || (pythonType && last === pythonType ? [last, last, ''] : null)
   const lineMatches = [...text.matchAll(/File "main\.py", line (\d+)/g)]
   const syntaxLine = /line (\d+)/.exec(last)
   const line = lineMatches.length ? Number(lineMatches[lineMatches.length - 1][1]) : undefined
