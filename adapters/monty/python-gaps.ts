@@ -23,6 +23,11 @@ const MISSING_ATTRIBUTES = new Set([
 
 const MISSING_BUILTINS = new Set(['issubclass', 'callable', 'vars', 'globals', 'locals', 'dir', 'format', 'ascii', 'memoryview', 'bytearray', 'complex'])
 
+/** Present in monty but answering differently, with no error to rerun on: `casefold` is `lower` (`ß` stays). */
+const WRONG_ATTRIBUTES = new Set(['casefold'])
+/** `frozenset([1, 2]) == {1, 2}` is False on monty. */
+const WRONG_BUILTINS = new Set(['frozenset'])
+
 /** Why monty would answer this code differently from CPython, when the scan can tell; undefined when it cannot. */
 export function montyGap(scan: PythonScan): string | undefined {
   const attributes = scan.attributes.filter((name) => MISSING_ATTRIBUTES.has(name))
@@ -30,5 +35,7 @@ export function montyGap(scan: PythonScan): string | undefined {
   const builtins = [...new Set(scan.calls.map((call) => call.name).filter((name) => MISSING_BUILTINS.has(name)))]
   if (builtins.length > 0) return `monty lacks the builtin ${builtins.join(', ')}`
   if (scan.percentFormatting) return "monty has no printf-style formatting ('…' % values)"
+  const wrong = [...scan.attributes.filter((name) => WRONG_ATTRIBUTES.has(name)).map((name) => `.${name}`), ...new Set(scan.calls.map((call) => call.name).filter((name) => WRONG_BUILTINS.has(name)))]
+  if (wrong.length > 0) return `monty's ${wrong.join(', ')} answers differently from CPython`
   return undefined
 }
