@@ -1,5 +1,6 @@
 import { MontyAdapter } from '../../adapters/monty'
 import { PyodideAdapter } from '../../adapters/pyodide'
+import { createExecgate, type Execgate } from '../../src'
 import type { ExecutionResult } from '../../src/core'
 import { contractContext } from '../contract/adapter-contract'
 import { loadPythonCorpus } from './corpus'
@@ -31,9 +32,24 @@ describe('monty answers like CPython (pyodide) on the differential corpus', () =
   const pyodide = new PyodideAdapter({ poolSize: 1 })
   const context = () => contractContext({ wallTimeMs: 20_000, memoryMb: 256, outputBytes: 64 * 1024 })
   const seen = { escalated: 0, same: 0, rerun: 0, differs: 0 }
+  // The same two adapters behind the service, for the `rerun` cases: what a user is actually answered.
+  let execgate: Execgate
+  beforeAll(async () => {
+    execgate = await createExecgate({
+      adapters: [monty, pyodide],
+      env: {
+        EXECGATE_LOG_LEVEL: 'silent',
+        EXECGATE_EXECUTION_ENABLED: 'monty,pyodide',
+        EXECGATE_READINESS_ENABLED: 'false',
+        EXECGATE_SECURITY_DEFAULT_POLICY_WALL_TIME_MS: '20000',
+        EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB: '256',
+        EXECGATE_SECURITY_DEFAULT_POLICY_ALLOWED_IMPORTS: 'math,json,re,datetime,sys,typing,asyncio',
+      },
+    })
+  })
 
   afterAll(async () => {
-    await Promise.all([monty.dispose(), pyodide.dispose()])
+    await execgate.dispose() // disposes both adapters
     // One line of figures for whoever reads the run: how much of the corpus each path covers.
     process.stdout.write(`python-diff: ${corpus.length} cases, ${seen.escalated} escalated by the scan, ${seen.same} same, ${seen.rerun} rerun on pyodide, ${seen.differs} known to differ\n`)
   })
@@ -64,6 +80,11 @@ describe('monty answers like CPython (pyodide) on the differential corpus', () =
     // Listed: it must still differ (else take it off the list), and a `rerun` case must be one the service reruns.
     expect({ id, stillDiffers: !same }).toEqual({ id, stillDiffers: true })
     expect({ id, kind: listed.kind }).toEqual({ id, kind: fromMonty.status === 'error' ? 'rerun' : 'differs' })
+    if (listed.kind === 'rerun') {
+      // The service runs it again on pyodide: the user gets CPython's answer, and is told so.
+      const served = await execgate.execute({ language: 'python', code: item.code })
+      expect({ id, ...answer(served), rerunFrom: served.route?.rerunFrom }).toEqual({ id, ...fromCPython, rerunFrom: 'monty' })
+    }
     seen[listed.kind]++
   }, 60_000)
 })
