@@ -7,7 +7,7 @@ describe("monty's canRun escalates what the differential corpus found", () => {
   afterAll(() => monty.dispose())
   const verdict = (code: string) => monty.canRun(code, 'python')
 
-  test.each([
+  test.each(([
     ['"{} items".format(3)', /monty lacks \.format/],
     ['import math\nmath.hypot(3, 4)', /\.hypot/],
     ['def f():\n    pass\nf.__name__', /\.__name__/],
@@ -17,7 +17,7 @@ describe("monty's canRun escalates what the differential corpus found", () => {
     ['def twice(fn):\n    return fn\n@twice\ndef inc(x):\n    return x + 1\ninc(1)', /decorators/],
     ['"Straße".casefold()', /\.casefold answers differently/],
     ['frozenset([1]) == {1}', /frozenset answers differently/],
-  ])('%s is escalated', (code, reason) => {
+  ] as Array<[string, RegExp]>).map(([code, reason]) => [JSON.stringify(code), code, reason] as const))('%s is escalated', (_title, code, reason) => {
     expect(verdict(code)).toEqual({ ok: false, reason: expect.stringMatching(reason) })
   })
 
@@ -29,7 +29,7 @@ describe("monty's canRun escalates what the differential corpus found", () => {
     ['n = 5\nf"{n} % done"'],
     ['a = [[1]]\nb = [[2]]\nlen(a) * 2  # a @ b is matrix multiplication, never a decorator'],
     ['total = sum([1.5, 2.5])\nround(total, 1)'],
-  ])('%s stays on monty', (code) => {
+  ].map(([code]) => [JSON.stringify(code), code!] as const))('%s stays on monty', (_title, code) => {
     expect(verdict(code)).toEqual({ ok: true })
   })
 
