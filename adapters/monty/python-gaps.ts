@@ -35,6 +35,9 @@ export function montyGap(scan: PythonScan): string | undefined {
   const builtins = [...new Set(scan.calls.map((call) => call.name).filter((name) => MISSING_BUILTINS.has(name)))]
   if (builtins.length > 0) return `monty lacks the builtin ${builtins.join(', ')}`
   if (scan.percentFormatting) return "monty has no printf-style formatting ('…' % values)"
+  // monty refuses these at parse time (SyntaxError "not yet supported"); a thousands separator is common in money.
+  const specs = scan.formatSpecs.filter((spec) => /[,_#]/.test(spec.replace(/\{[^}]*\}/g, '')))
+  if (specs.length > 0) return `monty's f-strings have no ',', '_' or '#' in a format spec (${specs.map((spec) => `:${spec}`).join(', ')})`
   const wrong = [...scan.attributes.filter((name) => WRONG_ATTRIBUTES.has(name)).map((name) => `.${name}`), ...new Set(scan.calls.map((call) => call.name).filter((name) => WRONG_BUILTINS.has(name)))]
   if (wrong.length > 0) return `monty's ${wrong.join(', ')} answers differently from CPython`
   return undefined
