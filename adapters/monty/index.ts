@@ -25,6 +25,7 @@ import {
 import { scanPython } from '../../src/policy'
 import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'
+import { montyGap } from './python-gaps'
 import type { ToWorker } from './protocol'
 import { withOptionDefaults } from '../shared/option-schema'
 import { MONTY_OPTIONS_SCHEMA, type MontyAdapterOptions } from './options'
@@ -68,6 +69,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
     streaming: true,
     network: false,
     cancellable: true,
+    // Not CPython: a correct program can fail here (see docs/adapters/monty.md, "Answers like CPython").
+    languageSubset: true,
   }
   private readonly maxRecursionDepth: number
   private readonly killGraceMs: number
@@ -195,6 +198,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
     if (scan.unsupported.length > 0) return { ok: false, reason: `monty does not support ${scan.unsupported.join(', ')}` }
     const missing = scan.imports.filter((module) => !MONTY_MODULES.has(module.name.split('.')[0]!))
     if (missing.length > 0) return { ok: false, reason: `monty has no module ${missing.map((module) => module.name).join(', ')}` }
+    const gap = montyGap(scan)
+    if (gap) return { ok: false, reason: gap }
     return { ok: true }
   }
 

@@ -44,9 +44,40 @@ def _execgate_setup():
     import sys, builtins, json, pickle, base64, types
     from pyodide.code import eval_code_async
 
+    # The value in the shapes monty gives (adapters/monty/to-json.ts), so a run answers the same on either: integers
+    # past 2**53 as decimal strings (a JSON number would lose digits in JavaScript), NaN and infinities as 'NaN' /
+    # 'Infinity', sets as lists, dict keys as strings, anything else as its repr.
+    def jsonable(value, seen):
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, int):
+            return value if -(2 ** 53) < value < 2 ** 53 else str(value)
+        if isinstance(value, float):
+            if value != value:
+                return 'NaN'
+            if value in (float('inf'), float('-inf')):
+                return 'Infinity' if value > 0 else '-Infinity'
+            return value
+        if not isinstance(value, (list, tuple, set, frozenset, dict)):
+            return repr(value)
+        if id(value) in seen:
+            return '[circular]'
+        seen.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {json_key(key): jsonable(item, seen) for key, item in value.items()}
+            return [jsonable(item, seen) for item in value]
+        finally:
+            seen.discard(id(value))
+
+    def json_key(key):
+        if key is None or isinstance(key, bool):
+            return json.dumps(key)
+        return key if isinstance(key, str) else str(jsonable(key, set()))
+
     def to_json(value):
         try:
-            return json.dumps(value, default=lambda o: repr(o))
+            return json.dumps(jsonable(value, set()))
         except Exception:
             return json.dumps(repr(value))
 
@@ -87,7 +118,15 @@ def _execgate_setup():
             scope[name] = host_function(name, host_call)
         if state:
             restore(scope, state)
-        value = await eval_code_async(code, scope, return_mode='last_expr', filename='main.py')
+        try:
+            value = await eval_code_async(code, scope, return_mode='last_expr', filename='main.py')
+        finally:
+            # A last line without a newline stays in sys.stdout's buffer: out now, or the next run would print it.
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
         session = capture(scope) if keep else None
         return json.dumps([None if value is None else to_json(value), session])
 
@@ -147,13 +186,22 @@ async function main() {
     pending = []
     pendingBytes = 0
   }
-  const writer = (stream) => ({
-    batched: (text) => {
-      pending.push([stream, text + '\n'])
-      pendingBytes += text.length
-      if (pendingBytes > 1024) flush()
-    },
-  })
+  // Raw bytes, not pyodide's line batches: a batch is a line with its newline dropped, so output that ends without
+  // one would gain a newline. The decoder keeps a UTF-8 character split across two writes whole.
+  const writer = (stream) => {
+    const decoder = new TextDecoder('utf-8')
+    return {
+      write: (bytes) => {
+        const text = decoder.decode(bytes, { stream: true })
+        if (text) {
+          pending.push([stream, text])
+          pendingBytes += text.length
+          if (pendingBytes > 1024) flush()
+        }
+        return bytes.length
+      },
+    }
+  }
   pyodide.setStdout(writer('stdout'))
   pyodide.setStderr(writer('stderr'))
 
@@ -216,7 +264,10 @@ function describePythonError(error) {
   const text = String((error && error.message) || error)
   const lines = text.trim().split('\n')
   const last = lines[lines.length - 1] || text
-  const match = /^([A-Za-z_][\w.]*): ?(.*)$/.exec(last)
+  // A bare last line (`MemoryError`, raised without a message) has no colon; pyodide's PythonError carries the
+  // type itself, so the type never falls back to a generic 'Error' (a MemoryError must map to memory_limit).
+  const pythonType = error && typeof error.type === 'string' ? error.type : undefined
+  const match = /^([A-Za-z_][\w.]*): ?(.*)$/.exec(last) || (pythonType && last === pythonType ? [last, last, ''] : null)
   const lineMatches = [...text.matchAll(/File "main\.py", line (\d+)/g)]
   const syntaxLine = /line (\d+)/.exec(last)
   const line = lineMatches.length ? Number(lineMatches[lineMatches.length - 1][1]) : undefined

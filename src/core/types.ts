@@ -160,7 +160,12 @@ export interface ExecutionResult {
   /** Set when routing moved the request off another adapter, with why. */
   fallbackFrom?: { adapter: string; reason: string }
   /** Why this adapter was chosen when routing had a choice (e.g. escalation from monty to pyodide). */
-  route?: { reason: string; escalatedFrom?: string }
+  route?: {
+    reason: string
+    escalatedFrom?: string
+    /** The adapter whose `error` was run again here (a language-subset interpreter's gap, not the code's fault). */
+    rerunFrom?: string
+  }
   /** Workspace files after the run, when the backend collects them. */
   files?: WorkspaceFile[]
   hostCalls?: HostCallRecord[]
@@ -233,4 +238,9 @@ export interface AdapterCapabilities {
    * be; their runs are bounded by the wall-time limit instead.
    */
   readonly cancellable: boolean
+  /**
+   * Runs a subset of its languages (monty's Python): an `error` may be the interpreter's gap rather than the code's
+   * fault, so the service may run a side-effect-free run again on a full implementation. @default false
+   */
+  readonly languageSubset?: boolean
 }

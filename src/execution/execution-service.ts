@@ -25,6 +25,7 @@ import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
 import type { Router } from '../routing/router'
 import type { ExecuteOptions, ExecutionService } from './types'
+import { rerunOnFullLanguage } from './cpython-rerun'
 import { findRequestProblem } from './parse-request'
 import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces } from './session-workspaces'
@@ -138,6 +139,8 @@ export class DefaultExecutionService implements ExecutionService {
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
+      const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started) })
+      if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
       const next = this.options.router.fallback?.(request, policy, tried)
       if (!next?.adapter) return result

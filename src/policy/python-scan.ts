@@ -20,6 +20,12 @@ export interface PythonScan {
   readonly calls: readonly PythonLocation[]
   /** Constructs monty does not support (class definitions, generators, match, …), described in words. */
   readonly unsupported: readonly string[]
+  /** Names read as attributes, e.g. `format` in `"{}".format(x)`, once each. */
+  readonly attributes: readonly string[]
+  /** Whether a string literal is followed by `%` (printf-style formatting, `"%d" % n`). */
+  readonly percentFormatting: boolean
+  /** The format specs of f-string replacement fields, e.g. `,.2f` in `f"{total:,.2f}"`. */
+  readonly formatSpecs: readonly string[]
 }
 
 interface Token {
@@ -152,10 +158,16 @@ function scanUncached(code: string): PythonScan {
   const imports: PythonLocation[] = []
   const calls: PythonLocation[] = []
   const unsupported = new Set<string>()
+  const attributes = new Set<string>()
+  let percentFormatting = false
+  const formatSpecs = new Set<string>()
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i]!
     const next = tokens[i + 1]
+    if (token.kind === 'string' && next?.kind === 'op' && next.text === '%') percentFormatting = true
+    if (token.kind === 'string' && /^[rRbB]?[fF]/.test(token.text)) for (const spec of fStringFormatSpecs(token.text)) formatSpecs.add(spec)
     if (token.kind !== 'name') continue
+    if (tokens[i - 1]?.kind === 'op' && tokens[i - 1]?.text === '.') attributes.add(token.text)
     if (next?.kind === 'op' && next.text === '(' && tokens[i - 1]?.text !== '.' && tokens[i - 1]?.text !== 'def') {
       calls.push({ name: token.text, line: token.line, column: token.column })
     }
@@ -203,6 +215,51 @@ function scanUncached(code: string): PythonScan {
       unsupported.add('pattern matching (match statements)')
     }
     if (first?.text === 'type' && second?.kind === 'name' && (third?.text === '=' || third?.text === '[')) unsupported.add('type aliases')
+    // monty 0.0.18 parses a decorator and then ignores it: the function runs undecorated (a wrong answer, not an error).
+    if (first?.kind === 'op' && first.text === '@') unsupported.add('decorators')
   }
-  return Object.freeze({ imports: Object.freeze(imports), calls: Object.freeze(calls), unsupported: Object.freeze([...unsupported]) })
+  return Object.freeze({
+    imports: Object.freeze(imports),
+    calls: Object.freeze(calls),
+    unsupported: Object.freeze([...unsupported]),
+    attributes: Object.freeze([...attributes]),
+    percentFormatting,
+    formatSpecs: Object.freeze([...formatSpecs]),
+  })
+}
+
+/**
+ * The format specs of an f-string's top-level replacement fields: what follows the first `:` outside brackets and
+ * quotes in each `{…}` (`{{` is a literal brace). Nested fields inside a spec (`{x:{width}}`) are kept as text.
+ */
+function fStringFormatSpecs(literal: string): string[] {
+  const specs: string[] = []
+  let i = 0
+  while (i < literal.length) {
+    if (literal[i] === '{' && literal[i + 1] === '{') {
+      i += 2
+      continue
+    }
+    if (literal[i] !== '{') {
+      i++
+      continue
+    }
+    let depth = 0
+    let quote = ''
+    let colon = -1
+    let j = i + 1
+    for (; j < literal.length; j++) {
+      const ch = literal[j]!
+      if (quote) {
+        if (ch === quote) quote = ''
+      } else if (ch === "'" || ch === '"') quote = ch
+      else if ('([{'.includes(ch)) depth++
+      else if (')]'.includes(ch) || (ch === '}' && depth > 0)) depth--
+      else if (ch === '}') break
+      else if (ch === ':' && depth === 0 && colon < 0 && literal[j + 1] !== '=') colon = j
+    }
+    if (colon >= 0) specs.push(literal.slice(colon + 1, j))
+    i = j + 1
+  }
+  return specs
 }
