@@ -5,7 +5,8 @@ import { explainPolicy, policyFromConfig, profilesFromConfig, type PolicyExplana
 import type { AdapterHealth } from './readiness/health'
 import type { SwitchEvent } from './readiness/readiness-monitor'
 import type { BreakerState } from './routing/circuit-breaker'
-import { AdapterRegistry, Config, ExecutionService, Readiness, type ExecuteOptions } from './tokens'
+import { AdapterRegistry, Config, ExecutionService, Logger, Readiness, type ExecuteOptions } from './tokens'
+import { createTaskService, type TaskService } from './fabric/tasks'
 
 export * from './core'
 export { loadConfig, type Config as LoadedConfig, type LoadConfigOptions } from './config/load'
@@ -15,6 +16,7 @@ export type { SwitchEvent, HealthEvent } from './readiness/readiness-monitor'
 export { createContainer, type ContainerOptions } from './container'
 export * as tokens from './tokens'
 export * from './workspace'
+export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy } from './fabric/tasks'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -30,6 +32,8 @@ export interface Execgate {
   explainPolicy(adapter: string, policy?: SecurityPolicy | string): PolicyExplanation
   /** Ends a session on every adapter that keeps one under this id; true when one did. */
   closeSession(sessionId: string): Promise<boolean>
+  /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
+  readonly tasks: TaskService
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: Readiness
   readonly config: Config
@@ -72,6 +76,7 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
     })),
   })
   let disposed = false
+  let tasks: TaskService | undefined
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
@@ -100,12 +105,21 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
       const workspace = service.closeSession?.(sessionId) ?? false
       return closed.some(Boolean) || workspace
     },
+    get tasks() {
+      return (tasks ??= createTaskService({
+        execute: (request, options) => service.execute(request, options),
+        dataDir: config.fabric.dataDir,
+        concurrency: config.fabric.concurrency,
+        logger: container.get<Logger>(Logger),
+      }))
+    },
     readiness,
     config,
     container,
     async dispose() {
       if (disposed) return
       disposed = true
+      await tasks?.close({ abort: true })
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },
