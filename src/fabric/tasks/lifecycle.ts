@@ -6,7 +6,7 @@ import type { RetryPolicy, Task, TaskState } from './task-types'
  * process (server, worker) applies the same rules.
  */
 
-/** Every transition the scheduler may make; anything else is a bug and is refused by the store's compare-and-set. */
+/** Every transition the scheduler may make; it never asks the store for another. */
 export const TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = {
   // PENDING → SUSPENDED is a user's suspend before the start; → TERMINATED is cancel, deadline or a failed dependency.
   PENDING: ['SPAWNING', 'SUSPENDED', 'TERMINATED'],

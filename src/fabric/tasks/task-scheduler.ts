@@ -3,7 +3,7 @@ import os from 'node:os'
 import { describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
 import type { Logger } from '../../tokens'
 import { withDependencyInputs } from './dependency-inputs'
-import { outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
+import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { executeOptionsFor } from './run-options'
 import type { TaskChange, TaskStore } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
@@ -261,7 +261,8 @@ export class TaskScheduler {
 
   /** One transition, announced, with its consequences for dependents. */
   private async move(id: string, from: readonly TaskState[], change: TaskChange): Promise<Task | undefined> {
-    const moved = await this.store.transition(id, from, change)
+    // Only transitions the lifecycle draws: a caller asking for another one gets undefined, like a lost race.
+    const moved = await this.store.transition(id, from.filter((state) => canTransition(state, change.to)), change)
     if (!moved) return undefined
     this.emitter.emit('transition', moved.event, moved.task)
     if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED') await this.afterEnd(moved.task)
