@@ -68,7 +68,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     if (!task || task.tenant !== submitter(caller).tenant) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no task "${id}" for tenant ${submitter(caller).tenant}` })
     return task
   }
-  const conflict = (task: Task, action: string) => new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `task ${task.id} is ${task.state} and cannot be ${action}` })
+  const conflict = (task: Task, action: string) => new ExecgateError('EXECGATE_TASK_CONFLICT', { id: task.id, state: task.state, action })
   let starting: Promise<void> | undefined
   const ready = () => (options.run === false ? Promise.resolve() : (starting ??= scheduler.start()))
   const service: TaskService = {
