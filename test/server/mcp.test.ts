@@ -9,7 +9,7 @@ const KEY = 'acme-key-0123456789abcdef'
 
 async function exercise(client: Client): Promise<void> {
   const tools = await client.listTools()
-  expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['execute_code', 'list_languages', 'validate_code'])
+  expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['execute_code', 'get_task', 'list_languages', 'submit_task', 'validate_code'])
   const execute = tools.tools.find((tool) => tool.name === 'execute_code')!
   expect(execute.inputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['language', 'code']) })
 

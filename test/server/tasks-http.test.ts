@@ -1,6 +1,8 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { createExecgate, type Execgate } from '../../src'
 import { serve, type RunningServer } from '../../src/server/serve'
 
@@ -114,4 +116,20 @@ test('a bad task is 400 naming the field; so is an unknown dependency', async ()
   const unknown = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: '1' }, dependencies: ['nope'] } })
   expect(unknown.status).toBe(400)
   expect(unknown.json.error.message).toMatch(/unknown dependency "nope"/)
+})
+
+test("MCP submit_task and get_task, as the calling tenant's tasks", async () => {
+  const client = new Client({ name: 'execgate-test', version: '1.0.0' })
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${GLOBEX}` } } }))
+  try {
+    const submitted = await client.callTool({ name: 'submit_task', arguments: { language: 'python', code: '2 ** 10', priority: 3 } })
+    const id = (submitted.structuredContent as { id: string }).id
+    expect(submitted.structuredContent).toMatchObject({ state: 'PENDING', tenant: 'globex', priority: 3 })
+    const got = await client.callTool({ name: 'get_task', arguments: { id, waitMs: 10_000 } })
+    expect(got.structuredContent).toMatchObject({ state: 'COMPLETED', result: { value: 1024 } })
+    expect((got.content as Array<{ text: string }>)[0]!.text).toBe(`task ${id} is COMPLETED value: 1024`)
+    expect((await call(`/v1/tasks/${id}`, { key: ACME })).status).toBe(404)
+  } finally {
+    await client.close()
+  }
 })
