@@ -58,7 +58,8 @@ function retryOr(task: Task, kind: 'backend' | 'error', reason: string, random?:
  * - error (the user's own exception) → retry only when `retryOn` has `error`
  */
 export function outcomeOf(task: Task, result: ExecutionResult, random?: () => number): RunOutcome {
-  const detail = result.message ?? result.error?.message ?? result.status
+  const raised = result.error ? `${result.error.type}: ${result.error.message}` : undefined
+  const detail = (result.status === 'error' ? raised : undefined) ?? result.message ?? raised ?? result.status
   switch (result.status) {
     case 'ok':
       return { kind: 'complete' }

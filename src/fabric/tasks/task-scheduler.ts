@@ -57,7 +57,8 @@ export class TaskScheduler {
   private timer: NodeJS.Timeout | undefined
   private pumping: Promise<void> | undefined
   private again = false
-  private stopped = false
+  // Nothing starts before start(): a process that only submits (the CLI without --wait) never runs a task.
+  private stopped = true
 
   constructor(private readonly options: TaskSchedulerOptions) {
     this.store = options.store
