@@ -152,15 +152,25 @@ export class TaskScheduler {
   /** Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is. */
   async wait(id: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<Task | undefined> {
     const until = Date.now() + timeoutMs
+    const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
     for (;;) {
-      const task = await this.store.get(id)
-      if (!task || isFinal(task.state) || task.state === 'SUSPENDED' || Date.now() >= until) return task
-      await new Promise<void>((resolve) => {
-        const done = () => (clearTimeout(timer), this.emitter.off('transition', onEvent), resolve())
-        const onEvent = (event: TaskEvent) => event.taskId === id && done()
-        const timer = setTimeout(done, Math.min(this.options.tickMs ?? 200, Math.max(until - Date.now(), 0)))
-        this.emitter.on('transition', onEvent)
-      })
+      // Listening before reading: a transition landing between the read and the wait is not missed.
+      let fired = false
+      let woken: () => void = () => undefined
+      const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((fired = true), woken())
+      this.emitter.on('transition', onEvent)
+      try {
+        const task = await this.store.get(id)
+        if (settles(task) || Date.now() >= until) return task
+        if (fired) continue
+        // Another process's transitions are not announced here: look again every tick.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(this.options.tickMs ?? 200, Math.max(until - Date.now(), 0)))
+          woken = () => (clearTimeout(timer), resolve())
+        })
+      } finally {
+        this.emitter.off('transition', onEvent)
+      }
     }
   }
 
