@@ -15,6 +15,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   docker: () => import('./docker'),
   http: () => import('./http'),
   lambda: () => import('./lambda'),
+  tasks: () => import('./tasks'),
 }
 
 async function main(): Promise<void> {

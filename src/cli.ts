@@ -8,6 +8,7 @@ import { createExecgate, type Execgate } from './index'
 import { policyFromConfig } from './policy'
 import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from './workspace'
 import { formatResult, formatTable, formatValidation } from './cli-format'
+import { registerTaskCommands } from './cli-tasks'
 
 /**
  * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
@@ -256,6 +257,8 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
       try {
         const { serve } = await import('./server/serve')
         const running = await serve(execgate, { host: flags.host, port: flags.port })
+        // Queued tasks (and those a crash interrupted) run from the start, not from the first task request.
+        await execgate.tasks.start()
         process.stderr.write(`[execgate] serving on ${running.url}\n`)
       } catch (error) {
         await execgate.dispose()
@@ -289,6 +292,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .addOption(configOption())
     .action(async (flags: { config?: string; json?: boolean; adapter: string; profile?: string }) => setExit(await policyCommand(flags, out)))
 
+  registerTaskCommands(program, { out, setExit, readSource })
   return program
 }
 

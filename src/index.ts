@@ -10,6 +10,7 @@ import type { ReadinessMonitor, SwitchEvent } from './readiness/readiness-monito
 import type { BreakerState } from './routing/circuit-breaker'
 import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
+import { createTaskService, type TaskService } from './fabric/tasks'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
 // session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
@@ -32,6 +33,7 @@ export type { Router, RouteDecision, RouteHints } from './routing/router'
 export type { Logger } from './observability/logger'
 export type { ReadinessMonitor } from './readiness/readiness-monitor'
 export * from './workspace'
+export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy } from './fabric/tasks'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -53,6 +55,8 @@ export interface Execgate {
    * call it yourself before the first request that must not pay a cold start. Never rejects; safe to call twice.
    */
   ready(): Promise<void>
+  /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
+  readonly tasks: TaskService
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: ReadinessMonitor
   readonly config: Config
@@ -121,6 +125,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     })),
   })
   let disposed = false
+  let tasks: TaskService | undefined
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
@@ -150,12 +155,21 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       return closed.some(Boolean) || workspace
     },
     ready,
+    get tasks() {
+      return (tasks ??= createTaskService({
+        execute: (request, options) => service.execute(request, options),
+        dataDir: config.fabric.dataDir,
+        concurrency: config.fabric.concurrency,
+        logger: container.get<Logger>(tokens.Logger),
+      }))
+    },
     readiness,
     config,
     container,
     async dispose() {
       if (disposed) return
       disposed = true
+      await tasks?.close({ abort: true })
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },

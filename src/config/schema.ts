@@ -142,6 +142,14 @@ export interface ExecgateConfig {
     /** Sessions each adapter keeps at once; a new one past this answers `unavailable`. @default 32 @env EXECGATE_SESSIONS_MAX_SESSIONS */
     maxSessions: number
   }
+  fabric: {
+    /** Where durable tasks live: `sqlite`, the embedded store (docs/tasks.md). @default 'sqlite' @env EXECGATE_FABRIC_STORE */
+    store: 'sqlite'
+    /** Folder of the embedded store's file (`tasks.sqlite`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
+    dataDir: string
+    /** Tasks one process runs at once. @default 4 @env EXECGATE_FABRIC_CONCURRENCY */
+    concurrency: number
+  }
   /** Per-adapter options; see each adapter's page in docs/adapters/. */
   adapters: AdapterOptionsConfig
   log: {
@@ -217,6 +225,11 @@ export const CONFIG_SCHEMA = {
   sessions: {
     ttlSeconds: { doc: 'Idle time before a session is dropped (s)', format: formats.positiveInt, default: 600 },
     maxSessions: { doc: 'Sessions each adapter keeps at once', format: formats.positiveInt, default: 32 },
+  },
+  fabric: {
+    store: { doc: 'Where durable tasks live', format: ['sqlite'], default: 'sqlite' },
+    dataDir: { doc: 'Folder of the embedded task store', format: String, default: '.execgate' },
+    concurrency: { doc: 'Tasks one process runs at once', format: formats.positiveInt, default: 4 },
   },
   adapters: ADAPTER_OPTION_SCHEMAS,
   log: {

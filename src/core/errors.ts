@@ -57,6 +57,7 @@ export const ERROR_CODES = {
   EXECGATE_FORBIDDEN: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_RATE_LIMITED: { fault: 'client', retryable: true, template: 'rate limit of {limit} requests a minute reached for tenant {tenant}; retry in {retryAfter} s' },
   EXECGATE_NOT_FOUND: { fault: 'client', retryable: false, template: '{detail}' },
+  EXECGATE_TASK_CONFLICT: { fault: 'client', retryable: false, template: 'task {id} is {state} and cannot be {action}' },
   EXECGATE_BODY_TOO_LARGE: { fault: 'client', retryable: false, template: 'the request body is over the {limit}-byte limit' },
   EXECGATE_SHUTTING_DOWN: { fault: 'backend', retryable: true, template: 'the server is shutting down; retry on another instance' },
   EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },

@@ -6,6 +6,7 @@ import type { Execgate } from '../index'
 import type { Logger } from '../observability/logger'
 import * as tokens from '../tokens'
 import { mcpHttpHandler } from './mcp'
+import { registerTaskRoutes } from './task-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -23,6 +24,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_UNAUTHORIZED: 401,
   EXECGATE_FORBIDDEN: 403,
   EXECGATE_NOT_FOUND: 404,
+  EXECGATE_TASK_CONFLICT: 409,
   EXECGATE_BODY_TOO_LARGE: 413,
   EXECGATE_RATE_LIMITED: 429,
   EXECGATE_SHUTTING_DOWN: 503,
@@ -159,6 +161,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     if (await execgate.closeSession(tenantSession(request.tenant, id))) return reply.code(204).send()
     throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no session "${id}" for tenant ${request.tenant.name}` })
   })
+
+  registerTaskRoutes(app, execgate)
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {

@@ -1,8 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { LANGUAGES, type ExecutionResult, type Language } from '../core'
+import type { TaskCaller } from '../fabric/tasks'
 import type { Execgate } from '../index'
 import { EXECGATE_VERSION } from './version'
+import { registerTaskTools } from './mcp-task-tools'
 
 /** A short sentence for the tool's text content; the full result is the structured content. */
 function summary(result: ExecutionResult): string {
@@ -18,7 +20,7 @@ function summary(result: ExecutionResult): string {
  * execgate as MCP tools: `execute_code`, `validate_code`, `list_languages`, each with an input schema and the
  * result as structured content plus a short text. `profile` is the caller's policy profile (a tenant's).
  */
-export async function createMcpServer(execgate: Execgate, profile?: string, sessionScope: (sessionId: string) => string = (sessionId) => sessionId) {
+export async function createMcpServer(execgate: Execgate, profile?: string, sessionScope: (sessionId: string) => string = (sessionId) => sessionId, tenant?: string) {
   const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js')
   const server = new McpServer({ name: 'execgate', version: EXECGATE_VERSION })
   const language = z.enum(LANGUAGES as unknown as [Language, ...Language[]])
@@ -60,6 +62,8 @@ export async function createMcpServer(execgate: Execgate, profile?: string, sess
       return { content: [{ type: 'text' as const, text: languages.join(', ') }], structuredContent: { languages: [...languages] } }
     },
   )
+  const caller: TaskCaller = { ...(tenant ? { tenant } : {}), ...(profile ? { profile } : {}) }
+  registerTaskTools(server, execgate, caller)
   return server
 }
 
@@ -76,7 +80,7 @@ export async function serveMcpStdio(execgate: Execgate): Promise<void> {
 export function mcpHttpHandler(execgate: Execgate, scope: (tenant: FastifyRequest['tenant'], sessionId: string) => string) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js')
-    const server = await createMcpServer(execgate, request.tenant.profile, (sessionId) => scope(request.tenant, sessionId))
+    const server = await createMcpServer(execgate, request.tenant.profile, (sessionId) => scope(request.tenant, sessionId), request.tenant.name)
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     reply.hijack()
     reply.raw.on('close', () => {

@@ -1,0 +1,86 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { createExecgate } from '../src'
+import type { TaskSpec } from '../src/fabric/tasks'
+import { measure, type BenchSection, type Measurement } from './harness'
+
+/**
+ * Durable tasks on the embedded SQLite store (a file in a temp dir, WAL), trivial quickjs tasks:
+ * - a direct execute against submit → wait of one task at a time (idle scheduler): the store's overhead per task;
+ * - submit-to-start latency (submit called → RUNNING transition) with idle slots;
+ * - throughput end to end: a backlog submitted in batches and drained, with the heap sampled while it drains.
+ */
+
+const TRIVIAL: TaskSpec = { request: { language: 'javascript', code: '1+1' } }
+
+function series(name: string, samples: number[], totalMs: number): Measurement {
+  const sorted = [...samples].sort((a, b) => a - b)
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+  return { name, iterations: samples.length, p50Ms: at(50), p95Ms: at(95), meanMs: totalMs / samples.length, opsPerSec: (samples.length / totalMs) * 1000 }
+}
+
+export async function run(): Promise<BenchSection> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-tasks-'))
+  const backlog = Number(process.env.EXECGATE_BENCH_TASK_BACKLOG ?? 10_000)
+  const execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir } } })
+  try {
+    const tasks = execgate.tasks
+    await tasks.start()
+    const direct = await measure('direct execute (ExecutionService → quickjs): 1+1', async () => {
+      const result = await execgate.execute(TRIVIAL.request)
+      if (result.status !== 'ok') throw new Error(`execute answered ${result.status}`)
+    }, { iterations: 2000 })
+
+    const started = new Map<string, number>()
+    const startSamples: number[] = []
+    const stopListening = tasks.scheduler.onTransition((event) => {
+      const at = started.get(event.taskId)
+      if (at !== undefined && event.to === 'RUNNING') startSamples.push(performance.now() - at)
+    })
+    const oneByOne = await measure('task: submit → wait, one at a time (SQLite store)', async () => {
+      const t0 = performance.now()
+      const task = await tasks.submit(TRIVIAL)
+      started.set(task.id, t0)
+      const done = await tasks.wait(task.id)
+      if (done.state !== 'COMPLETED') throw new Error(`task ended ${done.state}: ${done.reason}`)
+    }, { iterations: 2000 })
+    stopListening()
+    const submitToStart = series('submit-to-start (submit called → RUNNING), idle slots', startSamples, startSamples.reduce((a, b) => a + b, 0))
+
+    // Throughput: the whole backlog submitted in batches of 500 while the scheduler drains it.
+    let completed = 0
+    const heap: number[] = []
+    global.gc?.()
+    const heapBefore = process.memoryUsage().heapUsed
+    const allDone = new Promise<void>((resolve) => {
+      const stop = tasks.scheduler.onTransition((event) => {
+        if (event.to !== 'COMPLETED') return
+        completed++
+        if (completed % 1000 === 0) heap.push(process.memoryUsage().heapUsed)
+        if (completed === backlog) (stop(), resolve())
+      })
+    })
+    const t0 = performance.now()
+    for (let submitted = 0; submitted < backlog; submitted += 500) {
+      await tasks.submitMany(Array.from({ length: Math.min(500, backlog - submitted) }, () => TRIVIAL))
+    }
+    await allDone
+    const drainMs = performance.now() - t0
+    const throughput: Measurement = { name: `throughput: ${backlog} trivial tasks submitted and drained (concurrency ${execgate.config.fabric.concurrency})`, iterations: backlog, p50Ms: NaN, p95Ms: NaN, meanMs: drainMs / backlog, opsPerSec: (backlog / drainMs) * 1000 }
+    const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1)
+    return {
+      title: 'tasks (embedded SQLite store, quickjs)',
+      measurements: [direct, oneByOne, submitToStart, throughput],
+      ratios: [
+        `store overhead per task p50 = ${(oneByOne.p50Ms - direct.p50Ms).toFixed(3)} ms (target ≤ 0.5 ms)`,
+        `throughput = ${throughput.opsPerSec.toFixed(0)} tasks/s (target ≥ 1,000)`,
+      ],
+      notes: [`heap while draining ${backlog}: ${mib(heapBefore)} MiB before, then every 1,000 completions: ${heap.map(mib).join(', ')} MiB`],
+    }
+  } finally {
+    await execgate.dispose()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  }
+}

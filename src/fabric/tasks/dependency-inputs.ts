@@ -1,0 +1,20 @@
+import type { ExecutionRequest, WorkspaceFile } from '../../core'
+import type { Task } from './task-types'
+
+/** Where a dependency's outputs appear in a dependent's workspace: `deps/<taskId>/value.json` and `deps/<taskId>/files/<path>`. */
+export const DEPENDENCY_ROOT = 'deps'
+
+/**
+ * The dependent's request with its dependencies' outputs added as workspace files: the value each returned, as
+ * JSON, and every file it wrote. Reading them needs a policy whose filesystem access is `read_only` or more.
+ */
+export function withDependencyInputs(request: ExecutionRequest, dependencies: readonly Task[]): ExecutionRequest {
+  if (dependencies.length === 0) return request
+  const files: WorkspaceFile[] = [...(request.files ?? [])]
+  for (const dependency of dependencies) {
+    const base = `${DEPENDENCY_ROOT}/${dependency.id}`
+    files.push({ path: `${base}/value.json`, content: JSON.stringify(dependency.result?.value ?? null) })
+    for (const file of dependency.outputFiles ?? []) files.push({ ...file, path: `${base}/files/${file.path}` })
+  }
+  return { ...request, files }
+}

@@ -1,0 +1,8 @@
+export { createTaskService, SQLITE_FILE_NAME, type TaskService, type TaskServiceOptions, type TaskCaller } from './task-service'
+export { TaskScheduler, type TaskSchedulerOptions, type TaskStreamItem, type ResumeChanges, type ExecuteFunction } from './task-scheduler'
+export { SqliteTaskStore, type SqliteTaskStoreOptions } from './sqlite-task-store'
+export type { TaskStore, TaskChange, TaskListFilter, TaskPage } from './task-store'
+export { TASK_SPEC_SCHEMA, findTaskProblem } from './task-schema'
+export { TRANSITIONS, canTransition, outcomeOf, backoffDelay } from './lifecycle'
+export { DEPENDENCY_ROOT } from './dependency-inputs'
+export * from './task-types'

@@ -1,0 +1,213 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-store'
+import type { Task, TaskEvent, TaskState } from './task-types'
+
+/**
+ * The embedded store: one SQLite file (better-sqlite3, synchronous and in-process, so a write is a function call,
+ * not a round trip). WAL mode lets readers run beside the writer; `synchronous = NORMAL` in WAL keeps every
+ * committed transition across a process crash (kill -9) and loses at most the last ones on a power loss.
+ */
+
+/** The few better-sqlite3 calls used here (the package ships no types; declaring them keeps the surface small). */
+interface Statement {
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
+  get(...params: unknown[]): unknown
+  all(...params: unknown[]): unknown[]
+}
+interface Database {
+  prepare(sql: string): Statement
+  exec(sql: string): void
+  pragma(sql: string, options?: { simple: boolean }): unknown
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R
+  close(): void
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS tasks (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  tenant TEXT NOT NULL,
+  state TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  ready INTEGER NOT NULL,
+  not_before INTEGER NOT NULL,
+  deadline_at INTEGER,
+  attempts INTEGER NOT NULL,
+  intent_id TEXT,
+  idempotency_key TEXT,
+  body TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS tasks_idempotency ON tasks (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tasks_due ON tasks (state, ready, priority DESC, seq);
+CREATE INDEX IF NOT EXISTS tasks_tenant ON tasks (tenant, seq);
+CREATE TABLE IF NOT EXISTS task_dependencies (
+  depends_on TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  PRIMARY KEY (depends_on, task_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS task_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id TEXT NOT NULL,
+  at TEXT NOT NULL,
+  from_state TEXT,
+  to_state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  attempt INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_events_task ON task_events (task_id, seq);
+`
+
+interface EventRow {
+  seq: number
+  task_id: string
+  at: string
+  from_state: TaskState | null
+  to_state: TaskState
+  reason: string
+  attempt: number
+}
+
+function eventFrom(row: EventRow): TaskEvent {
+  return { seq: row.seq, taskId: row.task_id, at: row.at, from: row.from_state, to: row.to_state, reason: row.reason, attempt: row.attempt }
+}
+
+function parse(row: unknown): Task | undefined {
+  return row ? (JSON.parse((row as { body: string }).body) as Task) : undefined
+}
+
+export interface SqliteTaskStoreOptions {
+  /** The database file; its directory is created when missing. `:memory:` for a store that dies with the process. */
+  file: string
+  /** A better-sqlite3 constructor to use instead of loading the package (tests, bundlers). */
+  driver?: new (file: string) => Database
+}
+
+export class SqliteTaskStore implements TaskStore {
+  private readonly db: Database
+  private readonly statements: Record<string, Statement>
+  private readonly insertMany: (tasks: readonly Task[], reason: string) => Task[]
+  private readonly transitionOne: (id: string, from: readonly TaskState[], change: TaskChange) => { task: Task; event: TaskEvent } | undefined
+
+  constructor(options: SqliteTaskStoreOptions) {
+    if (options.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(options.file)), { recursive: true })
+    // Loaded here, not at import, so a process that never uses tasks never loads the native module.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Driver = options.driver ?? (require('better-sqlite3') as new (file: string) => Database)
+    this.db = new Driver(options.file)
+    this.db.pragma('journal_mode = WAL')
+    this.db.pragma('synchronous = NORMAL')
+    // Another process (the CLI, a second worker) may hold the write lock for a moment.
+    this.db.pragma('busy_timeout = 5000')
+    this.db.exec(SCHEMA)
+    const prepare = (sql: string) => this.db.prepare(sql)
+    this.statements = {
+      insert: prepare(`INSERT INTO tasks (id, tenant, state, priority, ready, not_before, deadline_at, attempts, intent_id, idempotency_key, body)
+        VALUES (@id, @tenant, @state, @priority, @ready, @notBefore, @deadlineAt, @attempts, @intentId, @idempotencyKey, @body)`),
+      byKey: prepare('SELECT body FROM tasks WHERE tenant = ? AND idempotency_key = ?'),
+      get: prepare('SELECT body FROM tasks WHERE id = ?'),
+      dependency: prepare('INSERT OR IGNORE INTO task_dependencies (depends_on, task_id) VALUES (?, ?)'),
+      event: prepare('INSERT INTO task_events (task_id, at, from_state, to_state, reason, attempt) VALUES (?, ?, ?, ?, ?, ?)'),
+      update: prepare('UPDATE tasks SET state = @state, ready = @ready, not_before = @notBefore, attempts = @attempts, body = @body WHERE id = @id'),
+      due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY priority DESC, seq LIMIT ?`),
+      expired: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND attempts = 0 AND deadline_at IS NOT NULL AND deadline_at < ?`),
+      dependents: prepare('SELECT t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ?'),
+      events: prepare('SELECT * FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq'),
+    }
+    this.insertMany = this.db.transaction((tasks: readonly Task[], reason: string) =>
+      tasks.map((task) => {
+        const existing = task.idempotencyKey ? parse(this.statements.byKey!.get(task.tenant, task.idempotencyKey)) : undefined
+        if (existing) return existing
+        this.statements.insert!.run({
+          id: task.id,
+          tenant: task.tenant,
+          state: task.state,
+          priority: task.priority,
+          ready: task.ready ? 1 : 0,
+          notBefore: task.notBefore,
+          deadlineAt: task.deadline ? Date.parse(task.deadline) : null,
+          attempts: task.attempts,
+          intentId: task.intentId ?? null,
+          idempotencyKey: task.idempotencyKey ?? null,
+          body: JSON.stringify(task),
+        })
+        for (const dependency of task.dependencies) this.statements.dependency!.run(dependency, task.id)
+        this.statements.event!.run(task.id, task.createdAt, null, task.state, reason, 0)
+        return task
+      }),
+    )
+    this.transitionOne = this.db.transaction((id: string, from: readonly TaskState[], change: TaskChange) => {
+      const current = parse(this.statements.get!.get(id))
+      if (!current || !from.includes(current.state)) return undefined
+      const at = new Date().toISOString()
+      const task: Task = { ...current, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
+      this.write(task)
+      const info = this.statements.event!.run(id, at, current.state, change.to, change.reason, task.attempts)
+      const event: TaskEvent = { seq: Number(info.lastInsertRowid), taskId: id, at, from: current.state, to: change.to, reason: change.reason, attempt: task.attempts }
+      return { task, event }
+    })
+  }
+
+  private write(task: Task): void {
+    this.statements.update!.run({ id: task.id, state: task.state, ready: task.ready ? 1 : 0, notBefore: task.notBefore, attempts: task.attempts, body: JSON.stringify(task) })
+  }
+
+  async insert(tasks: readonly Task[], reason: string): Promise<Task[]> {
+    return this.insertMany(tasks, reason)
+  }
+
+  async get(id: string): Promise<Task | undefined> {
+    return parse(this.statements.get!.get(id))
+  }
+
+  async getMany(ids: readonly string[]): Promise<Task[]> {
+    return ids.map((id) => parse(this.statements.get!.get(id))).filter((task): task is Task => task !== undefined)
+  }
+
+  async list(filter: TaskListFilter): Promise<TaskPage> {
+    const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500)
+    const clauses = ['tenant = ?', 'seq > ?']
+    const params: unknown[] = [filter.tenant, Number(filter.cursor ?? 0) || 0]
+    if (filter.state) (clauses.push('state = ?'), params.push(filter.state))
+    if (filter.intentId) (clauses.push('intent_id = ?'), params.push(filter.intentId))
+    const rows = this.db.prepare(`SELECT seq, body FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY seq LIMIT ?`).all(...params, limit + 1) as { seq: number; body: string }[]
+    const page = rows.slice(0, limit)
+    return { tasks: page.map((row) => parse(row)!), ...(rows.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
+  }
+
+  async transition(id: string, from: readonly TaskState[], change: TaskChange) {
+    return this.transitionOne(id, from, change)
+  }
+
+  async update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined> {
+    const current = parse(this.statements.get!.get(id))
+    if (!current || current.state !== state) return undefined
+    const task = { ...current, ...patch, updatedAt: new Date().toISOString() }
+    this.write(task)
+    return task
+  }
+
+  async due(now: number, limit: number): Promise<Task[]> {
+    return this.statements.due!.all(now, limit).map((row) => parse(row)!)
+  }
+
+  async expired(now: number): Promise<Task[]> {
+    return this.statements.expired!.all(now).map((row) => parse(row)!)
+  }
+
+  async inStates(states: readonly TaskState[]): Promise<Task[]> {
+    return this.db.prepare(`SELECT body FROM tasks WHERE state IN (${states.map(() => '?').join(', ')}) ORDER BY seq`).all(...states).map((row) => parse(row)!)
+  }
+
+  async dependentsOf(id: string): Promise<Task[]> {
+    return this.statements.dependents!.all(id).map((row) => parse(row)!)
+  }
+
+  async events(id: string, afterSeq = 0): Promise<TaskEvent[]> {
+    return (this.statements.events!.all(id, afterSeq) as EventRow[]).map(eventFrom)
+  }
+
+  async close(): Promise<void> {
+    this.db.close()
+  }
+}

@@ -1,0 +1,315 @@
+import { EventEmitter } from 'node:events'
+import os from 'node:os'
+import { describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
+import type { Logger } from '../../observability/logger'
+import { withDependencyInputs } from './dependency-inputs'
+import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
+import { executeOptionsFor } from './run-options'
+import type { TaskChange, TaskStore } from './task-store'
+import { prepareTasks, type Submitter } from './task-submission'
+import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
+
+/** Runs one execution request: the ExecutionService's `execute`, which never rejects. */
+export type ExecuteFunction = (request: ExecutionRequest, options: ReturnType<typeof executeOptionsFor>) => Promise<ExecutionResult>
+
+export interface TaskSchedulerOptions {
+  store: TaskStore
+  execute: ExecuteFunction
+  logger?: Logger
+  /** Tasks this process runs at once. @default 4 */
+  concurrency?: number
+  /** How often due retries, deadlines and other processes' submissions are looked for, in ms. @default 200 */
+  tickMs?: number
+  /** This process's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid */
+  owner?: string
+  /** Whether an owner still runs (default: same host and its pid is alive), so a restart leaves live runs alone. */
+  ownerAlive?: (owner: string) => boolean
+}
+
+/** What `events()` yields: transitions from the action log, and output while this process runs the task. */
+export type TaskStreamItem = { type: 'transition'; event: TaskEvent } | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
+
+/** Changes a resumed task may bring: other limits or another adapter (the failure table's "resumable"). */
+export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'adapter' | 'policy'>
+
+function defaultOwnerAlive(owner: string): boolean {
+  const [host, pid] = [owner.slice(0, owner.lastIndexOf(':')), Number(owner.slice(owner.lastIndexOf(':') + 1))]
+  if (host !== os.hostname() || !Number.isInteger(pid)) return true // another machine's run: not ours to judge
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * The scheduler: every rule of the task lifecycle, above the store. It starts ready tasks by priority, applies the
+ * failure table to each result, retries with backoff, ends tasks whose start-by deadline passed, cascades failed
+ * dependencies, and on start recovers the runs a dead process left behind.
+ */
+export class TaskScheduler {
+  readonly store: TaskStore
+  private readonly emitter = new EventEmitter()
+  private readonly running = new Map<string, AbortController>()
+  private readonly concurrency: number
+  private readonly owner: string
+  private timer: NodeJS.Timeout | undefined
+  private pumping: Promise<void> | undefined
+  private again = false
+  // Nothing starts before start(): a process that only submits (the CLI without --wait) never runs a task.
+  private stopped = true
+
+  constructor(private readonly options: TaskSchedulerOptions) {
+    this.store = options.store
+    this.concurrency = options.concurrency ?? 4
+    this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
+    this.emitter.setMaxListeners(0)
+  }
+
+  /** Recovers what a crashed process left, then starts running tasks. */
+  async start(): Promise<void> {
+    await this.recover()
+    this.stopped = false
+    this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 200)
+    this.timer.unref()
+    this.wake()
+  }
+
+  /** Stops starting tasks and waits for the runs in flight (`abort` cancels them: a restart runs them again). */
+  async stop({ abort = false } = {}): Promise<void> {
+    this.stopped = true
+    clearInterval(this.timer)
+    if (abort) for (const controller of this.running.values()) controller.abort(new Error('shutdown'))
+    while (this.running.size > 0 || this.pumping) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+
+  async submit(specs: readonly TaskSpec[], submitter: Submitter): Promise<Task[]> {
+    const tasks = await this.store.insert(await prepareTasks(this.store, specs, submitter), 'submitted')
+    // A dependency may have finished between the readiness check and the insert: look again for the fresh ones.
+    for (const task of tasks) if (!task.ready && task.state === 'PENDING') await this.refreshReadiness(task)
+    this.wake()
+    return tasks
+  }
+
+  /** Terminates a task (DELETE /v1/tasks/:id); a run in flight here is cancelled. Undefined when it had already ended. */
+  async cancel(id: string, reason = 'cancelled by the caller'): Promise<Task | undefined> {
+    const changed = await this.move(id, ['PENDING', 'SPAWNING', 'RUNNING', 'SUSPENDED'], { to: 'TERMINATED', reason })
+    this.running.get(id)?.abort(new Error(reason))
+    return changed
+  }
+
+  /** Suspends a pending or running task (a running one is stopped; resume runs it again). */
+  async suspend(id: string, reason = 'suspended by the caller'): Promise<Task | undefined> {
+    const changed = await this.move(id, ['PENDING', 'RUNNING'], { to: 'SUSPENDED', reason })
+    this.running.get(id)?.abort(new Error(reason))
+    return changed
+  }
+
+  async resume(id: string, changes: ResumeChanges = {}): Promise<Task | undefined> {
+    const task = await this.store.get(id)
+    if (!task) return undefined
+    const request = { ...task.request, ...changes }
+    const changed = Object.keys(changes).length ? ` with ${Object.keys(changes).join(', ')} changed` : ''
+    const resumed = await this.move(id, ['SUSPENDED'], { to: 'PENDING', reason: `resumed by the caller${changed}`, patch: { request, notBefore: 0 } })
+    this.wake()
+    return resumed
+  }
+
+  /** Every transition from the action log (from `afterSeq`), then live ones and output, until the task ends. */
+  async *events(id: string, afterSeq = 0): AsyncGenerator<TaskStreamItem> {
+    let last = afterSeq
+    const outputs: TaskStreamItem[] = []
+    let signal: () => void = () => undefined
+    const onOutput = (item: TaskStreamItem) => {
+      if (item.type === 'output' && item.taskId === id) (outputs.push(item), signal())
+    }
+    const onTransition = (event: TaskEvent) => event.taskId === id && signal()
+    this.emitter.on('output', onOutput)
+    this.emitter.on('transition', onTransition)
+    try {
+      for (;;) {
+        while (outputs.length) yield outputs.shift()!
+        const events = await this.store.events(id, last)
+        for (const event of events) {
+          last = event.seq
+          yield { type: 'transition', event }
+          if (isFinal(event.to)) return
+        }
+        if (events.length === 0 && !(await this.store.get(id))) return
+        // Local transitions wake us at once; another process's show up within a tick.
+        await new Promise<void>((resolve) => {
+          signal = resolve
+          setTimeout(resolve, this.options.tickMs ?? 200)
+        })
+      }
+    } finally {
+      this.emitter.off('output', onOutput)
+      this.emitter.off('transition', onTransition)
+    }
+  }
+
+  /** Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is. */
+  async wait(id: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<Task | undefined> {
+    const until = Date.now() + timeoutMs
+    const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
+    for (;;) {
+      // Listening before reading: a transition landing between the read and the wait is not missed.
+      let fired = false
+      let woken: () => void = () => undefined
+      const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((fired = true), woken())
+      this.emitter.on('transition', onEvent)
+      try {
+        const task = await this.store.get(id)
+        if (settles(task) || Date.now() >= until) return task
+        if (fired) continue
+        // Another process's transitions are not announced here: look again every tick.
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(this.options.tickMs ?? 200, Math.max(until - Date.now(), 0)))
+          woken = () => (clearTimeout(timer), resolve())
+        })
+      } finally {
+        this.emitter.off('transition', onEvent)
+      }
+    }
+  }
+
+  onTransition(listener: (event: TaskEvent, task: Task) => void): () => void {
+    this.emitter.on('transition', listener)
+    return () => this.emitter.off('transition', listener)
+  }
+
+  /** Starts due tasks while slots are free; one pump at a time, re-run when woken meanwhile. */
+  private wake(): void {
+    if (this.stopped) return
+    if (this.pumping) {
+      this.again = true
+      return
+    }
+    this.pumping = this.pump().finally(() => {
+      this.pumping = undefined
+      if (this.again) (this.again = false), this.wake()
+    })
+  }
+
+  private async pump(): Promise<void> {
+    while (!this.stopped && this.running.size < this.concurrency) {
+      const due = await this.store.due(Date.now(), this.concurrency - this.running.size)
+      if (due.length === 0) return
+      let started = 0
+      for (const task of due) if (await this.begin(task)) started++
+      if (started === 0) return
+    }
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      const now = Date.now()
+      for (const task of await this.store.expired(now)) {
+        await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
+      }
+      this.wake()
+    } catch (error) {
+      this.options.logger?.error({ err: describeError(error) }, 'task scheduler tick failed')
+    }
+  }
+
+  /** Claims a due task (PENDING → SPAWNING) and runs it in the background; false when another claimed it first. */
+  private async begin(task: Task): Promise<boolean> {
+    if (task.deadline && Date.parse(task.deadline) < Date.now() && task.attempts === 0) {
+      await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
+      return false
+    }
+    const attempt = task.attempts + 1
+    const claimed = await this.move(task.id, ['PENDING'], { to: 'SPAWNING', reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`, patch: { attempts: attempt, owner: this.owner } })
+    if (!claimed) return false
+    const controller = new AbortController()
+    this.running.set(task.id, controller)
+    void this.run(claimed, controller).finally(() => {
+      this.running.delete(task.id)
+      this.wake()
+    })
+    return true
+  }
+
+  private async run(task: Task, controller: AbortController): Promise<void> {
+    try {
+      const dependencies = await this.store.getMany(task.dependencies)
+      const request = withDependencyInputs({ ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) }, dependencies)
+      const running = await this.move(task.id, ['SPAWNING'], { to: 'RUNNING', reason: 'started' })
+      if (!running) return
+      const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
+      const result = await this.options.execute(request, executeOptionsFor(running, controller.signal, onOutput))
+      // Cancelled or suspended meanwhile: that transition already happened; this result is only kept in the log.
+      if (controller.signal.aborted) return
+      await this.settle(running, result, outcomeOf(running, result))
+    } catch (error) {
+      this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
+      await this.move(task.id, ['SPAWNING', 'RUNNING'], { to: 'FAILED', reason: `internal error: ${describeError(error)}` }).catch(() => undefined)
+    }
+  }
+
+  private async settle(task: Task, result: ExecutionResult | undefined, outcome: RunOutcome): Promise<void> {
+    const from: TaskState[] = ['RUNNING', 'SPAWNING']
+    const withResult = result ? { result, ...(result.files ? { outputFiles: result.files } : {}) } : {}
+    switch (outcome.kind) {
+      case 'complete':
+        await this.move(task.id, from, { to: 'COMPLETED', reason: 'completed', patch: { ...withResult, owner: undefined } })
+        return
+      case 'retry':
+        await this.move(task.id, from, { to: 'PENDING', reason: outcome.reason, patch: { ...withResult, owner: undefined, notBefore: Date.now() + outcome.delayMs } })
+        return
+      case 'suspend':
+        await this.move(task.id, from, { to: 'SUSPENDED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        return
+      case 'terminate':
+        await this.move(task.id, from, { to: 'TERMINATED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        return
+      case 'fail':
+        await this.move(task.id, from, { to: 'FAILED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+    }
+  }
+
+  /** One transition, announced, with its consequences for dependents. */
+  private async move(id: string, from: readonly TaskState[], change: TaskChange): Promise<Task | undefined> {
+    // Only transitions the lifecycle draws: a caller asking for another one gets undefined, like a lost race.
+    const moved = await this.store.transition(id, from.filter((state) => canTransition(state, change.to)), change)
+    if (!moved) return undefined
+    this.emitter.emit('transition', moved.event, moved.task)
+    if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED') await this.afterEnd(moved.task)
+    return moved.task
+  }
+
+  /** A finished dependency makes dependents ready, or ends them naming it. */
+  private async afterEnd(task: Task): Promise<void> {
+    for (const dependent of await this.store.dependentsOf(task.id)) {
+      if (isFinal(dependent.state)) continue
+      if (task.state === 'COMPLETED') await this.refreshReadiness(dependent)
+      else await this.move(dependent.id, ['PENDING', 'SUSPENDED'], { to: 'TERMINATED', reason: `dependency ${task.id} ${task.state}: ${task.reason}` })
+    }
+    if (task.state === 'COMPLETED') this.wake()
+  }
+
+  private async refreshReadiness(task: Task): Promise<void> {
+    const dependencies = await this.store.getMany(task.dependencies)
+    const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
+    if (failed) {
+      await this.move(task.id, ['PENDING', 'SUSPENDED'], { to: 'TERMINATED', reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}` })
+    } else if (dependencies.length === task.dependencies.length && dependencies.every((dependency) => dependency.state === 'COMPLETED')) {
+      await this.store.update(task.id, task.state, { ready: true })
+    }
+  }
+
+  /**
+   * After a crash: runs left SPAWNING or RUNNING by a process that is gone are treated as a backend crash, so the
+   * retry policy decides (at least once); tasks still waiting on dependencies are checked again.
+   */
+  private async recover(): Promise<void> {
+    const alive = this.options.ownerAlive ?? defaultOwnerAlive
+    for (const task of await this.store.inStates(['SPAWNING', 'RUNNING'])) {
+      if (task.owner && task.owner !== this.owner && alive(task.owner)) continue
+      await this.settle(task, undefined, outcomeOfLostRun(task))
+    }
+    for (const task of await this.store.inStates(['PENDING', 'SUSPENDED'])) if (!task.ready) await this.refreshReadiness(task)
+  }
+}

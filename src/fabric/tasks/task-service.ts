@@ -1,0 +1,121 @@
+import path from 'node:path'
+import { ExecgateError } from '../../core'
+import type { Logger } from '../../observability/logger'
+import { SqliteTaskStore } from './sqlite-task-store'
+import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskStreamItem } from './task-scheduler'
+import type { TaskListFilter, TaskPage, TaskStore } from './task-store'
+import type { Submitter } from './task-submission'
+import type { Task, TaskSpec } from './task-types'
+
+/** The file of the embedded store under `fabric.dataDir`. */
+export const SQLITE_FILE_NAME = 'tasks.sqlite'
+
+/** Who is asking: every call names a tenant, and a tenant only ever sees its own tasks. */
+export interface TaskCaller {
+  /** @default 'local' (the library's and CLI's own tenant) */
+  tenant?: string
+  /** The policy profile the tenant's tasks run under. */
+  profile?: string
+}
+
+/** Durable tasks, as the library offers them (`execgate.tasks`); HTTP, MCP and the CLI call the same. */
+export interface TaskService {
+  submit(spec: TaskSpec, caller?: TaskCaller): Promise<Task>
+  /** Submits tasks that may depend on each other (by the ids they choose) in one atomic write. */
+  submitMany(specs: readonly TaskSpec[], caller?: TaskCaller): Promise<Task[]>
+  get(id: string, caller?: TaskCaller): Promise<Task | undefined>
+  /** Until the task ends or is suspended; at `timeoutMs` it returns the task as it is. */
+  wait(id: string, options?: TaskCaller & { timeoutMs?: number }): Promise<Task>
+  cancel(id: string, caller?: TaskCaller): Promise<Task>
+  suspend(id: string, caller?: TaskCaller): Promise<Task>
+  resume(id: string, changes?: ResumeChanges, caller?: TaskCaller): Promise<Task>
+  list(filter?: Omit<TaskListFilter, 'tenant'>, caller?: TaskCaller): Promise<TaskPage>
+  /** The task's transitions (its action log, then live) and its output while it runs here, until it ends. */
+  events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<TaskStreamItem>
+  /** Starts running tasks now (recovering what a crashed process left) instead of at the first call. */
+  start(): Promise<void>
+  /** Stops starting tasks, waits for runs in flight (or cancels them with `abort`) and closes the store. */
+  close(options?: { abort?: boolean }): Promise<void>
+  readonly scheduler: TaskScheduler
+}
+
+export interface TaskServiceOptions {
+  execute: ExecuteFunction
+  /** A store to use; otherwise the embedded one in `dataDir`. */
+  store?: TaskStore
+  /** `fabric.dataDir`. */
+  dataDir?: string
+  concurrency?: number
+  tickMs?: number
+  logger?: Logger
+  /** Run tasks in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
+  run?: boolean
+}
+
+const DEFAULT_TENANT = 'local'
+
+/**
+ * Durable tasks over a store. Nothing runs until first use: the first call recovers what a crashed process left and
+ * starts the scheduler (unless `run` is false), so creating the service costs an open file and nothing more.
+ */
+export function createTaskService(options: TaskServiceOptions): TaskService {
+  const store = options.store ?? new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
+  const scheduler = new TaskScheduler({ store, execute: options.execute, logger: options.logger, concurrency: options.concurrency, tickMs: options.tickMs })
+  const submitter = (caller: TaskCaller = {}): Submitter => ({ tenant: caller.tenant ?? DEFAULT_TENANT, ...(caller.profile ? { profile: caller.profile } : {}) })
+  // Another tenant's task answers exactly like a missing one, so ids never leak across tenants.
+  const owned = async (id: string, caller: TaskCaller = {}): Promise<Task> => {
+    const task = await store.get(id)
+    if (!task || task.tenant !== submitter(caller).tenant) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no task "${id}" for tenant ${submitter(caller).tenant}` })
+    return task
+  }
+  const conflict = (task: Task, action: string) => new ExecgateError('EXECGATE_TASK_CONFLICT', { id: task.id, state: task.state, action })
+  let starting: Promise<void> | undefined
+  const ready = () => (options.run === false ? Promise.resolve() : (starting ??= scheduler.start()))
+  const service: TaskService = {
+    scheduler,
+    async submit(spec, caller) {
+      await ready()
+      return (await scheduler.submit([spec], submitter(caller)))[0]!
+    },
+    async submitMany(specs, caller) {
+      await ready()
+      return scheduler.submit(specs, submitter(caller))
+    },
+    async get(id, caller) {
+      const task = await store.get(id)
+      return task && task.tenant === submitter(caller).tenant ? task : undefined
+    },
+    async wait(id, waitOptions = {}) {
+      await ready()
+      await owned(id, waitOptions)
+      return (await scheduler.wait(id, waitOptions.timeoutMs))!
+    },
+    async cancel(id, caller) {
+      const task = await owned(id, caller)
+      return (await scheduler.cancel(id)) ?? Promise.reject(conflict(task, 'cancelled'))
+    },
+    async suspend(id, caller) {
+      const task = await owned(id, caller)
+      return (await scheduler.suspend(id)) ?? Promise.reject(conflict(task, 'suspended (only PENDING and RUNNING tasks can)'))
+    },
+    async resume(id, changes, caller) {
+      await ready()
+      const task = await owned(id, caller)
+      return (await scheduler.resume(id, changes)) ?? Promise.reject(conflict(task, 'resumed (only SUSPENDED tasks can)'))
+    },
+    list: (filter = {}, caller) => store.list({ ...filter, tenant: submitter(caller).tenant }),
+    async *events(id, eventOptions = {}) {
+      await owned(id, eventOptions)
+      yield* scheduler.events(id, eventOptions.afterSeq)
+    },
+    async start() {
+      await (starting ??= scheduler.start())
+    },
+    async close(closeOptions) {
+      if (starting) await starting.catch(() => undefined)
+      await scheduler.stop(closeOptions)
+      await store.close()
+    },
+  }
+  return service
+}

@@ -1,0 +1,57 @@
+import type { Task, TaskEvent, TaskState } from './task-types'
+
+/**
+ * Where tasks live. The store only keeps and finds tasks and makes each transition atomic (compare-and-set on the
+ * state, with its action-log entry in the same write); every rule (what is ready, retries, deadlines, the failure
+ * table) lives above it in the scheduler, so every store behaves the same.
+ */
+
+export interface TaskListFilter {
+  tenant: string
+  state?: TaskState
+  intentId?: string
+  /** @default 50 */
+  limit?: number
+  /** The `nextCursor` of the previous page. */
+  cursor?: string
+}
+
+export interface TaskPage {
+  tasks: Task[]
+  /** Present when more tasks follow. */
+  nextCursor?: string
+}
+
+/** One transition: the new state, why, and the fields that change with it. */
+export interface TaskChange {
+  to: TaskState
+  reason: string
+  patch?: Partial<Pick<Task, 'attempts' | 'notBefore' | 'result' | 'outputFiles' | 'request' | 'ready' | 'owner'>>
+}
+
+export interface TaskStore {
+  /**
+   * Inserts the tasks and their first events in one atomic write. A task whose tenant already has a task with its
+   * idempotency key is not inserted: the existing task is returned in its place.
+   */
+  insert(tasks: readonly Task[], reason: string): Promise<Task[]>
+  get(id: string): Promise<Task | undefined>
+  getMany(ids: readonly string[]): Promise<Task[]>
+  list(filter: TaskListFilter): Promise<TaskPage>
+  /**
+   * Moves a task to `change.to` only if its state is one of `from`, appending the action-log entry in the same
+   * atomic write. Undefined when the task was not in one of those states (another process or call got there first).
+   */
+  transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined>
+  /** Updates fields that are not a transition (readiness), only while the task is in `state`. */
+  update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined>
+  /** Ready PENDING tasks whose backoff has passed, highest priority first, then oldest first. */
+  due(now: number, limit: number): Promise<Task[]>
+  /** PENDING tasks never started whose start-by deadline is before `now`. */
+  expired(now: number): Promise<Task[]>
+  inStates(states: readonly TaskState[]): Promise<Task[]>
+  dependentsOf(id: string): Promise<Task[]>
+  /** The task's action log in order, after `afterSeq`. */
+  events(id: string, afterSeq?: number): Promise<TaskEvent[]>
+  close(): Promise<void>
+}

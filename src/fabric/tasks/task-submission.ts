@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto'
+import { ExecgateError } from '../../core'
+import { findTaskProblem } from './task-schema'
+import type { TaskStore } from './task-store'
+import { DEFAULT_RETRY_POLICY, type Task, type TaskSpec } from './task-types'
+
+/** Who submits: the tenant owns the tasks (no other tenant sees them) and its profile runs them. */
+export interface Submitter {
+  tenant: string
+  profile?: string
+}
+
+/** Finds a dependency cycle among the batch's tasks (existing tasks cannot depend on new ones, so cycles lie in the batch). */
+function findCycle(specs: ReadonlyMap<string, readonly string[]>): string[] | undefined {
+  const state = new Map<string, 'visiting' | 'done'>()
+  const trail: string[] = []
+  const visit = (id: string): string[] | undefined => {
+    if (state.get(id) === 'done') return undefined
+    if (state.get(id) === 'visiting') return [...trail.slice(trail.indexOf(id)), id]
+    state.set(id, 'visiting')
+    trail.push(id)
+    for (const dependency of specs.get(id) ?? []) {
+      if (!specs.has(dependency)) continue
+      const cycle = visit(dependency)
+      if (cycle) return cycle
+    }
+    trail.pop()
+    state.set(id, 'done')
+    return undefined
+  }
+  for (const id of specs.keys()) {
+    const cycle = visit(id)
+    if (cycle) return cycle
+  }
+  return undefined
+}
+
+/**
+ * Checks a batch of task specs and turns them into PENDING tasks: each spec valid, ids unique and unused,
+ * dependencies known (in the batch or the tenant's existing tasks) and acyclic. Throws EXECGATE_REQUEST_INVALID
+ * naming the problem; nothing of a refused batch is stored.
+ */
+export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[], submitter: Submitter, now = Date.now()): Promise<Task[]> {
+  const invalid = (detail: string) => new ExecgateError('EXECGATE_REQUEST_INVALID', { detail })
+  if (specs.length === 0) throw invalid('no task to submit')
+  const ids = new Map<string, readonly string[]>()
+  specs.forEach((spec, index) => {
+    const problem = findTaskProblem(spec)
+    if (problem) throw invalid(specs.length > 1 ? `tasks[${index}]: ${problem}` : problem)
+  })
+  const withIds = specs.map((spec) => ({ ...spec, id: spec.id ?? randomUUID() }))
+  for (const spec of withIds) {
+    if (ids.has(spec.id)) throw invalid(`task id "${spec.id}" appears twice in the batch`)
+    ids.set(spec.id, spec.dependencies ?? [])
+  }
+  const taken = await store.getMany([...ids.keys()])
+  // An idempotent resubmission may name its own earlier id; any other reuse of an id is refused.
+  const reused = taken.find((task) => !withIds.some((spec) => spec.id === task.id && spec.idempotencyKey && spec.idempotencyKey === task.idempotencyKey && task.tenant === submitter.tenant))
+  if (reused) throw invalid(`task id "${reused.id}" is already taken`)
+  const external = [...new Set(withIds.flatMap((spec) => spec.dependencies ?? []).filter((id) => !ids.has(id)))]
+  const found = new Map((await store.getMany(external)).filter((task) => task.tenant === submitter.tenant).map((task) => [task.id, task]))
+  const unknown = external.filter((id) => !found.has(id))
+  if (unknown.length > 0) throw invalid(`unknown dependency ${unknown.map((id) => `"${id}"`).join(', ')}: no such task for tenant ${submitter.tenant}`)
+  const cycle = findCycle(ids)
+  if (cycle) throw invalid(`dependency cycle: ${cycle.join(' -> ')}`)
+  const at = new Date(now).toISOString()
+  return withIds.map((spec) => {
+    const dependencies = [...new Set(spec.dependencies ?? [])]
+    return {
+      id: spec.id,
+      tenant: submitter.tenant,
+      state: 'PENDING',
+      request: spec.request,
+      ...(spec.intentId ? { intentId: spec.intentId } : {}),
+      priority: spec.priority ?? 0,
+      ...(spec.deadline ? { deadline: new Date(spec.deadline).toISOString() } : {}),
+      requirements: spec.requirements ?? {},
+      dependencies,
+      ...(spec.timeoutMs ? { timeoutMs: spec.timeoutMs } : {}),
+      retryPolicy: { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...spec.retryPolicy },
+      ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
+      lane: spec.lane ?? 'batch',
+      attempts: 0,
+      ready: dependencies.every((id) => found.get(id)?.state === 'COMPLETED'),
+      notBefore: 0,
+      reason: 'submitted',
+      ...(submitter.profile ? { profile: submitter.profile } : {}),
+      createdAt: at,
+      updatedAt: at,
+    } satisfies Task
+  })
+}

@@ -1,0 +1,82 @@
+import { createResult, type ExecutionResult, type ExecutionStatus } from '../../../src/core'
+import { SqliteTaskStore, TaskScheduler, backoffDelay, canTransition, outcomeOf, DEFAULT_RETRY_POLICY, type Task } from '../../../src/fabric/tasks'
+
+/** The failure table and backoff as pure rules (a unit test of error mapping: results are built, not run). */
+
+const task = (attempts: number, retryOn: Task['retryPolicy']['retryOn'] = ['backend']): Task => ({
+  id: 't',
+  tenant: 'local',
+  state: 'RUNNING',
+  request: { language: 'javascript', code: '1' },
+  priority: 0,
+  requirements: {},
+  dependencies: [],
+  retryPolicy: { ...DEFAULT_RETRY_POLICY, retryOn, jitter: false },
+  lane: 'batch',
+  attempts,
+  ready: true,
+  notBefore: 0,
+  reason: '',
+  createdAt: '',
+  updatedAt: '',
+})
+
+const result = (status: ExecutionStatus): ExecutionResult => createResult(status, 'x', { message: `it was ${status}` })
+
+test.each([
+  ['ok', 'complete'],
+  ['timeout', 'terminate'],
+  ['policy_violation', 'terminate'],
+  ['memory_limit', 'suspend'],
+  ['output_limit', 'suspend'],
+  ['unavailable', 'retry'],
+  ['internal_error', 'retry'],
+  ['error', 'fail'],
+  ['invalid_request', 'fail'],
+  ['not_implemented', 'fail'],
+] as const)('the failure table: %s → %s', (status, kind) => {
+  expect(outcomeOf(task(1), result(status)).kind).toBe(kind)
+})
+
+test('a retryable failure fails once the attempts are spent; a user error retries only when the policy says so', () => {
+  expect(outcomeOf(task(3), result('unavailable'))).toMatchObject({ kind: 'fail', reason: expect.stringMatching(/after 3 attempts/) })
+  expect(outcomeOf(task(1, ['error']), result('error')).kind).toBe('retry')
+  expect(outcomeOf(task(1, ['error']), result('unavailable')).kind).toBe('fail')
+})
+
+test('backoff: exponential doubles, linear adds, both capped; jitter stays within ±20 %', () => {
+  const policy = { ...DEFAULT_RETRY_POLICY, baseDelayMs: 100, maxDelayMs: 1000, jitter: false }
+  expect([1, 2, 3, 4, 5].map((attempt) => backoffDelay(policy, attempt))).toEqual([100, 200, 400, 800, 1000])
+  expect([1, 2, 3].map((attempt) => backoffDelay({ ...policy, backoff: 'linear' }, attempt))).toEqual([100, 200, 300])
+  expect(backoffDelay({ ...policy, jitter: true }, 2, () => 0)).toBe(160)
+  expect(backoffDelay({ ...policy, jitter: true }, 2, () => 1)).toBe(240)
+})
+
+test('the lifecycle refuses transitions the seed does not draw', () => {
+  expect(canTransition('PENDING', 'SPAWNING')).toBe(true)
+  expect(canTransition('RUNNING', 'FAILED')).toBe(true)
+  expect(canTransition('SUSPENDED', 'COMPLETED')).toBe(true)
+  expect(canTransition('PENDING', 'COMPLETED')).toBe(false)
+  expect(canTransition('COMPLETED', 'PENDING')).toBe(false)
+})
+
+test('a backend that answers unavailable is retried with backoff and the task completes', async () => {
+  const store = new SqliteTaskStore({ file: ':memory:' })
+  let calls = 0
+  const scheduler = new TaskScheduler({
+    store,
+    tickMs: 20,
+    execute: async () => (++calls < 3 ? result('unavailable') : createResult('ok', 'x', { value: 'done' })),
+  })
+  await scheduler.start()
+  try {
+    const [submitted] = await scheduler.submit([{ request: { language: 'javascript', code: '1' }, retryPolicy: { baseDelayMs: 30, jitter: false } }], { tenant: 'local' })
+    const done = await scheduler.wait(submitted!.id)
+    expect(done).toMatchObject({ state: 'COMPLETED', attempts: 3 })
+    const retries = (await store.events(submitted!.id)).filter((event) => event.from === 'RUNNING' && event.to === 'PENDING')
+    expect(retries.map((event) => event.reason)).toEqual(['unavailable: it was unavailable; retry 2/3 in 30 ms', 'unavailable: it was unavailable; retry 3/3 in 60 ms'])
+  } finally {
+    await scheduler.stop()
+    await store.close()
+  }
+})
