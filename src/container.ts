@@ -3,6 +3,7 @@ import { Container } from 'inversify'
 import { ADAPTERS } from '../adapters/registry'
 import { ExecgateError, describeError, type CodeExecutionAdapter, type Tier } from './core'
 import { loadConfig, type LoadConfigOptions } from './config/load'
+import { AdmissionController } from './execution/admission/admission-controller'
 import { DefaultExecutionService } from './execution/execution-service'
 import { createLogger } from './observability/logger'
 import { policyFromConfig, profilesFromConfig } from './policy'
@@ -11,7 +12,7 @@ import { ReadinessMonitor } from './readiness/readiness-monitor'
 import { CircuitBreakers } from './routing/circuit-breaker'
 import { ConfigRouter } from './routing/config-router'
 import type { HostFunctionDefinition } from './workspace'
-import { AdapterRegistry, Config, ExecutionListener, ExecutionService, Logger, Readiness, Router } from './tokens'
+import { Admission, AdapterRegistry, Config, ExecutionListener, ExecutionService, Logger, Readiness, Router } from './tokens'
 
 export interface ContainerOptions extends LoadConfigOptions {
   /** An already-loaded config; skips loading. */
@@ -98,6 +99,9 @@ export async function createContainer(options: ContainerOptions = {}): Promise<C
     breakers,
   })
   container.bind<Router>(Router).toConstantValue(router)
+  const { queue, ...admissionSettings } = config.admission
+  const admission = new AdmissionController({ ...admissionSettings, queueLimits: queue }, adapters)
+  container.bind<Admission>(Admission).toConstantValue(admission)
   container.bind<ExecutionService>(ExecutionService).toDynamicValue((context) => {
     const listeners = context.getAll<ExecutionListener>(ExecutionListener, { optional: true })
     return new DefaultExecutionService({
@@ -112,6 +116,7 @@ export async function createContainer(options: ContainerOptions = {}): Promise<C
       workspaceLimits: config.workspace,
       sessions: config.sessions,
       hostFunctions: options.hostFunctions,
+      admission,
     })
   }).inSingletonScope()
   return container

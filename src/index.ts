@@ -5,7 +5,8 @@ import { explainPolicy, policyFromConfig, profilesFromConfig, type PolicyExplana
 import type { AdapterHealth } from './readiness/health'
 import type { SwitchEvent } from './readiness/readiness-monitor'
 import type { BreakerState } from './routing/circuit-breaker'
-import { AdapterRegistry, Config, ExecutionService, Readiness, type ExecuteOptions } from './tokens'
+import type { AdmissionStatus } from './execution/admission/admission-controller'
+import { Admission, AdapterRegistry, Config, ExecutionService, Readiness, type ExecuteOptions } from './tokens'
 
 export * from './core'
 export { loadConfig, type Config as LoadedConfig, type LoadConfigOptions } from './config/load'
@@ -13,6 +14,7 @@ export type { ExecgateConfig } from './config/schema'
 export { resolvePolicy, staticValidationReport, DEFAULT_POLICY, checkJavaScript, checkTypeScript, explainPolicy, type PolicyExplanation } from './policy'
 export type { SwitchEvent, HealthEvent } from './readiness/readiness-monitor'
 export { createContainer, type ContainerOptions } from './container'
+export type { AdmissionStatus, AdapterAdmissionStatus } from './execution/admission/admission-controller'
 export * as tokens from './tokens'
 export * from './workspace'
 
@@ -50,6 +52,8 @@ export interface ExecgateStatus {
   active: string
   lastSwitch?: SwitchEvent
   adapters: AdapterStatus[]
+  /** Slots in use per lane and queue depth of every adapter, and the in-process batch bound. */
+  admission: AdmissionStatus
 }
 
 /** Loads config, creates the enabled adapters and returns a ready execgate (its readiness monitor scheduled). */
@@ -59,6 +63,7 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
   const registry = container.get<AdapterRegistry>(AdapterRegistry)
   const readiness = container.get<Readiness>(Readiness)
   const config = container.get<Config>(Config)
+  const admission = container.get<Admission>(Admission)
   if (config.readiness.enabled) readiness.start()
   const status = (): ExecgateStatus => ({
     active: readiness.active() ?? 'auto',
@@ -70,6 +75,7 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
       health: readiness.health(adapter.name),
       breaker: readiness.breaker(adapter.name),
     })),
+    admission: admission.status(),
   })
   let disposed = false
   return {
@@ -106,6 +112,8 @@ export async function createExecgate(options: ContainerOptions = {}): Promise<Ex
     async dispose() {
       if (disposed) return
       disposed = true
+      // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
+      await service.dispose?.()
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },

@@ -18,6 +18,7 @@ import type { Config as LoadedConfig } from './config/load'
 import type { LlmProvider } from './agents/llm'
 import type { HostFunctionDefinition, Workspace } from './workspace'
 import type { ReadinessMonitor } from './readiness/readiness-monitor'
+import type { AdmissionController } from './execution/admission/admission-controller'
 
 /** The validated, frozen configuration. */
 export const Config = Symbol('Config')
@@ -104,6 +105,8 @@ export interface ExecuteOptions {
   llm?: LlmProvider
   /** Prefer adapters that answer within this long (see `RouteHints`); the voice handler sets it. */
   latencyBudgetMs?: number
+  /** Who the run is for, for admission's per-tenant lane and quotas (`admission.tenants`); the HTTP API sets it. */
+  tenant?: string
 }
 
 /** Runs requests end to end (DESIGN.md steps 1–8). `execute` never rejects. */
@@ -114,6 +117,8 @@ export interface ExecutionService {
   languages(): readonly Language[]
   /** Drops a session's workspace; true when there was one. */
   closeSession?(sessionId: string): boolean
+  /** Stops admitting runs: queued ones are answered `unavailable` with a retry hint; resolves when running ones end. */
+  dispose?(): Promise<void>
 }
 
 /** Observers of finished executions (logs, metrics, the ledger); several may be bound. */
@@ -125,3 +130,7 @@ export interface ExecutionListener {
 /** The readiness monitor: adapter health, the active binding and its switches (events `switch`, `health`). */
 export const Readiness = Symbol('Readiness')
 export type Readiness = ReadinessMonitor
+
+/** Admission: lanes, slots per adapter, bounded queues and quotas, before every run (src/execution/admission). */
+export const Admission = Symbol('Admission')
+export type Admission = AdmissionController
