@@ -96,6 +96,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
     this.killGraceMs = options.killGraceMs ?? 50
     this.inlineBudgetMs = options.inlineBudgetMs ?? 20
     this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', options.workers ?? 2)
+    // One run per worker thread (a run inline on the calling thread moves to one when it outlasts its budget).
+    this.capabilities = { ...this.capabilities, concurrency: options.workers ?? 2 }
     this.replSessions = new MontyReplSessions(options.sessions, this.maxRecursionDepth, this.killGraceMs)
   }
 

@@ -90,6 +90,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     }
     this.memoryPollMs = options.memoryPollMs ?? 25
     this.pool = new PyodideProcessPool(poolSize, options.warmOnStart ?? true)
+    // One run per pool process: admission counts them as this adapter's slots.
+    this.capabilities = { ...this.capabilities, concurrency: poolSize }
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 

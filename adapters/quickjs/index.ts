@@ -94,6 +94,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     this.stackBytes = stackKiB * 1024
     this.killGraceMs = options.killGraceMs ?? 50
     this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', options.workers ?? 2)
+    // One run per worker thread: admission counts them as this adapter's slots.
+    this.capabilities = { ...this.capabilities, concurrency: options.workers ?? 2 }
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 
