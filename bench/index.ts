@@ -14,6 +14,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   docker: () => import('./docker'),
   http: () => import('./http'),
   lambda: () => import('./lambda'),
+  admission: () => import('./admission'),
 }
 
 async function main(): Promise<void> {
