@@ -42,29 +42,57 @@ async function post(url: string, body: unknown): Promise<ExecutionResult> {
   return (await response.json()) as ExecutionResult
 }
 
-/** A CPU-bound batch run of 1–2 s: a JavaScript busy loop, or a Python loop sized from `pythonLoopsPerMs`. */
-function batchRequest(index: number, pythonLoopsPerMs: number): unknown {
-  const ms = 1000 + ((index * 389) % 1000)
-  if (index % 2 === 0) return { language: 'javascript', lane: 'batch', code: `let x = 0; const s = Date.now(); while (Date.now() - s < ${ms}) { x += 1 }; x` }
-  return { language: 'python', lane: 'batch', code: `t = 0\nfor i in range(${Math.round(ms * pythonLoopsPerMs)}):\n    t += i\nt` }
+/** Loops per ms of each language's batch loop, measured alone, so a batch run is a fixed amount of CPU work. */
+interface LoopRates {
+  python: number
+  javascript: number
 }
 
-/** Keeps `clients` batch runs going until `stop`; answers the runs completed `ok` per second. */
-async function batchLoad(url: string, pythonLoopsPerMs: number, until: () => boolean): Promise<{ runsPerSec: number; failed: number }> {
+const BATCH_CODE = {
+  python: (loops: number) => `t = 0\nfor i in range(${loops}):\n    t += i % 7\nt`,
+  javascript: (loops: number) => `let t = 0; for (let i = 0; i < ${loops}; i++) { t += i % 7 }; t`,
+}
+
+/** A CPU-bound batch run of 1–2 s (alone): JavaScript and Python in turn, sized from the measured loop rates. */
+function batchRequest(index: number, rates: LoopRates): unknown {
+  const ms = 1000 + ((index * 389) % 1000)
+  const language = index % 2 === 0 ? 'javascript' : 'python'
+  return { language, lane: 'batch', code: BATCH_CODE[language](Math.round(ms * rates[language])) }
+}
+
+/** Keeps `BATCH_CLIENTS` batch runs going until `stop`; answers the runs completed `ok` per second. */
+async function batchLoad(url: string, rates: LoopRates, until: () => boolean): Promise<{ runsPerSec: number; failed: number; statuses: string }> {
   let completed = 0
   let failed = 0
+  let okMs = 0
+  const statuses = new Set<string>()
   let next = 0
   const started = performance.now()
   await Promise.all(
     Array.from({ length: BATCH_CLIENTS }, async () => {
       while (!until()) {
-        const result = await post(url, batchRequest(next++, pythonLoopsPerMs))
-        if (result.status === 'ok') completed += 1
-        else failed += 1
+        const result = await post(url, batchRequest(next++, rates))
+        if (result.status === 'ok') {
+          completed += 1
+          okMs += result.durationMs - (result.admission?.queuedMs ?? 0)
+        } else {
+          failed += 1
+          statuses.add(result.status)
+        }
       }
     }),
   )
-  return { runsPerSec: (completed / (performance.now() - started)) * 1000, failed }
+  return { runsPerSec: (completed / (performance.now() - started)) * 1000, meanRunMs: okMs / Math.max(1, completed), failed, statuses: [...statuses].join(', ') || 'none' }
+}
+
+/** Interactive series in each language while the batch load runs, and the batch throughput over the same time. */
+async function underLoad(url: string, rates: LoopRates): Promise<{ loaded: Measurement[]; batch: Awaited<ReturnType<typeof batchLoad>> }> {
+  let stop = false
+  const load = batchLoad(url, rates, () => stop)
+  await new Promise((resolve) => setTimeout(resolve, 2000))
+  const loaded = [await interactiveSeries(url, 'python', { seconds: LOAD_SECONDS / 2 }), await interactiveSeries(url, 'javascript', { seconds: LOAD_SECONDS / 2 })]
+  stop = true
+  return { loaded, batch: await load }
 }
 
 /** Interactive requests one at a time, 50 ms apart (as a conversation's arrive), for `seconds` or `count`. */
@@ -87,13 +115,13 @@ async function interactiveSeries(url: string, language: 'python' | 'javascript',
   return { name: '', iterations: samples.length, p50Ms: at(50), p95Ms: at(95), meanMs: mean, opsPerSec: 1000 / (mean + 50) }
 }
 
-/** Loops of `for i in range(n): t += i` monty runs per ms on this machine, alone. */
-async function calibratePython(url: string): Promise<number> {
+async function loopsPerMs(url: string, language: 'python' | 'javascript'): Promise<number> {
   const loops = 300_000
-  await post(url, { language: 'python', code: `t = 0\nfor i in range(${loops}):\n    t += i\nt` })
+  const request = { language, code: BATCH_CODE[language](loops) }
+  await post(url, request)
   const t0 = performance.now()
-  const result = await post(url, { language: 'python', code: `t = 0\nfor i in range(${loops}):\n    t += i\nt` })
-  if (result.status !== 'ok') throw new Error(`python calibration: ${result.status} ${result.message ?? ''}`)
+  const result = await post(url, request)
+  if (result.status !== 'ok') throw new Error(`${language} calibration: ${result.status} ${result.message ?? ''}`)
   return loops / (performance.now() - t0)
 }
 
@@ -113,55 +141,50 @@ export async function run(): Promise<BenchSection> {
   const overhead = await admissionOverhead()
   const reserved = await startServer({ EXECGATE_ADMISSION_INTERACTIVE_SHARE: '0.5' })
   let alone: Measurement[]
-  let loaded: Measurement[]
-  let withReservation: { runsPerSec: number; failed: number }
-  let pythonLoopsPerMs = 0
+  let rates: LoopRates
+  let withReservation: Awaited<ReturnType<typeof underLoad>>
   try {
-    pythonLoopsPerMs = await calibratePython(reserved.url)
+    rates = { python: await loopsPerMs(reserved.url, 'python'), javascript: await loopsPerMs(reserved.url, 'javascript') }
     await Promise.all(INTERACTIVE.map((request) => post(reserved.url, request)))
     alone = [await interactiveSeries(reserved.url, 'python', { count: 100 }), await interactiveSeries(reserved.url, 'javascript', { count: 100 })]
-    let stop = false
-    const load = batchLoad(reserved.url, pythonLoopsPerMs, () => stop)
-    await new Promise((resolve) => setTimeout(resolve, 2000))
-    loaded = [await interactiveSeries(reserved.url, 'python', { seconds: LOAD_SECONDS / 2 }), await interactiveSeries(reserved.url, 'javascript', { seconds: LOAD_SECONDS / 2 })]
-    stop = true
-    withReservation = await load
+    withReservation = await underLoad(reserved.url, rates)
   } finally {
     reserved.process.kill('SIGTERM')
   }
-  // The same batch load on a server without the reservation or the in-process bound: what the reservation costs.
+  // The same load on a server without the reservation or the in-process bound (admission's slots only).
   const open = await startServer({ EXECGATE_ADMISSION_INTERACTIVE_SHARE: '0', EXECGATE_ADMISSION_IN_PROCESS_BATCH_RUNS: '64' })
-  let withoutReservation: { runsPerSec: number; failed: number }
+  let withoutReservation: Awaited<ReturnType<typeof underLoad>>
   try {
-    await post(open.url, INTERACTIVE[1])
-    let stop = false
-    const timer = setTimeout(() => (stop = true), (LOAD_SECONDS + 2) * 1000)
-    withoutReservation = await batchLoad(open.url, pythonLoopsPerMs, () => stop)
-    clearTimeout(timer)
+    await Promise.all(INTERACTIVE.map((request) => post(open.url, request)))
+    withoutReservation = await underLoad(open.url, rates)
   } finally {
     open.process.kill('SIGTERM')
   }
+  const loaded = withReservation.loaded
   const named = (m: Measurement, name: string): Measurement => ({ ...m, name })
   const measurements = [
     named(alone[0]!, 'interactive python one-liner, server idle'),
     named(alone[1]!, 'interactive javascript one-liner, server idle'),
     named(loaded[0]!, `interactive python one-liner, ${BATCH_CLIENTS} clients of 1–2 s batch runs`),
     named(loaded[1]!, `interactive javascript one-liner, ${BATCH_CLIENTS} clients of 1–2 s batch runs`),
+    named(withoutReservation.loaded[0]!, 'interactive python one-liner, same load, no reservation'),
+    named(withoutReservation.loaded[1]!, 'interactive javascript one-liner, same load, no reservation'),
     overhead,
   ]
   const p95Ratio = (index: number) => (loaded[index]!.p95Ms / alone[index]!.p95Ms).toFixed(2)
-  const lost = 1 - withReservation.runsPerSec / withoutReservation.runsPerSec
+  const lost = 1 - withReservation.batch.runsPerSec / withoutReservation.batch.runsPerSec
   return {
     title: 'admission: interactive lane under batch load',
     measurements,
     ratios: [
       `python: under load / alone p95 = ${p95Ratio(0)}× and ${loaded[0]!.p95Ms.toFixed(1)} ms (targets ≤ 3×, ≤ 50 ms)`,
       `javascript: under load / alone p95 = ${p95Ratio(1)}× and ${loaded[1]!.p95Ms.toFixed(1)} ms (targets ≤ 3×, ≤ 50 ms)`,
-      `batch throughput ${withReservation.runsPerSec.toFixed(2)} runs/s with the reservation, ${withoutReservation.runsPerSec.toFixed(2)} without: ${(lost * 100).toFixed(1)}% lost (target ≤ 20%); failed batch runs ${withReservation.failed} / ${withoutReservation.failed}`,
+      `batch throughput ${withReservation.batch.runsPerSec.toFixed(2)} runs/s with the reservation, ${withoutReservation.batch.runsPerSec.toFixed(2)} without: ${(lost * 100).toFixed(1)}% lost (target ≤ 20%); batch runs not ok ${withReservation.batch.failed} (${withReservation.batch.statuses}) / ${withoutReservation.batch.failed} (${withoutReservation.batch.statuses})`,
+      `a batch run took ${(withReservation.batch.meanRunMs / 1000).toFixed(2)} s on average with the reservation, ${(withoutReservation.batch.meanRunMs / 1000).toFixed(2)} s without (request to answer, minus its wait for a slot)`,
       `admission overhead p50 = ${(overhead.p50Ms * 1000).toFixed(1)} µs (target ≤ 20 µs)`,
     ],
     notes: [
-      `${BATCH_CLIENTS} batch clients alternate JavaScript busy loops and Python loops of 1–2 s; interactive requests are one at a time, 50 ms apart, for ${LOAD_SECONDS / 2} s per language while the load runs`,
+      `${BATCH_CLIENTS} batch clients alternate JavaScript and Python loops sized to 1–2 s of CPU each (loop rates measured alone: python ${rates.python.toFixed(0)}, javascript ${rates.javascript.toFixed(0)} loops/ms); interactive requests are one at a time, 50 ms apart, for ${LOAD_SECONDS / 2} s per language while the load runs`,
       'server: execgate serve with quickjs and monty (2 workers each, one reserved for interactive), admission.inProcessBatchRuns 0 (one batch run per core); without the reservation: interactiveShare 0 and no in-process bound',
     ],
   }
