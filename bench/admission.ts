@@ -61,7 +61,7 @@ function batchRequest(index: number, rates: LoopRates): unknown {
 }
 
 /** Keeps `BATCH_CLIENTS` batch runs going until `stop`; answers the runs completed `ok` per second. */
-async function batchLoad(url: string, rates: LoopRates, until: () => boolean): Promise<{ runsPerSec: number; failed: number; statuses: string }> {
+async function batchLoad(url: string, rates: LoopRates, until: () => boolean): Promise<{ runsPerSec: number; meanRunMs: number; failed: number; statuses: string }> {
   let completed = 0
   let failed = 0
   let okMs = 0
