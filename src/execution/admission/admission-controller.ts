@@ -82,6 +82,7 @@ export class AdmissionController {
   private closed = false
   private running = 0
   private idle: (() => void) | undefined
+  private drained: Promise<void> | undefined
 
   constructor(private readonly options: AdmissionOptions, adapters: readonly CodeExecutionAdapter[] = []) {
     this.inProcessBatchLimit = options.inProcessBatchRuns > 0 ? options.inProcessBatchRuns : availableParallelism()
@@ -148,7 +149,9 @@ export class AdmissionController {
         waiter.grant(this.shuttingDown())
       }
     }
-    if (this.running > 0) await new Promise<void>((resolve) => (this.idle = resolve))
+    // One promise for every caller: a second close must not replace the first one's resolver.
+    this.drained ??= this.running === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.idle = resolve))
+    await this.drained
   }
 
   private wait(queue: WaitQueue<Waiter>, waiter: Waiter, adapterName: string, boundMs: number, signal: AbortSignal | undefined): Promise<AdmissionTicket | ExecutionResult> {
