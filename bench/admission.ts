@@ -119,10 +119,15 @@ async function loopsPerMs(url: string, language: 'python' | 'javascript'): Promi
   const loops = 300_000
   const request = { language, code: BATCH_CODE[language](loops) }
   await post(url, request)
-  const t0 = performance.now()
-  const result = await post(url, request)
-  if (result.status !== 'ok') throw new Error(`${language} calibration: ${result.status} ${result.message ?? ''}`)
-  return loops / (performance.now() - t0)
+  // The fastest of five: on a shared machine a slower one measured someone else's load, not the loop.
+  let fastest = Infinity
+  for (let i = 0; i < 5; i++) {
+    const t0 = performance.now()
+    const result = await post(url, request)
+    if (result.status !== 'ok') throw new Error(`${language} calibration: ${result.status} ${result.message ?? ''}`)
+    fastest = Math.min(fastest, performance.now() - t0)
+  }
+  return loops / fastest
 }
 
 /** What acquire + release cost with nothing queued: the admission's own overhead per run. */
