@@ -39,3 +39,18 @@ describe('admission rules', () => {
     expect(queue.drain().map((item) => item.id)).toEqual(['b', 'a', 'c'])
   })
 })
+
+describe('adapters declare their slots from their own pool options', () => {
+  test('quickjs and monty count worker threads, pyodide pool processes, process its sandbox uids (as root)', async () => {
+    const { QuickJsAdapter } = await import('../../adapters/quickjs')
+    const { MontyAdapter } = await import('../../adapters/monty')
+    const { PyodideAdapter } = await import('../../adapters/pyodide')
+    const { ProcessAdapter } = await import('../../adapters/process')
+    const adapters = [new QuickJsAdapter({ workers: 3 }), new MontyAdapter({ workers: 1 }), new PyodideAdapter({ poolSize: 4, warmOnStart: false }), new ProcessAdapter({ sandboxUids: '61000-61005' })]
+    try {
+      expect(adapters.map((adapter) => adapter.capabilities.concurrency)).toEqual([3, 1, 4, process.getuid?.() === 0 ? 6 : undefined])
+    } finally {
+      await Promise.all(adapters.map((adapter) => adapter.dispose()))
+    }
+  })
+})

@@ -188,6 +188,9 @@ export class AdmissionController {
   private canStart(state: AdapterState, waiter: Waiter): boolean {
     if (!state.pool.canTake(waiter.lane)) return false
     if (waiter.lane === 'batch' && state.inProcess && this.inProcessBatchInUse >= this.inProcessBatchLimit) return false
+    // An agent type's runs that queued while under its count must still not start past it.
+    const agentMax = waiter.agentType === undefined ? undefined : this.options.agentTypes[waiter.agentType]?.maxConcurrent
+    if (agentMax !== undefined && (this.agentRunning.get(waiter.agentType!) ?? 0) >= agentMax) return false
     const maxConcurrent = waiter.tenant === undefined ? undefined : this.options.tenants[waiter.tenant]?.maxConcurrent
     return maxConcurrent === undefined || this.usageOf(waiter.tenant!).running < maxConcurrent
   }
