@@ -153,6 +153,7 @@ export class DefaultExecutionService implements ExecutionService {
     }
   }
 
+  /** A slot from admission, or (without admission, e.g. a service built by hand) a ticket that starts at once. */
   private admit(adapter: CodeExecutionAdapter, request: ExecutionRequest, policy: SecurityPolicy, options: ExecuteOptions, started: number): Promise<AdmissionTicket | ExecutionResult> | AdmissionTicket {
     if (this.options.admission) return this.options.admission.acquire(adapter, request, policy, { tenant: options.tenant, signal: options.signal })
     return { lane: request.lane ?? 'batch', priority: request.priority ?? 0, queuedMs: 0, startedAt: started, release: () => undefined }
