@@ -16,6 +16,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   http: () => import('./http'),
   lambda: () => import('./lambda'),
   tasks: () => import('./tasks'),
+  admission: () => import('./admission'),
 }
 
 async function main(): Promise<void> {

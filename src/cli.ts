@@ -164,8 +164,10 @@ async function adaptersCommand(flags: { config?: string; json?: boolean }, out: 
   return withExecgate(flags, async (execgate) => {
     const status = await execgate.checkNow()
     const byName = new Map(status.adapters.map((adapter) => [adapter.name, adapter]))
+    const admissionByName = new Map(status.admission.adapters.map((item) => [item.adapter, item]))
     const rows = Object.values(ADAPTERS).map((definition) => {
       const adapter = byName.get(definition.name)
+      const admission = admissionByName.get(definition.name)
       const health = adapter?.health
       return {
         adapter: definition.name,
@@ -174,14 +176,18 @@ async function adaptersCommand(flags: { config?: string; json?: boolean }, out: 
         enabled: adapter ? 'yes' : 'no',
         health: health ? `${health.state}${health.reason ? ` (${health.reason})` : ''}${health.latencyMs !== undefined ? ` ${Math.round(health.latencyMs)} ms` : ''}` : 'not enabled',
         breaker: adapter ? adapter.breaker : '',
+        // In use per lane (interactive/batch) of the adapter's slots, the interactive reservation, waiting per lane.
+        slots: admission ? `${admission.inUse.interactive}/${admission.inUse.batch} of ${admission.slots ?? 'unbounded'}${admission.reserved ? ` (${admission.reserved} interactive)` : ''}` : '',
+        queued: admission ? `${admission.queued.interactive}/${admission.queued.batch}` : '',
         description: definition.description,
       }
     })
     if (flags.json) {
-      out.write(JSON.stringify({ active: status.active, lastSwitch: status.lastSwitch ?? null, adapters: rows }) + '\n')
+      out.write(JSON.stringify({ active: status.active, lastSwitch: status.lastSwitch ?? null, adapters: rows, admission: status.admission }) + '\n')
     } else {
       out.write(formatTable(rows))
       out.write(`\nactive adapter: ${status.active}${status.active === 'auto' ? ' (routing picks the cheapest available adapter for each request)' : ''}\n`)
+      out.write(`slots and queued are interactive/batch; batch runs on in-process tiers: ${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}\n`)
       out.write(`last switch: ${status.lastSwitch ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}` : 'none'}\n`)
     }
     return 0

@@ -2,6 +2,7 @@ import { ContainerModule, type Container } from 'inversify'
 import { ADAPTERS, type AdapterDefinition } from '../adapters/registry'
 import { describeError, type AdapterRegistry, type ExecutionListener, type ExecutionRequest, type ExecutionResult, type Tier } from './core'
 import type { Config } from './config/load'
+import { AdmissionController } from './execution/admission/admission-controller'
 import { DefaultExecutionService } from './execution/execution-service'
 import type { ExecutionService } from './execution/types'
 import { ExecutionLog } from './observability/execution-log'
@@ -105,9 +106,18 @@ class ContainerListeners implements ExecutionListener {
   }
 }
 
-/** The execution service: the eight steps over the router and registry, telling the bound listeners. */
+/**
+ * Admission (lanes, slots, bounded queues, quotas) and the execution service: the eight steps over the router and
+ * registry, admitting each run before it reaches its adapter and telling the bound listeners how it ended.
+ */
 export function executionModule(container: Container, config: Config, hostFunctions: readonly HostFunctionDefinition[] | undefined): ContainerModule {
   return new ContainerModule(({ bind }) => {
+    bind<AdmissionController>(tokens.Admission)
+      .toDynamicValue((context) => {
+        const { queue, ...settings } = config.admission
+        return new AdmissionController({ ...settings, queueLimits: queue }, context.get<AdapterRegistry>(tokens.AdapterRegistry).list())
+      })
+      .inSingletonScope()
     bind<ExecutionService>(tokens.ExecutionService)
       .toDynamicValue((context) => {
         const logger = context.get<Logger>(tokens.Logger)
@@ -123,6 +133,7 @@ export function executionModule(container: Container, config: Config, hostFuncti
           workspaceLimits: config.workspace,
           sessions: config.sessions,
           hostFunctions,
+          admission: context.get<AdmissionController>(tokens.Admission),
         })
       })
       .inSingletonScope()

@@ -11,6 +11,7 @@ import type { BreakerState } from './routing/circuit-breaker'
 import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
 import { createTaskService, type TaskService } from './fabric/tasks'
+import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
 // session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
@@ -26,6 +27,7 @@ export type { ExecgateConfig } from './config/schema'
 export { resolvePolicy, staticValidationReport, DEFAULT_POLICY, checkJavaScript, checkTypeScript, explainPolicy, type PolicyExplanation } from './policy'
 export type { SwitchEvent, HealthEvent } from './readiness/readiness-monitor'
 export { createContainer, type ContainerOptions } from './container'
+export type { AdmissionStatus, AdapterAdmissionStatus } from './execution/admission/admission-controller'
 export * as tokens from './tokens'
 export { adapterToken } from './tokens'
 export type { ExecuteOptions, ExecutionService } from './execution/types'
@@ -81,6 +83,8 @@ export interface ExecgateStatus {
   /** The start-up warm-up (`ready()`) has finished: `/readyz` answers ready only after it. */
   warmedUp: boolean
   adapters: AdapterStatus[]
+  /** Slots in use per lane and queue depth of every adapter, and the in-process batch bound. */
+  admission: AdmissionStatus
 }
 
 export interface ExecgateOptions extends ContainerOptions {
@@ -110,6 +114,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       warmedUp = true
     }))
   if (warm) await ready()
+  const admission = container.get<AdmissionController>(tokens.Admission)
   if (config.readiness.enabled) readiness.start()
   const status = (): ExecgateStatus => ({
     active: readiness.active() ?? 'auto',
@@ -123,6 +128,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       breaker: readiness.breaker(adapter.name),
       ...(adapter.isWarm ? { warm: adapter.isWarm() } : {}),
     })),
+    admission: admission.status(),
   })
   let disposed = false
   let tasks: TaskService | undefined
@@ -170,6 +176,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       if (disposed) return
       disposed = true
       await tasks?.close({ abort: true })
+      // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
+      await service.dispose?.()
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },

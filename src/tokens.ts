@@ -32,3 +32,6 @@ export const Readiness = Symbol('Readiness')
 export function adapterToken(name: string): symbol {
   return Symbol.for(`execgate.adapter.${name}`)
 }
+
+/** Admission: lanes, slots per adapter, bounded queues and quotas, before every run: `AdmissionController` of src/execution/admission/admission-controller. */
+export const Admission = Symbol('Admission')

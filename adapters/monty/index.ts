@@ -88,6 +88,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
     this.killGraceMs = settings.killGraceMs
     this.inlineBudgetMs = settings.inlineBudgetMs
     this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers, options.warmOnStart ?? true)
+    // One run per worker thread (a run inline on the calling thread moves to one when it outlasts its budget).
+    this.capabilities = { ...this.capabilities, concurrency: settings.workers }
     this.replSessions = new MontyReplSessions(options.sessions, this.maxRecursionDepth, this.killGraceMs)
   }
 

@@ -77,6 +77,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       }),
       sessions: false,
       hostFunctions: false,
+      // As root each run needs a uid of its own: the pool's size is how many can go at once (admission's slots).
+      ...(this.uids ? { concurrency: this.uids.capacity } : {}),
       workspace: true,
       streaming: true,
       network: false,

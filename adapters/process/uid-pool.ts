@@ -9,8 +9,12 @@ export class UidPool {
   private readonly free: number[]
   private readonly waiting: Array<(uid: number) => void> = []
 
+  /** Uids in the pool: runs that can go at once. */
+  readonly capacity: number
+
   constructor(first: number, last: number) {
     this.free = Array.from({ length: last - first + 1 }, (_, index) => first + index)
+    this.capacity = this.free.length
   }
 
   static parse(range: string): UidPool {

@@ -84,6 +84,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     }
     this.memoryPollMs = settings.memoryPollMs
     this.pool = new PyodideProcessPool(poolSize, settings.warmOnStart)
+    // One run per pool process: admission counts them as this adapter's slots.
+    this.capabilities = { ...this.capabilities, concurrency: poolSize }
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 

@@ -88,6 +88,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     this.stackBytes = stackKiB * 1024
     this.killGraceMs = settings.killGraceMs
     this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', settings.workers, options.warmOnStart ?? true)
+    // One run per worker thread: admission counts them as this adapter's slots.
+    this.capabilities = { ...this.capabilities, concurrency: settings.workers }
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 

@@ -119,8 +119,9 @@ export class CodeExecutionHandler {
         }
       }
       // Under a voice budget, routing prefers an adapter whose last readiness check answered within what is left.
+      // A person is waiting on this turn: it runs in the interactive lane, ahead of batch work.
       const result = await this.execgate.execute(
-        { language, code, ...(request.sessionId ? { sessionId: request.sessionId } : {}) },
+        { language, code, lane: 'interactive', ...(request.sessionId ? { sessionId: request.sessionId } : {}) },
         { signal, ...(remainingMs ? { latencyBudgetMs: remainingMs() } : {}) },
       )
       if (result.status === 'not_implemented' || result.status === 'unavailable') return this.defer(request, result, code, language, generations)

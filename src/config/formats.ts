@@ -38,6 +38,13 @@ function integerFormat(name: string, minimum: number, text: string) {
 
 const definitions = [
   integerFormat('positive-int', 1, 'a positive integer'),
+  {
+    name: 'share',
+    coerce: (value: unknown) => (typeof value === 'string' && /^\s*\d*\.?\d+\s*$/.test(value) ? Number(value) : value),
+    validate: (value: unknown) => {
+      if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw new Error('must be a number from 0 to 1')
+    },
+  },
   integerFormat('non-negative-int', 0, 'an integer of 0 or more'),
   {
     name: 'adapter-name',
@@ -146,6 +153,8 @@ export const formats = {
   tierOrder: 'tier-order',
   cronSchedule: 'cron-schedule',
   positiveInt: 'positive-int',
+  /** A fraction from 0 to 1. */
+  share: 'share',
   nonNegativeInt: 'non-negative-int',
   adapterName: 'adapter-name',
   optionalAdapterName: 'optional-adapter-name',

@@ -3,6 +3,7 @@ import path from 'node:path'
 import convict from 'convict'
 import { ExecgateError, describeError } from '../core'
 import { checkLanguageProfiles, checkPolicyProfiles, registerFormats } from './formats'
+import { checkAdmissionTenants, checkAgentTypes } from './admission-formats'
 import { CONFIG_SCHEMA, withEnvironmentNames, type ExecgateConfig } from './schema'
 
 export interface LoadConfigOptions {
@@ -67,7 +68,14 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     if (options.overrides) schema.load(options.overrides as object)
     schema.validate({ allowed: 'strict' })
     const { profiles, languageProfiles } = schema.get('security') as ExecgateConfig['security']
-    for (const [key, check, value] of [['security.profiles', checkPolicyProfiles, profiles], ['security.languageProfiles', checkLanguageProfiles, languageProfiles]] as const) {
+    const { tenants, agentTypes } = schema.get('admission') as ExecgateConfig['admission']
+    const objectKeys = [
+      ['security.profiles', checkPolicyProfiles, profiles],
+      ['security.languageProfiles', checkLanguageProfiles, languageProfiles],
+      ['admission.tenants', checkAdmissionTenants, tenants],
+      ['admission.agentTypes', checkAgentTypes, agentTypes],
+    ] as const
+    for (const [key, check, value] of objectKeys) {
       try {
         check(value)
       } catch (error) {

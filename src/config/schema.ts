@@ -1,4 +1,4 @@
-import { FILESYSTEM_ACCESS, POLICY_LIMITS, type FilesystemAccess, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
+import { FILESYSTEM_ACCESS, LANES, POLICY_LIMITS, type FilesystemAccess, type Lane, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/registry'
 import { formats } from './formats'
 
@@ -35,6 +35,43 @@ export interface ExecgateConfig {
      * for it. @default 1000 @env EXECGATE_EXECUTION_GRACE_MS
      */
     graceMs: number
+  }
+  admission: {
+    /**
+     * Lane of a request that names none and whose tenant sets none (docs/architecture.md, Admission).
+     * @default 'batch' @env EXECGATE_ADMISSION_DEFAULT_LANE
+     */
+    defaultLane: Lane
+    /**
+     * Share of each adapter's slots (`capabilities.concurrency`) only interactive runs may take, rounded up; batch
+     * always keeps one slot. @default 0.5 @env EXECGATE_ADMISSION_INTERACTIVE_SHARE
+     */
+    interactiveShare: number
+    /**
+     * Batch runs at once across the in-process tiers (1 and 3), which share this machine's cores; 0 for one per
+     * core. @default 0 @env EXECGATE_ADMISSION_IN_PROCESS_BATCH_RUNS
+     */
+    inProcessBatchRuns: number
+    queue: {
+      /** Interactive runs that may wait per adapter; one more is refused (HTTP 429). @default 64 @env EXECGATE_ADMISSION_QUEUE_INTERACTIVE */
+      interactive: number
+      /** Batch runs that may wait per adapter; one more is refused (HTTP 429). @default 256 @env EXECGATE_ADMISSION_QUEUE_BATCH */
+      batch: number
+    }
+    /** Retry hint (`retryAfterMs`, HTTP `Retry-After`) with a full queue or a shutdown. @default 1000 @env EXECGATE_ADMISSION_RETRY_AFTER_MS */
+    retryAfterMs: number
+    /**
+     * Per tenant: `{"acme": {"lane": "batch", "defaultLane": "interactive", "maxConcurrent": 4, "maxQueued": 16,
+     * "cpuMsPerMinute": 60000}}`; `lane` fixes the lane, `defaultLane` applies when a request names none.
+     * @default {} @env EXECGATE_ADMISSION_TENANTS (JSON)
+     */
+    tenants: Record<string, { lane?: Lane; defaultLane?: Lane; maxConcurrent?: number; maxQueued?: number; cpuMsPerMinute?: number }>
+    /**
+     * Agent-type profiles a request selects with `agentType`: `{"planning": {"maxConcurrent": 1, "maxWallTimeMs":
+     * 1800000, "maxCpuTimeMs": 1800000, "maxMemoryMb": 2048}}`. @default research, planning, execution (the
+     * fabric's table) @env EXECGATE_ADMISSION_AGENT_TYPES (JSON)
+     */
+    agentTypes: Record<string, { maxConcurrent?: number; maxWallTimeMs?: number; maxCpuTimeMs?: number; maxMemoryMb?: number }>
   }
   routing: {
     /**
@@ -172,6 +209,27 @@ export const CONFIG_SCHEMA = {
     },
     fallback: { doc: 'Adapters to reroute to when the chosen one is unavailable or crashes', format: formats.adapterNameList, default: [] },
     graceMs: { doc: 'Time past the deadline before the service answers timeout', format: formats.nonNegativeInt, default: 1000 },
+  },
+  admission: {
+    defaultLane: { doc: 'Lane of a request that names none', format: [...LANES], default: 'batch' },
+    interactiveShare: { doc: "Share of each adapter's slots reserved for interactive runs", format: formats.share, default: 0.5 },
+    inProcessBatchRuns: { doc: 'Batch runs at once on in-process tiers (0: one per core)', format: formats.nonNegativeInt, default: 0 },
+    queue: {
+      interactive: { doc: 'Interactive runs that may wait per adapter', format: formats.nonNegativeInt, default: 64 },
+      batch: { doc: 'Batch runs that may wait per adapter', format: formats.nonNegativeInt, default: 256 },
+    },
+    retryAfterMs: { doc: 'Retry hint with a full queue or a shutdown (ms)', format: formats.positiveInt, default: 1000 },
+    tenants: { doc: 'Per-tenant lane and quotas (JSON object)', format: Object, default: {} },
+    agentTypes: {
+      doc: 'Agent-type profiles: concurrent runs, time and memory caps (JSON object)',
+      format: Object,
+      // The execution fabric's table: research 2 cores, 4 GB, 1 h; planning 1 core, 2 GB, 30 min; execution 4 cores, 8 GB, 4 h.
+      default: {
+        research: { maxConcurrent: 2, maxMemoryMb: 4096, maxWallTimeMs: 3_600_000, maxCpuTimeMs: 3_600_000 },
+        planning: { maxConcurrent: 1, maxMemoryMb: 2048, maxWallTimeMs: 1_800_000, maxCpuTimeMs: 1_800_000 },
+        execution: { maxConcurrent: 4, maxMemoryMb: 8192, maxWallTimeMs: 14_400_000, maxCpuTimeMs: 14_400_000 },
+      },
+    },
   },
   routing: {
     tierOrder: { doc: 'Tiers from cheapest to dearest', format: formats.tierOrder, default: [1, 3, 4, 2, 0] },

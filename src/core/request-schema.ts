@@ -1,4 +1,4 @@
-import { FILESYSTEM_ACCESS, LANGUAGES, POLICY_LIMITS } from './types'
+import { FILESYSTEM_ACCESS, LANES, LANGUAGES, POLICY_LIMITS } from './types'
 
 /**
  * JSON Schema of `ExecutionRequest`, shared by the library's request check, the HTTP API and the OpenAPI
@@ -57,5 +57,9 @@ export const EXECUTION_REQUEST_SCHEMA = {
     memoryMb: positiveInt,
     policy: POLICY_OVERRIDES_SCHEMA,
     traceId: { type: 'string', minLength: 1, maxLength: 128 },
+    lane: { enum: [...LANES] },
+    priority: { type: 'integer', minimum: -1000, maximum: 1000 },
+    agentType: { type: 'string', minLength: 1, maxLength: 64 },
+    maxQueueMs: { type: 'integer', minimum: 0 },
   },
 } as const

@@ -85,6 +85,13 @@ export type PolicyOverrides = Partial<{
     : SecurityPolicy[K]
 }>
 
+/**
+ * Admission lanes: `interactive` when a person is waiting on the answer (voice and chat turns, MCP tool calls),
+ * `batch` for everything else. Interactive work gets a reserved share of every adapter's slots and goes first.
+ */
+export const LANES = ['interactive', 'batch'] as const
+export type Lane = (typeof LANES)[number]
+
 export interface ExecutionRequest {
   language: Language
   code: string
@@ -103,6 +110,14 @@ export interface ExecutionRequest {
   policy?: PolicyOverrides
   /** Correlates logs and results; generated when absent. */
   traceId?: string
+  /** The admission lane; a tenant's config may fix it. @default config `admission.defaultLane` */
+  lane?: Lane
+  /** Order within the lane's queue: higher starts first, equal ones in arrival order. @default 0 */
+  priority?: number
+  /** A named agent-type profile (`admission.agentTypes`): its caps on time, memory and concurrent runs apply. */
+  agentType?: string
+  /** Longest the request may wait in the queue before it starts; never longer than its time limit. */
+  maxQueueMs?: number
 }
 
 export interface ExecutionErrorInfo {
@@ -169,6 +184,10 @@ export interface ExecutionResult {
   /** Workspace files after the run, when the backend collects them. */
   files?: WorkspaceFile[]
   hostCalls?: HostCallRecord[]
+  /** The lane the run was admitted in and how long it waited for a slot (absent when admission refused it). */
+  admission?: { lane: Lane; priority: number; queuedMs: number }
+  /** Set on a refusal worth retrying (a full queue, a quota, a shutdown): how long to wait first, in ms. */
+  retryAfterMs?: number
 }
 
 export type ValidationSeverity = 'error' | 'warning'
@@ -243,4 +262,10 @@ export interface AdapterCapabilities {
    * fault, so the service may run a side-effect-free run again on a full implementation. @default false
    */
   readonly languageSubset?: boolean
+  /**
+   * Runs the adapter can have going at once (its worker threads, pool processes, sandbox uids): admission counts
+   * this many slots for it. Absent: admission does not bound the adapter's concurrency (a remote service, the
+   * placeholder).
+   */
+  readonly concurrency?: number
 }

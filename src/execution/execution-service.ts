@@ -26,6 +26,7 @@ import type { Logger } from '../observability/logger'
 import type { Router } from '../routing/router'
 import type { ExecuteOptions, ExecutionService } from './types'
 import { rerunOnFullLanguage } from './cpython-rerun'
+import type { AdmissionController, AdmissionTicket } from './admission/admission-controller'
 import { findRequestProblem } from './parse-request'
 import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces } from './session-workspaces'
@@ -48,6 +49,8 @@ export interface ExecutionServiceOptions {
   sessions?: SessionLimits
   /** Host functions offered to every run, beside the standard ones. */
   hostFunctions?: readonly HostFunctionDefinition[]
+  /** Lanes, slots and quotas before each run; without it every run starts at once. */
+  admission?: AdmissionController
 }
 
 const SERVICE = 'execgate'
@@ -134,8 +137,16 @@ export class DefaultExecutionService implements ExecutionService {
       if (!decision.adapter) return errorResult(decision.refusal.status, SERVICE, decision.refusal.error)
       const adapter = decision.adapter
       tried.push(adapter.name)
+      // Admission: a slot of this adapter in the request's lane, or a refusal (queue full, quota, never started).
+      const ticket = await this.admit(adapter, request, policy, options, started)
+      if ('status' in ticket) return ticket
       router.dispatched?.(adapter.name)
-      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, started)
+      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt).catch((error: unknown) => {
+        ticket.release(0)
+        throw error
+      })
+      ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt)
+      result.admission = { lane: ticket.lane, priority: ticket.priority, queuedMs: ticket.queuedMs }
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
@@ -147,6 +158,16 @@ export class DefaultExecutionService implements ExecutionService {
       fallbackFrom = { adapter: adapter.name, reason: result.message ?? result.status }
       decision = next
     }
+  }
+
+  /** A slot from admission, or (without admission, e.g. a service built by hand) a ticket that starts at once. */
+  private admit(adapter: CodeExecutionAdapter, request: ExecutionRequest, policy: SecurityPolicy, options: ExecuteOptions, started: number): Promise<AdmissionTicket | ExecutionResult> | AdmissionTicket {
+    if (this.options.admission) return this.options.admission.acquire(adapter, request, policy, { tenant: options.tenant, signal: options.signal })
+    return { lane: request.lane ?? 'batch', priority: request.priority ?? 0, queuedMs: 0, startedAt: started, release: () => undefined }
+  }
+
+  async dispose(): Promise<void> {
+    await this.options.admission?.close()
   }
 
   /** Whether the code names a host function this run would offer (the caller's own set, or ours and theirs). */

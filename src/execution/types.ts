@@ -27,6 +27,8 @@ export interface ExecuteOptions {
   llm?: LlmProvider
   /** Prefer adapters that answer within this long (see `RouteHints`); the voice handler sets it. */
   latencyBudgetMs?: number
+  /** Who the run is for, for admission's per-tenant lane and quotas (`admission.tenants`); the HTTP API sets it. */
+  tenant?: string
 }
 
 /** Runs requests end to end (the eight steps of docs/architecture.md). `execute` never rejects. Bound to the `ExecutionService` token. */
@@ -36,4 +38,6 @@ export interface ExecutionService {
   languages(): readonly Language[]
   /** Drops a session's workspace; true when there was one. */
   closeSession?(sessionId: string): boolean
+  /** Stops admitting runs: queued ones are answered `unavailable` with a retry hint; resolves when running ones end. */
+  dispose?(): Promise<void>
 }

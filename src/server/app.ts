@@ -30,6 +30,13 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_SHUTTING_DOWN: 503,
 }
 
+/** Admission refusals worth retrying, answered with this HTTP status and `Retry-After` instead of a 200 result. */
+const ADMISSION_REFUSAL_STATUS: Partial<Record<ErrorCode, number>> = {
+  EXECGATE_QUEUE_FULL: 429,
+  EXECGATE_QUOTA_EXCEEDED: 429,
+  EXECGATE_SHUTTING_DOWN: 503,
+}
+
 /** One error body for every route: `{ error: { code, message } }`, never a stack. */
 function sendError(reply: FastifyReply, error: ExecgateError): FastifyReply {
   return reply.code(HTTP_STATUS[error.code] ?? (error.fault === 'client' ? 400 : 500)).send({ error: { code: error.code, message: error.message } })
@@ -134,14 +141,21 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       if (!reply.raw.writableFinished) controller.abort()
     })
     const streaming = (request.headers.accept ?? '').includes('text/event-stream')
+    const tenant = request.tenant.name
     if (!streaming) {
       // Metrics and the 'execution finished' log line come from the container's execution listeners.
-      return execgate.execute(executionRequest, { signal: controller.signal, profile })
+      const result = await execgate.execute(executionRequest, { signal: controller.signal, profile, tenant })
+      const refusedWith = result.error?.code ? ADMISSION_REFUSAL_STATUS[result.error.code as ErrorCode] : undefined
+      if (refusedWith && result.status === 'unavailable') {
+        reply.header('Retry-After', String(Math.max(1, Math.ceil((result.retryAfterMs ?? 1000) / 1000))))
+        return reply.code(refusedWith).send({ error: { code: result.error!.code, message: result.message }, traceId: result.traceId, retryAfterMs: result.retryAfterMs })
+      }
+      return result
     }
     reply.hijack()
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
-    const result = await execgate.execute(executionRequest, { signal: controller.signal, profile, onOutput: (stream, chunk) => send(stream, { chunk }) })
+    const result = await execgate.execute(executionRequest, { signal: controller.signal, profile, tenant, onOutput: (stream, chunk) => send(stream, { chunk }) })
     send('result', result)
     reply.raw.end()
   })

@@ -37,7 +37,8 @@ export async function createMcpServer(execgate: Execgate, profile?: string, sess
       },
     },
     async (input) => {
-      const result = await execgate.execute({ language: input.language, code: input.code, ...(input.sessionId ? { sessionId: sessionScope(input.sessionId) } : {}), ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}) }, { profile })
+      // A tool call is an agent waiting mid-turn: it runs in the interactive lane.
+      const result = await execgate.execute({ language: input.language, code: input.code, lane: 'interactive', ...(input.sessionId ? { sessionId: sessionScope(input.sessionId) } : {}), ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}) }, { profile })
       return { content: [{ type: 'text' as const, text: summary(result) }], structuredContent: result as unknown as Record<string, unknown>, isError: result.status !== 'ok' }
     },
   )

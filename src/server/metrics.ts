@@ -1,6 +1,8 @@
 import client from 'prom-client'
-import type { ExecutionListener, ExecutionRequest, ExecutionResult } from '../core'
+import { LANES, type ExecutionListener, type ExecutionRequest, type ExecutionResult } from '../core'
 import type { Execgate } from '../index'
+
+const ADMISSION_REFUSALS = new Set(['EXECGATE_QUEUE_FULL', 'EXECGATE_QUEUE_TIMEOUT', 'EXECGATE_QUOTA_EXCEEDED', 'EXECGATE_QUOTA_LIMIT', 'EXECGATE_AGENT_TYPE_UNKNOWN', 'EXECGATE_SHUTTING_DOWN'])
 
 /**
  * prom-client metrics for one server (its own registry, so several servers in one process do not collide). It is
@@ -18,6 +20,13 @@ export class ServerMetrics implements ExecutionListener {
   })
   private readonly fallbacks = new client.Counter({ name: 'execgate_fallbacks_total', help: 'Requests rerouted off an adapter', labelNames: ['from', 'to'], registers: [this.registry] })
   private readonly rejected = new client.Counter({ name: 'execgate_rejected_requests_total', help: 'Requests refused before running, by reason', labelNames: ['reason'], registers: [this.registry] })
+  private readonly queueWait = new client.Histogram({
+    name: 'execgate_admission_wait_seconds',
+    help: 'Time runs waited for a slot, by lane',
+    labelNames: ['lane'],
+    buckets: [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [this.registry],
+  })
   private readonly switches = new client.Counter({ name: 'execgate_adapter_switches_total', help: 'Active adapter switches by the readiness monitor', registers: [this.registry] })
 
   constructor(execgate: Execgate) {
@@ -34,6 +43,24 @@ export class ServerMetrics implements ExecutionListener {
         }
       },
     })
+    new client.Gauge({
+      name: 'execgate_admission_queue_depth',
+      help: 'Runs waiting for a slot, by adapter and lane',
+      labelNames: ['adapter', 'lane'],
+      registers: [this.registry],
+      collect() {
+        for (const item of execgate.status().admission.adapters) for (const lane of LANES) this.set({ adapter: item.adapter, lane }, item.queued[lane])
+      },
+    })
+    new client.Gauge({
+      name: 'execgate_admission_slots_in_use',
+      help: 'Slots in use, by adapter and lane',
+      labelNames: ['adapter', 'lane'],
+      registers: [this.registry],
+      collect() {
+        for (const item of execgate.status().admission.adapters) for (const lane of LANES) this.set({ adapter: item.adapter, lane }, item.inUse[lane])
+      },
+    })
     new client.Gauge({ name: 'execgate_active_sessions', help: 'Open sessions (none until sessions exist)', registers: [this.registry], collect() { this.set(0) } })
     execgate.readiness.on('switch', () => this.switches.inc())
   }
@@ -46,6 +73,10 @@ export class ServerMetrics implements ExecutionListener {
     this.executions.inc({ adapter: result.adapter, language, status: result.status })
     this.duration.observe({ adapter: result.adapter }, result.durationMs / 1000)
     if (result.fallbackFrom) this.fallbacks.inc({ from: result.fallbackFrom.adapter, to: result.adapter })
+    if (result.admission) this.queueWait.observe({ lane: result.admission.lane }, result.admission.queuedMs / 1000)
+    const code = result.error?.code
+    // Admission's refusals (queue full, quota, never started in time, shutdown) count as rejections by reason.
+    if (code && ADMISSION_REFUSALS.has(code)) this.rejected.inc({ reason: code.replace(/^EXECGATE_/, '').toLowerCase() })
   }
 
   recordRejected(reason: string): void {

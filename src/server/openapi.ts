@@ -8,7 +8,7 @@ const errorBody = {
 }
 
 const errorResponses = Object.fromEntries(
-  [['400', 'invalid body'], ['401', 'missing or wrong API key'], ['403', 'policy profile not allowed for the tenant'], ['413', 'body too large'], ['429', 'rate limit (see Retry-After)']].map(([status, description]) => [
+  [['400', 'invalid body'], ['401', 'missing or wrong API key'], ['403', 'policy profile not allowed for the tenant'], ['413', 'body too large'], ['429', 'rate limit, full admission queue or quota (see Retry-After)'], ['503', 'shutting down (see Retry-After)']].map(([status, description]) => [
     status,
     { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
   ]),
