@@ -1,32 +1,7 @@
 import type { CodeExecutionAdapter, Language, SessionLimits } from '../src/core'
-import { BEDROCK_OPTIONS_SCHEMA } from './bedrock/options'
-import { DOCKER_OPTIONS_SCHEMA } from './docker/options'
-import { LAMBDA_OPTIONS_SCHEMA } from './lambda/options'
-import { MONTY_OPTIONS_SCHEMA } from './monty/options'
-import { PROCESS_OPTIONS_SCHEMA } from './process/options'
-import { PYODIDE_OPTIONS_SCHEMA } from './pyodide/options'
-import { QUICKJS_OPTIONS_SCHEMA } from './quickjs/options'
-import type { OptionSchema } from './shared/option-schema'
+import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from './option-schemas'
 
-/**
- * Each adapter's options, declared in its own adapters/<name>/options.ts (doc, format, default, env var). src/config
- * composes these under `adapters.<name>`; the options files import no adapter code, so loading the config never
- * loads a backend.
- */
-export const ADAPTER_OPTION_SCHEMAS = {
-  quickjs: QUICKJS_OPTIONS_SCHEMA,
-  monty: MONTY_OPTIONS_SCHEMA,
-  pyodide: PYODIDE_OPTIONS_SCHEMA,
-  process: PROCESS_OPTIONS_SCHEMA,
-  docker: DOCKER_OPTIONS_SCHEMA,
-  bedrock: BEDROCK_OPTIONS_SCHEMA,
-  lambda: LAMBDA_OPTIONS_SCHEMA,
-}
-
-type OptionsOf<Schema> = Schema extends OptionSchema<infer Options> ? Options : never
-
-/** The `adapters` config section: each adapter's options, by name. */
-export type AdapterOptionsConfig = { [Name in keyof typeof ADAPTER_OPTION_SCHEMAS]: OptionsOf<(typeof ADAPTER_OPTION_SCHEMAS)[Name]> }
+export { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig }
 
 /** Settings every adapter may use, from the top-level config. */
 export interface CommonAdapterSettings {

@@ -1,5 +1,5 @@
 import { FILESYSTEM_ACCESS, LANES, POLICY_LIMITS, type FilesystemAccess, type Lane, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
-import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/registry'
+import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/option-schemas'
 import { formats } from './formats'
 
 /**

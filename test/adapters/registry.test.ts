@@ -75,7 +75,7 @@ describe('adapter registry', () => {
     for (const name of Object.keys(ADAPTER_OPTION_SCHEMAS)) {
       const file = path.join(root, 'adapters', name, 'options.ts')
       expect(fs.existsSync(file)).toBe(true)
-      expect(fs.readFileSync(path.join(root, 'adapters', 'registry.ts'), 'utf8')).toContain(`from './${name}/options'`)
+      expect(fs.readFileSync(path.join(root, 'adapters', 'option-schemas.ts'), 'utf8')).toContain(`from './${name}/options'`)
     }
     // Every adapter with settings has an options.ts, and every options.ts is composed (none is forgotten).
     const withOptionsFile = folders.filter((name) => fs.existsSync(path.join(root, 'adapters', name, 'options.ts')))
