@@ -148,6 +148,7 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
   }
 
   async acquire(): Promise<PooledWorker<FromWorker, ToWorker>> {
+    if (this.disposed) throw new Error(`the ${this.label} pool was disposed`)
     this.start()
     if (this.broken) throw new Error(`${this.label} workers cannot start: ${this.lastFailure ?? 'unknown reason'}`)
     return this.tryAcquire() ?? new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
@@ -176,6 +177,8 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
 
   async dispose(): Promise<void> {
     this.disposed = true
+    // A warm-up or run still waiting for a worker must not wait forever.
+    for (const waiter of this.waiting.splice(0)) waiter.reject(new Error(`the ${this.label} pool was disposed`))
     const workers = [...this.all]
     this.all.clear()
     this.idle.length = 0
