@@ -47,7 +47,7 @@ export function openApiDocument(): object {
       '/v1/adapters': { get: { summary: 'Adapter health, breakers, the active adapter and the last switch', responses: { '200': { description: 'status' } } } },
       '/v1/sessions/{id}': { delete: { summary: 'Close a session', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '404': { description: 'no such session for this tenant' } } } },
       '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: '{ status: up }' } } } },
-      '/readyz': { get: { summary: 'At least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
+      '/readyz': { get: { summary: 'The embedded adapters are warm and at least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },
       '/mcp': { post: { summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages', responses: { '200': { description: 'JSON-RPC response' } } } },
     },

@@ -57,6 +57,14 @@ describe('warm: false', () => {
       await execgate.dispose()
     }
   }, 120_000)
+
+  it('settles a warm-up cut short by dispose() instead of leaving ready() waiting', async () => {
+    const execgate = await createExecgate({ overrides: { ...overrides, execution: { enabled: ['quickjs', 'pyodide'] } }, warm: false })
+    const warming = execgate.ready()
+    await execgate.dispose()
+    await expect(warming).resolves.toBeUndefined()
+    expect(execgate.status().adapters.map((adapter) => adapter.warm)).toEqual([false, false])
+  }, 60_000)
 })
 
 describe('a one-shot run (the CLI: warm: false)', () => {
