@@ -165,6 +165,9 @@ describe('execgate CLI', () => {
     expect(stdout).toContain('last switch: none')
     expect(stdout).toMatch(/quickjs\s+javascript, typescript\s+1\s+yes\s+available/)
     expect(stdout).toMatch(/monty\s+python\s+1\s+yes\s+available/)
+    // Admission: slots in use per lane (interactive/batch) of the declared ones, the reservation, queue depth.
+    expect(stdout).toMatch(/quickjs\s.*\s0\/0 of 2 \(1 interactive\)\s+0\/0\s/)
+    expect(stdout).toMatch(/batch runs on in-process tiers: 0 of \d+/)
   })
 
   test('policy --adapter prints the enforcement table; a required limit it cannot hold exits 1', () => {

@@ -162,6 +162,18 @@ describe('agent-type caps and tenant quotas', () => {
     expect(secondResult!.admission!.queuedMs).toBeGreaterThan(150)
   }, 30_000)
 
+  test("a tenant's interactive runs waiting on its own quota do not hold back others' batch runs", async () => {
+    const first = execgate.execute({ language: 'javascript', code: busy(300), lane: 'interactive' }, { tenant: 'acme' })
+    await until(() => quickjsAdmission(execgate).inUse.interactive === 1)
+    const waiting = execgate.execute({ language: 'javascript', code: busy(5), lane: 'interactive' }, { tenant: 'acme' })
+    await until(() => quickjsAdmission(execgate).queued.interactive === 1)
+    const batch = await execgate.execute({ language: 'javascript', code: '7', lane: 'batch' })
+    expect(batch).toMatchObject({ status: 'ok', value: 7 })
+    expect(batch.admission!.queuedMs).toBeLessThan(100)
+    const [firstResult, waitingResult] = await Promise.all([first, waiting])
+    expect([firstResult.status, waitingResult.status]).toEqual(['ok', 'ok'])
+  }, 30_000)
+
   test("a tenant's CPU per minute is refused naming the quota once spent", async () => {
     const spend = await execgate.execute({ language: 'javascript', code: busy(200) }, { tenant: 'globex' })
     expect(spend.status).toBe('ok')

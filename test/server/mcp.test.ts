@@ -17,7 +17,7 @@ async function exercise(client: Client): Promise<void> {
 
   const ran = await client.callTool({ name: 'execute_code', arguments: { language: 'javascript', code: "console.log('hi'); 6 * 7" } })
   expect(ran.isError).toBe(false)
-  expect(ran.structuredContent).toMatchObject({ status: 'ok', value: 42, stdout: 'hi\n' })
+  expect(ran.structuredContent).toMatchObject({ status: 'ok', value: 42, stdout: 'hi\n', admission: { lane: 'interactive' } })
   expect((ran.content as Array<{ text: string }>)[0]!.text).toMatch(/^ok on quickjs in \d+ ms\. value: 42 stdout: hi$/)
 
   const failed = await client.callTool({ name: 'execute_code', arguments: { language: 'python', code: "raise ValueError('boom')" } })

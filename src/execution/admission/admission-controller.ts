@@ -228,12 +228,15 @@ export class AdmissionController {
     }
   }
 
-  /** After a release: interactive waiters first on every adapter, then batch (a freed in-process token may suit any). */
+  /**
+   * After a release or an arrival: interactive waiters first on every adapter, then batch (a freed in-process token
+   * may suit any adapter's). Interactive waiters still queued after their pass are held by a full pool or their own
+   * quota, so batch may take what is left outside the reservation without delaying them.
+   */
   private pump(): void {
     for (const lane of ['interactive', 'batch'] as const) {
       for (const state of this.adapters.values()) {
         const queue = state.queues[lane]
-        if (lane === 'batch' && state.queues.interactive.size > 0) continue
         for (let waiter = queue.takeFirst((item) => this.canStart(state, item)); waiter; waiter = queue.takeFirst((item) => this.canStart(state, item))) {
           waiter.grant(this.start(state, waiter))
         }
