@@ -32,6 +32,8 @@ export type TaskStreamItem = { type: 'transition'; event: TaskEvent } | { type: 
 /** Changes a resumed task may bring: other limits or another adapter (the failure table's "resumable"). */
 export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'adapter' | 'policy'>
 
+const SHUTDOWN = new Error('the task scheduler is shutting down')
+
 function defaultOwnerAlive(owner: string): boolean {
   const [host, pid] = [owner.slice(0, owner.lastIndexOf(':')), Number(owner.slice(owner.lastIndexOf(':') + 1))]
   if (host !== os.hostname() || !Number.isInteger(pid)) return true // another machine's run: not ours to judge
@@ -80,7 +82,7 @@ export class TaskScheduler {
   async stop({ abort = false } = {}): Promise<void> {
     this.stopped = true
     clearInterval(this.timer)
-    if (abort) for (const controller of this.running.values()) controller.abort(new Error('shutdown'))
+    if (abort) for (const controller of this.running.values()) controller.abort(SHUTDOWN)
     while (this.running.size > 0 || this.pumping) await new Promise((resolve) => setTimeout(resolve, 10))
   }
 
@@ -240,8 +242,12 @@ export class TaskScheduler {
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
       const result = await this.options.execute(request, executeOptionsFor(running, controller.signal, onOutput))
-      // Cancelled or suspended meanwhile: that transition already happened; this result is only kept in the log.
-      if (controller.signal.aborted) return
+      if (controller.signal.aborted) {
+        // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
+        if (controller.signal.reason === SHUTDOWN) await this.move(task.id, ['RUNNING'], { to: 'PENDING', reason: 'interrupted by a shutdown; runs again', patch: { attempts: running.attempts - 1, owner: undefined } })
+        // Cancelled or suspended meanwhile: that transition already happened.
+        return
+      }
       await this.settle(running, result, outcomeOf(running, result))
     } catch (error) {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')

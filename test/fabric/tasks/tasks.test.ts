@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createExecgate, type Execgate } from '../../../src'
-import { SqliteTaskStore, SQLITE_FILE_NAME, type Task } from '../../../src/fabric/tasks'
+import { SqliteTaskStore, SQLITE_FILE_NAME, createTaskService, type Task } from '../../../src/fabric/tasks'
 
 /** Durable tasks end to end: a real SQLite file in a temp dir, real runs on quickjs and monty. */
 
@@ -212,4 +212,24 @@ describe('the caller', () => {
     await expect(execgate.tasks.submit({ request: { language: 'javascript', code: '1' }, priority: 1.5 } as never)).rejects.toThrow(/priority must be integer/)
     await expect(execgate.tasks.submit(js('1', { deadline: 'tomorrow' }))).rejects.toThrow(/deadline must be an ISO 8601/)
   })
+})
+
+test('a shutdown that stops a run queues the task again without spending an attempt; the next process completes it', async () => {
+  const shutdownDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-tasks-shutdown-'))
+  const execute = (request: Parameters<Execgate['execute']>[0], options: Parameters<Execgate['execute']>[1]) => execgate.execute(request, options)
+  try {
+    const first = createTaskService({ execute, dataDir: shutdownDir })
+    const task = await first.submit(js(busy(2000), { timeoutMs: 4000 }))
+    while ((await first.get(task.id))?.state !== 'RUNNING') await new Promise((resolve) => setTimeout(resolve, 10))
+    await first.close({ abort: true })
+    const second = createTaskService({ execute, dataDir: shutdownDir })
+    try {
+      expect(await second.get(task.id)).toMatchObject({ state: 'PENDING', attempts: 0, reason: 'interrupted by a shutdown; runs again' })
+      expect(await second.wait(task.id)).toMatchObject({ state: 'COMPLETED', attempts: 1 })
+    } finally {
+      await second.close()
+    }
+  } finally {
+    fs.rmSync(shutdownDir, { recursive: true, force: true })
+  }
 })
