@@ -55,6 +55,16 @@ export class SwitchableAdapter implements CodeExecutionAdapter {
     return this.down ? { status: 'unavailable', reason: `${this.name} backend unreachable`, checkedAt } : { status: 'available', latencyMs: 1, checkedAt }
   }
 
+  // Warming the wrapper warms the QuickJS pool inside it, so createExecgate() hands back a wrapper whose first run
+  // pays no worker start (a cold worker on a loaded machine outlasted a 5 s limit here).
+  warmUp(): Promise<void> {
+    return this.inner.warmUp()
+  }
+
+  isWarm(): boolean {
+    return this.inner.isWarm()
+  }
+
   async dispose(): Promise<void> {
     await this.inner.dispose()
   }
