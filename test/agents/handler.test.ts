@@ -131,9 +131,10 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
         execution: { enabled: ['monty', 'pyodide', 'process'] },
         // A check long enough for a cold pool on a busy machine: its latency is measured, not cut off as unavailable.
         readiness: { enabled: true, schedule: '0 0 1 1 *', timeoutMs: 120_000 },
-        adapters: { pyodide: { warmOnStart: false } },
         log: { level: 'silent' },
       },
+      // The pool still warming is the case under test: createExecgate() must not warm it first.
+      warm: false,
     })
     try {
       // The first check of pyodide starts its pool and waits for it: seconds, far over a voice budget.
