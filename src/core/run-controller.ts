@@ -5,6 +5,9 @@ import type { ExecutionErrorInfo, ExecutionStatus } from './types'
 /** Why the host stops a run itself, whatever runs it. */
 export type RunStopCause = 'timeout' | 'cancelled' | 'output_limit'
 
+/** What a run's clock reads from its context: the deadline, the caller's cancellation, the service's clock. */
+export type RunClockSource = Pick<ExecutionContext, 'deadline' | 'signal' | 'pauseClock' | 'restartClock'>
+
 /** How the adapter stops its backend, given when the code starts. */
 export interface RunStopHandlers {
   /**
@@ -52,7 +55,7 @@ export class RunController {
   }
 
   constructor(
-    private readonly context: ExecutionContext,
+    private readonly context: RunClockSource,
     options: RunControllerOptions = {},
   ) {
     this.deadline = context.deadline
