@@ -22,8 +22,8 @@ export interface RunStopHandlers {
 
 export interface RunControllerOptions {
   /**
-   * How long past the deadline, or after a cancellation, the backend may take to stop on its own before `onStop`
-   * (a worker in native code polls its interrupt late). @default 0
+   * How long past the deadline, or after a cancellation that `onCancel` announced, the backend may take to stop on
+   * its own before `onStop` (a worker in native code polls its interrupt late). @default 0
    */
   graceMs?: number
 }
@@ -50,7 +50,8 @@ export class RunController {
     if (this.done) return
     this.handlers?.onCancel?.()
     clearTimeout(this.deadlineTimer)
-    if (this.graceMs === 0) this.stop('cancelled')
+    // Without a polite stop there is nothing to wait for: the backend cannot know of the cancel.
+    if (this.graceMs === 0 || !this.handlers?.onCancel) this.stop('cancelled')
     else this.graceTimer = setTimeout(() => this.stop('cancelled'), this.graceMs)
   }
 
