@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import type { BedrockAgentCoreClient } from '@aws-sdk/client-bedrock-agentcore'
 import {
   OutputCapture,
+  RunController,
   createResult,
   enforcementTable,
   valueBytes,
@@ -93,8 +94,8 @@ export class BedrockAdapter implements CodeExecutionAdapter {
     }
     const controller = new AbortController()
     let timer: NodeJS.Timeout | undefined
-    const onAbort = () => controller.abort(new Error('cancelled'))
-    context.signal.addEventListener('abort', onAbort, { once: true })
+    // The deadline and a cancel both abort the SDK call under way (the session start, the invoke).
+    const run = new RunController(context).start({ onStop: (cause) => controller.abort(new Error(cause === 'cancelled' ? 'cancelled' : 'deadline')) })
     let awsSessionId: string | undefined
     let held: HeldSession | undefined
     try {
@@ -103,7 +104,7 @@ export class BedrockAdapter implements CodeExecutionAdapter {
       if (held?.busy) return createResult('invalid_request', NAME, { message: `[execgate] [bedrock] session ${request.sessionId} is running another call; calls in one session run one at a time` })
       if (!held) {
         // Starting a session is AWS's time, not the code's: the code's clock starts at the invoke.
-        context.pauseClock?.()
+        run.pauseClock()
         timer = setTimeout(() => controller.abort(new Error('deadline')), START_TIMEOUT_MS)
         const startedSession = await client.send(new sdk.StartCodeInterpreterSessionCommand({ codeInterpreterIdentifier: this.settings.codeInterpreter, name: `execgate-${context.traceId}`.slice(0, 100), sessionTimeoutSeconds: this.settings.sessionTimeoutSeconds }), { abortSignal: controller.signal })
         held = { awsSessionId: startedSession.sessionId!, lastUsed: Date.now(), busy: false }
@@ -112,8 +113,7 @@ export class BedrockAdapter implements CodeExecutionAdapter {
       awsSessionId = held.awsSessionId
       held.busy = true
       clearTimeout(timer)
-      const deadline = context.restartClock?.() ?? context.deadline
-      timer = setTimeout(() => controller.abort(new Error('deadline')), Math.max(0, deadline - performance.now()))
+      run.restartClock()
       const nonce = randomBytes(12).toString('hex')
       const { language, code } = await this.wrap(request, nonce, context.policy.allowedImports)
       const response = await client.send(
@@ -167,7 +167,7 @@ export class BedrockAdapter implements CodeExecutionAdapter {
       return createResult(mapped.status, NAME, { message: `[execgate] [bedrock] ${mapped.message}`, error: { type: mapped.type, message: mapped.message }, usage: { wallMs: performance.now() - started } })
     } finally {
       clearTimeout(timer)
-      context.signal.removeEventListener('abort', onAbort)
+      run.settle()
       if (held) {
         held.busy = false
         held.lastUsed = Date.now()

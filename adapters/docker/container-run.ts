@@ -1,7 +1,6 @@
 import { PassThrough, type Duplex } from 'node:stream'
-import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
-import type { OutputCapture } from '../../src/core'
+import type { OutputCapture, RunController } from '../../src/core'
 import { RECORD_SEPARATOR } from '../shared/run-report'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 
@@ -101,12 +100,12 @@ export async function runContainer(
     nonce: string
     /** From the create call to the runner's ready line; past it the container is killed (a stalled engine or start). */
     startupTimeoutMs: number
-    signal: AbortSignal
     output: OutputCapture
-    /** Called before the container is created: creating and starting it is not the code's time. */
-    pauseClock: () => void
-    /** Called when the runner is about to run the code; returns the deadline (performance.now() time) for it. */
-    startClock: () => number
+    /**
+     * The run's deadline and cancellation. Its clock is paused from the create call (creating and starting the
+     * container is not the code's time) and restarted at the runner's ready line; a cancel is heard from the start.
+     */
+    controller: RunController
     /** Receives a removal still under way when the run answers (after a kill the engine was slow to confirm). */
     removingInBackground?: (removal: Promise<unknown>) => void
   },
@@ -126,19 +125,16 @@ export async function runContainer(
     container.kill({ signal: 'SIGKILL' }).catch(() => undefined)
     stopWindow = setTimeout(giveUp, STOP_CONFIRM_MS)
   }
-  let deadlineTimer: NodeJS.Timeout | undefined
+  const { controller } = options
   // The code's clock starts at the runner's ready line; until then a stall guard covers the engine and the start.
   const startCode = () => {
     clearTimeout(stallTimer)
-    const running = container
-    if (!running || deadlineTimer) return
-    const deadline = options.startClock()
-    deadlineTimer = setTimeout(() => void killUnlessExited(running, Date.now(), kill), Math.max(0, deadline - performance.now()))
+    if (container) controller.restartClock()
   }
   const filter = new ReportFilter(
     options.nonce,
     (text) => {
-      if (!options.output.write('stdout', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) kill('output_limit')
+      if (!options.output.write('stdout', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) controller.stop('output_limit')
     },
     startCode,
   )
@@ -152,9 +148,8 @@ export async function runContainer(
     stall()
   }, options.startupTimeoutMs)
   const beforeStall = <T>(work: Promise<T>): Promise<T> => Promise.race([work, stalling])
-  const onAbort = () => kill('cancelled')
   try {
-    options.pauseClock()
+    controller.pauseClock()
     const creating = docker.createContainer(spec)
     // A container the engine creates after the stall guard gave up on it is nobody's: removed when it appears.
     creating.then((late) => stalled && late.remove({ force: true }).catch(() => undefined), () => undefined)
@@ -164,7 +159,7 @@ export async function runContainer(
     const stderr = new PassThrough()
     stdout.setEncoding('utf8').on('data', (text: string) => filter.write(text))
     stderr.setEncoding('utf8').on('data', (text: string) => {
-      if (!options.output.write('stderr', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) kill('output_limit')
+      if (!options.output.write('stderr', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) controller.stop('output_limit')
     })
     const drained = new Promise<void>((resolve) => {
       stream.on('end', resolve)
@@ -173,8 +168,9 @@ export async function runContainer(
     })
     container.modem.demuxStream(stream, stdout, stderr)
     await beforeStall(container.start())
-    options.signal.addEventListener('abort', onAbort, { once: true })
-    if (options.signal.aborted) onAbort()
+    const running = container
+    // Armed with the clock still paused: a cancel stops the run at once, the deadline only once the code starts.
+    controller.start({ onStop: (cause) => (cause === 'timeout' ? void killUnlessExited(running, Date.now(), kill) : kill(cause)) })
     const waited = await beforeStall(Promise.race([container.wait() as Promise<{ StatusCode: number }>, stopWindowClosed]))
     if (waited === 'unconfirmed') {
       gaveUpWaiting = true
@@ -198,9 +194,8 @@ export async function runContainer(
     return { report: filter.report, engineError: detail }
   } finally {
     clearTimeout(stallTimer)
-    clearTimeout(deadlineTimer)
     clearTimeout(stopWindow)
-    options.signal.removeEventListener('abort', onAbort)
+    controller.settle()
     // Always removed: after an error, a timeout, a cancel. A failure here only leaves a stopped container behind;
     // an engine that stalled, or was slow to confirm a kill, is not waited for.
     const removed = container?.remove({ force: true }).catch(() => undefined)

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import {
   OutputCapture,
+  RunController,
   createResult,
   describeError,
   enforcementTable,
@@ -157,19 +158,13 @@ export class DockerAdapter implements CodeExecutionAdapter {
       },
     }
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
-    const paused = { at: 0 }
     const outcome = await runContainer(await this.docker(), spec, {
       nonce,
       startupTimeoutMs: this.settings.startupTimeoutMs,
-      signal: context.signal,
       output,
-      pauseClock: () => {
-        paused.at = performance.now()
-        context.pauseClock?.()
-      },
       // The code's time starts when the runner reaches it (create, start and the interpreter's start cost 0.3–0.6 s,
       // more on a busy engine).
-      startClock: () => context.restartClock?.() ?? context.deadline + (performance.now() - paused.at),
+      controller: new RunController(context),
       removingInBackground: (removal) => {
         this.running.add(removal)
         void removal.finally(() => this.running.delete(removal))

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { LambdaClient } from '@aws-sdk/client-lambda'
 import {
   EXECUTION_STATUSES,
+  RunController,
   createResult,
   enforcementTable,
   truncateOutput,
@@ -81,11 +82,12 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     }
     // The function holds the code to the policy's time itself; a cold start (pyodide's, say) is Lambda's time. So the
     // service's clock is paused and execgate waits up to the wall time plus a slack before giving up on the call.
-    context.pauseClock?.()
+    const run = new RunController(context)
+    run.pauseClock()
     const controller = new AbortController()
     const timer = setTimeout(() => controller.abort(), context.policy.wallTimeMs + INVOKE_SLACK_MS)
-    const onAbort = () => controller.abort()
-    context.signal.addEventListener('abort', onAbort, { once: true })
+    // The clock stays paused, so the controller only relays a cancel; the slack timer above bounds the wait.
+    run.start({ onStop: () => controller.abort() })
     try {
       const { sdk, client } = await this.sdk()
       const response = await client.send(
@@ -129,7 +131,7 @@ export class LambdaAdapter implements CodeExecutionAdapter {
       return createResult(mapped.status, NAME, { message: `[execgate] [lambda] ${mapped.message}`, error: { type: mapped.type, message: mapped.message }, usage: { wallMs: performance.now() - started } })
     } finally {
       clearTimeout(timer)
-      context.signal.removeEventListener('abort', onAbort)
+      run.settle()
     }
   }
 

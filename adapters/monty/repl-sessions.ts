@@ -5,9 +5,11 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
+  RunController,
   SessionStore,
   createResult,
   describeError,
+  stoppedOutcome,
   valueBytes,
   type ExecutionContext,
   type ExecutionErrorInfo,
@@ -83,12 +85,10 @@ export class MontyReplSessions {
       let pending = ''
       let markerSeen = false
       let answer: FeedAnswer | undefined
-      let settled = false
+      // The REPL's monty stops itself at maxDurationSecs; past that by killGraceMs the process is killed.
+      const run = new RunController(context, { graceMs: this.killGraceMs })
       const finish = (result: { status: ExecutionStatus; answer?: FeedAnswer; error?: ExecutionErrorInfo }, kill: boolean) => {
-        if (settled) return
-        settled = true
-        clearTimeout(deadlineTimer)
-        context.signal.removeEventListener('abort', onAbort)
+        if (!run.settle()) return
         child.process.stdout?.off('data', onData)
         child.process.off('message', onMessage)
         child.process.off('exit', onExit)
@@ -104,7 +104,7 @@ export class MontyReplSessions {
         const end = pending.indexOf(`${marker}\n`)
         // Everything but a tail that could be the start of the marker goes out as it arrives.
         const upTo = end >= 0 ? end : Math.max(0, pending.length - marker.length - 1)
-        if (upTo > 0 && !output.write('stdout', pending.slice(0, upTo))) return stop('output_limit', 'OutputLimit', 'output passed the limit; the run was stopped')
+        if (upTo > 0 && !output.write('stdout', pending.slice(0, upTo))) return run.stop('output_limit')
         pending = pending.slice(upTo)
         if (end >= 0) {
           markerSeen = true
@@ -117,16 +117,11 @@ export class MontyReplSessions {
         complete()
       }
       const onExit = () => stop('error', 'InterpreterExited', `the monty session process exited${child.stderrTail ? `: ${child.stderrTail.trim().split('\n').pop()}` : ''}`)
-      const onAbort = () => stop('cancelled', 'Cancelled', 'the run was cancelled')
-      const deadlineTimer = setTimeout(
-        () => stop('timeout', 'TimeoutError', `execution passed the ${context.policy.wallTimeMs} ms time limit`),
-        Math.max(0, context.deadline - performance.now()) + this.killGraceMs,
-      )
       child.process.stdout?.on('data', onData)
       child.process.on('message', onMessage)
       child.process.once('exit', onExit)
-      if (context.signal.aborted) return onAbort()
-      context.signal.addEventListener('abort', onAbort, { once: true })
+      run.start({ onStop: (cause) => finish(stoppedOutcome(cause, context.policy.wallTimeMs), true) })
+      if (run.settled) return
       const limits = { maxDurationSecs: Math.max(0.001, (context.deadline - performance.now()) / 1000), maxMemory: context.policy.memoryMb * 2 ** 20, maxRecursionDepth: this.maxRecursionDepth }
       child.process.send({ type: 'feed', id, code, marker, limits, ...(state ? { state } : {}) })
     })

@@ -3,6 +3,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
+  RunController,
   createResult,
   describeError,
   enforcementTable,
@@ -139,19 +140,19 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     extra: { filesArchive?: Buffer; stdin?: string },
   ): Promise<SpawnedRun> {
     let uid: number | undefined
-    let deadline = context.deadline
+    const controller = new RunController(context)
     if (this.uids) uid = this.uids.tryAcquire()
     if (this.uids && uid === undefined) {
-      context.pauseClock?.()
-      const waited = performance.now()
+      controller.pauseClock()
       const until = AbortSignal.any([context.signal, AbortSignal.timeout(Math.max(1, Math.ceil(context.deadline - performance.now())))])
       try {
         uid = await this.uids.acquire(until)
       } catch (error) {
-        context.restartClock?.()
+        controller.restartClock()
+        controller.settle()
         return { stoppedFor: context.signal.aborted ? 'cancelled' : 'timeout', exitCode: null, signal: null, report: '', archiveCut: false, wallMs: 0, spawnError: (error as Error).message }
       }
-      deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waited)
+      controller.restartClock()
     }
     let run: SpawnedRun | undefined
     try {
@@ -166,8 +167,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         code,
         ...extra,
         collectFiles: shape.collectFiles,
-        deadline,
-        signal: context.signal,
+        controller,
         output,
         reportLimitBytes: context.policy.outputBytes + 4096,
         archiveLimitBytes: this.plan.workspaceMb * 2 ** 20 * 2,

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
-import type { OutputCapture } from '../../src/core'
+import type { OutputCapture, RunController } from '../../src/core'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { FD } from './runners'
 
@@ -28,9 +28,8 @@ export interface SpawnOptions {
   filesArchive?: Buffer
   collectFiles: boolean
   stdin?: string
-  /** performance.now() time at which the sandbox is killed. */
-  deadline: number
-  signal: AbortSignal
+  /** The run's deadline and cancellation (its clock already restarted after any wait); it kills the sandbox. */
+  controller: RunController
   output: OutputCapture
   reportLimitBytes: number
   archiveLimitBytes: number
@@ -76,9 +75,9 @@ function feed(stream: Writable | null | undefined, data: string | Buffer | undef
 export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
   const started = performance.now()
   return new Promise((resolve) => {
+    const { controller } = options
     let stoppedFor: StopReason | undefined
     let archiveCut = false
-    let settled = false
     const stdio: Array<'pipe' | 'ignore'> = ['pipe', 'pipe', 'pipe', 'pipe', options.filesArchive ? 'pipe' : 'ignore', 'pipe', options.collectFiles ? 'pipe' : 'ignore']
     let child: ReturnType<typeof spawn>
     try {
@@ -90,6 +89,7 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
         ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
       })
     } catch (error) {
+      controller.settle()
       resolve({ exitCode: null, signal: null, report: '', archiveCut, spawnError: String((error as Error).message), wallMs: 0 })
       return
     }
@@ -103,20 +103,17 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       closeTimer ??= setTimeout(() => finish(null, 'SIGKILL'), CLOSE_GRACE_MS)
     }
     let closeTimer: NodeJS.Timeout | undefined
-    const deadlineTimer = setTimeout(() => kill('timeout'), Math.max(0, options.deadline - performance.now()))
-    const onAbort = () => kill('cancelled')
-    options.signal.addEventListener('abort', onAbort, { once: true })
 
     for (const name of ['stdout', 'stderr'] as const) {
       const stream = child.stdio[name === 'stdout' ? 1 : 2] as Readable
       stream.setEncoding('utf8')
       stream.on('data', (text: string) => {
-        if (!options.output.write(name, text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) kill('output_limit')
+        if (!options.output.write(name, text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) controller.stop('output_limit')
       })
       stream.on('error', () => {})
     }
     const streams = child.stdio as unknown as Array<Readable | Writable | null>
-    const report = collect(streams[FD.result] as Readable, options.reportLimitBytes, () => kill('output_limit'))
+    const report = collect(streams[FD.result] as Readable, options.reportLimitBytes, () => controller.stop('output_limit'))
     const archive = collect(streams[FD.filesOut] as Readable, options.archiveLimitBytes, () => (archiveCut = true))
     feed(child.stdio[0] as Writable, options.stdin)
     feed(streams[FD.code] as Writable, options.code)
@@ -128,11 +125,8 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       finish(null, null)
     })
     const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
-      if (settled) return
-      settled = true
-      clearTimeout(deadlineTimer)
+      if (!controller.settle()) return
       clearTimeout(closeTimer)
-      options.signal.removeEventListener('abort', onAbort)
       resolve({
         stoppedFor,
         exitCode,
@@ -145,6 +139,6 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       })
     }
     child.on('close', (code, signal) => finish(code, signal))
-    if (options.signal.aborted) onAbort()
+    controller.start({ onStop: kill })
   })
 }

@@ -7,10 +7,12 @@ import {
   isFatalHostError,
   pythonExceptionFor,
   type SessionLimits,
+  RunController,
   createResult,
   describeError,
   enforcementTable,
   internalContext,
+  stoppedOutcome,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -115,22 +117,24 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       session = { state: opened.state ?? '' }
     }
     let pyodideProcess: PyodideProcess
-    const waitStarted = performance.now()
-    context.pauseClock?.()
+    // Waiting for a warm interpreter counts in the duration, not in the code's time limit.
+    const run = new RunController(context)
+    run.pauseClock()
     try {
       pyodideProcess = await this.pool.acquire()
     } catch (error) {
-      context.restartClock?.()
+      run.restartClock()
+      run.settle()
       return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
     }
+    run.restartClock()
     if (context.signal.aborted) {
+      run.settle()
       this.pool.release(pyodideProcess) // untouched: the run never started
       return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
     }
-    // Waiting for a warm interpreter counts in the duration, not in the code's time limit.
-    const deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waitStarted)
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    const outcome = await this.runOn(pyodideProcess, request.code, { ...context, deadline }, output, session)
+    const outcome = await this.runOn(pyodideProcess, request.code, context, run, output, session)
     if (request.sessionId && session) {
       const captured = outcome.status === 'ok' ? outcome.session : undefined
       const message = this.sessions.keepAfterCall(request.sessionId, session.state, captured === undefined ? undefined : { bytes: captured.length, state: () => captured })
@@ -155,6 +159,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     pyodideProcess: PyodideProcess,
     code: string,
     context: ExecutionContext,
+    run: RunController,
     output: OutputCapture,
     session?: { state: string },
   ): Promise<{ status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number; session?: string; message?: string }> {
@@ -169,9 +174,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       const answer = (outcome: Outcome) => {
         if (answered || settled) return
         answered = outcome
-        clearTimeout(deadlineTimer)
-        clearInterval(memoryTimer)
-        context.signal.removeEventListener('abort', onAbort)
+        run.settle()
         // The check compares module state, which a run could booby-trap (a value whose __eq__ never returns).
         checkTimer = setTimeout(() => finish(outcome, false), POST_RUN_CHECK_MS)
         resolve(outcome)
@@ -181,9 +184,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         if (settled) return
         settled = true
         clearTimeout(checkTimer)
-        clearTimeout(deadlineTimer)
-        clearInterval(memoryTimer)
-        context.signal.removeEventListener('abort', onAbort)
+        run.settle()
         if (keep) this.pool.release(pyodideProcess)
         else this.pool.replace(pyodideProcess)
         if (!answered) resolve(outcome)
@@ -192,20 +193,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         if (answered) return finish(answered, false) // the process died during its post-run check: replace it
         finish({ status, error: { type, message, ...(code ? { code } : {}) } }, false)
       }
-      const onAbort = () => stop('cancelled', 'Cancelled', 'the run was cancelled')
-      const deadlineTimer = setTimeout(
-        () => stop('timeout', 'TimeoutError', `execution passed the ${context.policy.wallTimeMs} ms time limit`),
-        Math.max(0, context.deadline - performance.now()),
-      )
-      const memoryTimer = setInterval(() => {
+      run.every(this.memoryPollMs, () => {
         const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
         if (grown > memoryLimit) stop('memory_limit', 'MemoryError', `memory limit reached: the interpreter grew by ${Math.round(grown / 2 ** 20)} MiB (limit ${context.policy.memoryMb} MiB)`)
-      }, this.memoryPollMs)
+      })
       pyodideProcess.attach(
         (message: ChildMessage) => {
           if (message.type === 'output' && message.id === id) {
             for (const [stream, text] of message.chunks) {
-              if (!output.write(stream, text)) return stop('output_limit', 'OutputLimit', 'output passed the limit; the run was stopped')
+              if (!output.write(stream, text)) return run.stop('output_limit')
             }
           } else if (message.type === 'hostCall' && message.id === id) {
             answerHostCall(pyodideProcess, context, message, (error) => stop('policy_violation', 'PolicyViolation', describeError(error), error.code))
@@ -222,8 +218,13 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         // the code's doing, reported as a refusal or an error rather than a backend failure.
         (reason) => (reason.startsWith('the sandbox refused') ? stop('policy_violation', 'PermissionDenied', reason) : stop('error', 'InterpreterExited', reason)),
       )
-      if (context.signal.aborted) return onAbort()
-      context.signal.addEventListener('abort', onAbort, { once: true })
+      run.start({
+        onStop: (cause) => {
+          const { status, error } = stoppedOutcome(cause, context.policy.wallTimeMs)
+          stop(status, error.type, error.message)
+        },
+      })
+      if (run.settled) return
       pyodideProcess.runs++
       const hostFunctions = (context.hostFunctions?.list() ?? []).map((spec) => spec.name)
       pyodideProcess.child.send({ type: 'run', id, code, hostFunctions, ...(session ? { session } : {}) })

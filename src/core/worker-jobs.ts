@@ -4,6 +4,7 @@ import type { ExecutionContext, OutputStream } from './adapter'
 import { ExecgateError, describeError } from './errors'
 import { valueBytes, type OutputCapture } from './output'
 import { createResult } from './result'
+import { RunController, stoppedOutcome } from './run-controller'
 import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus } from './types'
 import { FLAG_CANCEL, type PooledWorker, type WorkerPool } from './worker-pool'
 
@@ -71,31 +72,15 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
     if ('status' in waited) return waited
     worker = waited.worker
   }
-  const remainingMs = Math.max(0, context.deadline - performance.now())
   return new Promise((resolve) => {
-    let killTimer: NodeJS.Timeout | undefined
-    let settled = false
     const finish = (outcome: JobOutcome, reusable: boolean) => {
-      if (settled) return
-      settled = true
-      clearTimeout(killTimer)
-      context.signal.removeEventListener('abort', onAbort)
+      if (!run.settle()) return
       if (reusable) pool.release(worker)
       else void pool.replace(worker)
       resolve(outcome)
     }
-    const kill = () =>
-      finish(
-        context.signal.aborted
-          ? { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled' } }
-          : { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${context.policy.wallTimeMs} ms time limit` } },
-        false,
-      )
-    const onAbort = () => {
-      worker.cancel()
-      clearTimeout(killTimer)
-      killTimer = setTimeout(kill, options.killGraceMs)
-    }
+    // The worker polls its cancel flag and its own deadline; past either by killGraceMs it is killed and replaced.
+    const run = new RunController(context, { graceMs: options.killGraceMs })
     worker.attach(
       (message) => {
         if (message.type === 'output') for (const [stream, text] of message.chunks) output.write(stream, text)
@@ -104,10 +89,11 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
       },
       (reason) => finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` }, false),
     )
-    if (context.signal.aborted) return onAbort()
-    context.signal.addEventListener('abort', onAbort, { once: true })
-    killTimer = setTimeout(kill, remainingMs + options.killGraceMs)
-    worker.post(job)
+    run.start({
+      onCancel: () => worker.cancel(),
+      onStop: (cause) => finish(stoppedOutcome(cause, context.policy.wallTimeMs), false),
+    })
+    if (!run.settled && !context.signal.aborted) worker.post(job)
   })
 }
 
