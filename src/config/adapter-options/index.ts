@@ -5,6 +5,7 @@ import { montySchema, type MontyOptionsConfig } from './monty'
 import { processSchema, type ProcessOptionsConfig } from './process'
 import { pyodideSchema, type PyodideOptionsConfig } from './pyodide'
 import { quickjsSchema, type QuickJsOptionsConfig } from './quickjs'
+import { shellSchema, type ShellOptionsConfig } from '../../../adapters/shell/options'
 
 /**
  * Each adapter's options live in their own file here, one section per adapter under `adapters.<name>`.
@@ -18,6 +19,7 @@ export interface AdapterOptionsConfig {
   docker: DockerOptionsConfig
   bedrock: BedrockOptionsConfig
   lambda: LambdaOptionsConfig
+  shell: ShellOptionsConfig
 }
 
 export const ADAPTER_OPTION_SCHEMAS = {
@@ -28,4 +30,5 @@ export const ADAPTER_OPTION_SCHEMAS = {
   docker: dockerSchema,
   bedrock: bedrockSchema,
   lambda: lambdaSchema,
+  shell: shellSchema,
 }

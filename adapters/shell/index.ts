@@ -1,0 +1,220 @@
+import { performance } from 'node:perf_hooks'
+import {
+  ExecgateError,
+  OutputCapture,
+  WorkerPool,
+  createResult,
+  enforcementTable,
+  internalContext,
+  resultFromJob,
+  runWorkerJob,
+  type AdapterCapabilities,
+  type Availability,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type JobMessage,
+  type Language,
+  type RunNeeds,
+  type ValidationReport,
+} from '../../src/core'
+import { estimateShellMs, scanShellScript } from '../shared/shell-script'
+import { knownCommands } from './commands'
+import { shellSchema, type ShellOptionsConfig } from './options'
+import type { ShellJob, ToShellWorker } from './protocol'
+
+export const NAME = 'shell'
+
+/** Every option falls back to the config schema's default. */
+export type ShellAdapterOptions = Partial<ShellOptionsConfig>
+
+const LANGUAGES: readonly Language[] = ['bash']
+
+/**
+ * Below this a worker cannot load just-bash at all; a smaller memory cap is raised to it (measured: a worker with
+ * just-bash loaded and warm holds about 20 MiB of heap). See docs/adapters/shell.md.
+ */
+export const MIN_WORKER_HEAP_MB = 32
+
+type ShellPool = WorkerPool<JobMessage, ToShellWorker>
+
+/**
+ * bash on just-bash (a bash interpreter with ~90 coreutils in TypeScript) in worker threads, tier 1: no process
+ * is ever started, and the filesystem is an in-memory tree holding the run's workspace under /workspace, so the
+ * host's files are unreachable. Every worker has a V8 heap cap equal to the policy's memory (one pool per cap);
+ * a script past its deadline or its cap costs one worker, which is replaced. just-bash's network, Python,
+ * JavaScript and SQLite commands are never registered.
+ */
+export class ShellAdapter implements CodeExecutionAdapter {
+  readonly name = NAME
+  readonly capabilities: AdapterCapabilities = {
+    languages: LANGUAGES,
+    tier: 1,
+    isolation: 'just-bash interpreter in a worker thread: in-memory filesystem, no processes, no network, V8 heap cap',
+    enforcement: enforcementTable({
+      wallTime: 'hard',
+      memory: 'hard',
+      output: 'hard',
+      // No network command is registered and no socket API is reachable from a shell script.
+      network: 'hard',
+      filesystem: 'hard',
+      // A shell imports nothing; the interpreters that could (python3, js-exec) are not registered.
+      imports: 'hard',
+      // Pipelines and `&` run inside the interpreter: no process is ever created.
+      processes: 'hard',
+      hostCalls: 'hard',
+      // Bounded by wall time on one thread; not measured separately.
+      cpuTime: 'soft',
+    }),
+    sessions: false,
+    hostFunctions: false,
+    workspace: true,
+    // just-bash hands back a script's output when it ends.
+    streaming: false,
+    network: false,
+    cancellable: true,
+  }
+  private readonly options: ShellOptionsConfig
+  /** One pool per memory cap, most recently used last. */
+  private readonly pools = new Map<number, ShellPool>()
+  /** Pools whose workers have answered ready once: a first call to a new memory cap waits for its workers off the clock. */
+  private readonly warmPools = new WeakSet<ShellPool>()
+  private nextJobId = 0
+  private disposed = false
+
+  constructor(options: ShellAdapterOptions = {}) {
+    const setting = <K extends keyof ShellOptionsConfig>(key: K) => (options[key] ?? shellSchema[key].default) as ShellOptionsConfig[K]
+    this.options = {
+      workers: setting('workers'),
+      killGraceMs: setting('killGraceMs'),
+      maxPools: setting('maxPools'),
+      maxCallDepth: setting('maxCallDepth'),
+      maxIterations: setting('maxIterations'),
+      startupMs: setting('startupMs'),
+      nsPerByteStage: setting('nsPerByteStage'),
+    }
+    for (const key of ['workers', 'maxPools', 'maxCallDepth', 'maxIterations'] as const) {
+      const value = this.options[key]
+      if (!Number.isInteger(value) || value < 1) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.shell.${key} must be a positive integer: value was ${value}` })
+    }
+  }
+
+  /** The pool whose workers' heap cap is `memoryMb`, started on first use; past `maxPools` the oldest closes. */
+  private pool(memoryMb: number): ShellPool {
+    const heapMb = Math.max(MIN_WORKER_HEAP_MB, memoryMb)
+    let pool = this.pools.get(heapMb)
+    if (pool) {
+      this.pools.delete(heapMb)
+    } else {
+      pool = new WorkerPool<JobMessage, ToShellWorker>(__dirname, 'worker', 'shell', this.options.workers, {
+        maxOldGenerationSizeMb: heapMb,
+        // Young space counts against the cap too: at most a quarter, so old space keeps room for the interpreter.
+        maxYoungGenerationSizeMb: Math.max(2, Math.floor(heapMb / 8)),
+      })
+      while (this.pools.size >= this.options.maxPools) {
+        const [oldest, retired] = this.pools.entries().next().value as [number, ShellPool]
+        this.pools.delete(oldest)
+        void retired.dispose()
+      }
+    }
+    this.pools.set(heapMb, pool)
+    return pool
+  }
+
+  async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    const started = performance.now()
+    if (!LANGUAGES.includes(request.language)) {
+      return createResult('invalid_request', NAME, { message: `[execgate] [shell] the shell runs bash, not ${request.language}` })
+    }
+    if (request.sessionId) {
+      return createResult('invalid_request', NAME, { message: '[execgate] [shell] the shell keeps no sessions: each script starts from the workspace alone' })
+    }
+    if (this.disposed) return createResult('unavailable', NAME, { message: '[execgate] [shell] the adapter was disposed' })
+    const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    const job: ShellJob = {
+      type: 'run',
+      id: ++this.nextJobId,
+      script: request.code,
+      ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+      files: [...(context.files ?? request.files ?? [])],
+      filesystem: context.policy.filesystem,
+      remainingMs: Math.max(0, context.deadline - performance.now()),
+      timeoutMs: context.policy.wallTimeMs,
+      outputBytes: context.policy.outputBytes,
+      memoryBytes: Math.max(MIN_WORKER_HEAP_MB, context.policy.memoryMb) * 1024 * 1024,
+      maxCallDepth: this.options.maxCallDepth,
+      maxIterations: this.options.maxIterations,
+    }
+    const pool = this.pool(context.policy.memoryMb)
+    const runContext = this.warmPools.has(pool) ? context : await this.warmUp(pool, context)
+    job.remainingMs = Math.max(0, runContext.deadline - performance.now())
+    const outcome = await runWorkerJob(pool, job, runContext, output, { label: NAME, killGraceMs: this.options.killGraceMs })
+    return resultFromJob(NAME, outcome, output, started)
+  }
+
+  /** Waits for a new pool's first worker with the run's clock paused (starting a worker is not the script's time). */
+  private async warmUp(pool: ShellPool, context: ExecutionContext): Promise<ExecutionContext> {
+    const waited = performance.now()
+    context.pauseClock?.()
+    try {
+      pool.release(await pool.acquire())
+      this.warmPools.add(pool)
+    } catch {
+      // A pool that cannot start answers through runWorkerJob as unavailable.
+    }
+    const deadline = context.restartClock?.() ?? context.deadline + (performance.now() - waited)
+    return { ...context, deadline }
+  }
+
+  /**
+   * Yes when every command the script names is one the shell has (a builtin, a function it defines, or a just-bash
+   * utility) and just-bash parses it; a script needing a real program (`python3`, `gcc`, `curl`), a command named
+   * only at run time, or a sourced file goes on to a tier with real programs.
+   */
+  canRun(code: string, language?: Language, needs?: RunNeeds): { ok: boolean; reason?: string } {
+    if (language !== undefined && !LANGUAGES.includes(language)) return { ok: false, reason: `the shell runs bash, not ${language}` }
+    if (needs?.session) return { ok: false, reason: 'the shell keeps no sessions' }
+    const scan = scanShellScript(code)
+    if (scan.syntaxError) return { ok: false, reason: `just-bash cannot parse the script: ${scan.syntaxError}` }
+    if (scan.dynamic) return { ok: false, reason: `the shell cannot tell which programs the script needs: ${scan.dynamic}` }
+    const known = knownCommands()
+    const missing = scan.commands.filter((command) => !known.has(command) && !scan.functions.includes(command))
+    if (missing.length > 0) return { ok: false, reason: `the shell has no ${missing.map((command) => `\`${command}\``).join(', ')}` }
+    return { ok: true }
+  }
+
+  /** Startup plus a per-byte cost for each command that reads the input; see docs/adapters/shell.md. */
+  estimateMs(code: string, _language?: Language, needs?: RunNeeds): number {
+    return estimateShellMs(scanShellScript(code), needs?.inputBytes ?? 0, this.options)
+  }
+
+  async validate(code: string, language: Language): Promise<ValidationReport> {
+    const scan = scanShellScript(code)
+    const issues = scan.syntaxError ? [{ code: 'syntax', severity: 'error' as const, message: scan.syntaxError }] : []
+    return { valid: issues.length === 0, language, validator: NAME, issues, implemented: true }
+  }
+
+  supportedLanguages(): readonly Language[] {
+    return LANGUAGES
+  }
+
+  async checkAvailability(): Promise<Availability> {
+    const checkedAt = new Date().toISOString()
+    const started = performance.now()
+    const probe = await this.execute({ language: 'bash', code: 'echo $((1 + 1))' }, internalContext('shell-availability', 10_000, MIN_WORKER_HEAP_MB))
+    if (probe.status === 'ok' && probe.stdout.trim() === '2') return { status: 'available', latencyMs: performance.now() - started, checkedAt }
+    return { status: 'unavailable', reason: `shell probe answered ${probe.status}: ${probe.message ?? probe.error?.message ?? ''}`, checkedAt }
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true
+    const pools = [...this.pools.values()]
+    this.pools.clear()
+    await Promise.all(pools.map((pool) => pool.dispose()))
+  }
+}
+
+export function createShellAdapter(options?: ShellAdapterOptions): ShellAdapter {
+  return new ShellAdapter(options)
+}

@@ -1,0 +1,48 @@
+import { formats } from '../../src/config/formats'
+
+/**
+ * The shell adapter's options (`adapters.shell` in config). Each default is written once, in `shellSchema`; the
+ * adapter reads missing options from there.
+ */
+export interface ShellOptionsConfig {
+  /** Worker threads per memory cap, each running one script at a time. @default 2 @env EXECGATE_ADAPTERS_SHELL_WORKERS */
+  workers: number
+  /**
+   * How long past its deadline a script may keep its worker (a long regex inside one command never yields) before
+   * the worker is killed and replaced. @default 50 @env EXECGATE_ADAPTERS_SHELL_KILL_GRACE_MS
+   */
+  killGraceMs: number
+  /**
+   * Worker pools kept at once, one per distinct memory cap (a worker's heap limit is fixed when it starts); the
+   * least recently used pool is closed past this. @default 3 @env EXECGATE_ADAPTERS_SHELL_MAX_POOLS
+   */
+  maxPools: number
+  /** Deepest shell function recursion before the script stops with an error. @default 100 @env EXECGATE_ADAPTERS_SHELL_MAX_CALL_DEPTH */
+  maxCallDepth: number
+  /**
+   * Loop iterations (bash, awk, sed, jq) and commands one script may run. High on purpose: the wall-time limit is
+   * what stops a runaway loop; this only bounds the interpreter's own bookkeeping. @default 10000000
+   * @env EXECGATE_ADAPTERS_SHELL_MAX_ITERATIONS
+   */
+  maxIterations: number
+  /**
+   * Cost model for routing (see docs/adapters/shell.md): a script's fixed cost in ms here. @default 1
+   * @env EXECGATE_ADAPTERS_SHELL_STARTUP_MS
+   */
+  startupMs: number
+  /**
+   * Cost model for routing: nanoseconds per input byte per pipeline stage (the interpreter is slow per byte).
+   * @default 10 @env EXECGATE_ADAPTERS_SHELL_NS_PER_BYTE_STAGE
+   */
+  nsPerByteStage: number
+}
+
+export const shellSchema = {
+  workers: { doc: 'Shell worker threads per memory cap', format: formats.positiveInt, default: 2 },
+  killGraceMs: { doc: 'Time past the deadline before a shell worker is killed (ms)', format: formats.nonNegativeInt, default: 50 },
+  maxPools: { doc: 'Shell worker pools kept at once (one per memory cap)', format: formats.positiveInt, default: 3 },
+  maxCallDepth: { doc: 'Deepest shell function recursion', format: formats.positiveInt, default: 100 },
+  maxIterations: { doc: 'Loop iterations and commands one script may run', format: formats.positiveInt, default: 10_000_000 },
+  startupMs: { doc: 'Routing cost model: fixed cost of a script (ms)', format: Number, default: 1 },
+  nsPerByteStage: { doc: 'Routing cost model: ns per input byte per pipeline stage', format: Number, default: 10 },
+}
