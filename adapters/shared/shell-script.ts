@@ -18,6 +18,8 @@ export interface ShellScriptScan {
   syntaxError?: string
 }
 
+import { LruCache } from '../../src/core/lru-cache'
+
 type AstNode = { type?: string; [key: string]: unknown }
 type Parse = (script: string) => AstNode
 
@@ -56,7 +58,16 @@ function literalWord(word: unknown): string | undefined {
   return text
 }
 
+// Routing asks about the same script several times (can the shell run it? what would each tier cost?), and
+// agents resend scripts: the 256 most recent scans are kept.
+const scans = new LruCache<ShellScriptScan>(256)
+
+/** The scan of a script (cached; treat it as read-only). */
 export function scanShellScript(script: string): ShellScriptScan {
+  return scans.get(script, () => scanUncached(script))
+}
+
+function scanUncached(script: string): ShellScriptScan {
   const scan: ShellScriptScan = { commands: [], functions: [], stages: 0 }
   if (Buffer.byteLength(script) > MAX_SCANNED_SCRIPT_BYTES) {
     return { ...scan, dynamic: `the script is over ${MAX_SCANNED_SCRIPT_BYTES} bytes and is not scanned` }

@@ -2,27 +2,24 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
-  WorkerPool,
   createResult,
   enforcementTable,
   internalContext,
-  resultFromJob,
-  runWorkerJob,
   type AdapterCapabilities,
   type Availability,
   type CodeExecutionAdapter,
   type ExecutionContext,
   type ExecutionRequest,
   type ExecutionResult,
-  type JobMessage,
   type Language,
   type RunNeeds,
   type ValidationReport,
 } from '../../src/core'
 import { estimateShellMs, scanShellScript } from '../shared/shell-script'
-import { knownCommands } from './commands'
+import { ShellProcessPool, runShellJob } from './child-pool'
+import { knownCommands, shellUtilities } from './commands'
 import { shellSchema, type ShellOptionsConfig } from './options'
-import type { ShellJob, ToShellWorker } from './protocol'
+import type { ShellJob } from './protocol'
 
 export const NAME = 'shell'
 
@@ -32,26 +29,28 @@ export type ShellAdapterOptions = Partial<ShellOptionsConfig>
 const LANGUAGES: readonly Language[] = ['bash']
 
 /**
- * Below this a worker cannot load just-bash at all; a smaller memory cap is raised to it (measured: a worker with
- * just-bash loaded and warm holds about 20 MiB of heap). See docs/adapters/shell.md.
+ * Below this a shell process cannot load just-bash and run; a smaller memory cap is raised to it (a warm process
+ * holds about 20 MiB of heap). See docs/adapters/shell.md.
  */
-export const MIN_WORKER_HEAP_MB = 32
+export const MIN_HEAP_MB = 32
 
-type ShellPool = WorkerPool<JobMessage, ToShellWorker>
+type ShellPool = ShellProcessPool
 
 /**
- * bash on just-bash (a bash interpreter with ~90 coreutils in TypeScript) in worker threads, tier 1: no process
- * is ever started, and the filesystem is an in-memory tree holding the run's workspace under /workspace, so the
- * host's files are unreachable. Every worker has a V8 heap cap equal to the policy's memory (one pool per cap);
- * a script past its deadline or its cap costs one worker, which is replaced. just-bash's network, Python,
- * JavaScript and SQLite commands are never registered.
+ * bash on just-bash (a bash interpreter with ~90 coreutils in TypeScript), tier 1: the script's commands never
+ * become processes, and its filesystem is an in-memory tree holding the run's workspace under /workspace, so the
+ * host's files are unreachable. It runs in a small pool of warm Node processes (child.js) per memory cap, each
+ * with the policy's memory as its V8 heap cap, an empty environment and Node's permission model; a script past
+ * its deadline or its cap costs one process, which is replaced. (Worker threads were tried first: a heap-limit
+ * abort in a worker took the host process down.) just-bash's network, Python, JavaScript and SQLite commands are
+ * never registered.
  */
 export class ShellAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
     languages: LANGUAGES,
     tier: 1,
-    isolation: 'just-bash interpreter in a worker thread: in-memory filesystem, no processes, no network, V8 heap cap',
+    isolation: 'just-bash interpreter in a permission-restricted Node process: in-memory filesystem, no network, V8 heap cap',
     enforcement: enforcementTable({
       wallTime: 'hard',
       memory: 'hard',
@@ -61,7 +60,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
       filesystem: 'hard',
       // A shell imports nothing; the interpreters that could (python3, js-exec) are not registered.
       imports: 'hard',
-      // Pipelines and `&` run inside the interpreter: no process is ever created.
+      // Pipelines and `&` run inside the interpreter: no command becomes a process.
       processes: 'hard',
       hostCalls: 'hard',
       // Bounded by wall time on one thread; not measured separately.
@@ -78,7 +77,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
   private readonly options: ShellOptionsConfig
   /** One pool per memory cap, most recently used last. */
   private readonly pools = new Map<number, ShellPool>()
-  /** Pools whose workers have answered ready once: a first call to a new memory cap waits for its workers off the clock. */
+  /** Pools that have answered ready once: a first call to a new memory cap waits for its processes off the clock. */
   private readonly warmPools = new WeakSet<ShellPool>()
   private nextJobId = 0
   private disposed = false
@@ -102,16 +101,12 @@ export class ShellAdapter implements CodeExecutionAdapter {
 
   /** The pool whose workers' heap cap is `memoryMb`, started on first use; past `maxPools` the oldest closes. */
   private pool(memoryMb: number): ShellPool {
-    const heapMb = Math.max(MIN_WORKER_HEAP_MB, memoryMb)
+    const heapMb = Math.max(MIN_HEAP_MB, memoryMb)
     let pool = this.pools.get(heapMb)
     if (pool) {
       this.pools.delete(heapMb)
     } else {
-      pool = new WorkerPool<JobMessage, ToShellWorker>(__dirname, 'worker', 'shell', this.options.workers, {
-        maxOldGenerationSizeMb: heapMb,
-        // Young space counts against the cap too: at most a quarter, so old space keeps room for the interpreter.
-        maxYoungGenerationSizeMb: Math.max(2, Math.floor(heapMb / 8)),
-      })
+      pool = new ShellProcessPool(heapMb, this.options.workers)
       while (this.pools.size >= this.options.maxPools) {
         const [oldest, retired] = this.pools.entries().next().value as [number, ShellPool]
         this.pools.delete(oldest)
@@ -142,15 +137,24 @@ export class ShellAdapter implements CodeExecutionAdapter {
       remainingMs: Math.max(0, context.deadline - performance.now()),
       timeoutMs: context.policy.wallTimeMs,
       outputBytes: context.policy.outputBytes,
-      memoryBytes: Math.max(MIN_WORKER_HEAP_MB, context.policy.memoryMb) * 1024 * 1024,
+      memoryBytes: Math.max(MIN_HEAP_MB, context.policy.memoryMb) * 1024 * 1024,
       maxCallDepth: this.options.maxCallDepth,
       maxIterations: this.options.maxIterations,
+      commands: shellUtilities(),
     }
     const pool = this.pool(context.policy.memoryMb)
     const runContext = this.warmPools.has(pool) ? context : await this.warmUp(pool, context)
-    job.remainingMs = Math.max(0, runContext.deadline - performance.now())
-    const outcome = await runWorkerJob(pool, job, runContext, output, { label: NAME, killGraceMs: this.options.killGraceMs })
-    return resultFromJob(NAME, outcome, output, started)
+    const outcome = await runShellJob(pool, job, runContext, this.options.killGraceMs)
+    if (outcome.stdout) output.write('stdout', outcome.stdout)
+    if (outcome.stderr) output.write('stderr', outcome.stderr)
+    const captured = output.finish(0)
+    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    return createResult(status, NAME, {
+      ...captured,
+      error: outcome.error,
+      ...(outcome.files ? { files: outcome.files } : {}),
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+    })
   }
 
   /** Waits for a new pool's first worker with the run's clock paused (starting a worker is not the script's time). */
@@ -202,7 +206,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
   async checkAvailability(): Promise<Availability> {
     const checkedAt = new Date().toISOString()
     const started = performance.now()
-    const probe = await this.execute({ language: 'bash', code: 'echo $((1 + 1))' }, internalContext('shell-availability', 10_000, MIN_WORKER_HEAP_MB))
+    const probe = await this.execute({ language: 'bash', code: 'echo $((1 + 1))' }, internalContext('shell-availability', 10_000, MIN_HEAP_MB))
     if (probe.status === 'ok' && probe.stdout.trim() === '2') return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     return { status: 'unavailable', reason: `shell probe answered ${probe.status}: ${probe.message ?? probe.error?.message ?? ''}`, checkedAt }
   }

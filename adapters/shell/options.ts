@@ -26,13 +26,13 @@ export interface ShellOptionsConfig {
    */
   maxIterations: number
   /**
-   * Cost model for routing (see docs/adapters/shell.md): a script's fixed cost in ms here. @default 1
+   * Cost model for routing (see docs/adapters/shell.md): a script's fixed cost in ms here, through the service. @default 3
    * @env EXECGATE_ADAPTERS_SHELL_STARTUP_MS
    */
   startupMs: number
   /**
    * Cost model for routing: nanoseconds per input byte per pipeline stage (the interpreter is slow per byte).
-   * @default 10 @env EXECGATE_ADAPTERS_SHELL_NS_PER_BYTE_STAGE
+   * @default 30 @env EXECGATE_ADAPTERS_SHELL_NS_PER_BYTE_STAGE
    */
   nsPerByteStage: number
 }
@@ -43,6 +43,6 @@ export const shellSchema = {
   maxPools: { doc: 'Shell worker pools kept at once (one per memory cap)', format: formats.positiveInt, default: 3 },
   maxCallDepth: { doc: 'Deepest shell function recursion', format: formats.positiveInt, default: 100 },
   maxIterations: { doc: 'Loop iterations and commands one script may run', format: formats.positiveInt, default: 10_000_000 },
-  startupMs: { doc: 'Routing cost model: fixed cost of a script (ms)', format: Number, default: 1 },
-  nsPerByteStage: { doc: 'Routing cost model: ns per input byte per pipeline stage', format: Number, default: 10 },
+  startupMs: { doc: 'Routing cost model: fixed cost of a script (ms)', format: Number, default: 3 },
+  nsPerByteStage: { doc: 'Routing cost model: ns per input byte per pipeline stage', format: Number, default: 30 },
 }

@@ -1,6 +1,6 @@
-import type { FilesystemAccess, HostResultMessage, WorkspaceFile } from '../../src/core'
+import type { FilesystemAccess, WorkspaceFile } from '../../src/core'
 
-/** The job the shell adapter posts to a worker; everything else is the shared job protocol (src/core). */
+/** The job the shell adapter sends its child process (child.js); the answer is a ShellResultMessage. */
 export interface ShellJob {
   type: 'run'
   id: number
@@ -9,14 +9,14 @@ export interface ShellJob {
   /** The workspace's files, placed under /workspace (none when the policy's filesystem is `none`). */
   files: WorkspaceFile[]
   filesystem: FilesystemAccess
-  /** Milliseconds the run may take from when the worker receives the job. */
+  /** Milliseconds the run may take from when the child receives the job. */
   remainingMs: number
   timeoutMs: number
   outputBytes: number
-  /** The worker's heap cap, which sizes just-bash's own data limits below it. */
+  /** The child's heap cap, which sizes just-bash's own data limits below it. */
   memoryBytes: number
   maxCallDepth: number
   maxIterations: number
+  /** just-bash utilities to register; the opt-ins are never among them. */
+  commands: string[]
 }
-
-export type ToShellWorker = ShellJob | HostResultMessage

@@ -4,7 +4,7 @@ import type { ExecutionContext, OutputStream } from './adapter'
 import { ExecgateError, describeError } from './errors'
 import { valueBytes, type OutputCapture } from './output'
 import { createResult } from './result'
-import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus, WorkspaceFile } from './types'
+import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus } from './types'
 import { FLAG_CANCEL, type PooledWorker, type WorkerPool } from './worker-pool'
 
 /**
@@ -36,8 +36,6 @@ export interface JobResultMessage {
   hostCalls?: number
   /** The session's state after the run, serialised by the worker, for adapters that keep sessions. */
   session?: string
-  /** Workspace files the run wrote, for adapters that run over real or virtual files. */
-  files?: WorkspaceFile[]
 }
 
 export type JobMessage = { type: 'ready' } | JobOutputMessage | JobHostCallMessage | JobResultMessage
@@ -50,7 +48,7 @@ export interface HostResultMessage {
   error?: { code?: string; message: string }
 }
 
-export type JobOutcome = Pick<JobResultMessage, 'status' | 'value' | 'error' | 'hostCalls' | 'session' | 'files'> & { message?: string }
+export type JobOutcome = Pick<JobResultMessage, 'status' | 'value' | 'error' | 'hostCalls' | 'session'> & { message?: string }
 
 export interface RunJobOptions {
   /** What the worker runs, for messages. */
@@ -102,15 +100,9 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
       (message) => {
         if (message.type === 'output') for (const [stream, text] of message.chunks) output.write(stream, text)
         else if (message.type === 'hostCall') answerHostCall(worker, context, message)
-        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session, files: message.files }, true)
+        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session }, true)
       },
-      (reason, code) =>
-        finish(
-          code === 'ERR_WORKER_OUT_OF_MEMORY'
-            ? { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${context.policy.memoryMb} MiB); the worker was stopped` } }
-            : { status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` },
-          false,
-        ),
+      (reason) => finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` }, false),
     )
     if (context.signal.aborted) return onAbort()
     context.signal.addEventListener('abort', onAbort, { once: true })
@@ -231,7 +223,6 @@ export function resultFromJob(adapter: string, outcome: JobOutcome, output: Outp
     value: outcome.value,
     error: outcome.error,
     message: outcome.message,
-    ...(outcome.files ? { files: outcome.files } : {}),
     usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}) },
   })
 }

@@ -1,4 +1,4 @@
-import type { ResourceLimits, Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
 import { startWorker } from './worker-script'
 
 /** Index in a worker's shared flags that the main thread sets to ask the running job to stop. */
@@ -13,17 +13,11 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
   readonly worker: Worker
   readonly ready: Promise<void>
   private listener: ((message: FromWorker) => void) | undefined
-  private failure: ((reason: string, code?: string) => void) | undefined
+  private failure: ((reason: string) => void) | undefined
   exited = false
 
-  constructor(
-    directory: string,
-    name: string,
-    label: string,
-    onExit: (worker: PooledWorker<FromWorker, ToWorker>, reason: string) => void,
-    resourceLimits?: ResourceLimits,
-  ) {
-    this.worker = startWorker(directory, name, { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false, ...(resourceLimits ? { resourceLimits } : {}) })
+  constructor(directory: string, name: string, label: string, onExit: (worker: PooledWorker<FromWorker, ToWorker>, reason: string) => void) {
+    this.worker = startWorker(directory, name, { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false })
     this.worker.unref()
     this.ready = new Promise((resolve, reject) => {
       const onReady = (message: FromWorker) => {
@@ -36,8 +30,7 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
     })
     this.ready.catch(() => undefined)
     this.worker.on('message', (message: FromWorker) => this.listener?.(message))
-    // A worker past its heap limit (resourceLimits) dies with ERR_WORKER_OUT_OF_MEMORY: passed on so the job can answer memory_limit.
-    this.worker.on('error', (error: Error & { code?: string }) => this.failure?.(`the ${label} worker failed: ${error.message}`, error.code))
+    this.worker.on('error', (error) => this.failure?.(`the ${label} worker failed: ${error.message}`))
     this.worker.once('exit', (code) => {
       this.exited = true
       const reason = `the ${label} worker exited (code ${code})`
@@ -46,8 +39,8 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
     })
   }
 
-  /** Routes the worker's messages to one job; `onFailure` fires if the worker dies mid-job (with the error's code). */
-  attach(listener: (message: FromWorker) => void, onFailure: (reason: string, code?: string) => void): void {
+  /** Routes the worker's messages to one job; `onFailure` fires if the worker dies mid-job. */
+  attach(listener: (message: FromWorker) => void, onFailure: (reason: string) => void): void {
     Atomics.store(this.flags, FLAG_CANCEL, 0)
     this.listener = listener
     this.failure = onFailure
@@ -86,14 +79,12 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
    * @param directory folder of the worker module
    * @param name the worker module's file name without extension
    * @param label what the worker runs, for messages (`QuickJS`, `monty`)
-   * @param resourceLimits each worker's V8 heap limits; a worker past them dies alone, not the host
    */
   constructor(
     private readonly directory: string,
     private readonly name: string,
     private readonly label: string,
     readonly size: number,
-    private readonly resourceLimits?: ResourceLimits,
   ) {
     for (let i = 0; i < size; i++) this.spawn()
   }
@@ -103,7 +94,7 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
   }
 
   private spawn(): void {
-    const pooled = new PooledWorker<FromWorker, ToWorker>(this.directory, this.name, this.label, (worker, reason) => this.onExit(worker, reason), this.resourceLimits)
+    const pooled = new PooledWorker<FromWorker, ToWorker>(this.directory, this.name, this.label, (worker, reason) => this.onExit(worker, reason))
     this.all.add(pooled)
     pooled.ready.then(
       () => {

@@ -15,7 +15,7 @@ import { HostileHostFunctions } from './fixtures'
 
 export interface HostileCase {
   id: string
-  language: 'javascript' | 'python'
+  language: 'javascript' | 'python' | 'bash'
   category: string
   code: string
   source: string
@@ -63,7 +63,7 @@ export function ownExecgate(adapter: string, overrides: () => Record<string, unk
 export interface HostileSuiteOptions {
   /** The adapter under test; every request pins it. */
   adapter: string
-  language: 'javascript' | 'python'
+  language: HostileCase['language']
   /** The execgate the cases run through (see `ownExecgate`). */
   target: () => Promise<HostileTarget>
   /** Disposes the target after the suite. */
@@ -121,13 +121,19 @@ export const HOSTILE_POLICY: SecurityPolicy = Object.freeze({
 
 const FOLLOW_UP_POLICY: SecurityPolicy = Object.freeze({ ...HOSTILE_POLICY, wallTimeMs: FOLLOW_UP_POLICY_WALL_MS, cpuTimeMs: FOLLOW_UP_POLICY_WALL_MS })
 
-const TRIVIAL: Record<HostileCase['language'], string> = { javascript: '1 + 1', python: '1 + 1' }
+const TRIVIAL: Record<HostileCase['language'], string> = { javascript: '1 + 1', python: '1 + 1', bash: 'echo $((1 + 1))' }
 const ISOLATION_PROBE: Record<HostileCase['language'], { code: string; expect: string }> = {
   javascript: { code: 'console.log(JSON.stringify([1]))', expect: '[1]' },
   python: { code: 'import json\nprint(json.dumps([1]))', expect: '[1]' },
+  // A shell that kept anything of the last run would show it here.
+  bash: { code: 'echo "[${LEFT:-1}]"; cat /tmp/left 2>/dev/null; type -t f || true', expect: '[1]' },
 }
 
+/** The bash cases live in the repository beside this runner (test/hostile/bash-cases.json). */
+export const BASH_CASES_FILE = path.join(__dirname, 'bash-cases.json')
+
 export function loadHostileCases(language?: HostileCase['language']): HostileCase[] {
+  if (language === 'bash') return JSON.parse(fs.readFileSync(BASH_CASES_FILE, 'utf8')) as HostileCase[]
   const file = path.join(HOSTILE_DIR, 'cases.json')
   if (!fs.existsSync(file)) throw new Error(`hostile corpus not found at ${file}: the tests need ../shared/hostile beside the repository`)
   const cases = JSON.parse(fs.readFileSync(file, 'utf8')) as HostileCase[]
@@ -376,7 +382,9 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
     }
     if (expectations.hostSurvives || expectations.nextRunOk) {
       const next = await target.execute({ language: hostileCase.language, code: TRIVIAL[hostileCase.language], adapter: options.adapter, ...session }, { basePolicy: FOLLOW_UP_POLICY })
-      expect({ status: next.status, value: next.value, message: next.message }).toEqual({ status: 'ok', value: 2, message: undefined })
+      // A shell has no value: its trivial run prints 2.
+      const value = hostileCase.language === 'bash' ? Number(next.stdout.trim()) : next.value
+      expect({ status: next.status, value, message: next.message }).toEqual({ status: 'ok', value: 2, message: undefined })
     }
     expect({ uncaught: watch.uncaught, rejections: watch.rejections }).toEqual({ uncaught: [], rejections: [] })
   } finally {
