@@ -150,7 +150,16 @@ async function run(job) {
   current = { id: job.id, abort, cancelled: false }
   const deadline = setTimeout(() => abort.abort(), Math.max(0, job.remainingMs - (Date.now() - started)))
   try {
-    const result = await bash.exec(job.script, { signal: abort.signal, ...(job.stdin !== undefined ? { stdin: job.stdin } : {}) })
+    let result
+    try {
+      result = await bash.exec(job.script, { signal: abort.signal, ...(job.stdin !== undefined ? { stdin: job.stdin } : {}) })
+    } catch (error) {
+      // just-bash lets a failed redirection write (`> file`) escape exec instead of failing the command; a refusal
+      // of ours ends the script there, as `set -e` would, with the reason.
+      if (!error || error.code !== 'EROFS') throw error
+      process.send({ type: 'result', id: job.id, stdout: '', stderr: '', status: 'error', error: { type: 'ReadOnlyFilesystem', message: `the script stopped: ${error.message}` } })
+      return
+    }
     let outcome = abort.signal.aborted && result.exitCode !== 0 ? stopped(job, current.cancelled) : fromExit(job, result.exitCode, result.stderr)
     const outputBytes = Buffer.byteLength(result.stdout) + Buffer.byteLength(result.stderr)
     // A flood stopped by the clock or a data limit was stopped by its output first: say so, as a killed sandbox would.
