@@ -15,7 +15,7 @@ export const SHELL_BUILTINS: readonly string[] = [
   'typeset', 'unalias', 'unset', 'wait',
 ]
 
-/** Utilities execgate adds to just-bash's (see worker.ts): `yes`, which agents pipe into `head`. */
+/** Utilities execgate adds to just-bash's (see child.js): `yes`, which agents pipe into `head`. */
 export const ADDED_UTILITIES: readonly string[] = ['yes']
 
 type Registry = { getCommandNames(): string[] }

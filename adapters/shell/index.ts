@@ -34,6 +34,9 @@ const LANGUAGES: readonly Language[] = ['bash']
  */
 export const MIN_HEAP_MB = 32
 
+/** The default policy's memory: the pool most runs use, which the first availability probe warms. */
+const PROBE_MEMORY_MB = 128
+
 type ShellPool = ShellProcessPool
 
 /**
@@ -85,7 +88,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
   constructor(options: ShellAdapterOptions = {}) {
     const setting = <K extends keyof ShellOptionsConfig>(key: K) => (options[key] ?? shellSchema[key].default) as ShellOptionsConfig[K]
     this.options = {
-      workers: setting('workers'),
+      processes: setting('processes'),
       killGraceMs: setting('killGraceMs'),
       maxPools: setting('maxPools'),
       maxCallDepth: setting('maxCallDepth'),
@@ -93,20 +96,20 @@ export class ShellAdapter implements CodeExecutionAdapter {
       startupMs: setting('startupMs'),
       nsPerByteStage: setting('nsPerByteStage'),
     }
-    for (const key of ['workers', 'maxPools', 'maxCallDepth', 'maxIterations'] as const) {
+    for (const key of ['processes', 'maxPools', 'maxCallDepth', 'maxIterations'] as const) {
       const value = this.options[key]
       if (!Number.isInteger(value) || value < 1) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.shell.${key} must be a positive integer: value was ${value}` })
     }
   }
 
-  /** The pool whose workers' heap cap is `memoryMb`, started on first use; past `maxPools` the oldest closes. */
+  /** The pool whose processes' heap cap is `memoryMb`, started on first use; past `maxPools` the oldest closes. */
   private pool(memoryMb: number): ShellPool {
     const heapMb = Math.max(MIN_HEAP_MB, memoryMb)
     let pool = this.pools.get(heapMb)
     if (pool) {
       this.pools.delete(heapMb)
     } else {
-      pool = new ShellProcessPool(heapMb, this.options.workers)
+      pool = new ShellProcessPool(heapMb, this.options.processes)
       while (this.pools.size >= this.options.maxPools) {
         const [oldest, retired] = this.pools.entries().next().value as [number, ShellPool]
         this.pools.delete(oldest)
@@ -157,7 +160,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
     })
   }
 
-  /** Waits for a new pool's first worker with the run's clock paused (starting a worker is not the script's time). */
+  /** Waits for a new pool's first process with the run's clock paused (starting one is not the script's time). */
   private async warmUp(pool: ShellPool, context: ExecutionContext): Promise<ExecutionContext> {
     const waited = performance.now()
     context.pauseClock?.()
@@ -206,7 +209,9 @@ export class ShellAdapter implements CodeExecutionAdapter {
   async checkAvailability(): Promise<Availability> {
     const checkedAt = new Date().toISOString()
     const started = performance.now()
-    const probe = await this.execute({ language: 'bash', code: 'echo $((1 + 1))' }, internalContext('shell-availability', 10_000, MIN_HEAP_MB))
+    // On the pool the last run used (else the default policy's 128 MiB), so a probe does not start a pool of its own.
+    const memoryMb = [...this.pools.keys()].pop() ?? PROBE_MEMORY_MB
+    const probe = await this.execute({ language: 'bash', code: 'echo $((1 + 1))' }, internalContext('shell-availability', 10_000, memoryMb))
     if (probe.status === 'ok' && probe.stdout.trim() === '2') return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     return { status: 'unavailable', reason: `shell probe answered ${probe.status}: ${probe.message ?? probe.error?.message ?? ''}`, checkedAt }
   }

@@ -5,15 +5,15 @@ import { formats } from '../../src/config/formats'
  * adapter reads missing options from there.
  */
 export interface ShellOptionsConfig {
-  /** Worker threads per memory cap, each running one script at a time. @default 2 @env EXECGATE_ADAPTERS_SHELL_WORKERS */
-  workers: number
+  /** Warm shell processes per memory cap, each running one script at a time. @default 2 @env EXECGATE_ADAPTERS_SHELL_PROCESSES */
+  processes: number
   /**
-   * How long past its deadline a script may keep its worker (a long regex inside one command never yields) before
-   * the worker is killed and replaced. @default 50 @env EXECGATE_ADAPTERS_SHELL_KILL_GRACE_MS
+   * How long past its deadline a script may keep its process (a long regex inside one command never yields) before
+   * the process is killed and replaced. @default 50 @env EXECGATE_ADAPTERS_SHELL_KILL_GRACE_MS
    */
   killGraceMs: number
   /**
-   * Worker pools kept at once, one per distinct memory cap (a worker's heap limit is fixed when it starts); the
+   * Process pools kept at once, one per distinct memory cap (a process's heap limit is fixed when it starts); the
    * least recently used pool is closed past this. @default 3 @env EXECGATE_ADAPTERS_SHELL_MAX_POOLS
    */
   maxPools: number
@@ -38,9 +38,9 @@ export interface ShellOptionsConfig {
 }
 
 export const shellSchema = {
-  workers: { doc: 'Shell worker threads per memory cap', format: formats.positiveInt, default: 2 },
-  killGraceMs: { doc: 'Time past the deadline before a shell worker is killed (ms)', format: formats.nonNegativeInt, default: 50 },
-  maxPools: { doc: 'Shell worker pools kept at once (one per memory cap)', format: formats.positiveInt, default: 3 },
+  processes: { doc: 'Warm shell processes per memory cap', format: formats.positiveInt, default: 2 },
+  killGraceMs: { doc: 'Time past the deadline before a shell process is killed (ms)', format: formats.nonNegativeInt, default: 50 },
+  maxPools: { doc: 'Shell process pools kept at once (one per memory cap)', format: formats.positiveInt, default: 3 },
   maxCallDepth: { doc: 'Deepest shell function recursion', format: formats.positiveInt, default: 100 },
   maxIterations: { doc: 'Loop iterations and commands one script may run', format: formats.positiveInt, default: 10_000_000 },
   startupMs: { doc: 'Routing cost model: fixed cost of a script (ms)', format: Number, default: 3 },
