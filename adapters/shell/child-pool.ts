@@ -71,7 +71,7 @@ class ShellProcess {
       })
     })
     this.ready.catch(() => undefined)
-    this.child.unref()
+    // Starting keeps the host alive (a caller may be waiting for it); an idle, warm process does not.
     this.ready.then(() => this.setRef(false), () => undefined)
   }
 

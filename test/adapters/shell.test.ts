@@ -1,5 +1,7 @@
 import { ShellAdapter } from '../../adapters/shell'
+import { ShellProcessPool, runShellJob } from '../../adapters/shell/child-pool'
 import { SHELL_BUILTINS, shellUtilities } from '../../adapters/shell/commands'
+import type { ShellJob } from '../../adapters/shell/protocol'
 import { BASH_COST } from '../../adapters/process'
 import { estimateShellMs, scanShellScript } from '../../adapters/shared/shell-script'
 import type { FilesystemAccess } from '../../src/core'
@@ -122,6 +124,25 @@ describe('shell adapter', () => {
     const result = await runChecked(adapter, { language: 'bash', code: 'x=y; while true; do x="$x$x"; done' }, contractContext({ memoryMb: 16, wallTimeMs: 20_000 }))
     expect(result.status).toBe('memory_limit')
   })
+})
+
+describe('shell processes: the heap cap is the backstop', () => {
+  test('a script past the heap cap where just-bash\'s own limits would let it through kills its process alone: memory_limit, then a fresh process', async () => {
+    const pool = new ShellProcessPool(48, 1)
+    // just-bash's data limits are sized from memoryBytes: at 1 GiB they let `yes` build a 64 MiB string in a 48 MiB heap.
+    const job = (id: number, script: string): ShellJob => ({
+      type: 'run', id, script, files: [], filesystem: 'none', remainingMs: 0, timeoutMs: 30_000, outputBytes: 65_536,
+      memoryBytes: 1024 ** 3, maxCallDepth: 100, maxIterations: 1e7, commands: shellUtilities(),
+    })
+    try {
+      const bomb = await runShellJob(pool, job(1, 'yes | wc -c'), contractContext({ wallTimeMs: 30_000, memoryMb: 48 }), 50)
+      expect(bomb).toMatchObject({ status: 'memory_limit', error: { type: 'MemoryError', message: expect.stringContaining('48 MiB') } })
+      const next = await runShellJob(pool, job(2, 'echo ok'), contractContext({ wallTimeMs: 30_000 }), 50)
+      expect(next).toMatchObject({ status: 'ok', stdout: 'ok\n' })
+    } finally {
+      await pool.dispose()
+    }
+  }, 60_000)
 })
 
 describe('cost model: which tier is faster, from the script and its input', () => {
