@@ -10,6 +10,7 @@ import { MONTY_OPTIONS_SCHEMA } from './monty/options'
 import { PROCESS_OPTIONS_SCHEMA } from './process/options'
 import { PYODIDE_OPTIONS_SCHEMA } from './pyodide/options'
 import { QUICKJS_OPTIONS_SCHEMA } from './quickjs/options'
+import { SHELL_OPTIONS_SCHEMA } from './shell/options'
 import type { OptionSchema } from './shared/option-schema'
 
 export const ADAPTER_OPTION_SCHEMAS = {
@@ -20,6 +21,7 @@ export const ADAPTER_OPTION_SCHEMAS = {
   docker: DOCKER_OPTIONS_SCHEMA,
   bedrock: BEDROCK_OPTIONS_SCHEMA,
   lambda: LAMBDA_OPTIONS_SCHEMA,
+  shell: SHELL_OPTIONS_SCHEMA,
 }
 
 type OptionsOf<Schema> = Schema extends OptionSchema<infer Options> ? Options : never

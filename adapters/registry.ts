@@ -53,6 +53,12 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
     languages: ['python'],
     create: async (options, common) => new (await import('./pyodide')).PyodideAdapter({ ...options.pyodide, ...commonOptions(common) }),
   },
+  shell: {
+    name: 'shell',
+    description: 'bash on just-bash (an interpreter with ~90 coreutils) in worker threads over an in-memory workspace: no processes',
+    languages: ['bash'],
+    create: async (options) => new (await import('./shell')).ShellAdapter(options.shell),
+  },
   process: {
     name: 'process',
     description: 'the OS\'s python3, node and bash under bubblewrap (namespaces, rlimits, own uid): full interpreters',

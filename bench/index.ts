@@ -10,6 +10,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   monty: () => import('./monty'),
   pyodide: () => import('./pyodide'),
   process: () => import('./process'),
+  shell: () => import('./shell'),
   routing: () => import('./routing'),
   startup: () => import('./startup'),
   docker: () => import('./docker'),

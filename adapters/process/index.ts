@@ -16,6 +16,7 @@ import {
   type ExecutionResult,
   type ExecutionStatus,
   type Language,
+  type RunNeeds,
   type SecurityPolicy,
   type ValidationReport,
 } from '../../src/core'
@@ -26,6 +27,14 @@ import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
 import { classifyExit } from './classify'
+import { estimateShellMs, scanShellScript, type ShellCostModel } from '../shared/shell-script'
+
+/**
+ * What bash costs here, for routing against the native shell (docs/adapters/shell.md): a sandbox's start-up, then
+ * real coreutils at a few ns a byte. Measured through the service with bench/shell.ts on the shared 2-core machine
+ * of docs/benchmarks.md (p50 47 ms for `echo hi | wc -c`, 59 ms for a 7-stage pipeline over 440 KB).
+ */
+export const BASH_COST: ShellCostModel = { startupMs: 45, nsPerByteStage: 4 }
 
 export const NAME = 'process'
 
@@ -85,6 +94,11 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       network: false,
       cancellable: true,
     }
+  }
+
+  /** bash only: the estimate routing weighs against the native shell's. */
+  estimateMs(code: string, language: Language, needs?: RunNeeds): number | undefined {
+    return language === 'bash' ? estimateShellMs(scanShellScript(code), needs?.inputBytes ?? 0, BASH_COST) : undefined
   }
 
   supportedLanguages(): readonly Language[] {

@@ -205,7 +205,7 @@ export const CONFIG_SCHEMA = {
     enabled: {
       doc: 'Adapters created at start-up',
       format: formats.adapterNameList,
-      default: ['placeholder', 'quickjs', 'monty', 'pyodide', 'process'],
+      default: ['placeholder', 'quickjs', 'monty', 'pyodide', 'shell', 'process'],
     },
     fallback: { doc: 'Adapters to reroute to when the chosen one is unavailable or crashes', format: formats.adapterNameList, default: [] },
     graceMs: { doc: 'Time past the deadline before the service answers timeout', format: formats.nonNegativeInt, default: 1000 },

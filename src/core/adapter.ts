@@ -59,6 +59,8 @@ export interface RunNeeds {
   session?: boolean
   /** The code names host functions. */
   hostFunctions?: boolean
+  /** Bytes of input the run starts with (its workspace files and stdin), for cost estimates. */
+  inputBytes?: number
 }
 
 /** The contract every backend implements. `execute` never rejects: every outcome is an `ExecutionResult`. */
@@ -74,6 +76,12 @@ export interface CodeExecutionAdapter {
    * monty's). Routing moves a request on to the next capable adapter when the answer is no.
    */
   canRun?(code: string, language: Language, needs?: RunNeeds): { ok: boolean; reason?: string }
+  /**
+   * Optional: how long this adapter expects the code to take, in ms, from the code and its input size. When more
+   * than one capable adapter gives an estimate, routing picks the lowest (an interpreter cheap to start but slow
+   * per byte against an OS sandbox dear to start but fast per byte). Must be cheap and must not run the code.
+   */
+  estimateMs?(code: string, language: Language, needs?: RunNeeds): number | undefined
   /** Optional, on adapters with the `sessions` capability: ends a session; true when there was one. */
   closeSession?(sessionId: string): Promise<boolean>
   /**

@@ -129,6 +129,8 @@ export class DefaultExecutionService implements ExecutionService {
       ...(options.latencyBudgetMs ? { latencyBudgetMs: options.latencyBudgetMs } : {}),
       // Only sessions need to know (monty's REPL keeps one but cannot call host functions).
       ...(request.sessionId !== undefined && this.codeNamesHostFunction(request, options) ? { hostFunctions: true } : {}),
+      // What the script starts with sizes its cost on tiers that are slow per byte (see docs/adapters/shell.md).
+      ...(options.workspace ? { workspaceBytes: (await options.workspace.list()).reduce((sum, entry) => sum + entry.size, 0) } : {}),
     }
     let decision = this.options.router.select(request, policy, hints)
     let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined

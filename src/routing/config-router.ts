@@ -5,6 +5,7 @@ import {
   type ExecutionRequest,
   type ExecutionResult,
   type PolicyLimit,
+  type RunNeeds,
   type SecurityPolicy,
   type Tier,
 } from '../core'
@@ -45,6 +46,12 @@ function neededFeatures(request: ExecutionRequest, policy: SecurityPolicy): Arra
   if (request.files?.length) needs.push('workspace')
   if (policy.network !== 'none') needs.push('network')
   return needs
+}
+
+/** Bytes a run starts with: its files, its stdin and the caller's workspace. */
+export function inputBytes(request: ExecutionRequest, hints: RouteHints = {}): number {
+  const files = (request.files ?? []).reduce((sum, file) => sum + (file.encoding === 'base64' ? Math.floor((file.content.length * 3) / 4) : Buffer.byteLength(file.content)), 0)
+  return files + (request.stdin ? Buffer.byteLength(request.stdin) : 0) + (hints.workspaceBytes ?? 0)
 }
 
 /** The first required limit the adapter cannot enforce at all, if any. */
@@ -131,12 +138,16 @@ export class ConfigRouter implements Router {
     // Healthy before degraded, each in tier order; under a latency budget, the adapters known to answer in time first.
     usable.sort((a, b) => Number(this.degraded(a)) - Number(this.degraded(b)) || Number(this.tooSlow(a, hints)) - Number(this.tooSlow(b, hints)))
     let escalatedFrom: { adapter: string; reason: string } | undefined
+    const needs = { session: request.sessionId !== undefined, hostFunctions: hints.hostFunctions ?? false, inputBytes: inputBytes(request, hints) }
+    const runnable = (adapter: CodeExecutionAdapter) => adapter.canRun?.(request.code, request.language, needs) ?? { ok: true }
     for (const candidate of usable) {
-      const verdict = candidate.canRun?.(request.code, request.language, { session: request.sessionId !== undefined, hostFunctions: hints.hostFunctions ?? false })
-      if (verdict && !verdict.ok) {
+      const verdict = runnable(candidate)
+      if (!verdict.ok) {
         escalatedFrom ??= { adapter: candidate.name, reason: verdict.reason ?? 'it cannot run this code' }
         continue
       }
+      const byCost = this.byEstimate(candidate, usable, request, needs, hints, runnable)
+      if (byCost) return byCost
       // A cheaper adapter passed over because it is down, its breaker is open or it is too slow for the budget is
       // reported as where we came from.
       const cheaper = enforcing.slice(0, enforcing.indexOf(candidate))
@@ -159,6 +170,31 @@ export class ConfigRouter implements Router {
       detail = `no enabled adapter runs ${request.language}${needs.length ? ` with ${needs.join(', ')}` : ''}`
     }
     return { refusal: { status: 'unavailable', error: new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'any', detail }) } }
+  }
+
+  /**
+   * When the chosen adapter and a later one of the same health both estimate their cost, the lower estimate wins:
+   * an in-process interpreter is cheap to start and slow per byte, an OS sandbox the reverse (docs/adapters/shell.md).
+   */
+  private byEstimate(
+    chosen: CodeExecutionAdapter,
+    usable: readonly CodeExecutionAdapter[],
+    request: ExecutionRequest,
+    needs: RunNeeds,
+    hints: RouteHints,
+    runnable: (adapter: CodeExecutionAdapter) => { ok: boolean },
+  ): RouteDecision | undefined {
+    const chosenMs = chosen.estimateMs?.(request.code, request.language, needs)
+    if (chosenMs === undefined) return undefined
+    const peers = usable.slice(usable.indexOf(chosen) + 1).filter((adapter) => adapter.estimateMs && this.degraded(adapter) === this.degraded(chosen) && !this.tooSlow(adapter, hints))
+    let best: { adapter: CodeExecutionAdapter; ms: number } | undefined
+    for (const peer of peers) {
+      const ms = peer.estimateMs!(request.code, request.language, needs)
+      if (ms !== undefined && ms < chosenMs && (!best || ms < best.ms) && runnable(peer).ok) best = { adapter: peer, ms }
+    }
+    if (!best) return undefined
+    const kib = Math.round((needs.inputBytes ?? 0) / 1024)
+    return { adapter: best.adapter, reason: `estimated faster: ${best.ms.toFixed(1)} ms on ${best.adapter.name} against ${chosenMs.toFixed(1)} ms on ${chosen.name} for ${kib} KiB of input` }
   }
 
   /** Enabled adapters that run the language, in tier order. */

@@ -21,6 +21,8 @@ export interface RouteHints {
   latencyBudgetMs?: number
   /** The code names host functions the run would offer (the service knows its definitions; the router does not). */
   hostFunctions?: boolean
+  /** Bytes in the run's own workspace (`ExecuteOptions.workspace`), for adapters' cost estimates. */
+  workspaceBytes?: number
 }
 
 /** Chooses the adapter for a request (bound to the `Router` token). */

@@ -58,7 +58,8 @@ export const SNIPPETS: Partial<Record<Language, ContractSnippets>> = {
     infinite: 'while true; do :; done',
     memoryBomb: 'x=y; while true; do x="$x$x"; done',
     outputFlood: 'yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
-    bigOutput: "head -c 204800 /dev/zero | tr '\\0' y",
+    // 40001 six-digit numbers as 240006 y's: no /dev/zero, which a virtual filesystem may not stream.
+    bigOutput: "seq 100000 140000 | tr -d '\\n' | tr '0-9' y",
     syntaxError: 'if then fi (',
   },
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { EXPECT_KEYS, PROJECT_CORPUS_FILE, type HostileCase } from './corpus'
+import { BASH_CORPUS_FILE, EXPECT_KEYS, PROJECT_CORPUS_FILE, type HostileCase } from './corpus'
 
 const CATEGORIES = ['escape', 'filesystem', 'infinite-loop', 'async', 'memory-bomb', 'prototype-pollution', 'recursion', 'network', 'fork-bomb', 'output-flood', 'resource-leak', 'encoding', 'timing']
 const project = JSON.parse(fs.readFileSync(PROJECT_CORPUS_FILE, 'utf8')) as HostileCase[]
@@ -26,6 +26,23 @@ describe('the project hostile corpus (test/hostile/cases.json)', () => {
       if (!Array.isArray(item.backends) || item.backends.length === 0) problems.push(`${item.id}: no backends`)
       for (const key of Object.keys(item.expect)) if (!(EXPECT_KEYS as readonly string[]).includes(key)) problems.push(`${item.id}: unknown expect key ${key}`)
       // A status alone proves nothing was contained; every case also checks an effect or the host's health.
+      if (!Object.keys(item.expect).some((key) => key !== 'status' && key !== 'statusIn')) problems.push(`${item.id}: checks only a status`)
+    }
+    expect(problems).toEqual([])
+  })
+
+  test('the bash cases (test/hostile/bash-cases.json) are well formed too: bash- ids, a source, code, known expect keys', () => {
+    const bash = JSON.parse(fs.readFileSync(BASH_CORPUS_FILE, 'utf8')) as HostileCase[]
+    expect(bash.length).toBeGreaterThan(15)
+    const problems: string[] = []
+    const ids = new Set(project.map((item) => item.id))
+    for (const item of bash) {
+      if (ids.has(item.id)) problems.push(`${item.id}: id used twice`)
+      ids.add(item.id)
+      if (item.language !== 'bash' || !item.id.startsWith('bash-')) problems.push(`${item.id}: not a bash case with a bash- id`)
+      if (typeof item.source !== 'string' || item.source.length < 20) problems.push(`${item.id}: no source a reader can look up`)
+      if (typeof item.code !== 'string' || !item.code.trim()) problems.push(`${item.id}: no code`)
+      for (const key of Object.keys(item.expect)) if (!(EXPECT_KEYS as readonly string[]).includes(key)) problems.push(`${item.id}: unknown expect key ${key}`)
       if (!Object.keys(item.expect).some((key) => key !== 'status' && key !== 'statusIn')) problems.push(`${item.id}: checks only a status`)
     }
     expect(problems).toEqual([])

@@ -4,7 +4,7 @@ import path from 'node:path'
 /** One payload of a hostile corpus; the fields and `expect` keys are described in this folder's README. */
 export interface HostileCase {
   id: string
-  language: 'javascript' | 'python'
+  language: 'javascript' | 'python' | 'bash'
   category: string
   code: string
   source: string
@@ -55,6 +55,8 @@ export const EXPECT_KEYS = Object.keys(CHECKED_EXPECT_KEYS) as ReadonlyArray<key
 const REPOSITORY_ROOT = path.resolve(__dirname, '..', '..')
 /** The corpus the project carries; every suite runs it. */
 export const PROJECT_CORPUS_FILE = path.join(__dirname, 'cases.json')
+/** The project's bash cases (the shell tiers), kept apart from the JavaScript and Python corpus. */
+export const BASH_CORPUS_FILE = path.join(__dirname, 'bash-cases.json')
 /**
  * An extra corpus a checkout may have beside it (a team's shared folder next to the repository). Only that one
  * place is looked at: a clone must behave the same wherever it sits, whatever lies further up.
@@ -76,15 +78,17 @@ let extraCorpusAbsenceReported = false
 export interface CorpusFiles {
   project: string
   extra: string
+  /** The project's bash cases, read beside `project` when given. */
+  bash?: string
 }
 
 /**
  * The project's corpus, then the extra corpus's cases that are not already in it (same id, code and expectations):
  * an identical case would only run twice. Without the extra corpus, one line says so, once per test file.
  */
-export function hostileCorpora(language?: HostileCase['language'], files: CorpusFiles = { project: PROJECT_CORPUS_FILE, extra: EXTRA_CORPUS_FILE }): HostileCorpus[] {
+export function hostileCorpora(language?: HostileCase['language'], files: CorpusFiles = { project: PROJECT_CORPUS_FILE, extra: EXTRA_CORPUS_FILE, bash: BASH_CORPUS_FILE }): HostileCorpus[] {
   const ofLanguage = (cases: HostileCase[]) => (language ? cases.filter((item) => item.language === language) : cases)
-  const project = readCorpus(files.project)
+  const project = [...readCorpus(files.project), ...(files.bash ? readCorpus(files.bash) : [])]
   const corpora: HostileCorpus[] = [{ label: 'project corpus', cases: ofLanguage(project) }]
   if (!fs.existsSync(files.extra)) {
     if (!extraCorpusAbsenceReported) process.stdout.write(`hostile: no extra corpus at ${files.extra}; running the project corpus only\n`)

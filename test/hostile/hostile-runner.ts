@@ -38,7 +38,7 @@ export function ownExecgate(adapter: string, overrides: () => Record<string, unk
 export interface HostileSuiteOptions {
   /** The adapter under test; every request pins it. */
   adapter: string
-  language: 'javascript' | 'python'
+  language: HostileCase['language']
   /** The execgate the cases run through (see `ownExecgate`). */
   target: () => Promise<HostileTarget>
   /** Disposes the target after the suite. */
@@ -84,10 +84,12 @@ export const HOSTILE_POLICY: SecurityPolicy = Object.freeze({
 
 const FOLLOW_UP_POLICY: SecurityPolicy = Object.freeze({ ...HOSTILE_POLICY, wallTimeMs: FOLLOW_UP_POLICY_WALL_MS, cpuTimeMs: FOLLOW_UP_POLICY_WALL_MS })
 
-const TRIVIAL: Record<HostileCase['language'], string> = { javascript: '1 + 1', python: '1 + 1' }
+const TRIVIAL: Record<HostileCase['language'], string> = { javascript: '1 + 1', python: '1 + 1', bash: 'echo $((1 + 1))' }
 const ISOLATION_PROBE: Record<HostileCase['language'], { code: string; expect: string }> = {
   javascript: { code: 'console.log(JSON.stringify([1]))', expect: '[1]' },
   python: { code: 'import json\nprint(json.dumps([1]))', expect: '[1]' },
+  // A shell that kept anything of the last run would show it here.
+  bash: { code: 'echo "[${LEFT:-1}]"; cat /tmp/left 2>/dev/null; type -t f || true', expect: '[1]' },
 }
 
 function allText(result: ExecutionResult): string {
@@ -340,7 +342,9 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
     }
     if (expectations.hostSurvives || expectations.nextRunOk) {
       const next = await target.execute({ language: hostileCase.language, code: TRIVIAL[hostileCase.language], adapter: options.adapter, ...session }, { basePolicy: FOLLOW_UP_POLICY })
-      expect({ status: next.status, value: next.value, message: next.message }).toEqual({ status: 'ok', value: 2, message: undefined })
+      // A shell has no value: its trivial run prints 2.
+      const value = hostileCase.language === 'bash' ? Number(next.stdout.trim()) : next.value
+      expect({ status: next.status, value, message: next.message }).toEqual({ status: 'ok', value: 2, message: undefined })
     }
     expect({ uncaught: watch.uncaught, rejections: watch.rejections }).toEqual({ uncaught: [], rejections: [] })
   } finally {

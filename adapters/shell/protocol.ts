@@ -1,0 +1,22 @@
+import type { FilesystemAccess, WorkspaceFile } from '../../src/core'
+
+/** The job the shell adapter sends its child process (child.js); the answer is a ShellResultMessage. */
+export interface ShellJob {
+  type: 'run'
+  id: number
+  script: string
+  stdin?: string
+  /** The workspace's files, placed under /workspace (none when the policy's filesystem is `none`). */
+  files: WorkspaceFile[]
+  filesystem: FilesystemAccess
+  /** Milliseconds the run may take from when the child receives the job. */
+  remainingMs: number
+  timeoutMs: number
+  outputBytes: number
+  /** The child's heap cap, which sizes just-bash's own data limits below it. */
+  memoryBytes: number
+  maxCallDepth: number
+  maxIterations: number
+  /** just-bash utilities to register; the opt-ins are never among them. */
+  commands: string[]
+}
