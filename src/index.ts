@@ -87,6 +87,12 @@ export interface ExecgateStatus {
   admission: AdmissionStatus
 }
 
+/** An adapter whose own options say `warmOnStart: false` (pyodide's, to save its seconds of load) is not warmed by `ready()`. */
+function startsWarm(config: Config, adapterName: string): boolean {
+  const options = (config.adapters as Record<string, { warmOnStart?: boolean } | undefined>)[adapterName]
+  return options?.warmOnStart !== false
+}
+
 export interface ExecgateOptions extends ContainerOptions {
   /**
    * false: resolve at once, starting no adapter worker or interpreter; `ready()` warms them (`execgate serve`
@@ -110,7 +116,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   let warming: Promise<void> | undefined
   let warmedUp = false
   const ready = () =>
-    (warming ??= warmUpAdapters(registry.list(), logger).then(() => {
+    (warming ??= warmUpAdapters(registry.list().filter((adapter) => startsWarm(config, adapter.name)), logger).then(() => {
       warmedUp = true
     }))
   if (warm) await ready()
