@@ -63,5 +63,5 @@ export async function run(): Promise<BenchSection> {
   } finally {
     await execgate.dispose()
   }
-  return { title: 'shell adapter: just-bash in a worker vs bash under bubblewrap, and routing between them', measurements, ratios, notes }
+  return { title: 'shell adapter: just-bash in a warm child process vs bash under bubblewrap, and routing between them', measurements, ratios, notes }
 }
