@@ -18,7 +18,8 @@ export function formatResult(result: ExecutionResult): string {
     lines.push(`host calls: ${result.hostCalls.length}${failed ? ` (${failed} refused or failed)` : ''}`)
   }
   if (result.fallbackFrom) lines.push(`fell back from ${result.fallbackFrom.adapter}: ${result.fallbackFrom.reason}`)
-  if (result.route?.escalatedFrom) lines.push(`escalated from ${result.route.escalatedFrom}: ${result.route.reason}`)
+  // The router's reason already names where it escalated from and why.
+  if (result.route?.escalatedFrom) lines.push(result.route.reason)
   return lines.join('\n') + '\n'
 }
 
