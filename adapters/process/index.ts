@@ -27,7 +27,7 @@ import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
 import { classifyExit } from './classify'
-import { estimateShellMs, scanShellScript, type ShellCostModel } from '../shared/shell-script'
+import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel } from '../shared/shell-script'
 
 /**
  * What bash costs here, for routing against the native shell (docs/adapters/shell.md): a sandbox's start-up, then
@@ -54,6 +54,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   readonly capabilities: AdapterCapabilities
   private readonly plan: SandboxPlan
   private readonly uids: UidPool | undefined
+  /** What a bash script costs here, its fixed part learned from this adapter's runs (routing against the shell). */
+  private readonly bashCost = new CalibratedShellCost(BASH_COST)
   private readonly running = new Set<Promise<unknown>>()
   private runnerCompiled = false
 
@@ -98,7 +100,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
 
   /** bash only: the estimate routing weighs against the native shell's. */
   estimateMs(code: string, language: Language, needs?: RunNeeds): number | undefined {
-    return language === 'bash' ? estimateShellMs(scanShellScript(code), needs?.inputBytes ?? 0, BASH_COST) : undefined
+    return language === 'bash' ? this.bashCost.estimate(scanShellScript(code), needs?.inputBytes ?? 0) : undefined
   }
 
   supportedLanguages(): readonly Language[] {
@@ -111,7 +113,12 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       return createResult('invalid_request', NAME, { message: `[execgate] [process] the process adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
     }
     try {
-      return await this.run(request, context, started)
+      const result = await this.run(request, context, started)
+      if (request.language === 'bash' && result.status === 'ok') {
+        const files = context.files ?? request.files
+        this.bashCost.observe(scanShellScript(request.code), inputBytesOf(files), performance.now() - started)
+      }
+      return result
     } catch (error) {
       return createResult('internal_error', NAME, { message: `[execgate] [process] ${describeError(error)}`, error: { type: 'InternalError', message: describeError(error) } })
     }

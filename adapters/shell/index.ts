@@ -15,7 +15,7 @@ import {
   type RunNeeds,
   type ValidationReport,
 } from '../../src/core'
-import { estimateShellMs, scanShellScript } from '../shared/shell-script'
+import { CalibratedShellCost, inputBytesOf, scanShellScript } from '../shared/shell-script'
 import { ShellProcessPool, runShellJob } from './child-pool'
 import { knownCommands, shellUtilities } from './commands'
 import { withOptionDefaults } from '../shared/option-schema'
@@ -81,6 +81,8 @@ export class ShellAdapter implements CodeExecutionAdapter {
     cancellable: true,
   }
   private readonly options: ShellOptionsConfig
+  /** What a script costs here: `startupMs` learned from this adapter's runs, `nsPerByteStage` as configured. */
+  private readonly cost: CalibratedShellCost
   /** One pool per memory cap, most recently used last. */
   private readonly pools = new Map<number, ShellPool>()
   /** Pools that have answered ready once: a first call to a new memory cap waits for its processes off the clock. */
@@ -90,6 +92,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
 
   constructor(options: ShellAdapterOptions = {}) {
     this.options = withOptionDefaults(SHELL_OPTIONS_SCHEMA, options)
+    this.cost = new CalibratedShellCost(this.options)
     for (const key of ['processes', 'maxPools', 'maxCallDepth', 'maxIterations'] as const) {
       const value = this.options[key]
       if (!Number.isInteger(value) || value < 1) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.shell.${key} must be a positive integer: value was ${value}` })
@@ -146,6 +149,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
     if (outcome.stderr) output.write('stderr', outcome.stderr)
     const captured = output.finish(0)
     const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    if (status === 'ok') this.cost.observe(scanShellScript(request.code), inputBytesOf(job.files), performance.now() - started)
     return createResult(status, NAME, {
       ...captured,
       error: outcome.error,
@@ -206,7 +210,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
 
   /** Startup plus a per-byte cost for each command that reads the input; see docs/adapters/shell.md. */
   estimateMs(code: string, _language?: Language, needs?: RunNeeds): number {
-    return estimateShellMs(scanShellScript(code), needs?.inputBytes ?? 0, this.options)
+    return this.cost.estimate(scanShellScript(code), needs?.inputBytes ?? 0)
   }
 
   async validate(code: string, language: Language): Promise<ValidationReport> {
