@@ -25,13 +25,12 @@ import { checkJavaScript, checkTypeScript } from '../../src/policy'
 import { prepareSource, type PreparedSource } from './prepare-source'
 import type { ToWorker } from './protocol'
 import { withOptionDefaults } from '../shared/option-schema'
-import { QUICKJS_OPTIONS_SCHEMA, type QuickJsAdapterOptions } from './options'
+import { MAX_SAFE_STACK_KIB, QUICKJS_OPTIONS_SCHEMA, type QuickJsAdapterOptions } from './options'
 import { captureScript, restoreScripts, topLevelNames, type SessionState } from './session'
 
 export const NAME = 'quickjs'
 
-/** The largest stack QuickJS may use before deep recursion can overflow the host stack instead. */
-export const MAX_SAFE_STACK_KIB = 256
+export { MAX_SAFE_STACK_KIB } from './options'
 
 
 export type { QuickJsAdapterOptions, QuickJsOptions } from './options'

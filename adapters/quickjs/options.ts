@@ -1,6 +1,9 @@
 import type { SessionLimits } from '../../src/core'
 import type { OptionSchema } from '../shared/option-schema'
 
+/** The largest stack QuickJS may use before deep recursion can overflow the host stack instead; also the default. */
+export const MAX_SAFE_STACK_KIB = 256
+
 /** The `adapters.quickjs` config section. */
 export interface QuickJsOptions {
   /**
@@ -23,7 +26,7 @@ export type QuickJsAdapterOptions = Partial<QuickJsOptions> & {
 }
 
 export const QUICKJS_OPTIONS_SCHEMA: OptionSchema<QuickJsOptions> = {
-  maxStackKiB: { doc: 'QuickJS stack limit (KiB, at most 256)', format: 'positive-int', default: 256, env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_STACK_KI_B' },
+  maxStackKiB: { doc: 'QuickJS stack limit (KiB, at most 256)', format: 'positive-int', default: MAX_SAFE_STACK_KIB, env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_STACK_KI_B' },
   workers: { doc: 'QuickJS worker threads', format: 'positive-int', default: 2, env: 'EXECGATE_ADAPTERS_QUICKJS_WORKERS' },
   killGraceMs: {
     doc: 'Time in native code past the deadline before the worker is killed (ms)',
