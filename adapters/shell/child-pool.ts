@@ -1,8 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { performance } from 'node:perf_hooks'
-import type { ExecutionContext, ExecutionErrorInfo, ExecutionStatus, WorkspaceFile } from '../../src/core'
+import { RunController, stoppedOutcome, type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type WorkspaceFile } from '../../src/core'
 import type { ShellJob } from './protocol'
 
 export interface ShellResultMessage {
@@ -195,8 +194,9 @@ export class ShellProcessPool {
 export type ShellOutcome = Omit<ShellResultMessage, 'type' | 'id'>
 
 /**
- * Runs one script on a process from the pool; never rejects. Past the deadline (or a cancellation) plus
- * `killGraceMs` the process is killed and replaced: a script stuck inside one command cannot hold it.
+ * Runs one script on a process from the pool; never rejects. The run's deadline and cancellation are the shared
+ * RunController's: a cancel asks the process to stop the script politely, and past the deadline (or that cancel)
+ * plus `killGraceMs` the process is killed and replaced, so a script stuck inside one command cannot hold it.
  */
 export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context: ExecutionContext, killGraceMs: number): Promise<ShellOutcome> {
   let member: ShellProcess
@@ -205,30 +205,14 @@ export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context
   } catch (error) {
     return { status: 'unavailable', stdout: '', stderr: '', error: { type: 'Unavailable', message: `[execgate] [shell] ${(error as Error).message}` } }
   }
-  job.remainingMs = Math.max(0, context.deadline - performance.now())
+  const run = new RunController(context, { graceMs: killGraceMs })
+  job.remainingMs = run.remainingMs()
   return new Promise((resolve) => {
-    let settled = false
-    let killTimer: NodeJS.Timeout | undefined
     const finish = (outcome: ShellOutcome, reusable: boolean) => {
-      if (settled) return
-      settled = true
-      clearTimeout(killTimer)
-      context.signal.removeEventListener('abort', onAbort)
+      if (!run.settle()) return
       if (reusable) pool.release(member)
       else member.kill()
       resolve(outcome)
-    }
-    const kill = () =>
-      finish(
-        context.signal.aborted
-          ? { status: 'cancelled', stdout: '', stderr: '', error: { type: 'Cancelled', message: 'the run was cancelled; the shell process was killed' } }
-          : { status: 'timeout', stdout: '', stderr: '', error: { type: 'TimeoutError', message: `execution passed the ${context.policy.wallTimeMs} ms time limit; the shell process was killed` } },
-        false,
-      )
-    const onAbort = () => {
-      member.send({ type: 'cancel', id: job.id })
-      clearTimeout(killTimer)
-      killTimer = setTimeout(kill, killGraceMs)
     }
     member.attach(
       (message) => {
@@ -242,9 +226,14 @@ export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context
           false,
         ),
     )
-    if (context.signal.aborted) return onAbort()
-    context.signal.addEventListener('abort', onAbort, { once: true })
-    killTimer = setTimeout(kill, job.remainingMs + killGraceMs)
-    member.send(job)
+    run.start({
+      onCancel: () => member.send({ type: 'cancel', id: job.id }),
+      onStop: (cause) => {
+        const stopped = stoppedOutcome(cause, context.policy.wallTimeMs)
+        finish({ status: stopped.status, stdout: '', stderr: '', error: { ...stopped.error, message: `${stopped.error.message}; the shell process was killed` } }, false)
+      },
+    })
+    // A run cancelled before it started never reaches the process (which is replaced after the grace).
+    if (!context.signal.aborted) member.send(job)
   })
 }
