@@ -6,12 +6,12 @@ import path from 'node:path'
  * Soak test (issue 15): runs `execgate serve` as a child on a free loopback port, drives 80% ordinary runs and 20%
  * hostile payloads from test/hostile/cases.json for --minutes N at --concurrency C, samples the RSS of the server and
  * of each of its descendants, and prints a verdict. Exits non-zero when a target is missed.
- * Usage: npm run soak -- --minutes 5 [--concurrency 8] [--max-growth-mb 50] [--max-peak-mb 1024] [--docker]
+ * Usage: npm run soak -- --minutes 5 [--concurrency 8] [--max-growth-mb 50] [--max-peak-mb 768] [--docker]
  */
 interface Flags { minutes: number, concurrency: number, maxGrowthMb: number, maxPeakMb: number, docker: boolean }
 
 function parseFlags(argv: string[]): Flags {
-  const flags: Flags = { minutes: 5, concurrency: 8, maxGrowthMb: 50, maxPeakMb: 1024, docker: false }
+  const flags: Flags = { minutes: 5, concurrency: 8, maxGrowthMb: 50, maxPeakMb: 768, docker: false }
   for (let i = 0; i < argv.length; i++) {
     const name = argv[i]
     if (name === '--docker') flags.docker = true
@@ -98,14 +98,17 @@ export async function soak(flags: Flags): Promise<boolean> {
   let errors = 0
   let requests = 0
   let peak = 0
+  let peakChildren = 0
   let warmRss: number | undefined
   const started = Date.now()
   const deadline = started + flags.minutes * 60_000
   const maxRequests = flags.minutes * 60 * 500 // bound on count as well as time
   const sampler = setInterval(() => {
     const rss = treeRssMb(pid)
-    peak = Math.max(peak, rss.total)
-    if (warmRss === undefined && Date.now() - started >= Math.min(60_000, flags.minutes * 30_000)) warmRss = rss.total
+    // The issue's targets are on the server process itself; pool processes are reported beside it.
+    peak = Math.max(peak, rss.server)
+    peakChildren = Math.max(peakChildren, rss.children)
+    if (warmRss === undefined && Date.now() - started >= Math.min(60_000, flags.minutes * 30_000)) warmRss = rss.server
     console.error(`[soak] ${((Date.now() - started) / 1000).toFixed(0)}s requests=${requests} rss server=${rss.server.toFixed(0)}MB children(${rss.pids.length - 1})=${rss.children.toFixed(0)}MB`)
   }, 5000)
   async function worker(): Promise<void> {
@@ -137,10 +140,10 @@ export async function soak(flags: Flags): Promise<boolean> {
   await new Promise((r) => child.once('exit', r))
   await new Promise((r) => setTimeout(r, 2000))
   const leftovers = descendants.filter((p) => fs.existsSync(`/proc/${p}`))
-  const growth = end.total - (warmRss ?? end.total)
+  const growth = end.server - (warmRss ?? end.server)
   console.log(`requests: ${requests}; by status: ${JSON.stringify(Object.fromEntries(statuses))}`)
   console.log(`errors (connection or 5xx): ${errors}; leftover processes: ${leftovers.length}`)
-  console.log(`RSS after warm-up ${(warmRss ?? 0).toFixed(0)} MB, end (after 10 s idle, no forced GC) ${end.total.toFixed(0)} MB, peak ${peak.toFixed(0)} MB`)
+  console.log(`server RSS after warm-up ${(warmRss ?? 0).toFixed(0)} MB, end (after 10 s idle, no forced GC) ${end.server.toFixed(0)} MB, peak ${peak.toFixed(0)} MB; pool processes peak ${peakChildren.toFixed(0)} MB total`)
   const failures: string[] = []
   if (errors > 0) failures.push(`${errors} errors (target 0)`)
   if (leftovers.length > 0) failures.push(`${leftovers.length} leftover processes (target 0)`)
