@@ -72,6 +72,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
   }
   private readonly pool: WorkerPool<JobMessage, ToWorker>
   private readonly stackBytes: number
+  private readonly linearMemoryMaxBytes: number
+  private readonly recycleAboveBytes: number
   private readonly killGraceMs: number
   private nextJobId = 0
   private readonly sessions: SessionStore<SessionState>
@@ -86,6 +88,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     }
     this.stackBytes = stackKiB * 1024
     this.killGraceMs = settings.killGraceMs
+    this.linearMemoryMaxBytes = settings.maxMemoryMiB * 1024 * 1024
+    this.recycleAboveBytes = settings.recycleAboveMiB * 1024 * 1024
     this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'QuickJS', settings.workers, options.warmOnStart ?? true)
     // One run per worker thread: admission counts them as this adapter's slots.
     this.capabilities = { ...this.capabilities, concurrency: settings.workers }
@@ -118,6 +122,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
         source,
         memoryBytes: context.policy.memoryMb * 1024 * 1024,
         stackBytes: this.stackBytes,
+        linearMemoryMaxBytes: this.linearMemoryMaxBytes,
+        recycleAboveBytes: this.recycleAboveBytes,
         remainingMs: Math.max(0, context.deadline - performance.now()),
         timeoutMs: context.policy.wallTimeMs,
         outputBytes: context.policy.outputBytes,

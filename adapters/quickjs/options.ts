@@ -15,6 +15,18 @@ export interface QuickJsOptions {
   workers: number
   /** How long past its deadline a run may stay inside native code (a huge `join`, a regex) before its worker is killed and replaced. */
   killGraceMs: number
+  /**
+   * Ceiling on one worker's WebAssembly memory (MiB), below QuickJS's own allocator. QuickJS's malloc limit does not
+   * hold for every allocation pattern: `new Array(1e6).fill(1)` in a loop grew one worker to 2 GB under a 64 MiB
+   * limit. Past this ceiling the wasm memory cannot grow, so QuickJS answers out of memory. A policy allowing more
+   * memory than this is held here.
+   */
+  maxMemoryMiB: number
+  /**
+   * A worker whose WebAssembly memory grew past this (MiB) during a run is replaced after it: wasm memory never
+   * shrinks, and a grown worker would hold that memory in the server for good.
+   */
+  recycleAboveMiB: number
 }
 
 /** What `new QuickJsAdapter()` takes: any config option (the rest default) and the session limits. */
@@ -33,5 +45,12 @@ export const QUICKJS_OPTIONS_SCHEMA: OptionSchema<QuickJsOptions> = {
     format: 'non-negative-int',
     default: 50,
     env: 'EXECGATE_ADAPTERS_QUICKJS_KILL_GRACE_MS',
+  },
+  maxMemoryMiB: { doc: "Ceiling on one QuickJS worker's WebAssembly memory (MiB)", format: 'positive-int', default: 256, env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_MEMORY_MI_B' },
+  recycleAboveMiB: {
+    doc: 'A worker whose WebAssembly memory grew past this is replaced after the run (MiB)',
+    format: 'positive-int',
+    default: 128,
+    env: 'EXECGATE_ADAPTERS_QUICKJS_RECYCLE_ABOVE_MI_B',
   },
 }

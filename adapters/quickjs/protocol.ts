@@ -8,6 +8,10 @@ export interface RunJob {
   source: PreparedSource
   memoryBytes: number
   stackBytes: number
+  /** The worker's WebAssembly memory may not grow past this (its module is loaded with it as the maximum). */
+  linearMemoryMaxBytes: number
+  /** After a run that left the WebAssembly memory larger than this, the worker loads a fresh module. */
+  recycleAboveBytes: number
   /** Milliseconds the run may take from when the worker receives the job. */
   remainingMs: number
   timeoutMs: number

@@ -14,11 +14,33 @@ const port = parentPort!
 const flags = new Int32Array(workerData.flags as SharedArrayBuffer)
 const pendingHostCalls = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>()
 
+const WASM_PAGE_BYTES = 64 * 1024
+/** emscripten's INITIAL_MEMORY for this build (16 MiB). */
+const INITIAL_PAGES = 256
+/** The ceiling the current module was loaded with; a job naming another reloads (config is fixed, so at most once). */
+let linearMemoryMaxBytes = 256 * 1024 * 1024
+/** The slice of WebAssembly.Memory used here (the project's `lib` carries no WebAssembly types). */
+interface LinearMemory {
+  readonly buffer: ArrayBuffer
+}
+const WasmMemory = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => LinearMemory } }).WebAssembly.Memory
+/** The current module's WebAssembly memory, handed to emscripten so that its maximum is ours. */
+let memory: LinearMemory
+
 async function loadModule(): Promise<QuickJSWASMModule> {
   const { newQuickJSWASMModuleFromVariant, newVariant, RELEASE_SYNC } = await import('quickjs-emscripten')
+  // The build grows its memory up to 2 GiB; QuickJS's malloc limit misses some allocation patterns (a filled
+  // `new Array(1e6)` in a loop grew to 2 GB under a 64 MiB limit), so the memory itself gets the ceiling.
+  memory = new WasmMemory({ initial: INITIAL_PAGES, maximum: Math.max(INITIAL_PAGES, Math.ceil(linearMemoryMaxBytes / WASM_PAGE_BYTES)) })
   // QuickJS's own assertion messages would otherwise land on the host's stderr; the adapter reports the failure.
-  const variant = newVariant(RELEASE_SYNC, { emscriptenModule: { printErr: () => undefined, print: () => undefined } as never })
+  const variant = newVariant(RELEASE_SYNC, { emscriptenModule: { printErr: () => undefined, print: () => undefined, wasmMemory: memory } as never })
   return newQuickJSWASMModuleFromVariant(variant)
+}
+
+/** Drops the module (and the memory it grew): the next run waits for a fresh one. */
+function replaceModule(): void {
+  modulePromise = loadModule()
+  prepared = undefined
 }
 
 /** Time a session's state may take to serialise after the run (a hostile getter cannot hold the worker). */
@@ -40,6 +62,10 @@ async function takePreparedRun(): Promise<QuickJsRun> {
 
 async function run(job: RunJob): Promise<void> {
   const started = performance.now()
+  if (job.linearMemoryMaxBytes !== linearMemoryMaxBytes) {
+    linearMemoryMaxBytes = job.linearMemoryMaxBytes
+    replaceModule()
+  }
   const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
   const quickjsRun = (await takePreparedRun()).start(
     { memoryBytes: job.memoryBytes, stackBytes: job.stackBytes, deadline: started + job.remainingMs, timeoutMs: job.timeoutMs },
@@ -53,13 +79,16 @@ async function run(job: RunJob): Promise<void> {
   if (job.session) quickjsRun.restore(job.session.restore)
   const outcome = await quickjsRun.execute(job.source)
   const session = job.session && outcome.status === 'ok' ? quickjsRun.capture(job.session.capture, SESSION_CAPTURE_MS) : undefined
+  // WebAssembly memory never shrinks, and a dropped module's memory was not collected in practice (two workers held
+  // 1 GB after four memory bombs): a worker that grew past its bound asks the pool to replace it.
+  const retire = memory.buffer.byteLength > job.recycleAboveBytes
   // Answer first, free after: freeing a runtime costs time the caller need not wait for.
-  channel.finish({ status: outcome.status, value: outcome.value, error: outcome.error, hostCalls: channel.hostCalls, session })
+  channel.finish({ status: outcome.status, value: outcome.value, error: outcome.error, hostCalls: channel.hostCalls, session, ...(retire ? { retire } : {}) })
+  if (retire) return
   if (!quickjsRun.dispose()) {
     // After OOM QuickJS may refuse to free a runtime (its allocator's assertions): the module is suspect, so the
     // next job waits for a fresh one instead of reusing it.
-    modulePromise = loadModule()
-    prepared = undefined
+    replaceModule()
   }
   setImmediate(() => void prepareNextRun())
 }
@@ -71,8 +100,7 @@ async function main(): Promise<void> {
     if (message.type === 'hostResult') return settleHostCall(pendingHostCalls, message)
     run(message).catch((error) => {
       // Thrown from the WebAssembly module itself, not the user's code: answer, then start from a fresh module.
-      modulePromise = loadModule()
-      prepared = undefined
+      replaceModule()
       port.postMessage({ type: 'result', id: message.id, status: 'internal_error', error: { type: 'InternalError', message: String(error?.message ?? error) } })
     })
   })

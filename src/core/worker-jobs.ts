@@ -37,6 +37,11 @@ export interface JobResultMessage {
   hostCalls?: number
   /** The session's state after the run, serialised by the worker, for adapters that keep sessions. */
   session?: string
+  /**
+   * The worker grew past its memory bound during the run (WebAssembly memory never shrinks, and a dropped module
+   * is not collected soon enough): the pool replaces it after this job instead of reusing it.
+   */
+  retire?: boolean
 }
 
 export type JobMessage = { type: 'ready' } | JobOutputMessage | JobHostCallMessage | JobResultMessage
@@ -85,7 +90,7 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
       (message) => {
         if (message.type === 'output') for (const [stream, text] of message.chunks) output.write(stream, text)
         else if (message.type === 'hostCall') answerHostCall(worker, context, message)
-        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session }, true)
+        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session }, !message.retire)
       },
       (reason) => finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` }, false),
     )
