@@ -1,17 +1,15 @@
+import type { ExecutionRequest } from '../../core'
 import type { ExecuteOptions } from '../../execution/types'
-import type { Task, TaskLane } from './task-types'
-
-/** What admission control reads from a run: its lane and priority (src/execution's admission, where present). */
-export interface AdmissionHints {
-  lane: TaskLane
-  priority: number
-}
+import type { Task } from './task-types'
 
 /**
- * The options of one task run. The lane and priority go along with every run; an ExecutionService with admission
- * control reads them from ExecuteOptions, one without ignores them. This is the one place that maps a task onto
- * ExecuteOptions.
+ * One task run as the ExecutionService takes it: the request carries the task's admission lane and priority (batch
+ * unless the task says a person is waiting), and the options name its tenant, so admission's per-tenant quotas count
+ * task runs like any other. This is the one place that maps a task onto a run.
  */
-export function executeOptionsFor(task: Task, signal: AbortSignal, onOutput: ExecuteOptions['onOutput']): ExecuteOptions & AdmissionHints {
-  return { signal, onOutput, lane: task.lane, priority: task.priority, ...(task.profile ? { profile: task.profile } : {}) }
+export function runInputsFor(task: Task, request: ExecutionRequest, signal: AbortSignal, onOutput: ExecuteOptions['onOutput']): { request: ExecutionRequest; options: ExecuteOptions } {
+  return {
+    request: { ...request, lane: task.lane, priority: task.priority },
+    options: { signal, onOutput, tenant: task.tenant, ...(task.profile ? { profile: task.profile } : {}) },
+  }
 }

@@ -1,16 +1,17 @@
 import { EventEmitter } from 'node:events'
 import os from 'node:os'
 import { describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
+import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
-import { executeOptionsFor } from './run-options'
+import { runInputsFor } from './run-options'
 import type { TaskChange, TaskStore } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
 import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
 
 /** Runs one execution request: the ExecutionService's `execute`, which never rejects. */
-export type ExecuteFunction = (request: ExecutionRequest, options: ReturnType<typeof executeOptionsFor>) => Promise<ExecutionResult>
+export type ExecuteFunction = (request: ExecutionRequest, options: ExecuteOptions) => Promise<ExecutionResult>
 
 export interface TaskSchedulerOptions {
   store: TaskStore
@@ -241,7 +242,8 @@ export class TaskScheduler {
       const running = await this.move(task.id, ['SPAWNING'], { to: 'RUNNING', reason: 'started' })
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
-      const result = await this.options.execute(request, executeOptionsFor(running, controller.signal, onOutput))
+      const run = runInputsFor(running, request, controller.signal, onOutput)
+      const result = await this.options.execute(run.request, run.options)
       if (controller.signal.aborted) {
         // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
         if (controller.signal.reason === SHUTDOWN) await this.move(task.id, ['RUNNING'], { to: 'PENDING', reason: 'interrupted by a shutdown; runs again', patch: { attempts: running.attempts - 1, owner: undefined } })

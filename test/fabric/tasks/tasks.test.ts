@@ -40,6 +40,13 @@ async function log(task: Task) {
 }
 
 describe('lifecycle and results', () => {
+  test('task runs go through admission in their lane: batch unless the task says interactive, with its priority', async () => {
+    const batch = await execgate.tasks.wait((await execgate.tasks.submit(js('1', { priority: 7 }))).id)
+    expect(batch.result?.admission).toMatchObject({ lane: 'batch', priority: 7 })
+    const interactive = await execgate.tasks.wait((await execgate.tasks.submit(js('2', { lane: 'interactive' }))).id)
+    expect(interactive.result?.admission).toMatchObject({ lane: 'interactive' })
+  })
+
   test('a JavaScript task runs on quickjs, completes with its value, and its action log is ordered and timed', async () => {
     const submitted = await execgate.tasks.submit(js('1 + 2', { intentId: 'intent-1' }))
     expect(submitted.state).toBe('PENDING')
