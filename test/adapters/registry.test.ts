@@ -98,7 +98,7 @@ describe('adapter registry', () => {
 
   test('an adapter built with no options takes the schema defaults (each written once, in options.ts)', async () => {
     const { withOptionDefaults } = await import('../../adapters/shared/option-schema')
-    expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.quickjs, { workers: 5, killGraceMs: undefined })).toEqual({ maxStackKiB: 256, workers: 5, killGraceMs: 50 })
+    expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.quickjs, { workers: 5, killGraceMs: undefined })).toEqual({ maxStackKiB: 256, workers: 5, killGraceMs: 50, maxMemoryMiB: 256, recycleAboveMiB: 128 })
     expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.process, {}).pythonPath).toBe('/usr/bin/python3')
   })
 })
