@@ -73,7 +73,9 @@ describe('admission with real QuickJS workers', () => {
     const queuedBatch = execgate.execute({ language: 'javascript', code: busy(10), lane: 'batch' })
     await until(() => quickjsAdmission(execgate).queued.batch === 1)
     // The first interactive run takes the reserved slot; the second waits, behind the batch run in arrival order.
-    const holdingReserved = execgate.execute({ language: 'javascript', code: busy(300), lane: 'interactive' })
+    // It holds the reserved slot well past the first batch run, so the batch slot is the one that frees first (when
+    // both freed together, both waiters started at once and their 10 ms runs could end in the same millisecond).
+    const holdingReserved = execgate.execute({ language: 'javascript', code: busy(1500), lane: 'interactive' })
     await until(() => quickjsAdmission(execgate).inUse.interactive === 1)
     const overtaking = execgate.execute({ language: 'javascript', code: busy(10), lane: 'interactive' })
     const [batchLate, interactiveLate] = await Promise.all([queuedBatch, overtaking, firstBatch, holdingReserved])
