@@ -43,6 +43,9 @@ const LANGUAGES: readonly Language[] = ['javascript', 'typescript']
  * native code past its deadline costs one worker, never the host's event loop. No `process`, `require`, timers,
  * network or filesystem exist inside, and host functions cross as JSON only.
  */
+/** Room the wasm stack and QuickJS's own structures keep between the malloc limit and the memory ceiling. */
+const CEILING_HEADROOM_BYTES = 32 * 1024 * 1024
+
 export class QuickJsAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
@@ -120,7 +123,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
         type: 'run',
         id: ++this.nextJobId,
         source,
-        memoryBytes: context.policy.memoryMb * 1024 * 1024,
+        // Below the linear-memory ceiling, so QuickJS's own limit trips first and says "out of memory".
+        memoryBytes: Math.min(context.policy.memoryMb * 1024 * 1024, this.linearMemoryMaxBytes - CEILING_HEADROOM_BYTES),
         stackBytes: this.stackBytes,
         linearMemoryMaxBytes: this.linearMemoryMaxBytes,
         recycleAboveBytes: this.recycleAboveBytes,

@@ -30,6 +30,8 @@ export interface RunHost {
   hostFunctionNames: readonly string[]
   /** Calls a host function; rejects with an error carrying the registry `code` when refused. */
   callHost(name: string, args: unknown[]): Promise<unknown>
+  /** True when the worker's WebAssembly memory is at its ceiling: QuickJS may then throw `null` for want of memory. */
+  memoryExhausted?(): boolean
 }
 
 /**
@@ -324,7 +326,27 @@ export class QuickJsRun {
       errorHandle.dispose()
     }
     if (this.stop === 'policy') return { status: 'policy_violation', error: { type: 'PolicyViolation', message: this.policyMessage } }
+    // At its malloc limit (or the linear memory's ceiling) QuickJS may fail to allocate the exception and throw `null`.
+    if (dumped == null && !this.stop && (this.mallocLimitReached() || this.host.memoryExhausted?.())) dumped = { name: 'InternalError', message: 'out of memory' }
     return mapQuickJsError(dumped, this.stop, this.limits.timeoutMs)
+  }
+
+  /**
+   * Whether the runtime has no room left: a 1 MiB allocation in the same context fails. (QuickJS's usage dump and
+   * `computeMemoryUsage` are not usable here: the first is missing from this build, the second allocates.)
+   */
+  private mallocLimitReached(): boolean {
+    try {
+      const probe = this.vm.evalCode('new ArrayBuffer(1048576)')
+      if (probe.error) {
+        probe.error.dispose()
+        return !this.stop
+      }
+      probe.value.dispose()
+      return false
+    } catch {
+      return true
+    }
   }
 
   /** Releases the context and runtime. Returns false if QuickJS refused, in which case the module is suspect. */

@@ -24,6 +24,9 @@ interface LinearMemory {
   readonly buffer: ArrayBuffer
 }
 const WasmMemory = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => LinearMemory } }).WebAssembly.Memory
+/** Within this of its ceiling, the linear memory counts as exhausted (a failed growth asks for at least a page). */
+const EXHAUSTED_MARGIN_BYTES = 4 * 1024 * 1024
+
 /** The current module's WebAssembly memory, handed to emscripten so that its maximum is ours. */
 let memory: LinearMemory
 
@@ -74,6 +77,7 @@ async function run(job: RunJob): Promise<void> {
       cancelled: () => cancelRequested(flags),
       hostFunctionNames: job.hostFunctions,
       callHost: (name, args) => channel.callHost(name, args),
+      memoryExhausted: () => memory.buffer.byteLength + EXHAUSTED_MARGIN_BYTES >= linearMemoryMaxBytes,
     },
   )
   if (job.session) quickjsRun.restore(job.session.restore)

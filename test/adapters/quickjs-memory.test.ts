@@ -32,4 +32,14 @@ describe('quickjs: what a memory bomb can make the host process hold', () => {
     expect(peak - before).toBeLessThan(400)
     expect(rssMb() - before).toBeLessThan(120)
   }, 60_000)
+
+  // The lambda function ran the corpus's map-of-objects bomb under a policy above the ceiling: the linear memory ran
+  // out before QuickJS's malloc limit, QuickJS threw `null`, and the run ended `error` with "Uncaught null".
+  test('a policy allowing more than the ceiling still ends a bomb memory_limit, in words', async () => {
+    const code = "const m = new Map();\nfor (let i = 0; ; i++) m.set(i, { i, s: 'v' + i });"
+    const result = await runChecked(adapter, { language: 'javascript', code }, contractContext({ memoryMb: 1024, wallTimeMs: 20_000, cpuTimeMs: 20_000 }))
+    expect({ status: result.status, message: result.error?.message }).toEqual({ status: 'memory_limit', message: expect.stringMatching(/out of memory/) })
+    const next = await runChecked(adapter, { language: 'javascript', code: '6 * 7' }, contractContext())
+    expect(next).toMatchObject({ status: 'ok', value: 42 })
+  }, 60_000)
 })
