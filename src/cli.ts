@@ -259,7 +259,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .addOption(configOption())
     .action(async (flags: { host?: string; port?: number; config?: string }) => {
       // Listen at once (/healthz); serve() warms the adapters and /readyz reports ready after.
-      const execgate = await createExecgate({ file: flags.config, warm: false })
+      const execgate = await createExecgate({ file: flags.config, warm: false, role: 'server' })
       try {
         const { serve } = await import('./server/serve')
         const running = await serve(execgate, { host: flags.host, port: flags.port })

@@ -10,7 +10,7 @@ import type { ReadinessMonitor, SwitchEvent } from './readiness/readiness-monito
 import type { BreakerState } from './routing/circuit-breaker'
 import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
-import { createTaskService, type TaskService } from './fabric/tasks'
+import { createTaskService, taskServiceOptionsFrom, type TaskService } from './fabric/tasks'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
@@ -99,6 +99,11 @@ export interface ExecgateOptions extends ContainerOptions {
    * listens first, then warms, with `/readyz` answering 503 until done). @default true
    */
   warm?: boolean
+  /**
+   * `server`: this execgate serves the HTTP API, and runs tasks only if `fabric.serveRunsTasks` (with the `redis`
+   * store, workers may do all the running). @default 'library' (runs tasks)
+   */
+  role?: 'library' | 'server'
 }
 
 /**
@@ -170,8 +175,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     get tasks() {
       return (tasks ??= createTaskService({
         execute: (request, options) => service.execute(request, options),
-        dataDir: config.fabric.dataDir,
-        concurrency: config.fabric.concurrency,
+        ...taskServiceOptionsFrom(config.fabric),
+        run: options.role !== 'server' || config.fabric.serveRunsTasks,
         logger: container.get<Logger>(tokens.Logger),
       }))
     },

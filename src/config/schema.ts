@@ -180,8 +180,22 @@ export interface ExecgateConfig {
     maxSessions: number
   }
   fabric: {
-    /** Where durable tasks live: `sqlite`, the embedded store (docs/tasks.md). @default 'sqlite' @env EXECGATE_FABRIC_STORE */
-    store: 'sqlite'
+    /**
+     * Where durable tasks live: `sqlite`, the embedded store, or `redis`, shared by `execgate serve` and any number of
+     * `execgate worker` processes through BullMQ (docs/tasks.md). @default 'sqlite' @env EXECGATE_FABRIC_STORE
+     */
+    store: 'sqlite' | 'redis'
+    /** The Redis of the `redis` store. @default 'redis://127.0.0.1:6379' @env EXECGATE_FABRIC_REDIS_URL */
+    redisUrl: string
+    /** Prefix of the `redis` store's keys and BullMQ queue, so deployments can share a Redis. @default 'execgate' @env EXECGATE_FABRIC_REDIS_PREFIX */
+    redisPrefix: string
+    /**
+     * How long a worker of the `redis` store may go without renewing its lease on a run before the run counts as
+     * lost (a crash, a kill -9) and goes to another worker by the task's retry policy. @default 30000 @env EXECGATE_FABRIC_LEASE_MS
+     */
+    leaseMs: number
+    /** Whether `execgate serve` runs tasks too, or only accepts them for workers. @default true @env EXECGATE_FABRIC_SERVE_RUNS_TASKS */
+    serveRunsTasks: boolean
     /** Folder of the embedded store's file (`tasks.sqlite`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
     dataDir: string
     /** Tasks one process runs at once. @default 4 @env EXECGATE_FABRIC_CONCURRENCY */
@@ -285,7 +299,11 @@ export const CONFIG_SCHEMA = {
     maxSessions: { doc: 'Sessions each adapter keeps at once', format: formats.positiveInt, default: 32 },
   },
   fabric: {
-    store: { doc: 'Where durable tasks live', format: ['sqlite'], default: 'sqlite' },
+    store: { doc: 'Where durable tasks live', format: ['sqlite', 'redis'], default: 'sqlite' },
+    redisUrl: { doc: 'The Redis of the redis task store', format: String, default: 'redis://127.0.0.1:6379' },
+    redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
+    leaseMs: { doc: "A worker's lease on a run before it counts as lost (ms)", format: formats.positiveInt, default: 30000 },
+    serveRunsTasks: { doc: 'Whether execgate serve runs tasks too', format: Boolean, default: true },
     dataDir: { doc: 'Folder of the embedded task store', format: String, default: '.execgate' },
     concurrency: { doc: 'Tasks one process runs at once', format: formats.positiveInt, default: 4 },
   },

@@ -3,6 +3,7 @@ import os from 'node:os'
 import { describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
 import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
+import type { TaskDispatcher } from './bullmq-dispatcher'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { runInputsFor } from './run-options'
@@ -23,6 +24,11 @@ export interface TaskSchedulerOptions {
   tickMs?: number
   /** This process's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid */
   owner?: string
+  /**
+   * Hands due tasks to processes with free slots (the distributed store's BullMQ queue). Without one, this process
+   * polls the store for due tasks itself.
+   */
+  dispatcher?: TaskDispatcher
   /** Whether an owner still runs (default: same host and its pid is alive), so a restart leaves live runs alone. */
   ownerAlive?: (owner: string) => boolean
 }
@@ -72,10 +78,11 @@ export class TaskScheduler {
 
   /** Recovers what a crashed process left, then starts running tasks. */
   async start(): Promise<void> {
-    await this.recover()
     this.stopped = false
+    await this.recover()
     this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 200)
     this.timer.unref()
+    if (this.options.dispatcher) await this.options.dispatcher.consume((id) => this.runDispatched(id), this.concurrency)
     this.wake()
   }
 
@@ -83,15 +90,20 @@ export class TaskScheduler {
   async stop({ abort = false } = {}): Promise<void> {
     this.stopped = true
     clearInterval(this.timer)
+    // No new runs from here on: what is announced meanwhile (a run stopped below goes back to PENDING) is left for others.
+    await this.options.dispatcher?.pause()
     if (abort) for (const controller of this.running.values()) controller.abort(SHUTDOWN)
     while (this.running.size > 0 || this.pumping) await new Promise((resolve) => setTimeout(resolve, 10))
+    await this.options.dispatcher?.close()
   }
 
   async submit(specs: readonly TaskSpec[], submitter: Submitter): Promise<Task[]> {
     const tasks = await this.store.insert(await prepareTasks(this.store, specs, submitter), 'submitted')
     // A dependency may have finished between the readiness check and the insert: look again for the fresh ones.
-    for (const task of tasks) if (!task.ready && task.state === 'PENDING') await this.refreshReadiness(task)
-    this.wake()
+    for (const task of tasks) {
+      if (!task.ready && task.state === 'PENDING') await this.refreshReadiness(task)
+      else if (task.ready && task.state === 'PENDING') await this.announce(task)
+    }
     return tasks
   }
 
@@ -114,9 +126,7 @@ export class TaskScheduler {
     if (!task) return undefined
     const request = { ...task.request, ...changes }
     const changed = Object.keys(changes).length ? ` with ${Object.keys(changes).join(', ')} changed` : ''
-    const resumed = await this.move(id, ['SUSPENDED'], { to: 'PENDING', reason: `resumed by the caller${changed}`, patch: { request, notBefore: 0 } })
-    this.wake()
-    return resumed
+    return this.move(id, ['SUSPENDED'], { to: 'PENDING', reason: `resumed by the caller${changed}`, patch: { request, notBefore: 0 } })
   }
 
   /** Every transition from the action log (from `afterSeq`), then live ones and output, until the task ends. */
@@ -182,9 +192,31 @@ export class TaskScheduler {
     return () => this.emitter.off('transition', listener)
   }
 
+  /** A task is due (now or at its notBefore): the dispatcher hands it to a free process, or this one looks. */
+  private async announce(task: Task): Promise<void> {
+    if (this.options.dispatcher) await this.options.dispatcher.dispatch(task)
+    else this.wake()
+  }
+
+  /**
+   * Runs a task the dispatcher handed this process, until it settles. A run still marked as another process's was
+   * lost (the dispatcher only hands it back when that process stopped renewing its lease): the retry policy decides.
+   */
+  private async runDispatched(id: string): Promise<void> {
+    let task = await this.store.get(id)
+    if (task && (task.state === 'SPAWNING' || task.state === 'RUNNING') && task.owner !== this.owner && !this.running.has(id)) {
+      await this.settle(task, undefined, outcomeOfLostRun(task))
+      task = await this.store.get(id)
+    }
+    if (!task || task.state !== 'PENDING' || !task.ready) return
+    // Handed over while this process stops, or early: announced again so another process (or a later time) runs it.
+    if (this.stopped || task.notBefore > Date.now()) return this.options.dispatcher?.dispatch(task)
+    await (await this.claim(task))?.settled
+  }
+
   /** Starts due tasks while slots are free; one pump at a time, re-run when woken meanwhile. */
   private wake(): void {
-    if (this.stopped) return
+    if (this.stopped || this.options.dispatcher) return
     if (this.pumping) {
       this.again = true
       return
@@ -200,7 +232,7 @@ export class TaskScheduler {
       const due = await this.store.due(Date.now(), this.concurrency - this.running.size)
       if (due.length === 0) return
       let started = 0
-      for (const task of due) if (await this.begin(task)) started++
+      for (const task of due) if (await this.claim(task)) started++
       if (started === 0) return
     }
   }
@@ -217,22 +249,26 @@ export class TaskScheduler {
     }
   }
 
-  /** Claims a due task (PENDING → SPAWNING) and runs it in the background; false when another claimed it first. */
-  private async begin(task: Task): Promise<boolean> {
+  /**
+   * Claims a due task (PENDING → SPAWNING) and starts its run; `settled` resolves when the run has settled.
+   * Undefined when another process or call claimed it first.
+   */
+  private async claim(task: Task): Promise<{ settled: Promise<void> } | undefined> {
     if (task.deadline && Date.parse(task.deadline) < Date.now() && task.attempts === 0) {
       await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
-      return false
+      return undefined
     }
     const attempt = task.attempts + 1
     const claimed = await this.move(task.id, ['PENDING'], { to: 'SPAWNING', reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`, patch: { attempts: attempt, owner: this.owner } })
-    if (!claimed) return false
+    if (!claimed) return undefined
     const controller = new AbortController()
     this.running.set(task.id, controller)
-    void this.run(claimed, controller).finally(() => {
+    // In an object: an async function returning the promise itself would wait for the whole run.
+    const settled = this.run(claimed, controller).finally(() => {
       this.running.delete(task.id)
       this.wake()
     })
-    return true
+    return { settled }
   }
 
   private async run(task: Task, controller: AbortController): Promise<void> {
@@ -284,6 +320,7 @@ export class TaskScheduler {
     const moved = await this.store.transition(id, from.filter((state) => canTransition(state, change.to)), change)
     if (!moved) return undefined
     this.emitter.emit('transition', moved.event, moved.task)
+    if (moved.task.state === 'PENDING' && moved.task.ready) await this.announce(moved.task)
     if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED') await this.afterEnd(moved.task)
     return moved.task
   }
@@ -304,7 +341,8 @@ export class TaskScheduler {
     if (failed) {
       await this.move(task.id, ['PENDING', 'SUSPENDED'], { to: 'TERMINATED', reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}` })
     } else if (dependencies.length === task.dependencies.length && dependencies.every((dependency) => dependency.state === 'COMPLETED')) {
-      await this.store.update(task.id, task.state, { ready: true })
+      const ready = await this.store.update(task.id, task.state, { ready: true })
+      if (ready?.state === 'PENDING') await this.announce(ready)
     }
   }
 

@@ -1,6 +1,8 @@
 import path from 'node:path'
 import { ExecgateError } from '../../core'
 import type { Logger } from '../../observability/logger'
+import { BullmqDispatcher, type TaskDispatcher } from './bullmq-dispatcher'
+import { RedisTaskStore } from './redis-task-store'
 import { SqliteTaskStore } from './sqlite-task-store'
 import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskStreamItem } from './task-scheduler'
 import type { TaskListFilter, TaskPage, TaskStore } from './task-store'
@@ -41,8 +43,12 @@ export interface TaskService {
 
 export interface TaskServiceOptions {
   execute: ExecuteFunction
-  /** A store to use; otherwise the embedded one in `dataDir`. */
+  /** A store to use; otherwise the one `backend` names. */
   store?: TaskStore
+  /** With `store`: how due tasks reach processes (the distributed store's dispatcher). */
+  dispatcher?: TaskDispatcher
+  /** The store to open when none is given: the embedded one in `dataDir` (default), or Redis with BullMQ. */
+  backend?: { kind: 'sqlite' } | { kind: 'redis'; url: string; prefix?: string; leaseMs?: number }
   /** `fabric.dataDir`. */
   dataDir?: string
   concurrency?: number
@@ -54,13 +60,45 @@ export interface TaskServiceOptions {
 
 const DEFAULT_TENANT = 'local'
 
+/** The `fabric` config keys a task service is opened from (so the library, `serve` and the CLI open the same store). */
+export interface FabricSettings {
+  store: 'sqlite' | 'redis'
+  dataDir: string
+  redisUrl: string
+  redisPrefix: string
+  leaseMs: number
+  concurrency: number
+}
+
+export function taskServiceOptionsFrom(fabric: FabricSettings): Pick<TaskServiceOptions, 'backend' | 'dataDir' | 'concurrency'> {
+  return {
+    dataDir: fabric.dataDir,
+    backend: fabric.store === 'redis' ? { kind: 'redis', url: fabric.redisUrl, prefix: fabric.redisPrefix, leaseMs: fabric.leaseMs } : { kind: 'sqlite' },
+    concurrency: fabric.concurrency,
+  }
+}
+
+function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?: TaskDispatcher } {
+  if (options.store) return { store: options.store, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) }
+  const backend = options.backend ?? { kind: 'sqlite' }
+  if (backend.kind === 'sqlite') return { store: new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) }) }
+  // Loaded only for this store: the embedded default never loads ioredis.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Redis } = require('ioredis') as typeof import('ioredis')
+  const prefix = backend.prefix ?? 'execgate'
+  return {
+    store: new RedisTaskStore({ redis: new Redis(backend.url, { maxRetriesPerRequest: 3 }), prefix: `${prefix}:tasks`, ownsConnection: true }),
+    dispatcher: new BullmqDispatcher({ url: backend.url, queue: `${prefix}-tasks`, ...(backend.leaseMs ? { leaseMs: backend.leaseMs } : {}) }),
+  }
+}
+
 /**
  * Durable tasks over a store. Nothing runs until first use: the first call recovers what a crashed process left and
  * starts the scheduler (unless `run` is false), so creating the service costs an open file and nothing more.
  */
 export function createTaskService(options: TaskServiceOptions): TaskService {
-  const store = options.store ?? new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
-  const scheduler = new TaskScheduler({ store, execute: options.execute, logger: options.logger, concurrency: options.concurrency, tickMs: options.tickMs })
+  const { store, dispatcher } = openStore(options)
+  const scheduler = new TaskScheduler({ store, dispatcher, execute: options.execute, logger: options.logger, concurrency: options.concurrency, tickMs: options.tickMs })
   const submitter = (caller: TaskCaller = {}): Submitter => ({ tenant: caller.tenant ?? DEFAULT_TENANT, ...(caller.profile ? { profile: caller.profile } : {}) })
   // Another tenant's task answers exactly like a missing one, so ids never leak across tenants.
   const owned = async (id: string, caller: TaskCaller = {}): Promise<Task> => {
@@ -109,7 +147,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       yield* scheduler.events(id, eventOptions.afterSeq)
     },
     async start() {
-      await (starting ??= scheduler.start())
+      await ready()
     },
     async close(closeOptions) {
       if (starting) await starting.catch(() => undefined)

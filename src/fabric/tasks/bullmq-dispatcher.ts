@@ -1,0 +1,98 @@
+import type { Task } from './task-types'
+
+/**
+ * How a store with many processes hands due tasks to whoever has a free slot. The embedded store needs none (each
+ * process polls its file); the distributed one dispatches through BullMQ, so a task due on Redis reaches exactly one
+ * idle worker at once, highest priority first, and a worker that dies mid-run (kill -9) loses its lock and the task
+ * goes to another worker.
+ */
+export interface TaskDispatcher {
+  /** Announces a task that is due now, or at `task.notBefore`. Extra announcements are harmless (claims are CAS). */
+  dispatch(task: Task): Promise<void>
+  /** Starts taking announced tasks, `concurrency` at a time; `run` resolves when the task's run has settled. */
+  consume(run: (taskId: string) => Promise<void>, concurrency: number): Promise<void>
+  /** Stops taking announced tasks (runs in flight go on); used before a shutdown stops them. */
+  pause(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface BullmqDispatcherOptions {
+  /** `redis://host:port[/db]`. */
+  url: string
+  /** Queue name (and key prefix), so deployments can share a Redis. @default 'execgate-tasks' */
+  queue?: string
+  /**
+   * A worker's lease on a run: it renews it every half of this while alive; one it stops renewing (a crash, a
+   * kill -9) is taken back after this and runs on another worker. @default 30000
+   */
+  leaseMs?: number
+}
+
+/** BullMQ priorities run from 1 (first) to 2,097,151; ours from -1,000,000 to 1,000,000 with higher first. */
+const PRIORITY_ORIGIN = 1_000_001
+
+export function bullmqPriority(priority: number): number {
+  return PRIORITY_ORIGIN - priority
+}
+
+type BullQueue = import('bullmq').Queue
+type BullWorker = import('bullmq').Worker
+
+export class BullmqDispatcher implements TaskDispatcher {
+  private queue: BullQueue | undefined
+  private worker: BullWorker | undefined
+  private readonly name: string
+  private readonly leaseMs: number
+
+  constructor(private readonly options: BullmqDispatcherOptions) {
+    this.name = options.queue ?? 'execgate-tasks'
+    this.leaseMs = options.leaseMs ?? 30_000
+  }
+
+  private connection() {
+    // BullMQ's blocking reads need `maxRetriesPerRequest: null`; each Queue and Worker opens its own connections.
+    return { url: this.options.url, maxRetriesPerRequest: null }
+  }
+
+  private async openQueue(): Promise<BullQueue> {
+    if (this.queue) return this.queue
+    // Loaded on first use, so the embedded default never loads BullMQ.
+    const { Queue } = await import('bullmq')
+    this.queue = new Queue(this.name, { connection: this.connection() })
+    return this.queue
+  }
+
+  async dispatch(task: Task): Promise<void> {
+    const queue = await this.openQueue()
+    const delay = Math.max(0, task.notBefore - Date.now())
+    await queue.add('task', { taskId: task.id }, {
+      priority: bullmqPriority(task.priority),
+      ...(delay > 0 ? { delay } : {}),
+      // The task store keeps the record; the queue only carries the announcement.
+      removeOnComplete: true,
+      removeOnFail: true,
+    })
+  }
+
+  async consume(run: (taskId: string) => Promise<void>, concurrency: number): Promise<void> {
+    const { Worker } = await import('bullmq')
+    this.worker = new Worker(this.name, async (job) => run((job.data as { taskId: string }).taskId), {
+      connection: this.connection(),
+      concurrency,
+      lockDuration: this.leaseMs,
+      stalledInterval: Math.max(500, Math.floor(this.leaseMs / 2)),
+      // A task's own retry policy decides what a lost run means; BullMQ must keep handing the announcement back.
+      maxStalledCount: 1_000,
+    })
+    await this.worker.waitUntilReady()
+  }
+
+  async pause(): Promise<void> {
+    await this.worker?.pause(true)
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.close()
+    await this.queue?.close()
+  }
+}

@@ -1,0 +1,138 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import os from 'node:os'
+import path from 'node:path'
+import type { Task, TaskEvent } from '../../../src/fabric/tasks'
+import { redisServerInstalled, startRedisServer, type RedisServer } from './redis-server'
+
+/**
+ * The distributed store as a deployment runs it: a real redis-server, `execgate serve` accepting tasks (running none
+ * itself) and two `execgate worker` processes of the built CLI running them through BullMQ. A worker killed with
+ * SIGKILL mid-task loses its lease and the task completes on the other; priority order holds across workers.
+ */
+
+const BIN = path.join(__dirname, '..', '..', '..', 'bin', 'execgate.js')
+const run = redisServerInstalled() ? describe : describe.skip
+if (!redisServerInstalled()) console.warn('redis-server is not installed (scripts/setup/redis.sh): the distributed task test is skipped')
+
+let redis: RedisServer
+let server: ChildProcess
+let baseUrl: string
+const workers: ChildProcess[] = []
+
+function env(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    EXECGATE_LOG_LEVEL: 'silent',
+    EXECGATE_READINESS_ENABLED: 'false',
+    EXECGATE_EXECUTION_ENABLED: 'quickjs',
+    EXECGATE_FABRIC_STORE: 'redis',
+    EXECGATE_FABRIC_REDIS_URL: redis.url,
+    EXECGATE_FABRIC_LEASE_MS: '1500',
+    EXECGATE_FABRIC_CONCURRENCY: '1',
+    EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false',
+    EXECGATE_FABRIC_DATA_DIR: os.tmpdir(),
+  }
+}
+
+/** Starts the CLI with `args` and resolves once its stderr has printed a line matching `ready`. */
+function start(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: env(), stdio: ['ignore', 'ignore', 'pipe'] })
+  return new Promise((resolve, reject) => {
+    let text = ''
+    const timer = setTimeout(() => reject(new Error(`execgate ${args.join(' ')} did not start: ${text}`)), 30_000)
+    child.stderr!.on('data', (data: Buffer) => {
+      text += data.toString()
+      const match = text.match(ready)
+      if (match) (clearTimeout(timer), resolve({ child, match }))
+    })
+    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`execgate ${args.join(' ')} exited ${code}: ${text}`))))
+  })
+}
+
+async function startWorker(): Promise<ChildProcess> {
+  const { child } = await start(['worker'], /worker \d+ running tasks/)
+  workers.push(child)
+  return child
+}
+
+async function api<T>(method: string, url: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${baseUrl}${url}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+  const text = await response.text()
+  if (!response.ok) throw new Error(`${method} ${url}: ${response.status} ${text}`)
+  return JSON.parse(text) as T
+}
+
+async function until(id: string, done: (task: Task) => boolean, timeoutMs = 20_000): Promise<Task> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const task = await api<Task>('GET', `/v1/tasks/${id}`)
+    if (done(task)) return task
+    if (Date.now() > deadline) throw new Error(`task ${id} is still ${task.state}: ${task.reason}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+async function events(id: string): Promise<TaskEvent[]> {
+  const response = await fetch(`${baseUrl}/v1/tasks/${id}/events`)
+  const text = await response.text()
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => JSON.parse(line.slice(6)) as TaskEvent | { chunk: string })
+    .filter((item): item is TaskEvent => 'to' in item)
+}
+
+const busy = (ms: number) => `const t = Date.now(); while (Date.now() - t < ${ms}) {}; ${ms}`
+const submit = (code: string, extra: Record<string, unknown> = {}) => api<Task>('POST', '/v1/tasks', { request: { language: 'javascript', code, timeoutMs: 5000 }, ...extra })
+
+run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    const started = await start(['serve', '--port', '0'], /serving on (http:\/\/\S+)/)
+    server = started.child
+    baseUrl = started.match[1]!
+    await Promise.all([startWorker(), startWorker()])
+  }, 60_000)
+
+  afterAll(async () => {
+    for (const child of [...workers, server]) if (child && child.exitCode === null) child.kill('SIGKILL')
+    await redis?.stop()
+  })
+
+  test('a task submitted to the server runs on a worker (the server runs none itself)', async () => {
+    const submitted = await submit('6 * 7')
+    expect(submitted.state).toBe('PENDING')
+    const done = await until(submitted.id, (task) => task.state === 'COMPLETED')
+    expect(done.result).toMatchObject({ status: 'ok', value: 42, adapter: 'quickjs' })
+  }, 30_000)
+
+  test('kill -9 of the worker running a task: its lease lapses and the task completes on the other worker, 0 lost', async () => {
+    const submitted = await submit(busy(2500), { retryPolicy: { maxAttempts: 3 } })
+    const running = await until(submitted.id, (task) => task.state === 'RUNNING')
+    const pid = Number(running.owner!.slice(running.owner!.lastIndexOf(':') + 1))
+    const victim = workers.find((worker) => worker.pid === pid)
+    expect(victim).toBeDefined()
+    victim!.kill('SIGKILL')
+    const done = await until(submitted.id, (task) => task.state === 'COMPLETED')
+    expect(done).toMatchObject({ attempts: 2, result: { status: 'ok', value: 2500 } })
+    const log = await events(submitted.id)
+    expect(log.map((event) => event.reason)).toContainEqual(expect.stringMatching(/^the process running it stopped mid-run; retry 2\/3 in \d+ ms$/))
+    // A fresh worker takes the dead one's place for the next test.
+    workers.splice(workers.indexOf(victim!), 1)
+    await startWorker()
+  }, 60_000)
+
+  test('priority order holds across workers: with both busy, queued tasks start highest priority first', async () => {
+    const blockers = await Promise.all([submit(busy(1500)), submit(busy(1500))])
+    await Promise.all(blockers.map((blocker) => until(blocker.id, (task) => task.state === 'RUNNING')))
+    const priorities = [1, 5, 3, 6, 2, 4]
+    const queued = await Promise.all(priorities.map((priority) => submit(busy(150), { priority })))
+    await Promise.all(queued.map((task) => until(task.id, (done) => done.state === 'COMPLETED')))
+    const startSeq = await Promise.all(queued.map(async (task) => (await events(task.id)).find((event) => event.to === 'SPAWNING')!.seq))
+    const startOrder = priorities.map((priority, index) => ({ priority, seq: startSeq[index]! })).sort((a, b) => a.seq - b.seq).map((entry) => entry.priority)
+    // Two workers take two at a time, so within a pair the claims may land in either order.
+    expect(new Set(startOrder.slice(0, 2))).toEqual(new Set([6, 5]))
+    expect(new Set(startOrder.slice(2, 4))).toEqual(new Set([4, 3]))
+    expect(new Set(startOrder.slice(4))).toEqual(new Set([2, 1]))
+  }, 60_000)
+})
