@@ -2,12 +2,16 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { spawn, spawnSync } from 'node:child_process'
+import net from 'node:net'
 import { createExecgate } from '../src'
 import type { TaskSpec } from '../src/fabric/tasks'
 import { measure, type BenchSection, type Measurement } from './harness'
 
 /**
- * Durable tasks on the embedded SQLite store (a file in a temp dir, WAL), trivial quickjs tasks:
+ * Durable tasks on both stores, trivial quickjs tasks: the embedded SQLite store (a file in a temp dir, WAL), and the
+ * distributed one (a redis-server this bench starts on a free loopback port; tasks dispatched through BullMQ to this
+ * same process, so the figures are the store's and the queue's cost, not a network's):
  * - a direct execute against submit → wait of one task at a time (idle scheduler): the store's overhead per task;
  * - submit-to-start latency (submit called → RUNNING transition) with idle slots;
  * - throughput end to end: a backlog submitted in batches and drained, with the heap sampled while it drains.
@@ -21,10 +25,46 @@ function series(name: string, samples: number[], totalMs: number): Measurement {
   return { name, iterations: samples.length, p50Ms: at(50), p95Ms: at(95), meanMs: totalMs / samples.length, opsPerSec: (samples.length / totalMs) * 1000 }
 }
 
+async function startRedis(): Promise<{ url: string; stop(): void } | undefined> {
+  if (spawnSync('redis-server', ['--version']).status !== 0) return undefined
+  const port = await new Promise<number>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port: free } = probe.address() as net.AddressInfo
+      probe.close(() => resolve(free))
+    })
+  })
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  for (let tries = 0; tries < 200; tries++) {
+    const up = await new Promise<boolean>((resolve) => net.connect(port, '127.0.0.1').once('connect', function (this: net.Socket) { this.destroy(); resolve(true) }).once('error', () => resolve(false)))
+    if (up) break
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') }
+}
+
 export async function run(): Promise<BenchSection> {
+  const sqlite = await runOn('sqlite')
+  const redis = await startRedis()
+  if (!redis) return { ...sqlite, notes: [...sqlite.notes!, 'redis-server is not installed (scripts/setup/redis.sh): the redis store was not measured'] }
+  try {
+    const distributed = await runOn('redis', redis.url)
+    return {
+      title: 'tasks (embedded SQLite store, and Redis + BullMQ; quickjs)',
+      measurements: [...sqlite.measurements, ...distributed.measurements.slice(1)],
+      ratios: [...sqlite.ratios!, ...distributed.ratios!],
+      notes: [...sqlite.notes!, ...distributed.notes!],
+    }
+  } finally {
+    redis.stop()
+  }
+}
+
+async function runOn(store: 'sqlite' | 'redis', redisUrl?: string): Promise<BenchSection> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-tasks-'))
   const backlog = Number(process.env.EXECGATE_BENCH_TASK_BACKLOG ?? 10_000)
-  const execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir } } })
+  const fabric = store === 'redis' ? { dataDir, store, redisUrl: redisUrl!, redisPrefix: `bench${Date.now()}` } : { dataDir }
+  const label = store === 'redis' ? 'Redis + BullMQ store' : 'SQLite store'
+  const execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric } })
   try {
     const tasks = execgate.tasks
     await tasks.start()
@@ -39,7 +79,7 @@ export async function run(): Promise<BenchSection> {
       const at = started.get(event.taskId)
       if (at !== undefined && event.to === 'RUNNING') startSamples.push(performance.now() - at)
     })
-    const oneByOne = await measure('task: submit → wait, one at a time (SQLite store)', async () => {
+    const oneByOne = await measure(`task: submit → wait, one at a time (${label})`, async () => {
       const t0 = performance.now()
       const task = await tasks.submit(TRIVIAL)
       started.set(task.id, t0)
@@ -47,7 +87,7 @@ export async function run(): Promise<BenchSection> {
       if (done.state !== 'COMPLETED') throw new Error(`task ended ${done.state}: ${done.reason}`)
     }, { iterations: 2000 })
     stopListening()
-    const submitToStart = series('submit-to-start (submit called → RUNNING), idle slots', startSamples, startSamples.reduce((a, b) => a + b, 0))
+    const submitToStart = series(`submit-to-start (submit called → RUNNING), idle slots (${label})`, startSamples, startSamples.reduce((a, b) => a + b, 0))
 
     // Throughput: the whole backlog submitted in batches of 500 while the scheduler drains it.
     let completed = 0
@@ -68,16 +108,16 @@ export async function run(): Promise<BenchSection> {
     }
     await allDone
     const drainMs = performance.now() - t0
-    const throughput: Measurement = { name: `throughput: ${backlog} trivial tasks submitted and drained (concurrency ${execgate.config.fabric.concurrency})`, iterations: backlog, p50Ms: NaN, p95Ms: NaN, meanMs: drainMs / backlog, opsPerSec: (backlog / drainMs) * 1000 }
+    const throughput: Measurement = { name: `throughput: ${backlog} trivial tasks submitted and drained (${label}, concurrency ${execgate.config.fabric.concurrency})`, iterations: backlog, p50Ms: NaN, p95Ms: NaN, meanMs: drainMs / backlog, opsPerSec: (backlog / drainMs) * 1000 }
     const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1)
     return {
-      title: 'tasks (embedded SQLite store, quickjs)',
+      title: `tasks (${label}, quickjs)`,
       measurements: [direct, oneByOne, submitToStart, throughput],
       ratios: [
-        `store overhead per task p50 = ${(oneByOne.p50Ms - direct.p50Ms).toFixed(3)} ms (target ≤ 0.5 ms)`,
-        `throughput = ${throughput.opsPerSec.toFixed(0)} tasks/s (target ≥ 1,000)`,
+        `${label}: overhead per task p50 = ${(oneByOne.p50Ms - direct.p50Ms).toFixed(3)} ms${store === 'sqlite' ? ' (target ≤ 0.5 ms)' : ''}`,
+        `${label}: throughput = ${throughput.opsPerSec.toFixed(0)} tasks/s${store === 'sqlite' ? ' (target ≥ 1,000)' : ''}`,
       ],
-      notes: [`heap while draining ${backlog}: ${mib(heapBefore)} MiB before, then every 1,000 completions: ${heap.map(mib).join(', ')} MiB`],
+      notes: [`${label}: heap while draining ${backlog}: ${mib(heapBefore)} MiB before, then every 1,000 completions: ${heap.map(mib).join(', ')} MiB`],
     }
   } finally {
     await execgate.dispose()
