@@ -39,7 +39,8 @@ export type { MontyAdapterOptions, MontyOptions } from './options'
 const LANGUAGES: readonly Language[] = ['python']
 
 /**
- * Python through @pydantic/monty, a Python-subset interpreter in Rust (tier 1), on a small pool of worker threads.
+ * Python through @pydantic/monty, a Python-subset interpreter in Rust (tier 1), on a small pool of worker processes
+ * (short runs stay on the calling thread within a small time and memory budget).
  * Every run gets the policy's memory and time limits and a recursion limit — without `maxMemory` an allocation
  * failure would abort the whole Node process — and a print callback, without which `print` would write to the
  * host's own stdout. Monty has no filesystem, network, subprocess or `__import__`; sandboxed code reaches the host
@@ -50,7 +51,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
   readonly capabilities: AdapterCapabilities = {
     languages: LANGUAGES,
     tier: 1,
-    isolation: 'own interpreter (monty, Rust) in a worker thread, no OS access',
+    isolation: 'own interpreter (monty, Rust) in a worker process (short runs inline, 8 MiB), no OS access',
     enforcement: enforcementTable({
       wallTime: 'hard',
       memory: 'hard',
@@ -75,6 +76,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
   private readonly maxRecursionDepth: number
   private readonly killGraceMs: number
   private readonly inlineBudgetMs: number
+  private readonly inlineMemoryBytes: number
+  private readonly recycleAboveBytes: number
   private readonly pool: WorkerPool<JobMessage, ToWorker>
   private readonly replSessions: MontyReplSessions
   private nextJobId = 0
@@ -87,8 +90,10 @@ export class MontyAdapter implements CodeExecutionAdapter {
     }
     this.killGraceMs = settings.killGraceMs
     this.inlineBudgetMs = settings.inlineBudgetMs
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers, options.warmOnStart ?? true)
-    // One run per worker thread (a run inline on the calling thread moves to one when it outlasts its budget).
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers, options.warmOnStart ?? true, { kind: 'process', maxRssBytes: settings.maxWorkerMiB * 2 ** 20 })
+    this.inlineMemoryBytes = settings.inlineMemoryMiB * 2 ** 20
+    this.recycleAboveBytes = settings.recycleAboveMiB * 2 ** 20
+    // One run per worker process (a run inline on the calling thread moves to one when it outgrows its budget).
     this.capabilities = { ...this.capabilities, concurrency: settings.workers }
     this.replSessions = new MontyReplSessions(options.sessions, this.maxRecursionDepth, this.killGraceMs)
   }
@@ -117,6 +122,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
         limits: { maxDurationSecs: remainingSecs, maxMemory: context.policy.memoryMb * 1024 * 1024, maxRecursionDepth: this.maxRecursionDepth },
         outputBytes: context.policy.outputBytes,
         hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
+        recycleAboveBytes: this.recycleAboveBytes,
       },
       context,
       output,
@@ -140,6 +146,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
     }
     const remainingMs = context.deadline - performance.now()
     const budgetMs = Math.min(this.inlineBudgetMs, remainingMs)
+    const memoryBytes = context.policy.memoryMb * 2 ** 20
     const output = new OutputCapture(context.policy.outputBytes)
     const created = binding.Monty.create(code, { scriptName: 'main.py' })
     let outcome: unknown
@@ -147,7 +154,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
       outcome = created
     } else {
       outcome = created.run({
-        limits: { maxDurationSecs: Math.max(0.001, budgetMs / 1000), maxMemory: context.policy.memoryMb * 1024 * 1024, maxRecursionDepth: this.maxRecursionDepth },
+        limits: { maxDurationSecs: Math.max(0.001, budgetMs / 1000), maxMemory: Math.min(memoryBytes, this.inlineMemoryBytes), maxRecursionDepth: this.maxRecursionDepth },
         printCallback: (stream, text) => {
           if (!output.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
         },
@@ -163,6 +170,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
       } else {
         ;({ status, error } = mapMontyError(outcome))
         if (status === 'timeout' && budgetMs < remainingMs - 1) return undefined // needs more time: a worker takes it
+        if (status === 'memory_limit' && this.inlineMemoryBytes < memoryBytes) return undefined // needs more memory: a worker process takes it
       }
     } else {
       value = toJsonValue(outcome)

@@ -8,6 +8,8 @@ export interface MontyJob {
   limits: { maxDurationSecs: number; maxMemory: number; maxRecursionDepth: number }
   outputBytes: number
   hostFunctions: string[]
+  /** After the run, a worker process resident above this asks to be replaced. */
+  recycleAboveBytes: number
 }
 
 /** Asks the worker to parse code without running it (validate). */

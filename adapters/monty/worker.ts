@@ -5,14 +5,21 @@ import type { MontyJob, MontyParseJob, ToWorker } from './protocol'
 import { toJsonValue } from './to-json'
 
 /**
- * A monty worker thread. monty runs synchronously; in a worker, a long run never holds the host's event loop, and
- * the adapter can kill a run that must stop (a cancellation) without waiting for monty's own time limit.
+ * A monty worker: a child process (the adapter's pool), or a thread. monty runs synchronously; in a worker, a long
+ * run never holds the host's event loop, and the adapter can kill a run that must stop (a cancellation, a process
+ * past its memory bound) without waiting for monty's own limits. In a process, what monty's Rust allocator keeps
+ * leaves with the process, never with the host.
  */
 
 type MontyModule = typeof import('@pydantic/monty')
 
-const port = parentPort!
-const flags = new Int32Array(workerData.flags as SharedArrayBuffer)
+interface Port {
+  postMessage(message: unknown): void
+  on(event: 'message', listener: (message: ToWorker) => void): unknown
+}
+const port: Port = parentPort ?? { postMessage: (message) => process.send!(message), on: (event, listener) => process.on(event, listener) }
+// A child process shares no memory with the host: it is stopped by being killed, so its cancel flag stays clear.
+const flags = parentPort ? new Int32Array(workerData.flags as SharedArrayBuffer) : new Int32Array(1)
 const pendingHostCalls = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>()
 // The package is ESM; Node 20.19+ loads it through require.
 const monty = require('@pydantic/monty') as MontyModule
@@ -45,6 +52,9 @@ async function runWithHostFunctions(program: InstanceType<MontyModule['Monty']>,
 
 async function run(job: MontyJob): Promise<void> {
   const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
+  const finish = channel.finish.bind(channel)
+  // A process that grew past its bound asks to be replaced: freed memory may stay with this process, not the host.
+  channel.finish = (result) => finish({ ...result, ...(!parentPort && process.memoryUsage().rss > job.recycleAboveBytes ? { retire: true } : {}) })
   const printCallback = (stream: string, text: string) => {
     if (!channel.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
   }

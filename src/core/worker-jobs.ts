@@ -92,7 +92,13 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
         else if (message.type === 'hostCall') answerHostCall(worker, context, message)
         else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session }, !message.retire)
       },
-      (reason) => finish({ status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` }, false),
+      (reason, status) =>
+        finish(
+          status === 'memory_limit'
+            ? { status, error: { type: 'MemoryError', message: `memory limit reached: ${reason}` } }
+            : { status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` },
+          false,
+        ),
     )
     run.start({
       onCancel: () => worker.cancel(),
@@ -149,7 +155,7 @@ export class WorkerJobChannel {
   hostCalls = 0
 
   constructor(
-    private readonly port: MessagePort,
+    private readonly port: Pick<MessagePort, 'postMessage'>,
     private readonly id: number,
     private readonly outputBytes: number,
     private readonly pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>,

@@ -1,5 +1,19 @@
 import type { Worker } from 'node:worker_threads'
+import { ProcessWorker, workerModulePath } from './process-worker'
 import { startWorker } from './worker-script'
+
+/** Where a pool's workers run: threads of the host, or child processes with a memory bound (native interpreters). */
+export type WorkerKind = { kind: 'thread' } | { kind: 'process'; maxRssBytes: number }
+
+/** The calls a pool makes of a worker, whether a thread or a child process. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Listener = (...args: any[]) => void
+type WorkerHandle = Pick<Worker, 'postMessage' | 'ref' | 'unref'> & {
+  on(event: string, listener: Listener): unknown
+  off(event: string, listener: Listener): unknown
+  once(event: string, listener: Listener): unknown
+  terminate(): Promise<number>
+}
 
 /** Index in a worker's shared flags that the main thread sets to ask the running job to stop. */
 export const FLAG_CANCEL = 0
@@ -10,14 +24,18 @@ export const FLAG_CANCEL = 0
  */
 export class PooledWorker<FromWorker extends { type: string } = { type: string }, ToWorker = unknown> {
   readonly flags = new Int32Array(new SharedArrayBuffer(4))
-  readonly worker: Worker
+  readonly worker: WorkerHandle
   readonly ready: Promise<void>
   private listener: ((message: FromWorker) => void) | undefined
-  private failure: ((reason: string) => void) | undefined
+  private failure: ((reason: string, status?: 'memory_limit') => void) | undefined
   exited = false
 
-  constructor(directory: string, name: string, label: string, onExit: (worker: PooledWorker<FromWorker, ToWorker>, reason: string) => void) {
-    this.worker = startWorker(directory, name, { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false })
+  constructor(directory: string, name: string, label: string, onExit: (worker: PooledWorker<FromWorker, ToWorker>, reason: string) => void, kind: WorkerKind = { kind: 'thread' }) {
+    // A child process cannot share the cancel flag: it is stopped by killing it past the grace instead.
+    this.worker =
+      kind.kind === 'process'
+        ? new ProcessWorker(workerModulePath(directory, name), { maxRssBytes: kind.maxRssBytes })
+        : startWorker(directory, name, { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false })
     this.worker.unref()
     this.ready = new Promise((resolve, reject) => {
       const onReady = (message: FromWorker) => {
@@ -31,8 +49,14 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
     this.ready.catch(() => undefined)
     this.worker.on('message', (message: FromWorker) => this.listener?.(message))
     this.worker.on('error', (error) => this.failure?.(`the ${label} worker failed: ${error.message}`))
-    this.worker.once('exit', (code) => {
+    this.worker.once('exit', (code: number) => {
       this.exited = true
+      if (this.worker instanceof ProcessWorker && this.worker.memoryExceeded) {
+        const reason = `the ${label} worker process passed its memory bound (${Math.round(kind.kind === 'process' ? kind.maxRssBytes / 2 ** 20 : 0)} MiB resident) and was stopped`
+        this.failure?.(reason, 'memory_limit')
+        onExit(this, reason)
+        return
+      }
       const reason = `the ${label} worker exited (code ${code})`
       this.failure?.(reason)
       onExit(this, reason)
@@ -40,7 +64,7 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
   }
 
   /** Routes the worker's messages to one job; `onFailure` fires if the worker dies mid-job. */
-  attach(listener: (message: FromWorker) => void, onFailure: (reason: string) => void): void {
+  attach(listener: (message: FromWorker) => void, onFailure: (reason: string, status?: 'memory_limit') => void): void {
     Atomics.store(this.flags, FLAG_CANCEL, 0)
     this.listener = listener
     this.failure = onFailure
@@ -89,6 +113,7 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
     private readonly label: string,
     readonly size: number,
     startNow = true,
+    private readonly kind: WorkerKind = { kind: 'thread' },
   ) {
     if (startNow) this.start()
   }
@@ -121,7 +146,7 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
   }
 
   private spawn(): void {
-    const pooled = new PooledWorker<FromWorker, ToWorker>(this.directory, this.name, this.label, (worker, reason) => this.onExit(worker, reason))
+    const pooled = new PooledWorker<FromWorker, ToWorker>(this.directory, this.name, this.label, (worker, reason) => this.onExit(worker, reason), this.kind)
     this.all.add(pooled)
     pooled.ready.then(
       () => {
