@@ -9,6 +9,8 @@ export interface RunLimits {
   stackBytes: number
   deadline: number
   timeoutMs: number
+  /** The output cap: of a longer string only the ends are read out of the VM. */
+  outputBytes?: number
 }
 
 export interface RunOutcome {
@@ -25,7 +27,7 @@ const JS_EVAL_FLAG_ASYNC = 1 << 7
 /** What a run needs from whoever hosts it (the worker thread): output, cancellation and host calls. */
 export interface RunHost {
   /** Records output; returns false once the output cap is passed. */
-  write(stream: OutputStream, text: string): boolean
+  write(stream: OutputStream, text: string, omittedBytes?: number): boolean
   cancelled(): boolean
   hostFunctionNames: readonly string[]
   /** Calls a host function; rejects with an error carrying the registry `code` when refused. */
@@ -43,6 +45,8 @@ export class QuickJsRun {
   private readonly runtime: QuickJSRuntime
   private readonly vm: QuickJSContext
   private stop: Stop | undefined
+  /** Bytes of the current console write left in the VM (the middle of a huge string). */
+  private omitted = 0
   private policyMessage = ''
   private readonly deferreds = new Set<QuickJSDeferredPromise>()
   private pendingHostCalls = 0
@@ -80,19 +84,49 @@ export class QuickJsRun {
 
   private write(stream: 'stdout' | 'stderr', args: QuickJSHandle[]): void {
     if (this.stop) return
+    this.omitted = 0
     const text = args.map((arg) => this.format(arg)).join(' ') + '\n'
-    if (!this.host.write(stream, text)) this.stop = 'output'
+    if (!this.host.write(stream, text, this.omitted)) this.stop = 'output'
   }
 
   private format(handle: QuickJSHandle): string {
     const type = this.vm.typeof(handle)
-    if (type === 'string') return this.vm.getString(handle)
+    if (type === 'string') return this.boundedString(handle)
     if (type === 'function') return '[Function]'
     const dumped = this.vm.dump(handle)
     if (dumped && typeof dumped === 'object' && typeof dumped.name === 'string' && typeof dumped.message === 'string') {
       return `${dumped.name}: ${dumped.message}`
     }
     return typeof dumped === 'string' && type !== 'object' ? dumped : (JSON.stringify(dumped) ?? String(dumped))
+  }
+
+  /**
+   * A string to print, read out of the VM whole only when it is short: of one longer than twice the output cap only
+   * its two ends (all the output capture keeps) leave the VM, so `console.log('A'.repeat(1e8))` copies 128 KiB, not
+   * 100 MB, into the worker and the host.
+   */
+  private boundedString(handle: QuickJSHandle): string {
+    const keep = this.limits.outputBytes ?? 0
+    const lengthHandle = this.vm.getProp(handle, 'length')
+    const length = this.vm.getNumber(lengthHandle)
+    lengthHandle.dispose()
+    if (!keep || length <= 2 * keep) return this.vm.getString(handle)
+    const slice = this.vm.getProp(handle, 'slice')
+    const part = (from: number, to: number) => {
+      const [start, end] = [this.vm.newNumber(from), this.vm.newNumber(to)]
+      const result = this.vm.callFunction(slice, handle, start, end)
+      start.dispose()
+      end.dispose()
+      if (result.error) return (result.error.dispose(), '')
+      const text = this.vm.getString(result.value)
+      result.value.dispose()
+      return text
+    }
+    const text = part(0, keep) + part(length - keep, length)
+    // Counted as one byte a code unit: exact for ASCII, the usual flood; a close estimate otherwise.
+    this.omitted += length - 2 * keep
+    slice.dispose()
+    return text
   }
 
   private installConsole(): void {

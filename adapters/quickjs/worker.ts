@@ -71,9 +71,9 @@ async function run(job: RunJob): Promise<void> {
   }
   const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
   const quickjsRun = (await takePreparedRun()).start(
-    { memoryBytes: job.memoryBytes, stackBytes: job.stackBytes, deadline: started + job.remainingMs, timeoutMs: job.timeoutMs },
+    { memoryBytes: job.memoryBytes, stackBytes: job.stackBytes, deadline: started + job.remainingMs, timeoutMs: job.timeoutMs, outputBytes: job.outputBytes },
     {
-      write: (stream, text) => channel.write(stream, text),
+      write: (stream, text, omitted) => channel.write(stream, text, omitted),
       cancelled: () => cancelRequested(flags),
       hostFunctionNames: job.hostFunctions,
       callHost: (name, args) => channel.callHost(name, args),

@@ -33,9 +33,10 @@ class StreamBuffer {
 
   constructor(private readonly keepBytes: number) {}
 
-  append(text: string): void {
+  /** `omittedBytes`: bytes of this write left out before it got here (between its head and its tail). */
+  append(text: string, omittedBytes = 0): void {
     const size = Buffer.byteLength(text)
-    this.total += size
+    this.total += size + omittedBytes
     let rest: Buffer | undefined
     if (this.tailSize === 0 && this.headSize < this.keepBytes) {
       if (this.headSize + size <= this.keepBytes) {
@@ -106,9 +107,9 @@ export class OutputCapture {
   }
 
   /** Records a chunk; returns false once the cap is passed, so the adapter can stop the run. */
-  write(stream: OutputStream, text: string): boolean {
+  write(stream: OutputStream, text: string, omittedBytes = 0): boolean {
     const wasExceeded = this.exceeded
-    this.streams[stream].append(text)
+    this.streams[stream].append(text, omittedBytes)
     if (this.onOutput && !wasExceeded) this.onOutput(stream, text)
     return !this.exceeded
   }

@@ -17,7 +17,8 @@ import { FLAG_CANCEL, type PooledWorker, type WorkerPool } from './worker-pool'
 export interface JobOutputMessage {
   type: 'output'
   id: number
-  chunks: [OutputStream, string][]
+  /** Each chunk, and how many bytes of it were left out in the worker (only the ends of a huge write cross). */
+  chunks: [OutputStream, string, number?][]
 }
 
 export interface JobHostCallMessage {
@@ -88,7 +89,7 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
     const run = new RunController(context, { graceMs: options.killGraceMs })
     worker.attach(
       (message) => {
-        if (message.type === 'output') for (const [stream, text] of message.chunks) output.write(stream, text)
+        if (message.type === 'output') for (const [stream, text, omitted] of message.chunks) output.write(stream, text, omitted)
         else if (message.type === 'hostCall') answerHostCall(worker, context, message)
         else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session }, !message.retire)
       },
@@ -148,7 +149,7 @@ const FLUSH_BYTES = 1024
 
 /** The worker side of one job: batched output with the cap counted as it is written, and host calls. */
 export class WorkerJobChannel {
-  private batch: [OutputStream, string][] = []
+  private batch: [OutputStream, string, number?][] = []
   private batchBytes = 0
   private written = 0
   private static nextCallId = 0
@@ -162,9 +163,12 @@ export class WorkerJobChannel {
   ) {}
 
   /** Records output; returns false once the cap is passed, so the interpreter can stop. */
-  write(stream: OutputStream, text: string): boolean {
-    this.batch.push([stream, text])
-    const size = Buffer.byteLength(text)
+  write(stream: OutputStream, text: string, omittedBytes = 0): boolean {
+    // Only a head and a tail of output past the cap is ever kept: a 100 MB print crosses to the host as its ends.
+    const sent = text.length > 2 * this.outputBytes ? text.slice(0, this.outputBytes) + text.slice(-this.outputBytes) : text
+    const omitted = omittedBytes + (sent === text ? 0 : Buffer.byteLength(text) - Buffer.byteLength(sent))
+    this.batch.push(omitted ? [stream, sent, omitted] : [stream, sent])
+    const size = Buffer.byteLength(sent) + omitted
     this.batchBytes += size
     this.written += size
     if (this.batchBytes >= FLUSH_BYTES) this.flush()
