@@ -266,6 +266,9 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
         // Queued tasks (and those a crash interrupted) run from the start, not from the first task request.
         await execgate.tasks.start()
         process.stderr.write(`[execgate] serving on ${running.url}\n`)
+        // An operator's (and the soak's) way to see what the server keeps: with node --expose-gc, SIGUSR2 runs a full GC.
+        const gc = (globalThis as { gc?: () => void }).gc
+        if (gc) process.on('SIGUSR2', () => gc())
       } catch (error) {
         await execgate.dispose()
         throw error

@@ -5,12 +5,13 @@ const ROOT = path.resolve(__dirname, '..', '..')
 
 // issue 15: a short run of `npm run soak` (bench/soak.ts, built by `npm test`). The hard invariants hold as in the
 // 30-minute target: no request fails (connection errors or 5xx) and no process outlives the server. The memory
-// bounds are looser than the issue's (peak 768 MB, growth 50 MB), which the server does not meet yet (monty's native
-// heap keeps a high-water mark: docs/benchmarks.md), but they catch a return of the 4.1 GB peak that quickjs's
-// unbounded WebAssembly memory caused.
+// bounds are looser than the issue's (peak 768 MB, growth 50 MB; a 3-minute run now peaks at 371-474 MB and ends
+// within a few MB of its floor) so a busy CI machine does not fail them, yet they catch a return of what was fixed:
+// quickjs's unbounded WebAssembly memory (4.1 GB peaks), monty's native heap in the server (+250 MB for good), a
+// huge print copied whole into the host (+865 MB).
 describe('soak: mixed and hostile traffic through execgate serve', () => {
   test('a one-minute soak: 0 failed requests, 0 leftover processes, server RSS bounded', () => {
-    const run = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'bench', 'soak.js'), '--minutes', '1', '--max-peak-mb', '3000', '--max-growth-mb', '1000'], {
+    const run = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'bench', 'soak.js'), '--minutes', '1', '--max-peak-mb', '1200', '--max-growth-mb', '250'], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 170_000,
