@@ -2,11 +2,10 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { spawn, spawnSync } from 'node:child_process'
-import net from 'node:net'
 import { createExecgate } from '../src'
 import type { TaskSpec } from '../src/fabric/tasks'
 import { measure, type BenchSection, type Measurement } from './harness'
+import { redisServerInstalled, startRedisServer } from './redis-server'
 
 /**
  * Durable tasks on both stores, trivial quickjs tasks: the embedded SQLite store (a file in a temp dir, WAL), and the
@@ -25,26 +24,9 @@ function series(name: string, samples: number[], totalMs: number): Measurement {
   return { name, iterations: samples.length, p50Ms: at(50), p95Ms: at(95), meanMs: totalMs / samples.length, opsPerSec: (samples.length / totalMs) * 1000 }
 }
 
-async function startRedis(): Promise<{ url: string; stop(): void } | undefined> {
-  if (spawnSync('redis-server', ['--version']).status !== 0) return undefined
-  const port = await new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port: free } = probe.address() as net.AddressInfo
-      probe.close(() => resolve(free))
-    })
-  })
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-  for (let tries = 0; tries < 200; tries++) {
-    const up = await new Promise<boolean>((resolve) => net.connect(port, '127.0.0.1').once('connect', function (this: net.Socket) { this.destroy(); resolve(true) }).once('error', () => resolve(false)))
-    if (up) break
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill('SIGKILL') }
-}
-
 export async function run(): Promise<BenchSection> {
   const sqlite = await runOn('sqlite')
-  const redis = await startRedis()
+  const redis = redisServerInstalled() ? await startRedisServer() : undefined
   if (!redis) return { ...sqlite, notes: [...sqlite.notes!, 'redis-server is not installed (scripts/setup/redis.sh): the redis store was not measured'] }
   try {
     const distributed = await runOn('redis', redis.url)
@@ -55,7 +37,7 @@ export async function run(): Promise<BenchSection> {
       notes: [...sqlite.notes!, ...distributed.notes!],
     }
   } finally {
-    redis.stop()
+    await redis.stop()
   }
 }
 

@@ -52,23 +52,22 @@ async function runWithHostFunctions(program: InstanceType<MontyModule['Monty']>,
 
 async function run(job: MontyJob): Promise<void> {
   const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
-  const finish = channel.finish.bind(channel)
-  // A process that grew past its bound asks to be replaced: freed memory may stay with this process, not the host.
-  channel.finish = (result) => finish({ ...result, ...(!parentPort && process.memoryUsage().rss > job.recycleAboveBytes ? { retire: true } : {}) })
+  // A process that grew past its bound asks to be replaced: memory monty freed may stay with the process.
+  const retire = () => (!parentPort && process.memoryUsage().rss > job.recycleAboveBytes ? { retire: true } : {})
   const printCallback = (stream: string, text: string) => {
     if (!channel.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
   }
   try {
     const program = new monty.Monty(job.code, { scriptName: 'main.py' })
     const value = job.hostFunctions.length > 0 ? await runWithHostFunctions(program, job, channel, printCallback) : program.run({ limits: job.limits, printCallback })
-    channel.finish({ status: 'ok', value: toJsonValue(value), hostCalls: channel.hostCalls })
+    channel.finish({ status: 'ok', value: toJsonValue(value), hostCalls: channel.hostCalls, ...retire() })
   } catch (error) {
     if (channel.outputExceeded) {
-      channel.finish({ status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' }, hostCalls: channel.hostCalls })
+      channel.finish({ status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' }, hostCalls: channel.hostCalls, ...retire() })
     } else if (isFatalHostError(error)) {
-      channel.finish({ status: 'policy_violation', error: { type: 'PolicyViolation', code: error.code, message: error.message }, hostCalls: channel.hostCalls })
+      channel.finish({ status: 'policy_violation', error: { type: 'PolicyViolation', code: error.code, message: error.message }, hostCalls: channel.hostCalls, ...retire() })
     } else {
-      channel.finish({ ...mapMontyError(error), hostCalls: channel.hostCalls })
+      channel.finish({ ...mapMontyError(error), hostCalls: channel.hostCalls, ...retire() })
     }
   }
 }

@@ -40,11 +40,12 @@ export class ProcessWorker extends EventEmitter {
   private started = false
   private unrefWhenStarted = false
 
-  constructor(modulePath: string, private readonly options: ProcessWorkerOptions) {
+  /** @param directory folder of the worker module, @param name its file name without extension */
+  constructor(directory: string, name: string, readonly options: ProcessWorkerOptions) {
     super()
-    const compiled = compiledModule(modulePath)
-    const fromSource = compiled === undefined
-    this.child = fork(compiled ?? modulePath, [], {
+    const modulePath = moduleToFork(directory, name)
+    const fromSource = modulePath.endsWith('.ts')
+    this.child = fork(modulePath, [], {
       // From sources (ts-jest, ts-node) the child compiles the module the same way the thread bootstrap does.
       execArgv: fromSource ? ['-r', 'ts-node/register/transpile-only'] : [],
       env: { ...process.env, ...(fromSource ? { TS_NODE_COMPILER_OPTIONS: JSON.stringify({ module: 'commonjs' }) } : {}) },
@@ -94,11 +95,6 @@ export class ProcessWorker extends EventEmitter {
     this.child.channel?.unref()
   }
 
-  /** The child's resident memory now, in bytes. */
-  residentBytes(): number | undefined {
-    return residentBytes(this.child.pid)
-  }
-
   async terminate(): Promise<number> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode ?? 0
     const exited = new Promise<number>((resolve) => this.child.once('exit', (code) => resolve(code ?? 0)))
@@ -114,25 +110,19 @@ export class ProcessWorker extends EventEmitter {
 const ROOT = path.resolve(__dirname, '..', '..')
 
 /**
- * The compiled module to fork: beside the caller once compiled, or, when running from sources (ts-jest), its twin in
- * dist/ if that is at least as new as the source. A process started through ts-node compiles its imports first
- * (1.6 s against 0.37 s measured here), which made replacing a worker after a memory bomb slower than a run's time
- * limit; `npm test` builds dist/ before jest, so the twin is the same code.
+ * The module to fork: `<name>.js` beside the caller once compiled; from sources (ts-jest), its twin in dist/ if that
+ * is at least as new as the source, else the source itself (through ts-node). A process started through ts-node
+ * compiles its imports first (1.6 s against 0.37 s measured here), which made replacing a worker after a memory bomb
+ * slower than a run's time limit; `npm test` builds dist/ before jest, so the twin is the same code.
  */
-function compiledModule(modulePath: string): string | undefined {
-  if (!modulePath.endsWith('.ts')) return modulePath
-  const beside = modulePath.replace(/\.ts$/, '.js')
+function moduleToFork(directory: string, name: string): string {
+  const beside = path.join(directory, `${name}.js`)
   if (fs.existsSync(beside)) return beside
+  const source = path.join(directory, `${name}.ts`)
   const twin = path.join(ROOT, 'dist', path.relative(ROOT, beside))
   try {
-    return fs.statSync(twin).mtimeMs >= fs.statSync(modulePath).mtimeMs ? twin : undefined
+    return fs.statSync(twin).mtimeMs >= fs.statSync(source).mtimeMs ? twin : source
   } catch {
-    return undefined
+    return source
   }
-}
-
-/** The path of a worker module beside the caller, `.ts` from sources, `.js` once compiled. */
-export function workerModulePath(directory: string, name: string): string {
-  const compiled = path.join(directory, `${name}.js`)
-  return fs.existsSync(compiled) ? compiled : path.join(directory, `${name}.ts`)
 }

@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads'
-import { ProcessWorker, workerModulePath } from './process-worker'
+import { ProcessWorker } from './process-worker'
 import { startWorker } from './worker-script'
 
 /** Where a pool's workers run: threads of the host, or child processes with a memory bound (native interpreters). */
@@ -34,7 +34,7 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
     // A child process cannot share the cancel flag: it is stopped by killing it past the grace instead.
     this.worker =
       kind.kind === 'process'
-        ? new ProcessWorker(workerModulePath(directory, name), { maxRssBytes: kind.maxRssBytes })
+        ? new ProcessWorker(directory, name, { maxRssBytes: kind.maxRssBytes })
         : startWorker(directory, name, { workerData: { flags: this.flags.buffer }, stdout: false, stderr: false })
     this.worker.unref()
     this.ready = new Promise((resolve, reject) => {
@@ -52,7 +52,7 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
     this.worker.once('exit', (code: number) => {
       this.exited = true
       if (this.worker instanceof ProcessWorker && this.worker.memoryExceeded) {
-        const reason = `the ${label} worker process passed its memory bound (${Math.round(kind.kind === 'process' ? kind.maxRssBytes / 2 ** 20 : 0)} MiB resident) and was stopped`
+        const reason = `the ${label} worker process passed its memory bound (${Math.round(this.worker.options.maxRssBytes / 2 ** 20)} MiB resident) and was stopped`
         this.failure?.(reason, 'memory_limit')
         onExit(this, reason)
         return

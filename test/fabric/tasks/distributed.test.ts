@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import os from 'node:os'
 import path from 'node:path'
 import type { Task, TaskEvent } from '../../../src/fabric/tasks'
-import { redisServerInstalled, startRedisServer, type RedisServer } from './redis-server'
+import { redisServerInstalled, startRedisServer, type RedisServer } from '../../../bench/redis-server'
 
 /**
  * The distributed store as a deployment runs it: a real redis-server, `execgate serve` accepting tasks (running none

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { createExecgate, type Execgate } from '../../../src'
 import { Redis } from 'ioredis'
 import { RedisTaskStore, SqliteTaskStore, SQLITE_FILE_NAME, createTaskService, type Task, type TaskServiceOptions, type TaskStore } from '../../../src/fabric/tasks'
-import { redisServerInstalled, startRedisServer, type RedisServer } from './redis-server'
+import { redisServerInstalled, startRedisServer, type RedisServer } from '../../../bench/redis-server'
 
 /**
  * Durable tasks end to end, one suite for both stores: the embedded one (a real SQLite file in a temp dir) and the

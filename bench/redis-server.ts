@@ -4,7 +4,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 
-/** A real redis-server (Debian's, installed by scripts/setup/redis.sh) on a free loopback port, for one test file. */
+/** A real redis-server (Debian's, installed by scripts/setup/redis.sh) on a free loopback port, for a test file or a bench. */
 export interface RedisServer {
   url: string
   port: number
