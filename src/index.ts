@@ -30,12 +30,12 @@ export { createContainer, type ContainerOptions } from './container'
 export type { AdmissionStatus, AdapterAdmissionStatus } from './execution/admission/admission-controller'
 export * as tokens from './tokens'
 export { adapterToken } from './tokens'
-export type { ExecuteOptions, ExecutionService } from './execution/types'
+export type { ExecuteOptions, ExecutionService, RunProvenance } from './execution/types'
 export type { Router, RouteDecision, RouteHints } from './routing/router'
 export type { Logger } from './observability/logger'
 export type { ReadinessMonitor } from './readiness/readiness-monitor'
 export * from './workspace'
-export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy } from './fabric/tasks'
+export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {

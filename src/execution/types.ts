@@ -29,6 +29,18 @@ export interface ExecuteOptions {
   latencyBudgetMs?: number
   /** Who the run is for, for admission's per-tenant lane and quotas (`admission.tenants`); the HTTP API sets it. */
   tenant?: string
+  /** What the run belongs to (a task's attempt, a plan's step), for the ledger's provenance record. */
+  provenance?: RunProvenance
+}
+
+/** Where a run sits in the fabric: set by the task scheduler (task, attempt) and the plan engine (plan, version, step). */
+export interface RunProvenance {
+  taskId?: string
+  /** The task's attempt, 1 for the first run. */
+  attempt?: number
+  planId?: string
+  planVersion?: number
+  stepId?: string
 }
 
 /** Runs requests end to end (the eight steps of docs/architecture.md). `execute` never rejects. Bound to the `ExecutionService` token. */

@@ -41,6 +41,11 @@ export const TASK_SPEC_SCHEMA = {
     },
     idempotencyKey: { type: 'string', minLength: 1, maxLength: 256 },
     lane: { enum: ['interactive', 'batch'] },
+    provenance: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { planId: { type: 'string', pattern: ID_PATTERN }, planVersion: { type: 'integer', minimum: 1 }, stepId: { type: 'string', pattern: ID_PATTERN } },
+    },
   },
 } as const
 

@@ -85,6 +85,7 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
       notBefore: 0,
       reason: 'submitted',
       ...(submitter.profile ? { profile: submitter.profile } : {}),
+      ...(spec.provenance ? { provenance: { ...spec.provenance } } : {}),
       createdAt: at,
       updatedAt: at,
     } satisfies Task

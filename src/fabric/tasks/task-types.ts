@@ -80,6 +80,15 @@ export interface TaskSpec {
   idempotencyKey?: string
   /** @default 'batch' */
   lane?: TaskLane
+  /** The plan step this task runs (set by the plan engine), carried into every run's provenance. */
+  provenance?: TaskProvenance
+}
+
+/** What a task belongs to beyond itself: a plan's step. */
+export interface TaskProvenance {
+  planId?: string
+  planVersion?: number
+  stepId?: string
 }
 
 /** One entry of a task's ordered action log: every transition, with its time and reason. */
@@ -126,6 +135,7 @@ export interface Task {
   outputFiles?: WorkspaceFile[]
   /** The policy profile of the submitter (a tenant's), used for every run. */
   profile?: string
+  provenance?: TaskProvenance
   createdAt: string
   updatedAt: string
 }
