@@ -3,8 +3,11 @@ import type {
   Availability,
   ExecutionRequest,
   ExecutionResult,
+  Lane,
   Language,
+  RunProvenance,
   SecurityPolicy,
+  Tier,
   ValidationReport,
   WorkspaceFile,
 } from './types'
@@ -105,9 +108,33 @@ export interface AdapterRegistry {
 }
 
 /**
- * An observer of finished executions (logs, metrics, a ledger). Every class bound to the `ExecutionListener`
- * token hears every result, including ones bound after start-up; a listener that throws is logged and skipped.
+ * What the service knows of a finished run beyond its request and result: who it was for, under which rules, and
+ * when. Nothing in it is a secret or an environment value (the artifact ledger records it).
+ */
+export interface RunInfo {
+  /** The run's id, as in `result.runId`. */
+  readonly runId: string
+  /** `ExecuteOptions.tenant`; undefined for the library's own calls. */
+  readonly tenant?: string
+  readonly agentType?: string
+  /** The lane it was admitted in (absent when it never reached admission). */
+  readonly lane?: Lane
+  /** The resolved policy it ran under; absent when the request was refused before the policy was resolved. */
+  readonly policy?: SecurityPolicy
+  /** The task, attempt, plan, version and step it belongs to. */
+  readonly provenance?: RunProvenance
+  /** Tier of the adapter that answered, when an adapter did. */
+  readonly tier?: Tier
+  /** Epoch ms when the service received the request, and when the result was ready. */
+  readonly startedAt: number
+  readonly endedAt: number
+}
+
+/**
+ * An observer of finished executions (logs, metrics, the artifact ledger). Every class bound to the
+ * `ExecutionListener` token hears every result, including ones bound after start-up; a listener that throws is
+ * logged and skipped. Listeners run on the result's path: they must be cheap and must not keep the caller waiting.
  */
 export interface ExecutionListener {
-  onResult(result: ExecutionResult, request: ExecutionRequest): void
+  onResult(result: ExecutionResult, request: ExecutionRequest, run: RunInfo): void
 }
