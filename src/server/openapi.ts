@@ -1,5 +1,6 @@
 import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
 import { EXECGATE_VERSION } from './version'
+import { LEDGER_OPENAPI_PATHS } from './ledger-routes'
 
 const errorBody = {
   type: 'object',
@@ -49,6 +50,7 @@ export function openApiDocument(): object {
       '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: '{ status: up }' } } } },
       '/readyz': { get: { summary: 'The embedded adapters are warm and at least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },
+      ...LEDGER_OPENAPI_PATHS,
       '/mcp': { post: { summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages', responses: { '200': { description: 'JSON-RPC response' } } } },
     },
   }
