@@ -125,6 +125,11 @@ export interface RunInfo {
   readonly provenance?: RunProvenance
   /** Tier of the adapter that answered, when an adapter did. */
   readonly tier?: Tier
+  /**
+   * Workspace files the run read that neither its request brought nor it wrote first: a stable layer's, a session's
+   * earlier calls'. Inputs, like the request's `files`.
+   */
+  readonly workspaceReads?: readonly { readonly path: string; readonly content: Uint8Array }[]
   /** Epoch ms when the service received the request, and when the result was ready. */
   readonly startedAt: number
   readonly endedAt: number

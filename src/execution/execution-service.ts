@@ -61,6 +61,8 @@ const SERVICE = 'execgate'
 /** What `run` learns on the way that the listeners' RunInfo reports (the policy is resolved inside it). */
 interface ResolvedRun {
   policy?: SecurityPolicy
+  /** What the run (its last adapter's) read from its workspace that it had not written. */
+  workspaceReads?: { path: string; content: Buffer }[]
 }
 
 /** The steps of one execution (docs/architecture.md) for one request. Never rejects: every outcome, including our own bugs, is a result. */
@@ -108,6 +110,7 @@ export class DefaultExecutionService implements ExecutionService {
       ...(result.admission ? { lane: result.admission.lane } : {}),
       ...(resolved.policy ? { policy: resolved.policy } : {}),
       ...(options.provenance ? { provenance: options.provenance } : {}),
+      ...(resolved.workspaceReads?.length ? { workspaceReads: resolved.workspaceReads } : {}),
       ...(result.adapter !== SERVICE ? { tier: this.options.registry.get(result.adapter)?.capabilities.tier } : {}),
     }
     for (const listener of listeners) {
@@ -171,7 +174,7 @@ export class DefaultExecutionService implements ExecutionService {
       const ticket = await this.admit(adapter, request, policy, options, started)
       if ('status' in ticket) return ticket
       router.dispatched?.(adapter.name)
-      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt).catch((error: unknown) => {
+      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt, resolved).catch((error: unknown) => {
         ticket.release(0)
         throw error
       })
@@ -180,7 +183,7 @@ export class DefaultExecutionService implements ExecutionService {
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
-      const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started) })
+      const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved) })
       if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
       const next = this.options.router.fallback?.(request, policy, tried)
@@ -213,6 +216,7 @@ export class DefaultExecutionService implements ExecutionService {
     options: ExecuteOptions,
     traceId: string,
     started: number,
+    resolved: ResolvedRun,
   ): Promise<ExecutionResult> {
     const callerSignal = options.signal
     if (callerSignal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
@@ -279,7 +283,9 @@ export class DefaultExecutionService implements ExecutionService {
       callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
       void this.invoke(adapter, request, context).then(settle)
     })
-    return this.normalise(await host.finish(result), adapter, policy)
+    const finished = await host.finish(result)
+    resolved.workspaceReads = host.reads()
+    return this.normalise(finished, adapter, policy)
   }
 
   private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {

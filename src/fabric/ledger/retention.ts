@@ -1,4 +1,5 @@
 import { parseBody } from './chain'
+import { linksOf } from './entry-links'
 import type { BlobStore } from './blob-store'
 import type { LedgerRecordStore } from './record-store'
 import type { ChainPoint } from './types'
@@ -17,9 +18,26 @@ export interface RetentionReport {
 }
 
 const DAY_MS = 86_400_000
-/** Records removed at a time under the size limit, before the tenant's bytes are counted again. */
-const SIZE_STEP = 10
 const PAGE = 1000
+
+/**
+ * The seq through which the oldest records (after `after`) reference at least `excess` bytes. Counted per record, an
+ * artifact shared by kept records is counted though removing these would not free it: so this never removes more
+ * than needed, and the caller counts the tenant's bytes again and goes on while still over.
+ */
+async function oldestCovering(store: LedgerRecordStore, tenant: string, after: number, excess: number): Promise<number> {
+  let counted = 0
+  for (let from = after; ; ) {
+    const records = await store.page(tenant, from, PAGE)
+    for (const record of records) {
+      const distinct = new Map(linksOf(parseBody(record).entry).map((link) => [link.sha256, link.size]))
+      for (const size of distinct.values()) counted += size
+      if (counted >= excess) return record.seq
+    }
+    if (records.length < PAGE) return records.length ? records[records.length - 1]!.seq : from
+    from = records[records.length - 1]!.seq
+  }
+}
 
 /**
  * Applies the policy to each tenant's chain: only ever a prefix of it (the oldest records), so what is kept still
@@ -49,10 +67,10 @@ export async function applyRetention(store: LedgerRecordStore, blobs: BlobStore,
       if (through > start) for (const sha of await store.removeThrough(tenant, through)) candidates.add(sha)
     }
     if (policy.maxBytesPerTenant > 0) {
-      while ((await store.tenantBytes(tenant)) > policy.maxBytesPerTenant) {
-        const oldest = await store.page(tenant, through, SIZE_STEP)
-        if (oldest.length === 0) break
-        through = oldest[oldest.length - 1]!.seq
+      for (let bytes = await store.tenantBytes(tenant); bytes > policy.maxBytesPerTenant; bytes = await store.tenantBytes(tenant)) {
+        const cut = await oldestCovering(store, tenant, through, bytes - policy.maxBytesPerTenant)
+        if (cut === through) break
+        through = cut
         for (const sha of await store.removeThrough(tenant, through)) candidates.add(sha)
       }
     }

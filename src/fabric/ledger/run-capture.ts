@@ -128,7 +128,10 @@ export function describeRun(captured: CapturedRun, settings: { tenant: string; e
   const blobs = new Map<string, BlobWrite>()
   const { run } = captured
   const provenance = run.provenance ?? {}
-  const inputs = captured.inputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs))
+  const inputs = [
+    ...captured.inputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
+    ...(run.workspaceReads ?? []).map((file) => artifact(file.path, Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength), mediaTypeOf(file.path), blobs)),
+  ]
   const outputs = captured.outputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs))
   const code = artifact('code', Buffer.from(captured.code), codeMediaType(captured.language), blobs)
   const stdout = stream('stdout', captured.stdout, settings.outputThresholdBytes, blobs)

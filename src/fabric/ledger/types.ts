@@ -67,7 +67,7 @@ export interface RunRecord {
   cpuMs?: number
   /** Peak memory, where the adapter reports it (`result.usage.memoryBytes`). */
   peakMemoryBytes?: number
-  /** The request's files. */
+  /** The request's files, then the workspace files it read without writing them first (a stable layer's, a session's). */
   inputs: ArtifactRef[]
   /** The files the run wrote (`result.files`). */
   outputs: ArtifactRef[]
