@@ -3,7 +3,7 @@ import path from 'node:path'
 import { chainRecord, GENESIS } from './chain'
 import { linksOf } from './entry-links'
 import type { LedgerRecordStore } from './record-store'
-import { GENERATED_ROLES, type ArtifactLink, type ChainPoint, type LinkRole, type RecordDraft, type StoredRecord } from './types'
+import { GENERATED_ROLES, type ArtifactLink, type ChainPoint, type LinkRole, type RecordBody, type RecordDraft, type StoredRecord } from './types'
 
 /**
  * The embedded record store: `ledger.sqlite` beside the task store's `tasks.sqlite` in `fabric.dataDir` (a sibling
@@ -44,18 +44,16 @@ CREATE TABLE IF NOT EXISTS ledger_records (
 CREATE UNIQUE INDEX IF NOT EXISTS ledger_records_seq ON ledger_records (tenant, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS ledger_records_id ON ledger_records (tenant, id);
 CREATE TABLE IF NOT EXISTS ledger_links (
-  tenant TEXT NOT NULL,
-  seq INTEGER NOT NULL,
   sha256 TEXT NOT NULL,
+  tenant TEXT NOT NULL,
   direction TEXT NOT NULL,
+  seq INTEGER NOT NULL,
   role TEXT NOT NULL,
   path TEXT NOT NULL,
   size INTEGER NOT NULL,
-  media_type TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS ledger_links_artifact ON ledger_links (tenant, sha256, direction);
-CREATE INDEX IF NOT EXISTS ledger_links_record ON ledger_links (tenant, seq);
-CREATE INDEX IF NOT EXISTS ledger_links_blob ON ledger_links (sha256);
+  media_type TEXT NOT NULL,
+  PRIMARY KEY (sha256, tenant, direction, seq, role, path)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ledger_chains (
   tenant TEXT PRIMARY KEY,
   head_seq INTEGER,
@@ -88,6 +86,7 @@ interface LinkRow {
 
 const toRecord = (row: RecordRow): StoredRecord => ({ tenant: row.tenant, seq: row.seq, id: row.id, hash: row.hash, body: row.body })
 const direction = (role: LinkRole) => (GENERATED_ROLES.includes(role) ? 'generated' : 'used')
+const REMOVE_CHUNK = 1000
 /** SQLite's default limit on bound parameters is far above this; chunks keep each IN list small. */
 const IN_CHUNK = 500
 
@@ -108,7 +107,7 @@ export class SqliteLedgerStore implements LedgerRecordStore {
   private readonly db: Database
   private readonly statements: Record<'insert' | 'link' | 'byId' | 'page' | 'chain' | 'setHead' | 'artifact' | 'referenced' | 'tenantBytes' | 'tenants', Statement>
   private readonly appendAll: Transaction<[readonly RecordDraft[]], StoredRecord[]>
-  private readonly removeAll: Transaction<[string, number], string[]>
+  private readonly removeAll: Transaction<[string, number, number], string[]>
 
   constructor(options: SqliteLedgerStoreOptions) {
     if (options.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(options.file)), { recursive: true })
@@ -118,17 +117,19 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     this.db.pragma('journal_mode = WAL')
     this.db.pragma('synchronous = NORMAL')
     this.db.pragma('busy_timeout = 5000')
+    // Links are keyed by digest, so appends touch pages all over that index: a larger cache keeps them in memory.
+    this.db.pragma('cache_size = -16000')
     this.db.exec(SCHEMA)
     const prepare = (sql: string) => this.db.prepare(sql)
     this.statements = {
-      insert: prepare('INSERT INTO ledger_records (tenant, seq, id, recorded_at, hash, body) VALUES (?, ?, ?, ?, ?, ?)'),
-      link: prepare('INSERT INTO ledger_links (tenant, seq, sha256, direction, role, path, size, media_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      insert: prepare('INSERT INTO ledger_records (tenant, seq, id, recorded_at, hash, body) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING'),
+      link: prepare('INSERT OR IGNORE INTO ledger_links (tenant, seq, sha256, direction, role, path, size, media_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
       byId: prepare('SELECT tenant, seq, id, hash, body FROM ledger_records WHERE tenant = ? AND id = ?'),
       page: prepare('SELECT tenant, seq, id, hash, body FROM ledger_records WHERE tenant = ? AND seq > ? ORDER BY seq LIMIT ?'),
       chain: prepare('SELECT head_seq, head_hash, checkpoint_seq, checkpoint_hash FROM ledger_chains WHERE tenant = ?'),
       setHead: prepare(`INSERT INTO ledger_chains (tenant, head_seq, head_hash) VALUES (?, ?, ?)
         ON CONFLICT (tenant) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash`),
-      artifact: prepare('SELECT sha256, role, path, size, media_type FROM ledger_links WHERE tenant = ? AND sha256 = ? LIMIT 1'),
+      artifact: prepare('SELECT sha256, role, path, size, media_type FROM ledger_links WHERE sha256 = ? AND tenant = ? LIMIT 1'),
       referenced: prepare('SELECT 1 FROM ledger_links WHERE sha256 = ? LIMIT 1'),
       tenantBytes: prepare('SELECT COALESCE(SUM(size), 0) AS bytes FROM (SELECT MAX(size) AS size FROM ledger_links WHERE tenant = ? GROUP BY sha256)'),
       tenants: prepare('SELECT tenant FROM ledger_chains ORDER BY tenant'),
@@ -136,11 +137,12 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     this.appendAll = this.db.transaction((drafts: readonly RecordDraft[]) => {
       const heads = new Map<string, ChainPoint>()
       return drafts.map((draft) => {
-        const existing = this.statements.byId.get(draft.tenant, draft.id) as RecordRow | undefined
-        if (existing) return toRecord(existing)
         const previous = heads.get(draft.tenant) ?? this.tip(draft.tenant)
         const record = chainRecord(draft, previous)
-        this.statements.insert.run(record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body)
+        // The (tenant, id) unique index turns a second append of the same id into nothing: the first one stands.
+        if (this.statements.insert.run(record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body).changes === 0) {
+          return toRecord(this.statements.byId.get(draft.tenant, draft.id) as RecordRow)
+        }
         for (const link of linksOf(draft.entry)) {
           this.statements.link.run(record.tenant, record.seq, link.sha256, direction(link.role), link.role, link.path, link.size, link.mediaType)
         }
@@ -149,14 +151,21 @@ export class SqliteLedgerStore implements LedgerRecordStore {
         return record
       })
     })
-    this.removeAll = this.db.transaction((tenant: string, seq: number) => {
-      const last = this.db.prepare('SELECT hash FROM ledger_records WHERE tenant = ? AND seq = ?').get(tenant, seq) as { hash: string } | undefined
+    const unlink = prepare('DELETE FROM ledger_links WHERE sha256 = ? AND tenant = ? AND direction = ? AND seq = ? AND role = ? AND path = ?')
+    this.removeAll = this.db.transaction((tenant: string, from: number, through: number) => {
+      const rows = this.db.prepare('SELECT seq, hash, body FROM ledger_records WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq').all(tenant, from, through) as { seq: number; hash: string; body: string }[]
+      const shas = new Set<string>()
+      for (const row of rows) {
+        for (const link of linksOf((JSON.parse(row.body) as RecordBody).entry)) {
+          unlink.run(link.sha256, tenant, direction(link.role), row.seq, link.role, link.path)
+          shas.add(link.sha256)
+        }
+      }
+      const last = rows[rows.length - 1]
       if (!last) return []
-      const shas = (this.db.prepare('SELECT DISTINCT sha256 FROM ledger_links WHERE tenant = ? AND seq <= ?').all(tenant, seq) as { sha256: string }[]).map((row) => row.sha256)
-      this.db.prepare('DELETE FROM ledger_links WHERE tenant = ? AND seq <= ?').run(tenant, seq)
-      this.db.prepare('DELETE FROM ledger_records WHERE tenant = ? AND seq <= ?').run(tenant, seq)
-      this.db.prepare('UPDATE ledger_chains SET checkpoint_seq = ?, checkpoint_hash = ? WHERE tenant = ?').run(seq, last.hash, tenant)
-      return shas
+      this.db.prepare('DELETE FROM ledger_records WHERE tenant = ? AND seq >= ? AND seq <= ?').run(tenant, from, through)
+      this.db.prepare('UPDATE ledger_chains SET checkpoint_seq = ?, checkpoint_hash = ? WHERE tenant = ?').run(last.seq, last.hash, tenant)
+      return [...shas]
     })
   }
 
@@ -190,14 +199,16 @@ export class SqliteLedgerStore implements LedgerRecordStore {
   async linkedSeqs(tenant: string, sha256s: readonly string[], linkDirection: 'used' | 'generated'): Promise<number[]> {
     const seqs = new Set<number>()
     for (const part of chunks(sha256s)) {
-      const rows = this.db.prepare(`SELECT DISTINCT seq FROM ledger_links WHERE tenant = ? AND direction = ? AND sha256 IN (${part.map(() => '?').join(',')})`).all(tenant, linkDirection, ...part) as { seq: number }[]
+      // No DISTINCT: with it SQLite's planner once chose to walk every link of the tenant (126 ms among 100,000
+      // records, against 0.1 ms by digest); the Set removes duplicates.
+      const rows = this.db.prepare(`SELECT seq FROM ledger_links WHERE sha256 IN (${part.map(() => '?').join(',')}) AND tenant = ? AND direction = ?`).all(...part, tenant, linkDirection) as { seq: number }[]
       for (const row of rows) seqs.add(row.seq)
     }
     return [...seqs].sort((a, b) => a - b)
   }
 
   async artifact(tenant: string, sha256: string): Promise<ArtifactLink | undefined> {
-    const row = this.statements.artifact.get(tenant, sha256) as LinkRow | undefined
+    const row = this.statements.artifact.get(sha256, tenant) as LinkRow | undefined
     return row && { sha256: row.sha256, role: row.role, path: row.path, size: row.size, mediaType: row.media_type }
   }
 
@@ -216,7 +227,12 @@ export class SqliteLedgerStore implements LedgerRecordStore {
   }
 
   async removeThrough(tenant: string, seq: number): Promise<string[]> {
-    return this.removeAll.immediate(tenant, seq)
+    const shas = new Set<string>()
+    // A thousand records per transaction: the checkpoint moves with each, so the chain verifies between them too.
+    for (let from = ((await this.checkpoint(tenant))?.seq ?? 0) + 1; from <= seq; from += REMOVE_CHUNK) {
+      for (const sha of this.removeAll.immediate(tenant, from, Math.min(seq, from + REMOVE_CHUNK - 1))) shas.add(sha)
+    }
+    return [...shas]
   }
 
   async referenced(sha256: string): Promise<boolean> {
