@@ -201,8 +201,10 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     }
     this.pending.push({ kind: 'plan', tenant, entry, bytes })
     await this.flush()
+    // Recorded before (a retry of the merge)? The first record stands, and is what is answered.
     const stored = await this.open().records.byId(tenant, planVersionId(input.planId, input.version))
-    return { id: planVersionId(input.planId, input.version), seq: stored?.seq ?? 0, document }
+    const recorded = stored ? parseBody(stored).entry : undefined
+    return { id: planVersionId(input.planId, input.version), seq: stored?.seq ?? 0, document: recorded?.kind === 'plan_version' ? recorded.document : document }
   }
 
   async provenance(runId: string, caller: LedgerCaller = {}): Promise<ProvDocument> {
