@@ -197,3 +197,34 @@ describe.each(kinds)('%s ledger store', (kind) => {
     await other.close()
   })
 })
+
+const withRedis = redisServerInstalled() ? describe : describe.skip
+withRedis('a deployment on the redis fabric', () => {
+  let redis: RedisServer
+  let dataDir: string
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-ledger-redis-'))
+  })
+  afterAll(async () => {
+    await redis.stop()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  test('records every node\'s runs in the one Redis (fabric.ledger.store auto), where any node reads them', async () => {
+    const { createExecgate } = await import('../../../src')
+    const env = { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_STORE: 'redis', EXECGATE_FABRIC_REDIS_URL: redis.url, EXECGATE_FABRIC_DATA_DIR: dataDir }
+    const [nodeA, nodeB] = await Promise.all([createExecgate({ env }), createExecgate({ env })])
+    try {
+      const ranOnA = await nodeA.execute({ language: 'javascript', code: '6 * 7' }, { tenant: 'acme' })
+      const ranOnB = await nodeB.execute({ language: 'javascript', code: '6 * 7' }, { tenant: 'acme' })
+      await nodeA.ledger.flush()
+      expect((await nodeB.ledger.record(ranOnA.runId!, { tenant: 'acme' })).seq).toBe(1)
+      expect((await nodeA.ledger.record(ranOnB.runId!, { tenant: 'acme' })).seq).toBe(2)
+      expect(await nodeA.ledger.verify({ tenant: 'acme' })).toMatchObject({ ok: true, records: 2 })
+      expect(fs.existsSync(path.join(dataDir, 'ledger.sqlite'))).toBe(false)
+    } finally {
+      await Promise.all([nodeA.dispose(), nodeB.dispose()])
+    }
+  })
+})
