@@ -197,7 +197,7 @@ export interface ExecgateConfig {
     leaseMs: number
     /** Whether `execgate serve` runs tasks too, or only accepts them for workers. @default true @env EXECGATE_FABRIC_SERVE_RUNS_TASKS */
     serveRunsTasks: boolean
-    /** Folder of the embedded store's file (`tasks.sqlite`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
+    /** Folder of the embedded stores (`tasks.sqlite`, `ledger.sqlite`, the ledger's `blobs/`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
     dataDir: string
     /** Tasks one process runs at once. @default 4 @env EXECGATE_FABRIC_CONCURRENCY */
     concurrency: number
@@ -311,7 +311,7 @@ export const CONFIG_SCHEMA = {
     redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
     leaseMs: { doc: "A worker's lease on a run before it counts as lost (ms)", format: formats.positiveInt, default: 30000 },
     serveRunsTasks: { doc: 'Whether execgate serve runs tasks too', format: Boolean, default: true },
-    dataDir: { doc: 'Folder of the embedded task store', format: String, default: '.execgate' },
+    dataDir: { doc: 'Folder of the embedded task store and artifact ledger', format: String, default: '.execgate' },
     concurrency: { doc: 'Tasks one process runs at once', format: formats.positiveInt, default: 4 },
     ledger: LEDGER_SCHEMA,
     s3: S3_SCHEMA,
