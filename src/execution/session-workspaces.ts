@@ -13,7 +13,7 @@ export class SessionWorkspaces {
   private readonly byId = new Map<string, { workspace: ReturnType<SessionWorkspaceFactory>; lastUsed: number }>()
 
   constructor(
-    private readonly limits: WorkspaceLimits,
+    limits: WorkspaceLimits,
     private readonly ttlMs: number,
     private readonly maxSessions: number,
     private readonly create: SessionWorkspaceFactory = () => new MemoryWorkspace(limits),
