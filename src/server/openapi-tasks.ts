@@ -22,12 +22,13 @@ export const TASK_PATHS = {
       responses: { '201': task('the task, PENDING'), '400': errorOf('invalid task') },
     },
     get: {
-      summary: "The caller's tasks, newest first",
+      summary: "The caller's tasks, in submission order or newest first",
       parameters: [
         { name: 'state', in: 'query', schema: { enum: [...TASK_STATES] } },
         { name: 'intentId', in: 'query', schema: { type: 'string' } },
         { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } },
         { name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'the nextCursor of the previous page' },
+        { name: 'order', in: 'query', schema: { enum: ['oldest', 'newest'] }, description: 'submission order (default) or newest first' },
       ],
       responses: { '200': { description: '{ tasks, nextCursor? }' }, '400': errorOf('a bad filter') },
     },

@@ -6,6 +6,8 @@ import type { ContainerModule } from 'inversify'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { createExecgate, type Execgate } from '../../src'
 import { serve, type RunningServer } from '../../src/server/serve'
+// Functions passed to page.evaluate run in the browser; the project's type library has no DOM, so their globals are declared here.
+declare const sessionStorage: any
 
 /**
  * The console's end-to-end fixture: a real execgate served by `serve` on a loopback port with API keys, and Debian's

@@ -2,6 +2,8 @@ import type { Page } from 'playwright-core'
 import { createLogger } from '../../src/observability/logger'
 import { buildServer } from '../../src/server/app'
 import { ACME, screenshots, startConsole, undocumentedRequests, type ConsoleFixture } from './harness'
+// Functions passed to page.evaluate run in the browser; the project's type library has no DOM, so their globals are declared here.
+declare const document: any, sessionStorage: any, localStorage: any, getComputedStyle: any
 
 /** The console's sign-in and Run page in headless Chromium, against a real server with API keys. */
 
@@ -23,8 +25,8 @@ async function openRun(): Promise<Page> {
 /** What the focused element is called: its label, else its text. */
 const focusedName = (page: Page) =>
   page.evaluate(() => {
-    const element = document.activeElement as HTMLElement & { labels?: NodeListOf<HTMLLabelElement> }
-    return (element.labels?.[0]?.textContent ?? element.textContent ?? '').trim()
+    const element = document.activeElement
+    return String(element.labels?.[0]?.textContent ?? element.textContent ?? '').trim()
   })
 
 describe('signing in', () => {
@@ -109,7 +111,7 @@ describe('the Run page', () => {
     expect(await page.getAttribute('.gutter-line[data-line="2"]', 'class')).toContain('has-finding')
     expect(await page.getAttribute('.gutter-line[data-line="1"]', 'class')).not.toContain('has-finding')
     await finding.locator('button').click()
-    expect(await page.evaluate(() => (document.activeElement as HTMLTextAreaElement).selectionStart)).toBe('const total = 6 * 7\n'.length + 11)
+    expect(await page.evaluate(() => document.activeElement.selectionStart)).toBe('const total = 6 * 7\n'.length + 11)
     await screenshots(page, 'run-findings')
     await page.click('button[type=submit]')
     await page.locator('.result[data-status=policy_violation]').waitFor()

@@ -22,7 +22,7 @@ export function TasksPage({ api }: PageProps) {
   const [typedIntent, setTypedIntent] = useState(remembered.intentId)
   const [limit, setLimit] = useState(PAGE_SIZE)
   Object.assign(remembered, { state, intentId })
-  const query = new URLSearchParams({ limit: String(limit), ...(state ? { state } : {}), ...(intentId ? { intentId } : {}) })
+  const query = new URLSearchParams({ order: 'newest', limit: String(limit), ...(state ? { state } : {}), ...(intentId ? { intentId } : {}) })
   const live = usePolling((signal) => api.get<{ tasks: Task[]; nextCursor?: string }>(`/v1/tasks?${query}`, { signal }), REFRESH_MS, [api, query.toString()])
   const page = live.data
 
@@ -55,7 +55,7 @@ export function TasksPage({ api }: PageProps) {
                 <thead><tr><th scope="col">Task</th><th scope="col">State</th><th scope="col">Intent</th><th scope="col">Language</th><th scope="col">Lane</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col">Updated</th><th scope="col">Reason</th></tr></thead>
                 <tbody>
                   ${page.tasks.map((task) => html`<tr data-task=${task.id} data-state=${task.state}>
-                    <th scope="row"><a href=${href(`tasks/${task.id}`)}><code>${task.id.length > 13 ? `${task.id.slice(0, 8)}…` : task.id}</code></a></th>
+                    <th scope="row"><a href=${href(`tasks/${task.id}`)} title=${task.id} aria-label=${`Task ${task.id}`}><code>${task.id.length > 13 ? `${task.id.slice(0, 8)}…` : task.id}</code></a></th>
                     <td><${Badge} value=${task.state} /></td>
                     <td>${task.intentId ?? html`<span class="muted">—</span>`}</td>
                     <td>${task.request.language}${task.request.adapter ? html` <span class="muted">on ${task.request.adapter}</span>` : null}</td>
