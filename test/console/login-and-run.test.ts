@@ -55,15 +55,22 @@ describe('signing in', () => {
   })
 
   test('first render: the sign-in form, and the Run page with its data (measured, not asserted)', async () => {
+    // Each sample is a fresh browser context (no cache): navigation start to the page usable, by the page's own clock.
     const timing = async (key: string | undefined, selector: string) => {
-      const page = await fixture.open({ key })
-      await page.locator(selector).first().waitFor({ state: 'attached' })
-      return page.evaluate(() => ({ usableMs: Math.round(performance.now()), firstContentfulPaintMs: Math.round(performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1) }))
+      const samples: { usable: number; fromRequest: number }[] = []
+      for (let sample = 0; sample < 5; sample++) {
+        const page = await fixture.open({ key })
+        await page.locator(selector).first().waitFor({ state: 'attached' })
+        // fromRequest leaves out the browser's own start of a navigation (a new renderer process for a new context).
+        samples.push(await page.evaluate(() => ({ usable: Math.round(performance.now()), fromRequest: Math.round(performance.now() - (performance as any).getEntriesByType('navigation')[0].requestStart) })))
+      }
+      const median = (values: number[]) => values.sort((a, b) => a - b)[2]
+      return `${samples.map((item) => item.usable).join(', ')} ms (median ${median(samples.map((item) => item.usable))}; from the request for the page: median ${median(samples.map((item) => item.fromRequest))})`
     }
     const login = await timing(undefined, '#api-key')
     const run = await timing(ACME, '#run-language option')
-    console.log(`[console] first render: sign-in form usable at ${login.usableMs} ms (FCP ${login.firstContentfulPaintMs} ms); Run page with languages and adapters loaded at ${run.usableMs} ms (FCP ${run.firstContentfulPaintMs} ms)`)
-    expect(run.usableMs).toBeGreaterThan(0)
+    console.log(`[console] first render, 5 cold loads each, navigation start to usable: sign-in form ${login}; Run page with its languages and adapters loaded ${run}`)
+    expect(run).toContain('median')
   })
 
   test('an open server (no API keys, loopback only) needs no sign-in', async () => {
@@ -87,7 +94,7 @@ describe('the Run page', () => {
     const page = await openRun()
     await page.selectOption('#run-language', 'bash')
     await page.selectOption('#run-adapter', 'process')
-    await page.fill('#run-code', 'echo "line 1"; sleep 1.5; echo "line 2"')
+    await page.fill('#run-code', 'echo "line 1"\nsleep 1.5\necho "line 2"')
     await page.click('button[type=submit]')
     await page.waitForFunction(() => document.querySelector('[data-testid=run-output]')?.textContent?.includes('line 1'))
     // Seen before the program ended: the result (and line 2) come 1.5 s later.
