@@ -14,7 +14,9 @@ type Auth = { state: 'checking' } | { state: 'login'; message?: string } | { sta
  * if so, then shows the navigation and the page of the hash route.
  */
 export function App() {
-  const [auth, setAuth] = useState<Auth>({ state: 'checking' })
+  // A key from earlier in this tab's session is used at once (no round trip first): if the server refuses it, the
+  // page's first request brings the sign-in back with the reason.
+  const [auth, setAuth] = useState<Auth>(() => (storedKey() ? { state: 'in', key: storedKey() } : { state: 'checking' }))
   const connect = (key: string | undefined) => {
     checkKey(key).then(
       () => setAuth({ state: 'in', key }),
@@ -26,7 +28,9 @@ export function App() {
       },
     )
   }
-  useEffect(() => connect(storedKey()), [])
+  useEffect(() => {
+    if (auth.state === 'checking') connect(undefined)
+  }, [])
 
   if (auth.state === 'checking') return html`<main id="main" class="centered"><p role="status">Connecting to execgate…</p></main>`
   if (auth.state === 'unreachable') {

@@ -25,6 +25,7 @@ beforeAll(async () => {
   await fixture.execgate.checkNow()
 }, 90_000)
 afterAll(() => fixture?.close())
+afterEach(() => fixture?.closePages())
 
 let afterUp: (() => Promise<unknown>) | undefined
 afterEach(async () => {

@@ -30,6 +30,8 @@ export interface ConsoleFixture {
   requests: Set<string>
   problems: string[]
   open(options?: { key?: string; path?: string }): Promise<Page>
+  /** Closes every page opened so far: a page left open would keep polling the server. */
+  closePages(): Promise<void>
   /** The API itself, as the test's own client (to set up what a page then shows). */
   call(method: string, url: string, body?: unknown, key?: string): Promise<any>
   close(): Promise<void>
@@ -61,6 +63,9 @@ export async function startConsole(options: { modules?: ContainerModule[]; overr
   const contexts: BrowserContext[] = []
   const requests = new Set<string>()
   const problems: string[] = []
+  const closePages = async () => {
+    for (const context of contexts.splice(0)) await context.close().catch(() => undefined)
+  }
   return {
     execgate,
     server,
@@ -84,12 +89,13 @@ export async function startConsole(options: { modules?: ContainerModule[]; overr
       await page.goto(`${server.url}/console/${route ? `#/${route}` : ''}`)
       return page
     },
+    closePages,
     async call(method, url, body, key = ACME) {
       const response = await fetch(server.url + url, { method, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
       return response.json()
     },
     async close() {
-      for (const context of contexts) await context.close().catch(() => undefined)
+      await closePages()
       await browser.close()
       await server.shutdown()
       fs.rmSync(dataDir, { recursive: true, force: true })

@@ -12,6 +12,7 @@ beforeAll(async () => {
   fixture = await startConsole()
 }, 90_000)
 afterAll(() => fixture?.close())
+afterEach(() => fixture?.closePages())
 
 const outputOf = (page: Page) => page.locator('[data-testid=run-output]').textContent()
 

@@ -11,6 +11,7 @@ beforeAll(async () => {
   fixture = await startConsole({ overrides: { security: { defaultPolicy: { wallTimeMs: 60_000 } } } })
 }, 90_000)
 afterAll(() => fixture?.close())
+afterEach(() => fixture?.closePages())
 
 /** Submits the Run page's code as a task and lands on the task's page; returns its id. */
 async function submitFromRunPage(page: Page, setUp: (page: Page) => Promise<void>): Promise<string> {
