@@ -109,5 +109,11 @@ export interface AdapterRegistry {
  * token hears every result, including ones bound after start-up; a listener that throws is logged and skipped.
  */
 export interface ExecutionListener {
-  onResult(result: ExecutionResult, request: ExecutionRequest): void
+  onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext): void
+}
+
+/** Who asked for a run, beyond its request: lets a listener keep each tenant's record apart (the console's activity). */
+export interface ExecutionListenerContext {
+  /** The caller's tenant (`ExecuteOptions.tenant`: an API key's tenant, a task's), when it named one. */
+  tenant?: string
 }

@@ -85,7 +85,7 @@ export class DefaultExecutionService implements ExecutionService {
     result.durationMs = performance.now() - started
     for (const listener of this.options.listeners ?? []) {
       try {
-        listener.onResult(result, request)
+        listener.onResult(result, request, options.tenant === undefined ? {} : { tenant: options.tenant })
       } catch (error) {
         this.options.logger.error({ traceId, err: describeError(error) }, 'execution listener failed')
       }

@@ -7,6 +7,8 @@ import type { Logger } from '../observability/logger'
 import * as tokens from '../tokens'
 import { mcpHttpHandler } from './mcp'
 import { registerTaskRoutes } from './task-routes'
+import { registerObservationRoutes } from './observation-routes'
+import { registerConsoleAssets } from './console-assets'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -177,6 +179,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   })
 
   registerTaskRoutes(app, execgate)
+  registerObservationRoutes(app, execgate, { tenants })
+  registerConsoleAssets(app)
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {
