@@ -1,6 +1,6 @@
 import { ContainerModule, type Container } from 'inversify'
 import { ADAPTERS, type AdapterDefinition } from '../adapters/registry'
-import { describeError, type AdapterRegistry, type ExecutionListener, type ExecutionRequest, type ExecutionResult, type RunInfo, type Tier } from './core'
+import { describeError, type AdapterRegistry, type ExecutionListener, type ExecutionListenerContext, type ExecutionRequest, type ExecutionResult, type Tier } from './core'
 import type { Config } from './config/load'
 import { AdmissionController } from './execution/admission/admission-controller'
 import { DefaultExecutionService } from './execution/execution-service'
@@ -97,10 +97,10 @@ class ContainerListeners implements ExecutionListener {
     private readonly logger: Logger,
   ) {}
 
-  onResult(result: ExecutionResult, request: ExecutionRequest, run: RunInfo): void {
+  onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext): void {
     for (const listener of this.container.getAll<ExecutionListener>(tokens.ExecutionListener, { optional: true })) {
       try {
-        listener.onResult(result, request, run)
+        listener.onResult(result, request, context)
       } catch (error) {
         this.logger.error({ traceId: result.traceId, err: describeError(error) }, 'execution listener failed')
       }

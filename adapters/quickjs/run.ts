@@ -360,8 +360,9 @@ export class QuickJsRun {
       errorHandle.dispose()
     }
     if (this.stop === 'policy') return { status: 'policy_violation', error: { type: 'PolicyViolation', message: this.policyMessage } }
-    // At its malloc limit (or the linear memory's ceiling) QuickJS may fail to allocate the exception and throw `null`.
-    if (dumped == null && !this.stop && (this.mallocLimitReached() || this.host.memoryExhausted?.())) dumped = { name: 'InternalError', message: 'out of memory' }
+    // At its malloc limit (or the linear memory's ceiling) QuickJS may fail to allocate the exception and throw `null`,
+    // or fail to dump the one it has (an empty string): with no room left, any exception that is not an object is that.
+    if ((dumped === null || typeof dumped !== 'object') && !this.stop && (this.mallocLimitReached() || this.host.memoryExhausted?.())) dumped = { name: 'InternalError', message: 'out of memory' }
     return mapQuickJsError(dumped, this.stop, this.limits.timeoutMs)
   }
 

@@ -86,7 +86,9 @@ async function changedFiles(memory, placed) {
 /**
  * `yes`, which just-bash lacks. Real `yes` runs until its reader closes the pipe; just-bash hands whole outputs
  * between commands, so this one stops after `limitBytes`: enough for `yes | head -n 100000`, and a flood still
- * passes the output cap.
+ * passes the output cap. just-bash accounts output per byte (~150 ms a MiB on this machine kind when it is busy), so
+ * the limit is kept near what a flood needs: a flood of 8 MiB ran past a 1 s limit and ended `timeout`, not
+ * `output_limit`.
  */
 function yesCommand(limitBytes) {
   return defineCommand('yes', async (args) => {
@@ -129,7 +131,7 @@ async function run(job) {
     cwd: WORKSPACE,
     env: { HOME: WORKSPACE, PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
     commands: job.commands,
-    customCommands: [yesCommand(Math.floor(dataBytes / 4))],
+    customCommands: [yesCommand(Math.min(Math.floor(dataBytes / 4), Math.max(2 * job.outputBytes, MIB)))],
     executionLimits: {
       maxExecutionTimeMs: Math.max(1, Math.floor(job.remainingMs)),
       maxCallDepth: job.maxCallDepth,

@@ -111,6 +111,11 @@ export interface ExecgateConfig {
     bodyLimitBytes: number
     /** On SIGTERM, how long runs in flight may finish before adapters are disposed. @default 10000 @env EXECGATE_SERVER_SHUTDOWN_GRACE_MS */
     shutdownGraceMs: number
+    /**
+     * Finished runs the server keeps in memory for `GET /v1/activity` and the console's Activity page (a ring buffer:
+     * the oldest goes when it is full; about 100 bytes a run). @default 10000 @env EXECGATE_SERVER_ACTIVITY_CAPACITY
+     */
+    activityCapacity: number
   }
   readiness: {
     /** Poll adapters on a schedule. @default true @env EXECGATE_READINESS_ENABLED */
@@ -268,6 +273,7 @@ export const CONFIG_SCHEMA = {
     ratePerMinute: { doc: 'Requests a minute per tenant', format: formats.positiveInt, default: 600 },
     bodyLimitBytes: { doc: 'Largest request body (bytes)', format: formats.positiveInt, default: 1024 * 1024 },
     shutdownGraceMs: { doc: 'Time for runs in flight on SIGTERM (ms)', format: formats.nonNegativeInt, default: 10_000 },
+    activityCapacity: { doc: 'Finished runs kept in memory for GET /v1/activity', format: formats.positiveInt, default: 10_000 },
   },
   readiness: {
     enabled: { doc: 'Poll adapter availability on a schedule', format: Boolean, default: true },

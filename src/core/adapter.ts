@@ -107,15 +107,19 @@ export interface AdapterRegistry {
   knownNames(): readonly string[]
 }
 
+/** Who asked for a run, beyond its request: lets a listener keep each tenant's record apart (the console's activity). */
+export interface ExecutionListenerContext {
+  /** The caller's tenant (`ExecuteOptions.tenant`: an API key's tenant, a task's), when it named one. */
+  tenant?: string
+}
+
 /**
- * What the service knows of a finished run beyond its request and result: who it was for, under which rules, and
- * when. Nothing in it is a secret or an environment value (the artifact ledger records it).
+ * What the ExecutionService tells listeners of every run it answers, beyond its request and result: who it was for,
+ * under which rules, and when. Nothing in it is a secret or an environment value (the artifact ledger records it).
  */
-export interface RunInfo {
+export interface RunInfo extends ExecutionListenerContext {
   /** The run's id, as in `result.runId`. */
   readonly runId: string
-  /** `ExecuteOptions.tenant`; undefined for the library's own calls. */
-  readonly tenant?: string
   readonly agentType?: string
   /** The lane it was admitted in (absent when it never reached admission). */
   readonly lane?: Lane
@@ -136,10 +140,11 @@ export interface RunInfo {
 }
 
 /**
- * An observer of finished executions (logs, metrics, the artifact ledger). Every class bound to the
- * `ExecutionListener` token hears every result, including ones bound after start-up; a listener that throws is
- * logged and skipped. Listeners run on the result's path: they must be cheap and must not keep the caller waiting.
+ * An observer of finished executions (logs, metrics, the console's activity, the artifact ledger). Every class bound
+ * to the `ExecutionListener` token hears every result, including ones bound after start-up; a listener that throws
+ * is logged and skipped. Listeners run on the result's path: they must be cheap and must not keep the caller waiting.
  */
 export interface ExecutionListener {
-  onResult(result: ExecutionResult, request: ExecutionRequest, run: RunInfo): void
+  /** `context` is the run's `RunInfo` whenever the ExecutionService calls (every run through it). */
+  onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext | RunInfo): void
 }

@@ -7,6 +7,8 @@ import type { Logger } from '../observability/logger'
 import * as tokens from '../tokens'
 import { mcpHttpHandler } from './mcp'
 import { registerTaskRoutes } from './task-routes'
+import { registerObservationRoutes } from './observation-routes'
+import { registerConsoleAssets } from './console-assets'
 import { registerLedgerRoutes } from './ledger-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
@@ -180,6 +182,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   })
 
   registerTaskRoutes(app, execgate)
+  registerObservationRoutes(app, execgate, { tenants })
+  registerConsoleAssets(app)
   registerLedgerRoutes(app, execgate)
 
   app.get('/healthz', async () => ({ status: 'up' }))

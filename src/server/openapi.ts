@@ -1,6 +1,8 @@
 import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
 import { EXECGATE_VERSION } from './version'
-import { LEDGER_OPENAPI_PATHS } from './ledger-routes'
+import { OBSERVATION_PATHS } from './openapi-observation'
+import { TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
+import { LEDGER_PATHS } from './openapi-ledger'
 
 const errorBody = {
   type: 'object',
@@ -28,6 +30,7 @@ export function openApiDocument(): object {
         ExecutionResult: { type: 'object', required: ['status', 'adapter', 'traceId', 'durationMs', 'stdout', 'stderr', 'truncated', 'usage'], description: 'See src/core/types.ts (ExecutionResult)' },
         ValidateRequest: { type: 'object', required: ['language', 'code'], properties: { language: { enum: [...LANGUAGES] }, code: { type: 'string', minLength: 1 }, adapter: { type: 'string' } } },
         Error: errorBody,
+        ...TASK_SCHEMAS,
       },
     },
     security: [{ bearer: [] }],
@@ -50,8 +53,11 @@ export function openApiDocument(): object {
       '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: '{ status: up }' } } } },
       '/readyz': { get: { summary: 'The embedded adapters are warm and at least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },
-      ...LEDGER_OPENAPI_PATHS,
       '/mcp': { post: { summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages', responses: { '200': { description: 'JSON-RPC response' } } } },
+      ...TASK_PATHS,
+      ...OBSERVATION_PATHS,
+      ...LEDGER_PATHS,
+      '/console/': { get: { summary: 'The web console (docs/console.md): static files, no key needed; it asks for one', security: [], responses: { '200': { description: 'text/html' } } } },
     },
   }
 }

@@ -224,8 +224,10 @@ export function describeAdapterContract(
       const loosened = await service.execute({ language, code: SNIPPETS[language]!.ok, memoryMb: DEFAULT_POLICY.memoryMb * 1000 })
       expect(loosened.status).toBe('policy_violation')
       expect(loosened.message).toContain('memoryMb')
-      const tightened = await service.execute({ language, code: SNIPPETS[language]!.ok, timeoutMs: 4000, memoryMb: 100 })
-      expect(tightened.status).toBe('ok')
+      // Tighter by a hair on time: a remote emulator's run took over 4 s on a loaded machine, and what is checked here is
+      // that a tightening is accepted, not how fast the backend is.
+      const tightened = await service.execute({ language, code: SNIPPETS[language]!.ok, timeoutMs: DEFAULT_POLICY.wallTimeMs - 1, memoryMb: 100 })
+      expect({ status: tightened.status, message: tightened.message }).toEqual({ status: 'ok', message: undefined })
     })
 
     eachLanguage('capabilities are truthful: streaming delivers output while running', async (language) => {

@@ -87,10 +87,12 @@ describe('the packed package', () => {
   })
 
   test('ships the build, the CLI, the config and the README, and nothing of the workshop', () => {
-    expect(shipped).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/execgate.js', 'config/default.json', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/agents/index.js', 'dist/src/server/index.js', 'dist/adapters/quickjs/index.js', 'dist/adapters/pyodide/child.js']))
+    expect(shipped).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/execgate.js', 'config/default.json', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/agents/index.js', 'dist/src/server/index.js', 'dist/adapters/quickjs/index.js', 'dist/adapters/pyodide/child.js', 'dist/console/index.html']))
+    // The web console's bundle, named by its content hash.
+    expect(shipped.filter((file) => /^dist\/console\/(console|styles)-[A-Z0-9]+\.(js|css)$/.test(file))).toHaveLength(2)
     const workshop = shipped.filter(
       (file) =>
-        /^(bench|test|scripts|examples|src|adapters|docs)\//.test(file) ||
+        /^(bench|test|scripts|examples|src|adapters|docs|console)\//.test(file) ||
         /^dist\/(bench|test)\//.test(file) ||
         /(^|\/)(jest\.config\.[jt]s|tsconfig(\.[a-z]+)?\.json)$/.test(file) ||
         (/\.ts$/.test(file) && !/\.d\.ts$/.test(file)) ||
@@ -102,6 +104,26 @@ describe('the packed package', () => {
   test('the library example runs from the installed package with plain node: JavaScript, Python and a voice turn', async () => {
     const { stdout } = await run(process.execPath, ['quickstart.mjs'], { cwd: project, timeout: 60_000 })
     expect(stdout.trim().split('\n')).toEqual(['javascript: ok 24.57 (quickjs)', 'python: ok 33.98 (monty)', 'voice: ok The answer is 33.98.'])
+  }, 90_000)
+
+  test('the installed package serves the web console from its own files', async () => {
+    const script = `
+      const { createExecgate } = require('execgate')
+      const { buildServer } = require('execgate/server')
+      ;(async () => {
+        const execgate = await createExecgate({ warm: false, overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
+        const { app } = buildServer({ execgate, logger: execgate.container.get(require('execgate').tokens.Logger), tenants: new Map(), bodyLimitBytes: 1024 })
+        await app.listen({ host: '127.0.0.1', port: 0 })
+        const base = 'http://127.0.0.1:' + app.server.address().port + '/console/'
+        const index = await fetch(base)
+        const html = await index.text()
+        const bundle = await fetch(base + /src="\\.\\/([^"]+)"/.exec(html)[1])
+        console.log(JSON.stringify([index.status, index.headers.get('content-type'), bundle.status, bundle.headers.get('content-type')]))
+        await app.close()
+        await execgate.dispose()
+      })()`
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: project, timeout: 60_000 })
+    expect(JSON.parse(stdout)).toEqual([200, 'text/html; charset=utf-8', 200, 'text/javascript; charset=utf-8'])
   }, 90_000)
 
   test('CommonJS require reaches every entry point, and the internals stay unexported', async () => {

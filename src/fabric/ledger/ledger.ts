@@ -1,4 +1,4 @@
-import { ExecgateError, describeError, type ExecutionListener, type ExecutionRequest, type ExecutionResult, type RunInfo } from '../../core'
+import { ExecgateError, describeError, type ExecutionListener, type ExecutionListenerContext, type ExecutionRequest, type ExecutionResult, type RunInfo } from '../../core'
 import type { Logger } from '../../observability/logger'
 import type { BlobStore } from './blob-store'
 import { parseBody, verifyChain } from './chain'
@@ -94,7 +94,9 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     return this.stores
   }
 
-  onResult(result: ExecutionResult, request: ExecutionRequest, run: RunInfo): void {
+  onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext | RunInfo): void {
+    // Only the ExecutionService's calls carry a run id; a listener called by hand without one has nothing to record.
+    const run = context && 'runId' in context ? context : undefined
     if (this.closed || !run) return
     this.pending.push({ kind: 'run', captured: captureRun(result, request, run) })
     // A full batch is written at once; otherwise within FLUSH_DELAY_MS.

@@ -114,10 +114,14 @@ export class RedisTaskStore implements TaskStore {
   async list(filter: TaskListFilter): Promise<TaskPage> {
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500)
     const matched: { seq: number; task: Task }[] = []
+    const newest = filter.order === 'newest'
     let after = Number(filter.cursor ?? 0) || 0
+    const key = this.key('tenant', filter.tenant)
     // Filters apply after reading, a batch of the tenant's tasks at a time, until the page is full.
     while (matched.length <= limit) {
-      const batch = await this.redis.zrangebyscore(this.key('tenant', filter.tenant), `(${after}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 200)
+      const batch = newest
+        ? await this.redis.zrevrangebyscore(key, after ? `(${after}` : '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, 200)
+        : await this.redis.zrangebyscore(key, `(${after}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 200)
       if (batch.length === 0) break
       const ids = batch.filter((_, index) => index % 2 === 0)
       const seqs = batch.filter((_, index) => index % 2 === 1).map(Number)

@@ -14,6 +14,8 @@ export interface TaskListFilter {
   limit?: number
   /** The `nextCursor` of the previous page. */
   cursor?: string
+  /** Submission order (`oldest` first, the default), or `newest` first (a console's live list). */
+  order?: 'oldest' | 'newest'
 }
 
 export interface TaskPage {
