@@ -20,6 +20,8 @@ export function formatResult(result: ExecutionResult): string {
   if (result.fallbackFrom) lines.push(`fell back from ${result.fallbackFrom.adapter}: ${result.fallbackFrom.reason}`)
   // The router's reason already names where it escalated from and why.
   if (result.route?.escalatedFrom) lines.push(result.route.reason)
+  // The key of the run's provenance record: `execgate ledger provenance <run id>`.
+  if (result.runId) lines.push(`run id: ${result.runId}`)
   return lines.join('\n') + '\n'
 }
 

@@ -14,7 +14,9 @@ import { CircuitBreakers } from './routing/circuit-breaker'
 import { ConfigRouter } from './routing/config-router'
 import type { Router } from './routing/router'
 import * as tokens from './tokens'
-import type { HostFunctionDefinition } from './workspace'
+import { S3Objects, S3Workspace, type HostFunctionDefinition, type Workspace } from './workspace'
+import { createLedger, disabledLedger, s3SettingsFrom, type LedgerService } from './fabric/ledger'
+import { EXECGATE_VERSION } from './config/version'
 
 /** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
 const HEALTH_BOARD = Symbol('HealthBoard')
@@ -132,6 +134,7 @@ export function executionModule(container: Container, config: Config, hostFuncti
           graceMs: config.execution.graceMs,
           workspaceLimits: config.workspace,
           sessions: config.sessions,
+          ...(config.fabric.workspaces === 's3' ? { sessionWorkspace: bucketSessionWorkspaces(config) } : {}),
           hostFunctions,
           admission: context.get<AdmissionController>(tokens.Admission),
         })
@@ -143,4 +146,27 @@ export function executionModule(container: Container, config: Config, hostFuncti
 /** One module per adapter execgate knows (only the enabled ones are ever resolved). */
 export function adapterModules(config: Config, warmOnStart: boolean): ContainerModule[] {
   return Object.values(ADAPTERS).map((definition) => adapterModule(definition, config, warmOnStart))
+}
+
+/** Session workspaces in the bucket (`fabric.workspaces: s3`): `<prefix>workspaces/sessions/<id>/`, shared by every node. */
+function bucketSessionWorkspaces(config: Config): (sessionId: string) => Workspace & { clear(): Promise<void> } {
+  const sessions = new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.workspaces')).under('workspaces/sessions/')
+  return (sessionId) => new S3Workspace(sessions.under(`${encodeURIComponent(sessionId)}/`), config.workspace)
+}
+
+/**
+ * The artifact ledger (docs/ledger.md), bound to `Ledger` and, when enabled, as an `ExecutionListener`: every run
+ * through the service is recorded, whoever called. Created here, so a bad storage setting stops start-up; its stores
+ * open at the first run.
+ */
+export function ledgerModule(config: Config, logger: Logger): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    if (!config.fabric.ledger.enabled) {
+      bind<LedgerService>(tokens.Ledger).toConstantValue(disabledLedger())
+      return
+    }
+    const ledger = createLedger(config.fabric, { execgateVersion: EXECGATE_VERSION, logger })
+    bind<LedgerService>(tokens.Ledger).toConstantValue(ledger)
+    bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(ledger)
+  })
 }

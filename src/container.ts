@@ -3,7 +3,7 @@ import { Container, type ContainerModule } from 'inversify'
 import { ADAPTERS } from '../adapters/registry'
 import { ExecgateError, describeError, type AdapterRegistry, type CodeExecutionAdapter } from './core'
 import { loadConfig, type Config, type LoadConfigOptions } from './config/load'
-import { adapterModules, configModule, executionModule, loggingModule, readinessModule, routingModule } from './container-modules'
+import { adapterModules, configModule, executionModule, ledgerModule, loggingModule, readinessModule, routingModule } from './container-modules'
 import { createLogger, type Logger } from './observability/logger'
 import * as tokens from './tokens'
 import type { HostFunctionDefinition } from './workspace'
@@ -85,7 +85,7 @@ async function resolveAdapters(container: Container, config: Config): Promise<Co
 }
 
 /**
- * Builds the DI container from one module per feature (config, logging, readiness, routing, execution) and one
+ * Builds the DI container from one module per feature (config, logging, readiness, routing, execution, ledger) and one
  * per adapter, then the caller's modules; resolves the enabled adapters and binds the registry over them.
  */
 export async function createContainer(options: ContainerOptions = {}): Promise<Container> {
@@ -100,6 +100,7 @@ export async function createContainer(options: ContainerOptions = {}): Promise<C
     readinessModule(config),
     routingModule(config),
     executionModule(container, config, options.hostFunctions),
+    ledgerModule(config, logger),
   )
   if (options.modules?.length) await container.load(...options.modules)
   const adapters = options.adapters ?? (await resolveAdapters(container, config))

@@ -12,6 +12,7 @@ import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
 import { createTaskService, taskServiceOptionsFrom, type TaskService } from './fabric/tasks'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
+import type { LedgerService } from './fabric/ledger'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
 // session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
@@ -36,6 +37,7 @@ export type { Logger } from './observability/logger'
 export type { ReadinessMonitor } from './readiness/readiness-monitor'
 export * from './workspace'
 export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
+export type { LedgerService, LedgerCaller, RunRecord, PlanVersionInput, VerifyReport, Lineage, ProvDocument, OpenLineageRunEvent, ExportFormat, RetentionReport } from './fabric/ledger'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -59,6 +61,8 @@ export interface Execgate {
   ready(): Promise<void>
   /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
   readonly tasks: TaskService
+  /** The artifact ledger (docs/ledger.md): every run's provenance, its artifacts and their lineage, per tenant. */
+  readonly ledger: LedgerService
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: ReadinessMonitor
   readonly config: Config
@@ -143,6 +147,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   })
   let disposed = false
   let tasks: TaskService | undefined
+  const ledger = container.get<LedgerService>(tokens.Ledger)
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
@@ -180,6 +185,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
         logger: container.get<Logger>(tokens.Logger),
       }))
     },
+    ledger,
     readiness,
     config,
     container,
@@ -189,6 +195,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       await tasks?.close({ abort: true })
       // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
       await service.dispose?.()
+      // After the last run has ended: every record heard is written before the process may exit.
+      await ledger.close()
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },

@@ -35,3 +35,6 @@ export function adapterToken(name: string): symbol {
 
 /** Admission: lanes, slots per adapter, bounded queues and quotas, before every run: `AdmissionController` of src/execution/admission/admission-controller. */
 export const Admission = Symbol('Admission')
+
+/** The artifact ledger (provenance records and artifacts); also bound as an `ExecutionListener`: `LedgerService` of src/fabric/ledger. */
+export const Ledger = Symbol('Ledger')

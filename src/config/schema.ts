@@ -1,6 +1,7 @@
 import { FILESYSTEM_ACCESS, LANES, POLICY_LIMITS, type FilesystemAccess, type Lane, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/option-schemas'
 import { formats } from './formats'
+import { LEDGER_SCHEMA, S3_SCHEMA, type LedgerConfig, type S3Config } from './ledger-schema'
 
 /**
  * The whole configuration, validated once at start-up and frozen. Each key can be set in config/default.json,
@@ -201,10 +202,16 @@ export interface ExecgateConfig {
     leaseMs: number
     /** Whether `execgate serve` runs tasks too, or only accepts them for workers. @default true @env EXECGATE_FABRIC_SERVE_RUNS_TASKS */
     serveRunsTasks: boolean
-    /** Folder of the embedded store's file (`tasks.sqlite`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
+    /** Folder of the embedded stores (`tasks.sqlite`, `ledger.sqlite`, the ledger's `blobs/`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
     dataDir: string
     /** Tasks one process runs at once. @default 4 @env EXECGATE_FABRIC_CONCURRENCY */
     concurrency: number
+    /** The artifact ledger (docs/ledger.md). */
+    ledger: LedgerConfig
+    /** The S3-compatible bucket of the ledger's `s3` blobs and of `s3` workspaces. */
+    s3: S3Config
+    /** Where session workspaces live: `memory` (this process) or `s3` (`fabric.s3`, shared by nodes). @default 'memory' @env EXECGATE_FABRIC_WORKSPACES */
+    workspaces: 'memory' | 's3'
   }
   /** Per-adapter options; see each adapter's page in docs/adapters/. */
   adapters: AdapterOptionsConfig
@@ -310,8 +317,11 @@ export const CONFIG_SCHEMA = {
     redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
     leaseMs: { doc: "A worker's lease on a run before it counts as lost (ms)", format: formats.positiveInt, default: 30000 },
     serveRunsTasks: { doc: 'Whether execgate serve runs tasks too', format: Boolean, default: true },
-    dataDir: { doc: 'Folder of the embedded task store', format: String, default: '.execgate' },
+    dataDir: { doc: 'Folder of the embedded task store and artifact ledger', format: String, default: '.execgate' },
     concurrency: { doc: 'Tasks one process runs at once', format: formats.positiveInt, default: 4 },
+    ledger: LEDGER_SCHEMA,
+    s3: S3_SCHEMA,
+    workspaces: { doc: 'Where session workspaces live', format: ['memory', 's3'], default: 'memory' },
   },
   adapters: ADAPTER_OPTION_SCHEMAS,
   log: {

@@ -3,8 +3,11 @@ import type {
   Availability,
   ExecutionRequest,
   ExecutionResult,
+  Lane,
   Language,
+  RunProvenance,
   SecurityPolicy,
+  Tier,
   ValidationReport,
   WorkspaceFile,
 } from './types'
@@ -104,16 +107,44 @@ export interface AdapterRegistry {
   knownNames(): readonly string[]
 }
 
-/**
- * An observer of finished executions (logs, metrics, a ledger). Every class bound to the `ExecutionListener`
- * token hears every result, including ones bound after start-up; a listener that throws is logged and skipped.
- */
-export interface ExecutionListener {
-  onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext): void
-}
-
 /** Who asked for a run, beyond its request: lets a listener keep each tenant's record apart (the console's activity). */
 export interface ExecutionListenerContext {
   /** The caller's tenant (`ExecuteOptions.tenant`: an API key's tenant, a task's), when it named one. */
   tenant?: string
+}
+
+/**
+ * What the ExecutionService tells listeners of every run it answers, beyond its request and result: who it was for,
+ * under which rules, and when. Nothing in it is a secret or an environment value (the artifact ledger records it).
+ */
+export interface RunInfo extends ExecutionListenerContext {
+  /** The run's id, as in `result.runId`. */
+  readonly runId: string
+  readonly agentType?: string
+  /** The lane it was admitted in (absent when it never reached admission). */
+  readonly lane?: Lane
+  /** The resolved policy it ran under; absent when the request was refused before the policy was resolved. */
+  readonly policy?: SecurityPolicy
+  /** The task, attempt, plan, version and step it belongs to. */
+  readonly provenance?: RunProvenance
+  /** Tier of the adapter that answered, when an adapter did. */
+  readonly tier?: Tier
+  /**
+   * Workspace files the run read that neither its request brought nor it wrote first: a stable layer's, a session's
+   * earlier calls'. Inputs, like the request's `files`.
+   */
+  readonly workspaceReads?: readonly { readonly path: string; readonly content: Uint8Array }[]
+  /** Epoch ms when the service received the request, and when the result was ready. */
+  readonly startedAt: number
+  readonly endedAt: number
+}
+
+/**
+ * An observer of finished executions (logs, metrics, the console's activity, the artifact ledger). Every class bound
+ * to the `ExecutionListener` token hears every result, including ones bound after start-up; a listener that throws
+ * is logged and skipped. Listeners run on the result's path: they must be cheap and must not keep the caller waiting.
+ */
+export interface ExecutionListener {
+  /** `context` is the run's `RunInfo` whenever the ExecutionService calls (every run through it). */
+  onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext | RunInfo): void
 }

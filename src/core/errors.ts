@@ -65,6 +65,8 @@ export const ERROR_CODES = {
   EXECGATE_QUOTA_LIMIT: { fault: 'client', retryable: false, template: 'quota {quota}: {detail}' },
   EXECGATE_AGENT_TYPE_UNKNOWN: { fault: 'client', retryable: false, template: 'no agent type named "{name}"; agent types: {known}' },
   EXECGATE_SHUTTING_DOWN: { fault: 'backend', retryable: true, template: 'the server is shutting down; retry on another instance' },
+  EXECGATE_LEDGER_UNAVAILABLE: { fault: 'backend', retryable: true, template: 'the artifact ledger cannot reach its store: {detail}' },
+  EXECGATE_LEDGER_DISABLED: { fault: 'client', retryable: false, template: 'the artifact ledger is off (fabric.ledger.enabled is false)' },
   EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_INTERNAL: { fault: 'internal', retryable: false, template: 'internal error: {detail}' },
 } as const satisfies Record<string, ErrorDefinition>

@@ -155,6 +155,11 @@ export interface ExecutionResult {
   /** The adapter that produced this result. */
   adapter: string
   traceId: string
+  /**
+   * This run's own id, new for every `execute` call (a retry, a task's next attempt, a caller reusing a traceId: each
+   * gets its own): the key of its provenance record in the artifact ledger. Set by the ExecutionService.
+   */
+  runId?: string
   /** Milliseconds from the service receiving the request to the result, measured with `performance.now()`. */
   durationMs: number
   stdout: string
@@ -268,4 +273,14 @@ export interface AdapterCapabilities {
    * placeholder).
    */
   readonly concurrency?: number
+}
+
+/** Where a run sits in the fabric: set by the task scheduler (task, attempt) and the plan engine (plan, version, step). */
+export interface RunProvenance {
+  taskId?: string
+  /** The task's attempt, 1 for the first run. */
+  attempt?: number
+  planId?: string
+  planVersion?: number
+  stepId?: string
 }

@@ -17,6 +17,7 @@ import {
   type ExecutionRequest,
   type ExecutionResult,
   type Language,
+  type RunInfo,
   type SecurityPolicy,
   type SessionLimits,
   type ValidationReport,
@@ -29,7 +30,7 @@ import { rerunOnFullLanguage } from './cpython-rerun'
 import type { AdmissionController, AdmissionTicket } from './admission/admission-controller'
 import { findRequestProblem } from './parse-request'
 import { namesHostFunction, prepareRunHost } from './run-host'
-import { SessionWorkspaces } from './session-workspaces'
+import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
 export interface ExecutionServiceOptions {
@@ -47,6 +48,8 @@ export interface ExecutionServiceOptions {
   workspaceLimits?: WorkspaceLimits
   /** Session workspaces' idle TTL and count. @default DEFAULT_SESSION_LIMITS (600 s, 32) */
   sessions?: SessionLimits
+  /** Makes session workspaces (a bucket's, with `fabric.workspaces: s3`). @default in memory */
+  sessionWorkspace?: SessionWorkspaceFactory
   /** Host functions offered to every run, beside the standard ones. */
   hostFunctions?: readonly HostFunctionDefinition[]
   /** Lanes, slots and quotas before each run; without it every run starts at once. */
@@ -54,6 +57,13 @@ export interface ExecutionServiceOptions {
 }
 
 const SERVICE = 'execgate'
+
+/** What `run` learns on the way that the listeners' RunInfo reports (the policy is resolved inside it). */
+interface ResolvedRun {
+  policy?: SecurityPolicy
+  /** What the run (its last adapter's) read from its workspace that it had not written. */
+  workspaceReads?: { path: string; content: Buffer }[]
+}
 
 /** The steps of one execution (docs/architecture.md) for one request. Never rejects: every outcome, including our own bugs, is a result. */
 export class DefaultExecutionService implements ExecutionService {
@@ -64,7 +74,7 @@ export class DefaultExecutionService implements ExecutionService {
     for (const definition of options.hostFunctions ?? []) checkHostFunctionDefinition(definition)
     this.workspaceLimits = options.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS
     const sessions = options.sessions ?? DEFAULT_SESSION_LIMITS
-    this.sessionWorkspaces = new SessionWorkspaces(this.workspaceLimits, sessions.ttlSeconds * 1000, sessions.maxSessions)
+    this.sessionWorkspaces = new SessionWorkspaces(this.workspaceLimits, sessions.ttlSeconds * 1000, sessions.maxSessions, options.sessionWorkspace)
   }
 
   /** Drops a session's workspace; true when there was one. */
@@ -74,18 +84,38 @@ export class DefaultExecutionService implements ExecutionService {
 
   async execute(request: ExecutionRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
     const started = performance.now()
+    const startedAt = Date.now()
     const traceId = typeof request?.traceId === 'string' && request.traceId ? request.traceId : randomUUID()
+    // Not the traceId: a caller may send the same traceId again (a retry), and every run needs its own record.
+    const runId = randomUUID()
+    const resolved: ResolvedRun = {}
     let result: ExecutionResult
     try {
-      result = await this.run(request, options, traceId, started)
+      result = await this.run(request, options, traceId, started, resolved)
     } catch (error) {
       result = errorResult('internal_error', SERVICE, new ExecgateError('EXECGATE_INTERNAL', { detail: describeError(error) }, { cause: error }))
     }
     result.traceId = traceId
+    result.runId = runId
     result.durationMs = performance.now() - started
-    for (const listener of this.options.listeners ?? []) {
+    const listeners = this.options.listeners ?? []
+    if (listeners.length === 0) return result
+    const agentType = typeof request?.agentType === 'string' ? request.agentType : undefined
+    const run: RunInfo = {
+      runId,
+      startedAt,
+      endedAt: Date.now(),
+      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+      ...(agentType !== undefined ? { agentType } : {}),
+      ...(result.admission ? { lane: result.admission.lane } : {}),
+      ...(resolved.policy ? { policy: resolved.policy } : {}),
+      ...(options.provenance ? { provenance: options.provenance } : {}),
+      ...(resolved.workspaceReads?.length ? { workspaceReads: resolved.workspaceReads } : {}),
+      ...(result.adapter !== SERVICE ? { tier: this.options.registry.get(result.adapter)?.capabilities.tier } : {}),
+    }
+    for (const listener of listeners) {
       try {
-        listener.onResult(result, request, options.tenant === undefined ? {} : { tenant: options.tenant })
+        listener.onResult(result, request, run)
       } catch (error) {
         this.options.logger.error({ traceId, err: describeError(error) }, 'execution listener failed')
       }
@@ -93,7 +123,7 @@ export class DefaultExecutionService implements ExecutionService {
     return result
   }
 
-  private async run(request: ExecutionRequest, options: ExecuteOptions, traceId: string, started: number): Promise<ExecutionResult> {
+  private async run(request: ExecutionRequest, options: ExecuteOptions, traceId: string, started: number, resolved: ResolvedRun): Promise<ExecutionResult> {
     // 1. parse
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
@@ -108,6 +138,7 @@ export class DefaultExecutionService implements ExecutionService {
       return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') }))
     }
     const policy = resolution.policy
+    resolved.policy = policy
     // 3. static validation
     const issues = staticCheck(request.language, request.code, policy).filter((item) => item.severity === 'error')
     if (issues.length > 0) {
@@ -143,7 +174,7 @@ export class DefaultExecutionService implements ExecutionService {
       const ticket = await this.admit(adapter, request, policy, options, started)
       if ('status' in ticket) return ticket
       router.dispatched?.(adapter.name)
-      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt).catch((error: unknown) => {
+      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt, resolved).catch((error: unknown) => {
         ticket.release(0)
         throw error
       })
@@ -152,7 +183,7 @@ export class DefaultExecutionService implements ExecutionService {
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
-      const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started) })
+      const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved) })
       if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
       const next = this.options.router.fallback?.(request, policy, tried)
@@ -185,6 +216,7 @@ export class DefaultExecutionService implements ExecutionService {
     options: ExecuteOptions,
     traceId: string,
     started: number,
+    resolved: ResolvedRun,
   ): Promise<ExecutionResult> {
     const callerSignal = options.signal
     if (callerSignal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
@@ -251,7 +283,9 @@ export class DefaultExecutionService implements ExecutionService {
       callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
       void this.invoke(adapter, request, context).then(settle)
     })
-    return this.normalise(await host.finish(result), adapter, policy)
+    const finished = await host.finish(result)
+    resolved.workspaceReads = host.reads()
+    return this.normalise(finished, adapter, policy)
   }
 
   private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {

@@ -11,7 +11,7 @@ import {
   type WorkspaceFile,
 } from '../core'
 import type { LlmProvider } from '../agents/llm'
-import { MemoryWorkspace, RunHostFunctions, STANDARD_HOST_FUNCTION_NAMES, normalizeWorkspacePath, standardHostFunctions, type HostFunctionDefinition, type Workspace, type WorkspaceLimits } from '../workspace'
+import { MemoryWorkspace, ReadRecordingWorkspace, RunHostFunctions, STANDARD_HOST_FUNCTION_NAMES, normalizeWorkspacePath, standardHostFunctions, type HostFunctionDefinition, type Workspace, type WorkspaceLimits } from '../workspace'
 import type { SessionWorkspaces } from './session-workspaces'
 
 const RUN_ENDED = new Error('the run ended')
@@ -32,6 +32,8 @@ export interface RunHost {
   finish(result: ExecutionResult): Promise<ExecutionResult>
   /** Ends calls still in flight. */
   close(): void
+  /** Workspace files the run read that it had not written (its inputs beyond the request's files). */
+  reads(): { path: string; content: Buffer }[]
 }
 
 /** Whether the code names a standard host function or one of `own` (code cannot call a function it never names). */
@@ -51,8 +53,8 @@ export async function prepareRunHost(
   shared: { limits: WorkspaceLimits; sessions: SessionWorkspaces; definitions: readonly HostFunctionDefinition[] },
 ): Promise<RunHost | ExecutionResult> {
   // Built only when the run needs it: most runs name no host function and bring no files.
-  let workspaceInUse: Workspace | undefined
-  const workspace = () => (workspaceInUse ??= options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits))
+  let workspaceInUse: ReadRecordingWorkspace | undefined
+  const workspace = () => (workspaceInUse ??= new ReadRecordingWorkspace(options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits)))
   if (request.sessionId) workspace() // keeps the session's workspace alive (its idle time restarts)
   for (const [index, file] of (request.files ?? []).entries()) {
     try {
@@ -97,5 +99,6 @@ export async function prepareRunHost(
     },
     // A reason of our own: without one, abort() builds a DOMException with a stack on every run.
     close: () => run?.abort(RUN_ENDED),
+    reads: () => workspaceInUse?.reads() ?? [],
   }
 }

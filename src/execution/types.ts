@@ -1,4 +1,4 @@
-import type { ExecutionRequest, ExecutionResult, HostFunctions, Language, SecurityPolicy, ValidationReport } from '../core'
+import type { ExecutionRequest, ExecutionResult, HostFunctions, Language, RunProvenance, SecurityPolicy, ValidationReport } from '../core'
 import type { LlmProvider } from '../agents/llm'
 import type { HostFunctionDefinition, Workspace } from '../workspace'
 
@@ -33,15 +33,8 @@ export interface ExecuteOptions {
   provenance?: RunProvenance
 }
 
-/** Where a run sits in the fabric: set by the task scheduler (task, attempt) and the plan engine (plan, version, step). */
-export interface RunProvenance {
-  taskId?: string
-  /** The task's attempt, 1 for the first run. */
-  attempt?: number
-  planId?: string
-  planVersion?: number
-  stepId?: string
-}
+// Declared in the contract (src/core/types.ts) since listeners receive it (RunInfo); re-exported here where callers look.
+export type { RunProvenance } from '../core'
 
 /** Runs requests end to end (the eight steps of docs/architecture.md). `execute` never rejects. Bound to the `ExecutionService` token. */
 export interface ExecutionService {

@@ -9,6 +9,7 @@ import { mcpHttpHandler } from './mcp'
 import { registerTaskRoutes } from './task-routes'
 import { registerObservationRoutes } from './observation-routes'
 import { registerConsoleAssets } from './console-assets'
+import { registerLedgerRoutes } from './ledger-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -30,6 +31,8 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_BODY_TOO_LARGE: 413,
   EXECGATE_RATE_LIMITED: 429,
   EXECGATE_SHUTTING_DOWN: 503,
+  EXECGATE_LEDGER_UNAVAILABLE: 503,
+  EXECGATE_LEDGER_DISABLED: 501,
 }
 
 /** Admission refusals worth retrying, answered with this HTTP status and `Retry-After` instead of a 200 result. */
@@ -181,6 +184,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   registerTaskRoutes(app, execgate)
   registerObservationRoutes(app, execgate, { tenants })
   registerConsoleAssets(app)
+  registerLedgerRoutes(app, execgate)
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {

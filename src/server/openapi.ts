@@ -2,6 +2,7 @@ import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
 import { EXECGATE_VERSION } from './version'
 import { OBSERVATION_PATHS } from './openapi-observation'
 import { TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
+import { LEDGER_PATHS } from './openapi-ledger'
 
 const errorBody = {
   type: 'object',
@@ -55,6 +56,7 @@ export function openApiDocument(): object {
       '/mcp': { post: { summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages', responses: { '200': { description: 'JSON-RPC response' } } } },
       ...TASK_PATHS,
       ...OBSERVATION_PATHS,
+      ...LEDGER_PATHS,
       '/console/': { get: { summary: 'The web console (docs/console.md): static files, no key needed; it asks for one', security: [], responses: { '200': { description: 'text/html' } } } },
     },
   }

@@ -26,6 +26,8 @@ function execgate(): Promise<Execgate> {
       execution: { enabled: (process.env.EXECGATE_EXECUTION_ENABLED ?? 'quickjs,monty').split(',') },
       readiness: { enabled: false },
       adapters: { pyodide: { warmOnStart: false } },
+      // The caller's execgate records the run (with its tenant); a Lambda's filesystem is read-only besides.
+      fabric: { ledger: { enabled: false } },
     },
   })
   return instance

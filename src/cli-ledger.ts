@@ -1,0 +1,158 @@
+import fs from 'node:fs'
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { loadConfig } from './config/load'
+import { EXECGATE_VERSION } from './config/version'
+import { EXPORT_FORMATS, createLedger, type ArtifactLedger, type ExportFormat, type Lineage, type LineageGraph, type VerifyReport } from './fabric/ledger'
+
+/**
+ * `execgate ledger …`: the artifact ledger from the command line (docs/ledger.md). It opens the ledger the config
+ * names (the same files or Redis and bucket as `serve`), and nothing else: no adapter starts. Commands act for one
+ * tenant, `--tenant` (default `local`, the library's and the CLI's own); `verify --all` checks every tenant's chain.
+ */
+
+export interface LedgerCommandHelpers {
+  out: NodeJS.WritableStream
+  setExit(code: number): void
+}
+
+interface CommonFlags {
+  config?: string
+  tenant: string
+  json?: boolean
+}
+
+const whole = (flag: string, minimum: number) => (value: string): number => {
+  const parsed = Number(value)
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < minimum) throw new InvalidArgumentError(`${flag} must be a whole number of at least ${minimum}, got "${value}"`)
+  return parsed
+}
+
+async function withLedger<T>(flags: { config?: string }, body: (ledger: ArtifactLedger) => Promise<T>): Promise<T> {
+  const config = loadConfig({ file: flags.config })
+  const ledger = createLedger(config.fabric, { execgateVersion: EXECGATE_VERSION })
+  try {
+    return await body(ledger)
+  } finally {
+    await ledger.close()
+  }
+}
+
+const short = (sha: string) => sha.slice(0, 12)
+
+function describeGraph(graph: LineageGraph): string[] {
+  if (graph.activities.length === 0) return ['  (none)']
+  const entities = new Map(graph.entities.map((entity) => [entity.sha256, entity]))
+  return graph.activities.flatMap((activity) => {
+    const where = [activity.taskId ? `task ${activity.taskId} attempt ${activity.attempt}` : '', activity.planId ? `plan ${activity.planId} v${activity.planVersion}${activity.stepId ? ` step ${activity.stepId}` : ''}` : ''].filter(Boolean).join(', ')
+    const head = activity.kind === 'run' ? `  run ${activity.id}  ${activity.adapter} ${activity.language ?? ''} ${activity.status}  ${activity.startedAt}${where ? `  (${where})` : ''}` : `  plan version ${activity.id}  ${activity.startedAt}`
+    const relations = graph.relations
+      .filter((relation) => relation.activity === activity.id)
+      .map((relation) => {
+        const entity = entities.get(relation.entity)
+        const name = entity ? `${entity.paths.join(', ')} (${entity.size} bytes, ${entity.mediaType})` : ''
+        return `    ${relation.relation === 'used' ? 'used' : 'generated'} ${relation.role} ${short(relation.entity)} ${name}`
+      })
+    return [head, ...relations]
+  })
+}
+
+export function formatLineage(lineage: Lineage): string {
+  const { artifact } = lineage
+  return [
+    `artifact ${artifact.sha256}  ${artifact.paths.join(', ')}  (${artifact.size} bytes, ${artifact.mediaType})`,
+    'ancestors (what produced it, and what that used):',
+    ...describeGraph(lineage.ancestors),
+    'descendants (what used it, and what that produced):',
+    ...describeGraph(lineage.descendants),
+    ...(lineage.truncated ? ['(truncated: raise --max-depth or --max-activities to see more)'] : []),
+  ].join('\n') + '\n'
+}
+
+function formatVerify(report: VerifyReport): string {
+  if (report.ok) return `${report.tenant}: ok, ${report.records} record(s)${report.head ? `, head ${report.head.seq} ${report.head.hash}` : ''}${report.checkpoint ? `, from checkpoint ${report.checkpoint.seq}` : ''}\n`
+  return `${report.tenant}: BROKEN at record ${report.broken!.seq}${report.broken!.id ? ` (${report.broken!.id})` : ''}: ${report.broken!.reason}\n`
+}
+
+export function registerLedgerCommands(program: Command, helpers: LedgerCommandHelpers): void {
+  const { out, setExit } = helpers
+  const ledger = program.command('ledger').description("the artifact ledger: runs' provenance, artifacts and their lineage (docs/ledger.md)")
+  const common = (command: Command) =>
+    command
+      .option('--tenant <name>', 'whose records (default: local, the library and CLI tenant)', 'local')
+      .option('--json', 'print JSON')
+      .addOption(new Option('--config <file>', 'extra JSON config file applied after config/default.json'))
+
+  common(ledger.command('lineage').description("an artifact's ancestors and descendants").argument('<sha256>', "the artifact's SHA-256"))
+    .option('--max-depth <n>', 'steps to follow each way (default 32)', whole('--max-depth', 1))
+    .option('--max-activities <n>', 'runs to list each way (default 1000)', whole('--max-activities', 1))
+    .action(async (sha: string, flags: CommonFlags & { maxDepth?: number; maxActivities?: number }) => {
+      await withLedger(flags, async (opened) => {
+        const lineage = await opened.lineage(sha, { tenant: flags.tenant }, { ...(flags.maxDepth ? { maxDepth: flags.maxDepth } : {}), ...(flags.maxActivities ? { maxActivities: flags.maxActivities } : {}) })
+        out.write(flags.json ? `${JSON.stringify(lineage, null, 2)}\n` : formatLineage(lineage))
+      })
+    })
+
+  common(ledger.command('provenance').description("a run's provenance as PROV-JSON (--record: the stored record)").argument('<run-id>', 'the run id (result.runId)'))
+    .option('--record', 'print the stored record, its seq and hashes, instead of PROV-JSON')
+    .action(async (runId: string, flags: CommonFlags & { record?: boolean }) => {
+      await withLedger(flags, async (opened) => {
+        const answer = flags.record ? await opened.record(runId, { tenant: flags.tenant }) : await opened.provenance(runId, { tenant: flags.tenant })
+        out.write(`${JSON.stringify(answer, null, 2)}\n`)
+      })
+    })
+
+  common(ledger.command('artifact').description("an artifact's bytes").argument('<sha256>', "the artifact's SHA-256"))
+    .option('--out <file>', 'write the bytes to this file instead of standard output')
+    .action(async (sha: string, flags: CommonFlags & { out?: string }) => {
+      await withLedger(flags, async (opened) => {
+        const artifact = await opened.artifact(sha, { tenant: flags.tenant })
+        if (flags.out) fs.writeFileSync(flags.out, artifact.content)
+        else out.write(artifact.content)
+      })
+    })
+
+  common(ledger.command('export').description('every record of the tenant, as PROV-JSON or OpenLineage RunEvents (one JSON per line)'))
+    .addOption(new Option('--format <format>', 'prov-json or openlineage').choices([...EXPORT_FORMATS]).default('prov-json'))
+    .option('--after-seq <n>', 'only records after this seq (resume an export)', whole('--after-seq', 0))
+    .option('--limit <n>', 'at most this many records (default 10000)', whole('--limit', 1))
+    .action(async (flags: CommonFlags & { format: ExportFormat; afterSeq?: number; limit?: number }) => {
+      await withLedger(flags, async (opened) => {
+        const options = { ...(flags.afterSeq !== undefined ? { afterSeq: flags.afterSeq } : {}), ...(flags.limit ? { limit: flags.limit } : {}) }
+        const exported = await opened.export(flags.format, { tenant: flags.tenant }, options)
+        // OpenLineage's file transport reads one event per line.
+        if (Array.isArray(exported)) for (const event of exported) out.write(`${JSON.stringify(event)}\n`)
+        else out.write(`${JSON.stringify(exported, null, 2)}\n`)
+      })
+    })
+
+  common(ledger.command('verify').description("check the hash chain; exit 1 naming the first broken link"))
+    .option('--all', 'every tenant with records')
+    .action(async (flags: CommonFlags & { all?: boolean }) => {
+      await withLedger(flags, async (opened) => {
+        const tenants = flags.all ? await opened.tenants() : [flags.tenant]
+        const reports = await Promise.all(tenants.map((tenant) => opened.verify({ tenant })))
+        out.write(flags.json ? `${JSON.stringify(flags.all ? reports : reports[0], null, 2)}\n` : reports.map(formatVerify).join(''))
+        setExit(reports.every((report) => report.ok) ? 0 : 1)
+      })
+    })
+
+  ledger
+    .command('prune')
+    .description('apply the retention policy now (fabric.ledger.retention.*, or these flags)')
+    .option('--max-age-days <n>', 'remove records older than this', whole('--max-age-days', 0))
+    .option('--max-bytes-per-tenant <n>', "remove a tenant's oldest records while its artifacts total more", whole('--max-bytes-per-tenant', 0))
+    .option('--json', 'print JSON')
+    .addOption(new Option('--config <file>', 'extra JSON config file applied after config/default.json'))
+    .action(async (flags: { config?: string; json?: boolean; maxAgeDays?: number; maxBytesPerTenant?: number }) => {
+      await withLedger(flags, async (opened) => {
+        const configured = loadConfig({ file: flags.config }).fabric.ledger.retention
+        const policy = { maxAgeDays: flags.maxAgeDays ?? configured.maxAgeDays, maxBytesPerTenant: flags.maxBytesPerTenant ?? configured.maxBytesPerTenant }
+        const report = await opened.applyRetention({ policy })
+        if (flags.json) out.write(`${JSON.stringify(report, null, 2)}\n`)
+        else {
+          for (const tenant of report.tenants) out.write(`${tenant.tenant}: removed ${tenant.removedRecords} record(s); ${tenant.bytes} bytes referenced\n`)
+          out.write(`removed ${report.removedBlobs.length} blob(s)\n`)
+        }
+      })
+    })
+}

@@ -1,0 +1,69 @@
+import { formats } from './formats'
+
+/**
+ * The artifact ledger's keys (`fabric.ledger.*`) and the bucket it and the bucket-backed workspaces share
+ * (`fabric.s3.*`), composed into the schema by src/config/schema.ts. docs/ledger.md explains each choice.
+ */
+export interface LedgerConfig {
+  /** Record every execution's provenance and keep its artifacts. @default true @env EXECGATE_FABRIC_LEDGER_ENABLED */
+  enabled: boolean
+  /**
+   * Where records live: `sqlite` (`ledger.sqlite` in `fabric.dataDir`), `redis` (`fabric.redisUrl`, shared by every
+   * node), or `auto`: the same kind as `fabric.store`. @default 'auto' @env EXECGATE_FABRIC_LEDGER_STORE
+   */
+  store: 'auto' | 'sqlite' | 'redis'
+  /** Where artifacts' bytes live: `directory` (`blobDir`) or `s3` (`fabric.s3.*`). @default 'directory' @env EXECGATE_FABRIC_LEDGER_BLOBS */
+  blobs: 'directory' | 's3'
+  /** Folder of the `directory` blob store; empty for `<fabric.dataDir>/blobs`. @default '' @env EXECGATE_FABRIC_LEDGER_BLOB_DIR */
+  blobDir: string
+  /**
+   * stdout and stderr at least this long are kept as artifacts (shorter ones: their digest only).
+   * @default 1024 @env EXECGATE_FABRIC_LEDGER_OUTPUT_THRESHOLD_BYTES
+   */
+  outputThresholdBytes: number
+  retention: {
+    /** Records older than this many days are removed (0: kept for ever). @default 0 @env EXECGATE_FABRIC_LEDGER_RETENTION_MAX_AGE_DAYS */
+    maxAgeDays: number
+    /**
+     * Oldest records of a tenant are removed while the artifacts its records reference total more than this many
+     * bytes (0: no limit). @default 0 @env EXECGATE_FABRIC_LEDGER_RETENTION_MAX_BYTES_PER_TENANT
+     */
+    maxBytesPerTenant: number
+    /** How often a running execgate applies the policy (0: only on `execgate ledger prune`). @default 60 @env EXECGATE_FABRIC_LEDGER_RETENTION_INTERVAL_MINUTES */
+    intervalMinutes: number
+  }
+}
+
+export interface S3Config {
+  /** The bucket of the ledger's `s3` blobs and `s3` workspaces. @default '' @env EXECGATE_FABRIC_S3_BUCKET */
+  bucket: string
+  /** Key prefix inside the bucket (`blobs/…` and `workspaces/…` go under it). @default 'execgate/' @env EXECGATE_FABRIC_S3_PREFIX */
+  prefix: string
+  /** An S3-compatible server's URL (MinIO, Ceph, s3rver); empty for AWS S3. @default '' @env EXECGATE_FABRIC_S3_ENDPOINT */
+  endpoint: string
+  /** @default 'us-east-1' @env EXECGATE_FABRIC_S3_REGION */
+  region: string
+  /** Put the bucket in the path, not the host name (most S3-compatible servers need it). @default false @env EXECGATE_FABRIC_S3_FORCE_PATH_STYLE */
+  forcePathStyle: boolean
+}
+
+export const LEDGER_SCHEMA = {
+  enabled: { doc: 'Record every execution in the artifact ledger', format: Boolean, default: true },
+  store: { doc: 'Where ledger records live (auto: like fabric.store)', format: ['auto', 'sqlite', 'redis'], default: 'auto' },
+  blobs: { doc: "Where the ledger's artifacts live", format: ['directory', 's3'], default: 'directory' },
+  blobDir: { doc: 'Folder of the directory blob store (empty: <fabric.dataDir>/blobs)', format: String, default: '' },
+  outputThresholdBytes: { doc: 'stdout/stderr at least this long are kept as artifacts', format: formats.nonNegativeInt, default: 1024 },
+  retention: {
+    maxAgeDays: { doc: 'Remove ledger records older than this (days; 0: never)', format: formats.nonNegativeInt, default: 0 },
+    maxBytesPerTenant: { doc: "Remove a tenant's oldest records while its artifacts total more (bytes; 0: no limit)", format: formats.nonNegativeInt, default: 0 },
+    intervalMinutes: { doc: 'How often a running execgate applies retention (0: only on ledger prune)', format: formats.nonNegativeInt, default: 60 },
+  },
+}
+
+export const S3_SCHEMA = {
+  bucket: { doc: 'Bucket of the s3 blob store and s3 workspaces', format: String, default: '' },
+  prefix: { doc: 'Key prefix inside the bucket', format: String, default: 'execgate/' },
+  endpoint: { doc: 'S3-compatible server URL (empty: AWS S3)', format: String, default: '' },
+  region: { doc: 'Region of the bucket', format: String, default: 'us-east-1' },
+  forcePathStyle: { doc: 'Bucket in the path instead of the host name', format: Boolean, default: false },
+}

@@ -1,0 +1,178 @@
+import { createHash } from 'node:crypto'
+import { LANGUAGES, workspaceFileBytes, type ExecutionRequest, type ExecutionResult, type Language, type RunInfo, type SecurityPolicy, type WorkspaceFile } from '../../core'
+import { JSON_MEDIA_TYPE, TEXT_PLAIN, codeMediaType, mediaTypeOf } from './media-types'
+import type { ArtifactRef, RunLimits, RunRecord, StreamDigest } from './types'
+
+/**
+ * A finished run in two steps. `captureRun` runs on the result's path, so it only copies references (strings are
+ * immutable; arrays and the value are copied, since the caller owns them once it has the result). `describeRun`
+ * runs later, off that path: it hashes, and names the blobs to store.
+ */
+
+export interface CapturedRun {
+  run: RunInfo
+  traceId: string
+  adapter: string
+  status: ExecutionResult['status']
+  language?: Language
+  code: string
+  stdin?: string
+  inputs: WorkspaceFile[]
+  outputs: WorkspaceFile[]
+  stdout: string
+  stderr: string
+  /** `JSON.stringify(value)`, taken at once: the caller may change the value afterwards. */
+  valueJson?: string
+  usage: { wallMs?: number; cpuMs?: number; memoryBytes?: number }
+  durationMs: number
+  error?: { type: string; code?: string }
+  fallbackFrom?: { adapter: string; reason: string }
+}
+
+function files(list: unknown): WorkspaceFile[] {
+  if (!Array.isArray(list)) return []
+  return list
+    .filter((file): file is WorkspaceFile => typeof file === 'object' && file !== null && typeof file.path === 'string' && typeof file.content === 'string')
+    .map((file) => ({ path: file.path, content: file.content, ...(file.encoding ? { encoding: file.encoding } : {}) }))
+}
+
+export function captureRun(result: ExecutionResult, request: ExecutionRequest, run: RunInfo): CapturedRun {
+  // The request may be anything a caller sent (an invalid_request run is recorded too): read it defensively.
+  const asked = (typeof request === 'object' && request !== null ? request : {}) as Partial<ExecutionRequest>
+  let valueJson: string | undefined
+  try {
+    valueJson = result.value === undefined ? undefined : JSON.stringify(result.value)
+  } catch {
+    valueJson = undefined
+  }
+  return {
+    run,
+    traceId: result.traceId,
+    adapter: result.adapter,
+    status: result.status,
+    ...((LANGUAGES as readonly unknown[]).includes(asked.language) ? { language: asked.language } : {}),
+    code: typeof asked.code === 'string' ? asked.code : '',
+    ...(typeof asked.stdin === 'string' ? { stdin: asked.stdin } : {}),
+    inputs: files(asked.files),
+    outputs: files(result.files),
+    stdout: result.stdout,
+    stderr: result.stderr,
+    ...(valueJson !== undefined ? { valueJson } : {}),
+    usage: { wallMs: result.usage?.wallMs, cpuMs: result.usage?.cpuMs, memoryBytes: result.usage?.memoryBytes },
+    durationMs: result.durationMs,
+    ...(result.error ? { error: { type: result.error.type, ...(result.error.code ? { code: result.error.code } : {}) } } : {}),
+    ...(result.fallbackFrom ? { fallbackFrom: { ...result.fallbackFrom } } : {}),
+  }
+}
+
+export function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex')
+}
+
+/** JSON with sorted keys, so equal policies have equal digests whatever order their keys were written in. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined)
+    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+const policyDigests = new WeakMap<SecurityPolicy, string>()
+
+export function policyDigest(policy: SecurityPolicy): string {
+  let digest = policyDigests.get(policy)
+  if (!digest) policyDigests.set(policy, (digest = sha256(canonicalJson(policy))))
+  return digest
+}
+
+function limitsOf(policy: SecurityPolicy): RunLimits {
+  return {
+    wallTimeMs: policy.wallTimeMs,
+    cpuTimeMs: policy.cpuTimeMs,
+    memoryMb: policy.memoryMb,
+    outputBytes: policy.outputBytes,
+    network: policy.network,
+    filesystem: policy.filesystem,
+    maxProcesses: policy.maxProcesses,
+    hostCalls: { maxCount: policy.hostCalls.maxCount, maxTotalMs: policy.hostCalls.maxTotalMs },
+  }
+}
+
+/** Bytes to keep in the blob store, by digest. */
+export interface BlobWrite {
+  sha256: string
+  bytes: Buffer
+  mediaType: string
+}
+
+function artifact(path: string, bytes: Buffer, mediaType: string, blobs: Map<string, BlobWrite>): ArtifactRef {
+  const digest = sha256(bytes)
+  if (!blobs.has(digest)) blobs.set(digest, { sha256: digest, bytes, mediaType })
+  return { path, sha256: digest, size: bytes.length, mediaType }
+}
+
+const EMPTY_DIGEST = sha256('')
+
+function stream(name: 'stdout' | 'stderr', text: string, thresholdBytes: number, blobs: Map<string, BlobWrite>): StreamDigest {
+  if (text === '') return { sha256: EMPTY_DIGEST, size: 0, stored: false }
+  const bytes = Buffer.from(text)
+  if (bytes.length < thresholdBytes) return { sha256: sha256(bytes), size: bytes.length, stored: false }
+  const ref = artifact(name, bytes, TEXT_PLAIN, blobs)
+  return { sha256: ref.sha256, size: ref.size, stored: true }
+}
+
+/** The run's provenance record, and the blobs it references. */
+export function describeRun(captured: CapturedRun, settings: { tenant: string; execgateVersion: string; outputThresholdBytes: number }): { entry: RunRecord; blobs: BlobWrite[] } {
+  const blobs = new Map<string, BlobWrite>()
+  const { run } = captured
+  const provenance = run.provenance ?? {}
+  const inputs = [
+    ...captured.inputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
+    ...(run.workspaceReads ?? []).map((file) => artifact(file.path, Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength), mediaTypeOf(file.path), blobs)),
+  ]
+  const outputs = captured.outputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs))
+  const code = artifact('code', Buffer.from(captured.code), codeMediaType(captured.language), blobs)
+  const stdout = stream('stdout', captured.stdout, settings.outputThresholdBytes, blobs)
+  const stderr = stream('stderr', captured.stderr, settings.outputThresholdBytes, blobs)
+  let value: RunRecord['value']
+  if (captured.valueJson !== undefined) {
+    const ref = artifact('value', Buffer.from(captured.valueJson), JSON_MEDIA_TYPE, blobs)
+    value = { sha256: ref.sha256, size: ref.size }
+  }
+  const entry: RunRecord = {
+    kind: 'run',
+    runId: run.runId,
+    traceId: captured.traceId,
+    tenant: settings.tenant,
+    ...(run.agentType !== undefined ? { agentType: run.agentType } : {}),
+    ...(run.lane ? { lane: run.lane } : {}),
+    ...(provenance.taskId !== undefined ? { taskId: provenance.taskId } : {}),
+    ...(provenance.attempt !== undefined ? { attempt: provenance.attempt } : {}),
+    ...(provenance.planId !== undefined ? { planId: provenance.planId } : {}),
+    ...(provenance.planVersion !== undefined ? { planVersion: provenance.planVersion } : {}),
+    ...(provenance.stepId !== undefined ? { stepId: provenance.stepId } : {}),
+    ...(captured.language ? { language: captured.language } : {}),
+    adapter: captured.adapter,
+    ...(run.tier !== undefined ? { tier: run.tier } : {}),
+    execgateVersion: settings.execgateVersion,
+    code,
+    ...(run.policy ? { policySha256: policyDigest(run.policy), limits: limitsOf(run.policy) } : {}),
+    startedAt: new Date(run.startedAt).toISOString(),
+    endedAt: new Date(run.endedAt).toISOString(),
+    status: captured.status,
+    ...(captured.error ? { error: captured.error } : {}),
+    wallMs: Math.round((captured.usage.wallMs ?? captured.durationMs) * 1000) / 1000,
+    ...(captured.usage.cpuMs !== undefined ? { cpuMs: captured.usage.cpuMs } : {}),
+    ...(captured.usage.memoryBytes !== undefined ? { peakMemoryBytes: captured.usage.memoryBytes } : {}),
+    inputs,
+    outputs,
+    ...(captured.stdin !== undefined ? { stdin: { sha256: sha256(captured.stdin), size: Buffer.byteLength(captured.stdin) } } : {}),
+    stdout,
+    stderr,
+    ...(value ? { value } : {}),
+    ...(captured.fallbackFrom ? { fallbackFrom: captured.fallbackFrom } : {}),
+  }
+  return { entry, blobs: [...blobs.values()] }
+}
