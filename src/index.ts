@@ -11,6 +11,8 @@ import type { BreakerState } from './routing/circuit-breaker'
 import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
 import { createTaskService, taskServiceOptionsFrom, type TaskService } from './fabric/tasks'
+import { createPlanService, planServiceOptionsFrom, type PlanService } from './fabric/plans'
+import type { LlmProvider } from './core/llm'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
@@ -36,6 +38,8 @@ export type { Logger } from './observability/logger'
 export type { ReadinessMonitor } from './readiness/readiness-monitor'
 export * from './workspace'
 export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
+export type { PlanService, PlanSpec, PlanStepSpec, PlanView, PlanStepView, PlanEvent, PlanState, PlanSummary, PlanVersion, PlanChanges, PlanRevision } from './fabric/plans'
+export { BedrockConverseProvider, type BedrockConverseOptions, type LlmProvider, type LlmMessage, type LlmRequest } from './core/llm'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -59,6 +63,8 @@ export interface Execgate {
   ready(): Promise<void>
   /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
   readonly tasks: TaskService
+  /** Plans of steps run as tasks, revised by the reflector when a step fails (docs/plans.md); opened at first use. */
+  readonly plans: PlanService
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: ReadinessMonitor
   readonly config: Config
@@ -104,6 +110,8 @@ export interface ExecgateOptions extends ContainerOptions {
    * store, workers may do all the running). @default 'library' (runs tasks)
    */
   role?: 'library' | 'server'
+  /** The plans' reflector, instead of the Bedrock model `fabric.plans.reflector.modelId` names. */
+  reflector?: LlmProvider
 }
 
 /**
@@ -143,6 +151,14 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   })
   let disposed = false
   let tasks: TaskService | undefined
+  let plans: PlanService | undefined
+  const taskService = () =>
+    (tasks ??= createTaskService({
+      execute: (request, options) => service.execute(request, options),
+      ...taskServiceOptionsFrom(config.fabric),
+      run: options.role !== 'server' || config.fabric.serveRunsTasks,
+      logger: container.get<Logger>(tokens.Logger),
+    }))
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
@@ -173,10 +189,13 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     },
     ready,
     get tasks() {
-      return (tasks ??= createTaskService({
-        execute: (request, options) => service.execute(request, options),
-        ...taskServiceOptionsFrom(config.fabric),
-        run: options.role !== 'server' || config.fabric.serveRunsTasks,
+      return taskService()
+    },
+    get plans() {
+      return (plans ??= createPlanService({
+        tasks: taskService(),
+        check: (request, checkOptions) => service.check(request, checkOptions),
+        ...planServiceOptionsFrom(config.fabric, config.security.defaultPolicy.allowedImports, options.reflector),
         logger: container.get<Logger>(tokens.Logger),
       }))
     },
@@ -186,6 +205,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     async dispose() {
       if (disposed) return
       disposed = true
+      // The plans first: they must not read the interrupted runs going back to PENDING as their steps' doing.
+      await plans?.close()
       await tasks?.close({ abort: true })
       // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
       await service.dispose?.()
