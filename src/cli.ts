@@ -9,6 +9,7 @@ import { policyFromConfig } from './policy'
 import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from './workspace'
 import { formatResult, formatTable, formatValidation } from './cli-format'
 import { registerTaskCommands } from './cli-tasks'
+import { registerPlanCommands } from './cli-plans'
 
 /**
  * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
@@ -265,6 +266,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
         const running = await serve(execgate, { host: flags.host, port: flags.port })
         // Queued tasks (and those a crash interrupted) run from the start, not from the first task request.
         await execgate.tasks.start()
+        if (execgate.config.fabric.store === 'sqlite') await execgate.plans.start()
         process.stderr.write(`[execgate] serving on ${running.url}\n`)
         // An operator's (and the soak's) way to see what the server keeps: with node --expose-gc, SIGUSR2 runs a full GC.
         const gc = (globalThis as { gc?: () => void }).gc
@@ -302,6 +304,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .action(async (flags: { config?: string; json?: boolean; adapter: string; profile?: string }) => setExit(await policyCommand(flags, out)))
 
   registerTaskCommands(program, { out, setExit, readSource })
+  registerPlanCommands(program, { out, setExit })
   return program
 }
 
