@@ -10,6 +10,7 @@ import { currentVersion, decideRevision, revisionContext, stepCheckProblem, type
 import type { PlanStore } from './plan-store'
 import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion } from './plan-types'
 import type { Reflector } from './reflector'
+import { StepLogMirror } from './step-log-mirror'
 
 /** The `fabric.plans` settings the engine runs by. */
 export interface PlanSettings {
@@ -43,6 +44,8 @@ export interface PlanCaller {
 }
 
 const IN_FLIGHT: readonly TaskState[] = ['SPAWNING', 'RUNNING']
+/** Task states after which the plan may have something to decide. */
+const DECISIVE: readonly TaskState[] = ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED']
 
 /**
  * The plan engine: submits each version's steps as tasks (dependencies by task, inputs under `steps/<id>/`), follows
@@ -57,8 +60,7 @@ export class PlanEngine {
   private readonly revising = new Map<string, AbortController>()
   /** Plans being cancelled here: no reflector is asked for them from now on. */
   private readonly cancelling = new Set<string>()
-  /** Per plan: the last task event mirrored by task (a step's log is read on from there), and tasks fully mirrored. */
-  private readonly mirrored = new Map<string, { upTo: Map<string, number>; done: Set<string> }>()
+  private readonly steps: StepLogMirror
   private stopTransitions: () => void = () => undefined
   private timer: NodeJS.Timeout | undefined
   private stopped = true
@@ -66,13 +68,20 @@ export class PlanEngine {
   constructor(private readonly options: PlanEngineOptions) {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
     this.emitter.setMaxListeners(0)
+    this.steps = new StepLogMirror(options.store, options.tasks.scheduler.store, (events) => this.announce(events))
   }
 
   /** Follows the plans' tasks, and picks up every plan not yet ended (a restart continues them). */
   async start(): Promise<void> {
     this.stopped = false
+    // Only a step's end (or suspension) can change what its plan does next, so only those advance it; the advance
+    // copies the steps' transitions into the plan's log in one write. A live reader of the log is told of the others
+    // (`onStepMoved`) and asks for them (`catchUp`). Other processes' transitions are found by the tick.
     this.stopTransitions = this.options.tasks.scheduler.onTransition((_event, task) => {
-      if (task.provenance?.planId) this.kick(task.provenance.planId)
+      const planId = task.provenance?.planId
+      if (!planId) return
+      if (DECISIVE.includes(task.state)) this.kick(planId)
+      else this.emitter.emit('step', planId)
     })
     this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 1000)
     this.timer.unref()
@@ -90,6 +99,18 @@ export class PlanEngine {
   onEvent(listener: (event: PlanEvent) => void): () => void {
     this.emitter.on('event', listener)
     return () => this.emitter.off('event', listener)
+  }
+
+  /** A step of the plan moved here without anything for the plan to decide: its log has it once `catchUp` ran. */
+  onStepMoved(listener: (planId: string) => void): () => void {
+    this.emitter.on('step', listener)
+    return () => this.emitter.off('step', listener)
+  }
+
+  /** Copies the plan's steps' transitions into its log now (for a reader following it live). */
+  async catchUp(id: string): Promise<void> {
+    const plan = await this.options.store.get(id)
+    if (plan && !isPlanFinal(plan.state)) await this.mirror(plan, await this.tasksOf(plan))
   }
 
   async submit(spec: PlanSpec, caller: PlanCaller): Promise<Plan> {
@@ -122,8 +143,7 @@ export class PlanEngine {
       if (refused) throw invalid(refused)
     }
     this.announce(await this.options.store.insert(plan, [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }]))
-    await this.submitTasks(plan)
-    this.kick(plan.id)
+    await this.submitTasks(plan, true)
     return plan
   }
 
@@ -196,13 +216,13 @@ export class PlanEngine {
     if (!plan || this.stopped) return
     let tasks = await this.tasksOf(plan)
     await this.mirror(plan, tasks)
-    if (isPlanFinal(plan.state)) return void this.mirrored.delete(id)
+    if (isPlanFinal(plan.state)) return void this.steps.forget(id)
     const version = currentVersion(plan)
     if (plan.state === 'RUNNING') {
       if (version.steps.some((step) => !tasks.has(step.taskId))) return this.submitTasks(plan) // a crash between the version and its tasks
       const failed = version.steps.filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined).sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]
       if (!failed) {
-        if (version.steps.every((step) => tasks.get(step.taskId)!.state === 'COMPLETED')) await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`)
+        if (version.steps.every((step) => tasks.get(step.taskId)!.state === 'COMPLETED')) await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks)
         return
       }
       const reason = `step ${failed.id} failed: ${failureOf(tasks.get(failed.taskId)!)}`
@@ -280,21 +300,25 @@ export class PlanEngine {
     return new Map((await this.options.tasks.scheduler.store.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]))
   }
 
-  /** Submits the current version's tasks not in the store yet (kept runs are already there). */
-  private async submitTasks(plan: Plan): Promise<void> {
+  /** Submits the current version's tasks not in the store yet (kept runs are already there; none for a new plan). */
+  private async submitTasks(plan: Plan, fresh = false): Promise<void> {
     const version = currentVersion(plan)
-    const existing = new Set((await this.options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id))
+    const existing = new Set(fresh ? [] : (await this.options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id))
     const specs = version.steps.filter((step) => !existing.has(step.taskId)).map((step) => taskSpecFor(plan, version, step))
     if (specs.length === 0) return
     const { workspaceAccess } = this.options.settings
+    // Their first log entries reach the plan's log with the next copy, in the task log's order like every other.
     await this.options.tasks.scheduler.submit(specs, { tenant: plan.tenant, ...(plan.profile ? { profile: plan.profile } : {}), ...(workspaceAccess ? { workspaceAccess } : {}) })
-    this.kick(plan.id)
   }
 
-  /** Ends a plan, after mirroring its steps' last transitions (so the log's last event is the plan's end). */
-  private async finish(plan: Plan, state: PlanState, reason: string): Promise<Plan | undefined> {
+  /**
+   * Ends a plan, after mirroring its steps' last transitions (so the log's last event is the plan's end). `tasks`, when
+   * given, were just read and all ended: nothing of them can be missing from the log once mirrored.
+   */
+  private async finish(plan: Plan, state: PlanState, reason: string, tasks?: ReadonlyMap<string, Task>): Promise<Plan | undefined> {
     for (;;) {
-      await this.mirror(plan, await this.tasksOf(plan))
+      await this.mirror(plan, tasks ?? (await this.tasksOf(plan)))
+      tasks = undefined
       const ended = await this.write(plan, { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) }, [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }])
       if (ended) return ended
       const again = await this.options.store.get(plan.id)
@@ -314,27 +338,9 @@ export class PlanEngine {
     return next
   }
 
-  /** Copies the steps' task transitions into the plan's log, in the order the task store logged them. */
-  private async mirror(plan: Plan, tasks: ReadonlyMap<string, Task>): Promise<void> {
-    let state = this.mirrored.get(plan.id)
-    if (!state) this.mirrored.set(plan.id, (state = { upTo: await this.options.store.mirrored(plan.id), done: new Set() }))
-    const { upTo, done } = state
-    const fresh: Extract<NewPlanEvent, { type: 'step' }>[] = []
-    for (const version of plan.versions.slice(-2)) {
-      for (const step of version.steps) {
-        const task = tasks.get(step.taskId)
-        if (!task || done.has(task.id) || step.reusedFrom !== undefined || task.provenance?.planVersion !== version.version) continue
-        const events = await this.options.tasks.scheduler.store.events(task.id, upTo.get(task.id) ?? 0)
-        for (const event of events) {
-          fresh.push({ type: 'step', at: event.at, version: version.version, stepId: step.id, taskId: task.id, from: event.from, to: event.to, reason: event.reason, attempt: event.attempt, taskSeq: event.seq })
-        }
-        // The task was read before its log: ended then, it logs nothing more.
-        if (task.state === 'COMPLETED' || task.state === 'FAILED' || task.state === 'TERMINATED') done.add(task.id)
-      }
-    }
-    fresh.sort((a, b) => a.taskSeq - b.taskSeq)
-    for (const event of fresh) upTo.set(event.taskId, Math.max(upTo.get(event.taskId) ?? 0, event.taskSeq))
-    this.announce(await this.options.store.mirror(plan.id, fresh))
+  /** Copies the steps' task transitions into the plan's log. */
+  private mirror(plan: Plan, tasks: ReadonlyMap<string, Task>): Promise<void> {
+    return this.steps.mirror(plan.id, tasks.values())
   }
 
   private announce(events: readonly PlanEvent[]): void {

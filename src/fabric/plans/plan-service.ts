@@ -99,15 +99,20 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
   }
   let starting: Promise<void> | undefined
   const ready = () => (starting ??= options.tasks.start().then(() => (options.run === false ? undefined : engine.start())))
-  /** Resolves at the plan's next event here, or after a tick (another process may be the one moving it). */
-  const nextChange = (id: string, waitMs: number) =>
+  /**
+   * Resolves at the plan's next event here (only its own transitions with `planOnly`; else a step moving too), or
+   * after a tick (another process may be moving it).
+   */
+  const nextChange = (id: string, waitMs: number, planOnly = false) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.max(0, Math.min(tickMs, waitMs)))
       timer.unref()
-      const stop = engine.onEvent((event) => event.planId === id && done())
+      const stopEvents = engine.onEvent((event) => event.planId === id && (!planOnly || event.type === 'plan') && done())
+      const stopSteps = planOnly ? () => undefined : engine.onStepMoved((planId) => planId === id && done())
       function done() {
         clearTimeout(timer)
-        stop()
+        stopEvents()
+        stopSteps()
         resolve()
       }
     })
@@ -125,7 +130,8 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       const until = Date.now() + (waitOptions.timeoutMs ?? Number.POSITIVE_INFINITY)
       for (;;) {
         // Listening before reading: an event landing between the read and the wait is not missed.
-        const changed = nextChange(id, until - Date.now())
+        // Only the plan's own transitions can end it: its steps' do not need a look.
+        const changed = nextChange(id, until - Date.now(), true)
         const plan = await owned(id, waitOptions)
         if (isPlanFinal(plan.state) || Date.now() >= until) return view(plan)
         await changed
@@ -161,6 +167,8 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       let ended = false
       for (;;) {
         const changed = nextChange(id, tickMs)
+        // Steps' transitions reach the plan's log when the plan has something to decide; a live reader wants them now.
+        await engine.catchUp(id)
         const events = await store.events(id, last)
         for (const event of events) {
           last = event.seq
