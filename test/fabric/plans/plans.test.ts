@@ -15,8 +15,10 @@ process.env.AWS_SECRET_ACCESS_KEY = 'execgate-test-secret'
 
 const MODEL = 'anthropic.claude-3-5-haiku-20241022-v1:0'
 /** The reflector's scripted replies, in order; each test pushes its own. */
-const replies: string[] = []
+const replies: ConstructorParameters<typeof FakeConverse>[0] = []
 const converse = new FakeConverse(replies)
+let converseUrl: Promise<string> | undefined
+const reflectorUrl = () => (converseUrl ??= converse.listen())
 const dataDirs: string[] = []
 let execgate: Execgate
 
@@ -41,7 +43,7 @@ function open(dataDir: string, endpoint?: string): Promise<Execgate> {
 }
 
 beforeAll(async () => {
-  execgate = await open(newDataDir(), await converse.listen())
+  execgate = await open(newDataDir(), await reflectorUrl())
   // The engines' cold start is not what these tests look at.
   await execgate.execute({ language: 'python', code: '1' })
 }, 60_000)
@@ -269,6 +271,30 @@ describe('without a reflector, and across a restart', () => {
       expect(events.some((event) => event.type === 'step' && event.stepId === 'slow' && event.from === 'RUNNING' && event.to === 'PENDING' && /shutdown/.test(event.reason))).toBe(true)
       expect(runsOf(events, 'slow')).toBe(2)
       expect(runsOf(events, 'next')).toBe(1)
+    } finally {
+      await second.dispose()
+    }
+  })
+
+  test('a restart while the reflector is being asked asks it again and completes; the question left unanswered is not counted', async () => {
+    const revisingDir = newDataDir()
+    const endpoint = await reflectorUrl()
+    let asked!: () => void
+    const question = new Promise<void>((resolve) => (asked = resolve))
+    // The first question is never answered: the process stops while it waits.
+    replies.push(() => (asked(), new Promise<string>(() => undefined)), reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) * 2', ['a'])]))
+    const first = await open(revisingDir, endpoint)
+    const plan = await first.plans.run({ steps: [js('a', '21'), js('b', 'throw new Error("first try")', ['a'])] })
+    await question
+    expect((await first.plans.get(plan.id))?.state).toBe('REVISING')
+    await first.dispose()
+    const second = await open(revisingDir, endpoint)
+    try {
+      const done = await second.plans.wait(plan.id)
+      expect(done).toMatchObject({ state: 'COMPLETED', version: 2, steps: [{ id: 'a', reusedFrom: 1 }, { id: 'b', result: { value: 42 } }] })
+      expect(done.revisions).toEqual([expect.objectContaining({ attempt: 1, accepted: true })])
+      expect(converse.requests).toHaveLength(2)
+      expect(runsOf(await eventsOf(second, plan.id), 'a')).toBe(1)
     } finally {
       await second.dispose()
     }
