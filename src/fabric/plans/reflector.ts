@@ -67,7 +67,7 @@ function userMessage(context: RevisionContext): string {
     `Failed step "${step.id}" (${step.language})${step.description ? `: ${step.description}` : ''}`,
     'Code:',
     fenced(step.code),
-    `Error: ${task.reason}`,
+    `Why it failed: ${task.reason}`,
     ...(task.result?.error ? [`Exception: ${task.result.error.type}: ${task.result.error.message}${task.result.error.line ? ` (line ${task.result.error.line})` : ''}`] : []),
     `stdout (end): ${tail(task.result?.stdout)}`,
     `stderr (end): ${tail(task.result?.stderr)}`,

@@ -169,7 +169,7 @@ describe('the fix-plan loop', () => {
     expect(prompt).toContain('Goal of the plan: twice ten, plus one')
     expect(prompt).toContain('Failed step "double" (javascript)')
     expect(prompt).toContain('twice(n)')
-    expect(prompt).toMatch(/Error: error: ReferenceError: .*twice/)
+    expect(prompt).toMatch(/Why it failed: error: ReferenceError: .*twice/)
     expect(prompt).toContain('- base: value 10')
     expect(converse.requests[0]!.system).toContain('steps/<id>/value.json')
   })
