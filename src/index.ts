@@ -11,7 +11,7 @@ import type { BreakerState } from './routing/circuit-breaker'
 import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
 import { createTaskService, taskServiceOptionsFrom, type TaskService } from './fabric/tasks'
-import { createPlanService, planServiceOptionsFrom, type PlanService } from './fabric/plans'
+import { createPlanService, planServiceOptionsFrom, unsupportedPlanService, type PlanService } from './fabric/plans'
 import type { LlmProvider } from './core/llm'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
 
@@ -192,6 +192,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       return taskService()
     },
     get plans() {
+      // Refused without opening the other store's connection: plans need the embedded one.
+      if (config.fabric.store !== 'sqlite') return (plans ??= unsupportedPlanService(config.fabric.store))
       return (plans ??= createPlanService({
         tasks: taskService(),
         check: (request, checkOptions) => service.check(request, checkOptions),

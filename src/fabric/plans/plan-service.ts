@@ -61,8 +61,8 @@ export interface PlanServiceOptions {
 
 const DEFAULT_TENANT = 'local'
 
-/** Every call rejects: plans follow their steps through the embedded store only. */
-function unsupported(storeKind: string): PlanService {
+/** A plan service whose every call rejects: plans follow their steps through the embedded store only (docs/plans.md). */
+export function unsupportedPlanService(storeKind: string): PlanService {
   const refuse = () => new ExecgateError('EXECGATE_PLANS_UNSUPPORTED', { store: storeKind })
   return {
     run: () => Promise.reject(refuse()),
@@ -80,7 +80,7 @@ function unsupported(storeKind: string): PlanService {
 }
 
 export function createPlanService(options: PlanServiceOptions): PlanService {
-  if ((options.storeKind ?? 'sqlite') !== 'sqlite' && !options.store) return unsupported(options.storeKind!)
+  if ((options.storeKind ?? 'sqlite') !== 'sqlite' && !options.store) return unsupportedPlanService(options.storeKind!)
   const store = options.store ?? new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
   const engine = new PlanEngine({ store, tasks: options.tasks, check: options.check, settings: options.settings, reflector: options.reflector, logger: options.logger, tickMs: options.tickMs })
   const tickMs = options.tickMs ?? 1000

@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { createExecgate, isExecgateError, type Execgate, type PlanEvent, type PlanStepSpec } from '../../../src'
@@ -127,6 +128,26 @@ describe('a plan runs its steps as tasks', () => {
     expect((await execgate.plans.wait(plan.id, { tenant: 'acme' })).state).toBe('COMPLETED')
     expect((await execgate.plans.list({}, { tenant: 'acme' })).plans.map((item) => item.id)).toEqual([plan.id])
     expect((await execgate.plans.list({}, { tenant: 'globex' })).plans).toEqual([])
+  })
+
+  test('with the redis store, every plan call is refused naming the reason, and no connection is opened', async () => {
+    // A listener in Redis's place counts the connections it gets: there must be none.
+    let connections = 0
+    const listener = net.createServer((socket) => (connections++, socket.destroy()))
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve))
+    const redisUrl = `redis://127.0.0.1:${(listener.address() as net.AddressInfo).port}`
+    const onRedis = await createExecgate({ warm: false, overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { store: 'redis', redisUrl } } })
+    try {
+      const refusal = { code: 'EXECGATE_PLANS_UNSUPPORTED', message: '[execgate] plans need the embedded store (fabric.store = sqlite); this execgate uses redis' }
+      await expect(onRedis.plans.run({ steps: [js('a', '1')] })).rejects.toMatchObject(refusal)
+      await expect(onRedis.plans.get('x')).rejects.toMatchObject(refusal)
+      await expect(onRedis.plans.events('x').next()).rejects.toMatchObject(refusal)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(connections).toBe(0)
+    } finally {
+      await onRedis.dispose()
+      listener.close()
+    }
   })
 
   test('cancel terminates the plan and its running step; a second cancel is a conflict', async () => {
