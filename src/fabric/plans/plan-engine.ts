@@ -170,9 +170,7 @@ export class PlanEngine {
       chain.again = true
       return
     }
-    // After what is already queued (setImmediate): a step's end first lets the scheduler start the steps it made
-    // ready, so the plan's bookkeeping runs while they execute instead of before they start.
-    void this.serial(id, () => new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.advance(id)))
+    void this.serial(id, () => this.advance(id))
   }
 
   private async tick(): Promise<void> {
