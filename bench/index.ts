@@ -19,6 +19,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   tasks: () => import('./tasks'),
   admission: () => import('./admission'),
   ledger: () => import('./ledger'),
+  plans: () => import('./plans'),
 }
 
 async function main(): Promise<void> {

@@ -10,6 +10,7 @@ import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePa
 import { formatResult, formatTable, formatValidation } from './cli-format'
 import { registerTaskCommands } from './cli-tasks'
 import { registerLedgerCommands } from './cli-ledger'
+import { registerPlanCommands } from './cli-plans'
 
 /**
  * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
@@ -266,6 +267,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
         const running = await serve(execgate, { host: flags.host, port: flags.port })
         // Queued tasks (and those a crash interrupted) run from the start, not from the first task request.
         await execgate.tasks.start()
+        if (execgate.config.fabric.store === 'sqlite') await execgate.plans.start()
         process.stderr.write(`[execgate] serving on ${running.url}\n`)
         // An operator's (and the soak's) way to see what the server keeps: with node --expose-gc, SIGUSR2 runs a full GC.
         const gc = (globalThis as { gc?: () => void }).gc
@@ -304,6 +306,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
 
   registerTaskCommands(program, { out, setExit, readSource })
   registerLedgerCommands(program, { out, setExit })
+  registerPlanCommands(program, { out, setExit })
   return program
 }
 

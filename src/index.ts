@@ -11,6 +11,8 @@ import type { BreakerState } from './routing/circuit-breaker'
 import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
 import { createTaskService, taskServiceOptionsFrom, type TaskService } from './fabric/tasks'
+import { createPlanService, planServiceOptionsFrom, unsupportedPlanService, type PlanService } from './fabric/plans'
+import type { LlmProvider } from './core/llm'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
 import type { LedgerService } from './fabric/ledger'
 
@@ -38,6 +40,8 @@ export type { ReadinessMonitor } from './readiness/readiness-monitor'
 export * from './workspace'
 export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
 export type { LedgerService, LedgerCaller, RunRecord, PlanVersionInput, VerifyReport, Lineage, ProvDocument, OpenLineageRunEvent, ExportFormat, RetentionReport } from './fabric/ledger'
+export type { PlanService, PlanSpec, PlanStepSpec, PlanView, PlanStepView, PlanEvent, PlanState, PlanSummary, PlanVersion, PlanChanges, PlanRevision } from './fabric/plans'
+export { BedrockConverseProvider, type BedrockConverseOptions, type LlmProvider, type LlmMessage, type LlmRequest } from './core/llm'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -63,6 +67,8 @@ export interface Execgate {
   readonly tasks: TaskService
   /** The artifact ledger (docs/ledger.md): every run's provenance, its artifacts and their lineage, per tenant. */
   readonly ledger: LedgerService
+  /** Plans of steps run as tasks, revised by the reflector when a step fails (docs/plans.md); opened at first use. */
+  readonly plans: PlanService
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: ReadinessMonitor
   readonly config: Config
@@ -108,6 +114,8 @@ export interface ExecgateOptions extends ContainerOptions {
    * store, workers may do all the running). @default 'library' (runs tasks)
    */
   role?: 'library' | 'server'
+  /** The plans' reflector, instead of the Bedrock model `fabric.plans.reflector.modelId` names. */
+  reflector?: LlmProvider
 }
 
 /**
@@ -148,6 +156,14 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   let disposed = false
   let tasks: TaskService | undefined
   const ledger = container.get<LedgerService>(tokens.Ledger)
+  let plans: PlanService | undefined
+  const taskService = () =>
+    (tasks ??= createTaskService({
+      execute: (request, options) => service.execute(request, options),
+      ...taskServiceOptionsFrom(config.fabric),
+      run: options.role !== 'server' || config.fabric.serveRunsTasks,
+      logger: container.get<Logger>(tokens.Logger),
+    }))
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
@@ -178,10 +194,15 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     },
     ready,
     get tasks() {
-      return (tasks ??= createTaskService({
-        execute: (request, options) => service.execute(request, options),
-        ...taskServiceOptionsFrom(config.fabric),
-        run: options.role !== 'server' || config.fabric.serveRunsTasks,
+      return taskService()
+    },
+    get plans() {
+      // Refused without opening the other store's connection: plans need the embedded one.
+      if (config.fabric.store !== 'sqlite') return (plans ??= unsupportedPlanService(config.fabric.store))
+      return (plans ??= createPlanService({
+        tasks: taskService(),
+        check: (request, checkOptions) => service.check(request, checkOptions),
+        ...planServiceOptionsFrom(config.fabric, config.security.defaultPolicy.allowedImports, options.reflector),
         logger: container.get<Logger>(tokens.Logger),
       }))
     },
@@ -192,6 +213,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     async dispose() {
       if (disposed) return
       disposed = true
+      // The plans first: they must not read the interrupted runs going back to PENDING as their steps' doing.
+      await plans?.close()
       await tasks?.close({ abort: true })
       // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
       await service.dispose?.()

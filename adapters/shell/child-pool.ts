@@ -102,8 +102,13 @@ class ShellProcess {
   }
 
   kill(): void {
-    this.detach()
-    if (!this.dead) this.child.kill('SIGKILL')
+    this.listener = undefined
+    this.onDeath = undefined
+    if (this.dead) return
+    // Referenced until it has exited: dispose() waits for the exit, and an unreferenced child would let a host with
+    // nothing else to do end first, its exit code unset (a CLI command exiting 0 before printing its error).
+    this.setRef(true)
+    this.child.kill('SIGKILL')
   }
 }
 

@@ -212,6 +212,29 @@ export interface ExecgateConfig {
     s3: S3Config
     /** Where session workspaces live: `memory` (this process) or `s3` (`fabric.s3`, shared by nodes). @default 'memory' @env EXECGATE_FABRIC_WORKSPACES */
     workspaces: 'memory' | 's3'
+    /** Plans: DAGs of steps run as tasks, revised by a reflector when a step fails (docs/plans.md). */
+    plans: {
+      /** Revisions the reflector may make to one plan, refused ones included; a plan may ask for fewer. @default 3 @env EXECGATE_FABRIC_PLANS_MAX_REVISIONS */
+      maxRevisions: number
+      /** Steps one plan (or one revision of it) may have. @default 50 @env EXECGATE_FABRIC_PLANS_MAX_STEPS */
+      maxSteps: number
+      /**
+       * Workspace access every step's runs get over the caller's policy, so a step reads its dependencies' outputs
+       * (`steps/<id>/…`) and writes files for its dependents: the step's own fresh workspace, nothing else. `none`
+       * grants nothing (steps then need a policy that allows files). @default 'sandboxed' @env EXECGATE_FABRIC_PLANS_STEP_WORKSPACE_ACCESS
+       */
+      stepWorkspaceAccess: 'none' | 'read_only' | 'sandboxed'
+      reflector: {
+        /** Bedrock model id (or inference profile) of the reflector; empty: no reflector, a failed step fails its plan. @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_MODEL_ID */
+        modelId: string
+        /** @default 'us-east-1' @env EXECGATE_FABRIC_PLANS_REFLECTOR_REGION */
+        region: string
+        /** A Converse endpoint instead of AWS's (a plain http:// one is spoken to over HTTP/1.1). @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_ENDPOINT */
+        endpoint: string
+        /** Longest answer asked of the model. @default 4096 @env EXECGATE_FABRIC_PLANS_REFLECTOR_MAX_TOKENS */
+        maxTokens: number
+      }
+    }
   }
   /** Per-adapter options; see each adapter's page in docs/adapters/. */
   adapters: AdapterOptionsConfig
@@ -322,6 +345,17 @@ export const CONFIG_SCHEMA = {
     ledger: LEDGER_SCHEMA,
     s3: S3_SCHEMA,
     workspaces: { doc: 'Where session workspaces live', format: ['memory', 's3'], default: 'memory' },
+    plans: {
+      maxRevisions: { doc: 'Revisions the reflector may make to one plan (refused ones count)', format: formats.nonNegativeInt, default: 3 },
+      maxSteps: { doc: 'Steps one plan may have', format: formats.positiveInt, default: 50 },
+      stepWorkspaceAccess: { doc: "Workspace access granted to plan steps' own fresh workspace", format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
+      reflector: {
+        modelId: { doc: 'Bedrock model id of the reflector (empty: none)', format: String, default: '' },
+        region: { doc: "The reflector's AWS region", format: String, default: 'us-east-1' },
+        endpoint: { doc: 'A Converse endpoint instead of AWS (empty: AWS)', format: String, default: '' },
+        maxTokens: { doc: 'Longest reflector answer (tokens)', format: formats.positiveInt, default: 4096 },
+      },
+    },
   },
   adapters: ADAPTER_OPTION_SCHEMAS,
   log: {

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import {
   DEFAULT_SESSION_LIMITS,
   ExecgateError,
+  FILESYSTEM_ACCESS,
   OutputCapture,
   createResult,
   describeError,
@@ -128,15 +129,8 @@ export class DefaultExecutionService implements ExecutionService {
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
-    const profileName = options.profile ?? this.options.languageProfiles?.[request.language]
-    const profile = profileName === undefined ? undefined : this.options.profiles?.[profileName]
-    if (profileName !== undefined && !profile) {
-      return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profileName, known: Object.keys(this.options.profiles ?? {}).join(', ') || 'none' }))
-    }
-    const resolution = resolvePolicy(options.basePolicy ?? profile ?? this.options.basePolicy, request)
-    if (!resolution.policy) {
-      return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') }))
-    }
+    const resolution = this.policyFor(request, options)
+    if (resolution.refusal) return resolution.refusal
     const policy = resolution.policy
     resolved.policy = policy
     // 3. static validation
@@ -331,6 +325,36 @@ export class DefaultExecutionService implements ExecutionService {
     }
     if (result.message) result.message = capText(result.message, limit)
     return result
+  }
+
+  /** Step 2: the caller's policy (profile, options, the caller's workspace grant) tightened by the request, or the refusal. */
+  private policyFor(request: ExecutionRequest, options: ExecuteOptions): { policy: SecurityPolicy; refusal?: undefined } | { policy?: undefined; refusal: ExecutionResult } {
+    const profileName = options.profile ?? this.options.languageProfiles?.[request.language]
+    const profile = profileName === undefined ? undefined : this.options.profiles?.[profileName]
+    if (profileName !== undefined && !profile) {
+      return { refusal: errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profileName, known: Object.keys(this.options.profiles ?? {}).join(', ') || 'none' })) }
+    }
+    let base = options.basePolicy ?? profile ?? this.options.basePolicy
+    // The grant covers only a fresh workspace: a session's or the caller's may hold more than this request brought.
+    const fresh = request.sessionId === undefined && options.workspace === undefined
+    if (options.workspaceAccess && fresh && FILESYSTEM_ACCESS.indexOf(options.workspaceAccess) > FILESYSTEM_ACCESS.indexOf(base.filesystem)) {
+      base = Object.freeze({ ...base, filesystem: options.workspaceAccess })
+    }
+    const resolution = resolvePolicy(base, request)
+    if (!resolution.policy) {
+      return { refusal: errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') })) }
+    }
+    return { policy: resolution.policy }
+  }
+
+  check(request: ExecutionRequest, options: ExecuteOptions = {}): ValidationReport {
+    const language = request?.language
+    const refused = (code: string, message: string): ValidationReport => ({ valid: false, language, validator: 'policy', issues: [{ severity: 'error', code, message }], implemented: true })
+    const problem = findRequestProblem(request)
+    if (problem) return refused('invalid_request', problem)
+    const resolution = this.policyFor(request, options)
+    if (resolution.refusal) return refused(resolution.refusal.status, resolution.refusal.message ?? resolution.refusal.status)
+    return staticValidationReport(language, request.code, resolution.policy)
   }
 
   async validate(code: string, language: Language, adapterName?: string): Promise<ValidationReport> {

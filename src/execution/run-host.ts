@@ -10,7 +10,7 @@ import {
   type SecurityPolicy,
   type WorkspaceFile,
 } from '../core'
-import type { LlmProvider } from '../agents/llm'
+import type { LlmProvider } from '../core/llm'
 import { MemoryWorkspace, ReadRecordingWorkspace, RunHostFunctions, STANDARD_HOST_FUNCTION_NAMES, normalizeWorkspacePath, standardHostFunctions, type HostFunctionDefinition, type Workspace, type WorkspaceLimits } from '../workspace'
 import type { SessionWorkspaces } from './session-workspaces'
 

@@ -1,5 +1,5 @@
-import type { ExecutionRequest, ExecutionResult, HostFunctions, Language, RunProvenance, SecurityPolicy, ValidationReport } from '../core'
-import type { LlmProvider } from '../agents/llm'
+import type { ExecutionRequest, ExecutionResult, FilesystemAccess, HostFunctions, Language, RunProvenance, SecurityPolicy, ValidationReport } from '../core'
+import type { LlmProvider } from '../core/llm'
 import type { HostFunctionDefinition, Workspace } from '../workspace'
 
 export interface ExecuteOptions {
@@ -31,6 +31,12 @@ export interface ExecuteOptions {
   tenant?: string
   /** What the run belongs to (a task's attempt, a plan's step), for the ledger's provenance record. */
   provenance?: RunProvenance
+  /**
+   * Access to the run's own fresh workspace granted by the caller over the policy's `filesystem` (raising it to at
+   * least this): a plan step reads its dependencies' outputs there. A fresh workspace holds only the request's files,
+   * so this reaches nothing else; it is ignored for a session's workspace or one the caller passes in.
+   */
+  workspaceAccess?: Exclude<FilesystemAccess, 'none'>
 }
 
 // Declared in the contract (src/core/types.ts) since listeners receive it (RunInfo); re-exported here where callers look.
@@ -40,6 +46,11 @@ export type { RunProvenance } from '../core'
 export interface ExecutionService {
   execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
   validate(code: string, language: Language, adapter?: string): Promise<ValidationReport>
+  /**
+   * What `execute` would refuse before running anything, for this caller (steps 1 to 3: the request's shape, its
+   * policy under the caller's profile and options, the static checks), as a report; nothing runs.
+   */
+  check(request: ExecutionRequest, options?: ExecuteOptions): ValidationReport
   languages(): readonly Language[]
   /** Drops a session's workspace; true when there was one. */
   closeSession?(sessionId: string): boolean

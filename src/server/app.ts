@@ -10,6 +10,7 @@ import { registerTaskRoutes } from './task-routes'
 import { registerObservationRoutes } from './observation-routes'
 import { registerConsoleAssets } from './console-assets'
 import { registerLedgerRoutes } from './ledger-routes'
+import { registerPlanRoutes } from './plan-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -28,6 +29,8 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_FORBIDDEN: 403,
   EXECGATE_NOT_FOUND: 404,
   EXECGATE_TASK_CONFLICT: 409,
+  EXECGATE_PLAN_CONFLICT: 409,
+  EXECGATE_PLANS_UNSUPPORTED: 501,
   EXECGATE_BODY_TOO_LARGE: 413,
   EXECGATE_RATE_LIMITED: 429,
   EXECGATE_SHUTTING_DOWN: 503,
@@ -185,6 +188,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   registerObservationRoutes(app, execgate, { tenants })
   registerConsoleAssets(app)
   registerLedgerRoutes(app, execgate)
+  registerPlanRoutes(app, execgate)
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {

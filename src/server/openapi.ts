@@ -1,4 +1,5 @@
 import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
+import { PLAN_SPEC_SCHEMA } from '../fabric/plans'
 import { EXECGATE_VERSION } from './version'
 import { OBSERVATION_PATHS } from './openapi-observation'
 import { TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
@@ -17,6 +18,28 @@ const errorResponses = Object.fromEntries(
   ]),
 )
 
+const idParameter = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
+const planBody = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Plan' } } } }
+
+/** Plans (docs/plans.md): another tenant's plan answers 404 like a missing one. */
+const planPaths = {
+  '/v1/plans': {
+    post: { summary: 'Run a plan: a DAG of code steps, revised by the reflector when a step fails', requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/PlanSpec' } } } }, responses: { '201': { description: 'the plan, RUNNING', ...planBody }, '501': { description: 'plans need the embedded store (EXECGATE_PLANS_UNSUPPORTED)' }, ...errorResponses } },
+    get: {
+      summary: "The tenant's plans, oldest first, paged",
+      parameters: [{ name: 'state', in: 'query', schema: { type: 'string' } }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }],
+      responses: { '200': { description: '{ plans, nextCursor }' }, ...errorResponses },
+    },
+  },
+  '/v1/plans/{id}': {
+    get: { summary: 'A plan: its steps with their states, its versions with what changed, its revisions', parameters: [idParameter], responses: { '200': { description: 'the plan', ...planBody }, '404': { description: 'no such plan for this tenant' } } },
+    delete: { summary: 'Terminate a plan and its running steps', parameters: [idParameter], responses: { '200': { description: 'the plan, TERMINATED', ...planBody }, '404': { description: 'no such plan for this tenant' }, '409': { description: 'the plan had already ended' } } },
+  },
+  '/v1/plans/{id}/events': {
+    get: { summary: "The plan's events as server-sent events (plan, step, revision), until it ends; Last-Event-ID resumes", parameters: [idParameter, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } }], responses: { '200': { description: 'text/event-stream', content: { 'text/event-stream': {} } }, '404': { description: 'no such plan for this tenant' } } },
+  },
+}
+
 /** The OpenAPI 3.1 document served at /docs/json, built from the same JSON Schemas the server validates with. */
 export function openApiDocument(): object {
   const { $id: _id, ...request } = EXECUTION_REQUEST_SCHEMA as { $id?: string }
@@ -31,6 +54,8 @@ export function openApiDocument(): object {
         ValidateRequest: { type: 'object', required: ['language', 'code'], properties: { language: { enum: [...LANGUAGES] }, code: { type: 'string', minLength: 1 }, adapter: { type: 'string' } } },
         Error: errorBody,
         ...TASK_SCHEMAS,
+        PlanSpec: (({ $id: _id, ...plan }) => plan)(PLAN_SPEC_SCHEMA),
+        Plan: { type: 'object', required: ['id', 'state', 'version', 'steps', 'versions', 'revisions'], description: 'See src/fabric/plans/plan-types.ts (PlanView) and docs/plans.md' },
       },
     },
     security: [{ bearer: [] }],
@@ -50,6 +75,7 @@ export function openApiDocument(): object {
       '/v1/languages': { get: { summary: 'Languages the enabled adapters run', responses: { '200': { description: '{ languages }' } } } },
       '/v1/adapters': { get: { summary: 'Adapter health, breakers, the active adapter and the last switch', responses: { '200': { description: 'status' } } } },
       '/v1/sessions/{id}': { delete: { summary: 'Close a session', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '404': { description: 'no such session for this tenant' } } } },
+      ...planPaths,
       '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: '{ status: up }' } } } },
       '/readyz': { get: { summary: 'The embedded adapters are warm and at least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },

@@ -1,5 +1,5 @@
 import { ExecgateError } from '../core/errors'
-import type { LlmProvider } from '../agents/llm'
+import type { LlmProvider } from '../core/llm'
 import { globMatcher } from './glob'
 import type { HostFunctionDefinition } from './host-functions'
 import { normalizeWorkspacePath } from './paths'

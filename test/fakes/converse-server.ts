@@ -15,8 +15,8 @@ export class FakeConverse {
   readonly requests: RecordedConverse[] = []
   private server?: http.Server
 
-  /** Replies in order; a function gets the request. */
-  constructor(private readonly replies: Array<string | ((request: RecordedConverse) => string)>) {}
+  /** Replies in order; a function gets the request (and may take its time: a promise is awaited). */
+  constructor(private readonly replies: Array<string | ((request: RecordedConverse) => string | Promise<string>)>) {}
 
   async listen(): Promise<string> {
     this.server = http.createServer((request, response) => void this.handle(request, response))
@@ -50,7 +50,7 @@ export class FakeConverse {
       response.end(JSON.stringify({ message: 'the script has no more replies' }))
       return
     }
-    const text = typeof reply === 'function' ? reply(recorded) : reply
+    const text = typeof reply === 'function' ? await reply(recorded) : reply
     response.writeHead(200, { 'content-type': 'application/json' })
     response.end(JSON.stringify({ output: { message: { role: 'assistant', content: [{ text }] } }, stopReason: 'end_turn', usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 }, metrics: { latencyMs: 1 } }))
   }

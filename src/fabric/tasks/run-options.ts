@@ -10,6 +10,6 @@ import type { Task } from './task-types'
 export function runInputsFor(task: Task, request: ExecutionRequest, signal: AbortSignal, onOutput: ExecuteOptions['onOutput']): { request: ExecutionRequest; options: ExecuteOptions } {
   return {
     request: { ...request, lane: task.lane, priority: task.priority },
-    options: { signal, onOutput, tenant: task.tenant, ...(task.profile ? { profile: task.profile } : {}), provenance: { ...task.provenance, taskId: task.id, attempt: task.attempts } },
+    options: { signal, onOutput, tenant: task.tenant, ...(task.profile ? { profile: task.profile } : {}), ...(task.workspaceAccess ? { workspaceAccess: task.workspaceAccess } : {}), provenance: { ...task.provenance, taskId: task.id, attempt: task.attempts } },
   }
 }

@@ -10,12 +10,12 @@ import type { Task, TaskEvent, TaskState } from './task-types'
  */
 
 /** The few better-sqlite3 calls used here (the package ships no types; declaring them keeps the surface small). */
-interface Statement {
+export interface Statement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
   get(...params: unknown[]): unknown
   all(...params: unknown[]): unknown[]
 }
-interface Database {
+export interface Database {
   prepare(sql: string): Statement
   exec(sql: string): void
   pragma(sql: string, options?: { simple: boolean }): unknown

@@ -41,7 +41,8 @@ export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'a
 
 const SHUTDOWN = new Error('the task scheduler is shutting down')
 
-function defaultOwnerAlive(owner: string): boolean {
+/** Same host and its pid alive (another machine's owner counts as alive: not ours to judge). */
+export function defaultOwnerAlive(owner: string): boolean {
   const [host, pid] = [owner.slice(0, owner.lastIndexOf(':')), Number(owner.slice(owner.lastIndexOf(':') + 1))]
   if (host !== os.hostname() || !Number.isInteger(pid)) return true // another machine's run: not ours to judge
   try {
@@ -274,7 +275,7 @@ export class TaskScheduler {
   private async run(task: Task, controller: AbortController): Promise<void> {
     try {
       const dependencies = await this.store.getMany(task.dependencies)
-      const request = withDependencyInputs({ ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) }, dependencies)
+      const request = withDependencyInputs({ ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) }, dependencies, task.dependencyPaths)
       const running = await this.move(task.id, ['SPAWNING'], { to: 'RUNNING', reason: 'started' })
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })

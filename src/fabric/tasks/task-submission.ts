@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto'
 import { ExecgateError } from '../../core'
 import { findTaskProblem } from './task-schema'
 import type { TaskStore } from './task-store'
-import { DEFAULT_RETRY_POLICY, type Task, type TaskSpec } from './task-types'
+import { DEFAULT_RETRY_POLICY, type Task, type TaskSpec, type WorkspaceAccess } from './task-types'
 
 /** Who submits: the tenant owns the tasks (no other tenant sees them) and its profile runs them. */
 export interface Submitter {
   tenant: string
   profile?: string
+  /** Workspace access granted to the runs of these tasks (the plan engine's steps); see `Task.workspaceAccess`. */
+  workspaceAccess?: WorkspaceAccess
 }
 
 /** Finds a dependency cycle among the batch's tasks (existing tasks cannot depend on new ones, so cycles lie in the batch). */
@@ -76,6 +78,7 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
       ...(spec.deadline ? { deadline: new Date(spec.deadline).toISOString() } : {}),
       requirements: spec.requirements ?? {},
       dependencies,
+      ...(spec.dependencyPaths ? { dependencyPaths: { ...spec.dependencyPaths } } : {}),
       ...(spec.timeoutMs ? { timeoutMs: spec.timeoutMs } : {}),
       retryPolicy: { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...spec.retryPolicy },
       ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
@@ -85,6 +88,7 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
       notBefore: 0,
       reason: 'submitted',
       ...(submitter.profile ? { profile: submitter.profile } : {}),
+      ...(submitter.workspaceAccess ? { workspaceAccess: submitter.workspaceAccess } : {}),
       ...(spec.provenance ? { provenance: { ...spec.provenance } } : {}),
       createdAt: at,
       updatedAt: at,

@@ -1,4 +1,4 @@
-import type { ExecutionRequest, ExecutionResult, WorkspaceFile } from '../../core'
+import type { ExecutionRequest, ExecutionResult, FilesystemAccess, WorkspaceFile } from '../../core'
 
 /**
  * A durable task's data: the seed's schema (../shared/seeds/001, "Task Schema") in our words, plus what the
@@ -15,6 +15,9 @@ export const FINAL_STATES: readonly TaskState[] = ['COMPLETED', 'FAILED', 'TERMI
 export function isFinal(state: TaskState): boolean {
   return FINAL_STATES.includes(state)
 }
+
+/** Workspace access a submitter may grant a task's runs beyond its policy (`ExecuteOptions.workspaceAccess`). */
+export type WorkspaceAccess = Exclude<FilesystemAccess, 'none'>
 
 /** The admission lane the task's runs ask for: batch unless the task says a person is waiting. */
 export type TaskLane = 'interactive' | 'batch'
@@ -73,6 +76,11 @@ export interface TaskSpec {
   requirements?: TaskRequirements
   /** Task ids that must all be COMPLETED before this one starts. */
   dependencies?: string[]
+  /**
+   * Where a dependency's outputs appear in this task's workspace, by dependency id: a folder such as `steps/extract`
+   * instead of `deps/<taskId>` (the plan engine names them by step). Dependencies not listed keep `deps/<taskId>`.
+   */
+  dependencyPaths?: Record<string, string>
   /** Wall-time limit of each run, in ms (tightens the policy like `request.timeoutMs`). */
   timeoutMs?: number
   retryPolicy?: Partial<RetryPolicy>
@@ -115,6 +123,7 @@ export interface Task {
   deadline?: string
   requirements: TaskRequirements
   dependencies: string[]
+  dependencyPaths?: Record<string, string>
   timeoutMs?: number
   retryPolicy: RetryPolicy
   idempotencyKey?: string
@@ -135,6 +144,11 @@ export interface Task {
   outputFiles?: WorkspaceFile[]
   /** The policy profile of the submitter (a tenant's), used for every run. */
   profile?: string
+  /**
+   * Access to each run's own fresh workspace granted by the submitter over its policy's `filesystem` (the plan engine
+   * grants it so a step reads its dependencies' outputs); never set from a submitted spec.
+   */
+  workspaceAccess?: WorkspaceAccess
   provenance?: TaskProvenance
   createdAt: string
   updatedAt: string

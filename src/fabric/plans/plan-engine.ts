@@ -1,0 +1,349 @@
+import { EventEmitter } from 'node:events'
+import os from 'node:os'
+import { randomUUID } from 'node:crypto'
+import { ExecgateError, describeError } from '../../core'
+import type { Logger } from '../../observability/logger'
+import { defaultOwnerAlive, type Task, type TaskService, type TaskState, type WorkspaceAccess } from '../tasks'
+import { findPlanProblem } from './plan-schema'
+import { ENGINE_REASON_PREFIX, failureOf, recordsFor, taskSpecFor } from './plan-steps'
+import { currentVersion, decideRevision, revisionContext, stepCheckProblem, type StepCheck } from './plan-revision'
+import type { PlanStore } from './plan-store'
+import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion } from './plan-types'
+import type { Reflector } from './reflector'
+import { StepLogMirror } from './step-log-mirror'
+
+/** The `fabric.plans` settings the engine runs by. */
+export interface PlanSettings {
+  /** Revisions a plan may have (refused ones count); a plan may ask for fewer. */
+  maxRevisions: number
+  maxSteps: number
+  /** Workspace access every step's runs get over the caller's policy, so it reads its inputs; undefined grants none. */
+  workspaceAccess?: WorkspaceAccess
+  /** Modules the steps may import, told to the reflector (the policy's static checks enforce it). */
+  allowedImports: readonly string[]
+}
+
+export interface PlanEngineOptions {
+  store: PlanStore
+  tasks: TaskService
+  check: StepCheck
+  settings: PlanSettings
+  /** Without one, a failed step fails its plan at once. */
+  reflector?: Reflector
+  logger?: Logger
+  /** How often plans whose steps run in other processes are looked at, in ms. @default 1000 */
+  tickMs?: number
+  /** This process's name in `plan.owner` while it revises a plan. @default host:pid */
+  owner?: string
+  ownerAlive?: (owner: string) => boolean
+}
+
+export interface PlanCaller {
+  tenant: string
+  profile?: string
+}
+
+const IN_FLIGHT: readonly TaskState[] = ['SPAWNING', 'RUNNING']
+/** Task states after which the plan may have something to decide. */
+const DECISIVE: readonly TaskState[] = ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED']
+
+/**
+ * The plan engine: submits each version's steps as tasks (dependencies by task, inputs under `steps/<id>/`), follows
+ * their transitions, and on a step's failure pauses the plan, asks the reflector, records the revision as a new
+ * version and resumes. Each plan is advanced by one call at a time in a process, and every plan write is a
+ * compare-and-set, so processes sharing the store never both revise a plan.
+ */
+export class PlanEngine {
+  private readonly emitter = new EventEmitter()
+  private readonly owner: string
+  private readonly chains = new Map<string, { running: Promise<void>; again: boolean }>()
+  private readonly revising = new Map<string, AbortController>()
+  /** Plans being cancelled here: no reflector is asked for them from now on. */
+  private readonly cancelling = new Set<string>()
+  private readonly steps: StepLogMirror
+  private stopTransitions: () => void = () => undefined
+  private timer: NodeJS.Timeout | undefined
+  private stopped = true
+
+  constructor(private readonly options: PlanEngineOptions) {
+    this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
+    this.emitter.setMaxListeners(0)
+    this.steps = new StepLogMirror(options.store, options.tasks.scheduler.store, (events) => this.announce(events))
+  }
+
+  /** Follows the plans' tasks, and picks up every plan not yet ended (a restart continues them). */
+  async start(): Promise<void> {
+    this.stopped = false
+    // Only a step's end (or suspension) can change what its plan does next, so only those advance it; the advance
+    // copies the steps' transitions into the plan's log in one write. A live reader of the log is told of the others
+    // (`onStepMoved`) and asks for them (`catchUp`). Other processes' transitions are found by the tick.
+    this.stopTransitions = this.options.tasks.scheduler.onTransition((_event, task) => {
+      const planId = task.provenance?.planId
+      if (!planId) return
+      if (DECISIVE.includes(task.state)) this.kick(planId)
+      else this.emitter.emit('step', planId)
+    })
+    this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 1000)
+    this.timer.unref()
+    await this.tick()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearInterval(this.timer)
+    this.stopTransitions()
+    for (const controller of this.revising.values()) controller.abort(new Error('the plan engine is stopping'))
+    while (this.chains.size > 0) await Promise.all([...this.chains.values()].map((chain) => chain.running))
+  }
+
+  onEvent(listener: (event: PlanEvent) => void): () => void {
+    this.emitter.on('event', listener)
+    return () => this.emitter.off('event', listener)
+  }
+
+  /** A step of the plan moved here without anything for the plan to decide: its log has it once `catchUp` ran. */
+  onStepMoved(listener: (planId: string) => void): () => void {
+    this.emitter.on('step', listener)
+    return () => this.emitter.off('step', listener)
+  }
+
+  /** Copies the plan's steps' transitions into its log now (for a reader following it live). */
+  async catchUp(id: string): Promise<void> {
+    const plan = await this.options.store.get(id)
+    if (plan && !isPlanFinal(plan.state)) await this.mirror(plan, await this.tasksOf(plan))
+  }
+
+  async submit(spec: PlanSpec, caller: PlanCaller): Promise<Plan> {
+    const { settings } = this.options
+    const invalid = (detail: string) => new ExecgateError('EXECGATE_REQUEST_INVALID', { detail })
+    const problem = findPlanProblem(spec, settings)
+    if (problem) throw invalid(problem)
+    const at = new Date().toISOString()
+    const draft = { id: randomUUID(), versions: [] as PlanVersion[] }
+    const version: PlanVersion = { version: 1, createdAt: at, reason: 'submitted', steps: recordsFor(draft, spec.steps, 1, new Map()) }
+    const plan: Plan = {
+      id: draft.id,
+      tenant: caller.tenant,
+      ...(caller.profile ? { profile: caller.profile } : {}),
+      ...(spec.goal ? { goal: spec.goal } : {}),
+      state: 'RUNNING',
+      reason: 'submitted',
+      version: 1,
+      maxRevisions: spec.maxRevisions ?? settings.maxRevisions,
+      priority: spec.priority ?? 0,
+      lane: spec.lane ?? 'batch',
+      versions: [version],
+      revisions: [],
+      rev: 1,
+      createdAt: at,
+      updatedAt: at,
+    }
+    for (const step of version.steps) {
+      const refused = stepCheckProblem(this.rules(), plan, step)
+      if (refused) throw invalid(refused)
+    }
+    this.announce(await this.options.store.insert(plan, [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }]))
+    await this.submitTasks(plan, true)
+    return plan
+  }
+
+  /** Terminates a plan and its steps (a running one is stopped). Undefined when it had already ended. */
+  async cancel(id: string, reason = 'cancelled by the caller'): Promise<Plan | undefined> {
+    this.cancelling.add(id)
+    this.revising.get(id)?.abort(new Error(reason))
+    let ended: Plan | undefined
+    await this.serial(id, async () => {
+      const plan = await this.options.store.get(id)
+      if (!plan || isPlanFinal(plan.state)) return
+      for (const task of (await this.tasksOf(plan)).values()) {
+        if (task.state !== 'COMPLETED' && task.state !== 'FAILED' && task.state !== 'TERMINATED') await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} ${reason}`)
+      }
+      ended = await this.finish(plan, 'TERMINATED', reason)
+    }).finally(() => this.cancelling.delete(id))
+    return ended
+  }
+
+  /** Advances a plan soon: once now, and once more after that if kicked meanwhile. */
+  kick(id: string): void {
+    const chain = this.chains.get(id)
+    if (chain) {
+      chain.again = true
+      return
+    }
+    void this.serial(id, () => this.advance(id))
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      for (const plan of await this.options.store.active()) this.kick(plan.id)
+    } catch (error) {
+      this.options.logger?.error({ err: describeError(error) }, 'plan engine tick failed')
+    }
+  }
+
+  /** Runs `work` after whatever this process is doing with the plan; a kick meanwhile advances it once more after. */
+  private serial(id: string, work: () => Promise<void>): Promise<void> {
+    const previous = this.chains.get(id)
+    // A kick that landed on the entry this one replaces is carried over, not lost.
+    const entry = { running: Promise.resolve(), again: previous?.again ?? false }
+    if (previous) previous.again = false
+    entry.running = (previous?.running ?? Promise.resolve())
+      .then(work)
+      .catch((error) => this.options.logger?.error({ planId: id, err: describeError(error) }, 'advancing a plan failed'))
+      .finally(() => {
+        if (this.chains.get(id) !== entry) return
+        this.chains.delete(id)
+        if (entry.again && !this.stopped) this.kick(id)
+      })
+    this.chains.set(id, entry)
+    return entry.running
+  }
+
+  private rules() {
+    const { check, settings } = this.options
+    return { check, maxSteps: settings.maxSteps, ...(settings.workspaceAccess ? { workspaceAccess: settings.workspaceAccess } : {}) }
+  }
+
+  /** The tasks of the current and the previous version (what may still change or still need mirroring). */
+  private async tasksOf(plan: Plan): Promise<Map<string, Task>> {
+    const ids = plan.versions.slice(-2).flatMap((version) => version.steps.map((step) => step.taskId))
+    return new Map((await this.options.tasks.scheduler.store.getMany([...new Set(ids)])).map((task) => [task.id, task]))
+  }
+
+  /** One look at a plan: mirror its steps' transitions, then complete it, pause it on a failure, or revise it. */
+  private async advance(id: string): Promise<void> {
+    let plan = await this.options.store.get(id)
+    if (!plan || this.stopped) return
+    let tasks = await this.tasksOf(plan)
+    await this.mirror(plan, tasks)
+    if (isPlanFinal(plan.state)) return void this.steps.forget(id)
+    const version = currentVersion(plan)
+    if (plan.state === 'RUNNING') {
+      if (version.steps.some((step) => !tasks.has(step.taskId))) return this.submitTasks(plan) // a crash between the version and its tasks
+      const failed = version.steps.filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined).sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]
+      if (!failed) {
+        if (version.steps.every((step) => tasks.get(step.taskId)!.state === 'COMPLETED')) await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks)
+        return
+      }
+      const reason = `step ${failed.id} failed: ${failureOf(tasks.get(failed.taskId)!)}`
+      const paused = await this.write(plan, { state: 'REVISING', reason, failedStep: failed.id, owner: this.owner }, [{ type: 'plan', at: '', version: plan.version, from: 'RUNNING', to: 'REVISING', reason }])
+      if (!paused) return this.kick(id)
+      plan = paused
+    }
+    if (plan.owner !== this.owner) {
+      if (plan.owner && (this.options.ownerAlive ?? defaultOwnerAlive)(plan.owner)) return
+      const taken = await this.write(plan, { owner: this.owner }, [])
+      if (!taken) return this.kick(id)
+      plan = taken
+    }
+    // Paused: steps not started are not started; started ones (running, or between retries) may finish.
+    for (const step of version.steps) {
+      const task = tasks.get(step.taskId)!
+      if (task.state === 'PENDING' && task.attempts === 0) await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} paused: ${plan.reason}`)
+    }
+    tasks = await this.tasksOf(plan)
+    await this.mirror(plan, tasks)
+    if ([...tasks.values()].some((task) => IN_FLIGHT.includes(task.state) || task.state === 'PENDING')) return
+    await this.revise(plan, tasks)
+  }
+
+  /** The fix-plan loop for one failure: ask, decide, record; until a revision is accepted or none is left. */
+  private async revise(plan: Plan, tasks: Map<string, Task>): Promise<void> {
+    const failedTask = tasks.get(currentVersion(plan).steps.find((step) => step.id === plan.failedStep)!.taskId)!
+    const error = `step ${plan.failedStep} failed: ${failureOf(failedTask)}`
+    const { reflector } = this.options
+    if (!reflector) return void (await this.finish(plan, 'FAILED', `${error}; no reflector is configured (fabric.plans.reflector.modelId), so the plan was not revised`))
+    while (plan.revisions.length < plan.maxRevisions && !this.cancelling.has(plan.id)) {
+      const controller = new AbortController()
+      this.revising.set(plan.id, controller)
+      const reply = await reflector.revise(revisionContext(plan, tasks, this.options.settings.allowedImports), controller.signal).finally(() => this.revising.delete(plan.id))
+      // Cancelled, or this process is stopping: a restart asks again (an unanswered question is not counted).
+      if (controller.signal.aborted || this.stopped || this.cancelling.has(plan.id)) return
+      const completed = await this.completedTasks(plan)
+      const decision = reply.problem !== undefined ? { problem: reply.problem } : decideRevision(this.rules(), plan, reply.steps, completed)
+      const attempt = plan.revisions.length + 1
+      const at = new Date().toISOString()
+      if (decision.problem !== undefined) {
+        const refused = { attempt, at, stepId: plan.failedStep!, accepted: false, reason: decision.problem }
+        const next = await this.write(plan, { revisions: [...plan.revisions, refused] }, [{ type: 'revision', at, version: plan.version, attempt, accepted: false, stepId: refused.stepId, reason: refused.reason }])
+        if (!next) return this.kick(plan.id)
+        plan = next
+        continue
+      }
+      // What stays of the old version ends here (a suspended step is revised, not resumed).
+      for (const task of tasks.values()) if (task.state === 'SUSPENDED') await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${plan.id} revised to version ${plan.version + 1}`)
+      await this.mirror(plan, await this.tasksOf(plan))
+      const note = (reply.problem === undefined ? reply.note : undefined) ?? 'revised by the reflector'
+      const version: PlanVersion = { version: plan.version + 1, createdAt: at, reason: `revision ${attempt}: ${error}`, note, steps: decision.records, changes: decision.changes }
+      const reason = `revised to version ${version.version} after ${error}`
+      const next = await this.write(
+        plan,
+        { state: 'RUNNING', reason, version: version.version, versions: [...plan.versions, version], revisions: [...plan.revisions, { attempt, at, stepId: plan.failedStep!, accepted: true, version: version.version, reason: note }], failedStep: undefined, owner: undefined },
+        [
+          { type: 'revision', at, version: version.version, attempt, accepted: true, stepId: plan.failedStep!, reason: note, changes: decision.changes },
+          { type: 'plan', at, version: version.version, from: 'REVISING', to: 'RUNNING', reason },
+        ],
+      )
+      if (!next) return this.kick(plan.id)
+      await this.submitTasks(next)
+      return this.kick(plan.id)
+    }
+    if (this.cancelling.has(plan.id)) return
+    const last = plan.revisions.at(-1)
+    const refusedLast = last && !last.accepted ? `; the last reply was refused: ${last.reason}` : ''
+    await this.finish(plan, 'FAILED', `${error}; no revision left (${plan.revisions.length} of ${plan.maxRevisions} used${refusedLast})`)
+  }
+
+  /** Every completed task of the plan's versions: runs a revision may keep. */
+  private async completedTasks(plan: Plan): Promise<Map<string, Task>> {
+    const ids = [...new Set(plan.versions.flatMap((version) => version.steps.map((step) => step.taskId)))]
+    return new Map((await this.options.tasks.scheduler.store.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]))
+  }
+
+  /** Submits the current version's tasks not in the store yet (kept runs are already there; none for a new plan). */
+  private async submitTasks(plan: Plan, fresh = false): Promise<void> {
+    const version = currentVersion(plan)
+    const existing = new Set(fresh ? [] : (await this.options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id))
+    const specs = version.steps.filter((step) => !existing.has(step.taskId)).map((step) => taskSpecFor(plan, version, step))
+    if (specs.length === 0) return
+    const { workspaceAccess } = this.options.settings
+    // Their first log entries reach the plan's log with the next copy, in the task log's order like every other.
+    await this.options.tasks.scheduler.submit(specs, { tenant: plan.tenant, ...(plan.profile ? { profile: plan.profile } : {}), ...(workspaceAccess ? { workspaceAccess } : {}) })
+  }
+
+  /**
+   * Ends a plan, after mirroring its steps' last transitions (so the log's last event is the plan's end). `tasks`, when
+   * given, were just read and all ended: nothing of them can be missing from the log once mirrored.
+   */
+  private async finish(plan: Plan, state: PlanState, reason: string, tasks?: ReadonlyMap<string, Task>): Promise<Plan | undefined> {
+    for (;;) {
+      await this.mirror(plan, tasks ?? (await this.tasksOf(plan)))
+      tasks = undefined
+      const ended = await this.write(plan, { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) }, [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }])
+      if (ended) return ended
+      const again = await this.options.store.get(plan.id)
+      if (!again || isPlanFinal(again.state)) return undefined
+      plan = again
+    }
+  }
+
+  /** One compare-and-set write of the plan with its events; undefined when another write got there first. */
+  private async write(plan: Plan, patch: Partial<Plan>, events: NewPlanEvent[]): Promise<Plan | undefined> {
+    const at = new Date().toISOString()
+    const next: Plan = { ...plan, ...patch, rev: plan.rev + 1, updatedAt: at }
+    for (const key of Object.keys(patch) as (keyof Plan)[]) if (patch[key] === undefined) delete next[key]
+    const written = await this.options.store.update(next, events.map((event) => ({ ...event, at: event.at || at })))
+    if (!written) return undefined
+    this.announce(written)
+    return next
+  }
+
+  /** Copies the steps' task transitions into the plan's log. */
+  private mirror(plan: Plan, tasks: ReadonlyMap<string, Task>): Promise<void> {
+    return this.steps.mirror(plan.id, tasks.values())
+  }
+
+  private announce(events: readonly PlanEvent[]): void {
+    for (const event of events) this.emitter.emit('event', event)
+  }
+}

@@ -1,0 +1,191 @@
+import path from 'node:path'
+import { ExecgateError } from '../../core'
+import type { Logger } from '../../observability/logger'
+import { SQLITE_FILE_NAME, type TaskCaller, type TaskService } from '../tasks'
+import { PlanEngine, type PlanSettings } from './plan-engine'
+import { currentVersion, type StepCheck } from './plan-revision'
+import { stepViews } from './plan-steps'
+import type { PlanStore } from './plan-store'
+import { isPlanFinal, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanView } from './plan-types'
+import type { Reflector } from './reflector'
+import { SqlitePlanStore } from './sqlite-plan-store'
+
+/** A plan in a listing: its state and counts, without its versions. */
+export interface PlanSummary {
+  id: string
+  goal?: string
+  state: PlanState
+  reason: string
+  version: number
+  steps: number
+  revisions: number
+  maxRevisions: number
+  failedStep?: string
+  createdAt: string
+  updatedAt: string
+}
+
+/** Plans, as the library offers them (`execgate.plans`); HTTP, MCP and the CLI call the same. Every call is a tenant's. */
+export interface PlanService {
+  /** Validates the plan, stores it and submits its first steps; resolves with the plan RUNNING. */
+  run(spec: PlanSpec, caller?: TaskCaller): Promise<PlanView>
+  get(id: string, caller?: TaskCaller): Promise<PlanView | undefined>
+  /** Until the plan ends; at `timeoutMs` it returns the plan as it is. */
+  wait(id: string, options?: TaskCaller & { timeoutMs?: number }): Promise<PlanView>
+  /** Terminates the plan and its running steps. */
+  cancel(id: string, caller?: TaskCaller): Promise<PlanView>
+  list(filter?: { state?: PlanState; limit?: number; cursor?: string }, caller?: TaskCaller): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
+  /** The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends. */
+  events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanEvent>
+  /** Starts driving plans now (continuing those a stopped process left) instead of at the first call. */
+  start(): Promise<void>
+  /** Stops driving plans; the task service is the caller's to close. */
+  close(): Promise<void>
+}
+
+export interface PlanServiceOptions {
+  tasks: TaskService
+  check: StepCheck
+  settings: PlanSettings
+  reflector?: Reflector
+  /** A store to use; otherwise the embedded one in `dataDir`, beside the tasks. */
+  store?: PlanStore
+  /** `fabric.store`: plans need the embedded store (docs/plans.md says why). @default 'sqlite' */
+  storeKind?: 'sqlite' | 'redis'
+  dataDir?: string
+  /** Drive plans in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
+  run?: boolean
+  tickMs?: number
+  logger?: Logger
+}
+
+const DEFAULT_TENANT = 'local'
+
+/** A plan service whose every call rejects: plans follow their steps through the embedded store only (docs/plans.md). */
+export function unsupportedPlanService(storeKind: string): PlanService {
+  const refuse = () => new ExecgateError('EXECGATE_PLANS_UNSUPPORTED', { store: storeKind })
+  return {
+    run: () => Promise.reject(refuse()),
+    get: () => Promise.reject(refuse()),
+    wait: () => Promise.reject(refuse()),
+    cancel: () => Promise.reject(refuse()),
+    list: () => Promise.reject(refuse()),
+    // eslint-disable-next-line require-yield
+    events: async function* () {
+      throw refuse()
+    },
+    start: () => Promise.reject(refuse()),
+    close: () => Promise.resolve(),
+  }
+}
+
+export function createPlanService(options: PlanServiceOptions): PlanService {
+  if ((options.storeKind ?? 'sqlite') !== 'sqlite' && !options.store) return unsupportedPlanService(options.storeKind!)
+  const store = options.store ?? new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
+  const engine = new PlanEngine({ store, tasks: options.tasks, check: options.check, settings: options.settings, reflector: options.reflector, logger: options.logger, tickMs: options.tickMs })
+  const tickMs = options.tickMs ?? 1000
+  const tenantOf = (caller: TaskCaller = {}) => caller.tenant ?? DEFAULT_TENANT
+  // Another tenant's plan answers exactly like a missing one, so ids never leak across tenants.
+  const owned = async (id: string, caller?: TaskCaller): Promise<Plan> => {
+    const plan = await store.get(id)
+    if (!plan || plan.tenant !== tenantOf(caller)) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no plan "${id}" for tenant ${tenantOf(caller)}` })
+    return plan
+  }
+  const view = async (plan: Plan): Promise<PlanView> => {
+    const version = currentVersion(plan)
+    const tasks = new Map((await options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]))
+    const { owner: _owner, rev: _rev, ...rest } = plan
+    return { ...rest, steps: stepViews(version, tasks) }
+  }
+  let starting: Promise<void> | undefined
+  const ready = () => (starting ??= options.tasks.start().then(() => (options.run === false ? undefined : engine.start())))
+  /**
+   * Resolves at the plan's next event here (only its own transitions with `planOnly`; else a step moving too), or
+   * after a tick (another process may be moving it).
+   */
+  const nextChange = (id: string, waitMs: number, planOnly = false) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(0, Math.min(tickMs, waitMs)))
+      timer.unref()
+      const stopEvents = engine.onEvent((event) => event.planId === id && (!planOnly || event.type === 'plan') && done())
+      const stopSteps = planOnly ? () => undefined : engine.onStepMoved((planId) => planId === id && done())
+      function done() {
+        clearTimeout(timer)
+        stopEvents()
+        stopSteps()
+        resolve()
+      }
+    })
+  return {
+    async run(spec, caller) {
+      await ready()
+      return view(await engine.submit(spec, { tenant: tenantOf(caller), ...(caller?.profile ? { profile: caller.profile } : {}) }))
+    },
+    async get(id, caller) {
+      const plan = await store.get(id)
+      return plan && plan.tenant === tenantOf(caller) ? view(plan) : undefined
+    },
+    async wait(id, waitOptions = {}) {
+      await ready()
+      const until = Date.now() + (waitOptions.timeoutMs ?? Number.POSITIVE_INFINITY)
+      for (;;) {
+        // Listening before reading: an event landing between the read and the wait is not missed.
+        // Only the plan's own transitions can end it: its steps' do not need a look.
+        const changed = nextChange(id, until - Date.now(), true)
+        const plan = await owned(id, waitOptions)
+        if (isPlanFinal(plan.state) || Date.now() >= until) return view(plan)
+        await changed
+      }
+    },
+    async cancel(id, caller) {
+      await ready()
+      const plan = await owned(id, caller)
+      const ended = await engine.cancel(id)
+      if (!ended) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state })
+      return view(ended)
+    },
+    async list(filter = {}, caller) {
+      const page = await store.list({ ...filter, tenant: tenantOf(caller) })
+      const summaries = page.plans.map((plan) => ({
+        id: plan.id,
+        ...(plan.goal ? { goal: plan.goal } : {}),
+        state: plan.state,
+        reason: plan.reason,
+        version: plan.version,
+        steps: currentVersion(plan).steps.length,
+        revisions: plan.revisions.length,
+        maxRevisions: plan.maxRevisions,
+        ...(plan.failedStep ? { failedStep: plan.failedStep } : {}),
+        createdAt: plan.createdAt,
+        updatedAt: plan.updatedAt,
+      }))
+      return { plans: summaries, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) }
+    },
+    async *events(id, eventOptions = {}) {
+      await owned(id, eventOptions)
+      let last = eventOptions.afterSeq ?? 0
+      let ended = false
+      for (;;) {
+        const changed = nextChange(id, tickMs)
+        // Steps' transitions reach the plan's log when the plan has something to decide; a live reader wants them now.
+        await engine.catchUp(id)
+        const events = await store.events(id, last)
+        for (const event of events) {
+          last = event.seq
+          yield event
+          if (event.type === 'plan' && isPlanFinal(event.to)) return
+        }
+        // Resumed past the plan's end (Last-Event-ID): one more read for what landed meanwhile, then done.
+        if (ended) return
+        if (events.length === 0) ended = isPlanFinal((await store.get(id))?.state ?? 'TERMINATED')
+        if (!ended) await changed
+      }
+    },
+    start: () => ready(),
+    async close() {
+      if (starting) await starting.catch(() => undefined)
+      await engine.stop()
+      await store.close()
+    },
+  }
+}

@@ -1,0 +1,42 @@
+import type { NewPlanEvent, Plan, PlanEvent, PlanState } from './plan-types'
+
+/**
+ * Where plans live. Like the task store it only keeps and finds records and makes each write atomic; the engine's
+ * rules live above it. Every write of a plan is a compare-and-set on its `rev`, with its events in the same write.
+ */
+
+export interface PlanListFilter {
+  tenant: string
+  state?: PlanState
+  /** @default 50 */
+  limit?: number
+  /** The `nextCursor` of the previous page. */
+  cursor?: string
+}
+
+export interface PlanPage {
+  plans: Plan[]
+  /** Present when more plans follow. */
+  nextCursor?: string
+}
+
+export interface PlanStore {
+  /** Inserts a new plan (rev 1) and its first events in one atomic write. */
+  insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]>
+  get(id: string): Promise<Plan | undefined>
+  list(filter: PlanListFilter): Promise<PlanPage>
+  /**
+   * Writes `plan` (its `rev` one more than the stored one's) with its events, only if the stored plan's rev is still
+   * `plan.rev - 1`. Undefined when another write got there first: the caller reads the plan again.
+   */
+  update(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[] | undefined>
+  /** Plans not yet ended (RUNNING, REVISING), oldest first: what a starting engine picks up. */
+  active(): Promise<Plan[]>
+  /** Appends step events mirrored from the tasks' action logs; an event already mirrored (same task event) is skipped. */
+  mirror(planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]): Promise<PlanEvent[]>
+  /** The last task event mirrored into the plan's log, by task id. */
+  mirrored(planId: string): Promise<Map<string, number>>
+  /** The plan's event log in order, after `afterSeq`. */
+  events(planId: string, afterSeq?: number): Promise<PlanEvent[]>
+  close(): Promise<void>
+}

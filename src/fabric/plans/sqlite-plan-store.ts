@@ -1,0 +1,131 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import type { Database, Statement } from '../tasks/sqlite-task-store'
+import type { PlanListFilter, PlanPage, PlanStore } from './plan-store'
+import type { NewPlanEvent, Plan, PlanEvent } from './plan-types'
+
+/**
+ * Plans in the embedded store: tables beside the tasks' in the same SQLite file (`<fabric.dataDir>/tasks.sqlite`),
+ * through a connection of their own. WAL and `synchronous = NORMAL` as for tasks: a committed write survives kill -9.
+ */
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS plans (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  tenant TEXT NOT NULL,
+  state TEXT NOT NULL,
+  rev INTEGER NOT NULL,
+  body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS plans_tenant ON plans (tenant, seq);
+CREATE INDEX IF NOT EXISTS plans_state ON plans (state, seq);
+CREATE TABLE IF NOT EXISTS plan_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  plan_id TEXT NOT NULL,
+  task_id TEXT,
+  task_seq INTEGER,
+  body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS plan_events_plan ON plan_events (plan_id, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS plan_events_task ON plan_events (plan_id, task_seq) WHERE task_seq IS NOT NULL;
+`
+
+const parse = (row: unknown): Plan | undefined => (row ? (JSON.parse((row as { body: string }).body) as Plan) : undefined)
+
+function eventFrom(row: { seq: number; plan_id: string; body: string }): PlanEvent {
+  return { ...(JSON.parse(row.body) as NewPlanEvent), seq: row.seq, planId: row.plan_id } as PlanEvent
+}
+
+export interface SqlitePlanStoreOptions {
+  /** The database file (the task store's); its directory is created when missing. `:memory:` for a throwaway one. */
+  file: string
+  driver?: new (file: string) => Database
+}
+
+export class SqlitePlanStore implements PlanStore {
+  private readonly db: Database
+  private readonly statements: Record<'insert' | 'get' | 'update' | 'event' | 'mirrorEvent' | 'events' | 'mirrored' | 'active', Statement>
+  private readonly write: (plan: Plan, events: readonly NewPlanEvent[], insert: boolean) => PlanEvent[] | undefined
+  private readonly mirrorMany: (planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]) => PlanEvent[]
+
+  constructor(options: SqlitePlanStoreOptions) {
+    if (options.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(options.file)), { recursive: true })
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Driver = options.driver ?? (require('better-sqlite3') as new (file: string) => Database)
+    this.db = new Driver(options.file)
+    this.db.pragma('journal_mode = WAL')
+    this.db.pragma('synchronous = NORMAL')
+    this.db.pragma('busy_timeout = 5000')
+    this.db.exec(SCHEMA)
+    const prepare = (sql: string) => this.db.prepare(sql)
+    this.statements = {
+      insert: prepare('INSERT INTO plans (id, tenant, state, rev, body) VALUES (?, ?, ?, ?, ?)'),
+      get: prepare('SELECT body FROM plans WHERE id = ?'),
+      update: prepare('UPDATE plans SET state = ?, rev = ?, body = ? WHERE id = ? AND rev = ?'),
+      event: prepare('INSERT INTO plan_events (plan_id, task_id, task_seq, body) VALUES (?, NULL, NULL, ?)'),
+      mirrorEvent: prepare('INSERT OR IGNORE INTO plan_events (plan_id, task_id, task_seq, body) VALUES (?, ?, ?, ?)'),
+      events: prepare('SELECT seq, plan_id, body FROM plan_events WHERE plan_id = ? AND seq > ? ORDER BY seq'),
+      mirrored: prepare('SELECT task_id, MAX(task_seq) AS last FROM plan_events WHERE plan_id = ? AND task_id IS NOT NULL GROUP BY task_id'),
+      active: prepare(`SELECT body FROM plans WHERE state IN ('RUNNING', 'REVISING') ORDER BY seq`),
+    }
+    const append = (planId: string, events: readonly NewPlanEvent[]) =>
+      events.map((event) => {
+        const info = this.statements.event.run(planId, JSON.stringify(event))
+        return { ...event, seq: Number(info.lastInsertRowid), planId } as PlanEvent
+      })
+    this.write = this.db.transaction((plan: Plan, events: readonly NewPlanEvent[], insert: boolean) => {
+      if (insert) this.statements.insert.run(plan.id, plan.tenant, plan.state, plan.rev, JSON.stringify(plan))
+      else if (this.statements.update.run(plan.state, plan.rev, JSON.stringify(plan), plan.id, plan.rev - 1).changes === 0) return undefined
+      return append(plan.id, events)
+    })
+    this.mirrorMany = this.db.transaction((planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]) =>
+      events.flatMap((event) => {
+        const info = this.statements.mirrorEvent.run(planId, event.taskId, event.taskSeq, JSON.stringify(event))
+        return info.changes === 0 ? [] : [{ ...event, seq: Number(info.lastInsertRowid), planId } as PlanEvent]
+      }),
+    )
+  }
+
+  async insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]> {
+    return this.write(plan, events, true)!
+  }
+
+  async get(id: string): Promise<Plan | undefined> {
+    return parse(this.statements.get.get(id))
+  }
+
+  async list(filter: PlanListFilter): Promise<PlanPage> {
+    const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500)
+    const clauses = ['tenant = ?', 'seq > ?']
+    const params: unknown[] = [filter.tenant, Number(filter.cursor ?? 0) || 0]
+    if (filter.state) (clauses.push('state = ?'), params.push(filter.state))
+    const rows = this.db.prepare(`SELECT seq, body FROM plans WHERE ${clauses.join(' AND ')} ORDER BY seq LIMIT ?`).all(...params, limit + 1) as { seq: number; body: string }[]
+    const page = rows.slice(0, limit)
+    return { plans: page.map((row) => parse(row)!), ...(rows.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
+  }
+
+  async update(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[] | undefined> {
+    return this.write(plan, events, false)
+  }
+
+  async active(): Promise<Plan[]> {
+    return this.statements.active.all().map((row) => parse(row)!)
+  }
+
+  async mirror(planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]): Promise<PlanEvent[]> {
+    return events.length ? this.mirrorMany(planId, events) : []
+  }
+
+  async mirrored(planId: string): Promise<Map<string, number>> {
+    return new Map((this.statements.mirrored.all(planId) as { task_id: string; last: number }[]).map((row) => [row.task_id, row.last]))
+  }
+
+  async events(planId: string, afterSeq = 0): Promise<PlanEvent[]> {
+    return (this.statements.events.all(planId, afterSeq) as { seq: number; plan_id: string; body: string }[]).map(eventFrom)
+  }
+
+  async close(): Promise<void> {
+    this.db.close()
+  }
+}

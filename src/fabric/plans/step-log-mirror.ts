@@ -1,0 +1,49 @@
+import type { Task, TaskStore } from '../tasks'
+import type { PlanStore } from './plan-store'
+import type { NewPlanEvent, PlanEvent } from './plan-types'
+
+type StepEvent = Extract<NewPlanEvent, { type: 'step' }>
+
+/**
+ * Copies the transitions of a plan's step tasks from the task store's action log into the plan's own log, so one
+ * ordered log (and one SSE stream) holds the plan's and its steps' transitions. A task's log is read on from the last
+ * event copied; a task whose state and time have not changed since it was last looked at is not read at all, so
+ * looking at a whole plan costs nothing for steps that did not move. Copies are idempotent (the store skips an event
+ * already copied), so two processes may mirror the same plan.
+ */
+export class StepLogMirror {
+  private readonly plans = new Map<string, { upTo: Map<string, number>; seen: Map<string, string> }>()
+
+  constructor(
+    private readonly store: PlanStore,
+    private readonly tasks: TaskStore,
+    private readonly announce: (events: readonly PlanEvent[]) => void,
+  ) {}
+
+  /** Copies what is new in these tasks' logs (steps of `planId`), in the order the task store logged it. */
+  async mirror(planId: string, tasks: Iterable<Task>): Promise<void> {
+    let state = this.plans.get(planId)
+    if (!state) this.plans.set(planId, (state = { upTo: await this.store.mirrored(planId), seen: new Map() }))
+    const { upTo, seen } = state
+    const fresh: StepEvent[] = []
+    for (const task of tasks) {
+      const { stepId, planVersion } = task.provenance ?? {}
+      const signature = `${task.state}|${task.updatedAt}`
+      if (!stepId || !planVersion || seen.get(task.id) === signature) continue
+      // Read after the task: its log holds at least what brought it to the state it was read in.
+      for (const event of await this.tasks.events(task.id, upTo.get(task.id) ?? 0)) {
+        fresh.push({ type: 'step', at: event.at, version: planVersion, stepId, taskId: task.id, from: event.from, to: event.to, reason: event.reason, attempt: event.attempt, taskSeq: event.seq })
+      }
+      seen.set(task.id, signature)
+    }
+    if (fresh.length === 0) return
+    fresh.sort((a, b) => a.taskSeq - b.taskSeq)
+    for (const event of fresh) upTo.set(event.taskId, Math.max(upTo.get(event.taskId) ?? 0, event.taskSeq))
+    this.announce(await this.store.mirror(planId, fresh))
+  }
+
+  /** The plan ended: nothing of it needs remembering. */
+  forget(planId: string): void {
+    this.plans.delete(planId)
+  }
+}
