@@ -9,6 +9,7 @@ import { policyFromConfig } from './policy'
 import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from './workspace'
 import { formatResult, formatTable, formatValidation } from './cli-format'
 import { registerTaskCommands } from './cli-tasks'
+import { registerSandboxCommands } from './cli-sandboxes'
 
 /**
  * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
@@ -302,6 +303,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .action(async (flags: { config?: string; json?: boolean; adapter: string; profile?: string }) => setExit(await policyCommand(flags, out)))
 
   registerTaskCommands(program, { out, setExit, readSource })
+  registerSandboxCommands(program, { out, setExit, readSource })
   return program
 }
 

@@ -12,6 +12,7 @@ import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
 import { createTaskService, taskServiceOptionsFrom, type TaskService } from './fabric/tasks'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
+import { SandboxManager, type SandboxService } from './fabric/sandboxes'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
 // session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
@@ -36,6 +37,7 @@ export type { Logger } from './observability/logger'
 export type { ReadinessMonitor } from './readiness/readiness-monitor'
 export * from './workspace'
 export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
+export type { Sandbox, SandboxCaller, SandboxExecOptions, SandboxExecRequest, SandboxInfo, SandboxService, SandboxStartOptions } from './fabric/sandboxes'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -59,6 +61,8 @@ export interface Execgate {
   ready(): Promise<void>
   /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
   readonly tasks: TaskService
+  /** Persistent sandboxes (docs/sandboxes.md): live environments to exec into, stopped by `dispose()`. */
+  readonly sandboxes: SandboxService
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: ReadinessMonitor
   readonly config: Config
@@ -143,6 +147,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   })
   let disposed = false
   let tasks: TaskService | undefined
+  let sandboxes: SandboxService | undefined
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
@@ -180,6 +185,9 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
         logger: container.get<Logger>(tokens.Logger),
       }))
     },
+    get sandboxes() {
+      return (sandboxes ??= createSandboxManager(config, service, registry, logger))
+    },
     readiness,
     config,
     container,
@@ -187,10 +195,31 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       if (disposed) return
       disposed = true
       await tasks?.close({ abort: true })
+      // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
+      await sandboxes?.close()
       // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
       await service.dispose?.()
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },
   }
+}
+
+/** The SandboxManager over this execgate's service and adapters, from the `sandboxes` and `workspace` config keys. */
+function createSandboxManager(config: Config, service: ExecutionService, registry: AdapterRegistry, logger: Logger): SandboxService {
+  const profiles = profilesFromConfig(config)
+  return new SandboxManager({
+    registry,
+    execute: (request, options) => service.execute(request, options),
+    basePolicy: (profile) => {
+      if (profile === undefined) return policyFromConfig(config)
+      const found = profiles[profile]
+      if (!found) throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profile, known: Object.keys(profiles).join(', ') || 'none' })
+      return found
+    },
+    settings: config.sandboxes,
+    limits: config.workspace,
+    tierOrder: config.routing.tierOrder,
+    logger,
+  })
 }

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { RunController, stoppedOutcome, type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type WorkspaceFile } from '../../src/core'
-import type { ShellJob } from './protocol'
+import type { ShellJob, ShellWorkspaceChanges } from './protocol'
 
 export interface ShellResultMessage {
   type: 'result'
@@ -12,6 +12,7 @@ export interface ShellResultMessage {
   stderr: string
   error?: ExecutionErrorInfo
   files?: WorkspaceFile[]
+  workspace?: ShellWorkspaceChanges
 }
 
 type ChildMessage = { type: 'ready' } | { type: 'failed'; reason: string } | ShellResultMessage
@@ -216,7 +217,7 @@ export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context
     }
     member.attach(
       (message) => {
-        if (message.id === job.id) finish({ status: message.status, stdout: message.stdout, stderr: message.stderr, error: message.error, files: message.files }, true)
+        if (message.id === job.id) finish({ status: message.status, stdout: message.stdout, stderr: message.stderr, error: message.error, files: message.files, workspace: message.workspace }, true)
       },
       (reason, outOfMemory) =>
         finish(

@@ -268,4 +268,9 @@ export interface AdapterCapabilities {
    * placeholder).
    */
   readonly concurrency?: number
+  /**
+   * Opens persistent sandboxes (`openSandbox`): one environment kept across many execs, with files in and out
+   * (docs/sandboxes.md). @default false
+   */
+  readonly sandboxes?: boolean
 }

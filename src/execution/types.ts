@@ -1,4 +1,4 @@
-import type { ExecutionRequest, ExecutionResult, HostFunctions, Language, SecurityPolicy, ValidationReport } from '../core'
+import type { AdapterSandbox, ExecutionRequest, ExecutionResult, HostFunctions, Language, SecurityPolicy, ValidationReport } from '../core'
 import type { LlmProvider } from '../agents/llm'
 import type { HostFunctionDefinition, Workspace } from '../workspace'
 
@@ -31,6 +31,19 @@ export interface ExecuteOptions {
   tenant?: string
   /** What the run belongs to (a task's attempt, a plan's step), for the ledger's provenance record. */
   provenance?: RunProvenance
+  /**
+   * Runs the request in this open sandbox (src/fabric/sandboxes) instead of routing it: on the sandbox's adapter,
+   * with no fallback elsewhere (its state is there). The policy, the static checks, admission, the output cap and
+   * the listeners apply as to any run.
+   */
+  sandbox?: SandboxTarget
+}
+
+/** A persistent sandbox a run goes to: its id, the adapter that opened it, and the adapter's handle. */
+export interface SandboxTarget {
+  id: string
+  adapter: string
+  handle: AdapterSandbox
 }
 
 /** Where a run sits in the fabric: set by the task scheduler (task, attempt) and the plan engine (plan, version, step). */

@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger'
 import * as tokens from '../tokens'
 import { mcpHttpHandler } from './mcp'
 import { registerTaskRoutes } from './task-routes'
+import { registerSandboxRoutes } from './sandbox-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -28,6 +29,9 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_BODY_TOO_LARGE: 413,
   EXECGATE_RATE_LIMITED: 429,
   EXECGATE_SHUTTING_DOWN: 503,
+  EXECGATE_SANDBOX_LIMIT: 429,
+  EXECGATE_WORKSPACE_NOT_FOUND: 404,
+  EXECGATE_ADAPTER_UNAVAILABLE: 503,
 }
 
 /** Admission refusals worth retrying, answered with this HTTP status and `Retry-After` instead of a 200 result. */
@@ -177,6 +181,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   })
 
   registerTaskRoutes(app, execgate)
+  registerSandboxRoutes(app, execgate)
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {

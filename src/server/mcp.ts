@@ -5,6 +5,7 @@ import type { TaskCaller } from '../fabric/tasks'
 import type { Execgate } from '../index'
 import { EXECGATE_VERSION } from './version'
 import { registerTaskTools } from './mcp-task-tools'
+import { registerSandboxTools } from './mcp-sandbox-tools'
 
 /** A short sentence for the tool's text content; the full result is the structured content. */
 function summary(result: ExecutionResult): string {
@@ -65,6 +66,7 @@ export async function createMcpServer(execgate: Execgate, profile?: string, sess
   )
   const caller: TaskCaller = { ...(tenant ? { tenant } : {}), ...(profile ? { profile } : {}) }
   registerTaskTools(server, execgate, caller)
+  registerSandboxTools(server, execgate, caller)
   return server
 }
 
