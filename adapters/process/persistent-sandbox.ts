@@ -100,6 +100,6 @@ export class ProcessSandbox implements AdapterSandbox {
 
   /** Ends any process of its uid, unmounts the workspace and deletes the folder: the uid is free for the next sandbox. */
   close(): Promise<void> {
-    return (this.closing ??= releaseDirectory(this.directory.folder).finally(this.onClosed))
+    return (this.closing ??= releaseDirectory(this.directory).finally(this.onClosed))
   }
 }
