@@ -35,21 +35,28 @@ const COMMAND_LIMIT = 120 * 1024
 const FILE_OP_TIMEOUT_MS = 30_000
 
 /**
- * pid 1 of the sandbox's container: does nothing but reap (dash's `wait` collects every child, so processes an
- * exec leaves to it do not pile up as zombies against the pids limit) until the container is removed.
+ * pid 1 of the sandbox's container (bash): blocks reading its stdin, a pipe the engine holds open (`OpenStdin`), so it
+ * never forks. bash reaps every child it is handed, so processes an exec leaves behind do not pile up as zombies
+ * against the pids limit; on SIGUSR1 from the engine it kills every process of the workspace's user with its `kill`
+ * builtin. That stop needs no new process, so it works when a fork bomb holds every pid of the container and a
+ * `docker exec` of `kill` could not start. (dash was tried first: it exits when a fork fails, which took the keeper
+ * down under a fork bomb, and it does not reap children it did not start.)
  */
-const KEEPER = 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'
+const KEEPER = 'trap "kill -9 -1" USR1; trap "exit 0" TERM; while :; do read -r _ || sleep 1; done'
+/** After a stop, how long the sandbox waits for the killed processes' pids to come free before the next call. */
+const SETTLE_MS = 3000
 
 /**
  * Around every exec (dash): whatever an earlier exec left is killed first (nothing may outlive its exec), the exec's
  * rlimits are set, the program runs, its leftovers (background jobs, daemons) are killed, and the exit record is
  * written on both streams. `kill -9 -1` reaches every process of the exec's user but the launcher itself and pid 1.
  */
-function sandboxLauncher(limits: { dataKiB: number; cpuSeconds: number; fileBlocks512: number }): string {
+function sandboxLauncher(limits: { dataKiB: number; cpuSeconds: number; fileBlocks512: number; processes?: number }): string {
+  const processes = limits.processes === undefined ? '' : ` && ulimit -p ${limits.processes}`
   return [
     'nonce=$EXECGATE_NONCE; ready=$EXECGATE_LAUNCHER_READY; unset EXECGATE_LAUNCHER_READY',
     'kill -9 -1 2>/dev/null',
-    `ulimit -d ${limits.dataKiB} && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ${limits.cpuSeconds + 1} && ulimit -f ${limits.fileBlocks512} && ulimit -c 0 || exit 126`,
+    `ulimit -d ${limits.dataKiB} && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ${limits.cpuSeconds + 1} && ulimit -f ${limits.fileBlocks512} && ulimit -c 0${processes} || exit 126`,
     'umask 027',
     `if [ "$ready" = 1 ]; then unset EXECGATE_NONCE; printf '\\036%sready\\n' "$nonce"; fi`,
     '"$@"',
@@ -97,7 +104,9 @@ export class DockerSandbox implements AdapterSandbox {
     const spec = (ownership: string): Docker.ContainerCreateOptions => ({
       Image: settings.sandboxImage,
       Entrypoint: [],
-      Cmd: ['/bin/sh', '-c', KEEPER],
+      Cmd: ['/bin/bash', '--noprofile', '--norc', '-c', KEEPER],
+      OpenStdin: true,
+      StdinOnce: false,
       Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', 'TMPDIR=/tmp'],
       User: settings.user,
       WorkingDir: '/workspace',
@@ -165,7 +174,10 @@ export class DockerSandbox implements AdapterSandbox {
       return createResult('invalid_request', 'docker', { message: `[execgate] [docker] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}` })
     }
     const user = execUsers(this.settings.user)[policy.filesystem]
-    const limits = { dataKiB: policy.memoryMb * 1024, cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)), fileBlocks512: this.settings.workspaceMb * 2048 }
+    const owner = user === this.settings.user
+    // The pids cgroup caps the whole container. An exec as another user than the workspace's (read_only, none) also
+    // gets RLIMIT_NPROC, so it cannot take the pids its own kill exec needs (the keeper's builtin kill cannot reach it).
+    const limits = { dataKiB: policy.memoryMb * 1024, cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)), fileBlocks512: this.settings.workspaceMb * 2048, ...(owner ? {} : { processes: policy.maxProcesses + 2 }) }
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
     const outcome = await runSandboxExec(
       this.container,
@@ -178,15 +190,32 @@ export class DockerSandbox implements AdapterSandbox {
       },
       { nonce, output, controller: new RunController(context), startupTimeoutMs: this.settings.startupTimeoutMs, launcherReady: request.language === 'bash', kill: () => this.killAll(user) },
     )
+    if (outcome.stoppedFor) await this.settle()
     const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr, 'the exec')
     const captured = output.finish(valueBytes(value))
     const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status
     return createResult(final, 'docker', { ...captured, value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
   }
 
-  /** Ends every process of `user` in the container (pid 1 excepted). */
+  /** Ends every process of `user` in the container (pid 1 excepted): the keeper's builtin kill for the workspace's user, an exec of `kill` for any. */
   private async killAll(user: string): Promise<void> {
-    await this.run(['/bin/sh', '-c', 'kill -9 -1'], { user, timeoutMs: 5000 }).catch(() => undefined)
+    await Promise.all([
+      user === this.settings.user ? this.container.kill({ signal: 'SIGUSR1' }).catch(() => undefined) : undefined,
+      this.run(['/bin/sh', '-c', 'kill -9 -1'], { user, timeoutMs: 5000 }).catch(() => undefined),
+    ])
+  }
+
+  /**
+   * After a kill, until a trivial exec starts again: the killed processes' pids come free only once the keeper has
+   * reaped them, and an exec the engine cannot start in the meantime would fail as the next call's fault.
+   */
+  private async settle(): Promise<void> {
+    const until = performance.now() + SETTLE_MS
+    while (performance.now() < until) {
+      const probe = await this.run(['/bin/true'], { timeoutMs: 2000 }).catch(() => undefined)
+      if (probe?.exitCode === 0) return
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
   }
 
   async writeFile(path: string, content: Uint8Array): Promise<void> {

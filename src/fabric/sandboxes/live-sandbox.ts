@@ -146,10 +146,10 @@ export class LiveSandbox implements Sandbox {
     return this.serial(() => (this.live ? work() : Promise.reject(this.stoppedError())))
   }
 
-  writeFile(path: string, content: string | Uint8Array): Promise<void> {
+  async writeFile(path: string, content: string | Uint8Array): Promise<void> {
     const relative = normalizeWorkspacePath(path)
     const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content
-    if (bytes.byteLength > this.host.maxFileBytes) return Promise.reject(new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative} is ${bytes.byteLength} bytes; a file may hold ${this.host.maxFileBytes} (workspace.maxFileBytes)` }))
+    if (bytes.byteLength > this.host.maxFileBytes) throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative} is ${bytes.byteLength} bytes; a file may hold ${this.host.maxFileBytes} (workspace.maxFileBytes)` })
     return this.fileCall(() => this.handle.writeFile(relative, bytes))
   }
 
@@ -157,7 +157,7 @@ export class LiveSandbox implements Sandbox {
     for (const file of files) await this.writeFile(file.path, workspaceFileBytes(file))
   }
 
-  readFile(path: string): Promise<Buffer> {
+  async readFile(path: string): Promise<Buffer> {
     const relative = normalizeWorkspacePath(path)
     return this.fileCall(async () => {
       const content = await this.handle.readFile(relative)
@@ -177,7 +177,7 @@ export class LiveSandbox implements Sandbox {
     return this.fileCall(() => this.handle.listFiles())
   }
 
-  deleteFile(path: string): Promise<boolean> {
+  async deleteFile(path: string): Promise<boolean> {
     const relative = normalizeWorkspacePath(path)
     return this.fileCall(() => this.handle.deleteFile(relative))
   }
