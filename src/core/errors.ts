@@ -66,7 +66,7 @@ export const ERROR_CODES = {
   EXECGATE_AGENT_TYPE_UNKNOWN: { fault: 'client', retryable: false, template: 'no agent type named "{name}"; agent types: {known}' },
   EXECGATE_SHUTTING_DOWN: { fault: 'backend', retryable: true, template: 'the server is shutting down; retry on another instance' },
   EXECGATE_SANDBOX_LIMIT: { fault: 'client', retryable: true, template: 'tenant {tenant} already has {limit} live sandboxes (sandboxes.maxPerTenant); stop one, or let one reach its idle timeout, first' },
-  EXECGATE_SANDBOX_UNSUPPORTED: { fault: 'client', retryable: false, template: 'adapter {name} cannot host sandboxes; enabled adapters that can: {known}' },
+  EXECGATE_SANDBOX_UNSUPPORTED: { fault: 'client', retryable: false, template: 'no sandbox on {name}: {detail}; enabled adapters that host sandboxes: {known}' },
   EXECGATE_SANDBOX_STOPPED: { fault: 'client', retryable: false, template: 'sandbox {id} is stopped ({reason}); start a new one' },
   EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_INTERNAL: { fault: 'internal', retryable: false, template: 'internal error: {detail}' },

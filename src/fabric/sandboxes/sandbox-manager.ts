@@ -74,15 +74,15 @@ export class SandboxManager implements SandboxService {
     const capable = this.capable()
     const known = capable.map((adapter) => adapter.name).join(', ') || 'none'
     if (name === 'auto') {
-      if (!capable[0]) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name: 'auto', known })
+      if (!capable[0]) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name: 'auto', detail: 'no enabled adapter hosts sandboxes (execution.enabled)', known })
       return capable[0]
     }
     const adapter = this.options.registry.get(name)
     if (!adapter) {
       if (!this.options.registry.knownNames().includes(name)) throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: this.options.registry.knownNames().join(', ') })
-      throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name, detail: 'it is not enabled (execution.enabled)' })
+      throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it is not enabled (execution.enabled)', known })
     }
-    if (!adapter.capabilities.sandboxes || !adapter.openSandbox) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, known })
+    if (!adapter.capabilities.sandboxes || !adapter.openSandbox) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it has no sandboxes capability', known })
     return adapter
   }
 

@@ -65,7 +65,7 @@ test("the sandbox's policy is the caller's profile, tightened at start; every ex
 
 test('only an enabled adapter with the sandboxes capability may host one; auto picks the cheapest that can', async () => {
   await expect(execgate.sandboxes.start({ adapter: 'quickjs' })).rejects.toMatchObject({ code: 'EXECGATE_SANDBOX_UNSUPPORTED' })
-  await expect(execgate.sandboxes.start({ adapter: 'docker' })).rejects.toMatchObject({ code: 'EXECGATE_ADAPTER_UNAVAILABLE' })
+  await expect(execgate.sandboxes.start({ adapter: 'docker' })).rejects.toMatchObject({ code: 'EXECGATE_SANDBOX_UNSUPPORTED', message: expect.stringContaining('docker: it is not enabled (execution.enabled); enabled adapters that host sandboxes: shell') })
   await expect(execgate.sandboxes.start({ adapter: 'nonesuch' })).rejects.toMatchObject({ code: 'EXECGATE_ADAPTER_UNKNOWN' })
   const auto = await execgate.sandboxes.start()
   expect(auto.adapter).toBe('shell')
