@@ -18,6 +18,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   lambda: () => import('./lambda'),
   tasks: () => import('./tasks'),
   admission: () => import('./admission'),
+  sandboxes: () => import('./sandboxes'),
 }
 
 async function main(): Promise<void> {

@@ -1,5 +1,6 @@
 import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
 import { EXECGATE_VERSION } from './version'
+import { sandboxOpenApiPaths } from './sandbox-schemas'
 
 const errorBody = {
   type: 'object',
@@ -50,6 +51,7 @@ export function openApiDocument(): object {
       '/readyz': { get: { summary: 'The embedded adapters are warm and at least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },
       '/mcp': { post: { summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages', responses: { '200': { description: 'JSON-RPC response' } } } },
+      ...sandboxOpenApiPaths(errorResponses),
     },
   }
 }

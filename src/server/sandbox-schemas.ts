@@ -55,3 +55,35 @@ export function sandboxBodyProblem(kind: keyof typeof validators, body: unknown)
   if (validate(body)) return undefined
   return describe(validate.errors![0]!)
 }
+
+/** The sandbox routes for the OpenAPI document (src/server/openapi.ts), with the error responses every route shares. */
+export function sandboxOpenApiPaths(errorResponses: Record<string, unknown>): Record<string, unknown> {
+  const id = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
+  const file = { name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: 'a workspace path; may contain /' }
+  const notFound = { '404': { description: 'no such sandbox (or file) for this tenant' } }
+  const json = (schema: object) => ({ required: true, content: { 'application/json': { schema } } })
+  return {
+    '/v1/sandboxes': {
+      post: { summary: 'Start a persistent sandbox (docs/sandboxes.md)', requestBody: json(SANDBOX_START_SCHEMA), responses: { '201': { description: 'the SandboxInfo' }, ...errorResponses } },
+      get: { summary: "The tenant's live sandboxes", responses: { '200': { description: '{ sandboxes: SandboxInfo[] }' } } },
+    },
+    '/v1/sandboxes/{id}': {
+      get: { summary: 'A sandbox: adapter, languages, times, execs, policy', parameters: [id], responses: { '200': { description: 'the SandboxInfo' }, ...notFound } },
+      delete: { summary: 'Stop a sandbox and free what it holds', parameters: [id], responses: { '204': { description: 'stopped' }, ...notFound } },
+    },
+    '/v1/sandboxes/{id}/exec': {
+      post: {
+        summary: 'Run a command (or a program) in the sandbox; with Accept: text/event-stream, stdout/stderr events as produced and the result last',
+        parameters: [id],
+        requestBody: json(SANDBOX_EXEC_SCHEMA),
+        responses: { '200': { description: 'the ExecutionResult, whatever its status', content: { 'application/json': { schema: { $ref: '#/components/schemas/ExecutionResult' } }, 'text/event-stream': {} } }, ...notFound, ...errorResponses },
+      },
+    },
+    '/v1/sandboxes/{id}/files': { get: { summary: "The sandbox's files", parameters: [id], responses: { '200': { description: '{ files: [{ path, size }] }' }, ...notFound } } },
+    '/v1/sandboxes/{id}/files/{path}': {
+      put: { summary: 'Write a file: the body is its bytes', parameters: [id, file], requestBody: { required: true, content: { 'application/octet-stream': {} } }, responses: { '204': { description: 'written' }, ...notFound, ...errorResponses } },
+      get: { summary: "A file's bytes", parameters: [id, file], responses: { '200': { description: 'the bytes', content: { 'application/octet-stream': {} } }, ...notFound } },
+      delete: { summary: 'Delete a file', parameters: [id, file], responses: { '204': { description: 'deleted' }, ...notFound } },
+    },
+  }
+}

@@ -68,6 +68,10 @@ test('start, exec (state kept, cd not), inspect, list and stop a sandbox', async
   expect((await call(`/v1/sandboxes/${id}`, { key: ACME })).status).toBe(404)
   expect((await call(`/v1/sandboxes/${id}/exec`, { key: ACME, body: { command: 'true' } })).status).toBe(404)
   expect(foldersUnder(root)).not.toContain(id)
+  // The OpenAPI document has the routes, with the bodies the server validates.
+  const document = (await call('/docs/json')).json
+  expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/v1/sandboxes', '/v1/sandboxes/{id}', '/v1/sandboxes/{id}/exec', '/v1/sandboxes/{id}/files', '/v1/sandboxes/{id}/files/{path}']))
+  expect(document.paths['/v1/sandboxes/{id}/exec'].post.requestBody.content['application/json'].schema.properties).toHaveProperty('command')
 })
 
 test('exec streams as server-sent events: stdout and stderr as produced, the result last', async () => {
