@@ -6,6 +6,7 @@ import {
   toWorkspaceFile,
   workspaceFileBytes,
   type AdapterSandbox,
+  type ExecutionContext,
   type ExecutionRequest,
   type ExecutionResult,
   type Language,
@@ -122,7 +123,17 @@ export class LiveSandbox implements Sandbox {
       const language: Language = request.command !== undefined ? 'bash' : request.language!
       const code = request.command ?? request.code!
       this.execs++
-      return this.host.execute(
+      // The service may answer for an adapter that overstays its deadline (its backstop); the next call still waits
+      // for the adapter's own answer, so the backend never runs two calls at once.
+      let inAdapter: Promise<unknown> = Promise.resolve()
+      const handle: AdapterSandbox = Object.assign(Object.create(this.handle) as AdapterSandbox, {
+        exec: (execRequest: ExecutionRequest, context: ExecutionContext) => {
+          const running = this.handle.exec(execRequest, context)
+          inAdapter = running.catch(() => undefined)
+          return running
+        },
+      })
+      const result = await this.host.execute(
         {
           language,
           code,
@@ -135,8 +146,10 @@ export class LiveSandbox implements Sandbox {
           ...(request.lane ? { lane: request.lane } : {}),
           ...(request.priority !== undefined ? { priority: request.priority } : {}),
         },
-        { basePolicy: this.policy, sandbox: { id: this.id, adapter: this.adapter, handle: this.handle }, tenant: this.tenant, signal, ...(options.onOutput ? { onOutput: options.onOutput } : {}) },
+        { basePolicy: this.policy, sandbox: { id: this.id, adapter: this.adapter, handle }, tenant: this.tenant, signal, ...(options.onOutput ? { onOutput: options.onOutput } : {}) },
       )
+      await inAdapter
+      return result
     })
   }
 
