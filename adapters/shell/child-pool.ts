@@ -104,7 +104,11 @@ class ShellProcess {
 
   kill(): void {
     this.detach()
-    if (!this.dead) this.child.kill('SIGKILL')
+    if (this.dead) return
+    // Held until it has exited: a caller awaiting the exit (dispose) must not see the host exit first because an
+    // idle process was unref'd and nothing else was pending.
+    this.child.ref()
+    this.child.kill('SIGKILL')
   }
 }
 
