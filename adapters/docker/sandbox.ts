@@ -21,7 +21,7 @@ import {
 import { currentOwner, formatOwner, ownerMayBeAlive, parseOwner } from '../shared/sandbox-owner'
 import { classify } from './classify'
 import type { DockerOptions } from './options'
-import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
+import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } from './runners'
 import { runSandboxExec } from './sandbox-exec'
 
 /** Every sandbox container carries this label (its sandbox id), and the owner label: `host/pid:start`. */
@@ -164,12 +164,12 @@ export class DockerSandbox implements AdapterSandbox {
       if (Buffer.byteLength(request.code) > COMMAND_LIMIT) return createResult('invalid_request', 'docker', { message: `[execgate] [docker] a command is at most ${COMMAND_LIMIT / 1024} KiB; write a longer script into the workspace and run it (bash script.sh)` })
       argv = ['/bin/bash', '--noprofile', '--norc', '-c', request.code]
     } else if (request.language === 'python' || request.language === 'javascript') {
-      const payload = payloadEnvironment(request.code, [])
-      if (!payload) return createResult('invalid_request', 'docker', { message: `[execgate] [docker] the code is over ${PAYLOAD_LIMIT / 1024} KiB once encoded` })
-      env = payload
+      const code = sandboxCodeEnvironment(request.code)
+      if (!Array.isArray(code)) return createResult('invalid_request', 'docker', { message: `[execgate] [docker] ${code.refused}` })
+      env = code
       argv = request.language === 'python'
-        ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', DOCKER_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
-        : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', DOCKER_NODE_RUNNER]
+        ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', SANDBOX_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
+        : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', SANDBOX_NODE_RUNNER]
     } else {
       return createResult('invalid_request', 'docker', { message: `[execgate] [docker] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}` })
     }
