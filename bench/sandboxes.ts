@@ -50,7 +50,8 @@ export async function run(): Promise<BenchSection> {
       const oneShot = item.adapter !== 'docker' || item.request.language !== 'bash'
       let sandbox = sandboxes.get(item.adapter)
       if (!sandbox) sandboxes.set(item.adapter, (sandbox = await execgate.sandboxes.start({ adapter: item.adapter })))
-      const label = `${item.request.language} ${item.request.code}`
+      // A pipe in a series name would split the markdown table's cell.
+      const label = `${item.request.language} ${item.request.code}`.replace(/\|/g, '\\|')
       const series = [
         { name: `${item.adapter} sandbox exec · ${label}`, fn: async () => expectOk(await sandbox!.exec({ language: item.request.language, code: item.request.code }), `${item.adapter} sandbox`) },
         ...(oneShot ? [{ name: `${item.adapter} one-shot run · ${label}`, fn: async () => expectOk(await execgate.execute({ ...item.request, adapter: item.adapter }), `${item.adapter} one-shot`) }] : []),
