@@ -20,6 +20,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   admission: () => import('./admission'),
   ledger: () => import('./ledger'),
   plans: () => import('./plans'),
+  sandboxes: () => import('./sandboxes'),
 }
 
 async function main(): Promise<void> {

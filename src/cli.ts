@@ -11,6 +11,7 @@ import { formatResult, formatTable, formatValidation } from './cli-format'
 import { registerTaskCommands } from './cli-tasks'
 import { registerLedgerCommands } from './cli-ledger'
 import { registerPlanCommands } from './cli-plans'
+import { registerSandboxCommands } from './cli-sandboxes'
 
 /**
  * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
@@ -307,6 +308,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
   registerTaskCommands(program, { out, setExit, readSource })
   registerLedgerCommands(program, { out, setExit })
   registerPlanCommands(program, { out, setExit })
+  registerSandboxCommands(program, { out, setExit, readSource })
   return program
 }
 

@@ -15,6 +15,7 @@ import { createPlanService, planServiceOptionsFrom, unsupportedPlanService, type
 import type { LlmProvider } from './core/llm'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
 import type { LedgerService } from './fabric/ledger'
+import { SandboxManager, type SandboxService } from './fabric/sandboxes'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
 // session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
@@ -42,6 +43,7 @@ export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem,
 export type { LedgerService, LedgerCaller, RunRecord, PlanVersionInput, VerifyReport, Lineage, ProvDocument, OpenLineageRunEvent, ExportFormat, RetentionReport } from './fabric/ledger'
 export type { PlanService, PlanSpec, PlanStepSpec, PlanView, PlanStepView, PlanEvent, PlanState, PlanSummary, PlanVersion, PlanChanges, PlanRevision } from './fabric/plans'
 export { BedrockConverseProvider, type BedrockConverseOptions, type LlmProvider, type LlmMessage, type LlmRequest } from './core/llm'
+export type { Sandbox, SandboxCaller, SandboxExecOptions, SandboxExecRequest, SandboxInfo, SandboxService, SandboxStartOptions } from './fabric/sandboxes'
 
 /** The library's face: one object that runs code, validates it and reports on its adapters. */
 export interface Execgate {
@@ -69,6 +71,8 @@ export interface Execgate {
   readonly ledger: LedgerService
   /** Plans of steps run as tasks, revised by the reflector when a step fails (docs/plans.md); opened at first use. */
   readonly plans: PlanService
+  /** Persistent sandboxes (docs/sandboxes.md): live environments to exec into, stopped by `dispose()`. */
+  readonly sandboxes: SandboxService
   /** The readiness monitor, for its `switch` and `health` events. */
   readonly readiness: ReadinessMonitor
   readonly config: Config
@@ -164,6 +168,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       run: options.role !== 'server' || config.fabric.serveRunsTasks,
       logger: container.get<Logger>(tokens.Logger),
     }))
+  let sandboxes: SandboxService | undefined
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
@@ -207,6 +212,9 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       }))
     },
     ledger,
+    get sandboxes() {
+      return (sandboxes ??= createSandboxManager(config, service, registry, logger))
+    },
     readiness,
     config,
     container,
@@ -216,6 +224,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       // The plans first: they must not read the interrupted runs going back to PENDING as their steps' doing.
       await plans?.close()
       await tasks?.close({ abort: true })
+      // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
+      await sandboxes?.close()
       // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
       await service.dispose?.()
       // After the last run has ended: every record heard is written before the process may exit.
@@ -224,4 +234,23 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },
   }
+}
+
+/** The SandboxManager over this execgate's service and adapters, from the `sandboxes` and `workspace` config keys. */
+function createSandboxManager(config: Config, service: ExecutionService, registry: AdapterRegistry, logger: Logger): SandboxService {
+  const profiles = profilesFromConfig(config)
+  return new SandboxManager({
+    registry,
+    execute: (request, options) => service.execute(request, options),
+    basePolicy: (profile) => {
+      if (profile === undefined) return policyFromConfig(config)
+      const found = profiles[profile]
+      if (!found) throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profile, known: Object.keys(profiles).join(', ') || 'none' })
+      return found
+    },
+    settings: config.sandboxes,
+    limits: config.workspace,
+    tierOrder: config.routing.tierOrder,
+    logger,
+  })
 }

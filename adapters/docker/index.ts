@@ -16,13 +16,14 @@ import {
   type ExecutionResult,
   type ExecutionStatus,
   type Language,
+  type SandboxOpenOptions,
   type ValidationReport,
 } from '../../src/core'
 import { withOptionDefaults } from '../shared/option-schema'
 import { DOCKER_OPTIONS_SCHEMA, type DockerAdapterOptions, type DockerOptions } from './options'
-import { outOfMemoryEvidence } from '../shared/out-of-memory'
-import { parseReport } from '../shared/run-report'
-import { runContainer, type ContainerOutcome } from './container-run'
+import { runContainer } from './container-run'
+import { classify } from './classify'
+import { DockerSandbox, sweepSandboxContainers } from './sandbox'
 import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
 
 export const NAME = 'docker'
@@ -68,11 +69,13 @@ export class DockerAdapter implements CodeExecutionAdapter {
     streaming: true,
     network: false,
     cancellable: true,
+    sandboxes: true,
   }
   private readonly settings: DockerOptions
   private readonly injected?: Docker
   private client?: Docker
   private readonly running = new Set<Promise<unknown>>()
+  private readonly sandboxes = new Set<DockerSandbox>()
 
   constructor(options: DockerAdapterOptions = {}) {
     this.settings = withOptionDefaults(DOCKER_OPTIONS_SCHEMA, options)
@@ -210,29 +213,23 @@ export class DockerAdapter implements CodeExecutionAdapter {
     }
   }
 
-  async dispose(): Promise<void> {
-    await Promise.allSettled([...this.running])
+  /** A container kept for the sandbox's life; each exec is a `docker exec` into it (adapters/docker/sandbox.ts). */
+  async openSandbox(options: SandboxOpenOptions): Promise<DockerSandbox> {
+    const sandbox = await DockerSandbox.open(await this.docker(), this.settings, options, (closed) => this.sandboxes.delete(closed))
+    this.sandboxes.add(sandbox)
+    return sandbox
   }
-}
 
-function classify(outcome: ContainerOutcome, memoryMb: number, wallTimeMs: number, cpuTimeMs: number, stderr: string): { status: ExecutionStatus; value?: unknown; error?: { type: string; message: string; line?: number } } {
-  if (outcome.stoppedFor === 'timeout') return { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${wallTimeMs} ms time limit; the container was killed` } }
-  if (outcome.stoppedFor === 'cancelled') return { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled; the container was killed' } }
-  if (outcome.stoppedFor === 'output_limit') return { status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the container was killed' } }
-  if (outcome.engineError) return { status: 'unavailable', error: { type: 'EngineError', message: `[execgate] [docker] the engine refused the run: ${outcome.engineError}` } }
-  const report = parseReport(outcome.report)
-  if (report?.ok) return { status: 'ok', value: report.value }
-  if (report?.error) {
-    if (report.error.type === 'MemoryError') return { status: 'memory_limit', error: { ...report.error, message: `memory limit reached (${memoryMb} MiB): ${report.error.message || 'MemoryError'}` } }
-    if (report.error.type === 'PolicyViolation') return { status: 'policy_violation', error: report.error }
-    return { status: 'error', error: report.error }
+  /** Removes sandbox containers (by label) whose owning execgate process is gone; an engine that does not answer removes nothing. */
+  async sweepSandboxes(): Promise<number> {
+    try {
+      return await sweepSandboxContainers(await this.docker())
+    } catch {
+      return 0
+    }
   }
-  const lastLine = stderr.trim().split('\n').pop() ?? ''
-  // 137 without our own kill: the cgroup's OOM killer (some engines leave OOMKilled false).
-  if (outcome.exitCode === 137) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${memoryMb} MiB): the container was killed${outcome.oomKilled ? ' by the OOM killer' : ''}` } }
-  if (outcome.exitCode === 152) return { status: 'timeout', error: { type: 'TimeoutError', message: `the code used its ${cpuTimeMs} ms of CPU time and was stopped` } }
-  const outOfMemory = outOfMemoryEvidence(stderr)
-  if (outOfMemory) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${memoryMb} MiB): ${outOfMemory}` } }
-  if (outcome.exitCode === 0) return { status: 'ok' }
-  return { status: 'error', error: { type: 'ExitError', message: `the program exited with code ${outcome.exitCode}${lastLine ? `: ${lastLine}` : ''}` } }
+
+  async dispose(): Promise<void> {
+    await Promise.allSettled([...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
+  }
 }

@@ -9,6 +9,8 @@ export interface DockerOptions {
   pythonImage: string
   /** Image for JavaScript; needs /usr/bin/node. */
   nodeImage: string
+  /** Image for persistent sandboxes (docs/sandboxes.md); needs /bin/sh, bash, find, and python3 and node for those languages. */
+  sandboxImage: string
   /** The unprivileged user the code runs as, `uid:gid`. */
   user: string
   /** Size of the tmpfs workspace (the working directory), in MiB. */
@@ -33,6 +35,7 @@ export const DOCKER_OPTIONS_SCHEMA: OptionSchema<DockerOptions> = {
   },
   pythonImage: { doc: 'Image for Python runs', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_PYTHON_IMAGE' },
   nodeImage: { doc: 'Image for JavaScript runs', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_NODE_IMAGE' },
+  sandboxImage: { doc: 'Image for persistent sandboxes', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_SANDBOX_IMAGE' },
   user: {
     doc: 'uid:gid the code runs as',
     format: (value: unknown) => {

@@ -17,6 +17,7 @@ import {
   type ExecutionStatus,
   type Language,
   type RunNeeds,
+  type SandboxOpenOptions,
   type SecurityPolicy,
   type ValidationReport,
 } from '../../src/core'
@@ -28,6 +29,8 @@ import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
 import { classifyExit } from './classify'
 import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel } from '../shared/shell-script'
+import { ProcessSandbox } from './persistent-sandbox'
+import { claimDirectory, sandboxRoot, sweepDirectories } from './sandbox-directories'
 
 /**
  * What bash costs here, for routing against the native shell (docs/adapters/shell.md): a sandbox's start-up, then
@@ -58,11 +61,16 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private readonly bashCost = new CalibratedShellCost(BASH_COST)
   private readonly running = new Set<Promise<unknown>>()
   private runnerCompiled = false
+  private readonly sandboxes = new Set<ProcessSandbox>()
+  /** Persistent sandboxes: their folders' root and, as root, the uids they claim (one each). */
+  private readonly persistent: { root: string; uids?: { first: number; last: number } }
 
   constructor(options: ProcessAdapterOptions = {}) {
     const settings = withOptionDefaults(PROCESS_OPTIONS_SCHEMA, options)
     const asRoot = process.getuid?.() === 0
     this.uids = asRoot ? UidPool.parse(settings.sandboxUids) : undefined
+    const [first, last] = settings.persistentUids.split('-').map(Number) as [number, number]
+    this.persistent = { root: sandboxRoot(settings.persistentDir), ...(asRoot ? { uids: { first, last } } : {}) }
     this.plan = {
       bwrapPath: settings.bwrapPath,
       shellPath: settings.shellPath,
@@ -95,6 +103,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       streaming: true,
       network: false,
       cancellable: true,
+      sandboxes: true,
     }
   }
 
@@ -177,10 +186,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     }
     let run: SpawnedRun | undefined
     try {
-      if (shape.language === 'python' && this.plan.pythonRunnerPyc === undefined && !this.runnerCompiled) {
-        this.runnerCompiled = true
-        this.plan.pythonRunnerPyc = compilePythonRunner(this.plan.interpreters.python)
-      }
+      this.prepareRunner(shape.language)
       const command = sandboxCommand(this.plan, shape)
       run = await spawnSandbox({
         ...command,
@@ -205,6 +211,30 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         }
       }
     }
+  }
+
+  /** Compiles the Python runner once, the first time Python runs. */
+  private prepareRunner(language: ProcessLanguage): void {
+    if (language === 'python' && this.plan.pythonRunnerPyc === undefined && !this.runnerCompiled) {
+      this.runnerCompiled = true
+      this.plan.pythonRunnerPyc = compilePythonRunner(this.plan.interpreters.python)
+    }
+  }
+
+  /**
+   * A persistent sandbox (adapters/process/persistent-sandbox.ts): a folder and, as root, a uid and a tmpfs
+   * workspace of its own; each exec is a fresh bubblewrap run over that folder.
+   */
+  async openSandbox(options: SandboxOpenOptions): Promise<ProcessSandbox> {
+    const directory = await claimDirectory(this.persistent.root, options.id, { ...(this.persistent.uids ? { uids: this.persistent.uids } : {}), workspaceMb: this.plan.workspaceMb })
+    const sandbox: ProcessSandbox = new ProcessSandbox(options.id, this.plan, directory, Math.min(options.limits.maxFileBytes, this.plan.workspaceMb * 2 ** 20), (language) => this.prepareRunner(language), () => this.sandboxes.delete(sandbox))
+    this.sandboxes.add(sandbox)
+    return sandbox
+  }
+
+  /** Removes the folders (and their mounts and processes) of sandboxes whose execgate process is gone. */
+  sweepSandboxes(): Promise<number> {
+    return sweepDirectories(this.persistent.root)
   }
 
   private track<T>(work: Promise<T>): Promise<T> {
@@ -258,7 +288,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   }
 
   async dispose(): Promise<void> {
-    await Promise.allSettled([...this.running])
+    await Promise.allSettled([...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
     if (this.plan.pythonRunnerPyc) fs.rmSync(path.dirname(this.plan.pythonRunnerPyc), { recursive: true, force: true })
     this.plan.pythonRunnerPyc = undefined
   }

@@ -18,7 +18,14 @@ export interface ProcessOptions {
    * execgate's own uid and the process cap is not enforced.
    */
   sandboxUids: string
-  /** Size of the tmpfs workspace (and of any one file written), in MiB. */
+  /**
+   * Host uids persistent sandboxes (docs/sandboxes.md) run as, `first-last`, one per live sandbox, apart from
+   * `sandboxUids`. Used when execgate runs as root; it also caps how many process sandboxes this host holds.
+   */
+  persistentUids: string
+  /** Folder of persistent sandboxes' directories; empty: `<tmpdir>/execgate-sandboxes`. */
+  persistentDir: string
+  /** Size of the tmpfs workspace (and of any one file written), in MiB; a persistent sandbox's workspace too. */
   workspaceMb: number
   /** Open files per process in the sandbox. */
   maxOpenFiles: number
@@ -26,6 +33,13 @@ export interface ProcessOptions {
 
 /** What `new ProcessAdapter()` takes: any config option; the rest default. */
 export type ProcessAdapterOptions = Partial<ProcessOptions>
+
+function uidRange(value: unknown): void {
+  const match = typeof value === 'string' ? /^(\d+)-(\d+)$/.exec(value) : null
+  if (!match || Number(match[1]) < 1000 || Number(match[2]) < Number(match[1]) || Number(match[2]) > 2 ** 31) {
+    throw new Error('must be a uid range "first-last" with 1000 <= first <= last')
+  }
+}
 
 export const PROCESS_OPTIONS_SCHEMA: OptionSchema<ProcessOptions> = {
   bwrapPath: { doc: 'bubblewrap binary', format: String, default: '/usr/bin/bwrap', env: 'EXECGATE_ADAPTERS_PROCESS_BWRAP_PATH' },
@@ -35,15 +49,17 @@ export const PROCESS_OPTIONS_SCHEMA: OptionSchema<ProcessOptions> = {
   bashPath: { doc: 'bash for the process adapter', format: String, default: '/usr/bin/bash', env: 'EXECGATE_ADAPTERS_PROCESS_BASH_PATH' },
   sandboxUids: {
     doc: 'Host uid range the sandboxes run as (first-last), when execgate runs as root',
-    format: (value: unknown) => {
-      const match = typeof value === 'string' ? /^(\d+)-(\d+)$/.exec(value) : null
-      if (!match || Number(match[1]) < 1000 || Number(match[2]) < Number(match[1]) || Number(match[2]) > 2 ** 31) {
-        throw new Error('must be a uid range "first-last" with 1000 <= first <= last')
-      }
-    },
+    format: uidRange,
     default: '61000-61015',
     env: 'EXECGATE_ADAPTERS_PROCESS_SANDBOX_UIDS',
   },
+  persistentUids: {
+    doc: 'Host uid range persistent sandboxes run as (first-last), one per live sandbox, when execgate runs as root',
+    format: uidRange,
+    default: '61100-61163',
+    env: 'EXECGATE_ADAPTERS_PROCESS_PERSISTENT_UIDS',
+  },
+  persistentDir: { doc: "Folder of persistent sandboxes' directories (empty: <tmpdir>/execgate-sandboxes)", format: String, default: '', env: 'EXECGATE_ADAPTERS_PROCESS_PERSISTENT_DIR' },
   workspaceMb: { doc: 'tmpfs workspace size (MiB)', format: 'positive-int', default: 64, env: 'EXECGATE_ADAPTERS_PROCESS_WORKSPACE_MB' },
   maxOpenFiles: { doc: 'Open files per sandboxed process', format: 'positive-int', default: 256, env: 'EXECGATE_ADAPTERS_PROCESS_MAX_OPEN_FILES' },
 }

@@ -26,6 +26,11 @@ export interface RunShape {
   mode: 'run' | 'check'
   withFiles: boolean
   collectFiles: boolean
+  /**
+   * A persistent sandbox's workspace folder on the host, bound at /workspace (read-only under a `read_only` policy,
+   * not at all under `none`); without one the workspace is a fresh tmpfs.
+   */
+  persistentWorkspace?: string
 }
 
 const RUNNER_PYC = '/run/execgate/runner.pyc'
@@ -107,6 +112,13 @@ function rlimits(plan: SandboxPlan, shape: RunShape): LauncherLimits {
   }
 }
 
+function workspaceMount(plan: SandboxPlan, shape: RunShape): string[] {
+  const kept = shape.persistentWorkspace
+  if (kept && shape.policy.filesystem === 'sandboxed') return ['--bind', kept, SANDBOX_PATHS.workspace]
+  if (kept && shape.policy.filesystem === 'read_only') return ['--ro-bind', kept, SANDBOX_PATHS.workspace]
+  return ['--size', String(plan.workspaceMb * 2 ** 20), '--tmpfs', SANDBOX_PATHS.workspace]
+}
+
 /** The whole command: bwrap (fresh namespaces, read-only binds, tmpfs workspace) → launcher → program. */
 export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: string; args: string[] } {
   const binds = readOnlyRoots(Object.values(plan.interpreters)).flatMap((root) => ['--ro-bind', root, root])
@@ -136,7 +148,7 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     ...hostFiles,
     '--proc', '/proc',
     '--dev', '/dev',
-    '--size', String(plan.workspaceMb * 2 ** 20), '--tmpfs', SANDBOX_PATHS.workspace,
+    ...workspaceMount(plan, shape),
     '--size', String(16 * 2 ** 20), '--tmpfs', '/tmp',
     '--ro-bind-data', String(FD.code), SANDBOX_PATHS.code,
     ...(plan.pythonRunnerPyc && shape.language === 'python' ? ['--ro-bind', plan.pythonRunnerPyc, RUNNER_PYC] : []),

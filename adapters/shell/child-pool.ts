@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { RunController, stoppedOutcome, type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type WorkspaceFile } from '../../src/core'
-import type { ShellJob } from './protocol'
+import type { ShellJob, ShellWorkspaceChanges } from './protocol'
 
 export interface ShellResultMessage {
   type: 'result'
@@ -12,6 +12,7 @@ export interface ShellResultMessage {
   stderr: string
   error?: ExecutionErrorInfo
   files?: WorkspaceFile[]
+  workspace?: ShellWorkspaceChanges
 }
 
 type ChildMessage = { type: 'ready' } | { type: 'failed'; reason: string } | ShellResultMessage
@@ -102,12 +103,11 @@ class ShellProcess {
   }
 
   kill(): void {
-    this.listener = undefined
-    this.onDeath = undefined
+    this.detach()
     if (this.dead) return
-    // Referenced until it has exited: dispose() waits for the exit, and an unreferenced child would let a host with
-    // nothing else to do end first, its exit code unset (a CLI command exiting 0 before printing its error).
-    this.setRef(true)
+    // Held until it has exited: a caller awaiting the exit (dispose) must not see the host exit first because an
+    // idle process was unref'd and nothing else was pending.
+    this.child.ref()
     this.child.kill('SIGKILL')
   }
 }
@@ -221,7 +221,7 @@ export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context
     }
     member.attach(
       (message) => {
-        if (message.id === job.id) finish({ status: message.status, stdout: message.stdout, stderr: message.stderr, error: message.error, files: message.files }, true)
+        if (message.id === job.id) finish({ status: message.status, stdout: message.stdout, stderr: message.stderr, error: message.error, files: message.files, workspace: message.workspace }, true)
       },
       (reason, outOfMemory) =>
         finish(

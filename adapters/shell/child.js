@@ -84,6 +84,20 @@ async function changedFiles(memory, placed) {
 }
 
 /**
+ * What the run did to the workspace, for a persistent sandbox's copy of it: files created or changed, and files that
+ * were there before and are not now.
+ */
+async function workspaceChanges(memory, placed) {
+  const changed = await changedFiles(memory, placed)
+  const deleted = []
+  for (const path of placed.keys()) {
+    const stat = await memory.lstat(`${WORKSPACE}/${path}`).catch(() => undefined)
+    if (!stat || !stat.isFile) deleted.push(path)
+  }
+  return { changed, deleted }
+}
+
+/**
  * `yes`, which just-bash lacks. Real `yes` runs until its reader closes the pipe; just-bash hands whole outputs
  * between commands, so this one stops after `limitBytes`: enough for `yes | head -n 100000`, and a flood still
  * passes the output cap. just-bash accounts output per byte (~150 ms a MiB on this machine kind when it is busy), so
@@ -145,7 +159,7 @@ async function run(job) {
       maxOutputSize: dataBytes,
       maxLiveBytes: dataBytes,
       maxInputBytes: dataBytes,
-      maxFileSystemBytes: dataBytes,
+      maxFileSystemBytes: Math.min(dataBytes, job.maxWorkspaceBytes || dataBytes),
     },
   })
   const abort = new AbortController()
@@ -167,6 +181,13 @@ async function run(job) {
     // A flood stopped by the clock or a data limit was stopped by its output first: say so, as a killed sandbox would.
     if ((outcome.status === 'timeout' || outcome.status === 'memory_limit') && outputBytes > job.outputBytes) {
       outcome = { status: 'output_limit', error: { type: 'OutputLimit', message: `output passed the ${job.outputBytes}-byte limit` } }
+    }
+    // A persistent sandbox keeps what a script did when it ended on its own, its own error included; a script a
+    // limit stopped leaves the workspace as it was.
+    if (job.keepWorkspace) {
+      const kept = job.filesystem === 'sandboxed' && (outcome.status === 'ok' || outcome.status === 'error')
+      process.send({ type: 'result', id: job.id, stdout: result.stdout, stderr: result.stderr, ...outcome, ...(kept ? { workspace: await workspaceChanges(memory, placed) } : {}) })
+      return
     }
     const files = job.filesystem === 'sandboxed' && outcome.status === 'ok' ? await changedFiles(memory, placed) : undefined
     process.send({ type: 'result', id: job.id, stdout: result.stdout, stderr: result.stderr, ...outcome, ...(files && files.length ? { files } : {}) })

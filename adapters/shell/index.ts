@@ -13,14 +13,17 @@ import {
   type ExecutionResult,
   type Language,
   type RunNeeds,
+  type SandboxOpenOptions,
   type ValidationReport,
+  type WorkspaceFile,
 } from '../../src/core'
 import { CalibratedShellCost, inputBytesOf, scanShellScript } from '../shared/shell-script'
 import { ShellProcessPool, runShellJob } from './child-pool'
 import { knownCommands, shellUtilities } from './commands'
 import { withOptionDefaults } from '../shared/option-schema'
 import { SHELL_OPTIONS_SCHEMA, type ShellOptionsConfig } from './options'
-import type { ShellJob } from './protocol'
+import type { ShellJob, ShellWorkspaceChanges } from './protocol'
+import { ShellSandbox } from './sandbox'
 
 export const NAME = 'shell'
 
@@ -79,6 +82,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
     streaming: false,
     network: false,
     cancellable: true,
+    sandboxes: true,
   }
   private readonly options: ShellOptionsConfig
   /** What a script costs here: `startupMs` learned from this adapter's runs, `nsPerByteStage` as configured. */
@@ -118,21 +122,30 @@ export class ShellAdapter implements CodeExecutionAdapter {
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
-    const started = performance.now()
     if (!LANGUAGES.includes(request.language)) {
       return createResult('invalid_request', NAME, { message: `[execgate] [shell] the shell runs bash, not ${request.language}` })
     }
     if (request.sessionId) {
       return createResult('invalid_request', NAME, { message: '[execgate] [shell] the shell keeps no sessions: each script starts from the workspace alone' })
     }
-    if (this.disposed) return createResult('unavailable', NAME, { message: '[execgate] [shell] the adapter was disposed' })
+    return (await this.runScript(request, context, [...(context.files ?? request.files ?? [])])).result
+  }
+
+  /**
+   * Runs a bash script on a pooled process over `files`. With `sandbox`, the answer also says how the script left the
+   * workspace (a persistent sandbox keeps its own copy of it, see adapters/shell/sandbox.ts).
+   */
+  async runScript(request: ExecutionRequest, context: ExecutionContext, files: WorkspaceFile[], sandbox?: { maxWorkspaceBytes: number }): Promise<{ result: ExecutionResult; workspace?: ShellWorkspaceChanges }> {
+    const started = performance.now()
+    if (this.disposed) return { result: createResult('unavailable', NAME, { message: '[execgate] [shell] the adapter was disposed' }) }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const job: ShellJob = {
       type: 'run',
       id: ++this.nextJobId,
       script: request.code,
       ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
-      files: [...(context.files ?? request.files ?? [])],
+      files,
+      ...(sandbox ? { keepWorkspace: true, maxWorkspaceBytes: sandbox.maxWorkspaceBytes } : {}),
       filesystem: context.policy.filesystem,
       remainingMs: Math.max(0, context.deadline - performance.now()),
       timeoutMs: context.policy.wallTimeMs,
@@ -149,13 +162,20 @@ export class ShellAdapter implements CodeExecutionAdapter {
     if (outcome.stderr) output.write('stderr', outcome.stderr)
     const captured = output.finish(0)
     const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
-    if (status === 'ok') this.cost.observe(scanShellScript(request.code), inputBytesOf(job.files), performance.now() - started)
-    return createResult(status, NAME, {
+    if (status === 'ok' && !sandbox) this.cost.observe(scanShellScript(request.code), inputBytesOf(job.files), performance.now() - started)
+    const result = createResult(status, NAME, {
       ...captured,
       error: outcome.error,
       ...(outcome.files ? { files: outcome.files } : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
     })
+    return { result, ...(outcome.workspace ? { workspace: outcome.workspace } : {}) }
+  }
+
+  /** A workspace kept in this process between execs, each a script on the pool (adapters/shell/sandbox.ts). */
+  async openSandbox(options: SandboxOpenOptions): Promise<ShellSandbox> {
+    if (this.disposed) throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: NAME, detail: 'the adapter was disposed' })
+    return new ShellSandbox(options.id, options.limits, (request, context, files, maxWorkspaceBytes) => this.runScript(request, context, files, { maxWorkspaceBytes }))
   }
 
   /**

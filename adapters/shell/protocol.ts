@@ -19,4 +19,14 @@ export interface ShellJob {
   maxIterations: number
   /** just-bash utilities to register; the opt-ins are never among them. */
   commands: string[]
+  /** A persistent sandbox's run: answer with what it did to the workspace (`ShellWorkspaceChanges`). */
+  keepWorkspace?: boolean
+  /** Bytes the in-memory filesystem may hold (a sandbox's workspace bound), below the heap-derived one. */
+  maxWorkspaceBytes?: number
+}
+
+/** How a sandbox's run left its workspace: files created or changed, and files removed. */
+export interface ShellWorkspaceChanges {
+  changed: WorkspaceFile[]
+  deleted: string[]
 }

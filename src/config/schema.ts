@@ -185,6 +185,26 @@ export interface ExecgateConfig {
     /** Sessions each adapter keeps at once; a new one past this answers `unavailable`. @default 32 @env EXECGATE_SESSIONS_MAX_SESSIONS */
     maxSessions: number
   }
+  /** Persistent sandboxes (docs/sandboxes.md): live environments an agent execs into, while this process runs. */
+  sandboxes: {
+    /**
+     * Backend of a sandbox whose start names none: an enabled adapter with the `sandboxes` capability (docker,
+     * process, shell), or `auto` for the cheapest by `routing.tierOrder`. @default 'auto' @env EXECGATE_SANDBOXES_ADAPTER
+     */
+    adapter: string
+    /** Live sandboxes one tenant may hold; one more is refused with EXECGATE_SANDBOX_LIMIT (HTTP 429). @default 4 @env EXECGATE_SANDBOXES_MAX_PER_TENANT */
+    maxPerTenant: number
+    /** A sandbox no call has reached for this long is stopped and its resources freed (ms). @default 600000 @env EXECGATE_SANDBOXES_IDLE_TIMEOUT_MS */
+    idleTimeoutMs: number
+    /** The longest idle timeout a start may ask for (ms). @default 3600000 @env EXECGATE_SANDBOXES_MAX_IDLE_TIMEOUT_MS */
+    maxIdleTimeoutMs: number
+    /**
+     * The filesystem access sandboxes grant to their own workspace, in place of the caller's profile's (a sandbox's
+     * workspace is the sandbox's, never the host's); a start or an exec may tighten it. @default 'sandboxed'
+     * @env EXECGATE_SANDBOXES_FILESYSTEM
+     */
+    filesystem: FilesystemAccess
+  }
   fabric: {
     /**
      * Where durable tasks live: `sqlite`, the embedded store, or `redis`, shared by `execgate serve` and any number of
@@ -333,6 +353,13 @@ export const CONFIG_SCHEMA = {
   sessions: {
     ttlSeconds: { doc: 'Idle time before a session is dropped (s)', format: formats.positiveInt, default: 600 },
     maxSessions: { doc: 'Sessions each adapter keeps at once', format: formats.positiveInt, default: 32 },
+  },
+  sandboxes: {
+    adapter: { doc: 'Backend of a sandbox whose start names none, or auto', format: formats.adapterName, default: 'auto' },
+    maxPerTenant: { doc: 'Live sandboxes one tenant may hold', format: formats.positiveInt, default: 4 },
+    idleTimeoutMs: { doc: 'Idle time before a sandbox is stopped (ms)', format: formats.positiveInt, default: 600_000 },
+    maxIdleTimeoutMs: { doc: 'Longest idle timeout a start may ask for (ms)', format: formats.positiveInt, default: 3_600_000 },
+    filesystem: { doc: "Filesystem access of sandboxes to their own workspace", format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
   },
   fabric: {
     store: { doc: 'Where durable tasks live', format: ['sqlite', 'redis'], default: 'sqlite' },

@@ -95,8 +95,65 @@ export interface CodeExecutionAdapter {
   warmUp?(): Promise<void>
   /** Optional, beside `warmUp`: true when a run now would not pay a cold start. */
   isWarm?(): boolean
+  /**
+   * Optional, on adapters with the `sandboxes` capability: opens a persistent sandbox (a container, a directory and
+   * a uid, a workspace in memory) that later execs run in. The SandboxManager (src/fabric/sandboxes) owns ids,
+   * tenants, caps and idle timeouts; the adapter owns the backend. Throws an `ExecgateError` when it cannot open one.
+   */
+  openSandbox?(options: SandboxOpenOptions): Promise<AdapterSandbox>
+  /**
+   * Optional, beside `openSandbox`: removes what sandboxes of an execgate process that is no longer running left
+   * behind (a kill -9: containers, directories, processes), never a live process's. Resolves to how many it removed.
+   */
+  sweepSandboxes?(): Promise<number>
   /** Releases workers, sessions and handles. Safe to call twice. */
   dispose(): Promise<void>
+}
+
+/** What an adapter is given to open a sandbox. */
+export interface SandboxOpenOptions {
+  /** The manager's id for the sandbox: names its container, directory or log lines. */
+  readonly id: string
+  /**
+   * The sandbox's own policy: the ceiling every exec runs under (an exec's context may only be tighter). Limits a
+   * backend sets once for the sandbox's life (a container's memory and pids cgroup) come from here.
+   */
+  readonly policy: SecurityPolicy
+  /** Bounds on what the workspace may hold, for backends that keep it in this process's memory. */
+  readonly limits: { readonly maxFileBytes: number; readonly maxTotalBytes: number; readonly maxFiles: number }
+}
+
+/** One file of a sandbox's workspace. */
+export interface SandboxFileEntry {
+  /** Relative to the workspace root, `/`-separated. */
+  path: string
+  size: number
+}
+
+/**
+ * A sandbox an adapter keeps open: its workspace and files live as long as it does. Paths given to it are already
+ * normalised workspace paths (`normalizeWorkspacePath`); the caller runs one call at a time on it.
+ */
+export interface AdapterSandbox {
+  readonly id: string
+  /** The languages an exec may use here (a shell command is `bash`). */
+  readonly languages: readonly Language[]
+  /**
+   * Runs one command or program in the sandbox with the context's limits, starting in the workspace root: files it
+   * writes stay for the next exec, while its working directory, environment and processes end with it. Never
+   * rejects: every outcome is an `ExecutionResult`.
+   */
+  exec(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult>
+  /** Writes (creating folders as needed) or replaces a file; throws `EXECGATE_WORKSPACE_*` when refused. */
+  writeFile(path: string, content: Uint8Array): Promise<void>
+  /** The file's bytes, or undefined when there is no regular file at that path. */
+  readFile(path: string): Promise<Uint8Array | undefined>
+  /** True when a file was removed. */
+  deleteFile(path: string): Promise<boolean>
+  /** Every regular file of the workspace. */
+  listFiles(): Promise<SandboxFileEntry[]>
+  /** Ends the sandbox and frees all it holds (container, directory, processes, memory). Safe to call twice. */
+  close(): Promise<void>
 }
 
 /** The adapters created at start-up, by name (bound to the `AdapterRegistry` token). */

@@ -69,6 +69,9 @@ export const ERROR_CODES = {
   EXECGATE_SHUTTING_DOWN: { fault: 'backend', retryable: true, template: 'the server is shutting down; retry on another instance' },
   EXECGATE_LEDGER_UNAVAILABLE: { fault: 'backend', retryable: true, template: 'the artifact ledger cannot reach its store: {detail}' },
   EXECGATE_LEDGER_DISABLED: { fault: 'client', retryable: false, template: 'the artifact ledger is off (fabric.ledger.enabled is false)' },
+  EXECGATE_SANDBOX_LIMIT: { fault: 'client', retryable: true, template: 'tenant {tenant} already has {limit} live sandboxes (sandboxes.maxPerTenant); stop one, or let one reach its idle timeout, first' },
+  EXECGATE_SANDBOX_UNSUPPORTED: { fault: 'client', retryable: false, template: 'no sandbox on {name}: {detail}; enabled adapters that host sandboxes: {known}' },
+  EXECGATE_SANDBOX_STOPPED: { fault: 'client', retryable: false, template: 'sandbox {id} is stopped ({reason}); start a new one' },
   EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_INTERNAL: { fault: 'internal', retryable: false, template: 'internal error: {detail}' },
 } as const satisfies Record<string, ErrorDefinition>

@@ -273,6 +273,11 @@ export interface AdapterCapabilities {
    * placeholder).
    */
   readonly concurrency?: number
+  /**
+   * Opens persistent sandboxes (`openSandbox`): one environment kept across many execs, with files in and out
+   * (docs/sandboxes.md). @default false
+   */
+  readonly sandboxes?: boolean
 }
 
 /** Where a run sits in the fabric: set by the task scheduler (task, attempt) and the plan engine (plan, version, step). */

@@ -12,6 +12,7 @@ import {
   truncateOutput,
   valueBytes,
   type AdapterRegistry,
+  type AdapterSandbox,
   type CodeExecutionAdapter,
   type ExecutionListener,
   type ExecutionContext,
@@ -25,8 +26,8 @@ import {
 } from '../core'
 import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
-import type { Router } from '../routing/router'
-import type { ExecuteOptions, ExecutionService } from './types'
+import type { RouteDecision, Router } from '../routing/router'
+import type { ExecuteOptions, ExecutionService, SandboxTarget } from './types'
 import { rerunOnFullLanguage } from './cpython-rerun'
 import type { AdmissionController, AdmissionTicket } from './admission/admission-controller'
 import { findRequestProblem } from './parse-request'
@@ -157,7 +158,7 @@ export class DefaultExecutionService implements ExecutionService {
       // What the script starts with sizes its cost on tiers that are slow per byte (see docs/adapters/shell.md).
       ...(options.workspace ? { workspaceBytes: (await options.workspace.list()).reduce((sum, entry) => sum + entry.size, 0) } : {}),
     }
-    let decision = this.options.router.select(request, policy, hints)
+    let decision = options.sandbox ? this.sandboxRoute(options.sandbox, request) : this.options.router.select(request, policy, hints)
     let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined
     const router = this.options.router
     for (;;) {
@@ -177,6 +178,8 @@ export class DefaultExecutionService implements ExecutionService {
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
+      // A sandbox's exec stays in its sandbox: no rerun or fallback on another adapter, which has none of its state.
+      if (options.sandbox) return result
       const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved) })
       if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
@@ -185,6 +188,16 @@ export class DefaultExecutionService implements ExecutionService {
       fallbackFrom = { adapter: adapter.name, reason: result.message ?? result.status }
       decision = next
     }
+  }
+
+  /** Step 4 for a sandbox's exec: its own adapter, if that is enabled and the sandbox runs the language. */
+  private sandboxRoute(target: SandboxTarget, request: ExecutionRequest): RouteDecision {
+    const adapter = this.options.registry.get(target.adapter)
+    if (!adapter) return { refusal: { status: 'unavailable', error: new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: target.adapter, detail: 'it is not enabled' }) } }
+    if (!target.handle.languages.includes(request.language)) {
+      return { refusal: { status: 'invalid_request', error: new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', { name: `${target.adapter} (sandbox ${target.id})`, language: request.language, languages: target.handle.languages.join(', ') }) } }
+    }
+    return { adapter, reason: `sandbox ${target.id}` }
   }
 
   /** A slot from admission, or (without admission, e.g. a service built by hand) a ticket that starts at once. */
@@ -275,16 +288,16 @@ export class DefaultExecutionService implements ExecutionService {
         setTimeout(() => settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled', streamed.finish())), this.options.graceMs)
       }
       callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
-      void this.invoke(adapter, request, context).then(settle)
+      void this.invoke(adapter, request, context, options.sandbox?.handle).then(settle)
     })
     const finished = await host.finish(result)
     resolved.workspaceReads = host.reads()
     return this.normalise(finished, adapter, policy)
   }
 
-  private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+  private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext, sandbox?: AdapterSandbox): Promise<ExecutionResult> {
     try {
-      const result = await adapter.execute(request, context)
+      const result = await (sandbox ? sandbox.exec(request, context) : adapter.execute(request, context))
       if (!result || typeof result !== 'object' || typeof result.status !== 'string') {
         return refusal('internal_error', adapter.name, `[execgate] [${adapter.name}] the adapter returned no result`, 'InternalError')
       }

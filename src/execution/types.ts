@@ -1,4 +1,4 @@
-import type { ExecutionRequest, ExecutionResult, FilesystemAccess, HostFunctions, Language, RunProvenance, SecurityPolicy, ValidationReport } from '../core'
+import type { AdapterSandbox, ExecutionRequest, ExecutionResult, FilesystemAccess, HostFunctions, Language, RunProvenance, SecurityPolicy, ValidationReport } from '../core'
 import type { LlmProvider } from '../core/llm'
 import type { HostFunctionDefinition, Workspace } from '../workspace'
 
@@ -37,6 +37,19 @@ export interface ExecuteOptions {
    * so this reaches nothing else; it is ignored for a session's workspace or one the caller passes in.
    */
   workspaceAccess?: Exclude<FilesystemAccess, 'none'>
+  /**
+   * Runs the request in this open sandbox (src/fabric/sandboxes) instead of routing it: on the sandbox's adapter,
+   * with no fallback elsewhere (its state is there). The policy, the static checks, admission, the output cap and
+   * the listeners apply as to any run.
+   */
+  sandbox?: SandboxTarget
+}
+
+/** A persistent sandbox a run goes to: its id, the adapter that opened it, and the adapter's handle. */
+export interface SandboxTarget {
+  id: string
+  adapter: string
+  handle: AdapterSandbox
 }
 
 // Declared in the contract (src/core/types.ts) since listeners receive it (RunInfo); re-exported here where callers look.

@@ -11,6 +11,7 @@ import { registerObservationRoutes } from './observation-routes'
 import { registerConsoleAssets } from './console-assets'
 import { registerLedgerRoutes } from './ledger-routes'
 import { registerPlanRoutes } from './plan-routes'
+import { registerSandboxRoutes } from './sandbox-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -36,6 +37,10 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_SHUTTING_DOWN: 503,
   EXECGATE_LEDGER_UNAVAILABLE: 503,
   EXECGATE_LEDGER_DISABLED: 501,
+  EXECGATE_SANDBOX_LIMIT: 429,
+  EXECGATE_SANDBOX_STOPPED: 404,
+  EXECGATE_WORKSPACE_NOT_FOUND: 404,
+  EXECGATE_ADAPTER_UNAVAILABLE: 503,
 }
 
 /** Admission refusals worth retrying, answered with this HTTP status and `Retry-After` instead of a 200 result. */
@@ -189,6 +194,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   registerConsoleAssets(app)
   registerLedgerRoutes(app, execgate)
   registerPlanRoutes(app, execgate)
+  registerSandboxRoutes(app, execgate)
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {

@@ -6,6 +6,7 @@ import type { Execgate } from '../index'
 import { EXECGATE_VERSION } from './version'
 import { registerTaskTools } from './mcp-task-tools'
 import { registerPlanTools } from './mcp-plan-tools'
+import { registerSandboxTools } from './mcp-sandbox-tools'
 
 /** A short sentence for the tool's text content; the full result is the structured content. */
 function summary(result: ExecutionResult): string {
@@ -67,6 +68,7 @@ export async function createMcpServer(execgate: Execgate, profile?: string, sess
   const caller: TaskCaller = { ...(tenant ? { tenant } : {}), ...(profile ? { profile } : {}) }
   registerTaskTools(server, execgate, caller)
   registerPlanTools(server, execgate, caller)
+  registerSandboxTools(server, execgate, caller)
   return server
 }
 

@@ -4,6 +4,7 @@ import { EXECGATE_VERSION } from './version'
 import { OBSERVATION_PATHS } from './openapi-observation'
 import { TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
 import { LEDGER_PATHS } from './openapi-ledger'
+import { sandboxOpenApiPaths } from './sandbox-schemas'
 
 const errorBody = {
   type: 'object',
@@ -84,6 +85,7 @@ export function openApiDocument(): object {
       ...OBSERVATION_PATHS,
       ...LEDGER_PATHS,
       '/console/': { get: { summary: 'The web console (docs/console.md): static files, no key needed; it asks for one', security: [], responses: { '200': { description: 'text/html' } } } },
+      ...sandboxOpenApiPaths(errorResponses),
     },
   }
 }

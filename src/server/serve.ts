@@ -31,6 +31,8 @@ export async function serve(execgate: Execgate, options: ServeOptions = {}, hand
   await app.listen({ host, port: options.port ?? config.server.port })
   // Listening first keeps /healthz live at once; /readyz answers 503 until the adapters are warm.
   void execgate.ready().then(() => logger.info({}, 'adapters warm: ready'))
+  // What sandboxes of a crashed server left (containers, folders, processes) goes now, not at the first sandbox.
+  void execgate.sandboxes.sweep()
   const address = app.server.address()
   const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address)
   logger.info({ url, tenants: tenants.size, auth: tenants.size > 0 ? 'api keys' : 'none (loopback only)' }, 'execgate serving')

@@ -256,6 +256,29 @@ export function describeAdapterContract(
       await adapter.closeSession!(`${sessionId}-other`)
     })
 
+    test('capabilities are truthful: a sandbox keeps its files between execs, and closing it ends it', async () => {
+      if (!adapter.capabilities.sandboxes) return expect(adapter.openSandbox).toBeUndefined()
+      const policy = { ...DEFAULT_POLICY, filesystem: 'sandboxed' as const }
+      const sandbox = await adapter.openSandbox!({ id: `contract-${name}-${Date.now()}`, policy, limits: { maxFileBytes: 2 ** 20, maxTotalBytes: 8 * 2 ** 20, maxFiles: 100 } })
+      try {
+        expect(sandbox.languages.length).toBeGreaterThan(0)
+        if (sandbox.languages.includes('bash')) {
+          expect((await sandbox.exec({ language: 'bash', code: 'echo 42 > kept.txt; cd /' }, contractContext(policy))).status).toBe('ok')
+          expect(await sandbox.exec({ language: 'bash', code: 'pwd; cat kept.txt' }, contractContext(policy))).toMatchObject({ status: 'ok', stdout: '/workspace\n42\n' })
+        }
+        await sandbox.writeFile('in/data.txt', Buffer.from('x'))
+        expect(Buffer.from((await sandbox.readFile('in/data.txt'))!).toString()).toBe('x')
+        expect((await sandbox.listFiles()).map((entry) => entry.path)).toContain('in/data.txt')
+        expect(await sandbox.deleteFile('in/data.txt')).toBe(true)
+        expect(await sandbox.readFile('in/data.txt')).toBeUndefined()
+      } finally {
+        await sandbox.close()
+      }
+      await expect(sandbox.close()).resolves.toBeUndefined()
+      const after = await sandbox.exec({ language: sandbox.languages[0]!, code: 'true' }, contractContext(policy))
+      expect(after.status).not.toBe('ok')
+    }, options.testTimeoutMs ?? 60_000)
+
     test('dispose can be called twice', async () => {
       const fresh = await createAdapter()
       await fresh.dispose()

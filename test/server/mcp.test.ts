@@ -11,7 +11,7 @@ async function exercise(client: Client): Promise<void> {
   // The version is package.json's, not one written again in the server.
   expect(client.getServerVersion()).toMatchObject({ name: 'execgate', version: require('../../package.json').version })
   const tools = await client.listTools()
-  expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['execute_code', 'get_plan', 'get_task', 'list_languages', 'submit_plan', 'submit_task', 'validate_code'])
+  expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['execute_code', 'get_plan', 'get_task', 'list_languages', 'sandbox_exec', 'sandbox_start', 'sandbox_stop', 'submit_plan', 'submit_task', 'validate_code'])
   const execute = tools.tools.find((tool) => tool.name === 'execute_code')!
   expect(execute.inputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['language', 'code']) })
 

@@ -1,0 +1,313 @@
+import { randomBytes } from 'node:crypto'
+import { PassThrough, type Duplex } from 'node:stream'
+import { performance } from 'node:perf_hooks'
+import type Docker from 'dockerode'
+import {
+  ExecgateError,
+  OutputCapture,
+  RunController,
+  createResult,
+  describeError,
+  valueBytes,
+  type AdapterSandbox,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type ExecutionStatus,
+  type Language,
+  type SandboxFileEntry,
+  type SandboxOpenOptions,
+} from '../../src/core'
+import { currentOwner, formatOwner, ownerMayBeAlive, parseOwner } from '../shared/sandbox-owner'
+import { classify } from './classify'
+import type { DockerOptions } from './options'
+import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } from './runners'
+import { runSandboxExec } from './sandbox-exec'
+
+/** Every sandbox container carries this label (its sandbox id), and the owner label: `host/pid:start`. */
+export const SANDBOX_LABEL = 'io.execgate.sandbox'
+export const OWNER_LABEL = 'io.execgate.sandbox.owner'
+
+const LANGUAGES: readonly Language[] = ['bash', 'python', 'javascript']
+/** A shell command travels as one argument: the kernel's limit on one is 128 KiB. */
+const COMMAND_LIMIT = 120 * 1024
+/** Longest a file operation (itself an exec) may take. */
+const FILE_OP_TIMEOUT_MS = 30_000
+
+/**
+ * pid 1 of the sandbox's container (bash): blocks reading its stdin, a pipe the engine holds open (`OpenStdin`), so it
+ * never forks. bash reaps every child it is handed, so processes an exec leaves behind do not pile up as zombies
+ * against the pids limit; on SIGUSR1 from the engine it kills every process of the workspace's user with its `kill`
+ * builtin. That stop needs no new process, so it works when a fork bomb holds every pid of the container and a
+ * `docker exec` of `kill` could not start. (dash was tried first: it exits when a fork fails, which took the keeper
+ * down under a fork bomb, and it does not reap children it did not start.)
+ */
+const KEEPER = 'trap "kill -9 -1" USR1; trap "exit 0" TERM; while :; do read -r _ || sleep 1; done'
+/** After a stop, how long the sandbox waits for the killed processes' pids to come free before the next call. */
+const SETTLE_MS = 3000
+
+/**
+ * Around every exec (dash): whatever an earlier exec left is killed first (nothing may outlive its exec), the exec's
+ * rlimits are set, the program runs, its leftovers (background jobs, daemons) are killed, and the exit record is
+ * written on both streams. `kill -9 -1` reaches every process of the exec's user but the launcher itself and pid 1.
+ */
+function sandboxLauncher(limits: { dataKiB: number; cpuSeconds: number; fileBlocks512: number; processes?: number }): string {
+  const processes = limits.processes === undefined ? '' : ` && ulimit -p ${limits.processes}`
+  return [
+    'nonce=$EXECGATE_NONCE; ready=$EXECGATE_LAUNCHER_READY; unset EXECGATE_LAUNCHER_READY',
+    'kill -9 -1 2>/dev/null',
+    `ulimit -d ${limits.dataKiB} && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ${limits.cpuSeconds + 1} && ulimit -f ${limits.fileBlocks512} && ulimit -c 0${processes} || exit 126`,
+    'umask 027',
+    `if [ "$ready" = 1 ]; then unset EXECGATE_NONCE; printf '\\036%sready\\n' "$nonce"; fi`,
+    '"$@"',
+    'rc=$?',
+    'kill -9 -1 2>/dev/null',
+    `printf '\\036%sexit %d\\n' "$nonce" "$rc" >&2`,
+    `printf '\\036%sexit %d\\n' "$nonce" "$rc"`,
+    'exit $rc',
+  ].join('\n')
+}
+
+/**
+ * The users an exec runs as, by the policy's `filesystem`: the workspace (mode 0750) belongs to the configured user,
+ * whose execs write it; `read_only` execs run as another uid in its group (read, no write), `none` execs as a uid and
+ * group of their own (no access at all).
+ */
+function execUsers(user: string): Record<'sandboxed' | 'read_only' | 'none', string> {
+  const [uid, gid] = user.split(':').map(Number) as [number, number]
+  const other = uid > 1 ? uid - 1 : uid + 1
+  return { sandboxed: user, read_only: `${other}:${gid}`, none: `${other}:${other}` }
+}
+
+/** The tmpfs option that gives the workspace to the sandbox's user: Docker passes `uid=`/`gid=` to mount, podman wants `U`. */
+const OWNERSHIP_OPTIONS = (uid: string, gid: string) => [`uid=${uid},gid=${gid}`, 'U']
+
+/** A container kept for the sandbox's life; every exec and file operation is a `docker exec` into it. */
+export class DockerSandbox implements AdapterSandbox {
+  readonly languages = LANGUAGES
+  private closing: Promise<void> | undefined
+
+  private constructor(
+    readonly id: string,
+    private readonly container: Docker.Container,
+    private readonly settings: DockerOptions,
+    private readonly onClosed: (sandbox: DockerSandbox) => void,
+  ) {}
+
+  /** Creates and starts the container: no network, read-only root, a size-capped tmpfs workspace owned by the sandbox's user. */
+  static async open(docker: Docker, settings: DockerOptions, options: SandboxOpenOptions, onClosed: (sandbox: DockerSandbox) => void = () => undefined): Promise<DockerSandbox> {
+    const { policy } = options
+    const [uid, gid] = settings.user.split(':') as [string, string]
+    // The cgroup holds the whole sandbox: an exec's memory (each exec's own cap is its RLIMIT_DATA), the tmpfs
+    // workspace and /tmp (tmpfs pages count against it), and the keeper.
+    const memory = (policy.memoryMb + settings.workspaceMb + 16 + 32) * 2 ** 20
+    const spec = (ownership: string): Docker.ContainerCreateOptions => ({
+      Image: settings.sandboxImage,
+      Entrypoint: [],
+      Cmd: ['/bin/bash', '--noprofile', '--norc', '-c', KEEPER],
+      OpenStdin: true,
+      StdinOnce: false,
+      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', 'TMPDIR=/tmp'],
+      User: settings.user,
+      WorkingDir: '/workspace',
+      NetworkDisabled: true,
+      Tty: false,
+      Labels: { [SANDBOX_LABEL]: options.id, [OWNER_LABEL]: formatOwner(currentOwner()) },
+      HostConfig: {
+        NetworkMode: 'none',
+        Memory: memory,
+        MemorySwap: memory,
+        // The code's processes (node's threads count), the keeper, the launcher, and a kill exec.
+        PidsLimit: policy.maxProcesses + 24,
+        ReadonlyRootfs: true,
+        Tmpfs: { '/workspace': `rw,size=${settings.workspaceMb}m,mode=0750,${ownership}`, '/tmp': 'rw,size=16m,mode=1777' },
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Ulimits: [
+          { Name: 'nofile', Soft: 256, Hard: 256 },
+          { Name: 'nproc', Soft: 4096, Hard: 4096 },
+          { Name: 'fsize', Soft: settings.workspaceMb * 2 ** 20, Hard: settings.workspaceMb * 2 ** 20 },
+          { Name: 'core', Soft: 0, Hard: 0 },
+        ],
+        AutoRemove: false,
+      },
+    })
+    let container: Docker.Container | undefined
+    let lastError: unknown
+    for (const ownership of OWNERSHIP_OPTIONS(uid, gid)) {
+      try {
+        container = await docker.createContainer(spec(ownership))
+        break
+      } catch (error) {
+        lastError = error
+        if (!/mount option/i.test(describeError(error))) break
+      }
+    }
+    if (!container) throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'docker', detail: `the sandbox container could not be created: ${engineMessage(lastError)}` }, { cause: lastError, source: 'docker' })
+    try {
+      await container.start()
+    } catch (error) {
+      await container.remove({ force: true }).catch(() => undefined)
+      throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'docker', detail: `the sandbox container did not start: ${engineMessage(error)}` }, { cause: error, source: 'docker' })
+    }
+    return new DockerSandbox(options.id, container, settings, onClosed)
+  }
+
+  async exec(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    const started = performance.now()
+    if (this.closing) return createResult('unavailable', 'docker', { message: `[execgate] [docker] sandbox ${this.id} is closed` })
+    const policy = context.policy
+    const nonce = randomBytes(12).toString('hex')
+    let argv: string[]
+    let env: string[] = []
+    if (request.language === 'bash') {
+      if (Buffer.byteLength(request.code) > COMMAND_LIMIT) return createResult('invalid_request', 'docker', { message: `[execgate] [docker] a command is at most ${COMMAND_LIMIT / 1024} KiB; write a longer script into the workspace and run it (bash script.sh)` })
+      argv = ['/bin/bash', '--noprofile', '--norc', '-c', request.code]
+    } else if (request.language === 'python' || request.language === 'javascript') {
+      const code = sandboxCodeEnvironment(request.code)
+      if (!Array.isArray(code)) return createResult('invalid_request', 'docker', { message: `[execgate] [docker] ${code.refused}` })
+      env = code
+      argv = request.language === 'python'
+        ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', SANDBOX_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
+        : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', SANDBOX_NODE_RUNNER]
+    } else {
+      return createResult('invalid_request', 'docker', { message: `[execgate] [docker] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+    }
+    const user = execUsers(this.settings.user)[policy.filesystem]
+    const owner = user === this.settings.user
+    // The pids cgroup caps the whole container. An exec as another user than the workspace's (read_only, none) also
+    // gets RLIMIT_NPROC, so it cannot take the pids its own kill exec needs (the keeper's builtin kill cannot reach it).
+    const limits = { dataKiB: policy.memoryMb * 1024, cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)), fileBlocks512: this.settings.workspaceMb * 2048, ...(owner ? {} : { processes: policy.maxProcesses + 2 }) }
+    const output = new OutputCapture(policy.outputBytes, context.onOutput)
+    const outcome = await runSandboxExec(
+      this.container,
+      {
+        Cmd: ['/bin/sh', '-c', sandboxLauncher(limits), 'launcher', ...argv],
+        Env: [`EXECGATE_NONCE=${nonce}`, ...(request.language === 'bash' ? ['EXECGATE_LAUNCHER_READY=1'] : []), ...env],
+        User: user,
+        WorkingDir: policy.filesystem === 'none' ? '/tmp' : '/workspace',
+        ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+      },
+      { nonce, output, controller: new RunController(context), startupTimeoutMs: this.settings.startupTimeoutMs, launcherReady: request.language === 'bash', kill: () => this.killAll(user) },
+    )
+    if (outcome.stoppedFor) await this.settle()
+    const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr, 'the exec')
+    const captured = output.finish(valueBytes(value))
+    const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status
+    return createResult(final, 'docker', { ...captured, value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+  }
+
+  /** Ends every process of `user` in the container (pid 1 excepted): the keeper's builtin kill for the workspace's user, an exec of `kill` for any. */
+  private async killAll(user: string): Promise<void> {
+    await Promise.all([
+      user === this.settings.user ? this.container.kill({ signal: 'SIGUSR1' }).catch(() => undefined) : undefined,
+      this.run(['/bin/sh', '-c', 'kill -9 -1'], { user, timeoutMs: 5000 }).catch(() => undefined),
+    ])
+  }
+
+  /**
+   * After a kill, until a trivial exec starts again: the killed processes' pids come free only once the keeper has
+   * reaped them, and an exec the engine cannot start in the meantime would fail as the next call's fault.
+   */
+  private async settle(): Promise<void> {
+    const until = performance.now() + SETTLE_MS
+    while (performance.now() < until) {
+      const probe = await this.run(['/bin/true'], { timeoutMs: 2000 }).catch(() => undefined)
+      if (probe?.exitCode === 0) return
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+
+  async writeFile(path: string, content: Uint8Array): Promise<void> {
+    const done = await this.run(['/bin/sh', '-c', 'umask 027; mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', 'write', path], { stdin: content })
+    if (done.exitCode === 0) return
+    if (/No space left|File too large/i.test(done.stderr)) throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${path}: the sandbox's workspace is full (adapters.docker.workspaceMb)` })
+    throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}` })
+  }
+
+  async readFile(path: string): Promise<Uint8Array | undefined> {
+    const done = await this.run(['/bin/sh', '-c', '[ -f "$1" ] || exit 3; exec cat -- "$1"', 'read', path])
+    if (done.exitCode === 3) return undefined
+    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}` })
+    return done.stdout
+  }
+
+  async deleteFile(path: string): Promise<boolean> {
+    const done = await this.run(['/bin/sh', '-c', '[ -f "$1" ] || [ -L "$1" ] || exit 3; exec rm -f -- "$1"', 'delete', path])
+    if (done.exitCode === 3) return false
+    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}` })
+    return true
+  }
+
+  async listFiles(): Promise<SandboxFileEntry[]> {
+    const done = await this.run(['/usr/bin/find', '/workspace', '-type', 'f', '-printf', '%s %P\\0'])
+    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_BACKEND_FAILED', { name: 'docker', detail: `listing the sandbox's files failed: ${done.stderr.trim()}` })
+    return done.stdout
+      .toString('utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((entry) => {
+        const space = entry.indexOf(' ')
+        return { path: entry.slice(space + 1), size: Number(entry.slice(0, space)) }
+      })
+      .sort((a, b) => a.path.localeCompare(b.path))
+  }
+
+  /** A plain exec (file operations, kills) as the workspace's owner unless told, with its output as bytes. */
+  private async run(cmd: string[], options: { user?: string; stdin?: Uint8Array; timeoutMs?: number } = {}): Promise<{ exitCode: number | null; stdout: Buffer; stderr: string }> {
+    if (this.closing) throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'docker', detail: `sandbox ${this.id} is closed` })
+    const timeoutMs = options.timeoutMs ?? FILE_OP_TIMEOUT_MS
+    try {
+      const exec = await this.container.exec({ Cmd: cmd, User: options.user ?? this.settings.user, WorkingDir: '/workspace', AttachStdout: true, AttachStderr: true, AttachStdin: options.stdin !== undefined, Tty: false })
+      const stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as unknown as Duplex
+      const out: Buffer[] = []
+      const err: Buffer[] = []
+      const stdout = new PassThrough().on('data', (chunk: Buffer) => out.push(chunk))
+      const stderr = new PassThrough().on('data', (chunk: Buffer) => err.push(chunk))
+      this.container.modem.demuxStream(stream, stdout, stderr)
+      if (options.stdin !== undefined) stream.end(Buffer.from(options.stdin))
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([
+        new Promise((resolve) => (stream.on('end', resolve), stream.on('close', resolve), stream.on('error', resolve))),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs))),
+      ]).finally(() => clearTimeout(timer))
+      stream.destroy()
+      const inspected = await exec.inspect()
+      return { exitCode: inspected.ExitCode ?? null, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') }
+    } catch (error) {
+      throw new ExecgateError('EXECGATE_BACKEND_FAILED', { name: 'docker', detail: `an exec into sandbox ${this.id} failed: ${engineMessage(error)}` }, { cause: error, source: 'docker' })
+    }
+  }
+
+  /** Removes the container (its tmpfs workspace goes with it). */
+  close(): Promise<void> {
+    return (this.closing ??= this.container.remove({ force: true }).finally(() => this.onClosed(this)).then(
+      () => undefined,
+      (error: unknown) => {
+        // Already gone is done; anything else is left for the next start's sweep to find by its label.
+        if (!/no such container|404/i.test(engineMessage(error))) throw new ExecgateError('EXECGATE_BACKEND_FAILED', { name: 'docker', detail: `sandbox ${this.id}'s container was not removed: ${engineMessage(error)}` })
+      },
+    ))
+  }
+}
+
+function engineMessage(error: unknown): string {
+  return (error as { json?: { message?: string } })?.json?.message ?? describeError(error)
+}
+
+/** Removes sandbox containers whose owner (by label) is a process of this host that is no longer running. */
+export async function sweepSandboxContainers(docker: Docker): Promise<number> {
+  const found = await docker.listContainers({ all: true, filters: { label: [SANDBOX_LABEL] } })
+  let removed = 0
+  for (const item of found) {
+    const owner = parseOwner(item.Labels?.[OWNER_LABEL] ?? '')
+    if (owner && ownerMayBeAlive(owner)) continue
+    try {
+      await docker.getContainer(item.Id).remove({ force: true })
+      removed++
+    } catch {
+      // removed meanwhile, or the engine refused: the next sweep tries again
+    }
+  }
+  return removed
+}

@@ -1,0 +1,105 @@
+import { performance } from 'node:perf_hooks'
+import {
+  OutputCapture,
+  RunController,
+  createResult,
+  describeError,
+  valueBytes,
+  type AdapterSandbox,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type ExecutionStatus,
+  type Language,
+  type SandboxFileEntry,
+} from '../../src/core'
+import { classifyExit } from './classify'
+import { releaseDirectory, type SandboxDirectory } from './sandbox-directories'
+import { sandboxCommand, type SandboxPlan } from './sandbox'
+import { spawnSandbox } from './spawn-sandbox'
+import { sweep as killProcessesOf } from './uid-pool'
+import { WorkspaceDirectory } from './workspace-directory'
+
+type ProcessLanguage = 'python' | 'javascript' | 'bash'
+const LANGUAGES: readonly ProcessLanguage[] = ['bash', 'python', 'javascript']
+
+/**
+ * A persistent sandbox on the process tier: a folder on the host (a tmpfs of its own as root) and, as root, a uid
+ * of its own for the sandbox's life. Each exec is a fresh bubblewrap run, exactly as a one-shot run is (namespaces,
+ * read-only /usr, no network, the exec's rlimits), with that folder bound at /workspace instead of an empty tmpfs: the
+ * files stay, the processes end with the exec (its pid namespace dies with its first process).
+ */
+export class ProcessSandbox implements AdapterSandbox {
+  readonly languages: readonly Language[] = LANGUAGES
+  private readonly files: WorkspaceDirectory
+  private closing: Promise<void> | undefined
+
+  constructor(
+    readonly id: string,
+    private readonly plan: SandboxPlan,
+    private readonly directory: SandboxDirectory,
+    maxFileBytes: number,
+    /** Prepares what a language's run needs once (the compiled Python runner). */
+    private readonly prepare: (language: ProcessLanguage) => void,
+    private readonly onClosed: () => void,
+  ) {
+    this.files = new WorkspaceDirectory(directory.workspace, directory.uid, maxFileBytes)
+  }
+
+  async exec(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    const started = performance.now()
+    if (!(LANGUAGES as readonly string[]).includes(request.language)) {
+      return createResult('invalid_request', 'process', { message: `[execgate] [process] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+    }
+    if (this.closing) return createResult('unavailable', 'process', { message: `[execgate] [process] sandbox ${this.id} is closed` })
+    const language = request.language as ProcessLanguage
+    const policy = context.policy
+    const output = new OutputCapture(policy.outputBytes, context.onOutput)
+    const uid = this.directory.uid
+    try {
+      this.prepare(language)
+      const command = sandboxCommand({ ...this.plan, dedicatedUid: uid !== undefined }, { language, policy, mode: 'run', withFiles: false, collectFiles: false, persistentWorkspace: this.directory.workspace })
+      const run = await spawnSandbox({
+        ...command,
+        uid,
+        code: request.code,
+        ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+        collectFiles: false,
+        controller: new RunController(context),
+        output,
+        reportLimitBytes: policy.outputBytes + 4096,
+        archiveLimitBytes: 0,
+      })
+      // A kill may leave stragglers for a moment; the next exec (and the host's file operations) must find none.
+      if (uid !== undefined && (run.stoppedFor || run.signal || run.spawnError)) await killProcessesOf(uid)
+      const outcome = classifyExit(run, policy, output.finish().stderr)
+      const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
+      const captured = output.finish(valueBytes(returned))
+      const status: ExecutionStatus = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+      return createResult(status, 'process', { ...captured, value: returned, error: outcome.error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+    } catch (error) {
+      return createResult('internal_error', 'process', { message: `[execgate] [process] ${describeError(error)}`, error: { type: 'InternalError', message: describeError(error) } })
+    }
+  }
+
+  writeFile(path: string, content: Uint8Array): Promise<void> {
+    return this.files.write(path, content)
+  }
+
+  readFile(path: string): Promise<Uint8Array | undefined> {
+    return this.files.read(path)
+  }
+
+  deleteFile(path: string): Promise<boolean> {
+    return this.files.delete(path)
+  }
+
+  listFiles(): Promise<SandboxFileEntry[]> {
+    return this.files.list()
+  }
+
+  /** Ends any process of its uid, unmounts the workspace and deletes the folder: the uid is free for the next sandbox. */
+  close(): Promise<void> {
+    return (this.closing ??= releaseDirectory(this.directory).finally(this.onClosed))
+  }
+}

@@ -1,0 +1,237 @@
+import {
+  ExecgateError,
+  LANGUAGES,
+  errorResult,
+  refusal,
+  toWorkspaceFile,
+  workspaceFileBytes,
+  type AdapterSandbox,
+  type ExecutionContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Language,
+  type SandboxFileEntry,
+  type SecurityPolicy,
+  type WorkspaceFile,
+} from '../../core'
+import type { ExecuteOptions } from '../../execution/types'
+import { normalizeWorkspacePath } from '../../workspace'
+import type { Sandbox, SandboxExecOptions, SandboxExecRequest, SandboxInfo } from './sandbox-types'
+
+/** What a live sandbox needs from its manager. */
+export interface LiveSandboxHost {
+  execute(request: ExecutionRequest, options: ExecuteOptions): Promise<ExecutionResult>
+  /** Called once the sandbox has stopped and its backend is closed (or failed to close). */
+  stopped(sandbox: LiveSandbox, reason: string, error?: unknown): void
+  now(): number
+  maxFileBytes: number
+}
+
+/** How long a stop waits for the call in progress (cancelled by it) before it closes the backend anyway. */
+const STOP_WAIT_MS = 10_000
+
+/**
+ * One live sandbox: the adapter's handle, its policy and tenant, its calls run one at a time in arrival order (an
+ * exec and a file write never overlap, so a backend needs no locking and the host's file operations never race the
+ * code), and its idle timer, which only runs while no call is in flight or waiting.
+ */
+export class LiveSandbox implements Sandbox {
+  readonly createdAt: number
+  private lastUsedAt: number
+  private execs = 0
+  private tail: Promise<unknown> = Promise.resolve()
+  private busy = 0
+  private idleTimer: NodeJS.Timeout | undefined
+  private readonly life = new AbortController()
+  private stopping: Promise<void> | undefined
+  private stopReason: string | undefined
+
+  constructor(
+    readonly id: string,
+    readonly tenant: string,
+    readonly adapter: string,
+    private readonly handle: AdapterSandbox,
+    readonly policy: SecurityPolicy,
+    readonly idleTimeoutMs: number,
+    private readonly host: LiveSandboxHost,
+  ) {
+    this.createdAt = this.lastUsedAt = host.now()
+    this.armIdle()
+  }
+
+  get live(): boolean {
+    return this.stopReason === undefined
+  }
+
+  info(): SandboxInfo {
+    return {
+      id: this.id,
+      tenant: this.tenant,
+      adapter: this.adapter,
+      languages: this.handle.languages,
+      createdAt: new Date(this.createdAt).toISOString(),
+      lastUsedAt: new Date(this.lastUsedAt).toISOString(),
+      expiresAt: new Date(this.lastUsedAt + this.idleTimeoutMs).toISOString(),
+      idleTimeoutMs: this.idleTimeoutMs,
+      execs: this.execs,
+      policy: this.policy,
+    }
+  }
+
+  private stoppedError(): ExecgateError {
+    return new ExecgateError('EXECGATE_SANDBOX_STOPPED', { id: this.id, reason: this.stopReason ?? 'stopped' })
+  }
+
+  private armIdle(): void {
+    clearTimeout(this.idleTimer)
+    if (!this.live || this.busy > 0) return
+    this.idleTimer = setTimeout(() => void this.stopFor(`idle for ${this.idleTimeoutMs} ms`), this.idleTimeoutMs)
+    // An idle sandbox must not keep a process alive that has nothing else to do.
+    this.idleTimer.unref()
+  }
+
+  /** Runs `work` after every call before it; the idle clock stops while calls are in flight or waiting. */
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    this.busy++
+    clearTimeout(this.idleTimer)
+    const run = this.tail.then(work, work)
+    this.tail = run.catch(() => undefined)
+    return run.finally(() => {
+      this.busy--
+      this.lastUsedAt = this.host.now()
+      this.armIdle()
+    })
+  }
+
+  async exec(input: string | SandboxExecRequest, options: SandboxExecOptions = {}): Promise<ExecutionResult> {
+    const request = typeof input === 'string' ? { command: input } : input
+    const problem = execProblem(request)
+    if (problem) return errorResult('invalid_request', this.adapter, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
+    if (!this.live) return errorResult('invalid_request', this.adapter, this.stoppedError())
+    return this.serial(async () => {
+      if (!this.live) return errorResult('invalid_request', this.adapter, this.stoppedError())
+      if (options.signal?.aborted) return refusal('cancelled', this.adapter, `[execgate] the exec was cancelled before it started in sandbox ${this.id}`, 'Cancelled')
+      for (const [index, file] of (request.files ?? []).entries()) {
+        try {
+          await this.handle.writeFile(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
+        } catch (error) {
+          const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
+          return errorResult('invalid_request', this.adapter, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}]: ${message}` }))
+        }
+      }
+      const signal = options.signal ? AbortSignal.any([options.signal, this.life.signal]) : this.life.signal
+      const language: Language = request.command !== undefined ? 'bash' : request.language!
+      const code = request.command ?? request.code!
+      this.execs++
+      // The service may answer for an adapter that overstays its deadline (its backstop); the next call still waits
+      // for the adapter's own answer, so the backend never runs two calls at once.
+      let inAdapter: Promise<unknown> = Promise.resolve()
+      const handle: AdapterSandbox = Object.assign(Object.create(this.handle) as AdapterSandbox, {
+        exec: (execRequest: ExecutionRequest, context: ExecutionContext) => {
+          const running = this.handle.exec(execRequest, context)
+          inAdapter = running.catch(() => undefined)
+          return running
+        },
+      })
+      const result = await this.host.execute(
+        {
+          language,
+          code,
+          adapter: this.adapter,
+          ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+          ...(request.timeoutMs !== undefined ? { timeoutMs: request.timeoutMs } : {}),
+          ...(request.memoryMb !== undefined ? { memoryMb: request.memoryMb } : {}),
+          ...(request.policy ? { policy: request.policy } : {}),
+          ...(request.traceId ? { traceId: request.traceId } : {}),
+          ...(request.lane ? { lane: request.lane } : {}),
+          ...(request.priority !== undefined ? { priority: request.priority } : {}),
+        },
+        { basePolicy: this.policy, sandbox: { id: this.id, adapter: this.adapter, handle }, tenant: this.tenant, signal, ...(options.onOutput ? { onOutput: options.onOutput } : {}) },
+      )
+      await inAdapter
+      return result
+    })
+  }
+
+  /** A file operation: refused on a stopped sandbox, run in turn with the execs. */
+  private fileCall<T>(work: () => Promise<T>): Promise<T> {
+    if (!this.live) return Promise.reject(this.stoppedError())
+    return this.serial(() => (this.live ? work() : Promise.reject(this.stoppedError())))
+  }
+
+  async writeFile(path: string, content: string | Uint8Array): Promise<void> {
+    const relative = normalizeWorkspacePath(path)
+    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content
+    if (bytes.byteLength > this.host.maxFileBytes) throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative} is ${bytes.byteLength} bytes; a file may hold ${this.host.maxFileBytes} (workspace.maxFileBytes)` })
+    return this.fileCall(() => this.handle.writeFile(relative, bytes))
+  }
+
+  async writeFiles(files: readonly WorkspaceFile[]): Promise<void> {
+    for (const file of files) await this.writeFile(file.path, workspaceFileBytes(file))
+  }
+
+  async readFile(path: string): Promise<Buffer> {
+    const relative = normalizeWorkspacePath(path)
+    return this.fileCall(async () => {
+      const content = await this.handle.readFile(relative)
+      if (!content) throw new ExecgateError('EXECGATE_WORKSPACE_NOT_FOUND', { path: relative })
+      return Buffer.from(content)
+    })
+  }
+
+  async readFiles(paths?: readonly string[]): Promise<WorkspaceFile[]> {
+    const wanted = paths ?? (await this.listFiles()).map((entry) => entry.path)
+    const files: WorkspaceFile[] = []
+    for (const path of wanted) files.push(toWorkspaceFile(normalizeWorkspacePath(path), await this.readFile(path)))
+    return files
+  }
+
+  listFiles(): Promise<SandboxFileEntry[]> {
+    return this.fileCall(() => this.handle.listFiles())
+  }
+
+  async deleteFile(path: string): Promise<boolean> {
+    const relative = normalizeWorkspacePath(path)
+    return this.fileCall(() => this.handle.deleteFile(relative))
+  }
+
+  stop(): Promise<void> {
+    return this.stopFor('stopped by the caller')
+  }
+
+  /**
+   * Stops the sandbox: new calls are refused at once, the call in progress is cancelled (its exec answers
+   * `cancelled`), waiting calls answer `EXECGATE_SANDBOX_STOPPED`, then the backend is closed.
+   */
+  stopFor(reason: string): Promise<void> {
+    if (this.stopping) return this.stopping
+    this.stopReason = reason
+    clearTimeout(this.idleTimer)
+    this.life.abort(new Error(`sandbox ${this.id} stopped: ${reason}`))
+    const settled = this.tail
+    return (this.stopping = (async () => {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))])
+      clearTimeout(timer)
+      try {
+        await this.handle.close()
+        this.host.stopped(this, reason)
+      } catch (error) {
+        this.host.stopped(this, reason, error)
+      }
+    })())
+  }
+}
+
+/** What is wrong with an exec request, in words naming the field, or undefined. */
+function execProblem(request: SandboxExecRequest): string | undefined {
+  if (typeof request !== 'object' || request === null) return 'an exec is a command string or { command } or { language, code }'
+  if (request.command !== undefined) {
+    if (typeof request.command !== 'string' || !request.command.trim()) return 'command must be a non-empty string'
+    if (request.code !== undefined || (request.language !== undefined && request.language !== 'bash')) return 'give either command, or language and code'
+    return undefined
+  }
+  if (typeof request.code !== 'string' || !request.code) return 'command, or language and code, is required'
+  if (!(LANGUAGES as readonly unknown[]).includes(request.language)) return `language must be one of: ${LANGUAGES.join(', ')}`
+  return undefined
+}

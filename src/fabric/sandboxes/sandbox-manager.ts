@@ -1,0 +1,200 @@
+import { randomBytes } from 'node:crypto'
+import {
+  ExecgateError,
+  describeError,
+  workspaceFileBytes,
+  type AdapterRegistry,
+  type CodeExecutionAdapter,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type SecurityPolicy,
+} from '../../core'
+import type { ExecuteOptions } from '../../execution/types'
+import type { Logger } from '../../observability/logger'
+import { resolvePolicy } from '../../policy'
+import { unenforcedRequirement } from '../../routing/config-router'
+import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
+import { LiveSandbox } from './live-sandbox'
+import type { Sandbox, SandboxCaller, SandboxInfo, SandboxService, SandboxSettings, SandboxStartOptions } from './sandbox-types'
+
+export interface SandboxManagerOptions {
+  registry: AdapterRegistry
+  /** The execution service: every exec goes through it (policy, static checks, admission, output cap, listeners). */
+  execute(request: ExecutionRequest, options: ExecuteOptions): Promise<ExecutionResult>
+  /** The policy a caller starts from: its profile's, else the default. Throws `EXECGATE_PROFILE_UNKNOWN`. */
+  basePolicy(profile?: string): SecurityPolicy
+  settings: SandboxSettings
+  /** What a workspace may hold (`workspace.*`): per file everywhere, in all for backends that keep it in memory. */
+  limits: WorkspaceLimits
+  /** `routing.tierOrder`, for `adapter: 'auto'`. @default [1, 3, 4, 2, 0] */
+  tierOrder?: readonly number[]
+  logger?: Logger
+  now?: () => number
+}
+
+const DEFAULT_TENANT = 'local'
+
+/**
+ * The SandboxManager: owns sandbox ids and tenants, the per-tenant cap, idle timeouts, shutdown, and the clean-up of
+ * what a crashed execgate left. It reaches backends only through the adapter contract's `sandboxes` capability
+ * (`openSandbox`, `sweepSandboxes`), never by an adapter's name. Sandboxes live as long as this process: they are
+ * live environments, not durable tasks, and none survives a restart (the next start's sweep removes their remains).
+ */
+export class SandboxManager implements SandboxService {
+  private readonly live = new Map<string, LiveSandbox>()
+  /** Starts under way per tenant, counted against the cap before their backend exists. */
+  private readonly starting = new Map<string, number>()
+  private swept: Promise<number> | undefined
+  private closed = false
+  private readonly now: () => number
+
+  constructor(private readonly options: SandboxManagerOptions) {
+    this.now = options.now ?? Date.now
+  }
+
+  private tenantOf(caller: SandboxCaller = {}): string {
+    return caller.tenant ?? DEFAULT_TENANT
+  }
+
+  /** Adapters that can host sandboxes, cheapest tier first. */
+  private capable(): CodeExecutionAdapter[] {
+    const order = this.options.tierOrder ?? [1, 3, 4, 2, 0]
+    const rank = (adapter: CodeExecutionAdapter) => {
+      const at = order.indexOf(adapter.capabilities.tier)
+      return at === -1 ? order.length : at
+    }
+    return this.options.registry
+      .list()
+      .filter((adapter) => adapter.capabilities.sandboxes && adapter.openSandbox)
+      .sort((a, b) => rank(a) - rank(b))
+  }
+
+  private chooseAdapter(asked: string | undefined): CodeExecutionAdapter {
+    const name = asked ?? this.options.settings.adapter
+    const capable = this.capable()
+    const known = capable.map((adapter) => adapter.name).join(', ') || 'none'
+    if (name === 'auto') {
+      if (!capable[0]) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name: 'auto', detail: 'no enabled adapter hosts sandboxes (execution.enabled)', known })
+      return capable[0]
+    }
+    const adapter = this.options.registry.get(name)
+    if (!adapter) {
+      if (!this.options.registry.knownNames().includes(name)) throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: this.options.registry.knownNames().join(', ') })
+      throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it is not enabled (execution.enabled)', known })
+    }
+    if (!adapter.capabilities.sandboxes || !adapter.openSandbox) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it has no sandboxes capability', known })
+    return adapter
+  }
+
+  /** The sandbox's policy: the caller's profile with `sandboxes.filesystem` (the sandbox's own workspace), tightened by the options. */
+  private policyFor(options: SandboxStartOptions, caller: SandboxCaller, adapter: CodeExecutionAdapter): SecurityPolicy {
+    const base = { ...this.options.basePolicy(caller.profile), filesystem: this.options.settings.filesystem }
+    const resolution = resolvePolicy(base, options)
+    if (!resolution.policy) throw new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') })
+    const limit = unenforcedRequirement(adapter, resolution.policy)
+    if (limit) throw new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit, detail: `${adapter.name} does not enforce it` })
+    return resolution.policy
+  }
+
+  private idleTimeoutOf(asked: number | undefined): number {
+    const { idleTimeoutMs, maxIdleTimeoutMs } = this.options.settings
+    if (asked === undefined) return Math.min(idleTimeoutMs, maxIdleTimeoutMs)
+    if (!Number.isInteger(asked) || asked < 1 || asked > maxIdleTimeoutMs) {
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `idleTimeoutMs must be a whole number of ms from 1 to ${maxIdleTimeoutMs} (sandboxes.maxIdleTimeoutMs)` })
+    }
+    return asked
+  }
+
+  async start(options: SandboxStartOptions = {}, caller: SandboxCaller = {}): Promise<Sandbox> {
+    if (this.closed) throw new ExecgateError('EXECGATE_SHUTTING_DOWN')
+    const tenant = this.tenantOf(caller)
+    const adapter = this.chooseAdapter(options.adapter)
+    const policy = this.policyFor(options, caller, adapter)
+    const idleTimeoutMs = this.idleTimeoutOf(options.idleTimeoutMs)
+    const files = (options.files ?? []).map((file, index) => {
+      try {
+        return { path: normalizeWorkspacePath(file.path), content: workspaceFileBytes(file) }
+      } catch (error) {
+        throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}]: ${describeError(error).replace(/^\[execgate\] /, '')}` })
+      }
+    })
+    await (this.swept ??= this.sweep())
+    // Counted before the backend opens: two starts at once cannot both take the last place.
+    const { maxPerTenant } = this.options.settings
+    const held = [...this.live.values()].filter((sandbox) => sandbox.live && sandbox.tenant === tenant).length + (this.starting.get(tenant) ?? 0)
+    if (held >= maxPerTenant) throw new ExecgateError('EXECGATE_SANDBOX_LIMIT', { tenant, limit: maxPerTenant })
+    this.starting.set(tenant, (this.starting.get(tenant) ?? 0) + 1)
+    const id = `sb-${randomBytes(10).toString('hex')}`
+    try {
+      const handle = await adapter.openSandbox!({ id, policy, limits: this.options.limits })
+      const sandbox = new LiveSandbox(id, tenant, adapter.name, handle, policy, idleTimeoutMs, {
+        execute: (request, executeOptions) => this.options.execute(request, executeOptions),
+        stopped: (stopped, reason, error) => this.forget(stopped, reason, error),
+        now: this.now,
+        maxFileBytes: this.options.limits.maxFileBytes,
+      })
+      this.live.set(id, sandbox)
+      try {
+        for (const file of files) await sandbox.writeFile(file.path, file.content)
+      } catch (error) {
+        await sandbox.stopFor('its files could not be written')
+        throw error
+      }
+      // A shutdown that began while the backend opened finds it here, or it is stopped now.
+      if (this.closed) {
+        await sandbox.stopFor('execgate is shutting down')
+        throw new ExecgateError('EXECGATE_SHUTTING_DOWN')
+      }
+      this.options.logger?.info({ sandbox: id, tenant, adapter: adapter.name, idleTimeoutMs }, 'sandbox started')
+      return sandbox
+    } finally {
+      this.starting.set(tenant, (this.starting.get(tenant) ?? 1) - 1)
+    }
+  }
+
+  private forget(sandbox: LiveSandbox, reason: string, error?: unknown): void {
+    this.live.delete(sandbox.id)
+    if (error) this.options.logger?.warn({ sandbox: sandbox.id, tenant: sandbox.tenant, reason, err: describeError(error) }, 'sandbox stopped; its backend was not closed cleanly (the next start sweeps it)')
+    else this.options.logger?.info({ sandbox: sandbox.id, tenant: sandbox.tenant, reason }, 'sandbox stopped')
+  }
+
+  get(id: string, caller: SandboxCaller = {}): Sandbox | undefined {
+    const sandbox = this.live.get(id)
+    return sandbox && sandbox.live && sandbox.tenant === this.tenantOf(caller) ? sandbox : undefined
+  }
+
+  list(caller: SandboxCaller = {}): SandboxInfo[] {
+    const tenant = this.tenantOf(caller)
+    return [...this.live.values()].filter((sandbox) => sandbox.live && sandbox.tenant === tenant).map((sandbox) => sandbox.info())
+  }
+
+  async stop(id: string, caller: SandboxCaller = {}): Promise<boolean> {
+    const sandbox = this.get(id, caller)
+    if (!sandbox) return false
+    await sandbox.stop()
+    return true
+  }
+
+  async sweep(): Promise<number> {
+    let removed = 0
+    for (const adapter of this.capable()) {
+      try {
+        removed += (await adapter.sweepSandboxes?.()) ?? 0
+      } catch (error) {
+        this.options.logger?.warn({ adapter: adapter.name, err: describeError(error) }, 'could not sweep sandboxes a crashed run left')
+      }
+    }
+    if (removed > 0) this.options.logger?.info({ removed }, 'removed sandboxes a crashed execgate left behind')
+    return removed
+  }
+
+  async stopAll(filter: { tenants?: readonly string[]; reason?: string } = {}): Promise<void> {
+    const chosen = [...this.live.values()].filter((sandbox) => !filter.tenants || filter.tenants.includes(sandbox.tenant))
+    await Promise.all(chosen.map((sandbox) => sandbox.stopFor(filter.reason ?? 'execgate is shutting down')))
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    await this.stopAll()
+  }
+}

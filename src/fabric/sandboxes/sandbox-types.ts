@@ -1,0 +1,119 @@
+import type { ExecutionResult, FilesystemAccess, Lane, Language, OutputStream, PolicyOverrides, SandboxFileEntry, SecurityPolicy, WorkspaceFile } from '../../core'
+
+/** Who is asking: every call names a tenant, and a tenant only ever sees its own sandboxes. */
+export interface SandboxCaller {
+  /** @default 'local' (the library's and CLI's own tenant) */
+  tenant?: string
+  /** The policy profile (`security.profiles`) the tenant's sandboxes start from; else the default policy. */
+  profile?: string
+}
+
+export interface SandboxStartOptions {
+  /**
+   * The backend: an enabled adapter with the `sandboxes` capability (`docker`, `process`, `shell`).
+   * @default config `sandboxes.adapter` (`auto`: the cheapest such adapter by `routing.tierOrder`)
+   */
+  adapter?: string
+  /** Tightens the sandbox's policy (the caller's profile, with `sandboxes.filesystem`); every exec runs under it. */
+  policy?: PolicyOverrides
+  /** Shorthand for `policy.wallTimeMs`: each exec's time limit. */
+  timeoutMs?: number
+  /** Shorthand for `policy.memoryMb`: each exec's memory limit. */
+  memoryMb?: number
+  /** Stopped after this long without a call (ms). @default config `sandboxes.idleTimeoutMs`, at most `sandboxes.maxIdleTimeoutMs` */
+  idleTimeoutMs?: number
+  /** Files placed in the workspace before the first exec. */
+  files?: readonly WorkspaceFile[]
+}
+
+/** One exec: a shell command, or a program in a language the sandbox runs. */
+export interface SandboxExecRequest {
+  /** A bash command line (the same as `{ language: 'bash', code: command }`). */
+  command?: string
+  language?: Language
+  code?: string
+  stdin?: string
+  /** Tighten the sandbox's policy for this exec only. */
+  timeoutMs?: number
+  memoryMb?: number
+  policy?: PolicyOverrides
+  /** Written into the workspace before the exec runs. */
+  files?: readonly WorkspaceFile[]
+  traceId?: string
+  /** @default config `admission.defaultLane` */
+  lane?: Lane
+  priority?: number
+}
+
+export interface SandboxExecOptions {
+  /** Receives stdout/stderr as the exec produces them (docker and process; the native shell answers at the end). */
+  onOutput?: (stream: OutputStream, chunk: string) => void
+  /** Aborting it cancels the exec (`cancelled`); the sandbox lives on. */
+  signal?: AbortSignal
+}
+
+export interface SandboxInfo {
+  id: string
+  tenant: string
+  adapter: string
+  /** Languages an exec may use here. */
+  languages: readonly Language[]
+  /** ISO-8601 times. */
+  createdAt: string
+  lastUsedAt: string
+  /** When it will be stopped if nothing calls it before. */
+  expiresAt: string
+  idleTimeoutMs: number
+  /** Execs run so far. */
+  execs: number
+  /** The sandbox's policy: the ceiling of every exec. */
+  policy: SecurityPolicy
+}
+
+/**
+ * A live sandbox. Calls run one at a time, in order; `exec` never throws (every outcome is an `ExecutionResult`),
+ * the file calls throw an `ExecgateError` when refused. Every method of a stopped sandbox answers
+ * `EXECGATE_SANDBOX_STOPPED`.
+ */
+export interface Sandbox {
+  readonly id: string
+  readonly tenant: string
+  readonly adapter: string
+  info(): SandboxInfo
+  exec(input: string | SandboxExecRequest, options?: SandboxExecOptions): Promise<ExecutionResult>
+  writeFile(path: string, content: string | Uint8Array): Promise<void>
+  writeFiles(files: readonly WorkspaceFile[]): Promise<void>
+  /** Throws `EXECGATE_WORKSPACE_NOT_FOUND` when there is no such file. */
+  readFile(path: string): Promise<Buffer>
+  /** The named files (or all of them) as workspace files: UTF-8 text where it is, base64 otherwise. */
+  readFiles(paths?: readonly string[]): Promise<WorkspaceFile[]>
+  listFiles(): Promise<SandboxFileEntry[]>
+  /** True when a file was removed. */
+  deleteFile(path: string): Promise<boolean>
+  stop(): Promise<void>
+}
+
+/** `execgate.sandboxes`: HTTP, MCP and the CLI call the same. */
+export interface SandboxService {
+  start(options?: SandboxStartOptions, caller?: SandboxCaller): Promise<Sandbox>
+  /** The caller's sandbox; another tenant's id answers undefined, exactly like a missing one. */
+  get(id: string, caller?: SandboxCaller): Sandbox | undefined
+  list(caller?: SandboxCaller): SandboxInfo[]
+  /** True when there was such a sandbox (of the caller's) to stop. */
+  stop(id: string, caller?: SandboxCaller): Promise<boolean>
+  /** Removes what sandboxes of a crashed execgate left (run once before the first start; `execgate serve` runs it at start). */
+  sweep(): Promise<number>
+  /** Stops every live sandbox, or only those of the given tenants (`reason` is what their calls are told). */
+  stopAll(filter?: { tenants?: readonly string[]; reason?: string }): Promise<void>
+  /** Stops every sandbox and refuses new ones (`execgate.dispose()` calls it). */
+  close(): Promise<void>
+}
+
+/** The `sandboxes` config keys. */
+export interface SandboxSettings {
+  adapter: string
+  maxPerTenant: number
+  idleTimeoutMs: number
+  maxIdleTimeoutMs: number
+  filesystem: FilesystemAccess
+}

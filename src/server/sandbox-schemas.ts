@@ -1,0 +1,89 @@
+import Ajv, { type ErrorObject } from 'ajv'
+import { LANES, LANGUAGES, POLICY_OVERRIDES_SCHEMA, WORKSPACE_FILE_SCHEMA } from '../core'
+
+/** JSON Schemas of the sandbox routes' bodies: the server validates with them and the OpenAPI document shows them. */
+
+const positiveInt = { type: 'integer', minimum: 1 } as const
+
+export const SANDBOX_START_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    adapter: { type: 'string', minLength: 1, description: 'docker, process or shell; default: config sandboxes.adapter' },
+    policy: POLICY_OVERRIDES_SCHEMA,
+    timeoutMs: positiveInt,
+    memoryMb: positiveInt,
+    idleTimeoutMs: positiveInt,
+    files: { type: 'array', items: WORKSPACE_FILE_SCHEMA },
+  },
+} as const
+
+export const SANDBOX_EXEC_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    command: { type: 'string', minLength: 1, description: 'a bash command line; or language and code' },
+    language: { enum: [...LANGUAGES] },
+    code: { type: 'string', minLength: 1 },
+    stdin: { type: 'string' },
+    timeoutMs: positiveInt,
+    memoryMb: positiveInt,
+    policy: POLICY_OVERRIDES_SCHEMA,
+    files: { type: 'array', items: WORKSPACE_FILE_SCHEMA },
+    traceId: { type: 'string', minLength: 1, maxLength: 128 },
+    lane: { enum: [...LANES] },
+    priority: { type: 'integer', minimum: -1000, maximum: 1000 },
+  },
+} as const
+
+const ajv = new Ajv({ allErrors: false, strict: false })
+const validators = { start: ajv.compile(SANDBOX_START_SCHEMA), exec: ajv.compile(SANDBOX_EXEC_SCHEMA) }
+
+function describe(error: ErrorObject): string {
+  const parts = error.instancePath.split('/').filter(Boolean)
+  if (error.keyword === 'additionalProperties') parts.push(String(error.params.additionalProperty))
+  const field = parts.map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '') || 'the body'
+  if (error.keyword === 'additionalProperties') return `${field} is not a known field`
+  if (error.keyword === 'enum') return `${field} must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}`
+  return `${field} ${error.message ?? 'is invalid'}`
+}
+
+/** The first problem of a start or exec body, as a sentence naming the field, or undefined. */
+export function sandboxBodyProblem(kind: keyof typeof validators, body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body must be a JSON object'
+  const validate = validators[kind]
+  if (validate(body)) return undefined
+  return describe(validate.errors![0]!)
+}
+
+/** The sandbox routes for the OpenAPI document (src/server/openapi.ts), with the error responses every route shares. */
+export function sandboxOpenApiPaths(errorResponses: Record<string, unknown>): Record<string, unknown> {
+  const id = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
+  const file = { name: 'path', in: 'path', required: true, schema: { type: 'string' }, description: 'a workspace path; may contain /' }
+  const notFound = { '404': { description: 'no such sandbox (or file) for this tenant' } }
+  const json = (schema: object) => ({ required: true, content: { 'application/json': { schema } } })
+  return {
+    '/v1/sandboxes': {
+      post: { summary: 'Start a persistent sandbox (docs/sandboxes.md)', requestBody: json(SANDBOX_START_SCHEMA), responses: { '201': { description: 'the SandboxInfo' }, ...errorResponses } },
+      get: { summary: "The tenant's live sandboxes", responses: { '200': { description: '{ sandboxes: SandboxInfo[] }' } } },
+    },
+    '/v1/sandboxes/{id}': {
+      get: { summary: 'A sandbox: adapter, languages, times, execs, policy', parameters: [id], responses: { '200': { description: 'the SandboxInfo' }, ...notFound } },
+      delete: { summary: 'Stop a sandbox and free what it holds', parameters: [id], responses: { '204': { description: 'stopped' }, ...notFound } },
+    },
+    '/v1/sandboxes/{id}/exec': {
+      post: {
+        summary: 'Run a command (or a program) in the sandbox; with Accept: text/event-stream, stdout/stderr events as produced and the result last',
+        parameters: [id],
+        requestBody: json(SANDBOX_EXEC_SCHEMA),
+        responses: { '200': { description: 'the ExecutionResult, whatever its status', content: { 'application/json': { schema: { $ref: '#/components/schemas/ExecutionResult' } }, 'text/event-stream': {} } }, ...notFound, ...errorResponses },
+      },
+    },
+    '/v1/sandboxes/{id}/files': { get: { summary: "The sandbox's files", parameters: [id], responses: { '200': { description: '{ files: [{ path, size }] }' }, ...notFound } } },
+    '/v1/sandboxes/{id}/files/{path}': {
+      put: { summary: 'Write a file: the body is its bytes', parameters: [id, file], requestBody: { required: true, content: { 'application/octet-stream': {} } }, responses: { '204': { description: 'written' }, ...notFound, ...errorResponses } },
+      get: { summary: "A file's bytes", parameters: [id, file], responses: { '200': { description: 'the bytes', content: { 'application/octet-stream': {} } }, ...notFound } },
+      delete: { summary: 'Delete a file', parameters: [id, file], responses: { '204': { description: 'deleted' }, ...notFound } },
+    },
+  }
+}
