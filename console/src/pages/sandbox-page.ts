@@ -44,7 +44,7 @@ export function SandboxPage({ api, params }: PageProps) {
       <div><dt>Languages</dt><dd>${info.languages.join(', ')}</dd></div>
       <div><dt>Execs</dt><dd>${info.execs}</dd></div>
       <div><dt>Started</dt><dd>${formatDateTime(info.createdAt)}</dd></div>
-      <div><dt>Stops if idle at</dt><dd>${formatDateTime(info.expiresAt)} <span class="muted">(idle timeout ${formatMs(info.idleTimeoutMs)})</span></dd></div>
+      <div><dt>Stops if idle at</dt><dd>${formatDateTime(info.expiresAt)} <span class="muted">(idle timeout ${info.idleTimeoutMs >= 60_000 ? `${Math.round(info.idleTimeoutMs / 60_000)} min` : formatMs(info.idleTimeoutMs)})</span></dd></div>
       <div><dt>Each exec at most</dt><dd>${[policy.wallTimeMs !== undefined && formatMs(policy.wallTimeMs), policy.memoryMb !== undefined && `${policy.memoryMb} MiB`, policy.filesystem && `files ${policy.filesystem}`, policy.network && `network ${policy.network}`].filter(Boolean).join(', ')}</dd></div>
     </dl>
     <section class="panel" aria-labelledby="terminal-title">
