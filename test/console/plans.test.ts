@@ -2,7 +2,7 @@ import type { Page } from 'playwright-core'
 import { FakeConverse } from '../fakes/converse-server'
 import { ACME, GLOBEX, screenshots, startConsole, undocumentedRequests, type ConsoleFixture } from './harness'
 // Functions passed to page.evaluate run in the browser; the project's type library has no DOM, so their globals are declared here.
-declare const document: any, window: any
+declare const document: any, window: any, performance: any
 
 /**
  * The console's Plans pages in headless Chromium, against a real server with API keys, the embedded plan store, real
@@ -69,6 +69,16 @@ test("a plan submitted as JSON shows its steps as a graph, the first one running
   await page.locator('[data-testid=step-detail] .result[data-status=ok]').waitFor()
   expect(await page.locator('[data-testid=step-detail] .result-value pre').textContent()).toBe('42')
   expect(await page.locator('.plan-state ~ .actions button:text-is("Cancel plan")').isDisabled()).toBe(true)
+
+  // First render of a plan's page (measured, not asserted): cold loads, navigation start to the graph drawn.
+  const planPath = new URL(page.url()).hash.slice(2)
+  const samples: number[] = []
+  for (let sample = 0; sample < 5; sample++) {
+    const cold = await fixture.open({ key: ACME, path: planPath })
+    await cold.locator('[data-testid=plan-graph] g.node').first().waitFor({ state: 'attached' })
+    samples.push(await cold.evaluate(() => Math.round(performance.now())))
+  }
+  console.log(`[console] first render of a plan's page with its graph, 5 cold loads: ${samples.join(', ')} ms (median ${[...samples].sort((a, b) => a - b)[2]})`)
 })
 
 test("a revised plan shows its versions, what the revision changed and why, and the reflector's answers", async () => {
