@@ -88,6 +88,8 @@ export interface AdapterStatus {
   breaker: BreakerState
   /** For adapters that warm up: whether a run now would not pay a cold start. */
   warm?: boolean
+  /** Present on adapters that can host persistent sandboxes (docs/sandboxes.md). */
+  sandboxes?: true
 }
 
 export interface ExecgateStatus {
@@ -154,6 +156,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       health: readiness.health(adapter.name),
       breaker: readiness.breaker(adapter.name),
       ...(adapter.isWarm ? { warm: adapter.isWarm() } : {}),
+      ...(adapter.capabilities.sandboxes ? { sandboxes: true as const } : {}),
     })),
     admission: admission.status(),
   })

@@ -20,6 +20,8 @@ export interface ExecgateStatus {
     health: { state: HealthState | 'unknown'; reason?: string; latencyMs?: number; checkedAt?: string; failuresInARow: number; successesInARow: number }
     breaker: 'closed' | 'open' | 'half-open'
     warm?: boolean
+    /** Present on adapters that can host persistent sandboxes. */
+    sandboxes?: true
   }[]
   admission: {
     inProcessBatch: { limit: number; inUse: number }

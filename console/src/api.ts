@@ -31,6 +31,8 @@ async function errorFrom(response: Response): Promise<ApiError> {
 
 export interface RequestOptions {
   body?: unknown
+  /** Bytes sent as they are (a file upload), instead of a JSON body. */
+  rawBody?: Blob
   headers?: Record<string, string>
   signal?: AbortSignal
 }
@@ -42,6 +44,8 @@ export interface ApiClient {
   get<T>(path: string, options?: RequestOptions): Promise<T>
   post<T>(path: string, body?: unknown, options?: RequestOptions): Promise<T>
   delete<T>(path: string): Promise<T>
+  /** A route's answer as bytes (an artifact, a sandbox file), with the media type the server gave it. */
+  bytes(path: string, options?: RequestOptions): Promise<Blob>
   /** Opens a text/event-stream route and hands each event to `onEvent` until the server ends the stream. */
   stream(method: string, path: string, onEvent: (event: ServerEvent) => void, options?: RequestOptions): Promise<void>
 }
@@ -55,9 +59,11 @@ export function createApi(key: string | undefined, onUnauthorized: (error: ApiEr
     const headers: Record<string, string> = { accept, ...options.headers }
     if (key) headers.authorization = `Bearer ${key}`
     if (options.body !== undefined) headers['content-type'] = 'application/json'
+    else if (options.rawBody !== undefined) headers['content-type'] = 'application/octet-stream'
+    const body = options.body !== undefined ? JSON.stringify(options.body) : options.rawBody
     let response: Response
     try {
-      response = await fetch(apiUrl(path), { method, headers, signal: options.signal, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) })
+      response = await fetch(apiUrl(path), { method, headers, signal: options.signal, ...(body !== undefined ? { body } : {}) })
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error
       throw new ApiError(0, 'NETWORK', `cannot reach the execgate server (${API_ROOT.origin}): ${(error as Error).message}`)
@@ -80,6 +86,9 @@ export function createApi(key: string | undefined, onUnauthorized: (error: ApiEr
     get: (path, options) => request('GET', path, options),
     post: (path, body, options) => request('POST', path, { ...options, body }),
     delete: (path) => request('DELETE', path),
+    async bytes(path, options) {
+      return (await send('GET', path, options, '*/*')).blob()
+    },
     async stream(method, path, onEvent, options) {
       const response = await send(method, path, options, 'text/event-stream')
       if (!response.body) throw new ApiError(response.status, 'EMPTY', 'the server sent no event stream')

@@ -34,3 +34,16 @@ export function formatJson(value: unknown): string {
     return String(value)
   }
 }
+
+/** Bytes as people read them. */
+export function formatBytes(bytes: number | undefined): string {
+  if (bytes === undefined) return '—'
+  if (bytes < 1024) return `${bytes} B`
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+}
+
+/** A long id or digest cut for a table cell; the whole one goes in a title. */
+export function shortId(id: string, keep = 8): string {
+  return id.length > keep + 4 ? `${id.slice(0, keep)}…` : id
+}

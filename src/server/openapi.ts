@@ -27,8 +27,8 @@ const planPaths = {
   '/v1/plans': {
     post: { summary: 'Run a plan: a DAG of code steps, revised by the reflector when a step fails', requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/PlanSpec' } } } }, responses: { '201': { description: 'the plan, RUNNING', ...planBody }, '501': { description: 'plans need the embedded store (EXECGATE_PLANS_UNSUPPORTED)' }, ...errorResponses } },
     get: {
-      summary: "The tenant's plans, oldest first, paged",
-      parameters: [{ name: 'state', in: 'query', schema: { type: 'string' } }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }],
+      summary: "The tenant's plans, oldest first (or newest first with order=newest), paged",
+      parameters: [{ name: 'state', in: 'query', schema: { type: 'string' } }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }, { name: 'order', in: 'query', schema: { enum: ['oldest', 'newest'] } }],
       responses: { '200': { description: '{ plans, nextCursor }' }, ...errorResponses },
     },
   },

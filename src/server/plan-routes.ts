@@ -22,13 +22,14 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
   })
 
   app.get('/v1/plans', async (request) => {
-    const query = request.query as { state?: string; limit?: string; cursor?: string }
+    const query = request.query as { state?: string; limit?: string; cursor?: string; order?: string }
+    if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'order must be oldest or newest' })
     if (query.state !== undefined && !(PLAN_STATES as readonly string[]).includes(query.state)) {
       throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `state must be one of: ${PLAN_STATES.join(', ')}` })
     }
     const limit = query.limit === undefined ? undefined : Number(query.limit)
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'limit must be a whole number from 1 to 500' })
-    return execgate.plans.list({ ...(query.state ? { state: query.state as PlanState } : {}), ...(limit ? { limit } : {}), ...(query.cursor ? { cursor: query.cursor } : {}) }, callerOf(request))
+    return execgate.plans.list({ ...(query.state ? { state: query.state as PlanState } : {}), ...(limit ? { limit } : {}), ...(query.cursor ? { cursor: query.cursor } : {}), ...(query.order ? { order: query.order as 'oldest' | 'newest' } : {}) }, callerOf(request))
   })
 
   app.get('/v1/plans/:id', async (request) => (await execgate.plans.get(idOf(request), callerOf(request))) ?? Promise.reject(notFound(request)))

@@ -55,9 +55,10 @@ export async function startConsole(options: { modules?: ContainerModule[]; overr
       execution: { enabled: ['quickjs', 'monty', 'process'] },
       readiness: { enabled: false, unhealthyAfter: 1 },
       log: { level: 'silent' },
-      fabric: { dataDir },
       server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`] },
       ...options.overrides,
+      // The store stays in the test's own folder whatever else a test sets under fabric (a plan reflector).
+      fabric: { ...(options.overrides?.fabric as object | undefined), dataDir },
     },
   })
   const server = await serve(execgate, { port: 0 }, false)
@@ -116,12 +117,13 @@ export async function screenshots(page: Page, name: string): Promise<void> {
 
 /**
  * The issue's rule, checked on what the browser really asked for: every request went to the server's own origin, to
- * the console's files or to a route of the OpenAPI document (so also in docs/api.md), never to a private route.
+ * the console's files or to a route of the OpenAPI document (so also in docs/api.md), never to a private route. A
+ * sandbox file's `{path}` is documented as a workspace path that may contain `/`.
  */
 export async function undocumentedRequests(fixture: ConsoleFixture): Promise<string[]> {
   const document = (await (await fetch(`${fixture.server.url}/docs/json`)).json()) as { paths: Record<string, Record<string, unknown>> }
   const routes = Object.entries(document.paths).flatMap(([template, methods]) =>
-    Object.keys(methods).map((method) => new RegExp(`^${method.toUpperCase()} ${template.replace(/\{[^}]+\}/g, '[^/]+')}$`)),
+    Object.keys(methods).map((method) => new RegExp(`^${method.toUpperCase()} ${template.replace(/\{path\}$/, '.+').replace(/\{[^}]+\}/g, '[^/]+')}$`)),
   )
   return [...fixture.requests].filter((request) => !/^GET \/console\/[\w.-]*$/.test(request) && !routes.some((route) => route.test(request)))
 }

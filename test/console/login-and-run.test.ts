@@ -139,16 +139,16 @@ describe('the keyboard', () => {
   test('tabs through the navigation in order, opens a page with Enter, and moves focus to its heading', async () => {
     const page = await openRun()
     const names: string[] = []
-    for (let index = 0; index < 11; index++) {
+    for (let index = 0; index < 14; index++) {
       await page.keyboard.press('Tab')
       names.push(await focusedName(page))
     }
-    expect(names).toEqual(['Skip to content', 'Run', 'Adapters', 'Activity', 'Tasks', 'Sign out', 'Language', 'Adapter', 'Time limit (ms)', 'Memory (MiB)', 'Code'])
+    expect(names).toEqual(['Skip to content', 'Run', 'Adapters', 'Activity', 'Tasks', 'Plans', 'Artifacts', 'Sandboxes', 'Sign out', 'Language', 'Adapter', 'Time limit (ms)', 'Memory (MiB)', 'Code'])
     // Focus is visible: the focused control draws an outline.
     expect(await page.evaluate(() => getComputedStyle(document.activeElement!.closest('.editor')!).outlineStyle)).toBe('solid')
     // In the editor Shift+Tab outdents; Escape first lets it move focus, as the hint under the editor says.
     await page.keyboard.press('Escape')
-    for (let index = 0; index < 8; index++) await page.keyboard.press('Shift+Tab')
+    for (let index = 0; index < 11; index++) await page.keyboard.press('Shift+Tab')
     expect(await focusedName(page)).toBe('Adapters')
     await page.keyboard.press('Enter')
     await page.waitForFunction(() => document.activeElement?.id === 'page-title')
@@ -157,7 +157,7 @@ describe('the keyboard', () => {
 
   test('edits and runs code with the keyboard only: Tab indents, Ctrl+Enter runs, Escape then Tab leaves the editor', async () => {
     const page = await openRun()
-    for (let index = 0; index < 11; index++) await page.keyboard.press('Tab')
+    for (let index = 0; index < 14; index++) await page.keyboard.press('Tab')
     await page.keyboard.press('Control+A')
     await page.keyboard.press('Delete')
     await page.keyboard.type('for (const word of ["kb", "ok"]) {')

@@ -106,6 +106,12 @@ test("another tenant's plan answers 404 like a missing one; lists are the tenant
   const page2 = await call(`/v1/plans?limit=1&cursor=${page1.json.nextCursor}`, { key: GLOBEX })
   expect(page2.json.plans.map((item: { id: string }) => item.id)).toEqual([second.json.id])
   expect(page2.json.nextCursor).toBeUndefined()
+  // Newest first (the console's list), paged the other way.
+  const newest = await call('/v1/plans?order=newest&limit=1', { key: GLOBEX })
+  expect(newest.json.plans.map((item: { id: string }) => item.id)).toEqual([second.json.id])
+  const older = await call(`/v1/plans?order=newest&limit=1&cursor=${newest.json.nextCursor}`, { key: GLOBEX })
+  expect([older.json.plans.map((item: { id: string }) => item.id), older.json.nextCursor]).toEqual([[first.json.id], undefined])
+  expect((await call('/v1/plans?order=random', { key: GLOBEX })).json.error.message).toBe('[execgate] invalid request: order must be oldest or newest')
   expect((await call('/v1/plans', { key: ACME })).json.plans.map((item: { id: string }) => item.id)).not.toContain(first.json.id)
   expect((await call('/v1/plans?state=DONE', { key: ACME })).status).toBe(400)
 })

@@ -20,6 +20,8 @@ export interface CodeEditorProps {
   findings?: readonly EditorFinding[]
   /** Ctrl+Enter (⌘+Enter on a Mac). */
   onRun?: () => void
+  /** What Ctrl+Enter does, for the hint. @default 'runs' */
+  runVerb?: string
   textareaRef?: RefObject<HTMLTextAreaElement>
 }
 
@@ -61,7 +63,7 @@ export function focusAt(textarea: HTMLTextAreaElement, line: number, column = 1)
  * marked at their line, Tab indenting and Enter keeping the indentation. Keyboard users are never trapped: Escape,
  * then Tab, leaves the editor, as the hint under it says.
  */
-export function CodeEditor({ id, label, value, onChange, indent, findings = [], onRun, textareaRef }: CodeEditorProps) {
+export function CodeEditor({ id, label, value, onChange, indent, findings = [], onRun, runVerb = 'runs', textareaRef }: CodeEditorProps) {
   const [scrollTop, setScrollTop] = useState(0)
   const escaped = useRef(false)
   const ownRef = useRef<HTMLTextAreaElement>(null)
@@ -125,7 +127,7 @@ export function CodeEditor({ id, label, value, onChange, indent, findings = [], 
           ></textarea>
         </div>
       </div>
-      <p class="hint" id=${`${id}-help`}>Tab indents, Shift+Tab outdents; Escape then Tab leaves the editor. Ctrl+Enter runs.</p>
+      <p class="hint" id=${`${id}-help`}>Tab indents, Shift+Tab outdents; Escape then Tab leaves the editor. Ctrl+Enter ${runVerb}.</p>
     </div>
   `
 }

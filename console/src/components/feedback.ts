@@ -13,11 +13,17 @@ const TONES: Record<string, 'good' | 'bad' | 'warn' | 'busy' | 'muted'> = {
   error: 'bad', internal_error: 'bad', unavailable: 'bad', FAILED: 'bad', open: 'bad', none: 'bad', memory_limit: 'bad', policy_violation: 'bad', invalid_request: 'bad',
   timeout: 'warn', output_limit: 'warn', degraded: 'warn', SUSPENDED: 'warn', 'half-open': 'warn', soft: 'warn', cancelled: 'warn', TERMINATED: 'warn', not_implemented: 'warn',
   PENDING: 'busy', SPAWNING: 'busy', RUNNING: 'busy',
+  REVISING: 'warn',
+}
+
+/** The tone a word is shown in (badges, graph nodes). */
+export function toneOf(value: string): string {
+  return TONES[value] ?? 'muted'
 }
 
 /** A word in a coloured pill; the word itself carries the meaning (colour is never the only cue). */
 export function Badge({ value, label }: { value: string; label?: string }) {
-  return html`<span class=${`badge tone-${TONES[value] ?? 'muted'}`} data-value=${value}>${label ?? value.replace(/_/g, ' ')}</span>`
+  return html`<span class=${`badge tone-${toneOf(value)}`} data-value=${value}>${label ?? value.replace(/_/g, ' ')}</span>`
 }
 
 export function Loading({ what }: { what: string }) {

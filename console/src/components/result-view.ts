@@ -1,6 +1,7 @@
 import type { ExecutionResult } from '../api-types'
 import { formatJson, formatMs } from '../format'
 import { html } from '../html'
+import { href } from '../router'
 import { Badge } from './feedback'
 
 /** One ExecutionResult: status, value, duration, route, fallback, message and error, with nothing left out silently. */
@@ -21,6 +22,7 @@ export function ResultView({ result, showOutput = false }: { result: ExecutionRe
       ${result.error ? html`<p class="result-error"><strong>${result.error.type}</strong>${result.error.line ? ` (line ${result.error.line})` : ''}: ${result.error.message}</p>` : null}
       ${'value' in result && result.value !== undefined ? html`<div class="result-value"><h3>Value</h3><pre>${formatJson(result.value)}</pre></div>` : null}
       <dl class="facts">
+        ${result.runId ? html`<div><dt>Run</dt><dd><a href=${href(`runs/${result.runId}`)} data-testid="run-link" aria-label=${`Provenance of run ${result.runId}`}><code>${result.runId}</code></a></dd></div>` : null}
         ${rows.filter(([, value]) => value !== undefined && value !== '').map(([name, value]) => html`<div><dt>${name}</dt><dd>${String(value)}</dd></div>`)}
       </dl>
       ${showOutput && (result.stdout || result.stderr)

@@ -3,6 +3,7 @@ import type { ExecgateStatus, ExecutionRequest, ExecutionResult, Language, Task,
 import { CodeEditor, focusAt, type EditorFinding } from '../components/code-editor'
 import { ErrorMessage } from '../components/feedback'
 import { ResultView } from '../components/result-view'
+import { ProducedArtifacts } from '../components/run-record'
 import { html } from '../html'
 import { navigate } from '../router'
 import type { PageProps } from '../pages'
@@ -151,7 +152,7 @@ export function RunPage({ api }: PageProps) {
       <h2 id="output-title">Output</h2>
       <pre class="output" role="log" aria-live="polite" aria-busy=${running ? 'true' : 'false'} data-testid="run-output">${chunks.length === 0 ? html`<span class="muted">${running ? 'Waiting for output…' : 'Nothing yet.'}</span>` : chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre>
     </section>
-    ${result ? html`<section aria-labelledby="result-title" class="panel"><h2 id="result-title">Result</h2><${ResultView} result=${result} /></section>` : null}
+    ${result ? html`<section aria-labelledby="result-title" class="panel"><h2 id="result-title">Result</h2><${ResultView} result=${result} />${result.runId ? html`<${ProducedArtifacts} api=${api} runId=${result.runId} />` : null}</section>` : null}
   `
 }
 

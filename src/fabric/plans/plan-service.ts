@@ -34,7 +34,7 @@ export interface PlanService {
   wait(id: string, options?: TaskCaller & { timeoutMs?: number }): Promise<PlanView>
   /** Terminates the plan and its running steps. */
   cancel(id: string, caller?: TaskCaller): Promise<PlanView>
-  list(filter?: { state?: PlanState; limit?: number; cursor?: string }, caller?: TaskCaller): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
+  list(filter?: { state?: PlanState; limit?: number; cursor?: string; order?: 'oldest' | 'newest' }, caller?: TaskCaller): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
   /** The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends. */
   events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanEvent>
   /** Starts driving plans now (continuing those a stopped process left) instead of at the first call. */

@@ -12,6 +12,8 @@ export interface PlanListFilter {
   limit?: number
   /** The `nextCursor` of the previous page. */
   cursor?: string
+  /** Submission order (`oldest` first, the default), or `newest` first (a console's live list). */
+  order?: 'oldest' | 'newest'
 }
 
 export interface PlanPage {

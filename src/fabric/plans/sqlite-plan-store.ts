@@ -97,10 +97,11 @@ export class SqlitePlanStore implements PlanStore {
 
   async list(filter: PlanListFilter): Promise<PlanPage> {
     const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500)
-    const clauses = ['tenant = ?', 'seq > ?']
-    const params: unknown[] = [filter.tenant, Number(filter.cursor ?? 0) || 0]
+    const newest = filter.order === 'newest'
+    const clauses = ['tenant = ?', newest ? 'seq < ?' : 'seq > ?']
+    const params: unknown[] = [filter.tenant, Number(filter.cursor ?? 0) || (newest ? Number.MAX_SAFE_INTEGER : 0)]
     if (filter.state) (clauses.push('state = ?'), params.push(filter.state))
-    const rows = this.db.prepare(`SELECT seq, body FROM plans WHERE ${clauses.join(' AND ')} ORDER BY seq LIMIT ?`).all(...params, limit + 1) as { seq: number; body: string }[]
+    const rows = this.db.prepare(`SELECT seq, body FROM plans WHERE ${clauses.join(' AND ')} ORDER BY seq ${newest ? 'DESC' : 'ASC'} LIMIT ?`).all(...params, limit + 1) as { seq: number; body: string }[]
     const page = rows.slice(0, limit)
     return { plans: page.map((row) => parse(row)!), ...(rows.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
   }
