@@ -46,6 +46,12 @@ export interface FabricConfig {
      * grants nothing (steps then need a policy that allows files). @default 'sandboxed' @env EXECGATE_FABRIC_PLANS_STEP_WORKSPACE_ACCESS
      */
     stepWorkspaceAccess: 'none' | 'read_only' | 'sandboxed'
+    /**
+     * Where steps' workspaces live for plans that do not say: `memory` (the process running the step) or `s3` (each
+     * step's own prefix in `fabric.s3`'s bucket, kept after the run for the operator and any node; docs/plans.md).
+     * @default 'memory' @env EXECGATE_FABRIC_PLANS_WORKSPACES
+     */
+    workspaces: 'memory' | 's3'
     reflector: {
       /** Bedrock model id (or inference profile) of the reflector; empty: no reflector, a failed step fails its plan. @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_MODEL_ID */
       modelId: string
@@ -74,6 +80,7 @@ export const FABRIC_SCHEMA = {
     maxRevisions: { doc: 'Revisions the reflector may make to one plan (refused ones count)', format: formats.nonNegativeInt, default: 3 },
     maxSteps: { doc: 'Steps one plan may have', format: formats.positiveInt, default: 50 },
     stepWorkspaceAccess: { doc: "Workspace access granted to plan steps' own fresh workspace", format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
+    workspaces: { doc: "Where plan steps' workspaces live unless a plan says", format: ['memory', 's3'], default: 'memory' },
     reflector: {
       modelId: { doc: 'Bedrock model id of the reflector (empty: none)', format: String, default: '' },
       region: { doc: "The reflector's AWS region", format: String, default: 'us-east-1' },

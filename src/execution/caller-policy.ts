@@ -20,7 +20,7 @@ export function callerPolicy(request: ExecutionRequest, options: ExecuteOptions,
   }
   let base = options.basePolicy ?? profile ?? policies.basePolicy
   // The grant covers only a fresh workspace: a session's or the caller's may hold more than this request brought.
-  const fresh = request.sessionId === undefined && options.workspace === undefined
+  const fresh = request.sessionId === undefined && (options.workspace === undefined || options.freshWorkspace === true)
   if (options.workspaceAccess && fresh && FILESYSTEM_ACCESS.indexOf(options.workspaceAccess) > FILESYSTEM_ACCESS.indexOf(base.filesystem)) {
     base = Object.freeze({ ...base, filesystem: options.workspaceAccess })
   }
