@@ -11,6 +11,8 @@ const config: Config = {
   transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
   modulePathIgnorePatterns: ['<rootDir>/dist/'],
   testTimeout: 60_000,
+  // A temp fabric.dataDir for each test file, so no test writes the ledger's `.execgate/` into the checkout.
+  setupFilesAfterEnv: ['<rootDir>/test/setup/temp-data-dir.ts'],
   // Sandboxes and interpreter pools are heavy on a 2-core machine (a cold pyodide takes a core for seconds): test
   // files run one at a time, so one file's warm-ups never eat another's time limits.
   maxWorkers: 1,

@@ -1,11 +1,9 @@
 import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, describeError } from './core'
-import type { ExecutionService } from './execution/types'
-import { PLAN_STATES, createPlanService, planServiceOptionsFrom, type PlanEvent, type PlanService, type PlanSpec, type PlanState, type PlanView } from './fabric/plans'
-import { createTaskService, taskServiceOptionsFrom } from './fabric/tasks'
+import { fabricParts, planServiceFor, taskServiceFor } from './fabric-wiring'
+import { PLAN_STATES, type PlanEvent, type PlanService, type PlanSpec, type PlanState, type PlanView } from './fabric/plans'
 import { createExecgate } from './index'
-import * as tokens from './tokens'
 
 /**
  * `execgate plan …`: plans on the embedded store, from the command line. `run --wait` and `wait` drive the plan in
@@ -25,15 +23,11 @@ interface CommonFlags {
 
 async function withPlans<T>(flags: CommonFlags, run: boolean, body: (plans: PlanService) => Promise<T>): Promise<T> {
   const execgate = await createExecgate({ file: flags.config, overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } } })
-  const service = execgate.container.get<ExecutionService>(tokens.ExecutionService)
   // Services of its own, not execgate.plans: a command that does not wait must not start runs it would abandon on exit.
-  const tasks = createTaskService({ execute: (request, options) => execgate.execute(request, options), ...taskServiceOptionsFrom(execgate.config.fabric), run })
-  const plans = createPlanService({
-    tasks,
-    check: (request, options) => service.check(request, options),
-    ...planServiceOptionsFrom(execgate.config.fabric, execgate.config.security.defaultPolicy.allowedImports),
-    run,
-  })
+  // Wired like the library's (the ledger's plan versions, bucket workspaces).
+  const parts = fabricParts(execgate.container)
+  const tasks = taskServiceFor(parts, run)
+  const plans = planServiceFor(parts, tasks, { run })
   try {
     return await body(plans)
   } finally {

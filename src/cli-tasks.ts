@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, LANGUAGES, type Language } from './core'
-import { TASK_STATES, createTaskService, taskServiceOptionsFrom, type Task, type TaskService, type TaskSpec, type TaskState } from './fabric/tasks'
+import { fabricParts, taskServiceFor } from './fabric-wiring'
+import { TASK_STATES, type Task, type TaskService, type TaskSpec, type TaskState } from './fabric/tasks'
 import { createExecgate, type Execgate } from './index'
 
 /**
@@ -40,7 +41,7 @@ const integer = (flag: string, minimum: number) => (value: string): number => {
 async function withTasks<T>(flags: CommonFlags, run: boolean, body: (tasks: TaskService, execgate: Execgate) => Promise<T>): Promise<T> {
   const execgate = await createExecgate({ file: flags.config, overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } } })
   // Its own service, not execgate.tasks: a command that does not wait must not start runs it would abandon on exit.
-  const tasks = createTaskService({ execute: (request, options) => execgate.execute(request, options), ...taskServiceOptionsFrom(execgate.config.fabric), run })
+  const tasks = taskServiceFor(fabricParts(execgate.container), run)
   try {
     return await body(tasks, execgate)
   } finally {

@@ -3,6 +3,7 @@ import { Container, type ContainerModule } from 'inversify'
 import { ADAPTERS } from '../adapters/registry'
 import { ExecgateError, describeError, type AdapterRegistry, type CodeExecutionAdapter } from './core'
 import { loadConfig, type Config, type LoadConfigOptions } from './config/load'
+import { checkFabricConfig } from './fabric-wiring'
 import { adapterModules, configModule, executionModule, ledgerModule, loggingModule, readinessModule, routingModule } from './container-modules'
 import { createLogger, type Logger } from './observability/logger'
 import * as tokens from './tokens'
@@ -91,6 +92,7 @@ async function resolveAdapters(container: Container, config: Config): Promise<Co
 export async function createContainer(options: ContainerOptions = {}): Promise<Container> {
   const config = options.config ?? loadConfig(options)
   if (!options.adapters) checkAdapterNames(config)
+  checkFabricConfig(config)
   const container = new Container()
   const logger = options.logger ?? createLogger(config.log.level)
   container.loadSync(

@@ -10,12 +10,13 @@ import type { ReadinessMonitor, SwitchEvent } from './readiness/readiness-monito
 import type { BreakerState } from './routing/circuit-breaker'
 import * as tokens from './tokens'
 import { warmUpAdapters } from './warm-up'
-import { createTaskService, taskServiceOptionsFrom, type TaskService } from './fabric/tasks'
-import { createPlanService, planServiceOptionsFrom, unsupportedPlanService, type PlanService } from './fabric/plans'
+import type { TaskService } from './fabric/tasks'
+import { unsupportedPlanService, type PlanService } from './fabric/plans'
+import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from './fabric-wiring'
 import type { LlmProvider } from './core/llm'
 import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
 import type { LedgerService } from './fabric/ledger'
-import { SandboxManager, type SandboxService } from './fabric/sandboxes'
+import type { SandboxService } from './fabric/sandboxes'
 
 // The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
 // session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
@@ -161,16 +162,11 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     admission: admission.status(),
   })
   let disposed = false
+  const fabric = fabricParts(container)
+  const ledger = fabric.ledger
   let tasks: TaskService | undefined
-  const ledger = container.get<LedgerService>(tokens.Ledger)
   let plans: PlanService | undefined
-  const taskService = () =>
-    (tasks ??= createTaskService({
-      execute: (request, options) => service.execute(request, options),
-      ...taskServiceOptionsFrom(config.fabric),
-      run: options.role !== 'server' || config.fabric.serveRunsTasks,
-      logger: container.get<Logger>(tokens.Logger),
-    }))
+  const taskService = () => (tasks ??= taskServiceFor(fabric, options.role !== 'server' || config.fabric.serveRunsTasks))
   let sandboxes: SandboxService | undefined
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
@@ -205,18 +201,12 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       return taskService()
     },
     get plans() {
-      // Refused without opening the other store's connection: plans need the embedded one.
-      if (config.fabric.store !== 'sqlite') return (plans ??= unsupportedPlanService(config.fabric.store))
-      return (plans ??= createPlanService({
-        tasks: taskService(),
-        check: (request, checkOptions) => service.check(request, checkOptions),
-        ...planServiceOptionsFrom(config.fabric, config.security.defaultPolicy.allowedImports, options.reflector),
-        logger: container.get<Logger>(tokens.Logger),
-      }))
+      // With the redis store, refused without opening a task service's connection: plans need the embedded one.
+      return (plans ??= config.fabric.store === 'sqlite' ? planServiceFor(fabric, taskService(), { reflector: options.reflector }) : unsupportedPlanService(config.fabric.store))
     },
     ledger,
     get sandboxes() {
-      return (sandboxes ??= createSandboxManager(config, service, registry, logger))
+      return (sandboxes ??= sandboxManagerFor(fabric))
     },
     readiness,
     config,
@@ -237,23 +227,4 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },
   }
-}
-
-/** The SandboxManager over this execgate's service and adapters, from the `sandboxes` and `workspace` config keys. */
-function createSandboxManager(config: Config, service: ExecutionService, registry: AdapterRegistry, logger: Logger): SandboxService {
-  const profiles = profilesFromConfig(config)
-  return new SandboxManager({
-    registry,
-    execute: (request, options) => service.execute(request, options),
-    basePolicy: (profile) => {
-      if (profile === undefined) return policyFromConfig(config)
-      const found = profiles[profile]
-      if (!found) throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profile, known: Object.keys(profiles).join(', ') || 'none' })
-      return found
-    },
-    settings: config.sandboxes,
-    limits: config.workspace,
-    tierOrder: config.routing.tierOrder,
-    logger,
-  })
 }

@@ -11,7 +11,7 @@ function execgate(args: string[], options: { input?: string; env?: Record<string
     cwd: root,
     input: options.input,
     encoding: 'utf8',
-    env: { PATH: process.env.PATH, ...options.env },
+    env: { PATH: process.env.PATH, EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, ...options.env },
     timeout: 30_000,
   })
   return { code: child.status, stdout: child.stdout, stderr: child.stderr }

@@ -1,7 +1,7 @@
 import { FILESYSTEM_ACCESS, LANES, POLICY_LIMITS, type FilesystemAccess, type Lane, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/option-schemas'
 import { formats } from './formats'
-import { LEDGER_SCHEMA, S3_SCHEMA, type LedgerConfig, type S3Config } from './ledger-schema'
+import { FABRIC_SCHEMA, type FabricConfig } from './fabric-schema'
 
 /**
  * The whole configuration, validated once at start-up and frozen. Each key can be set in config/default.json,
@@ -205,57 +205,8 @@ export interface ExecgateConfig {
      */
     filesystem: FilesystemAccess
   }
-  fabric: {
-    /**
-     * Where durable tasks live: `sqlite`, the embedded store, or `redis`, shared by `execgate serve` and any number of
-     * `execgate worker` processes through BullMQ (docs/tasks.md). @default 'sqlite' @env EXECGATE_FABRIC_STORE
-     */
-    store: 'sqlite' | 'redis'
-    /** The Redis of the `redis` store. @default 'redis://127.0.0.1:6379' @env EXECGATE_FABRIC_REDIS_URL */
-    redisUrl: string
-    /** Prefix of the `redis` store's keys and BullMQ queue, so deployments can share a Redis. @default 'execgate' @env EXECGATE_FABRIC_REDIS_PREFIX */
-    redisPrefix: string
-    /**
-     * How long a worker of the `redis` store may go without renewing its lease on a run before the run counts as
-     * lost (a crash, a kill -9) and goes to another worker by the task's retry policy. @default 30000 @env EXECGATE_FABRIC_LEASE_MS
-     */
-    leaseMs: number
-    /** Whether `execgate serve` runs tasks too, or only accepts them for workers. @default true @env EXECGATE_FABRIC_SERVE_RUNS_TASKS */
-    serveRunsTasks: boolean
-    /** Folder of the embedded stores (`tasks.sqlite`, `ledger.sqlite`, the ledger's `blobs/`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
-    dataDir: string
-    /** Tasks one process runs at once. @default 4 @env EXECGATE_FABRIC_CONCURRENCY */
-    concurrency: number
-    /** The artifact ledger (docs/ledger.md). */
-    ledger: LedgerConfig
-    /** The S3-compatible bucket of the ledger's `s3` blobs and of `s3` workspaces. */
-    s3: S3Config
-    /** Where session workspaces live: `memory` (this process) or `s3` (`fabric.s3`, shared by nodes). @default 'memory' @env EXECGATE_FABRIC_WORKSPACES */
-    workspaces: 'memory' | 's3'
-    /** Plans: DAGs of steps run as tasks, revised by a reflector when a step fails (docs/plans.md). */
-    plans: {
-      /** Revisions the reflector may make to one plan, refused ones included; a plan may ask for fewer. @default 3 @env EXECGATE_FABRIC_PLANS_MAX_REVISIONS */
-      maxRevisions: number
-      /** Steps one plan (or one revision of it) may have. @default 50 @env EXECGATE_FABRIC_PLANS_MAX_STEPS */
-      maxSteps: number
-      /**
-       * Workspace access every step's runs get over the caller's policy, so a step reads its dependencies' outputs
-       * (`steps/<id>/…`) and writes files for its dependents: the step's own fresh workspace, nothing else. `none`
-       * grants nothing (steps then need a policy that allows files). @default 'sandboxed' @env EXECGATE_FABRIC_PLANS_STEP_WORKSPACE_ACCESS
-       */
-      stepWorkspaceAccess: 'none' | 'read_only' | 'sandboxed'
-      reflector: {
-        /** Bedrock model id (or inference profile) of the reflector; empty: no reflector, a failed step fails its plan. @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_MODEL_ID */
-        modelId: string
-        /** @default 'us-east-1' @env EXECGATE_FABRIC_PLANS_REFLECTOR_REGION */
-        region: string
-        /** A Converse endpoint instead of AWS's (a plain http:// one is spoken to over HTTP/1.1). @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_ENDPOINT */
-        endpoint: string
-        /** Longest answer asked of the model. @default 4096 @env EXECGATE_FABRIC_PLANS_REFLECTOR_MAX_TOKENS */
-        maxTokens: number
-      }
-    }
-  }
+  /** Durable tasks, the artifact ledger, plans and bucket-backed workspaces (src/config/fabric-schema.ts). */
+  fabric: FabricConfig
   /** Per-adapter options; see each adapter's page in docs/adapters/. */
   adapters: AdapterOptionsConfig
   log: {
@@ -361,29 +312,7 @@ export const CONFIG_SCHEMA = {
     maxIdleTimeoutMs: { doc: 'Longest idle timeout a start may ask for (ms)', format: formats.positiveInt, default: 3_600_000 },
     filesystem: { doc: "Filesystem access of sandboxes to their own workspace", format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
   },
-  fabric: {
-    store: { doc: 'Where durable tasks live', format: ['sqlite', 'redis'], default: 'sqlite' },
-    redisUrl: { doc: 'The Redis of the redis task store', format: String, default: 'redis://127.0.0.1:6379' },
-    redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
-    leaseMs: { doc: "A worker's lease on a run before it counts as lost (ms)", format: formats.positiveInt, default: 30000 },
-    serveRunsTasks: { doc: 'Whether execgate serve runs tasks too', format: Boolean, default: true },
-    dataDir: { doc: 'Folder of the embedded task store and artifact ledger', format: String, default: '.execgate' },
-    concurrency: { doc: 'Tasks one process runs at once', format: formats.positiveInt, default: 4 },
-    ledger: LEDGER_SCHEMA,
-    s3: S3_SCHEMA,
-    workspaces: { doc: 'Where session workspaces live', format: ['memory', 's3'], default: 'memory' },
-    plans: {
-      maxRevisions: { doc: 'Revisions the reflector may make to one plan (refused ones count)', format: formats.nonNegativeInt, default: 3 },
-      maxSteps: { doc: 'Steps one plan may have', format: formats.positiveInt, default: 50 },
-      stepWorkspaceAccess: { doc: "Workspace access granted to plan steps' own fresh workspace", format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
-      reflector: {
-        modelId: { doc: 'Bedrock model id of the reflector (empty: none)', format: String, default: '' },
-        region: { doc: "The reflector's AWS region", format: String, default: 'us-east-1' },
-        endpoint: { doc: 'A Converse endpoint instead of AWS (empty: AWS)', format: String, default: '' },
-        maxTokens: { doc: 'Longest reflector answer (tokens)', format: formats.positiveInt, default: 4096 },
-      },
-    },
-  },
+  fabric: FABRIC_SCHEMA,
   adapters: ADAPTER_OPTION_SCHEMAS,
   log: {
     level: { doc: 'Log level', format: [...LOG_LEVELS], default: 'info' },

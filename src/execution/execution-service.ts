@@ -3,14 +3,11 @@ import { performance } from 'node:perf_hooks'
 import {
   DEFAULT_SESSION_LIMITS,
   ExecgateError,
-  FILESYSTEM_ACCESS,
   OutputCapture,
   createResult,
   describeError,
   errorResult,
   refusal,
-  truncateOutput,
-  valueBytes,
   type AdapterRegistry,
   type AdapterSandbox,
   type CodeExecutionAdapter,
@@ -24,13 +21,15 @@ import {
   type SessionLimits,
   type ValidationReport,
 } from '../core'
-import { resolvePolicy, staticCheck, staticValidationReport } from '../policy'
+import { staticCheck, staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
 import type { RouteDecision, Router } from '../routing/router'
 import type { ExecuteOptions, ExecutionService, SandboxTarget } from './types'
 import { rerunOnFullLanguage } from './cpython-rerun'
 import type { AdmissionController, AdmissionTicket } from './admission/admission-controller'
 import { findRequestProblem } from './parse-request'
+import { callerPolicy } from './caller-policy'
+import { normaliseResult } from './normalise-result'
 import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
@@ -130,7 +129,7 @@ export class DefaultExecutionService implements ExecutionService {
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
-    const resolution = this.policyFor(request, options)
+    const resolution = callerPolicy(request, options, this.options)
     if (resolution.refusal) return resolution.refusal
     const policy = resolution.policy
     resolved.policy = policy
@@ -292,7 +291,7 @@ export class DefaultExecutionService implements ExecutionService {
     })
     const finished = await host.finish(result)
     resolved.workspaceReads = host.reads()
-    return this.normalise(finished, adapter, policy)
+    return normaliseResult(finished, adapter, policy)
   }
 
   private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext, sandbox?: AdapterSandbox): Promise<ExecutionResult> {
@@ -307,65 +306,12 @@ export class DefaultExecutionService implements ExecutionService {
     }
   }
 
-  /** Step 6: one vocabulary, the output cap applied to whatever the adapter returned, the value counted in it. */
-  private normalise(result: ExecutionResult, adapter: CodeExecutionAdapter, policy: SecurityPolicy): ExecutionResult {
-    result.adapter ||= adapter.name
-    const limit = policy.outputBytes
-    let reserved = valueBytes(result.value)
-    if (reserved > limit) {
-      result.value = undefined
-      reserved = 0
-      result.status = result.status === 'ok' ? 'output_limit' : result.status
-      result.message ??= `[execgate] [${adapter.name}] the value is larger than the ${limit}-byte output limit and was dropped`
-    }
-    const streamBytes = Buffer.byteLength(result.stdout) + Buffer.byteLength(result.stderr)
-    if (streamBytes + reserved > limit) {
-      const cut = truncateOutput(result.stdout, result.stderr, limit, reserved)
-      result.stdout = cut.stdout
-      result.stderr = cut.stderr
-      result.truncated = true
-      result.stdoutBytes = Math.max(result.stdoutBytes, cut.stdoutBytes)
-      result.stderrBytes = Math.max(result.stderrBytes, cut.stderrBytes)
-    }
-    if (result.truncated && result.status === 'ok') {
-      result.status = 'output_limit'
-      result.message = `[execgate] [${adapter.name}] the output passed the ${limit}-byte limit; the head and the tail are kept`
-    }
-    // The error's text is output too: `raise ValueError('E' * 10**7)` would otherwise flood through it.
-    if (result.error) {
-      result.error.message = capText(result.error.message, limit)
-      if (result.error.stack) result.error.stack = capText(result.error.stack, limit)
-    }
-    if (result.message) result.message = capText(result.message, limit)
-    return result
-  }
-
-  /** Step 2: the caller's policy (profile, options, the caller's workspace grant) tightened by the request, or the refusal. */
-  private policyFor(request: ExecutionRequest, options: ExecuteOptions): { policy: SecurityPolicy; refusal?: undefined } | { policy?: undefined; refusal: ExecutionResult } {
-    const profileName = options.profile ?? this.options.languageProfiles?.[request.language]
-    const profile = profileName === undefined ? undefined : this.options.profiles?.[profileName]
-    if (profileName !== undefined && !profile) {
-      return { refusal: errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profileName, known: Object.keys(this.options.profiles ?? {}).join(', ') || 'none' })) }
-    }
-    let base = options.basePolicy ?? profile ?? this.options.basePolicy
-    // The grant covers only a fresh workspace: a session's or the caller's may hold more than this request brought.
-    const fresh = request.sessionId === undefined && options.workspace === undefined
-    if (options.workspaceAccess && fresh && FILESYSTEM_ACCESS.indexOf(options.workspaceAccess) > FILESYSTEM_ACCESS.indexOf(base.filesystem)) {
-      base = Object.freeze({ ...base, filesystem: options.workspaceAccess })
-    }
-    const resolution = resolvePolicy(base, request)
-    if (!resolution.policy) {
-      return { refusal: errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') })) }
-    }
-    return { policy: resolution.policy }
-  }
-
   check(request: ExecutionRequest, options: ExecuteOptions = {}): ValidationReport {
     const language = request?.language
     const refused = (code: string, message: string): ValidationReport => ({ valid: false, language, validator: 'policy', issues: [{ severity: 'error', code, message }], implemented: true })
     const problem = findRequestProblem(request)
     if (problem) return refused('invalid_request', problem)
-    const resolution = this.policyFor(request, options)
+    const resolution = callerPolicy(request, options, this.options)
     if (resolution.refusal) return refused(resolution.refusal.status, resolution.refusal.message ?? resolution.refusal.status)
     return staticValidationReport(language, request.code, resolution.policy)
   }
@@ -397,9 +343,4 @@ export class DefaultExecutionService implements ExecutionService {
     }
     return [...set]
   }
-}
-
-/** `text` whole when it fits in `limitBytes`, else its head and tail around a marker, like the streams. */
-function capText(text: string, limitBytes: number): string {
-  return Buffer.byteLength(text) > limitBytes ? truncateOutput(text, '', limitBytes).stdout : text
 }

@@ -34,9 +34,15 @@ export interface ExecuteOptions {
   /**
    * Access to the run's own fresh workspace granted by the caller over the policy's `filesystem` (raising it to at
    * least this): a plan step reads its dependencies' outputs there. A fresh workspace holds only the request's files,
-   * so this reaches nothing else; it is ignored for a session's workspace or one the caller passes in.
+   * so this reaches nothing else; it is ignored for a session's workspace or one the caller passes in (unless it is
+   * `freshWorkspace`).
    */
   workspaceAccess?: Exclude<FilesystemAccess, 'none'>
+  /**
+   * The `workspace` passed was made for this run alone and holds only what the run brings (a plan step's bucket
+   * prefix, emptied before each attempt): `workspaceAccess` reaches it as it reaches a fresh one. @default false
+   */
+  freshWorkspace?: boolean
   /**
    * Runs the request in this open sandbox (src/fabric/sandboxes) instead of routing it: on the sandbox's adapter,
    * with no fallback elsewhere (its state is there). The policy, the static checks, admission, the output cap and

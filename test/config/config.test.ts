@@ -67,7 +67,7 @@ describe('configuration', () => {
 
   test('switching execution.adapter through the environment changes the adapter with no code change', async () => {
     for (const [adapter, status] of [['placeholder', 'not_implemented'], ['quickjs', 'ok']] as const) {
-      const execgate = await createExecgate({ env: { EXECGATE_EXECUTION_ADAPTER: adapter, EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs', EXECGATE_LOG_LEVEL: 'silent' } })
+      const execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_EXECUTION_ADAPTER: adapter, EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs', EXECGATE_LOG_LEVEL: 'silent' } })
       try {
         const result = await execgate.execute({ language: 'javascript', code: '1 + 1' })
         expect({ adapter: result.adapter, status: result.status }).toEqual({ adapter, status })

@@ -9,7 +9,7 @@ import type { HostFunctionDefinition } from '../../src/workspace'
 describe('a monty error is run again on pyodide when that is safe', () => {
   let execgate: Execgate
   beforeAll(async () => {
-    execgate = await createExecgate({ env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs,monty,pyodide', EXECGATE_SECURITY_DEFAULT_POLICY_WALL_TIME_MS: '60000' } })
+    execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs,monty,pyodide', EXECGATE_SECURITY_DEFAULT_POLICY_WALL_TIME_MS: '60000' } })
     // pyodide's first start (~4 s, longer on a shared machine) is not what these tests measure.
     await execgate.execute({ language: 'python', code: 'class Warm:\n    pass', timeoutMs: 60_000 })
   }, 90_000)

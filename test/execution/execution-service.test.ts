@@ -34,7 +34,7 @@ class ScriptedAdapter implements CodeExecutionAdapter {
 }
 
 async function withService(adapter: CodeExecutionAdapter, body: (execgate: Execgate) => Promise<void>, graceMs = 200) {
-  const execgate = await createExecgate({ env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_GRACE_MS: String(graceMs) }, adapters: [adapter] })
+  const execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_GRACE_MS: String(graceMs) }, adapters: [adapter] })
   try {
     await body(execgate)
   } finally {
@@ -45,7 +45,7 @@ async function withService(adapter: CodeExecutionAdapter, body: (execgate: Execg
 describe('ExecutionService', () => {
   let execgate: Execgate
   beforeAll(async () => {
-    execgate = await createExecgate({ env: { EXECGATE_LOG_LEVEL: 'silent' }, adapters: [new QuickJsAdapter()] })
+    execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent' }, adapters: [new QuickJsAdapter()] })
   })
   afterAll(() => execgate.dispose())
 

@@ -38,6 +38,7 @@ describe('monty answers like CPython (pyodide) on the differential corpus', () =
     execgate = await createExecgate({
       adapters: [monty, pyodide],
       env: {
+        EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR,
         EXECGATE_LOG_LEVEL: 'silent',
         EXECGATE_EXECUTION_ENABLED: 'monty,pyodide',
         EXECGATE_READINESS_ENABLED: 'false',

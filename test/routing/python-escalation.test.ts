@@ -3,7 +3,7 @@ import { createExecgate, type Execgate } from '../../src'
 describe('Python routing: monty first, escalating by parsing, never by running twice', () => {
   let execgate: Execgate
   beforeAll(async () => {
-    execgate = await createExecgate({ env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs,monty,pyodide', EXECGATE_SECURITY_DEFAULT_POLICY_ALLOWED_IMPORTS: 'math,json,datetime,statistics' } })
+    execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs,monty,pyodide', EXECGATE_SECURITY_DEFAULT_POLICY_ALLOWED_IMPORTS: 'math,json,datetime,statistics' } })
   })
   afterAll(() => execgate.dispose())
 

@@ -41,7 +41,7 @@ describe('MCP server, exercised by the SDK client', () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [path.join(__dirname, '../../bin/execgate.js'), 'mcp'],
-      env: { PATH: process.env.PATH ?? '', EXECGATE_EXECUTION_ENABLED: 'quickjs,monty', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_LOG_LEVEL: 'silent' },
+      env: { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR!, EXECGATE_EXECUTION_ENABLED: 'quickjs,monty', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_LOG_LEVEL: 'silent' },
       stderr: 'pipe',
     })
     const client = new Client({ name: 'execgate-test', version: '1.0.0' })

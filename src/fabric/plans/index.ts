@@ -7,4 +7,5 @@ export { Reflector, parseRevisionReply, type ReflectorOptions, type RevisionCont
 export { PLAN_SPEC_SCHEMA, PLAN_STEP_SCHEMA, findPlanProblem, findGraphProblem } from './plan-schema'
 export { STEP_INPUT_ROOT, taskIdFor, stepDigest } from './plan-steps'
 export type { StepCheck } from './plan-revision'
+export { planVersionDocument, type PlanVersionRecorder, type PlanVersionDocument } from './plan-versions'
 export * from './plan-types'

@@ -8,6 +8,7 @@ export interface PlanConfig {
   maxRevisions: number
   maxSteps: number
   stepWorkspaceAccess: 'none' | 'read_only' | 'sandboxed'
+  workspaces: 'memory' | 's3'
   reflector: { modelId: string; region: string; endpoint: string; maxTokens: number }
 }
 
@@ -17,7 +18,7 @@ export interface PlanConfig {
  * else none: a failed step then fails its plan at once.
  */
 export function planServiceOptionsFrom(
-  fabric: Pick<FabricSettings, 'store' | 'dataDir'> & { plans: PlanConfig },
+  fabric: Pick<FabricSettings, 'store' | 'dataDir'> & { plans: PlanConfig; s3: { bucket: string } },
   allowedImports: readonly string[],
   llm?: LlmProvider,
 ): Pick<PlanServiceOptions, 'settings' | 'reflector' | 'storeKind' | 'dataDir'> {
@@ -31,6 +32,8 @@ export function planServiceOptionsFrom(
       maxSteps: plans.maxSteps,
       ...(plans.stepWorkspaceAccess !== 'none' ? { workspaceAccess: plans.stepWorkspaceAccess } : {}),
       allowedImports,
+      workspaces: plans.workspaces,
+      bucket: fabric.s3.bucket !== '',
     },
     ...(model ? { reflector: new Reflector(model, { maxTokens: plans.reflector.maxTokens }) } : {}),
   }

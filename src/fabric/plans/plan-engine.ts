@@ -5,12 +5,13 @@ import { ExecgateError, describeError } from '../../core'
 import type { Logger } from '../../observability/logger'
 import { defaultOwnerAlive, type Task, type TaskService, type TaskState, type WorkspaceAccess } from '../tasks'
 import { findPlanProblem } from './plan-schema'
-import { ENGINE_REASON_PREFIX, failureOf, recordsFor, taskSpecFor } from './plan-steps'
+import { ENGINE_REASON_PREFIX, failureOf, recordsFor, stepWorkspacePrefix, taskSpecFor } from './plan-steps'
 import { currentVersion, decideRevision, revisionContext, stepCheckProblem, type StepCheck } from './plan-revision'
 import type { PlanStore } from './plan-store'
-import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion } from './plan-types'
+import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion, type PlanWorkspaceKind } from './plan-types'
 import type { Reflector } from './reflector'
 import { StepLogMirror } from './step-log-mirror'
+import { planVersionDocument, type PlanVersionRecorder } from './plan-versions'
 
 /** The `fabric.plans` settings the engine runs by. */
 export interface PlanSettings {
@@ -21,6 +22,10 @@ export interface PlanSettings {
   workspaceAccess?: WorkspaceAccess
   /** Modules the steps may import, told to the reflector (the policy's static checks enforce it). */
   allowedImports: readonly string[]
+  /** Where steps' workspaces live for a plan that does not say (`fabric.plans.workspaces`). @default 'memory' */
+  workspaces?: PlanWorkspaceKind
+  /** Whether a bucket is configured (`fabric.s3.bucket`): a plan may keep its steps' workspaces there only then. */
+  bucket?: boolean
 }
 
 export interface PlanEngineOptions {
@@ -30,6 +35,8 @@ export interface PlanEngineOptions {
   settings: PlanSettings
   /** Without one, a failed step fails its plan at once. */
   reflector?: Reflector
+  /** Records every version (the first, and each accepted revision) before its steps run: the artifact ledger's. */
+  recordVersion?: PlanVersionRecorder
   logger?: Logger
   /** How often plans whose steps run in other processes are looked at, in ms. @default 1000 */
   tickMs?: number
@@ -118,6 +125,7 @@ export class PlanEngine {
     const invalid = (detail: string) => new ExecgateError('EXECGATE_REQUEST_INVALID', { detail })
     const problem = findPlanProblem(spec, settings)
     if (problem) throw invalid(problem)
+    const workspace = spec.workspace ?? settings.workspaces ?? 'memory'
     const at = new Date().toISOString()
     const draft = { id: randomUUID(), versions: [] as PlanVersion[] }
     const version: PlanVersion = { version: 1, createdAt: at, reason: 'submitted', steps: recordsFor(draft, spec.steps, 1, new Map()) }
@@ -132,6 +140,7 @@ export class PlanEngine {
       maxRevisions: spec.maxRevisions ?? settings.maxRevisions,
       priority: spec.priority ?? 0,
       lane: spec.lane ?? 'batch',
+      ...(workspace === 's3' ? { workspace } : {}),
       versions: [version],
       revisions: [],
       rev: 1,
@@ -300,15 +309,47 @@ export class PlanEngine {
     return new Map((await this.options.tasks.scheduler.store.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]))
   }
 
-  /** Submits the current version's tasks not in the store yet (kept runs are already there; none for a new plan). */
+  /**
+   * Records the current version, then submits its tasks not in the store yet (kept runs are already there; none for
+   * a new plan). Every path to a version's first run comes through here (a submission, an accepted revision, a restart
+   * that finds a version without its tasks), so no version runs unrecorded, and recording again answers the first.
+   */
   private async submitTasks(plan: Plan, fresh = false): Promise<void> {
     const version = currentVersion(plan)
+    await this.recordVersion(plan, version)
     const existing = new Set(fresh ? [] : (await this.options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id))
-    const specs = version.steps.filter((step) => !existing.has(step.taskId)).map((step) => taskSpecFor(plan, version, step))
-    if (specs.length === 0) return
+    const steps = version.steps.filter((step) => !existing.has(step.taskId))
+    if (steps.length === 0) return
     const { workspaceAccess } = this.options.settings
+    // A step's bucket prefix is its own in this version: a retry empties it, a revision's rerun gets another.
+    const prefixes = new Map(steps.map((step) => [step.taskId, stepWorkspacePrefix(plan.id, step.id, version.version)]))
+    const workspaceOf = plan.workspace === 's3' ? (taskId: string) => ({ kind: 'bucket' as const, prefix: prefixes.get(taskId)! }) : undefined
     // Their first log entries reach the plan's log with the next copy, in the task log's order like every other.
-    await this.options.tasks.scheduler.submit(specs, { tenant: plan.tenant, ...(plan.profile ? { profile: plan.profile } : {}), ...(workspaceAccess ? { workspaceAccess } : {}) })
+    await this.options.tasks.scheduler.submit(
+      steps.map((step) => taskSpecFor(plan, version, step)),
+      { tenant: plan.tenant, ...(plan.profile ? { profile: plan.profile } : {}), ...(workspaceAccess ? { workspaceAccess } : {}), ...(workspaceOf ? { workspaceOf } : {}) },
+    )
+  }
+
+  /**
+   * The ledger's record of a version, written before its steps run so their runs' records name it (`prov:plan`). A
+   * ledger that cannot write now keeps the record queued ahead of the runs and writes it when it can: the plan goes on.
+   */
+  private async recordVersion(plan: Plan, version: PlanVersion): Promise<void> {
+    const { recordVersion } = this.options
+    if (!recordVersion) return
+    try {
+      await recordVersion({
+        tenant: plan.tenant,
+        planId: plan.id,
+        version: version.version,
+        ...(version.version > 1 ? { previousVersion: version.version - 1 } : {}),
+        document: planVersionDocument(plan, version),
+        reason: version.reason,
+      })
+    } catch (error) {
+      this.options.logger?.warn({ planId: plan.id, version: version.version, err: describeError(error) }, 'the plan version was not recorded in the ledger yet')
+    }
   }
 
   /**

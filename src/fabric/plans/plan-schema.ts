@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject } from 'ajv'
 import { LANGUAGES } from '../../core'
-import type { PlanSpec, PlanStepSpec } from './plan-types'
+import { PLAN_WORKSPACE_KINDS, type PlanSpec, type PlanStepSpec } from './plan-types'
 
 /**
  * JSON Schema of a submitted plan (`PlanSpec`) and of one step, shared by the library, the HTTP API, the CLI and the
@@ -50,6 +50,7 @@ export const PLAN_SPEC_SCHEMA = {
     maxRevisions: { type: 'integer', minimum: 0, maximum: 100 },
     priority: { type: 'integer', minimum: -1_000_000, maximum: 1_000_000 },
     lane: { enum: ['interactive', 'batch'] },
+    workspace: { enum: [...PLAN_WORKSPACE_KINDS] },
   },
 } as const
 
@@ -121,7 +122,7 @@ export function findStepProblem(step: unknown): string | undefined {
 }
 
 /** The first problem with a submitted plan, as a sentence naming the field or the steps; undefined when valid. */
-export function findPlanProblem(spec: unknown, bounds: { maxSteps: number; maxRevisions: number }): string | undefined {
+export function findPlanProblem(spec: unknown, bounds: { maxSteps: number; maxRevisions: number; bucket?: boolean }): string | undefined {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return 'the plan must be an object'
   if (!validatePlan(spec)) return describe(validatePlan.errors?.[0], 'plan')
   const plan = spec as PlanSpec
@@ -129,5 +130,6 @@ export function findPlanProblem(spec: unknown, bounds: { maxSteps: number; maxRe
   if (plan.maxRevisions !== undefined && plan.maxRevisions > bounds.maxRevisions) {
     return `maxRevisions ${plan.maxRevisions} is above the allowed ${bounds.maxRevisions} (fabric.plans.maxRevisions); a plan may only lower it`
   }
+  if (plan.workspace === 's3' && !bounds.bucket) return 'workspace "s3" needs a bucket, and fabric.s3.bucket is empty (EXECGATE_FABRIC_S3_BUCKET)'
   return findGraphProblem(plan.steps)
 }

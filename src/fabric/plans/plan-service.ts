@@ -9,6 +9,7 @@ import type { PlanStore } from './plan-store'
 import { isPlanFinal, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanView } from './plan-types'
 import type { Reflector } from './reflector'
 import { SqlitePlanStore } from './sqlite-plan-store'
+import type { PlanVersionRecorder } from './plan-versions'
 
 /** A plan in a listing: its state and counts, without its versions. */
 export interface PlanSummary {
@@ -48,6 +49,8 @@ export interface PlanServiceOptions {
   check: StepCheck
   settings: PlanSettings
   reflector?: Reflector
+  /** Records each plan version where its steps' runs point at it (the artifact ledger's `recordPlanVersion`). */
+  recordVersion?: PlanVersionRecorder
   /** A store to use; otherwise the embedded one in `dataDir`, beside the tasks. */
   store?: PlanStore
   /** `fabric.store`: plans need the embedded store (docs/plans.md says why). @default 'sqlite' */
@@ -82,7 +85,7 @@ export function unsupportedPlanService(storeKind: string): PlanService {
 export function createPlanService(options: PlanServiceOptions): PlanService {
   if ((options.storeKind ?? 'sqlite') !== 'sqlite' && !options.store) return unsupportedPlanService(options.storeKind!)
   const store = options.store ?? new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
-  const engine = new PlanEngine({ store, tasks: options.tasks, check: options.check, settings: options.settings, reflector: options.reflector, logger: options.logger, tickMs: options.tickMs })
+  const engine = new PlanEngine({ store, tasks: options.tasks, check: options.check, settings: options.settings, reflector: options.reflector, recordVersion: options.recordVersion, logger: options.logger, tickMs: options.tickMs })
   const tickMs = options.tickMs ?? 1000
   const tenantOf = (caller: TaskCaller = {}) => caller.tenant ?? DEFAULT_TENANT
   // Another tenant's plan answers exactly like a missing one, so ids never leak across tenants.

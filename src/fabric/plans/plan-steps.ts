@@ -14,6 +14,11 @@ export const STEP_INPUT_ROOT = 'steps'
 /** Reasons the engine gives the tasks it ends itself start with this, so their end is never read as the step's failure. */
 export const ENGINE_REASON_PREFIX = 'plan '
 
+/** Where a step's workspace lives in the bucket for a plan whose workspace is `s3`, under `<fabric.s3.prefix>workspaces/`. */
+export function stepWorkspacePrefix(planId: string, stepId: string, version: number): string {
+  return `plans/${planId}/${stepId}/v${version}/`
+}
+
 /** The task a step runs as in a version: one task per step and version, so a revision never reuses an id. */
 export function taskIdFor(planId: string, stepId: string, version: number): string {
   return `plan.${planId}.${stepId}.v${version}`

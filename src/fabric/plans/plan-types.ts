@@ -42,7 +42,16 @@ export interface PlanSpec {
   priority?: number
   /** @default 'batch' */
   lane?: TaskLane
+  /**
+   * Where each step's workspace lives: `memory` (a fresh one in the process running the step) or `s3` (a prefix of
+   * its own in the bucket, `<fabric.s3.prefix>workspaces/plans/<planId>/<stepId>/v<version>/`, kept after the run).
+   * @default `fabric.plans.workspaces`
+   */
+  workspace?: PlanWorkspaceKind
 }
+
+export const PLAN_WORKSPACE_KINDS = ['memory', 's3'] as const
+export type PlanWorkspaceKind = (typeof PLAN_WORKSPACE_KINDS)[number]
 
 /**
  * A plan's lifecycle: RUNNING while its steps run; REVISING from a step's failure until a revision is accepted (the
@@ -116,6 +125,8 @@ export interface Plan {
   maxRevisions: number
   priority: number
   lane: TaskLane
+  /** `s3` when the steps' workspaces are in the bucket; absent for memory. */
+  workspace?: 's3'
   versions: PlanVersion[]
   revisions: PlanRevision[]
   /** The step whose failure is being revised (REVISING) or that failed the plan (FAILED). */

@@ -7,4 +7,5 @@ export type { TaskStore, TaskChange, TaskListFilter, TaskPage } from './task-sto
 export { TASK_SPEC_SCHEMA, findTaskProblem } from './task-schema'
 export { TRANSITIONS, canTransition, outcomeOf, backoffDelay } from './lifecycle'
 export { DEPENDENCY_ROOT } from './dependency-inputs'
+export { bucketTaskWorkspaces } from './bucket-workspaces'
 export * from './task-types'

@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events'
 import os from 'node:os'
-import { describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
+import { ExecgateError, describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
 import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
+import type { Workspace } from '../../workspace'
 import type { TaskDispatcher } from './bullmq-dispatcher'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
@@ -31,6 +32,11 @@ export interface TaskSchedulerOptions {
   dispatcher?: TaskDispatcher
   /** Whether an owner still runs (default: same host and its pid is alive), so a restart leaves live runs alone. */
   ownerAlive?: (owner: string) => boolean
+  /**
+   * Opens the workspace of a task that keeps one outside memory (`task.workspace`, a bucket prefix), emptied for the
+   * attempt. Without it such a task's run fails naming the missing setting.
+   */
+  workspaceFor?: (task: Task) => Promise<Workspace>
 }
 
 /** What `events()` yields: transitions from the action log, and output while this process runs the task. */
@@ -279,7 +285,7 @@ export class TaskScheduler {
       const running = await this.move(task.id, ['SPAWNING'], { to: 'RUNNING', reason: 'started' })
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
-      const run = runInputsFor(running, request, controller.signal, onOutput)
+      const run = runInputsFor(running, request, controller.signal, onOutput, await this.workspaceOf(running))
       const result = await this.options.execute(run.request, run.options)
       if (controller.signal.aborted) {
         // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
@@ -292,6 +298,13 @@ export class TaskScheduler {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
       await this.move(task.id, ['SPAWNING', 'RUNNING'], { to: 'FAILED', reason: `internal error: ${describeError(error)}` }).catch(() => undefined)
     }
+  }
+
+  /** The task's own workspace outside memory, when it keeps one; a process that cannot open it fails the run saying why. */
+  private async workspaceOf(task: Task): Promise<Workspace | undefined> {
+    if (!task.workspace) return undefined
+    if (!this.options.workspaceFor) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `task ${task.id} keeps its workspace in the bucket (${task.workspace.prefix}), and this process has no bucket: set fabric.s3.bucket (EXECGATE_FABRIC_S3_BUCKET)` })
+    return this.options.workspaceFor(task)
   }
 
   private async settle(task: Task, result: ExecutionResult | undefined, outcome: RunOutcome): Promise<void> {

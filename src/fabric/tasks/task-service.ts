@@ -4,7 +4,7 @@ import type { Logger } from '../../observability/logger'
 import { BullmqDispatcher, type TaskDispatcher } from './bullmq-dispatcher'
 import { RedisTaskStore } from './redis-task-store'
 import { SqliteTaskStore } from './sqlite-task-store'
-import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskStreamItem } from './task-scheduler'
+import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler'
 import type { TaskListFilter, TaskPage, TaskStore } from './task-store'
 import type { Submitter } from './task-submission'
 import type { Task, TaskSpec } from './task-types'
@@ -56,6 +56,8 @@ export interface TaskServiceOptions {
   logger?: Logger
   /** Run tasks in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
   run?: boolean
+  /** Opens the bucket workspace of a task that keeps one (a plan step's, `fabric.plans.workspaces: s3`). */
+  workspaceFor?: TaskSchedulerOptions['workspaceFor']
 }
 
 const DEFAULT_TENANT = 'local'
@@ -98,7 +100,7 @@ function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?
  */
 export function createTaskService(options: TaskServiceOptions): TaskService {
   const { store, dispatcher } = openStore(options)
-  const scheduler = new TaskScheduler({ store, dispatcher, execute: options.execute, logger: options.logger, concurrency: options.concurrency, tickMs: options.tickMs })
+  const scheduler = new TaskScheduler({ store, dispatcher, execute: options.execute, logger: options.logger, concurrency: options.concurrency, tickMs: options.tickMs, workspaceFor: options.workspaceFor })
   const submitter = (caller: TaskCaller = {}): Submitter => ({ tenant: caller.tenant ?? DEFAULT_TENANT, ...(caller.profile ? { profile: caller.profile } : {}) })
   // Another tenant's task answers exactly like a missing one, so ids never leak across tenants.
   const owned = async (id: string, caller: TaskCaller = {}): Promise<Task> => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { ExecgateError } from '../../core'
 import { findTaskProblem } from './task-schema'
 import type { TaskStore } from './task-store'
-import { DEFAULT_RETRY_POLICY, type Task, type TaskSpec, type WorkspaceAccess } from './task-types'
+import { DEFAULT_RETRY_POLICY, type Task, type TaskSpec, type TaskWorkspace, type WorkspaceAccess } from './task-types'
 
 /** Who submits: the tenant owns the tasks (no other tenant sees them) and its profile runs them. */
 export interface Submitter {
@@ -10,6 +10,8 @@ export interface Submitter {
   profile?: string
   /** Workspace access granted to the runs of these tasks (the plan engine's steps); see `Task.workspaceAccess`. */
   workspaceAccess?: WorkspaceAccess
+  /** Where the runs of each of these tasks keep their workspace, by task id (the plan engine's bucket prefixes). */
+  workspaceOf?: (taskId: string) => TaskWorkspace | undefined
 }
 
 /** Finds a dependency cycle among the batch's tasks (existing tasks cannot depend on new ones, so cycles lie in the batch). */
@@ -68,6 +70,7 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
   const at = new Date(now).toISOString()
   return withIds.map((spec) => {
     const dependencies = [...new Set(spec.dependencies ?? [])]
+    const workspace = submitter.workspaceOf?.(spec.id)
     return {
       id: spec.id,
       tenant: submitter.tenant,
@@ -89,6 +92,7 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
       reason: 'submitted',
       ...(submitter.profile ? { profile: submitter.profile } : {}),
       ...(submitter.workspaceAccess ? { workspaceAccess: submitter.workspaceAccess } : {}),
+      ...(workspace ? { workspace: { ...workspace } } : {}),
       ...(spec.provenance ? { provenance: { ...spec.provenance } } : {}),
       createdAt: at,
       updatedAt: at,

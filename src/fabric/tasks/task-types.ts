@@ -19,6 +19,17 @@ export function isFinal(state: TaskState): boolean {
 /** Workspace access a submitter may grant a task's runs beyond its policy (`ExecuteOptions.workspaceAccess`). */
 export type WorkspaceAccess = Exclude<FilesystemAccess, 'none'>
 
+/**
+ * Where a task's runs keep their workspace when not in this process's memory: a key prefix in the bucket
+ * (`fabric.s3`), under `<fabric.s3.prefix>workspaces/`, emptied before each attempt so a retry starts from the same
+ * inputs as the first run. The plan engine sets it for a plan whose workspace is `s3` (docs/plans.md).
+ */
+export interface TaskWorkspace {
+  kind: 'bucket'
+  /** Relative to `<fabric.s3.prefix>workspaces/`, ending in `/`, e.g. `plans/<planId>/<stepId>/v1/`. */
+  prefix: string
+}
+
 /** The admission lane the task's runs ask for: batch unless the task says a person is waiting. */
 export type TaskLane = 'interactive' | 'batch'
 
@@ -149,6 +160,8 @@ export interface Task {
    * grants it so a step reads its dependencies' outputs); never set from a submitted spec.
    */
   workspaceAccess?: WorkspaceAccess
+  /** Where each run's workspace lives, when not in memory (a plan step's, in the bucket); never set from a submitted spec. */
+  workspace?: TaskWorkspace
   provenance?: TaskProvenance
   createdAt: string
   updatedAt: string

@@ -1,0 +1,98 @@
+import type { Container } from 'inversify'
+import { ExecgateError, type AdapterRegistry, type LlmProvider } from './core'
+import type { Config } from './config/load'
+import type { ExecutionService } from './execution/types'
+import { s3SettingsFrom, type LedgerService } from './fabric/ledger'
+import { createPlanService, planServiceOptionsFrom, unsupportedPlanService, type PlanService } from './fabric/plans'
+import { SandboxManager } from './fabric/sandboxes'
+import { bucketTaskWorkspaces, createTaskService, taskServiceOptionsFrom, type Task, type TaskService } from './fabric/tasks'
+import type { Logger } from './observability/logger'
+import { policyFromConfig, profilesFromConfig } from './policy'
+import * as tokens from './tokens'
+import { S3Objects, type Workspace } from './workspace'
+
+/**
+ * How the fabric's parts are joined (docs/architecture.md, "The fabric"): tasks, plans and sandboxes over one
+ * execution service, each told of the ledger and the bucket through a small callback, never the ledger's or the
+ * bucket's implementation. The library (`createExecgate`), `serve`, the CLI's own services and `execgate worker`
+ * all build them here, so a plan driven by `execgate plan run --wait` or a step run by a worker is wired exactly like
+ * one driven by a server.
+ */
+export interface FabricParts {
+  config: Config
+  service: ExecutionService
+  ledger: LedgerService
+  logger: Logger
+  registry: AdapterRegistry
+}
+
+/** The parts from a container built by `createContainer` (the CLI has an execgate, not its pieces). */
+export function fabricParts(container: Container): FabricParts {
+  return {
+    config: container.get<Config>(tokens.Config),
+    service: container.get<ExecutionService>(tokens.ExecutionService),
+    ledger: container.get<LedgerService>(tokens.Ledger),
+    logger: container.get<Logger>(tokens.Logger),
+    registry: container.get<AdapterRegistry>(tokens.AdapterRegistry),
+  }
+}
+
+/** Settings that only fail once a plan runs, checked at start-up instead: a plan's default workspace needs a bucket. */
+export function checkFabricConfig(config: Config): void {
+  if (config.fabric.plans.workspaces === 's3') s3SettingsFrom(config.fabric.s3, 'fabric.plans.workspaces')
+}
+
+/** Opens a task's bucket workspace (a plan step's), the SDK loaded at the first one; none without a bucket. */
+function taskWorkspaces(config: Config): ((task: Task) => Promise<Workspace>) | undefined {
+  if (!config.fabric.s3.bucket) return undefined
+  let open: ((task: Task) => Promise<Workspace>) | undefined
+  return (task) => (open ??= bucketTaskWorkspaces(new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.plans.workspaces')), config.workspace))(task)
+}
+
+/** Durable tasks over the execution service, in the store `fabric.store` names. `run: false` only submits and reads. */
+export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
+  const workspaceFor = taskWorkspaces(parts.config)
+  return createTaskService({
+    execute: (request, options) => parts.service.execute(request, options),
+    ...taskServiceOptionsFrom(parts.config.fabric),
+    run,
+    logger: parts.logger,
+    ...(workspaceFor ? { workspaceFor } : {}),
+  })
+}
+
+/** Plans over `tasks`, their versions recorded in the ledger when it is on. */
+export function planServiceFor(parts: FabricParts, tasks: TaskService, options: { run?: boolean; reflector?: LlmProvider } = {}): PlanService {
+  const { config, ledger } = parts
+  // Refused without opening the other store's connection: plans need the embedded one.
+  if (config.fabric.store !== 'sqlite') return unsupportedPlanService(config.fabric.store)
+  return createPlanService({
+    tasks,
+    check: (request, checkOptions) => parts.service.check(request, checkOptions),
+    ...planServiceOptionsFrom(config.fabric, config.security.defaultPolicy.allowedImports, options.reflector),
+    // Each version in the ledger, so its steps' runs name it (prov:plan) and revisions link (wasRevisionOf).
+    ...(config.fabric.ledger.enabled ? { recordVersion: (version) => ledger.recordPlanVersion(version) } : {}),
+    ...(options.run === false ? { run: false } : {}),
+    logger: parts.logger,
+  })
+}
+
+/** The SandboxManager over the execution service and the adapters, from the `sandboxes` and `workspace` keys. */
+export function sandboxManagerFor(parts: FabricParts): SandboxManager {
+  const { config } = parts
+  const profiles = profilesFromConfig(config)
+  return new SandboxManager({
+    registry: parts.registry,
+    execute: (request, options) => parts.service.execute(request, options),
+    basePolicy: (profile) => {
+      if (profile === undefined) return policyFromConfig(config)
+      const found = profiles[profile]
+      if (!found) throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: profile, known: Object.keys(profiles).join(', ') || 'none' })
+      return found
+    },
+    settings: config.sandboxes,
+    limits: config.workspace,
+    tierOrder: config.routing.tierOrder,
+    logger: parts.logger,
+  })
+}
