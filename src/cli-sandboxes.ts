@@ -3,11 +3,11 @@ import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, LANGUAGES, type ExecutionResult, type Language } from './core'
 import { loadConfig } from './config/load'
-import type { SandboxInfo } from './fabric/sandboxes'
+import type { SandboxInfo, SavedArtifact } from './fabric/sandboxes'
 import { createExecgate } from './index'
 
 /**
- * `execgate sandbox start|exec|cp|stop|list`. A sandbox lives in the process that started it, and each CLI command
+ * `execgate sandbox start|exec|cp|save|stop|list`. A sandbox lives in the process that started it, and each CLI command
  * is a process of its own, so these talk to a running `execgate serve` over HTTP (`--url`, or EXECGATE_URL; its key
  * in `--key` or EXECGATE_API_KEY). `exec --local` is the exception: it starts a sandbox in this process, copies files
  * in, runs each command given in turn in it, copies files out, and stops it, all in one command.
@@ -59,6 +59,9 @@ function remote(flags: RemoteFlags) {
     throw new Error(`${message.replace(/^\[execgate\] /, '')} (HTTP ${response.status} from ${base})`)
   }
 }
+
+/** `sha256:<digest>` names an artifact of the ledger (the tenant's), copied in by digest. */
+const ARTIFACT = /^sha256:([0-9a-fA-F]{64})$/
 
 /** `sb-…:path` names a file in a sandbox; anything else is a local path. */
 function sandboxPath(spec: string): { id: string; path: string } | undefined {
@@ -142,13 +145,19 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
       setExit(result.status === 'ok' ? 0 : 1)
     })
 
-  remoteOptions(sandbox.command('cp').description('copy a file in (cp ./data.csv SB:data.csv) or out (cp SB:out.txt ./out.txt)'))
+  remoteOptions(sandbox.command('cp').description('copy a file in (cp ./data.csv SB:data.csv, or an artifact: cp sha256:<digest> SB:data.csv) or out (cp SB:out.txt ./out.txt)'))
     .argument('<from>')
     .argument('<to>')
     .action(async (from: string, to: string, flags: RemoteFlags) => {
       const call = remote(flags)
-      const source = sandboxPath(from)
+      const artifact = ARTIFACT.exec(from)?.[1]
+      const source = artifact ? undefined : sandboxPath(from)
       const target = sandboxPath(to)
+      if (artifact) {
+        if (!target) throw usage('an artifact is copied into a sandbox: execgate sandbox cp sha256:<digest> <sandbox id>:<path>')
+        await call('PUT', `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${target.path.split('/').map(encodeURIComponent).join('/')}?sha256=${artifact}`)
+        return
+      }
       if (source && target) throw usage('cp copies between this machine and a sandbox; one side must be a local path')
       if (target) {
         await call('PUT', `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${target.path.split('/').map(encodeURIComponent).join('/')}`, fs.readFileSync(from))
@@ -159,6 +168,14 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
       } else {
         throw usage('cp needs one side as <sandbox id>:<path>, e.g. execgate sandbox cp ./data.csv sb-1234:data.csv')
       }
+    })
+
+  remoteOptions(sandbox.command('save').description("store a sandbox file in the artifact ledger and print its sha256 (GET /v1/artifacts/<sha256>, or cp sha256:<digest> into another sandbox)"))
+    .argument('<id>')
+    .argument('<path>')
+    .action(async (id: string, file: string, flags: RemoteFlags) => {
+      const saved = (await (await remote(flags)('POST', `/v1/sandboxes/${encodeURIComponent(id)}/artifacts`, { path: file })).json()) as SavedArtifact
+      out.write(flags.json ? `${JSON.stringify(saved, null, 2)}\n` : `${saved.sha256}\n`)
     })
 
   remoteOptions(sandbox.command('stop').description('stop a sandbox and delete its workspace'))

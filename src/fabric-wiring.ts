@@ -77,7 +77,7 @@ export function planServiceFor(parts: FabricParts, tasks: TaskService, options: 
   })
 }
 
-/** The SandboxManager over the execution service and the adapters, from the `sandboxes` and `workspace` keys. */
+/** The SandboxManager over the execution service and the adapters, from the `sandboxes` and `workspace` keys; files in and out through the ledger when it is on. */
 export function sandboxManagerFor(parts: FabricParts): SandboxManager {
   const { config } = parts
   const profiles = profilesFromConfig(config)
@@ -93,6 +93,15 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     settings: config.sandboxes,
     limits: config.workspace,
     tierOrder: config.routing.tierOrder,
+    // Files in and out through the ledger's own tenant check (the one GET /v1/artifacts/:sha256 answers with).
+    ...(config.fabric.ledger.enabled
+      ? {
+          artifacts: {
+            read: async (sha256, tenant) => (await parts.ledger.artifact(sha256, { tenant })).content,
+            save: async (file) => (await parts.ledger.recordSandboxFile(file)).file,
+          },
+        }
+      : {}),
     logger: parts.logger,
   })
 }

@@ -81,6 +81,21 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     reply.raw.end()
   })
 
+  // Stores a workspace file in the ledger's blob store; GET /v1/artifacts/:sha256 then serves it to this tenant.
+  app.post('/v1/sandboxes/:id/artifacts', async (request, reply) => {
+    const problem = sandboxBodyProblem('save', request.body)
+    if (problem) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem })
+    const sandbox = owned(request)
+    const { path } = request.body as { path: string }
+    try {
+      const saved = await sandbox.saveArtifact(path)
+      return reply.code(201).header('location', `/v1/artifacts/${saved.sha256}`).send(saved)
+    } catch (error) {
+      if (isExecgateError(error, 'EXECGATE_WORKSPACE_NOT_FOUND')) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${path}" in sandbox ${idOf(request)}` })
+      throw error
+    }
+  })
+
   app.get('/v1/sandboxes/:id/files', async (request) => ({ files: await owned(request).listFiles() }))
   app.get('/v1/sandboxes/:id/files/*', async (request, reply) => {
     try {
@@ -95,13 +110,16 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     if (!(await owned(request).deleteFile(pathOf(request)))) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${pathOf(request)}" in sandbox ${idOf(request)}` })
     return reply.code(204).send()
   })
-  // The body is the file's bytes, whatever its content type; up to `workspace.maxFileBytes`.
+  // The body is the file's bytes, whatever its content type; up to `workspace.maxFileBytes`. Or ?sha256= and no body.
   void app.register(async (files) => {
     files.removeAllContentTypeParsers()
     files.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: execgate.config.workspace.maxFileBytes }, (_request, body, done) => done(null, body))
     files.put('/v1/sandboxes/:id/files/*', { bodyLimit: execgate.config.workspace.maxFileBytes }, async (request: FastifyRequest, reply: FastifyReply) => {
       const content = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-      await owned(request).writeFile(pathOf(request), content)
+      // ?sha256=: the file is an artifact of the tenant's, read from the ledger (a body as well would be ambiguous).
+      const { sha256 } = request.query as { sha256?: string }
+      if (sha256 !== undefined && content.length > 0) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'give the file as the body or as ?sha256=, not both' })
+      await owned(request).writeFile(pathOf(request), sha256 !== undefined ? { sha256 } : content)
       return reply.code(204).send()
     })
   })

@@ -15,6 +15,8 @@ function streamLink(role: 'stdout' | 'stderr', digest: StreamDigest): ArtifactLi
  * and the document it generated. Every store indexes exactly these, so lineage, retention and access agree.
  */
 export function linksOf(entry: LedgerEntry): ArtifactLink[] {
+  // The sandbox generated the file it saved; what it used is not known to the ledger (its execs are runs of their own).
+  if (entry.kind === 'sandbox_file') return [link(entry.file, 'output')]
   if (entry.kind === 'plan_version') {
     return [link(entry.document, 'document'), ...(entry.previousDocument ? [link(entry.previousDocument, 'plan')] : [])]
   }
@@ -29,9 +31,15 @@ export function linksOf(entry: LedgerEntry): ArtifactLink[] {
   ]
 }
 
-/** The record's id: the run id, or `plan:<planId>@<version>`. */
+/** The record's id: the run id, `plan:<planId>@<version>`, or `sandbox:<id>/<path>@<sha256>`. */
 export function entryId(entry: LedgerEntry): string {
+  if (entry.kind === 'sandbox_file') return sandboxFileId(entry.sandboxId, entry.file.path, entry.file.sha256)
   return entry.kind === 'run' ? entry.runId : planVersionId(entry.planId, entry.version)
+}
+
+/** The same bytes saved from the same path of the same sandbox are one record: a retried save appends nothing. */
+export function sandboxFileId(sandboxId: string, path: string, sha256: string): string {
+  return `sandbox:${sandboxId}/${path}@${sha256}`
 }
 
 export function planVersionId(planId: string, version: number): string {

@@ -2,7 +2,7 @@ import { ExecgateError, describeError, type ExecutionListener, type ExecutionLis
 import type { Logger } from '../../observability/logger'
 import type { BlobStore } from './blob-store'
 import { parseBody, verifyChain } from './chain'
-import { planVersionId } from './entry-links'
+import { planVersionId, sandboxFileId } from './entry-links'
 import { traceLineage, type Lineage, type LineageLimits } from './lineage'
 import { LedgerQueries, type ArtifactContent, type ExportOptions, type RunProvenanceRecord } from './ledger-queries'
 import type { ProvDocument } from './prov-json'
@@ -10,8 +10,8 @@ import type { OpenLineageRunEvent } from './openlineage'
 import type { LedgerRecordStore } from './record-store'
 import { applyRetention, type RetentionPolicy, type RetentionReport } from './retention'
 import { canonicalJson, captureRun, describeRun, sha256, type BlobWrite, type CapturedRun } from './run-capture'
-import { JSON_MEDIA_TYPE } from './media-types'
-import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, PlanVersionRecord, RecordDraft, VerifyReport } from './types'
+import { JSON_MEDIA_TYPE, mediaTypeOf } from './media-types'
+import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, PlanVersionRecord, RecordDraft, SandboxFileInput, SandboxFileRecord, VerifyReport } from './types'
 
 export const DEFAULT_TENANT = 'local'
 
@@ -40,6 +40,8 @@ export interface LedgerService {
   export(format: ExportFormat, caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument | OpenLineageRunEvent[]>
   /** For the plan engine, at merge time: records a plan version and links it to the one it revises. */
   recordPlanVersion(input: PlanVersionInput): Promise<{ id: string; seq: number; document: ArtifactRef }>
+  /** For persistent sandboxes (`saveArtifact`): stores a file's bytes and records that the sandbox generated them. */
+  recordSandboxFile(input: SandboxFileInput): Promise<{ id: string; seq: number; file: ArtifactRef }>
   /** Every tenant with records: for an operator (`execgate ledger verify --all`), never for a tenant's own callers. */
   tenants(): Promise<string[]>
   /** Applies the retention policy now (every tenant, or the caller's). */
@@ -49,7 +51,10 @@ export interface LedgerService {
   close(): Promise<void>
 }
 
-type Pending = { kind: 'run'; captured: CapturedRun } | { kind: 'plan'; tenant: string; entry: Omit<PlanVersionRecord, 'previousDocument'>; bytes: Buffer }
+type Pending =
+  | { kind: 'run'; captured: CapturedRun }
+  | { kind: 'plan'; tenant: string; entry: Omit<PlanVersionRecord, 'previousDocument'>; bytes: Buffer }
+  | { kind: 'sandbox_file'; entry: SandboxFileRecord; bytes: Buffer }
 
 /** Runs heard but not yet written are kept for another try when the store fails; past this many the oldest go. */
 const MAX_PENDING = 10_000
@@ -144,6 +149,12 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     const drafts: RecordDraft[] = []
     const writes = new Map<string, BlobWrite>()
     for (const item of batch) {
+      if (item.kind === 'sandbox_file') {
+        const { file } = item.entry
+        writes.set(file.sha256, { sha256: file.sha256, bytes: item.bytes, mediaType: file.mediaType })
+        drafts.push({ tenant: item.entry.tenant, id: sandboxFileId(item.entry.sandboxId, file.path, file.sha256), recordedAt: Date.now(), entry: item.entry })
+        continue
+      }
       if (item.kind === 'plan') {
         const { entry } = item
         const previous = entry.previousVersion !== undefined ? await this.planDocument(item.tenant, entry.planId, entry.previousVersion) : undefined
@@ -207,6 +218,21 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     const stored = await this.open().records.byId(tenant, planVersionId(input.planId, input.version))
     const recorded = stored ? parseBody(stored).entry : undefined
     return { id: planVersionId(input.planId, input.version), seq: stored?.seq ?? 0, document: recorded?.kind === 'plan_version' ? recorded.document : document }
+  }
+
+  async recordSandboxFile(input: SandboxFileInput): Promise<{ id: string; seq: number; file: ArtifactRef }> {
+    if (typeof input?.sandboxId !== 'string' || !input.sandboxId || typeof input.path !== 'string' || !input.path || !Buffer.isBuffer(input.content)) {
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a sandbox file needs a sandboxId, a path and its content' })
+    }
+    const tenant = input.tenant ?? DEFAULT_TENANT
+    const file: ArtifactRef = { path: input.path, sha256: sha256(input.content), size: input.content.length, mediaType: mediaTypeOf(input.path) }
+    const entry: SandboxFileRecord = { kind: 'sandbox_file', tenant, sandboxId: input.sandboxId, adapter: input.adapter, file, execgateVersion: this.options.execgateVersion, recordedAt: new Date().toISOString() }
+    this.pending.push({ kind: 'sandbox_file', entry, bytes: input.content })
+    // Written before it answers: the caller may name the digest (a sandbox's files, GET /v1/artifacts) at once.
+    await this.flush()
+    const id = sandboxFileId(input.sandboxId, file.path, file.sha256)
+    const stored = await this.open().records.byId(tenant, id)
+    return { id, seq: stored?.seq ?? 0, file }
   }
 
   async provenance(runId: string, caller: LedgerCaller = {}): Promise<ProvDocument> {

@@ -13,6 +13,8 @@ export interface ActivitySummary {
   planId?: string
   planVersion?: number
   stepId?: string
+  /** The sandbox that saved the file (sandbox files). */
+  sandboxId?: string
   adapter?: string
   language?: string
   status?: string
@@ -61,6 +63,7 @@ export interface LineageLimits {
 }
 
 function summary(id: string, entry: LedgerEntry): ActivitySummary {
+  if (entry.kind === 'sandbox_file') return { id, kind: entry.kind, sandboxId: entry.sandboxId, adapter: entry.adapter, startedAt: entry.recordedAt }
   if (entry.kind === 'plan_version') return { id, kind: entry.kind, planId: entry.planId, planVersion: entry.version, startedAt: entry.recordedAt, codeSha256: entry.document.sha256 }
   return {
     id,

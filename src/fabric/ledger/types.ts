@@ -102,14 +102,30 @@ export interface PlanVersionRecord {
   recordedAt: string
 }
 
-export type LedgerEntry = RunRecord | PlanVersionRecord
+/**
+ * A file a persistent sandbox saved to the ledger (`sb.saveArtifact`): the sandbox is the activity that generated
+ * it, so lineage and `GET /v1/artifacts/:sha256` find it for the sandbox's tenant.
+ */
+export interface SandboxFileRecord {
+  kind: 'sandbox_file'
+  tenant: string
+  sandboxId: string
+  /** The sandbox's backend. */
+  adapter: string
+  /** The file, with its workspace path. */
+  file: ArtifactRef
+  execgateVersion: string
+  recordedAt: string
+}
+
+export type LedgerEntry = RunRecord | PlanVersionRecord | SandboxFileRecord
 
 /** A record as stored: its place in the tenant's chain and the hashes that link it. */
 export interface StoredRecord {
   tenant: string
   /** Position in the tenant's chain: 1, 2, 3, … without gaps. */
   seq: number
-  /** `runId` for runs, `plan:<planId>@<version>` for plan versions. */
+  /** `runId` for runs, `plan:<planId>@<version>` for plan versions, `sandbox:<id>/<path>@<sha256>` for sandbox files. */
   id: string
   /** The exact JSON text that was hashed: `{seq, prevHash, recordedAt, entry}`. */
   body: string
@@ -189,4 +205,14 @@ export interface PlanVersionInput {
   /** The plan as JSON (steps, dependencies, code): stored as the version's document. */
   document: unknown
   reason?: string
+}
+
+/** What `recordSandboxFile` takes (the SandboxManager calls it, through src/fabric-wiring.ts, for `saveArtifact`). */
+export interface SandboxFileInput {
+  tenant?: string
+  sandboxId: string
+  adapter: string
+  /** The file's workspace path (normalised by the sandbox). */
+  path: string
+  content: Buffer
 }

@@ -3,8 +3,8 @@ import {
   LANGUAGES,
   errorResult,
   refusal,
+  isExecgateError,
   toWorkspaceFile,
-  workspaceFileBytes,
   type AdapterSandbox,
   type ExecutionContext,
   type ExecutionRequest,
@@ -14,9 +14,10 @@ import {
   type SecurityPolicy,
   type WorkspaceFile,
 } from '../../core'
+import { sandboxFileBytes } from './artifact-files'
 import type { ExecuteOptions } from '../../execution/types'
 import { normalizeWorkspacePath } from '../../workspace'
-import type { Sandbox, SandboxExecOptions, SandboxExecRequest, SandboxInfo } from './sandbox-types'
+import type { Sandbox, SandboxArtifactStore, SandboxExecOptions, SandboxExecRequest, SandboxFile, SandboxInfo, SavedArtifact } from './sandbox-types'
 
 /** What a live sandbox needs from its manager. */
 export interface LiveSandboxHost {
@@ -25,6 +26,8 @@ export interface LiveSandboxHost {
   stopped(sandbox: LiveSandbox, reason: string, error?: unknown): void
   now(): number
   maxFileBytes: number
+  /** The artifact ledger's side for sandboxes; undefined when the ledger is off. */
+  artifacts: SandboxArtifactStore | undefined
 }
 
 /** How long a stop waits for the call in progress (cancelled by it) before it closes the backend anyway. */
@@ -113,8 +116,10 @@ export class LiveSandbox implements Sandbox {
       if (options.signal?.aborted) return refusal('cancelled', this.adapter, `[execgate] the exec was cancelled before it started in sandbox ${this.id}`, 'Cancelled')
       for (const [index, file] of (request.files ?? []).entries()) {
         try {
-          await this.handle.writeFile(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
+          await this.handle.writeFile(normalizeWorkspacePath(file.path), await this.bytesOf(file))
         } catch (error) {
+          // An unknown artifact, or the ledger off, answers with its own code, as the file calls do.
+          if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED')) return errorResult('invalid_request', this.adapter, error)
           const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
           return errorResult('invalid_request', this.adapter, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}]: ${message}` }))
         }
@@ -159,15 +164,21 @@ export class LiveSandbox implements Sandbox {
     return this.serial(() => (this.live ? work() : Promise.reject(this.stoppedError())))
   }
 
-  async writeFile(path: string, content: string | Uint8Array): Promise<void> {
+  /** A file's bytes: its content, or the tenant's artifact from the ledger. */
+  private bytesOf(file: SandboxFile): Promise<Buffer> {
+    return sandboxFileBytes(file, this.tenant, this.host.artifacts)
+  }
+
+  async writeFile(path: string, content: string | Uint8Array | { sha256: string }): Promise<void> {
     const relative = normalizeWorkspacePath(path)
-    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content
+    if (typeof content !== 'string' && !(content instanceof Uint8Array) && typeof content?.sha256 !== 'string') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a file is a string, bytes, or { sha256 } of an artifact' })
+    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content instanceof Uint8Array ? content : await this.bytesOf({ path: relative, sha256: content.sha256 })
     if (bytes.byteLength > this.host.maxFileBytes) throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative} is ${bytes.byteLength} bytes; a file may hold ${this.host.maxFileBytes} (workspace.maxFileBytes)` })
     return this.fileCall(() => this.handle.writeFile(relative, bytes))
   }
 
-  async writeFiles(files: readonly WorkspaceFile[]): Promise<void> {
-    for (const file of files) await this.writeFile(file.path, workspaceFileBytes(file))
+  async writeFiles(files: readonly SandboxFile[]): Promise<void> {
+    for (const file of files) await this.writeFile(file.path, await this.bytesOf(file))
   }
 
   async readFile(path: string): Promise<Buffer> {
@@ -193,6 +204,13 @@ export class LiveSandbox implements Sandbox {
   async deleteFile(path: string): Promise<boolean> {
     const relative = normalizeWorkspacePath(path)
     return this.fileCall(() => this.handle.deleteFile(relative))
+  }
+
+  async saveArtifact(path: string): Promise<SavedArtifact> {
+    // Said before the file is read: with the ledger off, no file could ever be saved.
+    if (!this.host.artifacts) throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
+    const content = await this.readFile(path)
+    return this.host.artifacts.save({ tenant: this.tenant, sandboxId: this.id, adapter: this.adapter, path: normalizeWorkspacePath(path), content })
   }
 
   stop(): Promise<void> {

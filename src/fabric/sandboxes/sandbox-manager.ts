@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import {
   ExecgateError,
   describeError,
-  workspaceFileBytes,
+  isExecgateError,
   type AdapterRegistry,
   type CodeExecutionAdapter,
   type ExecutionRequest,
@@ -14,8 +14,9 @@ import type { Logger } from '../../observability/logger'
 import { resolvePolicy } from '../../policy'
 import { unenforcedRequirement } from '../../routing/config-router'
 import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
+import { sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
-import type { Sandbox, SandboxCaller, SandboxInfo, SandboxService, SandboxSettings, SandboxStartOptions } from './sandbox-types'
+import type { Sandbox, SandboxArtifactStore, SandboxCaller, SandboxInfo, SandboxService, SandboxSettings, SandboxStartOptions } from './sandbox-types'
 
 export interface SandboxManagerOptions {
   registry: AdapterRegistry
@@ -28,6 +29,8 @@ export interface SandboxManagerOptions {
   limits: WorkspaceLimits
   /** `routing.tierOrder`, for `adapter: 'auto'`. @default [1, 3, 4, 2, 0] */
   tierOrder?: readonly number[]
+  /** Files in from and out to the artifact ledger (src/fabric-wiring.ts); without it, those calls answer `EXECGATE_LEDGER_DISABLED`. */
+  artifacts?: SandboxArtifactStore
   logger?: Logger
   now?: () => number
 }
@@ -111,13 +114,16 @@ export class SandboxManager implements SandboxService {
     const adapter = this.chooseAdapter(options.adapter)
     const policy = this.policyFor(options, caller, adapter)
     const idleTimeoutMs = this.idleTimeoutOf(options.idleTimeoutMs)
-    const files = (options.files ?? []).map((file, index) => {
+    // Read before a backend opens: an unknown artifact costs no container, and answers as GET /v1/artifacts would.
+    const files: { path: string; content: Buffer }[] = []
+    for (const [index, file] of (options.files ?? []).entries()) {
       try {
-        return { path: normalizeWorkspacePath(file.path), content: workspaceFileBytes(file) }
+        files.push({ path: normalizeWorkspacePath(file.path), content: await sandboxFileBytes(file, tenant, this.options.artifacts) })
       } catch (error) {
+        if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED')) throw error
         throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}]: ${describeError(error).replace(/^\[execgate\] /, '')}` })
       }
-    })
+    }
     await (this.swept ??= this.sweep())
     // Counted before the backend opens: two starts at once cannot both take the last place.
     const { maxPerTenant } = this.options.settings
@@ -132,6 +138,7 @@ export class SandboxManager implements SandboxService {
         stopped: (stopped, reason, error) => this.forget(stopped, reason, error),
         now: this.now,
         maxFileBytes: this.options.limits.maxFileBytes,
+        artifacts: this.options.artifacts,
       })
       this.live.set(id, sandbox)
       try {

@@ -1,0 +1,19 @@
+import { ExecgateError, workspaceFileBytes } from '../../core'
+import type { SandboxArtifactStore, SandboxFile } from './sandbox-types'
+
+/** A sandbox file named by digest rather than given by content. */
+export function isArtifactFile(file: SandboxFile): file is Extract<SandboxFile, { sha256: string }> {
+  return typeof file === 'object' && file !== null && 'sha256' in file && (file as { sha256?: unknown }).sha256 !== undefined
+}
+
+/**
+ * The bytes of a sandbox file: its content, or the tenant's artifact read from the ledger. A file with both, or an
+ * artifact while the ledger is off, is refused in words naming what to change.
+ */
+export async function sandboxFileBytes(file: SandboxFile, tenant: string, artifacts: SandboxArtifactStore | undefined): Promise<Buffer> {
+  if (!isArtifactFile(file)) return workspaceFileBytes(file)
+  if ('content' in file && (file as { content?: unknown }).content !== undefined) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${file.path}: give either content or sha256, not both` })
+  if (typeof file.sha256 !== 'string') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${file.path}: sha256 must be a string` })
+  if (!artifacts) throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
+  return artifacts.read(file.sha256, tenant)
+}
