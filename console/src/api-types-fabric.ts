@@ -146,10 +146,11 @@ export interface RunRecordAnswer {
   prevHash: string
 }
 
-/** A run or a plan version in a lineage answer. */
+/** A run, a plan version or a file saved from a sandbox in a lineage answer. */
 export interface LineageActivity {
   id: string
-  kind: 'run' | 'plan_version'
+  kind: 'run' | 'plan_version' | 'sandbox_file'
+  sandboxId?: string
   taskId?: string
   attempt?: number
   planId?: string
