@@ -183,6 +183,7 @@ export class PlanEngine {
     let turned: Plan | undefined
     await this.serial(id, async () => {
       let plan = await this.options.store.get(id)
+      // A write another process got to first (a compare-and-set lost) reads the plan again.
       while (plan?.state === from && !(turned = await this.write(plan, { state: to, reason }, [{ type: 'plan', at: '', version: plan.version, from, to, reason }]))) plan = await this.options.store.get(id)
       if (turned) await this.align(turned, await this.tasksOf(turned))
     })
