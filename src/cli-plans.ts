@@ -150,6 +150,8 @@ export function registerPlanCommands(program: Command, helpers: PlanCommandHelpe
   byId('get', 'show a plan: its steps and their states, its versions and revisions', false, (plans, id) => plans.get(id))
   byId('wait', 'drive plans here until this one ends; exit 0 only if it COMPLETED', true, (plans, id) => waitFor(plans, id))
   byId('cancel', 'terminate a plan and its running steps', false, (plans, id) => plans.cancel(id))
+  byId('suspend', 'suspend a running plan: no step starts, running steps are suspended', false, (plans, id) => plans.suspend(id))
+  byId('resume', 'resume a suspended plan: its suspended steps run again', false, (plans, id) => plans.resume(id))
 
   plan
     .command('list')

@@ -59,3 +59,15 @@ test('run without --wait stores the plan; get, list and wait follow it; a bad pl
   expect(missing.code).toBe(2)
   expect(missing.stderr).toContain('no plan "no-such-plan"')
 })
+
+test('plan suspend holds a stored plan, a second suspend is exit 2 naming the state, resume lets wait complete it', () => {
+  const queued = JSON.parse(execgate(['plan', 'run', 'plan.json', '--json']).stdout)
+  const suspended = execgate(['plan', 'suspend', queued.id])
+  expect(suspended.code).toBe(0)
+  expect(suspended.stdout).toMatch(new RegExp(`^plan ${queued.id}  SUSPENDED  version 1  revisions 0/3  suspended by the caller\n  orders   SUSPENDED  plan ${queued.id} suspended\n`))
+  const again = execgate(['plan', 'suspend', queued.id])
+  expect([again.code, again.stderr.trim()]).toEqual([2, `[execgate] plan ${queued.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`])
+  expect(execgate(['plan', 'resume', queued.id]).stdout).toMatch(new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller\n`))
+  const waited = execgate(['plan', 'wait', queued.id])
+  expect([waited.code, waited.stdout]).toEqual([0, expect.stringContaining('report   COMPLETED  stdout: "average 138.1875"')])
+})

@@ -5,7 +5,7 @@
  */
 import type { ExecutionResult, Language, Lane, TaskState } from './api-types'
 
-export const PLAN_STATES = ['RUNNING', 'REVISING', 'COMPLETED', 'FAILED', 'TERMINATED'] as const
+export const PLAN_STATES = ['RUNNING', 'REVISING', 'SUSPENDED', 'COMPLETED', 'FAILED', 'TERMINATED'] as const
 export type PlanState = (typeof PLAN_STATES)[number]
 
 export interface PlanStepSpec {

@@ -36,6 +36,8 @@ const planPaths = {
     get: { summary: 'A plan: its steps with their states, its versions with what changed, its revisions', parameters: [idParameter], responses: { '200': { description: 'the plan', ...planBody }, '404': { description: 'no such plan for this tenant' } } },
     delete: { summary: 'Terminate a plan and its running steps', parameters: [idParameter], responses: { '200': { description: 'the plan, TERMINATED', ...planBody }, '404': { description: 'no such plan for this tenant' }, '409': { description: 'the plan had already ended' } } },
   },
+  '/v1/plans/{id}/suspend': { post: { summary: 'Suspend a running plan: no step starts, running steps are suspended', parameters: [idParameter], responses: { '200': { description: 'the plan, SUSPENDED', ...planBody }, '404': { description: 'no such plan for this tenant' }, '409': { description: 'the plan is not RUNNING' } } } },
+  '/v1/plans/{id}/resume': { post: { summary: 'Resume a suspended plan: its suspended steps run again, completed ones are kept', parameters: [idParameter], responses: { '200': { description: 'the plan, RUNNING', ...planBody }, '404': { description: 'no such plan for this tenant' }, '409': { description: 'the plan is not SUSPENDED' } } } },
   '/v1/plans/{id}/events': {
     get: { summary: "The plan's events as server-sent events (plan, step, revision), until it ends; Last-Event-ID resumes", parameters: [idParameter, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } }], responses: { '200': { description: 'text/event-stream', content: { 'text/event-stream': {} } }, '404': { description: 'no such plan for this tenant' } } },
   },

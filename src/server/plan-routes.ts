@@ -35,6 +35,8 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
   app.get('/v1/plans/:id', async (request) => (await execgate.plans.get(idOf(request), callerOf(request))) ?? Promise.reject(notFound(request)))
 
   app.delete('/v1/plans/:id', async (request) => execgate.plans.cancel(idOf(request), callerOf(request)))
+  app.post('/v1/plans/:id/suspend', async (request) => execgate.plans.suspend(idOf(request), callerOf(request)))
+  app.post('/v1/plans/:id/resume', async (request) => execgate.plans.resume(idOf(request), callerOf(request)))
 
   // Server-sent events: the plan's log in order (`event: plan`, `step` or `revision`, its `seq` as the event id),
   // then live, until the plan ends. `Last-Event-ID` resumes after an event already seen.

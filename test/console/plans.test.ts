@@ -162,6 +162,23 @@ test('the list filters by state; a refused plan shows the server\'s reason; a ru
   expect(await other.locator('.error-message[role=alert]').innerText()).toContain(`no plan "${foreign.id}" for tenant acme (EXECGATE_NOT_FOUND)`)
 })
 
+// After the list's test, which counts the tenant's plans.
+test('Suspend holds a running plan (SUSPENDED, its running step suspended); Resume runs it on to COMPLETED', async () => {
+  const plan = await fixture.call('POST', '/v1/plans', { goal: 'hold on', steps: [{ id: 'slow', language: 'javascript', code: `${busy(1500)}; 21` }, { id: 'double', language: 'javascript', dependsOn: ['slow'], code: 'JSON.parse(await read_file("steps/slow/value.json")) * 2' }] })
+  const page = await fixture.open({ key: ACME, path: `plans/${plan.id}` })
+  const button = (name: string) => page.locator(`.actions button:text-is("${name}")`)
+  await node(page, 'slow', 'RUNNING').waitFor()
+  expect(await button('Resume').isDisabled()).toBe(true)
+  await button('Suspend').click()
+  await planState(page, 'SUSPENDED')
+  await node(page, 'slow', 'SUSPENDED').waitFor()
+  expect([await button('Suspend').isDisabled(), await button('Resume').isDisabled(), await button('Cancel plan').isDisabled()]).toEqual([true, false, false])
+  await button('Resume').click()
+  await planState(page, 'COMPLETED')
+  await node(page, 'double', 'COMPLETED').waitFor()
+  expect([await button('Suspend').isDisabled(), await button('Resume').isDisabled()]).toEqual([true, true])
+})
+
 test('a wrong key on the Plans pages shows a clear message, never a blank page', async () => {
   const refused = async (page: Page) => {
     const alert = page.locator('#login-problem[role=alert]')
@@ -177,7 +194,7 @@ test('a wrong key on the Plans pages shows a clear message, never a blank page',
 
 test('the pages asked only for documented public routes of their own server, with no script error', async () => {
   expect(await undocumentedRequests(fixture)).toEqual([])
-  const used = [/^POST \/v1\/plans$/, /^GET \/v1\/plans$/, /^GET \/v1\/plans\/[^/]+$/, /^GET \/v1\/plans\/[^/]+\/events$/, /^DELETE \/v1\/plans\/[^/]+$/]
+  const used = [/^POST \/v1\/plans$/, /^GET \/v1\/plans$/, /^GET \/v1\/plans\/[^/]+$/, /^GET \/v1\/plans\/[^/]+\/events$/, /^DELETE \/v1\/plans\/[^/]+$/, /^POST \/v1\/plans\/[^/]+\/suspend$/, /^POST \/v1\/plans\/[^/]+\/resume$/]
   expect(used.filter((route) => ![...fixture.requests].some((request) => route.test(request)))).toEqual([])
   expect(fixture.problems).toEqual([])
 })

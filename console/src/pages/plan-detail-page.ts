@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { TaskState } from '../api-types'
-import type { Plan, PlanEvent, PlanStepView } from '../api-types-fabric'
+import type { Plan, PlanEvent, PlanState, PlanStepView } from '../api-types-fabric'
 import { DagGraph, type GraphNode } from '../components/dag-graph'
 import { Badge, ErrorMessage, Loading } from '../components/feedback'
 import { PlanRevisions, PlanVersions } from '../components/plan-versions'
@@ -17,9 +17,16 @@ const ENDED: readonly TaskState[] = ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPE
 
 type LiveStep = { state: TaskState; reason: string; attempt: number }
 
+/** The plan states each action is offered in (the server answers 409 in any other). */
+const CAN: Record<'cancel' | 'suspend' | 'resume', readonly PlanState[]> = {
+  cancel: ['RUNNING', 'REVISING', 'SUSPENDED'],
+  suspend: ['RUNNING'],
+  resume: ['SUSPENDED'],
+}
+
 /**
  * One plan: its current version's steps as a graph and a table, their states live from GET /v1/plans/:id/events; its
- * versions and what each revision changed; Cancel (DELETE). The plan API has no suspend or resume.
+ * versions and what each revision changed; Cancel (DELETE), Suspend and Resume (POST …/suspend, …/resume).
  */
 export function PlanDetailPage({ api, params }: PageProps) {
   const id = params.id!
@@ -29,7 +36,7 @@ export function PlanDetailPage({ api, params }: PageProps) {
   // The stream's word on each step, by `<version>:<stepId>`: newer than the last GET while a step moves.
   const [live, setLive] = useState<Record<string, LiveStep>>({})
   const [selected, setSelected] = useState<string>()
-  const [busy, setBusy] = useState(false)
+  const [busy, setBusy] = useState<string>()
   const [actionError, setActionError] = useState<unknown>()
   const reloadTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined)
 
@@ -55,15 +62,15 @@ export function PlanDetailPage({ api, params }: PageProps) {
     return () => clearTimeout(reloadTimer.current)
   }, [path])
 
-  const cancel = async () => {
-    setBusy(true)
+  const act = async (label: string, call: () => Promise<Plan>) => {
+    setBusy(label)
     setActionError(undefined)
     try {
-      setPlan(await api.delete<Plan>(path))
+      setPlan(await call())
     } catch (failure) {
       setActionError(failure)
     } finally {
-      setBusy(false)
+      setBusy(undefined)
     }
   }
 
@@ -85,9 +92,11 @@ export function PlanDetailPage({ api, params }: PageProps) {
     <h1 id="page-title" tabindex="-1">Plan <code>${plan.id}</code></h1>
     <p class="plan-state">State <${Badge} value=${plan.state} /> <span class="muted" role="status">${STREAM_WORDS[stream]}</span></p>
     <div class="actions" role="group" aria-label="Plan actions">
-      <button type="button" disabled=${busy || !(plan.state === 'RUNNING' || plan.state === 'REVISING')} onClick=${cancel}>${busy ? 'Cancelling…' : 'Cancel plan'}</button>
+      <button type="button" disabled=${!!busy || !CAN.cancel.includes(plan.state)} onClick=${() => act('cancel', () => api.delete<Plan>(path))}>${busy === 'cancel' ? 'Cancelling…' : 'Cancel plan'}</button>
+      <button type="button" disabled=${!!busy || !CAN.suspend.includes(plan.state)} onClick=${() => act('suspend', () => api.post<Plan>(`${path}/suspend`))}>${busy === 'suspend' ? 'Suspending…' : 'Suspend'}</button>
+      <button type="button" disabled=${!!busy || !CAN.resume.includes(plan.state)} onClick=${() => act('resume', () => api.post<Plan>(`${path}/resume`))}>${busy === 'resume' ? 'Resuming…' : 'Resume'}</button>
     </div>
-    <p class="hint">Cancel terminates the plan and its running steps. Plans have no suspend or resume: a plan pauses by itself (REVISING) while the reflector revises a failed step.</p>
+    <p class="hint">Cancel terminates the plan and its running steps. Suspend holds a running plan (no step starts, running steps are suspended) until Resume; completed steps never run again. A plan also pauses by itself (REVISING) while the reflector revises a failed step.</p>
     <${ErrorMessage} error=${actionError} />
     <${ErrorMessage} error=${loadError} context="Could not refresh" />
     <dl class="facts">${facts.filter(([, value]) => value !== undefined && value !== '').map(([name, value]) => html`<div><dt>${name}</dt><dd>${String(value)}</dd></div>`)}</dl>

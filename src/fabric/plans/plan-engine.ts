@@ -11,7 +11,8 @@ import type { PlanStore } from './plan-store'
 import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion, type PlanWorkspaceKind } from './plan-types'
 import type { Reflector } from './reflector'
 import { StepLogMirror } from './step-log-mirror'
-import { planVersionDocument, type PlanVersionRecorder } from './plan-versions'
+import { planVersionRecord, type PlanVersionRecorder } from './plan-versions'
+import { alignSteps } from './plan-suspension'
 
 /** The `fabric.plans` settings the engine runs by. */
 export interface PlanSettings {
@@ -172,6 +173,31 @@ export class PlanEngine {
     return ended
   }
 
+  /** Suspends a RUNNING plan: no step starts, running ones are suspended (not failed). Undefined unless it was RUNNING. */
+  suspend = (id: string, reason = 'suspended by the caller') => this.turn(id, 'RUNNING', 'SUSPENDED', reason)
+  /** Resumes a SUSPENDED plan: the steps it held run again, completed ones are kept. Undefined unless it was SUSPENDED. */
+  resume = (id: string, reason = 'resumed by the caller') => this.turn(id, 'SUSPENDED', 'RUNNING', reason)
+
+  /** Moves the plan between RUNNING and SUSPENDED, then its steps after it (plan-suspension.ts). */
+  private async turn(id: string, from: PlanState, to: PlanState, reason: string): Promise<Plan | undefined> {
+    let turned: Plan | undefined
+    await this.serial(id, async () => {
+      let plan = await this.options.store.get(id)
+      // A write another process got to first (a compare-and-set lost) reads the plan again.
+      while (plan?.state === from && !(turned = await this.write(plan, { state: to, reason }, [{ type: 'plan', at: '', version: plan.version, from, to, reason }]))) plan = await this.options.store.get(id)
+      if (turned) await this.align(turned, await this.tasksOf(turned))
+    })
+    if (turned) this.kick(id)
+    return turned
+  }
+
+  /** Holds or lets go of the plan's steps as its state says, and copies what moved into its log. */
+  private async align(plan: Plan, tasks: Map<string, Task>): Promise<boolean> {
+    const moved = await alignSteps(this.options.tasks.scheduler, plan, tasks, () => this.tasksOf(plan))
+    if (moved) await this.mirror(plan, await this.tasksOf(plan))
+    return moved
+  }
+
   /** Advances a plan soon: once now, and once more after that if kicked meanwhile. */
   kick(id: string): void {
     const chain = this.chains.get(id)
@@ -226,8 +252,10 @@ export class PlanEngine {
     let tasks = await this.tasksOf(plan)
     await this.mirror(plan, tasks)
     if (isPlanFinal(plan.state)) return void this.steps.forget(id)
+    if (plan.state === 'SUSPENDED') return void (await this.align(plan, tasks))
     const version = currentVersion(plan)
     if (plan.state === 'RUNNING') {
+      if (await this.align(plan, tasks)) return this.kick(id) // steps it held while suspended, if a resume was cut short
       if (version.steps.some((step) => !tasks.has(step.taskId))) return this.submitTasks(plan) // a crash between the version and its tasks
       const failed = version.steps.filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined).sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]
       if (!failed) {
@@ -336,17 +364,8 @@ export class PlanEngine {
    * ledger that cannot write now keeps the record queued ahead of the runs and writes it when it can: the plan goes on.
    */
   private async recordVersion(plan: Plan, version: PlanVersion): Promise<void> {
-    const { recordVersion } = this.options
-    if (!recordVersion) return
     try {
-      await recordVersion({
-        tenant: plan.tenant,
-        planId: plan.id,
-        version: version.version,
-        ...(version.version > 1 ? { previousVersion: version.version - 1 } : {}),
-        document: planVersionDocument(plan, version),
-        reason: version.reason,
-      })
+      await this.options.recordVersion?.(planVersionRecord(plan, version))
     } catch (error) {
       this.options.logger?.warn({ planId: plan.id, version: version.version, err: describeError(error) }, 'the plan version was not recorded in the ledger yet')
     }

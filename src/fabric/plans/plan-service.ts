@@ -31,10 +31,14 @@ export interface PlanService {
   /** Validates the plan, stores it and submits its first steps; resolves with the plan RUNNING. */
   run(spec: PlanSpec, caller?: TaskCaller): Promise<PlanView>
   get(id: string, caller?: TaskCaller): Promise<PlanView | undefined>
-  /** Until the plan ends; at `timeoutMs` it returns the plan as it is. */
+  /** Until the plan ends or is suspended; at `timeoutMs` it returns the plan as it is. */
   wait(id: string, options?: TaskCaller & { timeoutMs?: number }): Promise<PlanView>
   /** Terminates the plan and its running steps. */
   cancel(id: string, caller?: TaskCaller): Promise<PlanView>
+  /** RUNNING → SUSPENDED: no step starts, running steps' tasks are suspended; EXECGATE_PLAN_CONFLICT from another state. */
+  suspend(id: string, caller?: TaskCaller): Promise<PlanView>
+  /** SUSPENDED → RUNNING: the steps it suspended run again, completed ones are kept; EXECGATE_PLAN_CONFLICT from another state. */
+  resume(id: string, caller?: TaskCaller): Promise<PlanView>
   list(filter?: { state?: PlanState; limit?: number; cursor?: string; order?: 'oldest' | 'newest' }, caller?: TaskCaller): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
   /** The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends. */
   events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanEvent>
@@ -72,6 +76,8 @@ export function unsupportedPlanService(storeKind: string): PlanService {
     get: () => Promise.reject(refuse()),
     wait: () => Promise.reject(refuse()),
     cancel: () => Promise.reject(refuse()),
+    suspend: () => Promise.reject(refuse()),
+    resume: () => Promise.reject(refuse()),
     list: () => Promise.reject(refuse()),
     // eslint-disable-next-line require-yield
     events: async function* () {
@@ -136,7 +142,8 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
         // Only the plan's own transitions can end it: its steps' do not need a look.
         const changed = nextChange(id, until - Date.now(), true)
         const plan = await owned(id, waitOptions)
-        if (isPlanFinal(plan.state) || Date.now() >= until) return view(plan)
+        // Suspended, like a task: it waits for a person now, not for its steps.
+        if (isPlanFinal(plan.state) || plan.state === 'SUSPENDED' || Date.now() >= until) return view(plan)
         await changed
       }
     },
@@ -144,8 +151,22 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       await ready()
       const plan = await owned(id, caller)
       const ended = await engine.cancel(id)
-      if (!ended) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state })
+      if (!ended) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state, action: 'cancelled' })
       return view(ended)
+    },
+    async suspend(id, caller) {
+      await ready()
+      const plan = await owned(id, caller)
+      const suspended = await engine.suspend(id)
+      if (!suspended) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state, action: 'suspended (only RUNNING plans can)' })
+      return view(suspended)
+    },
+    async resume(id, caller) {
+      await ready()
+      const plan = await owned(id, caller)
+      const resumed = await engine.resume(id)
+      if (!resumed) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state, action: 'resumed (only SUSPENDED plans can)' })
+      return view(resumed)
     },
     async list(filter = {}, caller) {
       const page = await store.list({ ...filter, tenant: tenantOf(caller) })

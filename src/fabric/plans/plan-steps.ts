@@ -127,11 +127,11 @@ export function changesBetween(previous: PlanVersion, next: readonly PlanStepRec
  * Why a step's task counts as the step failing, or undefined when it does not: FAILED (after its own retries),
  * SUSPENDED (resource exhaustion: in a plan the reflector decides, not a person), or TERMINATED by its own run
  * (timeout, policy violation, a deadline, a caller's cancel). A task ended by its failed dependency or by the engine
- * itself is not a failure of its own: the root failure is what gets revised.
+ * itself, or suspended because its plan was, is not a failure of its own: the root failure is what gets revised.
  */
 export function failureOf(task: Task): string | undefined {
-  if (task.state === 'FAILED' || task.state === 'SUSPENDED') return task.reason
-  if (task.state !== 'TERMINATED') return undefined
+  if (task.state === 'FAILED') return task.reason
+  if (task.state !== 'TERMINATED' && task.state !== 'SUSPENDED') return undefined
   if (task.reason.startsWith(ENGINE_REASON_PREFIX) || task.reason.startsWith('dependency ')) return undefined
   return task.reason
 }

@@ -32,7 +32,7 @@ export interface PlanStore {
    * `plan.rev - 1`. Undefined when another write got there first: the caller reads the plan again.
    */
   update(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[] | undefined>
-  /** Plans not yet ended (RUNNING, REVISING), oldest first: what a starting engine picks up. */
+  /** Plans not yet ended (RUNNING, REVISING, SUSPENDED), oldest first: what a starting engine picks up. */
   active(): Promise<Plan[]>
   /** Appends step events mirrored from the tasks' action logs; an event already mirrored (same task event) is skipped. */
   mirror(planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]): Promise<PlanEvent[]>

@@ -57,9 +57,10 @@ export type PlanWorkspaceKind = (typeof PLAN_WORKSPACE_KINDS)[number]
  * A plan's lifecycle: RUNNING while its steps run; REVISING from a step's failure until a revision is accepted (the
  * plan is paused: no step starts, running ones may finish); then RUNNING again, on the next version. It ends
  * COMPLETED (every step completed), FAILED (a step failed and no revision is left, or there is no reflector) or
- * TERMINATED (cancelled).
+ * TERMINATED (cancelled). SUSPENDED is a caller's pause of a RUNNING plan: no step starts, running ones are suspended,
+ * until it is resumed (RUNNING again) or cancelled.
  */
-export const PLAN_STATES = ['RUNNING', 'REVISING', 'COMPLETED', 'FAILED', 'TERMINATED'] as const
+export const PLAN_STATES = ['RUNNING', 'REVISING', 'SUSPENDED', 'COMPLETED', 'FAILED', 'TERMINATED'] as const
 export type PlanState = (typeof PLAN_STATES)[number]
 
 export function isPlanFinal(state: PlanState): boolean {

@@ -37,3 +37,15 @@ export function planVersionDocument(plan: Pick<Plan, 'id' | 'goal'>, version: Pl
     steps: version.steps,
   }
 }
+
+/** What the recorder is given for one version of a plan. */
+export function planVersionRecord(plan: Pick<Plan, 'id' | 'goal' | 'tenant'>, version: PlanVersion): Parameters<PlanVersionRecorder>[0] {
+  return {
+    tenant: plan.tenant,
+    planId: plan.id,
+    version: version.version,
+    ...(version.version > 1 ? { previousVersion: version.version - 1 } : {}),
+    document: planVersionDocument(plan, version),
+    reason: version.reason,
+  }
+}

@@ -67,7 +67,7 @@ export class SqlitePlanStore implements PlanStore {
       mirrorEvent: prepare('INSERT OR IGNORE INTO plan_events (plan_id, task_id, task_seq, body) VALUES (?, ?, ?, ?)'),
       events: prepare('SELECT seq, plan_id, body FROM plan_events WHERE plan_id = ? AND seq > ? ORDER BY seq'),
       mirrored: prepare('SELECT task_id, MAX(task_seq) AS last FROM plan_events WHERE plan_id = ? AND task_id IS NOT NULL GROUP BY task_id'),
-      active: prepare(`SELECT body FROM plans WHERE state IN ('RUNNING', 'REVISING') ORDER BY seq`),
+      active: prepare(`SELECT body FROM plans WHERE state IN ('RUNNING', 'REVISING', 'SUSPENDED') ORDER BY seq`),
     }
     const append = (planId: string, events: readonly NewPlanEvent[]) =>
       events.map((event) => {
