@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import type { Page } from 'playwright-core'
 import { ACME, GLOBEX, screenshots, startConsole, undocumentedRequests, type ConsoleFixture } from './harness'
 // Functions passed to page.evaluate run in the browser; the project's type library has no DOM, so their globals are declared here.
-declare const document: any
+declare const document: any, location: any
 
 /**
  * The console's Sandboxes pages in headless Chromium, against a real server with API keys and real sandboxes: the

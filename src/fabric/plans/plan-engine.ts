@@ -2,54 +2,17 @@ import { EventEmitter } from 'node:events'
 import os from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { ExecgateError, describeError } from '../../core'
-import type { Logger } from '../../observability/logger'
-import { defaultOwnerAlive, type Task, type TaskService, type TaskState, type WorkspaceAccess } from '../tasks'
+import { defaultOwnerAlive, type Task, type TaskState } from '../tasks'
 import { findPlanProblem } from './plan-schema'
 import { ENGINE_REASON_PREFIX, failureOf, recordsFor, stepWorkspacePrefix, taskSpecFor } from './plan-steps'
-import { currentVersion, decideRevision, revisionContext, stepCheckProblem, type StepCheck } from './plan-revision'
-import type { PlanStore } from './plan-store'
-import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion, type PlanWorkspaceKind } from './plan-types'
-import type { Reflector } from './reflector'
+import { currentVersion, decideRevision, revisionContext, stepCheckProblem } from './plan-revision'
+import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion } from './plan-types'
 import { StepLogMirror } from './step-log-mirror'
-import { planVersionRecord, type PlanVersionRecorder } from './plan-versions'
+import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
+import { planVersionRecord } from './plan-versions'
 import { alignSteps } from './plan-suspension'
 
-/** The `fabric.plans` settings the engine runs by. */
-export interface PlanSettings {
-  /** Revisions a plan may have (refused ones count); a plan may ask for fewer. */
-  maxRevisions: number
-  maxSteps: number
-  /** Workspace access every step's runs get over the caller's policy, so it reads its inputs; undefined grants none. */
-  workspaceAccess?: WorkspaceAccess
-  /** Modules the steps may import, told to the reflector (the policy's static checks enforce it). */
-  allowedImports: readonly string[]
-  /** Where steps' workspaces live for a plan that does not say (`fabric.plans.workspaces`). @default 'memory' */
-  workspaces?: PlanWorkspaceKind
-  /** Whether a bucket is configured (`fabric.s3.bucket`): a plan may keep its steps' workspaces there only then. */
-  bucket?: boolean
-}
-
-export interface PlanEngineOptions {
-  store: PlanStore
-  tasks: TaskService
-  check: StepCheck
-  settings: PlanSettings
-  /** Without one, a failed step fails its plan at once. */
-  reflector?: Reflector
-  /** Records every version (the first, and each accepted revision) before its steps run: the artifact ledger's. */
-  recordVersion?: PlanVersionRecorder
-  logger?: Logger
-  /** How often plans whose steps run in other processes are looked at, in ms. @default 1000 */
-  tickMs?: number
-  /** This process's name in `plan.owner` while it revises a plan. @default host:pid */
-  owner?: string
-  ownerAlive?: (owner: string) => boolean
-}
-
-export interface PlanCaller {
-  tenant: string
-  profile?: string
-}
+export type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
 
 const IN_FLIGHT: readonly TaskState[] = ['SPAWNING', 'RUNNING']
 /** Task states after which the plan may have something to decide. */

@@ -1,0 +1,44 @@
+import type { Logger } from '../../observability/logger'
+import type { TaskService, WorkspaceAccess } from '../tasks'
+import type { StepCheck } from './plan-revision'
+import type { PlanStore } from './plan-store'
+import type { PlanWorkspaceKind } from './plan-types'
+import type { Reflector } from './reflector'
+import type { PlanVersionRecorder } from './plan-versions'
+
+/** The `fabric.plans` settings the engine runs by. */
+export interface PlanSettings {
+  /** Revisions a plan may have (refused ones count); a plan may ask for fewer. */
+  maxRevisions: number
+  maxSteps: number
+  /** Workspace access every step's runs get over the caller's policy, so it reads its inputs; undefined grants none. */
+  workspaceAccess?: WorkspaceAccess
+  /** Modules the steps may import, told to the reflector (the policy's static checks enforce it). */
+  allowedImports: readonly string[]
+  /** Where steps' workspaces live for a plan that does not say (`fabric.plans.workspaces`). @default 'memory' */
+  workspaces?: PlanWorkspaceKind
+  /** Whether a bucket is configured (`fabric.s3.bucket`): a plan may keep its steps' workspaces there only then. */
+  bucket?: boolean
+}
+
+export interface PlanEngineOptions {
+  store: PlanStore
+  tasks: TaskService
+  check: StepCheck
+  settings: PlanSettings
+  /** Without one, a failed step fails its plan at once. */
+  reflector?: Reflector
+  /** Records every version (the first, and each accepted revision) before its steps run: the artifact ledger's. */
+  recordVersion?: PlanVersionRecorder
+  logger?: Logger
+  /** How often plans whose steps run in other processes are looked at, in ms. @default 1000 */
+  tickMs?: number
+  /** This process's name in `plan.owner` while it revises a plan. @default host:pid */
+  owner?: string
+  ownerAlive?: (owner: string) => boolean
+}
+
+export interface PlanCaller {
+  tenant: string
+  profile?: string
+}
