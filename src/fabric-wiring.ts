@@ -71,7 +71,7 @@ export function planServiceFor(parts: FabricParts, tasks: TaskService, options: 
     check: (request, checkOptions) => parts.service.check(request, checkOptions),
     ...planServiceOptionsFrom(config.fabric, config.security.defaultPolicy.allowedImports, options.reflector),
     // Each version in the ledger, so its steps' runs name it (prov:plan) and revisions link (wasRevisionOf).
-    ...(config.fabric.ledger.enabled ? { recordVersion: (version) => ledger.recordPlanVersion(version) } : {}),
+    ...(config.fabric.ledger.enabled ? { recordVersion: (version) => ledger.queuePlanVersion(version) } : {}),
     ...(options.run === false ? { run: false } : {}),
     logger: parts.logger,
   })

@@ -45,7 +45,7 @@ export function disabledLedger(): LedgerService {
   const off = async (): Promise<never> => {
     throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
   }
-  return { provenance: off, record: off, lineage: off, artifact: off, verify: off, export: off, recordPlanVersion: off, recordSandboxFile: off, tenants: off, applyRetention: off, flush: async () => undefined, close: async () => undefined }
+  return { provenance: off, record: off, lineage: off, artifact: off, verify: off, export: off, recordPlanVersion: off, queuePlanVersion: off, recordSandboxFile: off, tenants: off, applyRetention: off, flush: async () => undefined, close: async () => undefined }
 }
 
 /** The ledger the config describes; stores open at first use. A bad storage setting throws here, at start-up. */

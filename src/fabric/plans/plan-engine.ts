@@ -323,7 +323,7 @@ export class PlanEngine {
   }
 
   /**
-   * The ledger's record of a version, written before its steps run so their runs' records name it (`prov:plan`). A
+   * The ledger's record of a version, queued before its steps run so their runs' records name it (`prov:plan`). A
    * ledger that cannot write now keeps the record queued ahead of the runs and writes it when it can: the plan goes on.
    */
   private async recordVersion(plan: Plan, version: PlanVersion): Promise<void> {

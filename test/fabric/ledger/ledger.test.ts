@@ -170,6 +170,21 @@ test('plan versions: a step\'s run is associated with its version\'s document, w
   expect(lineage.ancestors.entities.map((entity) => entity.sha256)).toEqual(expect.arrayContaining([v2.document.sha256, v1.document.sha256]))
 })
 
+test('a queued plan version is written with the runs after it, ahead of them, once however often it is queued', async () => {
+  const document = { steps: [{ id: 'a', code: '6 * 7' }] }
+  const before = await execgate.ledger.verify()
+  await execgate.ledger.queuePlanVersion({ planId: 'p-queued', version: 1, document, reason: 'submitted' })
+  await execgate.ledger.queuePlanVersion({ planId: 'p-queued', version: 1, document, reason: 'submitted' })
+  // Nothing waited for a write: the step's run is heard right after, in the same batch.
+  const step = await execgate.execute({ language: 'javascript', code: '6 * 7' }, { provenance: { planId: 'p-queued', planVersion: 1, stepId: 'a' } })
+  const { record } = await execgate.ledger.record(step.runId!)
+  const version = await execgate.ledger.recordPlanVersion({ planId: 'p-queued', version: 1, document, reason: 'submitted' })
+  expect(record).toMatchObject({ planId: 'p-queued', planVersion: 1, planDocument: { sha256: version.document.sha256 } })
+  // One record for the version (queued twice, recorded a third time) and one for the run; the chain still verifies.
+  expect(await execgate.ledger.verify()).toMatchObject({ ok: true, records: before.records + 2 })
+  await expect(execgate.ledger.queuePlanVersion({ planId: '', version: 1, document, reason: 'x' })).rejects.toMatchObject({ code: 'EXECGATE_REQUEST_INVALID' })
+})
+
 test('PROV-JSON of a run: activity, entities, agents and the PROV relations between them', async () => {
   const result = await execgate.execute({ language: 'javascript', code: `await write_file('b.txt', (await read_file('a.txt')).toUpperCase())`, files: [{ path: 'a.txt', content: 'abc' }] })
   const prov = await execgate.ledger.provenance(result.runId!)
