@@ -6,14 +6,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { createExecgate, type Execgate } from '../../src'
 import { serve, type RunningServer } from '../../src/server/serve'
 import { FakeConverse } from '../fakes/converse-server'
+import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
 /** The plan routes and MCP tools over real HTTP on loopback, a real SQLite store, two tenants, a scripted reflector. */
 
 process.env.AWS_ACCESS_KEY_ID = 'AKIDEXECGATETEST'
 process.env.AWS_SECRET_ACCESS_KEY = 'execgate-test-secret'
 
-const ACME = 'acme-key-0123456789abcdef'
-const GLOBEX = 'globex-key-0123456789abcdef'
 const replies: string[] = []
 const converse = new FakeConverse(replies)
 
@@ -43,15 +42,7 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-async function call(url: string, init: { method?: string; key?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-  const response = await fetch(server.url + url, {
-    method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
-    headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: text.startsWith('{') ? JSON.parse(text) : undefined, headers: response.headers }
-}
+const call = httpCaller(() => server.url)
 
 /** The SSE stream's events: id, event type and data. */
 function sse(text: string) {

@@ -3,11 +3,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { createExecgate, type Execgate } from '../../src'
 import { serve, type RunningServer } from '../../src/server/serve'
+import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
 /** POST /v1/plans/:id/suspend and /resume over real HTTP on loopback, a real SQLite store, two tenants, quickjs runs. */
 
-const ACME = 'acme-key-0123456789abcdef'
-const GLOBEX = 'globex-key-0123456789abcdef'
 
 let execgate: Execgate
 let server: RunningServer
@@ -33,15 +32,7 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-async function call(url: string, init: { method?: string; key?: string; body?: unknown } = {}) {
-  const response = await fetch(server.url + url, {
-    method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
-    headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: text.startsWith('{') ? JSON.parse(text) : undefined }
-}
+const call = httpCaller(() => server.url)
 
 const js = (id: string, code: string, dependsOn?: string[]) => ({ id, language: 'javascript', code, ...(dependsOn ? { dependsOn } : {}) })
 

@@ -4,14 +4,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { createExecgate, type Execgate } from '../../src'
 import { serve, type RunningServer } from '../../src/server/serve'
+import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
 /**
  * Sandbox files to and from the ledger over real HTTP on loopback (native shell; SQLite records and blob folder in a
  * temp dataDir), with two tenants: POST /v1/sandboxes/:id/artifacts, PUT …/files/*?sha256=, start's files by digest.
  */
 
-const ACME = 'acme-key-0123456789abcdef'
-const GLOBEX = 'globex-key-0123456789abcdef'
 const UNKNOWN = 'e'.repeat(64)
 
 let execgate: Execgate
@@ -37,19 +36,7 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-async function call(url: string, init: { method?: string; key: string; body?: unknown; raw?: Buffer }) {
-  const response = await fetch(server.url + url, {
-    method: init.method ?? (init.body !== undefined || init.raw ? 'POST' : 'GET'),
-    headers: {
-      authorization: `Bearer ${init.key}`,
-      ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...(init.raw ? { 'content-type': 'application/octet-stream' } : {}),
-    },
-    body: init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: text.startsWith('{') ? JSON.parse(text) : undefined, headers: response.headers }
-}
+const call = httpCaller(() => server.url)
 
 const start = async (key: string, body: unknown = { adapter: 'shell' }) => call('/v1/sandboxes', { key, body })
 

@@ -6,11 +6,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { createExecgate, type Execgate } from '../../src'
 import { serve, type RunningServer } from '../../src/server/serve'
 import { foldersUnder, until } from '../fabric/sandboxes/resources'
+import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
 /** The sandbox routes and MCP tools over real HTTP on loopback, on the native shell and bubblewrap, with two tenants. */
 
-const ACME = 'acme-key-0123456789abcdef'
-const GLOBEX = 'globex-key-0123456789abcdef'
 
 let execgate: Execgate
 let server: RunningServer
@@ -36,21 +35,7 @@ afterAll(async () => {
   fs.rmSync(root, { recursive: true, force: true })
 })
 
-async function call(url: string, init: { method?: string; key?: string; body?: unknown; raw?: Buffer; headers?: Record<string, string> } = {}) {
-  const response = await fetch(server.url + url, {
-    method: init.method ?? (init.body !== undefined || init.raw ? 'POST' : 'GET'),
-    headers: {
-      ...(init.key ? { authorization: `Bearer ${init.key}` } : {}),
-      ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...(init.raw ? { 'content-type': 'application/octet-stream' } : {}),
-      ...init.headers,
-    },
-    body: init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
-  })
-  const bytes = Buffer.from(await response.arrayBuffer())
-  const text = bytes.toString('utf8')
-  return { status: response.status, bytes, text, json: text.startsWith('{') ? JSON.parse(text) : undefined, headers: response.headers }
-}
+const call = httpCaller(() => server.url)
 
 test('start, exec (state kept, cd not), inspect, list and stop a sandbox', async () => {
   const created = await call('/v1/sandboxes', { key: ACME, body: { adapter: 'process', idleTimeoutMs: 60_000, files: [{ path: 'data.csv', content: 'a,1\nb,2\n' }] } })

@@ -5,11 +5,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { createExecgate, type Execgate } from '../../src'
 import { serve, type RunningServer } from '../../src/server/serve'
+import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
 /** The task routes over real HTTP on loopback, on a real SQLite store, with two tenants. */
 
-const ACME = 'acme-key-0123456789abcdef'
-const GLOBEX = 'globex-key-0123456789abcdef'
 
 let execgate: Execgate
 let server: RunningServer
@@ -35,15 +34,7 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-async function call(url: string, init: { method?: string; key?: string; body?: unknown; headers?: Record<string, string> } = {}) {
-  const response = await fetch(server.url + url, {
-    method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'),
-    headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: text.startsWith('{') ? JSON.parse(text) : undefined, headers: response.headers }
-}
+const call = httpCaller(() => server.url)
 
 async function settled(id: string, key: string) {
   for (;;) {
