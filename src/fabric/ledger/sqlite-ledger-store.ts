@@ -1,5 +1,4 @@
-import fs from 'node:fs'
-import path from 'node:path'
+import { openSqlite, type Database, type SqliteDriver, type Statement, type Transaction } from '../sqlite'
 import { chainRecord, GENESIS } from './chain'
 import { linksOf } from './entry-links'
 import type { LedgerRecordStore } from './record-store'
@@ -11,24 +10,6 @@ import { GENERATED_ROLES, type ArtifactLink, type ChainPoint, type LinkRole, typ
  * for a task transition's write lock, nor they for it; each can be copied, verified or removed alone). WAL and
  * `synchronous = NORMAL` like the task store: committed records survive a process crash.
  */
-
-interface Statement {
-  run(...params: unknown[]): { changes: number }
-  get(...params: unknown[]): unknown
-  all(...params: unknown[]): unknown[]
-}
-interface Transaction<A extends unknown[], R> {
-  (...args: A): R
-  /** BEGIN IMMEDIATE: takes the write lock first, so two processes appending never deadlock upgrading a read. */
-  immediate(...args: A): R
-}
-interface Database {
-  prepare(sql: string): Statement
-  exec(sql: string): void
-  pragma(sql: string): unknown
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): Transaction<A, R>
-  close(): void
-}
 
 export const LEDGER_SQLITE_FILE_NAME = 'ledger.sqlite'
 
@@ -100,7 +81,7 @@ export interface SqliteLedgerStoreOptions {
   /** The database file (its folder is created); `:memory:` for one that dies with the process. */
   file: string
   /** A better-sqlite3 constructor to use instead of loading the package. */
-  driver?: new (file: string) => Database
+  driver?: SqliteDriver
 }
 
 export class SqliteLedgerStore implements LedgerRecordStore {
@@ -110,16 +91,9 @@ export class SqliteLedgerStore implements LedgerRecordStore {
   private readonly removeAll: Transaction<[string, number, number], string[]>
 
   constructor(options: SqliteLedgerStoreOptions) {
-    if (options.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(options.file)), { recursive: true })
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const Driver = options.driver ?? (require('better-sqlite3') as new (file: string) => Database)
-    this.db = new Driver(options.file)
-    this.db.pragma('journal_mode = WAL')
-    this.db.pragma('synchronous = NORMAL')
-    this.db.pragma('busy_timeout = 5000')
+    this.db = openSqlite(options.file, SCHEMA, options.driver)
     // Links are keyed by digest, so appends touch pages all over that index: a larger cache keeps them in memory.
     this.db.pragma('cache_size = -16000')
-    this.db.exec(SCHEMA)
     const prepare = (sql: string) => this.db.prepare(sql)
     this.statements = {
       insert: prepare('INSERT INTO ledger_records (tenant, seq, id, recorded_at, hash, body) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING'),

@@ -1,6 +1,4 @@
-import fs from 'node:fs'
-import path from 'node:path'
-import type { Database, Statement } from '../tasks/sqlite-task-store'
+import { openSqlite, type Database, type SqliteDriver, type Statement } from '../sqlite'
 import type { PlanListFilter, PlanPage, PlanStore } from './plan-store'
 import type { NewPlanEvent, Plan, PlanEvent } from './plan-types'
 
@@ -40,7 +38,7 @@ function eventFrom(row: { seq: number; plan_id: string; body: string }): PlanEve
 export interface SqlitePlanStoreOptions {
   /** The database file (the task store's); its directory is created when missing. `:memory:` for a throwaway one. */
   file: string
-  driver?: new (file: string) => Database
+  driver?: SqliteDriver
 }
 
 export class SqlitePlanStore implements PlanStore {
@@ -50,14 +48,7 @@ export class SqlitePlanStore implements PlanStore {
   private readonly mirrorMany: (planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]) => PlanEvent[]
 
   constructor(options: SqlitePlanStoreOptions) {
-    if (options.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(options.file)), { recursive: true })
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const Driver = options.driver ?? (require('better-sqlite3') as new (file: string) => Database)
-    this.db = new Driver(options.file)
-    this.db.pragma('journal_mode = WAL')
-    this.db.pragma('synchronous = NORMAL')
-    this.db.pragma('busy_timeout = 5000')
-    this.db.exec(SCHEMA)
+    this.db = openSqlite(options.file, SCHEMA, options.driver)
     const prepare = (sql: string) => this.db.prepare(sql)
     this.statements = {
       insert: prepare('INSERT INTO plans (id, tenant, state, rev, body) VALUES (?, ?, ?, ?, ?)'),

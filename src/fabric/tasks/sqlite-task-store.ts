@@ -1,5 +1,4 @@
-import fs from 'node:fs'
-import path from 'node:path'
+import { openSqlite, type Database, type SqliteDriver, type Statement } from '../sqlite'
 import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-store'
 import type { Task, TaskEvent, TaskState } from './task-types'
 
@@ -9,19 +8,7 @@ import type { Task, TaskEvent, TaskState } from './task-types'
  * committed transition across a process crash (kill -9) and loses at most the last ones on a power loss.
  */
 
-/** The few better-sqlite3 calls used here (the package ships no types; declaring them keeps the surface small). */
-export interface Statement {
-  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
-  get(...params: unknown[]): unknown
-  all(...params: unknown[]): unknown[]
-}
-export interface Database {
-  prepare(sql: string): Statement
-  exec(sql: string): void
-  pragma(sql: string, options?: { simple: boolean }): unknown
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R
-  close(): void
-}
+export type { Database, Statement } from '../sqlite'
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS tasks (
@@ -80,7 +67,7 @@ export interface SqliteTaskStoreOptions {
   /** The database file; its directory is created when missing. `:memory:` for a store that dies with the process. */
   file: string
   /** A better-sqlite3 constructor to use instead of loading the package (tests, bundlers). */
-  driver?: new (file: string) => Database
+  driver?: SqliteDriver
 }
 
 export class SqliteTaskStore implements TaskStore {
@@ -90,16 +77,7 @@ export class SqliteTaskStore implements TaskStore {
   private readonly transitionOne: (id: string, from: readonly TaskState[], change: TaskChange) => { task: Task; event: TaskEvent } | undefined
 
   constructor(options: SqliteTaskStoreOptions) {
-    if (options.file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(options.file)), { recursive: true })
-    // Loaded here, not at import, so a process that never uses tasks never loads the native module.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const Driver = options.driver ?? (require('better-sqlite3') as new (file: string) => Database)
-    this.db = new Driver(options.file)
-    this.db.pragma('journal_mode = WAL')
-    this.db.pragma('synchronous = NORMAL')
-    // Another process (the CLI, a second worker) may hold the write lock for a moment.
-    this.db.pragma('busy_timeout = 5000')
-    this.db.exec(SCHEMA)
+    this.db = openSqlite(options.file, SCHEMA, options.driver)
     const prepare = (sql: string) => this.db.prepare(sql)
     this.statements = {
       insert: prepare(`INSERT INTO tasks (id, tenant, state, priority, ready, not_before, deadline_at, attempts, intent_id, idempotency_key, body)
