@@ -9,7 +9,9 @@ if (!fs.existsSync(cli)) {
   process.exit(2)
 }
 require(cli)
-  .main(process.argv)
+  .main(process.argv, process.stdout, (code) => {
+    process.exitCode = code
+  })
   .then((code) => {
     process.exitCode = code
   })
