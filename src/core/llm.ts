@@ -1,4 +1,5 @@
 import type { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime'
+import { importOptional } from './optional-dependency'
 
 /**
  * A language model, as execgate uses one: a run's `ask_llm`, the code generator (src/agents) and the plan engine's
@@ -40,7 +41,7 @@ export class BedrockConverseProvider implements LlmProvider {
   constructor(private readonly options: BedrockConverseOptions) {}
 
   async complete(request: LlmRequest): Promise<string> {
-    const sdk = await import('@aws-sdk/client-bedrock-runtime')
+    const sdk = await importOptional('bedrock-llm', () => import('@aws-sdk/client-bedrock-runtime'))
     this.client ??= this.options.client ?? (await this.clientFor(sdk))
     const response = await this.client.send(
       new sdk.ConverseCommand({
@@ -60,7 +61,7 @@ export class BedrockConverseProvider implements LlmProvider {
     const { endpoint, region = 'us-east-1' } = this.options
     if (!endpoint) return new sdk.BedrockRuntimeClient({ region })
     // The SDK speaks HTTP/2 to Bedrock; a local server on plain http:// (a proxy, an emulator) speaks HTTP/1.1.
-    const requestHandler = endpoint.startsWith('http://') ? new (await import('@smithy/node-http-handler')).NodeHttpHandler() : undefined
+    const requestHandler = endpoint.startsWith('http://') ? new (await importOptional('bedrock-llm', () => import('@smithy/node-http-handler'))).NodeHttpHandler() : undefined
     return new sdk.BedrockRuntimeClient({ region, endpoint, ...(requestHandler ? { requestHandler } : {}) })
   }
 }
