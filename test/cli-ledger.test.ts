@@ -16,7 +16,7 @@ function execgate(args: string[]) {
 }
 
 beforeAll(() => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli-ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-cli-ledger-'))
   env = { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: path.join(dataDir, 'store'), EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_LOG_LEVEL: 'silent' }
   fs.writeFileSync(path.join(dataDir, 'summary.js'), `const rows = (await read_file('sales.csv')).trim().split('\\n').slice(1); await write_file('total.txt', String(rows.length)); rows.length`)

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
-  DEFAULT_SESSION_LIMITS,
   ExecgateError,
   OutputCapture,
   createResult,
@@ -18,9 +17,12 @@ import {
   type Language,
   type RunInfo,
   type SecurityPolicy,
-  type SessionLimits,
   type ValidationReport,
 } from '../core'
+import {
+  DEFAULT_SESSION_LIMITS,
+  type SessionLimits,
+} from '../runtime'
 import { staticCheck, staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
 import type { RouteDecision, Router } from '../routing/router'

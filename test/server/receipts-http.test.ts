@@ -114,7 +114,7 @@ test("a run's receipt: an in-toto Statement in a DSSE envelope, signed with the 
 })
 
 test('a changed byte, a swapped payload type, another key: each fails with a reason, in the library and the built CLI offline', async () => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli-ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   const run = await call('/v1/executions', { key: GLOBEX, body: { language: 'javascript', code: '6 * 7' } })
   const envelope = (await call(`/v1/runs/${run.json.runId}/receipt`, { key: GLOBEX })).json
   const serverKey = (await call('/v1/ledger/public-key', { key: GLOBEX })).json.publicKeyPem as string
@@ -154,7 +154,7 @@ test('a changed byte, a swapped payload type, another key: each fails with a rea
 }, 60_000)
 
 test("a plan's receipt covers its steps' run receipts by digest; the CLI checks step files against it", async () => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli-ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   const step = (id: string, code: string, dependsOn?: string[]) => ({ id, language: 'javascript', code, ...(dependsOn ? { dependsOn } : {}) })
   const created = await call('/v1/plans', { key: ACME, body: { goal: 'two steps', steps: [step('a', '20'), step('b', '22 + 20', ['a'])] } })
   expect(created.status).toBe(201)

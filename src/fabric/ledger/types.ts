@@ -216,7 +216,7 @@ export interface PlanVersionInput {
   reason?: string
 }
 
-/** What `recordSandboxFile` takes (the SandboxManager calls it, through src/fabric-wiring.ts, for `saveArtifact`). */
+/** What `recordSandboxFile` takes (the SandboxManager calls it, through src/app/fabric-wiring.ts, for `saveArtifact`). */
 export interface SandboxFileInput {
   tenant?: string
   sandboxId: string

@@ -1,10 +1,10 @@
 import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { loadConfig } from './config/load'
-import { EXECGATE_VERSION } from './config/version'
-import { checkPlanSteps, verifyReceipt, type ReceiptVerification } from './fabric/ledger/receipts/verify-receipt'
-import type { PlanPredicate, RunPredicate, Statement } from './fabric/ledger/receipts/statement'
-import { EXPORT_FORMATS, createLedger, type ArtifactLedger, type ExportFormat, type Lineage, type LineageGraph, type VerifyReport } from './fabric/ledger'
+import { loadConfig } from '../config/load'
+import { EXECGATE_VERSION } from '../config/version'
+import { checkPlanSteps, verifyReceipt, type ReceiptVerification } from '../fabric/ledger/receipts/verify-receipt'
+import type { PlanPredicate, RunPredicate, Statement } from '../fabric/ledger/receipts/statement'
+import { EXPORT_FORMATS, createLedger, type ArtifactLedger, type ExportFormat, type Lineage, type LineageGraph, type VerifyReport } from '../fabric/ledger'
 
 /**
  * `execgate ledger …`: the artifact ledger from the command line (docs/ledger.md). It opens the ledger the config
