@@ -69,3 +69,23 @@ test('a run id or digest the tenant has no record of is an error naming it', () 
   expect(missing.stderr).toContain('no run "no-such-run" for tenant local')
   expect(execgate(['ledger', 'lineage', 'xyz']).stderr).toContain('64 hexadecimal characters')
 })
+
+test('ledger receipt, public-key and verify-receipt: the receipt of a CLI run verifies offline with the printed key', () => {
+  const run = execgate(['run', 'summary.js', '--workspace', 'data', '--json'])
+  const { runId } = JSON.parse(run.stdout) as { runId: string }
+  const receiptFile = path.join(dataDir, 'receipt.json')
+  expect(execgate(['ledger', 'receipt', runId, '--out', receiptFile]).code).toBe(0)
+  const key = execgate(['ledger', 'public-key'])
+  expect(key.stdout).toMatch(/^-----BEGIN PUBLIC KEY-----\n/)
+  fs.writeFileSync(path.join(dataDir, 'key.pem'), key.stdout)
+  expect(JSON.parse(execgate(['ledger', 'public-key', '--json']).stdout).keyid).toMatch(/^[0-9a-f]{64}$/)
+  // Generated into fabric.dataDir at the first receipt, mode 0600.
+  expect(fs.statSync(path.join(dataDir, 'store', 'ledger-signing-key.pem')).mode & 0o777).toBe(0o600)
+
+  const verified = execgate(['ledger', 'verify-receipt', receiptFile, '--key', 'key.pem'])
+  expect(verified.code).toBe(0)
+  expect(verified.stdout).toContain(`ok: run ${runId} (ok on quickjs, tenant local`)
+  expect(verified.stdout).toContain(`${sha256('2')}  files/total.txt`)
+  // Another tenant has no such run.
+  expect(execgate(['ledger', 'receipt', runId, '--tenant', 'acme']).stderr).toContain(`no run "${runId}" for tenant acme`)
+})
