@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createExecgate, type ExecutionRequest } from '../src'
 import type { BenchSection, Measurement } from './harness'
@@ -29,8 +33,62 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   return [value, performance.now() - started]
 }
 
+const DEFAULT_ENABLED = ['quickjs', 'monty', 'shell', 'pyodide']
+
+/** createExecgate() with the default embedded set: when it resolves (first tier warm), and when pyodide is warm too. */
+async function readiness(): Promise<Measurement[]> {
+  const resolved: number[] = []
+  const pyodideWarm: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const started = performance.now()
+    const execgate = await createExecgate({ overrides: { execution: { enabled: DEFAULT_ENABLED }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    resolved.push(performance.now() - started)
+    await execgate.ready(['pyodide'])
+    pyodideWarm.push(performance.now() - started)
+    await execgate.dispose()
+  }
+  return [summarize('createExecgate() (quickjs, monty, shell, pyodide): resolves, first tier warm', resolved), summarize('createExecgate(): pyodide warm behind it, from the call', pyodideWarm)]
+}
+
+/** `execgate serve` as a user starts it: from spawning the process to the first `/readyz` 200. */
+async function serveReady(): Promise<Measurement> {
+  const samples: number[] = []
+  const bin = path.join(__dirname, '..', '..', 'bin', 'execgate.js')
+  for (let round = 0; round < ROUNDS; round++) {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-serve-'))
+    const started = performance.now()
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], { env: { ...process.env, EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let text = ''
+        child.stdout.on('data', (chunk: Buffer) => {
+          text += chunk.toString()
+          const match = /"url":"(http:\/\/[^"]+)"/.exec(text)
+          if (match) resolve(match[1]!)
+        })
+        child.once('exit', (code) => reject(new Error(`execgate serve exited ${code}: ${text}`)))
+      })
+      for (;;) {
+        const answer = await fetch(`${url}/readyz`).catch(() => undefined)
+        if (answer?.status === 200) break
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      samples.push(performance.now() - started)
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      // A graceful shutdown on a busy host can take a while; the measurement is over.
+      const killer = setTimeout(() => child.kill('SIGKILL'), 5000)
+      await exited
+      clearTimeout(killer)
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+  return summarize('execgate serve: spawn to first /readyz 200 (node start, module load, first tier warm)', samples)
+}
+
 export async function run(): Promise<BenchSection> {
-  const measurements: Measurement[] = []
+  const measurements: Measurement[] = [...(await readiness()), await serveReady()]
   const ratios: string[] = []
   for (const { adapter, enabled, request } of CASES) {
     for (const warm of [true, false]) {

@@ -9,7 +9,7 @@ import type { AdapterHealth } from './readiness/health'
 import type { ReadinessMonitor, SwitchEvent } from './readiness/readiness-monitor'
 import type { BreakerState } from './readiness/circuit-breaker'
 import * as tokens from './app/tokens'
-import { warmUpAdapters } from './app/warm-up'
+import { AdapterWarmUp } from './app/warm-up'
 import type { TaskService } from './fabric/tasks'
 import { unsupportedPlanService, type PlanService } from './fabric/plans'
 import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from './app/fabric-wiring'
@@ -62,11 +62,14 @@ export interface Execgate {
   /** Ends a session on every adapter that keeps one under this id; true when one did. */
   closeSession(sessionId: string): Promise<boolean>
   /**
-   * Resolves once every enabled adapter that can warm up (`warmUp()`: quickjs, monty, pyodide) is warm or has
-   * failed to (it stays usable, cold; the log says why). `createExecgate()` awaits it unless `warm: false`; then
-   * call it yourself before the first request that must not pay a cold start. Never rejects; safe to call twice.
+   * Without names: resolves once the first-tier adapters (tier 1: quickjs, monty, the shell) are warm or have failed
+   * to (an adapter stays usable, cold; the log says why), and starts the others' warm-ups behind (pyodide, which a
+   * request needing it meanwhile waits for within its own deadline). `createExecgate()` awaits it unless
+   * `warm: false`; `execgate serve` answers `/readyz` 200 from then on. With names (`ready(['pyodide'])`): resolves
+   * once those adapters are warm or have failed, starting their warm-ups if need be; rejects only for a name that is
+   * not enabled (EXECGATE_ADAPTER_UNKNOWN). Safe to call any number of times.
    */
-  ready(): Promise<void>
+  ready(adapters?: readonly string[]): Promise<void>
   /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
   readonly tasks: TaskService
   /** The artifact ledger (docs/ledger.md): every run's provenance, its artifacts and their lineage, per tenant. */
@@ -98,7 +101,7 @@ export interface ExecgateStatus {
   /** The adapter requests without a pin go to; `auto` when routing picks the cheapest available. */
   active: string
   lastSwitch?: SwitchEvent
-  /** The start-up warm-up (`ready()`) has finished: `/readyz` answers ready only after it. */
+  /** The first-tier adapters are warm (`ready()` resolved): `/readyz` answers ready only after it. */
   warmedUp: boolean
   adapters: AdapterStatus[]
   /** Slots in use per lane and queue depth of every adapter, and the in-process batch bound. */
@@ -138,19 +141,15 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   const readiness = container.get<ReadinessMonitor>(tokens.Readiness)
   const config = container.get<Config>(tokens.Config)
   const logger = container.get<Logger>(tokens.Logger)
-  let warming: Promise<void> | undefined
-  let warmedUp = false
-  const ready = () =>
-    (warming ??= warmUpAdapters(registry.list().filter((adapter) => startsWarm(config, adapter.name)), logger).then(() => {
-      warmedUp = true
-    }))
+  const warmUp = new AdapterWarmUp(() => registry.list(), logger, (adapter) => startsWarm(config, adapter.name))
+  const ready = (names?: readonly string[]) => warmUp.ready(names)
   if (warm) await ready()
   const admission = container.get<AdmissionController>(tokens.Admission)
   if (config.readiness.enabled) readiness.start()
   const status = (): ExecgateStatus => ({
     active: readiness.active() ?? 'auto',
     ...(readiness.lastSwitch() ? { lastSwitch: readiness.lastSwitch() } : {}),
-    warmedUp,
+    warmedUp: warmUp.warmedUp,
     adapters: registry.list().map((adapter) => ({
       name: adapter.name,
       tier: adapter.capabilities.tier,

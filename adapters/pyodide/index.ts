@@ -29,7 +29,7 @@ import {
 } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
-import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
+import { PoolWaitTimeout, PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
 
 export const NAME = 'pyodide'
 
@@ -87,7 +87,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.pyodide.poolSize must be a positive integer: value was ${options.poolSize}` })
     }
     this.memoryPollMs = settings.memoryPollMs
-    this.pool = new PyodideProcessPool(poolSize, settings.warmOnStart)
+    // Started by warmUp() (execgate's ready() warms pyodide behind the first tier) or by the first run, never here:
+    // a pool loading CPython at construction would take the cores the first tier warms on.
+    this.pool = new PyodideProcessPool(poolSize, false)
     // One run per pool process: admission counts them as this adapter's slots.
     this.capabilities = { ...this.capabilities, concurrency: poolSize }
     this.sessions = new SessionStore(NAME, options.sessions)
@@ -119,14 +121,21 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       session = { state: opened.state ?? '' }
     }
     let pyodideProcess: PyodideProcess
-    // Waiting for a warm interpreter counts in the duration, not in the code's time limit.
+    // Waiting for a warm interpreter counts in the duration, not in the code's time limit; the wait itself is bounded
+    // by the run's deadline (pyodide warming behind the first tier at start-up: this run waits, no other does).
     const run = new RunController(context)
+    const warming = this.pool.warming
+    const maxWaitMs = Math.max(0, context.deadline - performance.now())
     run.pauseClock()
     try {
-      pyodideProcess = await this.pool.acquire()
+      pyodideProcess = await this.pool.acquire(maxWaitMs)
     } catch (error) {
       run.restartClock()
       run.settle()
+      if (error instanceof PoolWaitTimeout) {
+        const why = warming ? 'pyodide was still warming up (it loads CPython once, in seconds; `ready([\'pyodide\'])` waits for it)' : 'every pyodide interpreter stayed busy'
+        return createResult('timeout', NAME, { message: `[execgate] [pyodide] the code never started: ${why}, past the run's ${Math.round(maxWaitMs)} ms time limit`, usage: { wallMs: performance.now() - started } })
+      }
       return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
     }
     run.restartClock()
@@ -268,6 +277,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
   async checkAvailability(): Promise<Availability> {
     const checkedAt = new Date().toISOString()
     if (this.pool.broken) return { status: 'unavailable', reason: `pyodide cannot start here: ${this.pool.lastFailure}`, checkedAt }
+    // Warming (behind the first tier at start-up, or not started yet): a probe would wait seconds for the warm-up and
+    // hold /readyz with it. It stays routable: a run that needs it waits for it within its own deadline.
+    if (this.pool.warming) return { status: 'available', reason: 'warming up: a run now waits for the interpreter to load, within its own deadline', checkedAt }
     const started = performance.now()
     const probe = await this.execute({ language: 'python', code: '1 + 1' }, internalContext('pyodide-availability', 60_000, 256))
     if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }

@@ -30,6 +30,14 @@ export function pyodideDirectory(): string {
   return path.dirname(require.resolve('pyodide/pyodide.js'))
 }
 
+/** No process became free within the wait a caller allowed. */
+export class PoolWaitTimeout extends Error {
+  constructor(readonly waitedMs: number) {
+    super(`no pyodide interpreter was free within ${Math.round(waitedMs)} ms`)
+    this.name = 'PoolWaitTimeout'
+  }
+}
+
 /** One warm pyodide process. */
 export class PyodideProcess {
   readonly child: ChildProcess
@@ -184,6 +192,7 @@ export class PyodideProcessPool {
   lastFailure: string | undefined
 
   private started = false
+  private loadedOnce = false
 
   constructor(
     readonly size: number,
@@ -207,6 +216,7 @@ export class PyodideProcessPool {
     this.all.add(pyodideProcess)
     pyodideProcess.ready.then(
       () => {
+        this.loadedOnce = true
         this.failures = 0
         this.release(pyodideProcess)
       },
@@ -225,12 +235,30 @@ export class PyodideProcessPool {
     this.spawn()
   }
 
-  async acquire(): Promise<PyodideProcess> {
+  /**
+   * An idle process, or the next one to become idle. `maxWaitMs` bounds the wait (a run's own deadline): past it the
+   * promise rejects with PoolWaitTimeout and the caller is no longer in line.
+   */
+  async acquire(maxWaitMs = Number.POSITIVE_INFINITY): Promise<PyodideProcess> {
     this.start()
     if (this.broken) throw new Error(`pyodide cannot start here: ${this.lastFailure}`)
     const ready = this.idle.shift()
     if (ready) return ready
-    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
+    return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined
+      const waiter = {
+        resolve: (process: PyodideProcess) => (clearTimeout(timer), resolve(process)),
+        reject: (error: Error) => (clearTimeout(timer), reject(error)),
+      }
+      if (Number.isFinite(maxWaitMs)) {
+        timer = setTimeout(() => {
+          const index = this.waiting.indexOf(waiter)
+          if (index >= 0) this.waiting.splice(index, 1)
+          reject(new PoolWaitTimeout(maxWaitMs))
+        }, maxWaitMs)
+      }
+      this.waiting.push(waiter)
+    })
   }
 
   release(pyodideProcess: PyodideProcess): void {
@@ -246,6 +274,11 @@ export class PyodideProcessPool {
     const known = this.all.delete(pyodideProcess)
     pyodideProcess.kill()
     if (known && !this.disposed && !this.broken) this.spawn()
+  }
+
+  /** No interpreter has loaded yet: the pool is warming up (or has not started). */
+  get warming(): boolean {
+    return !this.loadedOnce
   }
 
   /** True when an interpreter is loaded and idle: a run now would not wait for one to start. */

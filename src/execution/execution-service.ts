@@ -180,6 +180,8 @@ export class DefaultExecutionService implements ExecutionService {
       const ticket = await this.admit(adapter, request, policy, options, started)
       if ('status' in ticket) return ticket
       router.dispatched?.(adapter.name)
+      // Still warming (pyodide behind the first tier at start-up): this run waits for it within its own deadline.
+      const warmingWhenChosen = !options.sandbox && adapter.isWarm?.() === false
       const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt, resolved).catch((error: unknown) => {
         ticket.release(0)
         throw error
@@ -188,7 +190,10 @@ export class DefaultExecutionService implements ExecutionService {
       result.admission = { lane: ticket.lane, priority: ticket.priority, queuedMs: ticket.queuedMs }
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
-      if (decision.reason) result.route = { reason: decision.reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
+      if (decision.reason) {
+        const reason = warmingWhenChosen ? `${decision.reason}; ${adapter.name} was still warming up: the run waited for it within its own deadline` : decision.reason
+        result.route = { reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
+      }
       // A sandbox's exec stays in its sandbox: no rerun or fallback on another adapter, which has none of its state.
       if (options.sandbox) return result
       const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved) })

@@ -220,7 +220,13 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     // Not ready while the embedded adapters warm up: a load balancer sends no request that would pay a cold start.
     if (!execgate.status().warmedUp) return reply.code(503).send({ ready: false, warming: true, available: [] })
     let status = execgate.status()
-    if (status.adapters.every((adapter) => adapter.health.state === 'unknown')) status = await execgate.checkNow()
+    if (status.adapters.every((adapter) => adapter.health.state === 'unknown')) {
+      // No health check has finished yet (the slowest, a sandbox spawn on a busy host, can take seconds). An adapter
+      // that has just warmed up has run code: it answers for itself until the monitor's first round lands.
+      const warm = status.adapters.filter((adapter) => adapter.warm === true).map((adapter) => adapter.name)
+      if (warm.length > 0) return reply.code(closing ? 503 : 200).send({ ready: !closing, available: warm })
+      status = await execgate.checkNow()
+    }
     const ready = status.adapters.filter((adapter) => adapter.health.state === 'available' || adapter.health.state === 'degraded').map((adapter) => adapter.name)
     return reply.code(ready.length > 0 && !closing ? 200 : 503).send({ ready: ready.length > 0 && !closing, available: ready })
   })

@@ -29,8 +29,8 @@ export async function serve(execgate: Execgate, options: ServeOptions = {}, hand
   }
   const { app, beginShutdown } = buildServer({ execgate, logger, tenants, bodyLimitBytes: config.server.bodyLimitBytes })
   await app.listen({ host, port: options.port ?? config.server.port })
-  // Listening first keeps /healthz live at once; /readyz answers 503 until the adapters are warm.
-  void execgate.ready().then(() => logger.info({}, 'adapters warm: ready'))
+  // Listening first keeps /healthz live at once; /readyz answers 503 until the first-tier adapters are warm.
+  void execgate.ready().then(() => logger.info({}, 'first-tier adapters warm: ready (pyodide warms behind)'))
   // What sandboxes of a crashed server left (containers, folders, processes) goes now, not at the first sandbox.
   void execgate.sandboxes.sweep()
   const address = app.server.address()
