@@ -29,6 +29,7 @@ import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
 import { classifyExit } from './classify'
+import { learnInterpreterVersions } from './interpreter-versions'
 import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel } from '../shared/shell-script'
 import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
@@ -65,6 +66,9 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private runnerCompiled = false
   /** The egress bridge's forwarder and preload, written at the first run with network. */
   private egressFiles?: EgressBridgeFiles
+  /** Filled in the background at the first run or availability check (capabilities.engines is this object). */
+  private readonly engineVersions: Record<string, string> = {}
+  private learningVersions: Promise<void> | undefined
   private readonly sandboxes = new Set<ProcessSandbox>()
   /** Persistent sandboxes: their folders' root and, as root, the uids they claim (one each). */
   private readonly persistent: { root: string; uids?: { first: number; last: number } }
@@ -113,6 +117,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       network: true,
       cancellable: true,
       sandboxes: true,
+      engines: this.engineVersions,
       ...(syscallFilter ? { syscallFilter } : {}),
     }
   }
@@ -128,6 +133,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
+    this.learningVersions ??= learnInterpreterVersions(this.plan.interpreters, this.engineVersions)
     if (!(LANGUAGES as readonly string[]).includes(request.language)) {
       return createResult('invalid_request', NAME, { message: `[execgate] [process] the process adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
     }
@@ -292,6 +298,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     }
     const started = performance.now()
     const probe = await this.execute({ language: 'bash', code: 'echo ready' }, probeContext())
+    await this.learningVersions
     if (probe.status !== 'ok' || !probe.stdout.includes('ready')) {
       const detail = `${probe.message ?? probe.status} ${probe.stderr}`.trim()
       const hint = /namespace|Operation not permitted|setting up uid map/i.test(detail) ? ' (user namespaces are disabled or restricted for this user: sysctl kernel.unprivileged_userns_clone=1)' : ''
@@ -305,7 +312,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   }
 
   async dispose(): Promise<void> {
-    await Promise.allSettled([...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
+    await Promise.allSettled([this.learningVersions, ...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
     if (this.plan.pythonRunnerPyc) fs.rmSync(path.dirname(this.plan.pythonRunnerPyc), { recursive: true, force: true })
     this.plan.pythonRunnerPyc = undefined
   }
