@@ -6,7 +6,9 @@ import type { ArtifactRef, LedgerEntry, PlanVersionRecord, RunRecord, SandboxFil
  * `wasGeneratedBy` (files, long streams, the value), `wasDerivedFrom` (each output from each thing its run used),
  * `wasAssociatedWith` (the run and its adapter, with the plan version's document as `prov:plan` for a plan step),
  * `actedOnBehalfOf` (the adapter for the tenant), and `wasRevisionOf` for plan versions, which PROV-JSON writes as
- * `wasDerivedFrom` with `prov:type` `prov:Revision`.
+ * `wasDerivedFrom` with `prov:type` `prov:Revision`. The network hosts a run reached through the egress gateway are
+ * entities too (`host:<name>:<port>`), `used` by the run in the role `network`; hosts it was refused are counted on
+ * the run (`execgate:egressDenied`), since it never used them.
  */
 
 type Attribute = string | number | boolean | { $: string; type: string }
@@ -30,6 +32,7 @@ export const PROV_PREFIXES = {
   sandbox: 'urn:execgate:sandbox:',
   adapter: 'urn:execgate:adapter:',
   tenant: 'urn:execgate:tenant:',
+  host: 'urn:execgate:host:',
   sha256: 'urn:sha256:',
   xsd: 'http://www.w3.org/2001/XMLSchema#',
 }
@@ -158,6 +161,32 @@ export class ProvDocumentBuilder {
       this.relation('wasGeneratedBy', { 'prov:entity': output, 'prov:activity': activity, 'prov:time': entry.endedAt })
       for (const source of used) this.relation('wasDerivedFrom', { 'prov:generatedEntity': output, 'prov:usedEntity': source, 'prov:activity': activity })
     }
+    this.addHosts(entry, activity)
+  }
+
+  /** One entity per host:port the run reached (requests and bytes summed), `used` in the role `network`. */
+  private addHosts(entry: RunRecord, activity: string): void {
+    if (!entry.egress?.length) return
+    const hosts = new Map<string, { host: string; port: number; requests: number; bytesIn: number; bytesOut: number }>()
+    let denied = 0
+    for (const request of entry.egress) {
+      if (request.decision !== 'allowed') {
+        denied++
+        continue
+      }
+      const key = `${request.host}:${request.port}`
+      const totals = hosts.get(key) ?? { host: request.host, port: request.port, requests: 0, bytesIn: 0, bytesOut: 0 }
+      totals.requests++
+      totals.bytesIn += request.bytesIn
+      totals.bytesOut += request.bytesOut
+      hosts.set(key, totals)
+    }
+    for (const [key, totals] of hosts) {
+      const id = `host:${key}`
+      this.document.entity[id] ??= { 'prov:type': qname('execgate:NetworkHost'), 'prov:label': key, 'execgate:host': totals.host, 'execgate:port': totals.port }
+      this.relation('used', { 'prov:activity': activity, 'prov:entity': id, 'prov:role': 'network', 'execgate:requests': totals.requests, 'execgate:bytesIn': totals.bytesIn, 'execgate:bytesOut': totals.bytesOut })
+    }
+    if (denied) this.document.activity[activity]!['execgate:egressDenied'] = denied
   }
 
   build(): ProvDocument {
