@@ -4,6 +4,14 @@ import { processesOf } from '../../adapters/process/uid-pool'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
 import { CANARY_FILE, ENV_CANARY, descendantPids, describeHostileCases, loadHostileCases, ownExecgate } from '../hostile/hostile-runner'
 
+// bubblewrap, installed by scripts/setup/bubblewrap.sh (npm run test:ci): without it every test here fails with that command.
+beforeAll(async () => {
+  const probe = new ProcessAdapter()
+  const availability = await probe.checkAvailability()
+  await probe.dispose()
+  if (availability.status !== 'available') throw new Error(`the process adapter's sandbox is not ready (run bash scripts/setup/bubblewrap.sh): ${availability.reason}`)
+}, 60_000)
+
 describeAdapterContract('process', () => new ProcessAdapter())
 
 const SANDBOX_UIDS = Array.from({ length: 16 }, (_, index) => 61000 + index)
@@ -97,7 +105,7 @@ describe('process adapter: the sandbox itself, without the static check', () => 
     const started = Date.now()
     const result = await adapter.execute({ language: 'bash', code: "trap '' TERM INT HUP\nfor i in 1 2 3; do (while :; do :; done) & done\nwait" }, contractContext({ ...open, wallTimeMs: 500 }))
     expect(result.status).toBe('timeout')
-    expect(Date.now() - started).toBeLessThan(3000)
+    expect(Date.now() - started).toBeLessThan(10 * 500) // killed, not waited for: an outer bound of ten times the limit
     expect(liveSandboxProcesses()).toEqual([])
   }, 30_000)
 
