@@ -95,8 +95,9 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
 
   test('over budget, the work goes on: continueRequest gives the answer once it is ready, once', async () => {
     const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 50 })
-    // Long enough to pass 50 ms anywhere, short enough for the default 5 s limit on a busy machine.
-    const code = 'let total = 0\nfor (let i = 0; i < 5e6; i++) total += i % 7\ntotal'
+    // 400 ms of wall time: past the 50 ms budget on any machine, far inside the default 5 s limit on a loaded one
+    // (a fixed count of iterations is neither: it took over 5 s at a load average of 30).
+    const code = 'const started = Date.now()\nwhile (Date.now() - started < 400) {}\n14999995'
     const slow = await handler.handleComputationRequest({ description: 'a long sum', code, language: 'javascript', channel: 'voice' })
     expect(slow).toMatchObject({ outcome: 'over_budget', continuation: expect.any(String) })
     const answer = await handler.continueRequest(slow.continuation!)
