@@ -23,6 +23,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions } from './options'
+import { writeEgressBridgeFiles, type EgressBridgeFiles } from './egress-bridge'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { packFiles, unpackFiles } from './tar'
@@ -63,6 +64,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private readonly bashCost = new CalibratedShellCost(BASH_COST)
   private readonly running = new Set<Promise<unknown>>()
   private runnerCompiled = false
+  /** The egress bridge's forwarder and preload, written at the first run with network. */
+  private egressFiles?: EgressBridgeFiles
   /** Filled in the background at the first run or availability check (capabilities.engines is this object). */
   private readonly engineVersions: Record<string, string> = {}
   private learningVersions: Promise<void> | undefined
@@ -110,7 +113,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       ...(this.uids ? { concurrency: this.uids.capacity } : {}),
       workspace: true,
       streaming: true,
-      network: false,
+      // Only through the egress gateway's proxy socket bound into the run's own network namespace (egress-bridge.ts).
+      network: true,
       cancellable: true,
       sandboxes: true,
       engines: this.engineVersions,
@@ -151,7 +155,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const collectFiles = context.policy.filesystem === 'sandboxed'
     const files = context.files ?? request.files ?? []
     const run = await this.track(
-      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles }, request.code, context, output, {
+      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles, ...(await this.egressFor(context)) }, request.code, context, output, {
         filesArchive: files.length > 0 ? packFiles(files) : undefined,
         stdin: request.stdin,
       }),
@@ -171,6 +175,13 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
     })
+  }
+
+  /** The run's way out through the egress gateway, when its policy allows any network. */
+  private async egressFor(context: ExecutionContext): Promise<Pick<RunShape, 'egress'>> {
+    if (!context.egress) return {}
+    this.egressFiles ??= writeEgressBridgeFiles()
+    return { egress: { socketPath: (await context.egress.endpoint()).socketPath, files: this.egressFiles } }
   }
 
   /** Acquires a uid (the wait does not count against the code's time), runs, then makes sure the uid is empty. */
