@@ -110,8 +110,8 @@ test('the hosts a run reached are PROV entities of its ledger record; refused on
   expect(result.status).toBe('ok')
   const prov = await execgate.ledger.provenance(result.runId!)
   const host = `host:api.example.test:${servers.https.port}`
-  expect(prov.entity[host]).toEqual({ 'prov:type': { $: 'execgate:NetworkHost', type: 'xsd:QName' }, 'prov:label': `api.example.test:${servers.https.port}`, 'execgate:host': 'api.example.test', 'execgate:port': servers.https.port })
-  expect(Object.values(prov.used)).toEqual(expect.arrayContaining([{ 'prov:activity': `run:${result.runId}`, 'prov:entity': host, 'prov:role': 'network', 'execgate:requests': 2, 'execgate:bytesIn': 38, 'execgate:bytesOut': 0 }]))
-  expect(prov.activity[`run:${result.runId}`]).toMatchObject({ 'execgate:egressDenied': 1 })
+  expect(prov.entity[host]).toEqual({ 'prov:type': { $: 'execgate:Host', type: 'xsd:QName' }, 'prov:label': `api.example.test:${servers.https.port}`, 'execgate:host': 'api.example.test', 'execgate:port': servers.https.port })
+  expect(Object.values(prov.used)).toEqual(expect.arrayContaining([{ 'prov:activity': `run:${result.runId}`, 'prov:entity': host, 'prov:role': 'egress', 'execgate:requests': 2, 'execgate:bytesIn': 38, 'execgate:bytesOut': 0 }]))
+  expect(prov.activity[`run:${result.runId}`]).toMatchObject({ 'execgate:egressDenied': 1, 'execgate:egressRequests': 3 })
   expect((await execgate.ledger.record(result.runId!)).record).toMatchObject({ egress: [expect.objectContaining({ decision: 'allowed' }), expect.objectContaining({ decision: 'allowed' }), expect.objectContaining({ decision: 'denied', host: 'evil.test' })] })
 })
