@@ -17,6 +17,8 @@ export const KEY = 'tools-test-key-0123456789'
 export interface ToolBackends {
   execgate: Execgate
   client: ExecgateClient
+  /** The served execgate's base URL (tenant `tools`, key KEY). */
+  url: string
   modes: { name: 'in-process' | 'remote'; runner: () => CodeRunner; startSandbox: () => Promise<SandboxLike & { stop(): Promise<void> }> }[]
   stop(): Promise<void>
 }
@@ -31,6 +33,7 @@ export async function startToolBackends(): Promise<ToolBackends> {
   return {
     execgate,
     client,
+    url: server.url,
     modes: [
       { name: 'in-process', runner: () => execgate, startSandbox: () => execgate.sandboxes.start({ adapter: 'shell' }) },
       { name: 'remote', runner: () => client, startSandbox: () => client.sandboxes.start({ adapter: 'shell' }) },
