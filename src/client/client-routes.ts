@@ -40,8 +40,9 @@ export const CLIENT_ROUTES = {
   lineage: { method: 'GET', path: '/v1/artifacts/{sha256}/lineage' },
   provenance: { method: 'GET', path: '/v1/runs/{id}/provenance' },
   record: { method: 'GET', path: '/v1/runs/{id}/record' },
-  /** Signed run receipts (issue 26): a server without them answers 404, which the client reports as EXECGATE_NOT_FOUND. */
-  receipt: { method: 'GET', path: '/v1/runs/{id}/receipt', optional: true },
+  receipt: { method: 'GET', path: '/v1/runs/{id}/receipt' },
+  planReceipt: { method: 'GET', path: '/v1/plans/{id}/receipt' },
+  publicKey: { method: 'GET', path: '/v1/ledger/public-key' },
   exportLedger: { method: 'GET', path: '/v1/ledger/export' },
   verifyLedger: { method: 'GET', path: '/v1/ledger/verify' },
 } as const satisfies Record<string, { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; path: string; optional?: boolean }>

@@ -3,6 +3,7 @@
  * JavaScript), so code moves between an in-process `Execgate` and a remote `ExecgateClient` unchanged.
  */
 import type { ExecutionResult } from '../core'
+import type { LedgerService } from '../fabric/ledger'
 import type { TaskEvent } from '../fabric/tasks'
 
 export type { ExecutionRequest, ExecutionResult, ExecutionStatus, Language, ValidationReport, WorkspaceFile, SandboxFileEntry } from '../core'
@@ -40,3 +41,9 @@ export interface RemoteBytes {
   content: Uint8Array
   mediaType: string
 }
+
+/** A signed receipt: an in-toto Statement in a DSSE envelope (Ed25519), verifiable offline (docs/ledger.md). */
+export type ReceiptEnvelope = Awaited<ReturnType<LedgerService['receipt']>>
+
+/** The Ed25519 public key receipts verify with. */
+export type LedgerPublicKey = Awaited<ReturnType<LedgerService['publicKey']>>

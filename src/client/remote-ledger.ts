@@ -1,4 +1,4 @@
-import type { ExportOptions, Lineage, LineageLimits, OpenLineageRunEvent, ProvDocument, RemoteBytes, RunProvenanceRecord, VerifyReport } from './client-types'
+import type { ExportOptions, LedgerPublicKey, Lineage, LineageLimits, OpenLineageRunEvent, ProvDocument, ReceiptEnvelope, RemoteBytes, RunProvenanceRecord, VerifyReport } from './client-types'
 import type { CallOptions, HttpTransport } from './http-transport'
 
 /** `client.ledger`: provenance, lineage, exports and receipts of the tenant's runs (docs/ledger.md). */
@@ -15,12 +15,19 @@ export class RemoteLedger {
     return this.http.json('record', { params: { id: runId } }, options)
   }
 
-  /**
-   * The run's signed receipt (an in-toto Statement in a DSSE envelope), verifiable offline. A server without
-   * receipts answers EXECGATE_NOT_FOUND.
-   */
-  receipt(runId: string, options?: CallOptions): Promise<Record<string, unknown>> {
+  /** The run's signed receipt: an in-toto Statement in a DSSE envelope (Ed25519), verifiable offline. */
+  receipt(runId: string, options?: CallOptions): Promise<ReceiptEnvelope> {
     return this.http.json('receipt', { params: { id: runId } }, options)
+  }
+
+  /** A plan's signed receipt, covering its steps' run receipts and its versions' documents. */
+  planReceipt(planId: string, options?: CallOptions): Promise<ReceiptEnvelope> {
+    return this.http.json('planReceipt', { params: { id: planId } }, options)
+  }
+
+  /** The public key receipts verify with (`keyid`, PEM). */
+  publicKey(options?: CallOptions): Promise<LedgerPublicKey> {
+    return this.http.json('publicKey', {}, options)
   }
 
   lineage(sha256: string, limits: LineageLimits = {}, options?: CallOptions): Promise<Lineage> {

@@ -137,10 +137,13 @@ const scenario: Record<string, () => Promise<void>> = {
     expect(await client.ledger.verify()).toMatchObject({ ok: true })
     const exported = await client.ledger.export('openlineage', { limit: 5 })
     expect(Array.isArray(exported)).toBe(true)
-    // Receipts (issue 26): where the server signs them the client reads them; without, the code says so.
-    const receipt = await client.ledger.receipt(run.runId!).catch((error: unknown) => error)
-    if (isExecgateClientError(receipt)) expect(receipt.code).toBe('EXECGATE_NOT_FOUND')
-    else expect(receipt).toEqual(expect.objectContaining({}))
+    // The run's signed receipt: a DSSE envelope whose Statement names the run, signed by the key the server publishes.
+    const receipt = await client.ledger.receipt(run.runId!)
+    expect(receipt.payloadType).toBe('application/vnd.in-toto+json')
+    expect(Buffer.from(receipt.payload, 'base64').toString()).toContain(run.runId!)
+    const key = await client.ledger.publicKey()
+    expect(receipt.signatures[0]!.keyid).toBe(key.keyid)
+    await expect(client.ledger.receipt('no-such-run')).rejects.toMatchObject({ code: 'EXECGATE_NOT_FOUND', status: 404 })
   },
 
   async errors_by_code() {

@@ -31,7 +31,7 @@ function propertiesOf(typeName: string): Map<string, boolean> {
 
 /** What each route sends and reads, by the client's type names (its methods' parameter and result types). */
 const BODIES: Partial<Record<RouteName, string>> = { execute: 'ExecutionRequest', submitTask: 'TaskSpec', resumeTask: 'ResumeChanges', runPlan: 'PlanSpec', startSandbox: 'SandboxStartOptions', execSandbox: 'SandboxExecRequest' }
-const RESULTS: Partial<Record<RouteName, string>> = { execute: 'ExecutionResult', execSandbox: 'ExecutionResult', submitTask: 'Task', getTask: 'Task', cancelTask: 'Task', suspendTask: 'Task', resumeTask: 'Task', runPlan: 'PlanView', getPlan: 'PlanView', cancelPlan: 'PlanView', suspendPlan: 'PlanView', resumePlan: 'PlanView' }
+const RESULTS: Partial<Record<RouteName, string>> = { execute: 'ExecutionResult', execSandbox: 'ExecutionResult', submitTask: 'Task', getTask: 'Task', cancelTask: 'Task', suspendTask: 'Task', resumeTask: 'Task', runPlan: 'PlanView', getPlan: 'PlanView', cancelPlan: 'PlanView', suspendPlan: 'PlanView', resumePlan: 'PlanView', receipt: 'ReceiptEnvelope', planReceipt: 'ReceiptEnvelope', publicKey: 'LedgerPublicKey' }
 const QUERIES: Partial<Record<RouteName, string[]>> = {
   listTasks: [...propertiesOf('ListOptions').keys(), 'intentId'],
   listPlans: [...propertiesOf('ListOptions').keys()],

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { createExecgate, type Execgate } from '../../src'
 import { buildServer } from '../../src/server/app'
 import type { Logger } from '../../src/observability/logger'
-import * as tokens from '../../src/tokens'
+import * as tokens from '../../src/app/tokens'
 
 /**
  * The servers the client scenario suites (TypeScript and Python) run against, on loopback:
