@@ -7,7 +7,7 @@ import type { ExecuteOptions, ExecutionService } from './execution/types'
 import type { Logger } from './observability/logger'
 import type { AdapterHealth } from './readiness/health'
 import type { ReadinessMonitor, SwitchEvent } from './readiness/readiness-monitor'
-import type { BreakerState } from './routing/circuit-breaker'
+import type { BreakerState } from './readiness/circuit-breaker'
 import * as tokens from './app/tokens'
 import { warmUpAdapters } from './app/warm-up'
 import type { TaskService } from './fabric/tasks'
@@ -229,3 +229,4 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     },
   }
 }
+export { EgressGateway, tableResolver, systemResolver, type EgressGatewayOptions, type EgressResolver, type SecretDefinition } from './egress'

@@ -5,6 +5,7 @@ import {
   OutputCapture,
   createResult,
   enforcementTable,
+  importOptional,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -19,7 +20,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { BEDROCK_OPTIONS_SCHEMA, type BedrockAdapterOptions, type BedrockOptions } from './options'
-import { loadTypeScript } from '../../src/policy'
+import { loadTypeScript } from '../../src/runtime'
 import { RECORD_SEPARATOR, parseReport } from '../shared/run-report'
 import { mapAwsError } from './map-error'
 import { wrapJavaScript, wrapPython } from './wrap'
@@ -78,7 +79,7 @@ export class BedrockAdapter implements CodeExecutionAdapter {
 
   /** The SDK is loaded on first use. Credentials come from the standard AWS chain, never from execgate's config. */
   private async sdk() {
-    const sdk = await import('@aws-sdk/client-bedrock-agentcore')
+    const sdk = await importOptional('bedrock', () => import('@aws-sdk/client-bedrock-agentcore'))
     this.client ??= this.options.client ?? new sdk.BedrockAgentCoreClient({ region: this.settings.region, ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}), maxAttempts: 2 })
     return { sdk, client: this.client }
   }
