@@ -3,6 +3,7 @@ import type { Logger } from '../../observability/logger'
 import { ArtifactLedger, type LedgerService } from './ledger'
 import { openBlobStore, openRecordStore, s3SettingsFrom, type LedgerFabricSettings } from './open-stores'
 import { ThreadedLedgerWriter } from './threaded-writer'
+import { loadSigningKey } from './receipts/signing-key'
 
 export { openBlobStore, openRecordStore, s3SettingsFrom, type LedgerFabricSettings } from './open-stores'
 
@@ -11,7 +12,7 @@ export function disabledLedger(): LedgerService {
   const off = async (): Promise<never> => {
     throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
   }
-  return { provenance: off, record: off, lineage: off, artifact: off, verify: off, export: off, recordPlanVersion: off, queuePlanVersion: off, recordSandboxFile: off, tenants: off, applyRetention: off, flush: async () => undefined, close: async () => undefined }
+  return { provenance: off, record: off, receipt: off, planReceipt: off, publicKey: off, lineage: off, artifact: off, verify: off, export: off, recordPlanVersion: off, queuePlanVersion: off, recordSandboxFile: off, tenants: off, applyRetention: off, flush: async () => undefined, close: async () => undefined }
 }
 
 /** The ledger the config describes; stores open at first use. A bad storage setting throws here, at start-up. */
@@ -23,6 +24,7 @@ export function createLedger(fabric: LedgerFabricSettings, options: { execgateVe
     openBlobs: () => openBlobStore(fabric),
     execgateVersion: options.execgateVersion,
     outputThresholdBytes: fabric.ledger.outputThresholdBytes,
+    signingKey: () => loadSigningKey(fabric.ledger.signing.key, fabric.dataDir),
     retention: { maxAgeDays: retention.maxAgeDays, maxBytesPerTenant: retention.maxBytesPerTenant, intervalMinutes: retention.intervalMinutes },
     queueLimit: fabric.ledger.queueLimit,
     ...(options.logger ? { logger: options.logger } : {}),

@@ -12,6 +12,9 @@ import type { LedgerRecordStore } from './record-store'
 import { applyRetention, type RetentionPolicy, type RetentionReport } from './retention'
 import { canonicalJson, captureRun, sha256 } from './run-capture'
 import { JSON_MEDIA_TYPE, mediaTypeOf } from './media-types'
+import type { DsseEnvelope } from './receipts/dsse'
+import { ReceiptIssuer, type LedgerPublicKey } from './receipts/receipt-issuer'
+import type { SigningKey } from './receipts/signing-key'
 import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, PlanVersionRecord, SandboxFileInput, SandboxFileRecord, VerifyReport } from './types'
 
 export { DEFAULT_TENANT } from './ledger-writer'
@@ -32,6 +35,8 @@ export interface ArtifactLedgerOptions {
   writer?: (hooks: { onLost(count: number): void }) => LedgerWriterPort
   /** Records waiting to be written (heard, not yet written) at most; past it a run's record is counted lost and logged. @default 10000 */
   queueLimit?: number
+  /** The receipt-signing key, loaded (or generated) at the first receipt; without it receipts are refused. */
+  signingKey?: () => SigningKey
 }
 
 /** The ledger's queue, for metrics (`execgate_ledger_*`) and for an operator. */
@@ -57,6 +62,12 @@ export interface LedgerService {
   export(format: 'prov-json', caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument>
   export(format: 'openlineage', caller?: LedgerCaller, options?: ExportOptions): Promise<OpenLineageRunEvent[]>
   export(format: ExportFormat, caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument | OpenLineageRunEvent[]>
+  /** The run's signed receipt: an in-toto Statement in a DSSE envelope, signed with the server's Ed25519 key. */
+  receipt(runId: string, caller?: LedgerCaller): Promise<DsseEnvelope>
+  /** A plan's signed receipt, covering its steps' run receipts by digest and its versions' documents. */
+  planReceipt(planId: string, caller?: LedgerCaller): Promise<DsseEnvelope>
+  /** The public key receipts verify with. */
+  publicKey(): Promise<LedgerPublicKey>
   /** Records a plan version, links it to the one it revises, and answers once it is written. */
   recordPlanVersion(input: PlanVersionInput): Promise<{ id: string; seq: number; document: ArtifactRef }>
   /**
@@ -108,6 +119,8 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   private readonly writer: LedgerWriterPort
   private readonly queueLimit: number
   private readonly queries: LedgerQueries
+  private readonly receipts: ReceiptIssuer
+  private signingKey: SigningKey | undefined
   private closed = false
 
   constructor(private readonly options: ArtifactLedgerOptions) {
@@ -124,6 +137,11 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
         ownsStores: false,
         ...(options.logger ? { logger: options.logger } : {}),
       })
+    this.receipts = new ReceiptIssuer(
+      () => this.open().records,
+      (runId, tenant) => this.queries.record(runId, tenant),
+      () => (this.signingKey ??= this.loadSigningKey()),
+    )
     const retention = options.retention
     if (retention && retention.intervalMinutes > 0 && (retention.maxAgeDays > 0 || retention.maxBytesPerTenant > 0)) {
       this.retentionTimer = setInterval(() => {
@@ -131,6 +149,11 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
       }, retention.intervalMinutes * 60_000)
       this.retentionTimer.unref()
     }
+  }
+
+  private loadSigningKey(): SigningKey {
+    if (!this.options.signingKey) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: 'this ledger has no receipt-signing key (fabric.ledger.signing.key)' })
+    return this.options.signingKey()
   }
 
   private open(): { records: LedgerRecordStore; blobs: BlobStore } {
@@ -246,6 +269,20 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   async record(runId: string, caller: LedgerCaller = {}): Promise<RunProvenanceRecord> {
     await this.flush()
     return this.queries.record(runId, caller.tenant ?? DEFAULT_TENANT)
+  }
+
+  async receipt(runId: string, caller: LedgerCaller = {}): Promise<DsseEnvelope> {
+    await this.flush()
+    return this.receipts.run(runId, caller.tenant ?? DEFAULT_TENANT)
+  }
+
+  async planReceipt(planId: string, caller: LedgerCaller = {}): Promise<DsseEnvelope> {
+    await this.flush()
+    return this.receipts.plan(planId, caller.tenant ?? DEFAULT_TENANT)
+  }
+
+  async publicKey(): Promise<LedgerPublicKey> {
+    return this.receipts.publicKey()
   }
 
   async lineage(sha: string, caller: LedgerCaller = {}, limits?: LineageLimits): Promise<Lineage> {

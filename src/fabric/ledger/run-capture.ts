@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 // Single files, not the core's index: the writer thread loads this module, and starts faster without the rest.
-import { LANGUAGES, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type WorkspaceFile } from '../../core/types'
+import { LANGUAGES, type EgressRecord, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type WorkspaceFile } from '../../core/types'
 import type { RunInfo } from '../../core/adapter'
 import { workspaceFileBytes } from '../../core/workspace-files'
 import { JSON_MEDIA_TYPE, TEXT_PLAIN, codeMediaType, mediaTypeOf } from './media-types'
@@ -18,7 +18,7 @@ export type CapturedRunInfo = Omit<RunInfo, 'policy'>
 export interface CapturedRun {
   run: CapturedRunInfo
   /** The resolved policy's digest and limits, computed once per policy object (policies are shared between runs). */
-  policy?: { sha256: string; limits: RunLimits }
+  policy?: PolicySummary
   traceId: string
   adapter: string
   status: ExecutionResult['status']
@@ -35,6 +35,7 @@ export interface CapturedRun {
   durationMs: number
   error?: { type: string; code?: string }
   fallbackFrom?: { adapter: string; reason: string }
+  egress?: EgressRecord[]
 }
 
 function files(list: unknown): WorkspaceFile[] {
@@ -72,6 +73,8 @@ export function captureRun(result: ExecutionResult, request: ExecutionRequest, r
     durationMs: result.durationMs,
     ...(result.error ? { error: { type: result.error.type, ...(result.error.code ? { code: result.error.code } : {}) } } : {}),
     ...(result.fallbackFrom ? { fallbackFrom: { ...result.fallbackFrom } } : {}),
+    // Copied: the caller owns the result's array once it has the result.
+    ...(Array.isArray(result.egress) && result.egress.length > 0 ? { egress: result.egress.map((request) => ({ ...request })) } : {}),
   }
 }
 
@@ -89,12 +92,19 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null'
 }
 
-const policySummaries = new WeakMap<SecurityPolicy, { sha256: string; limits: RunLimits }>()
+/** A resolved policy as a record names it. One object per policy: a batch of runs under one policy is cloned to the writer thread once. */
+export interface PolicySummary {
+  sha256: string
+  limits: RunLimits
+  policy: SecurityPolicy
+}
+
+const policySummaries = new WeakMap<SecurityPolicy, PolicySummary>()
 
 /** The policy's digest and limits, cached by the policy object: the result's path pays a lookup, not a hash. */
-export function policySummary(policy: SecurityPolicy): { sha256: string; limits: RunLimits } {
+export function policySummary(policy: SecurityPolicy): PolicySummary {
   let summary = policySummaries.get(policy)
-  if (!summary) policySummaries.set(policy, (summary = { sha256: sha256(canonicalJson(policy)), limits: limitsOf(policy) }))
+  if (!summary) policySummaries.set(policy, (summary = { sha256: sha256(canonicalJson(policy)), limits: limitsOf(policy), policy }))
   return summary
 }
 
@@ -174,7 +184,9 @@ export function describeRun(captured: CapturedRun, settings: { tenant: string; e
     ...(run.tier !== undefined ? { tier: run.tier } : {}),
     execgateVersion: settings.execgateVersion,
     code,
-    ...(captured.policy ? { policySha256: captured.policy.sha256, limits: captured.policy.limits } : {}),
+    ...(captured.policy ? { policySha256: captured.policy.sha256, limits: captured.policy.limits, policy: captured.policy.policy } : {}),
+    ...(captured.egress ? { egress: captured.egress } : {}),
+    engines: { node: process.version, ...run.engines },
     startedAt: new Date(run.startedAt).toISOString(),
     endedAt: new Date(run.endedAt).toISOString(),
     status: captured.status,
