@@ -24,12 +24,14 @@ import {
   callHostFunction,
   type SessionLimits,
   RunController,
+  PoolWaitTimeout,
   internalContext,
   stoppedOutcome,
 } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
-import { PoolWaitTimeout, PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
+import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
+import { packageVersions } from '../shared/engine-versions'
 
 export const NAME = 'pyodide'
 
@@ -50,6 +52,7 @@ const POST_RUN_CHECK_MS = 2000
 export class PyodideAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
+    engines: packageVersions(['pyodide']),
     languages: LANGUAGES,
     tier: 3,
     isolation: 'wasm in a child process under the Node permission model (read-only pyodide files, no processes, empty env)',
@@ -97,7 +100,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
 
   /** Resolves once one interpreter of the pool is loaded, so the next run pays no cold start. */
   warmUp(): Promise<void> {
-    return this.pool.warmUp()
+    return this.pool.warmOne()
   }
 
   isWarm(): boolean {
@@ -106,7 +109,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
 
   /** Resolves once the pool has finished warming. */
   warm(): Promise<void> {
-    return this.pool.warm()
+    return this.pool.settled()
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -133,7 +136,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       run.restartClock()
       run.settle()
       if (error instanceof PoolWaitTimeout) {
-        const why = warming ? 'pyodide was still warming up (it loads CPython once, in seconds; `ready([\'pyodide\'])` waits for it)' : 'every pyodide interpreter stayed busy'
+        const why = warming ? "pyodide was still warming up (it loads CPython once, in seconds; `ready(['pyodide'])` waits for it)" : 'every pyodide interpreter stayed busy'
         return createResult('timeout', NAME, { message: `[execgate] [pyodide] the code never started: ${why}, past the run's ${Math.round(maxWaitMs)} ms time limit`, usage: { wallMs: performance.now() - started } })
       }
       return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
@@ -197,7 +200,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         clearTimeout(checkTimer)
         run.settle()
         if (keep) this.pool.release(pyodideProcess)
-        else this.pool.replace(pyodideProcess)
+        else void this.pool.replace(pyodideProcess)
         if (!answered) resolve(outcome)
       }
       const stop = (status: ExecutionStatus, type: string, message: string, code?: string) => {
@@ -263,7 +266,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       pyodideProcess.child.send({ type: 'parse', id, code })
     })
     if (problem === 'died') {
-      this.pool.replace(pyodideProcess)
+      void this.pool.replace(pyodideProcess)
       return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: '[execgate] [pyodide] the interpreter exited while parsing' }]), implemented: false }
     }
     this.pool.release(pyodideProcess)

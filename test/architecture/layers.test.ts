@@ -23,10 +23,16 @@ export const LAYERS: readonly (readonly [prefix: string, layer: number])[] = [
   ['src/routing/', 4],
   ['adapters/', 4],
   ['src/execution/', 5],
+  // The egress gateway's policy engine, beside the ExecutionService that starts it for each run.
+  ['src/egress/', 5],
   // The egress gateway's policy engine and proxy, beside the execution service that opens a run's egress.
   ['src/egress/', 5],
   ['src/agents/', 6],
   ['src/fabric/', 6],
+  // The HTTP client (execgate/client) speaks the fabric's types (type-only) and nothing of the server; the framework
+  // tools (execgate/ai-sdk, …) take an Execgate or an ExecgateClient by shape, importing neither.
+  ['src/client/', 6],
+  ['src/tools/', 6],
   ['src/app/', 7],
   ['src/index.ts', 7],
   ['src/server/', 8],
