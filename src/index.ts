@@ -64,7 +64,7 @@ export interface Execgate {
   /**
    * Without names: resolves once the first-tier adapters (tier 1: quickjs, monty, the shell) are warm or have failed
    * to (an adapter stays usable, cold; the log says why), and starts the others' warm-ups behind (pyodide, which a
-   * request needing it meanwhile waits for within its own deadline). `createExecgate()` awaits it unless
+   * request needing it meanwhile waits for, its route saying so). `createExecgate()` awaits it unless
    * `warm: false`; `execgate serve` answers `/readyz` 200 from then on. With names (`ready(['pyodide'])`): resolves
    * once those adapters are warm or have failed, starting their warm-ups if need be; rejects only for a name that is
    * not enabled (EXECGATE_ADAPTER_UNKNOWN). Safe to call any number of times.
@@ -192,7 +192,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       return explainPolicy(resolved, adapter)
     },
     async closeSession(sessionId) {
-      const closed = await Promise.all(registry.list().map((adapter) => adapter.closeSession?.(sessionId) ?? false))
+      const closed = await Promise.all(registry.list().map(async (adapter) => (await adapter.closeSession?.(sessionId)) ?? false))
       const workspace = service.closeSession?.(sessionId) ?? false
       return closed.some(Boolean) || workspace
     },

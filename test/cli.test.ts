@@ -112,6 +112,7 @@ describe('execgate CLI', () => {
   })
 
   test('--workspace DIR is read through an in-memory overlay; --save-files keeps what the code wrote', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- one call in one test
     const saved = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'execgate-saved-'))
     try {
       const { code, stdout } = execgate(['run', 'examples/monthly-summary.py', '--workspace', 'examples/workspace', '--save-files', saved])

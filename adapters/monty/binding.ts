@@ -33,6 +33,7 @@ export function loadMontyBinding(): MontyBinding {
   if (binding) return binding
   const name = PACKAGES[`${process.platform}-${process.arch}`]
   if (!name) throw new Error(`monty has no native binding for ${process.platform}-${process.arch}`)
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the binding's name is known only at run time
   binding = require(name) as MontyBinding
   return binding
 }

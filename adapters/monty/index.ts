@@ -22,7 +22,6 @@ import {
   resultFromJob,
   runWorkerJob,
   type JobMessage,
-  type SessionLimits,
   scanPython,
 } from '../../src/runtime'
 import { isMontyException, loadMontyBinding } from './binding'

@@ -23,6 +23,7 @@ const port: Port = parentPort ?? { postMessage: (message) => process.send!(messa
 const flags = parentPort ? new Int32Array(workerData.flags as SharedArrayBuffer) : new Int32Array(1)
 const pendingHostCalls = new Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>()
 // The package is ESM; Node 20.19+ loads it through require.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- synchronous load in the worker (ESM package, loaded through require)
 const monty = require('@pydantic/monty') as MontyModule
 
 /** Thrown from the print callback to stop a run whose output passed the cap. */

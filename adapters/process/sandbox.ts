@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import type { Language, SecurityPolicy } from '../../src/core'
+import type { SecurityPolicy } from '../../src/core'
 import { egressBridgeArgs, type EgressBridgeFiles } from './egress-bridge'
 import { FD, NODE_RUNNER, PYTHON_RUNNER, SANDBOX_PATHS, launcherScript, type LauncherLimits } from './runners'
 

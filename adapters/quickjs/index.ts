@@ -21,7 +21,6 @@ import {
   runWorkerJob,
   type JobMessage,
   SessionStore,
-  type SessionLimits,
   parseJavaScript,
   parseTypeScript,
 } from '../../src/runtime'

@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger'
 /**
  * The tier whose adapters gate readiness: the in-process interpreters (quickjs, monty, the shell), warm in well under
  * a second. Slower ones (pyodide, ~4 s of a core to load CPython) warm behind them, after, so they do not take the
- * cores the first tier needs; a request that needs one meanwhile waits for it within its own deadline.
+ * cores the first tier needs; a request that needs one meanwhile waits for it (its route says so).
  */
 export const READY_TIER = 1
 

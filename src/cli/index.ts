@@ -356,7 +356,7 @@ export async function main(argv: string[] = process.argv, out: NodeJS.WritableSt
 }
 
 if (require.main === module) {
-  main(process.argv, process.stdout, (code) => (process.exitCode = code)).then((code) => {
+  void main(process.argv, process.stdout, (code) => (process.exitCode = code)).then((code) => {
     process.exitCode = code
   })
 }

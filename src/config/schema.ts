@@ -1,4 +1,4 @@
-import { FILESYSTEM_ACCESS, LANES, POLICY_LIMITS, type FilesystemAccess, type Lane, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
+import { FILESYSTEM_ACCESS, LANES, type FilesystemAccess, type Lane, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/option-schemas'
 import { formats } from './formats'
 import { FABRIC_SCHEMA, type FabricConfig } from './fabric-schema'

@@ -21,7 +21,9 @@ let loaded: X509Module | undefined
 function x509(): X509Module {
   if (!loaded) {
     // @peculiar/x509's container (tsyringe) needs the Reflect metadata polyfill; inversify has it loaded already.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a side-effect polyfill, loaded with x509 on first use
     require('reflect-metadata')
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, synchronously
     loaded = require('@peculiar/x509') as X509Module
     loaded.cryptoProvider.set(webcrypto as unknown as Parameters<X509Module["cryptoProvider"]["set"]>[0])
   }

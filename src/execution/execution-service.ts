@@ -180,7 +180,7 @@ export class DefaultExecutionService implements ExecutionService {
       const ticket = await this.admit(adapter, request, policy, options, started)
       if ('status' in ticket) return ticket
       router.dispatched?.(adapter.name)
-      // Still warming (pyodide behind the first tier at start-up): this run waits for it within its own deadline.
+      // Still warming (pyodide behind the first tier at start-up): this run waits for it, and its route says so.
       const warmingWhenChosen = !options.sandbox && adapter.isWarm?.() === false
       const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt, resolved).catch((error: unknown) => {
         ticket.release(0)
@@ -191,7 +191,7 @@ export class DefaultExecutionService implements ExecutionService {
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) {
-        const reason = warmingWhenChosen ? `${decision.reason}; ${adapter.name} was still warming up: the run waited for it within its own deadline` : decision.reason
+        const reason = warmingWhenChosen ? `${decision.reason}; ${adapter.name} was still warming up: the run waited for it (its code's time limit starts when it does)` : decision.reason
         result.route = { reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
       }
       // A sandbox's exec stays in its sandbox: no rerun or fallback on another adapter, which has none of its state.

@@ -64,7 +64,7 @@ function acceptEmptyJsonBodies(app: FastifyInstance): void {
       done(null, undefined)
       return
     }
-    parseJson(request, body.toString(), done)
+    void parseJson(request, body.toString(), done)
   })
 }
 

@@ -32,7 +32,7 @@ export function registerObservationRoutes(app: FastifyInstance, execgate: Execga
   const binding = execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(activity).getIdentifier()
   const history = new ReadinessHistory(execgate.readiness)
   app.addHook('onClose', async () => {
-    execgate.container.unbind(binding)
+    await execgate.container.unbind(binding)
     history.close()
   })
   // A tenant sees only its own runs; the open server's single caller sees all of them.

@@ -63,6 +63,7 @@ describe('the extra corpus beside the repository', () => {
   const freshCorpus = () => {
     let loaded!: typeof import('./corpus')
     jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- a fresh copy of the module, which import cannot give
       loaded = require('./corpus')
     })
     return loaded

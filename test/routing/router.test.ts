@@ -69,6 +69,7 @@ describe('routing by language and tier (real adapters)', () => {
   })
 
   test('explainPolicy reports the enforcement table and required limits', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module under test, read once here
     const explanation = execgate.explainPolicy('process', { ...execgate.explainPolicy('quickjs') && (require('../../src').DEFAULT_POLICY), required: ['hostCalls', 'memory'] })
     expect(explanation.usable).toBe(false)
     expect(explanation.rows.find((row) => row.limit === 'hostCalls')).toMatchObject({ enforcement: 'none', required: true, satisfied: false })

@@ -101,6 +101,7 @@ describe('HTTP API over real HTTP on loopback', () => {
     expect({ status: wrong.status, code: wrong.json.error.code, message: wrong.json.error.message }).toEqual({ status: 401, code: 'EXECGATE_UNAUTHORIZED', message: '[execgate] the API key is not valid' })
     expect((await call('/healthz')).json).toEqual({ status: 'up' })
     expect((await call('/readyz')).json).toMatchObject({ ready: true, available: expect.arrayContaining(['quickjs', 'monty']) })
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json read where it is compared
     expect((await call('/docs/json')).json).toMatchObject({ openapi: '3.1.0', info: { version: require('../../package.json').version }, paths: { '/v1/executions': expect.any(Object) } })
   })
 

@@ -8,6 +8,7 @@ import type { ValidationIssue } from '../../core'
 
 let typescript: typeof TS | undefined
 export function loadTypeScript(): typeof TS {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the compiler is large: loaded synchronously on first use
   typescript ??= require('typescript') as typeof TS
   return typescript
 }
