@@ -21,6 +21,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   ledger: () => import('./ledger'),
   plans: () => import('./plans'),
   sandboxes: () => import('./sandboxes'),
+  data: () => import('./data'),
 }
 
 async function main(): Promise<void> {

@@ -278,6 +278,11 @@ export interface AdapterCapabilities {
    * (docs/sandboxes.md). @default false
    */
   readonly sandboxes?: boolean
+  /**
+   * Third-party Python packages the code can import here, by import name (`pandas`, `numpy`; src/core/packages.ts).
+   * Routing sends Python that imports one of them only to adapters that list it. @default []
+   */
+  readonly packages?: readonly string[]
 }
 
 /** Where a run sits in the fabric: set by the task scheduler (task, attempt) and the plan engine (plan, version, step). */
