@@ -1,4 +1,5 @@
-import type { CodeExecutionAdapter, Language, SessionLimits } from '../src/core'
+import type { CodeExecutionAdapter, Language } from '../src/core'
+import type { SessionLimits } from '../src/runtime'
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from './option-schemas'
 
 export { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig }
@@ -79,7 +80,7 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
   },
   lambda: {
     name: 'lambda',
-    description: "execgate's own function on AWS Lambda (adapters/lambda/function): JavaScript, TypeScript, Python",
+    description: "execgate's own function on AWS Lambda (deploy/lambda): JavaScript, TypeScript, Python",
     languages: ['javascript', 'typescript', 'python'],
     create: async (options) => new (await import('./lambda')).LambdaAdapter(options.lambda),
   },

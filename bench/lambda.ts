@@ -1,5 +1,5 @@
 import { LambdaAdapter } from '../adapters/lambda'
-import { ServerlessOffline } from '../adapters/lambda/function/offline'
+import { ServerlessOffline } from '../deploy/lambda/offline'
 import { createExecgate } from '../src'
 import { measureInterleaved, type BenchSection } from './harness'
 

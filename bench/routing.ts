@@ -1,6 +1,6 @@
 import { DEFAULT_POLICY, createExecgate } from '../src'
 import type { Router } from '../src/routing/router'
-import * as tokens from '../src/tokens'
+import * as tokens from '../src/app/tokens'
 import { measureInterleaved, type BenchSection } from './harness'
 
 /**

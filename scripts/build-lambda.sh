@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds the deployable Lambda package for execgate's function (adapters/lambda/function):
-#   dist/lambda/execgate-lambda.zip  — handler adapters/lambda/function/handler.execute, Node.js 20 (x86_64)
-# Deploy it with adapters/lambda/function/template.yaml (SAM) or serverless.yml; see docs/adapters/lambda.md.
+# Builds the deployable Lambda package for execgate's function (deploy/lambda):
+#   dist/lambda/execgate-lambda.zip  — handler deploy/lambda/handler.execute, Node.js 20 (x86_64)
+# Deploy it with deploy/lambda/template.yaml (SAM) or serverless.yml; see docs/adapters/lambda.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm run build >/dev/null
 OUT=dist/lambda
 rm -rf "$OUT" && mkdir -p "$OUT/package"
-cp -r dist/src dist/adapters "$OUT/package/"
+cp -r dist/src dist/adapters dist/deploy "$OUT/package/"
 mkdir -p "$OUT/package/config" && cp config/default.json "$OUT/package/config/"
 node -e '
   const root = require("./package.json")
@@ -19,4 +19,4 @@ node -e '
 # Linux x64 binaries whatever the build machine (monty ships one native package per platform).
 (cd "$OUT/package" && npm install --omit=dev --os=linux --cpu=x64 --libc=glibc --no-audit --no-fund --loglevel=error >/dev/null)
 (cd "$OUT/package" && python3 -m zipfile -c ../execgate-lambda.zip .)
-echo "[execgate] $(du -h "$OUT/execgate-lambda.zip" | cut -f1) $OUT/execgate-lambda.zip (handler: adapters/lambda/function/handler.execute)"
+echo "[execgate] $(du -h "$OUT/execgate-lambda.zip" | cut -f1) $OUT/execgate-lambda.zip (handler: deploy/lambda/handler.execute)"

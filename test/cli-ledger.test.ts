@@ -16,7 +16,7 @@ function execgate(args: string[]) {
 }
 
 beforeAll(() => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli-ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-cli-ledger-'))
   env = { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: path.join(dataDir, 'store'), EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_LOG_LEVEL: 'silent' }
   fs.writeFileSync(path.join(dataDir, 'summary.js'), `const rows = (await read_file('sales.csv')).trim().split('\\n').slice(1); await write_file('total.txt', String(rows.length)); rows.length`)
@@ -68,4 +68,24 @@ test('a run id or digest the tenant has no record of is an error naming it', () 
   expect(missing.code).toBe(2)
   expect(missing.stderr).toContain('no run "no-such-run" for tenant local')
   expect(execgate(['ledger', 'lineage', 'xyz']).stderr).toContain('64 hexadecimal characters')
+})
+
+test('ledger receipt, public-key and verify-receipt: the receipt of a CLI run verifies offline with the printed key', () => {
+  const run = execgate(['run', 'summary.js', '--workspace', 'data', '--json'])
+  const { runId } = JSON.parse(run.stdout) as { runId: string }
+  const receiptFile = path.join(dataDir, 'receipt.json')
+  expect(execgate(['ledger', 'receipt', runId, '--out', receiptFile]).code).toBe(0)
+  const key = execgate(['ledger', 'public-key'])
+  expect(key.stdout).toMatch(/^-----BEGIN PUBLIC KEY-----\n/)
+  fs.writeFileSync(path.join(dataDir, 'key.pem'), key.stdout)
+  expect(JSON.parse(execgate(['ledger', 'public-key', '--json']).stdout).keyid).toMatch(/^[0-9a-f]{64}$/)
+  // Generated into fabric.dataDir at the first receipt, mode 0600.
+  expect(fs.statSync(path.join(dataDir, 'store', 'ledger-signing-key.pem')).mode & 0o777).toBe(0o600)
+
+  const verified = execgate(['ledger', 'verify-receipt', receiptFile, '--key', 'key.pem'])
+  expect(verified.code).toBe(0)
+  expect(verified.stdout).toContain(`ok: run ${runId} (ok on quickjs, tenant local`)
+  expect(verified.stdout).toContain(`${sha256('2')}  files/total.txt`)
+  // Another tenant has no such run.
+  expect(execgate(['ledger', 'receipt', runId, '--tenant', 'acme']).stderr).toContain(`no run "${runId}" for tenant acme`)
 })

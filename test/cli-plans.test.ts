@@ -17,7 +17,7 @@ function execgate(args: string[]) {
 const plan = (steps: unknown[]) => JSON.stringify({ goal: 'a test', steps })
 
 beforeAll(() => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli-plans.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'plans.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-cli-plans-'))
   env = { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: path.join(dir, 'store'), EXECGATE_EXECUTION_ENABLED: 'quickjs,monty,shell', EXECGATE_LOG_LEVEL: 'silent' }
   fs.writeFileSync(

@@ -26,7 +26,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
 }
 
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli-sandboxes.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'sandboxes.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-cli-sandboxes-'))
   fs.writeFileSync(path.join(work, 'data.csv'), 'date,item\n2026-01-01,tea\n2025-01-01,coffee\n2026-02-01,tea\n')
   execgate = await createExecgate({ overrides: { execution: { enabled: ['shell'] }, readiness: { enabled: false }, log: { level: 'silent' }, server: { apiKeys: [`cli=${KEY}`] } } })

@@ -21,7 +21,7 @@ const noStackTrace = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:
 
 describe('execgate CLI', () => {
   beforeAll(() => {
-    if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+    if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   })
 
   test('run prints the status, the output, the value and the duration; exit 0 for ok', () => {

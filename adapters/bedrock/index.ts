@@ -3,7 +3,6 @@ import { performance } from 'node:perf_hooks'
 import type { BedrockAgentCoreClient } from '@aws-sdk/client-bedrock-agentcore'
 import {
   OutputCapture,
-  RunController,
   createResult,
   enforcementTable,
   valueBytes,
@@ -17,6 +16,7 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
+import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { BEDROCK_OPTIONS_SCHEMA, type BedrockAdapterOptions, type BedrockOptions } from './options'
 import { loadTypeScript } from '../../src/policy'

@@ -1,6 +1,7 @@
 import { PassThrough, type Duplex } from 'node:stream'
 import type Docker from 'dockerode'
-import type { OutputCapture, RunController } from '../../src/core'
+import type { OutputCapture } from '../../src/core'
+import type { RunController } from '../../src/runtime'
 import { RECORD_SEPARATOR } from '../shared/run-report'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 

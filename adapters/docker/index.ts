@@ -3,7 +3,6 @@ import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import {
   OutputCapture,
-  RunController,
   createResult,
   describeError,
   enforcementTable,
@@ -19,6 +18,7 @@ import {
   type SandboxOpenOptions,
   type ValidationReport,
 } from '../../src/core'
+import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { DOCKER_OPTIONS_SCHEMA, type DockerAdapterOptions, type DockerOptions } from './options'
 import { runContainer } from './container-run'

@@ -5,7 +5,6 @@ import type Docker from 'dockerode'
 import {
   ExecgateError,
   OutputCapture,
-  RunController,
   createResult,
   describeError,
   valueBytes,
@@ -18,6 +17,7 @@ import {
   type SandboxFileEntry,
   type SandboxOpenOptions,
 } from '../../src/core'
+import { RunController } from '../../src/runtime'
 import { currentOwner, formatOwner, ownerMayBeAlive, parseOwner } from '../shared/sandbox-owner'
 import { classify } from './classify'
 import type { DockerOptions } from './options'

@@ -2,7 +2,6 @@ import { performance } from 'node:perf_hooks'
 import type { LambdaClient } from '@aws-sdk/client-lambda'
 import {
   EXECUTION_STATUSES,
-  RunController,
   createResult,
   enforcementTable,
   truncateOutput,
@@ -16,6 +15,7 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
+import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { LAMBDA_OPTIONS_SCHEMA, type LambdaAdapterOptions, type LambdaOptions } from './options'
 import { mapLambdaError, mapFunctionError } from './map-error'
@@ -32,7 +32,7 @@ const INVOKE_SLACK_MS = 10_000
 const AVAILABILITY_TIMEOUT_MS = 5000
 
 /**
- * execgate's own Lambda function (adapters/lambda/function), invoked RequestResponse through
+ * execgate's own Lambda function (deploy/lambda), invoked RequestResponse through
  * `@aws-sdk/client-lambda`; tier 2. The function runs the request with execgate's in-process adapters under the
  * policy this adapter sends (never looser than the function's own) and returns the ExecutionResult. Lambda fans out
  * to thousands of concurrent sandboxes; throttling and service failures answer `unavailable`, so routing falls back.

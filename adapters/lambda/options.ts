@@ -3,7 +3,7 @@ import type { OptionSchema } from '../shared/option-schema'
 
 /** The `adapters.lambda` config section. */
 export interface LambdaOptions {
-  /** The function's name or ARN (see adapters/lambda/function). */
+  /** The function's name or ARN (see deploy/lambda). */
   functionName: string
   /** A version or alias; empty for $LATEST. */
   qualifier: string

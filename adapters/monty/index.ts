@@ -2,13 +2,9 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
-  WorkerPool,
   createResult,
   describeError,
   enforcementTable,
-  internalContext,
-  resultFromJob,
-  runWorkerJob,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -16,12 +12,18 @@ import {
   type ExecutionContext,
   type ExecutionRequest,
   type ExecutionResult,
-  type JobMessage,
   type Language,
   type RunNeeds,
-  type SessionLimits,
   type ValidationReport,
 } from '../../src/core'
+import {
+  WorkerPool,
+  internalContext,
+  resultFromJob,
+  runWorkerJob,
+  type JobMessage,
+  type SessionLimits,
+} from '../../src/runtime'
 import { scanPython } from '../../src/policy'
 import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'

@@ -1,4 +1,4 @@
-import type { SessionLimits } from '../../src/core'
+import type { SessionLimits } from '../../src/runtime'
 import type { OptionSchema } from '../shared/option-schema'
 
 /** The `adapters.monty` config section. */

@@ -1,4 +1,4 @@
-import type { HostResultMessage } from '../../src/core'
+import type { HostResultMessage } from '../../src/runtime'
 
 /** The job the monty adapter posts to a worker; everything else is the shared job protocol (src/core). */
 export interface MontyJob {

@@ -5,18 +5,20 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
-  RunController,
-  SessionStore,
   createResult,
   describeError,
-  stoppedOutcome,
   valueBytes,
   type ExecutionContext,
   type ExecutionErrorInfo,
   type ExecutionResult,
   type ExecutionStatus,
-  type SessionLimits,
 } from '../../src/core'
+import {
+  RunController,
+  SessionStore,
+  stoppedOutcome,
+  type SessionLimits,
+} from '../../src/runtime'
 import { mapMontyError } from './map-error'
 import { toJsonValue } from './to-json'
 

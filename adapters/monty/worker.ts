@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import { WorkerJobChannel, cancelRequested, isFatalHostError, pythonExceptionFor, settleHostCall, describeError } from '../../src/core'
+import { isFatalHostError, pythonExceptionFor, describeError } from '../../src/core'
+import { WorkerJobChannel, cancelRequested, settleHostCall } from '../../src/runtime'
 import { mapMontyError } from './map-error'
 import type { MontyJob, MontyParseJob, ToWorker } from './protocol'
 import { toJsonValue } from './to-json'

@@ -3,7 +3,6 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
-  RunController,
   createResult,
   describeError,
   enforcementTable,
@@ -21,6 +20,7 @@ import {
   type SecurityPolicy,
   type ValidationReport,
 } from '../../src/core'
+import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions } from './options'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'

@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
-  RunController,
   createResult,
   describeError,
   valueBytes,
@@ -13,6 +12,7 @@ import {
   type Language,
   type SandboxFileEntry,
 } from '../../src/core'
+import { RunController } from '../../src/runtime'
 import { classifyExit } from './classify'
 import { releaseDirectory, type SandboxDirectory } from './sandbox-directories'
 import { sandboxCommand, type SandboxPlan } from './sandbox'

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
-import type { OutputCapture, RunController } from '../../src/core'
+import type { OutputCapture } from '../../src/core'
+import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { FD } from './runners'
 

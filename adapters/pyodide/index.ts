@@ -2,17 +2,11 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
-  SessionStore,
-  callHostFunction,
   isFatalHostError,
   pythonExceptionFor,
-  type SessionLimits,
-  RunController,
   createResult,
   describeError,
   enforcementTable,
-  internalContext,
-  stoppedOutcome,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -25,6 +19,14 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
+import {
+  SessionStore,
+  callHostFunction,
+  type SessionLimits,
+  RunController,
+  internalContext,
+  stoppedOutcome,
+} from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'

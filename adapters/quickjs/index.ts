@@ -2,13 +2,6 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
-  WorkerPool,
-  internalContext,
-  resultFromJob,
-  runWorkerJob,
-  type JobMessage,
-  SessionStore,
-  type SessionLimits,
   createResult,
   describeError,
   enforcementTable,
@@ -21,6 +14,15 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
+import {
+  WorkerPool,
+  internalContext,
+  resultFromJob,
+  runWorkerJob,
+  type JobMessage,
+  SessionStore,
+  type SessionLimits,
+} from '../../src/runtime'
 import { checkJavaScript, checkTypeScript } from '../../src/policy'
 import { prepareSource, type PreparedSource } from './prepare-source'
 import type { ToWorker } from './protocol'

@@ -1,4 +1,4 @@
-import type { SessionLimits } from '../../src/core'
+import type { SessionLimits } from '../../src/runtime'
 import type { OptionSchema } from '../shared/option-schema'
 
 /** The largest stack QuickJS may use before deep recursion can overflow the host stack instead; also the default. */

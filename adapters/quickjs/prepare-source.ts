@@ -1,4 +1,4 @@
-import { LruCache } from '../../src/core'
+import { LruCache } from '../../src/runtime'
 import { loadTypeScript } from '../../src/policy'
 
 /**

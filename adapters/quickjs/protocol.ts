@@ -1,4 +1,4 @@
-import type { HostResultMessage } from '../../src/core'
+import type { HostResultMessage } from '../../src/runtime'
 import type { PreparedSource } from './prepare-source'
 
 /** The job the quickjs adapter posts to a worker; everything else is the shared job protocol (src/core). */

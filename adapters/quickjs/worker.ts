@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import { parentPort, workerData } from 'node:worker_threads'
 import type { QuickJSWASMModule } from 'quickjs-emscripten'
-import { WorkerJobChannel, cancelRequested, settleHostCall } from '../../src/core'
+import { WorkerJobChannel, cancelRequested, settleHostCall } from '../../src/runtime'
 import type { RunJob, ToWorker } from './protocol'
 import { QuickJsRun } from './run'
 

@@ -18,7 +18,7 @@ export interface ShellScriptScan {
   syntaxError?: string
 }
 
-import { LruCache } from '../../src/core/lru-cache'
+import { LruCache } from '../../src/runtime/lru-cache'
 
 type AstNode = { type?: string; [key: string]: unknown }
 type Parse = (script: string) => AstNode

@@ -1,7 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { RunController, stoppedOutcome, type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type WorkspaceFile } from '../../src/core'
+import { type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type WorkspaceFile } from '../../src/core'
+import { RunController, stoppedOutcome } from '../../src/runtime'
 import type { ShellJob, ShellWorkspaceChanges } from './protocol'
 
 export interface ShellResultMessage {

@@ -4,7 +4,6 @@ import {
   OutputCapture,
   createResult,
   enforcementTable,
-  internalContext,
   type AdapterCapabilities,
   type Availability,
   type CodeExecutionAdapter,
@@ -17,6 +16,7 @@ import {
   type ValidationReport,
   type WorkspaceFile,
 } from '../../src/core'
+import { internalContext } from '../../src/runtime'
 import { CalibratedShellCost, inputBytesOf, scanShellScript } from '../shared/shell-script'
 import { ShellProcessPool, runShellJob } from './child-pool'
 import { knownCommands, shellUtilities } from './commands'

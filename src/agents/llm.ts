@@ -1,5 +1,7 @@
 /**
- * The language model behind the agents: the `LlmProvider` contract and Bedrock Converse. Both live in src/core/llm.ts,
- * below every layer that needs a model (a run's `ask_llm`, the plan engine's reflector, the agents here).
+ * The language model behind the agents: the `LlmProvider` contract (src/core/llm.ts) and Bedrock Converse
+ * (src/runtime/bedrock-converse.ts), both below every layer that needs a model (a run's `ask_llm`, the plan engine's
+ * reflector, the agents here).
  */
-export { BedrockConverseProvider, type BedrockConverseOptions, type LlmMessage, type LlmProvider, type LlmRequest } from '../core/llm'
+export type { LlmMessage, LlmProvider, LlmRequest } from '../core/llm'
+export { BedrockConverseProvider, type BedrockConverseOptions } from '../runtime/bedrock-converse'

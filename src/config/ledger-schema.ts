@@ -21,6 +21,13 @@ export interface LedgerConfig {
    * @default 1024 @env EXECGATE_FABRIC_LEDGER_OUTPUT_THRESHOLD_BYTES
    */
   outputThresholdBytes: number
+  signing: {
+    /**
+     * The Ed25519 private key (PKCS#8 PEM file) that signs run receipts; empty: `<fabric.dataDir>/ledger-signing-key.pem`,
+     * generated (mode 0600) at the first receipt. @default '' @env EXECGATE_FABRIC_LEDGER_SIGNING_KEY
+     */
+    key: string
+  }
   retention: {
     /** Records older than this many days are removed (0: kept for ever). @default 0 @env EXECGATE_FABRIC_LEDGER_RETENTION_MAX_AGE_DAYS */
     maxAgeDays: number
@@ -53,6 +60,9 @@ export const LEDGER_SCHEMA = {
   blobs: { doc: "Where the ledger's artifacts live", format: ['directory', 's3'], default: 'directory' },
   blobDir: { doc: 'Folder of the directory blob store (empty: <fabric.dataDir>/blobs)', format: String, default: '' },
   outputThresholdBytes: { doc: 'stdout/stderr at least this long are kept as artifacts', format: formats.nonNegativeInt, default: 1024 },
+  signing: {
+    key: { doc: 'Ed25519 PEM private key signing run receipts (empty: generated as <fabric.dataDir>/ledger-signing-key.pem)', format: String, default: '' },
+  },
   retention: {
     maxAgeDays: { doc: 'Remove ledger records older than this (days; 0: never)', format: formats.nonNegativeInt, default: 0 },
     maxBytesPerTenant: { doc: "Remove a tenant's oldest records while its artifacts total more (bytes; 0: no limit)", format: formats.nonNegativeInt, default: 0 },

@@ -186,6 +186,8 @@ export interface RunInfo extends ExecutionListenerContext {
   readonly provenance?: RunProvenance
   /** Tier of the adapter that answered, when an adapter did. */
   readonly tier?: Tier
+  /** That adapter's engines and their versions (`capabilities.engines`), when it names them. */
+  readonly engines?: Readonly<Record<string, string>>
   /**
    * Workspace files the run read that neither its request brought nor it wrote first: a stable layer's, a session's
    * earlier calls'. Inputs, like the request's `files`.

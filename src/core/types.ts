@@ -193,6 +193,24 @@ export interface ExecutionResult {
   admission?: { lane: Lane; priority: number; queuedMs: number }
   /** Set on a refusal worth retrying (a full queue, a quota, a shutdown): how long to wait first, in ms. */
   retryAfterMs?: number
+  /** Every request the egress gateway saw for this run, allowed or denied (capped); absent when the run had none. */
+  egress?: EgressRecord[]
+}
+
+/** One request through the egress gateway: what was asked, what was decided, and what moved. */
+export interface EgressRecord {
+  method: string
+  host: string
+  port: number
+  url?: string
+  status?: number
+  bytesOut: number
+  bytesIn: number
+  decision: 'allowed' | 'denied'
+  /** The policy rule that allowed or refused it. */
+  rule?: string
+  reason?: string
+  durationMs: number
 }
 
 export type ValidationSeverity = 'error' | 'warning'
@@ -278,11 +296,28 @@ export interface AdapterCapabilities {
    * (docs/sandboxes.md). @default false
    */
   readonly sandboxes?: boolean
+  /** The engines that run the code and their versions (`quickjs-emscripten`: `0.31.0`), for the run's record and receipt. */
+  readonly engines?: Readonly<Record<string, string>>
+  /**
+   * A seccomp filter on every run: the system calls it refuses and what they answer. Absent where the adapter sets
+   * none; `execgate policy --adapter` lists it.
+   */
+  readonly syscallFilter?: SyscallFilterSummary
   /**
    * Third-party Python packages the code can import here, by import name (`pandas`, `numpy`; src/core/packages.ts).
    * Routing sends Python that imports one of them only to adapters that list it. @default []
    */
   readonly packages?: readonly string[]
+}
+
+/** What an adapter's seccomp filter does, in words `execgate policy` can print. */
+export interface SyscallFilterSummary {
+  /** Refused with EPERM whatever their arguments. */
+  readonly denied: readonly string[]
+  /** Refused only with some arguments: the call and which (`clone: with namespace flags`). */
+  readonly conditional: readonly { readonly call: string; readonly when: string; readonly errno: string }[]
+  /** What a call from another architecture's ABI (x86's int 0x80 in an x86_64 process) gets. */
+  readonly foreignArchitecture: string
 }
 
 /** Where a run sits in the fabric: set by the task scheduler (task, attempt) and the plan engine (plan, version, step). */

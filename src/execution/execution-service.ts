@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
-  DEFAULT_SESSION_LIMITS,
   ExecgateError,
   OutputCapture,
   createResult,
@@ -18,9 +17,12 @@ import {
   type Language,
   type RunInfo,
   type SecurityPolicy,
-  type SessionLimits,
   type ValidationReport,
 } from '../core'
+import {
+  DEFAULT_SESSION_LIMITS,
+  type SessionLimits,
+} from '../runtime'
 import { staticCheck, staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
 import type { RouteDecision, Router } from '../routing/router'
@@ -112,7 +114,7 @@ export class DefaultExecutionService implements ExecutionService {
       ...(resolved.policy ? { policy: resolved.policy } : {}),
       ...(options.provenance ? { provenance: options.provenance } : {}),
       ...(resolved.workspaceReads?.length ? { workspaceReads: resolved.workspaceReads } : {}),
-      ...(result.adapter !== SERVICE ? { tier: this.options.registry.get(result.adapter)?.capabilities.tier } : {}),
+      ...(result.adapter !== SERVICE ? this.adapterFacts(result.adapter) : {}),
     }
     for (const listener of listeners) {
       try {
@@ -122,6 +124,12 @@ export class DefaultExecutionService implements ExecutionService {
       }
     }
     return result
+  }
+
+  /** What the run's record says of the adapter that answered: its tier, and its engines' versions where it names them. */
+  private adapterFacts(name: string): Pick<RunInfo, 'tier' | 'engines'> {
+    const capabilities = this.options.registry.get(name)?.capabilities
+    return { tier: capabilities?.tier, ...(capabilities?.engines ? { engines: capabilities.engines } : {}) }
   }
 
   private async run(request: ExecutionRequest, options: ExecuteOptions, traceId: string, started: number, resolved: ResolvedRun): Promise<ExecutionResult> {

@@ -1,4 +1,4 @@
-import { LruCache } from '../core'
+import { LruCache } from '../runtime'
 
 /**
  * A Python tokenizer-level scanner: strings, f-strings, comments, line continuations and brackets are tokenized

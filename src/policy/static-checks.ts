@@ -1,4 +1,5 @@
-import { LruCache, type Language, type SecurityPolicy, type ValidationIssue, type ValidationReport } from '../core'
+import { type Language, type SecurityPolicy, type ValidationIssue, type ValidationReport } from '../core'
+import { LruCache } from '../runtime'
 import { checkJavaScript } from './javascript-checks'
 import { checkPython } from './python-checks'
 import { checkTypeScript } from './typescript-checks'

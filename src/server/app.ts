@@ -4,7 +4,7 @@ import { ExecgateError, EXECUTION_REQUEST_SCHEMA, LANGUAGES, describeError, type
 import { findRequestProblem } from '../execution/parse-request'
 import type { Execgate } from '../index'
 import type { Logger } from '../observability/logger'
-import * as tokens from '../tokens'
+import * as tokens from '../app/tokens'
 import { mcpHttpHandler } from './mcp'
 import { registerTaskRoutes } from './task-routes'
 import { registerObservationRoutes } from './observation-routes'

@@ -43,6 +43,16 @@ export function registerLedgerRoutes(app: FastifyInstance, execgate: Execgate): 
     return reply.type('application/json').send(document)
   })
 
+  // Signed receipts (docs/ledger.md#signed-receipts): a DSSE envelope, JSON, verifiable offline with the public key.
+  app.get('/v1/runs/:id/receipt', async (request) => execgate.ledger.receipt(param(request, 'id'), callerOf(request)))
+  app.get('/v1/plans/:id/receipt', async (request) => execgate.ledger.planReceipt(param(request, 'id'), callerOf(request)))
+  app.get('/v1/ledger/public-key', async (request, reply) => {
+    const key = await execgate.ledger.publicKey()
+    // `Accept: application/x-pem-file` (curl -H …) gets the PEM alone, ready for `verify-receipt --key`.
+    if (/application\/x-pem-file/.test(request.headers.accept ?? '')) return reply.type('application/x-pem-file').send(key.publicKeyPem)
+    return key
+  })
+
   app.get('/v1/runs/:id/record', async (request) => execgate.ledger.record(param(request, 'id'), callerOf(request)))
 
   app.get('/v1/ledger/export', async (request) => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ExecgateError, type ExecutionListener } from '../core'
 import type { Execgate } from '../index'
-import * as tokens from '../tokens'
+import * as tokens from '../app/tokens'
 import { ActivityRecorder, summarizeActivity } from './activity'
 import { ReadinessHistory } from './readiness-history'
 import type { Tenant } from './tenants'

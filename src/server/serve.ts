@@ -1,6 +1,6 @@
 import type { Execgate } from '../index'
 import type { Logger } from '../observability/logger'
-import * as tokens from '../tokens'
+import * as tokens from '../app/tokens'
 import { buildServer } from './app'
 import { tenantsByKey } from './tenants'
 

@@ -1,4 +1,4 @@
-import { execute, shutdown } from '../../adapters/lambda/function/handler'
+import { execute, shutdown } from '../../deploy/lambda/handler'
 
 /** The shipped handler, called directly as Lambda would call it. */
 describe('lambda function handler', () => {

@@ -5,7 +5,7 @@ import { mapFunctionError, mapLambdaError } from '../../adapters/lambda/map-erro
 import { createExecgate, type Execgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
 import { describeHostileCases } from '../hostile/hostile-runner'
-import { ServerlessOffline } from '../../adapters/lambda/function/offline'
+import { ServerlessOffline } from '../../deploy/lambda/offline'
 
 process.env.AWS_ACCESS_KEY_ID = 'AKIDEXECGATETEST'
 process.env.AWS_SECRET_ACCESS_KEY = 'execgate-test-secret'

@@ -51,8 +51,6 @@ describe('adapter registry', () => {
     const crossings: string[] = []
     for (const name of folders.filter((folder) => folder !== 'shared')) {
       for (const file of sourceFiles(path.join(adaptersRoot, name))) {
-        // The lambda function is a deployment of execgate itself, which may run the local adapters.
-        if (file.includes(path.join('lambda', 'function') + path.sep)) continue
         for (const target of relativeImports(file)) {
           const relative = path.relative(adaptersRoot, target)
           if (relative.startsWith('..')) continue

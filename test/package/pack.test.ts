@@ -131,7 +131,7 @@ describe('the packed package', () => {
       const entries = ['execgate', 'execgate/agents', 'execgate/server', ...['bedrock', 'docker', 'lambda', 'monty', 'placeholder', 'process', 'pyodide', 'quickjs'].map((name) => 'execgate/adapters/' + name)]
       const shapes = Object.fromEntries(entries.map((id) => [id, Object.keys(require(id)).sort()]))
       let internal
-      try { require('execgate/dist/src/core/worker-pool'); internal = 'reachable' } catch (error) { internal = error.code }
+      try { require('execgate/dist/src/runtime/worker-pool'); internal = 'reachable' } catch (error) { internal = error.code }
       console.log(JSON.stringify({ shapes, internal, version: require('execgate/package.json').version }))`
     const { stdout } = await run(process.execPath, ['-e', script], { cwd: project, timeout: 60_000 })
     const { shapes, internal, version } = JSON.parse(stdout) as { shapes: Record<string, string[]>; internal: string; version: string }

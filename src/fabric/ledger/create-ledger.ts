@@ -8,6 +8,7 @@ import { DirectoryBlobStore, S3BlobStore, type BlobStore } from './blob-store'
 import { ArtifactLedger, type LedgerService } from './ledger'
 import type { LedgerRecordStore } from './record-store'
 import { RedisLedgerStore } from './redis-ledger-store'
+import { loadSigningKey } from './receipts/signing-key'
 import { LEDGER_SQLITE_FILE_NAME, SqliteLedgerStore } from './sqlite-ledger-store'
 
 /** The `fabric` keys the ledger is opened from, so the library, `serve` and the CLI open the same one. */
@@ -45,7 +46,7 @@ export function disabledLedger(): LedgerService {
   const off = async (): Promise<never> => {
     throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
   }
-  return { provenance: off, record: off, lineage: off, artifact: off, verify: off, export: off, recordPlanVersion: off, queuePlanVersion: off, recordSandboxFile: off, tenants: off, applyRetention: off, flush: async () => undefined, close: async () => undefined }
+  return { provenance: off, record: off, receipt: off, planReceipt: off, publicKey: off, lineage: off, artifact: off, verify: off, export: off, recordPlanVersion: off, queuePlanVersion: off, recordSandboxFile: off, tenants: off, applyRetention: off, flush: async () => undefined, close: async () => undefined }
 }
 
 /** The ledger the config describes; stores open at first use. A bad storage setting throws here, at start-up. */
@@ -57,6 +58,7 @@ export function createLedger(fabric: LedgerFabricSettings, options: { execgateVe
     openBlobs: () => openBlobStore(fabric),
     execgateVersion: options.execgateVersion,
     outputThresholdBytes: fabric.ledger.outputThresholdBytes,
+    signingKey: () => loadSigningKey(fabric.ledger.signing.key, fabric.dataDir),
     retention: { maxAgeDays: retention.maxAgeDays, maxBytesPerTenant: retention.maxBytesPerTenant, intervalMinutes: retention.intervalMinutes },
     ...(options.logger ? { logger: options.logger } : {}),
   })

@@ -11,6 +11,9 @@ import type { LedgerRecordStore } from './record-store'
 import { applyRetention, type RetentionPolicy, type RetentionReport } from './retention'
 import { canonicalJson, captureRun, describeRun, sha256, type BlobWrite, type CapturedRun } from './run-capture'
 import { JSON_MEDIA_TYPE, mediaTypeOf } from './media-types'
+import type { DsseEnvelope } from './receipts/dsse'
+import { ReceiptIssuer, type LedgerPublicKey } from './receipts/receipt-issuer'
+import type { SigningKey } from './receipts/signing-key'
 import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, PlanVersionRecord, RecordDraft, SandboxFileInput, SandboxFileRecord, VerifyReport } from './types'
 
 export const DEFAULT_TENANT = 'local'
@@ -24,6 +27,8 @@ export interface ArtifactLedgerOptions {
   outputThresholdBytes?: number
   retention?: RetentionPolicy & { intervalMinutes: number }
   logger?: Logger
+  /** The receipt-signing key, loaded (or generated) at the first receipt; without it receipts are refused. */
+  signingKey?: () => SigningKey
 }
 
 /** What `execgate.ledger` offers (docs/ledger.md). Every query is the caller's tenant's; another's answers 404. */
@@ -38,6 +43,12 @@ export interface LedgerService {
   export(format: 'prov-json', caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument>
   export(format: 'openlineage', caller?: LedgerCaller, options?: ExportOptions): Promise<OpenLineageRunEvent[]>
   export(format: ExportFormat, caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument | OpenLineageRunEvent[]>
+  /** The run's signed receipt: an in-toto Statement in a DSSE envelope, signed with the server's Ed25519 key. */
+  receipt(runId: string, caller?: LedgerCaller): Promise<DsseEnvelope>
+  /** A plan's signed receipt, covering its steps' run receipts by digest and its versions' documents. */
+  planReceipt(planId: string, caller?: LedgerCaller): Promise<DsseEnvelope>
+  /** The public key receipts verify with. */
+  publicKey(): Promise<LedgerPublicKey>
   /** Records a plan version, links it to the one it revises, and answers once it is written. */
   recordPlanVersion(input: PlanVersionInput): Promise<{ id: string; seq: number; document: ArtifactRef }>
   /**
@@ -86,10 +97,17 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   private readonly knownBlobs = new Set<string>()
   private readonly planDocuments = new Map<string, ArtifactRef>()
   private readonly queries: LedgerQueries
+  private readonly receipts: ReceiptIssuer
+  private signingKey: SigningKey | undefined
   private closed = false
 
   constructor(private readonly options: ArtifactLedgerOptions) {
     this.queries = new LedgerQueries(() => this.open())
+    this.receipts = new ReceiptIssuer(
+      () => this.open().records,
+      (runId, tenant) => this.queries.record(runId, tenant),
+      () => (this.signingKey ??= this.loadSigningKey()),
+    )
     const retention = options.retention
     if (retention && retention.intervalMinutes > 0 && (retention.maxAgeDays > 0 || retention.maxBytesPerTenant > 0)) {
       this.retentionTimer = setInterval(() => {
@@ -97,6 +115,11 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
       }, retention.intervalMinutes * 60_000)
       this.retentionTimer.unref()
     }
+  }
+
+  private loadSigningKey(): SigningKey {
+    if (!this.options.signingKey) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: 'this ledger has no receipt-signing key (fabric.ledger.signing.key)' })
+    return this.options.signingKey()
   }
 
   private open(): { records: LedgerRecordStore; blobs: BlobStore } {
@@ -263,6 +286,20 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   async record(runId: string, caller: LedgerCaller = {}): Promise<RunProvenanceRecord> {
     await this.flush()
     return this.queries.record(runId, caller.tenant ?? DEFAULT_TENANT)
+  }
+
+  async receipt(runId: string, caller: LedgerCaller = {}): Promise<DsseEnvelope> {
+    await this.flush()
+    return this.receipts.run(runId, caller.tenant ?? DEFAULT_TENANT)
+  }
+
+  async planReceipt(planId: string, caller: LedgerCaller = {}): Promise<DsseEnvelope> {
+    await this.flush()
+    return this.receipts.plan(planId, caller.tenant ?? DEFAULT_TENANT)
+  }
+
+  async publicKey(): Promise<LedgerPublicKey> {
+    return this.receipts.publicKey()
   }
 
   async lineage(sha: string, caller: LedgerCaller = {}, limits?: LineageLimits): Promise<Lineage> {

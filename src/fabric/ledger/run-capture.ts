@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { LANGUAGES, workspaceFileBytes, type ExecutionRequest, type ExecutionResult, type Language, type RunInfo, type SecurityPolicy, type WorkspaceFile } from '../../core'
+import { LANGUAGES, workspaceFileBytes, type EgressRecord, type ExecutionRequest, type ExecutionResult, type Language, type RunInfo, type SecurityPolicy, type WorkspaceFile } from '../../core'
 import { JSON_MEDIA_TYPE, TEXT_PLAIN, codeMediaType, mediaTypeOf } from './media-types'
 import type { ArtifactRef, RunLimits, RunRecord, StreamDigest } from './types'
 
@@ -27,6 +27,7 @@ export interface CapturedRun {
   durationMs: number
   error?: { type: string; code?: string }
   fallbackFrom?: { adapter: string; reason: string }
+  egress?: EgressRecord[]
 }
 
 function files(list: unknown): WorkspaceFile[] {
@@ -62,6 +63,8 @@ export function captureRun(result: ExecutionResult, request: ExecutionRequest, r
     durationMs: result.durationMs,
     ...(result.error ? { error: { type: result.error.type, ...(result.error.code ? { code: result.error.code } : {}) } } : {}),
     ...(result.fallbackFrom ? { fallbackFrom: { ...result.fallbackFrom } } : {}),
+    // Copied: the caller owns the result's array once it has the result.
+    ...(Array.isArray(result.egress) && result.egress.length > 0 ? { egress: result.egress.map((request) => ({ ...request })) } : {}),
   }
 }
 
@@ -158,7 +161,9 @@ export function describeRun(captured: CapturedRun, settings: { tenant: string; e
     ...(run.tier !== undefined ? { tier: run.tier } : {}),
     execgateVersion: settings.execgateVersion,
     code,
-    ...(run.policy ? { policySha256: policyDigest(run.policy), limits: limitsOf(run.policy) } : {}),
+    ...(run.policy ? { policySha256: policyDigest(run.policy), limits: limitsOf(run.policy), policy: run.policy } : {}),
+    ...(captured.egress ? { egress: captured.egress } : {}),
+    engines: { node: process.version, ...run.engines },
     startedAt: new Date(run.startedAt).toISOString(),
     endedAt: new Date(run.endedAt).toISOString(),
     status: captured.status,

@@ -1,4 +1,4 @@
-import type { ExecutionStatus, Lane, Language, NetworkAccess, FilesystemAccess, Tier } from '../../core'
+import type { EgressRecord, ExecutionStatus, Lane, Language, NetworkAccess, FilesystemAccess, SecurityPolicy, Tier } from '../../core'
 
 /**
  * The artifact ledger's data (docs/ledger.md). A record is one entry of a tenant's append-only, hash-chained log: a
@@ -57,6 +57,15 @@ export interface RunRecord {
   /** SHA-256 of the resolved policy's canonical JSON; absent when the request was refused before it was resolved. */
   policySha256?: string
   limits?: RunLimits
+  /**
+   * The resolved policy itself (its canonical JSON is what `policySha256` hashes), for the run's signed receipt;
+   * absent on records written before it was kept.
+   */
+  policy?: SecurityPolicy
+  /** The egress gateway's log of the run's requests (`result.egress`), when it made any. */
+  egress?: EgressRecord[]
+  /** What ran the code besides execgate: the Node.js that hosted the run, and the adapter's engines where it names them. */
+  engines?: Record<string, string>
   /** ISO 8601. */
   startedAt: string
   endedAt: string
@@ -207,7 +216,7 @@ export interface PlanVersionInput {
   reason?: string
 }
 
-/** What `recordSandboxFile` takes (the SandboxManager calls it, through src/fabric-wiring.ts, for `saveArtifact`). */
+/** What `recordSandboxFile` takes (the SandboxManager calls it, through src/app/fabric-wiring.ts, for `saveArtifact`). */
 export interface SandboxFileInput {
   tenant?: string
   sandboxId: string

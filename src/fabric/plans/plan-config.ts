@@ -1,4 +1,5 @@
-import { BedrockConverseProvider, type LlmProvider } from '../../core'
+import type { LlmProvider } from '../../core'
+import { BedrockConverseProvider } from '../../runtime/bedrock-converse'
 import type { FabricSettings } from '../tasks'
 import type { PlanServiceOptions } from './plan-service'
 import { Reflector } from './reflector'

@@ -2,7 +2,7 @@ import type { Plan, PlanVersion } from './plan-types'
 
 /**
  * Where each version of a plan is recorded so that its steps' runs can point at it: the artifact ledger's
- * `queuePlanVersion` (docs/ledger.md), wired by src/fabric-wiring.ts where both are created. The plans layer knows only this
+ * `queuePlanVersion` (docs/ledger.md), wired by src/app/fabric-wiring.ts where both are created. The plans layer knows only this
  * shape, never the ledger's implementation. Recording the same version twice must answer the first record.
  */
 export type PlanVersionRecorder = (version: {

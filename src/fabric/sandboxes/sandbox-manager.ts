@@ -29,7 +29,7 @@ export interface SandboxManagerOptions {
   limits: WorkspaceLimits
   /** `routing.tierOrder`, for `adapter: 'auto'`. @default [1, 3, 4, 2, 0] */
   tierOrder?: readonly number[]
-  /** Files in from and out to the artifact ledger (src/fabric-wiring.ts); without it, those calls answer `EXECGATE_LEDGER_DISABLED`. */
+  /** Files in from and out to the artifact ledger (src/app/fabric-wiring.ts); without it, those calls answer `EXECGATE_LEDGER_DISABLED`. */
   artifacts?: SandboxArtifactStore
   logger?: Logger
   now?: () => number

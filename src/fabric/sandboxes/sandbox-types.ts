@@ -46,7 +46,7 @@ export interface SavedArtifact {
 }
 
 /**
- * The artifact ledger as sandboxes see it, passed in by src/fabric-wiring.ts (the sandbox layer never imports the
+ * The artifact ledger as sandboxes see it, passed in by src/app/fabric-wiring.ts (the sandbox layer never imports the
  * ledger). `read` answers exactly as `GET /v1/artifacts/:sha256` does for the tenant: an artifact none of its records
  * names is `EXECGATE_NOT_FOUND`, whoever else has it.
  */

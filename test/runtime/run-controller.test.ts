@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import { RunController, stoppedOutcome, type RunStopCause } from '../../src/core'
+import { RunController, stoppedOutcome, type RunStopCause } from '../../src/runtime'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

@@ -1,8 +1,10 @@
 import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { loadConfig } from './config/load'
-import { EXECGATE_VERSION } from './config/version'
-import { EXPORT_FORMATS, createLedger, type ArtifactLedger, type ExportFormat, type Lineage, type LineageGraph, type VerifyReport } from './fabric/ledger'
+import { loadConfig } from '../config/load'
+import { EXECGATE_VERSION } from '../config/version'
+import { checkPlanSteps, verifyReceipt, type ReceiptVerification } from '../fabric/ledger/receipts/verify-receipt'
+import type { PlanPredicate, RunPredicate, Statement } from '../fabric/ledger/receipts/statement'
+import { EXPORT_FORMATS, createLedger, type ArtifactLedger, type ExportFormat, type Lineage, type LineageGraph, type VerifyReport } from '../fabric/ledger'
 
 /**
  * `execgate ledger …`: the artifact ledger from the command line (docs/ledger.md). It opens the ledger the config
@@ -73,6 +75,35 @@ function formatVerify(report: VerifyReport): string {
   return `${report.tenant}: BROKEN at record ${report.broken!.seq}${report.broken!.id ? ` (${report.broken!.id})` : ''}: ${report.broken!.reason}\n`
 }
 
+function readText(file: string, what: string): string {
+  try {
+    return fs.readFileSync(file === '-' ? 0 : file, 'utf8')
+  } catch (error) {
+    throw new InvalidArgumentError(`cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+  }
+}
+
+/** Reads and verifies one receipt file; a file that is not JSON fails like any other unverifiable receipt. */
+function verifyFile(file: string, key: string): ReceiptVerification {
+  let envelope: unknown
+  try {
+    envelope = JSON.parse(readText(file, 'receipt'))
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw error
+    return { ok: false, reason: `${file} is not JSON` }
+  }
+  return verifyReceipt(envelope, key)
+}
+
+function describeVerified(verified: Extract<ReceiptVerification, { ok: true }>): string {
+  const { statement } = verified
+  const head =
+    verified.kind === 'run'
+      ? (({ runId, status, adapter, tenant, startedAt }: RunPredicate) => `run ${runId} (${status} on ${adapter}, tenant ${tenant}, ${startedAt})`)(statement.predicate as RunPredicate)
+      : (({ planId, tenant, steps }: PlanPredicate) => `plan ${planId} (tenant ${tenant}, ${steps.length} step run(s))`)(statement.predicate as PlanPredicate)
+  return [`ok: ${head}, signed by key ${verified.keyid}`, `payload sha256 ${verified.payloadSha256}`, 'subjects:', ...statement.subject.map((item) => `  ${item.digest.sha256}  ${item.name}`)].join('\n') + '\n'
+}
+
 export function registerLedgerCommands(program: Command, helpers: LedgerCommandHelpers): void {
   const { out, setExit } = helpers
   const ledger = program.command('ledger').description("the artifact ledger: runs' provenance, artifacts and their lineage (docs/ledger.md)")
@@ -134,6 +165,57 @@ export function registerLedgerCommands(program: Command, helpers: LedgerCommandH
         out.write(flags.json ? `${JSON.stringify(flags.all ? reports : reports[0], null, 2)}\n` : reports.map(formatVerify).join(''))
         setExit(reports.every((report) => report.ok) ? 0 : 1)
       })
+    })
+
+  common(ledger.command('receipt').description("a run's signed receipt (--plan: a plan's): a DSSE envelope over an in-toto Statement").argument('<id>', 'the run id (result.runId), or the plan id with --plan'))
+    .option('--plan', 'the id is a plan: its receipt covers its steps\' run receipts')
+    .option('--out <file>', 'write the receipt to this file instead of standard output')
+    .action(async (id: string, flags: CommonFlags & { plan?: boolean; out?: string }) => {
+      await withLedger(flags, async (opened) => {
+        const envelope = flags.plan ? await opened.planReceipt(id, { tenant: flags.tenant }) : await opened.receipt(id, { tenant: flags.tenant })
+        const text = `${JSON.stringify(envelope, null, 2)}\n`
+        if (flags.out) fs.writeFileSync(flags.out, text)
+        else out.write(text)
+      })
+    })
+
+  common(ledger.command('public-key').description('the Ed25519 public key receipts are signed with (PEM; --json: with its keyid)')).action(async (flags: CommonFlags) => {
+    await withLedger(flags, async (opened) => {
+      const key = await opened.publicKey()
+      out.write(flags.json ? `${JSON.stringify(key, null, 2)}\n` : key.publicKeyPem)
+    })
+  })
+
+  ledger
+    .command('verify-receipt')
+    .description('verify a signed receipt offline with a public key; exit 1 with the reason when it does not verify')
+    .argument('<file>', 'the receipt (a DSSE envelope as JSON); - reads standard input')
+    .requiredOption('--key <pem-file>', 'the Ed25519 public key (PEM) it must be signed with (execgate ledger public-key)')
+    .option('--step <file...>', "with a plan's receipt: run receipts that must be among its steps (each is verified too)")
+    .option('--json', 'print JSON')
+    .action((file: string, flags: { key: string; step?: string[]; json?: boolean }) => {
+      const key = readText(flags.key, 'public key')
+      let verified = verifyFile(file, key)
+      if (verified.ok && flags.step?.length) {
+        if (verified.kind !== 'plan') verified = { ok: false, reason: `--step needs a plan's receipt; ${file} is a run's` }
+        else {
+          const steps: { file: string; payloadSha256: string; statement: Extract<ReceiptVerification, { ok: true }>['statement'] }[] = []
+          let failed: string | undefined
+          for (const stepFile of flags.step) {
+            const step = verifyFile(stepFile, key)
+            if (!step.ok) {
+              failed = `${stepFile}: ${step.reason}`
+              break
+            }
+            steps.push({ file: stepFile, payloadSha256: step.payloadSha256, statement: step.statement })
+          }
+          failed ??= checkPlanSteps(verified.statement as Statement<PlanPredicate>, steps)
+          if (failed) verified = { ok: false, reason: failed }
+        }
+      }
+      if (flags.json) out.write(`${JSON.stringify(verified, null, 2)}\n`)
+      else out.write(verified.ok ? describeVerified(verified) : `FAILED: ${file}: ${verified.reason}\n`)
+      setExit(verified.ok ? 0 : 1)
     })
 
   ledger

@@ -1,4 +1,4 @@
-import type { ExecutionResult, ValidationReport } from './core'
+import type { ExecutionResult, ValidationReport } from '../core'
 
 /** Human output for the CLI: the status, the program's output, the value and the duration, in that order. */
 export function formatResult(result: ExecutionResult): string {

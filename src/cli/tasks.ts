@@ -1,8 +1,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { ExecgateError, LANGUAGES, type Language } from './core'
-import { fabricParts, taskServiceFor } from './fabric-wiring'
-import { TASK_STATES, type Task, type TaskService, type TaskSpec, type TaskState } from './fabric/tasks'
-import { createExecgate, type Execgate } from './index'
+import { ExecgateError, LANGUAGES, type Language } from '../core'
+import { fabricParts, taskServiceFor } from '../app/fabric-wiring'
+import { TASK_STATES, type Task, type TaskService, type TaskSpec, type TaskState } from '../fabric/tasks'
+import { createExecgate, type Execgate } from '../index'
 
 /**
  * `execgate task …` and `execgate worker`: durable tasks on the store `fabric.store` names, from the command line.

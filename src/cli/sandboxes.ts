@@ -1,10 +1,10 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { ExecgateError, LANGUAGES, type ExecutionResult, type Language } from './core'
-import { loadConfig } from './config/load'
-import type { SandboxInfo, SavedArtifact } from './fabric/sandboxes'
-import { createExecgate } from './index'
+import { ExecgateError, LANGUAGES, type ExecutionResult, type Language } from '../core'
+import { loadConfig } from '../config/load'
+import type { SandboxInfo, SavedArtifact } from '../fabric/sandboxes'
+import { createExecgate } from '../index'
 
 /**
  * `execgate sandbox start|exec|cp|save|stop|list`. A sandbox lives in the process that started it, and each CLI command

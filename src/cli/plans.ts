@@ -1,9 +1,9 @@
 import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { ExecgateError, describeError } from './core'
-import { fabricParts, planServiceFor, taskServiceFor } from './fabric-wiring'
-import { PLAN_STATES, type PlanEvent, type PlanService, type PlanSpec, type PlanState, type PlanView } from './fabric/plans'
-import { createExecgate } from './index'
+import { ExecgateError, describeError } from '../core'
+import { fabricParts, planServiceFor, taskServiceFor } from '../app/fabric-wiring'
+import { PLAN_STATES, type PlanEvent, type PlanService, type PlanSpec, type PlanState, type PlanView } from '../fabric/plans'
+import { createExecgate } from '../index'
 
 /**
  * `execgate plan …`: plans on the embedded store, from the command line. `run --wait` and `wait` drive the plan in

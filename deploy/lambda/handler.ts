@@ -1,5 +1,5 @@
-import { createExecgate, resolvePolicy, type Execgate } from '../../../src'
-import { EXECUTION_STATUSES, createResult, type ExecutionRequest, type ExecutionResult, type SecurityPolicy } from '../../../src/core'
+import { createExecgate, resolvePolicy, type Execgate } from '../../src'
+import { EXECUTION_STATUSES, createResult, type ExecutionRequest, type ExecutionResult, type SecurityPolicy } from '../../src/core'
 
 /**
  * The Lambda function execgate ships: runs one request with execgate's own in-process adapters (QuickJS for
@@ -39,7 +39,7 @@ export async function execute(event: LambdaEvent): Promise<ExecutionResult | { p
     return createResult('invalid_request', 'lambda', { message: '[execgate] [lambda] the event must be {"request": ExecutionRequest, "policy"?: SecurityPolicy}' })
   }
   const gate = await execgate()
-  const functionPolicy = (await import('../../../src/policy')).policyFromConfig(gate.config)
+  const functionPolicy = (await import('../../src/policy')).policyFromConfig(gate.config)
   // The sent policy may only tighten the function's own, exactly as a request tightens a caller's.
   const resolution = event.policy ? resolvePolicy(functionPolicy, { policy: event.policy as ExecutionRequest['policy'] }) : { policy: functionPolicy }
   if (!resolution.policy) {

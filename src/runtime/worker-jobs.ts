@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks'
 import type { MessagePort } from 'node:worker_threads'
-import type { ExecutionContext, OutputStream } from './adapter'
-import { ExecgateError, describeError } from './errors'
-import { valueBytes, type OutputCapture } from './output'
-import { createResult } from './result'
+import type { ExecutionContext, OutputStream } from '../core/adapter'
+import { ExecgateError, describeError } from '../core/errors'
+import { valueBytes, type OutputCapture } from '../core/output'
+import { createResult } from '../core/result'
 import { RunController, stoppedOutcome } from './run-controller'
-import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus } from './types'
+import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus } from '../core/types'
 import { FLAG_CANCEL, type PooledWorker, type WorkerPool } from './worker-pool'
 
 /**

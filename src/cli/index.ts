@@ -1,17 +1,17 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
-import { ADAPTERS } from '../adapters/registry'
-import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy, workspaceFileBytes } from './core'
-import { loadConfig, type Config } from './config/load'
-import { createExecgate, type Execgate } from './index'
-import { policyFromConfig } from './policy'
-import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from './workspace'
-import { formatResult, formatTable, formatValidation } from './cli-format'
-import { registerTaskCommands } from './cli-tasks'
-import { registerLedgerCommands } from './cli-ledger'
-import { registerPlanCommands } from './cli-plans'
-import { registerSandboxCommands } from './cli-sandboxes'
+import { ADAPTERS } from '../../adapters/registry'
+import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy, workspaceFileBytes } from '../core'
+import { loadConfig, type Config } from '../config/load'
+import { createExecgate, type Execgate } from '../index'
+import { policyFromConfig } from '../policy'
+import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from '../workspace'
+import { formatResult, formatTable, formatValidation } from './format'
+import { registerTaskCommands } from './tasks'
+import { registerLedgerCommands } from './ledger'
+import { registerPlanCommands } from './plans'
+import { registerSandboxCommands } from './sandboxes'
 
 /**
  * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
@@ -264,7 +264,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
       // Listen at once (/healthz); serve() warms the adapters and /readyz reports ready after.
       const execgate = await createExecgate({ file: flags.config, warm: false, role: 'server' })
       try {
-        const { serve } = await import('./server/serve')
+        const { serve } = await import('../server/serve')
         const running = await serve(execgate, { host: flags.host, port: flags.port })
         // Queued tasks (and those a crash interrupted) run from the start, not from the first task request.
         await execgate.tasks.start()
@@ -289,7 +289,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
       const execgate = await createExecgate({ file: flags.config, warm: false })
       void execgate.ready()
       try {
-        const { serveMcpStdio } = await import('./server/mcp')
+        const { serveMcpStdio } = await import('../server/mcp')
         await serveMcpStdio(execgate)
       } finally {
         await execgate.dispose()

@@ -1,4 +1,4 @@
-import { LruCache } from '../../src/core'
+import { LruCache } from '../../src/runtime'
 import { staticCheck } from '../../src/policy'
 import { DEFAULT_POLICY } from '../../src/policy'
 

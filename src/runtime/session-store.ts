@@ -1,6 +1,6 @@
-import { ExecgateError, describeError, isExecgateError } from './errors'
-import { createResult } from './result'
-import type { ExecutionResult } from './types'
+import { ExecgateError, describeError, isExecgateError } from '../core/errors'
+import { createResult } from '../core/result'
+import type { ExecutionResult } from '../core/types'
 
 /** How long sessions live and how many an adapter keeps. */
 export interface SessionLimits {

@@ -1,13 +1,13 @@
 import 'reflect-metadata'
 import { Container, type ContainerModule } from 'inversify'
-import { ADAPTERS } from '../adapters/registry'
-import { ExecgateError, describeError, type AdapterRegistry, type CodeExecutionAdapter } from './core'
-import { loadConfig, type Config, type LoadConfigOptions } from './config/load'
+import { ADAPTERS } from '../../adapters/registry'
+import { ExecgateError, describeError, type AdapterRegistry, type CodeExecutionAdapter } from '../core'
+import { loadConfig, type Config, type LoadConfigOptions } from '../config/load'
 import { checkFabricConfig } from './fabric-wiring'
 import { adapterModules, configModule, executionModule, ledgerModule, loggingModule, readinessModule, routingModule } from './container-modules'
-import { createLogger, type Logger } from './observability/logger'
+import { createLogger, type Logger } from '../observability/logger'
 import * as tokens from './tokens'
-import type { HostFunctionDefinition } from './workspace'
+import type { HostFunctionDefinition } from '../workspace'
 
 export interface ContainerOptions extends LoadConfigOptions {
   /** An already-loaded config; skips loading. */

@@ -6,10 +6,10 @@ import path from 'node:path'
 /** This folder in the repository (where serverless.yml is), from the sources or from dist/. */
 function functionDir(): string {
   for (let dir = __dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
-    const candidate = path.join(dir, 'adapters/lambda/function/serverless.yml')
+    const candidate = path.join(dir, 'deploy/lambda/serverless.yml')
     if (fs.existsSync(candidate)) return path.dirname(candidate)
   }
-  throw new Error('adapters/lambda/function/serverless.yml not found above ' + __dirname)
+  throw new Error('deploy/lambda/serverless.yml not found above ' + __dirname)
 }
 
 async function freePort(): Promise<number> {
@@ -22,7 +22,7 @@ async function freePort(): Promise<number> {
 
 /**
  * A development helper (tests and `npm run bench lambda`): serverless framework v3 with serverless-offline 13,
- * running the shipped handler (the compiled dist/adapters/lambda/function/handler.js; `npm test` builds first) and
+ * running the shipped handler (the compiled dist/deploy/lambda/handler.js; `npm test` builds first) and
  * serving the real Lambda Invoke API on a free loopback port. Both are devDependencies; nothing is downloaded.
  */
 export class ServerlessOffline {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
-import { describeError, type CodeExecutionAdapter } from './core'
-import type { Logger } from './observability/logger'
+import { describeError, type CodeExecutionAdapter } from '../core'
+import type { Logger } from '../observability/logger'
 
 /**
  * Warms every adapter that can (`warmUp()`), together, and resolves when each is warm or has failed. A failure

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
-import type { ExecutionContext } from './adapter'
-import type { ExecutionErrorInfo, ExecutionStatus } from './types'
+import type { ExecutionContext } from '../core/adapter'
+import type { ExecutionErrorInfo, ExecutionStatus } from '../core/types'
 
 /** Why the host stops a run itself, whatever runs it. */
 export type RunStopCause = 'timeout' | 'cancelled' | 'output_limit'
