@@ -19,7 +19,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { BEDROCK_OPTIONS_SCHEMA, type BedrockAdapterOptions, type BedrockOptions } from './options'
-import { loadTypeScript } from '../../src/policy'
+import { loadTypeScript } from '../../src/runtime'
 import { RECORD_SEPARATOR, parseReport } from '../shared/run-report'
 import { mapAwsError } from './map-error'
 import { wrapJavaScript, wrapPython } from './wrap'

@@ -23,8 +23,8 @@ import {
   runWorkerJob,
   type JobMessage,
   type SessionLimits,
+  scanPython,
 } from '../../src/runtime'
-import { scanPython } from '../../src/policy'
 import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'
 import { montyGap } from './python-gaps'

@@ -1,4 +1,4 @@
-import type { PythonScan } from '../../src/policy'
+import type { PythonScan } from '../../src/runtime'
 
 /**
  * What monty 0.0.18 lacks that CPython code uses often, found by the differential corpus (test/python-diff): code

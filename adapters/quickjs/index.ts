@@ -22,8 +22,9 @@ import {
   type JobMessage,
   SessionStore,
   type SessionLimits,
+  parseJavaScript,
+  parseTypeScript,
 } from '../../src/runtime'
-import { checkJavaScript, checkTypeScript } from '../../src/policy'
 import { prepareSource, type PreparedSource } from './prepare-source'
 import type { ToWorker } from './protocol'
 import { withOptionDefaults } from '../shared/option-schema'
@@ -156,10 +157,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
 
   async validate(code: string, language: Language): Promise<ValidationReport> {
     // Syntax only: imports and calls are the policy's to judge, with the caller's allow-list.
-    const everything = { allowedImports: [] as string[] }
-    const issues = (language === 'typescript' ? checkTypeScript(code, everything) : checkJavaScript(code, everything)).filter(
-      (item) => item.code === 'syntax',
-    )
+    const syntax = language === 'typescript' ? parseTypeScript(code).syntax : parseJavaScript(code).syntax
+    const issues = Array.isArray(syntax) ? syntax : syntax ? [syntax] : []
     return { valid: issues.length === 0, language, validator: NAME, issues, implemented: true }
   }
 

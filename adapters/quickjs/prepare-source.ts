@@ -1,5 +1,5 @@
 import { LruCache } from '../../src/runtime'
-import { loadTypeScript } from '../../src/policy'
+import { loadTypeScript } from '../../src/runtime'
 
 /**
  * Turns a request's code into a QuickJS global script whose completion value is the run's value. TypeScript

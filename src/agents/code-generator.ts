@@ -1,5 +1,5 @@
 import type { Language, ValidationIssue } from '../core'
-import type { Execgate } from '../index'
+import type { CodeRunner } from './code-runner'
 import type { LlmMessage, LlmProvider } from './llm'
 import { RetryStrategy, type RetryOptions } from './retry'
 
@@ -70,7 +70,7 @@ export class CodeGenerator {
 
   constructor(
     private readonly llm: LlmProvider,
-    private readonly execgate: Execgate,
+    private readonly execgate: CodeRunner,
     retry: RetryOptions = {},
   ) {
     this.retry = retry

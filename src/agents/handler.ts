@@ -1,5 +1,5 @@
 import type { ExecutionResult, Language } from '../core'
-import type { Execgate } from '../index'
+import type { CodeRunner } from './code-runner'
 import { CodeGenerationError, type CodeGenerator } from './code-generator'
 import type { LlmProvider } from './llm'
 import { Continuations } from './continuations'
@@ -54,7 +54,7 @@ export class CodeExecutionHandler {
   private readonly continuations: Continuations<ComputationResponse>
 
   constructor(
-    private readonly execgate: Execgate,
+    private readonly execgate: CodeRunner,
     private readonly generator?: CodeGenerator,
     private readonly llm?: LlmProvider,
     options: HandlerOptions = {},

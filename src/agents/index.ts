@@ -8,3 +8,4 @@ export { CodeExecutionHandler, type ComputationRequest, type ComputationResponse
 export { CodeGenerator, CodeGenerationError, extractCode, type GenerateOptions, type GeneratedCode } from './code-generator'
 export { RetryStrategy, type Backoff, type RetryOptions } from './retry'
 export { BedrockConverseProvider, type BedrockConverseOptions, type LlmMessage, type LlmProvider } from './llm'
+export type { CodeRunner } from './code-runner'

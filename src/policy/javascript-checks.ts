@@ -1,13 +1,11 @@
-import * as acorn from 'acorn'
 import * as walk from 'acorn-walk'
 import type { SecurityPolicy, ValidationIssue } from '../core'
+import { parseJavaScript, type JavaScriptNode as Node } from '../runtime/languages/javascript'
 
 /**
  * Static checks for JavaScript with a real parser. They give an early, precise error (line and column) for code
  * the policy forbids; they are not the boundary — the sandbox is (see docs/architecture.md, defense in depth).
  */
-
-type Node = acorn.Node & Record<string, any>
 
 function moduleName(specifier: string): string {
   // 'lodash/fp' → 'lodash'; '@scope/pkg/x' → '@scope/pkg'; 'node:fs' → 'fs'
@@ -19,36 +17,6 @@ function moduleName(specifier: string): string {
 function issue(code: string, message: string, node: Node): ValidationIssue {
   const loc = node.loc?.start
   return { severity: 'error', code, message, line: loc?.line, column: loc === undefined ? undefined : loc.column + 1 }
-}
-
-export function parseJavaScript(code: string): { program?: Node; syntax?: ValidationIssue } {
-  const options: acorn.Options = {
-    ecmaVersion: 'latest',
-    sourceType: 'module',
-    locations: true,
-    allowAwaitOutsideFunction: true,
-    allowReturnOutsideFunction: true,
-    allowHashBang: true,
-  }
-  try {
-    return { program: acorn.parse(code, options) as Node }
-  } catch (moduleError) {
-    // Sloppy-mode scripts (`with`, octal literals) are not modules; try them as scripts before giving up.
-    try {
-      return { program: acorn.parse(code, { ...options, sourceType: 'script' }) as Node }
-    } catch {
-      const error = moduleError as SyntaxError & { loc?: { line: number; column: number } }
-      return {
-        syntax: {
-          severity: 'error',
-          code: 'syntax',
-          message: `SyntaxError: ${error.message.replace(/ \(\d+:\d+\)$/, '')}`,
-          line: error.loc?.line,
-          column: error.loc === undefined ? undefined : error.loc.column + 1,
-        },
-      }
-    }
-  }
 }
 
 function isStringLiteral(node: Node | undefined): node is Node & { value: string } {

@@ -1,5 +1,5 @@
 import type { SecurityPolicy, ValidationIssue } from '../core'
-import { scanPython } from './python-scan'
+import { scanPython } from '../runtime/languages/python-scan'
 
 /** Calls that run unchecked code or reach around the import allow-list, refused whatever the policy. */
 const ALWAYS_FORBIDDEN = new Map([

@@ -1,21 +1,16 @@
 import type * as TS from 'typescript'
 import type { SecurityPolicy, ValidationIssue } from '../core'
+import { loadTypeScript, parseTypeScript } from '../runtime/languages/typescript'
 
 /**
  * The same checks as javascript-checks.ts, on TypeScript's own syntax tree (acorn cannot parse type
- * annotations). The compiler is loaded on first use: it is large, and most requests are not TypeScript.
+ * annotations).
  */
-
-let typescript: typeof TS | undefined
-export function loadTypeScript(): typeof TS {
-  typescript ??= require('typescript') as typeof TS
-  return typescript
-}
 
 export function checkTypeScript(code: string, policy: Pick<SecurityPolicy, 'allowedImports'>): ValidationIssue[] {
   const ts = loadTypeScript()
-  const source = ts.createSourceFile('input.ts', code, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
-  const issues: ValidationIssue[] = []
+  const { source, syntax } = parseTypeScript(code)
+  const issues: ValidationIssue[] = [...syntax]
   const allowed = new Set(policy.allowedImports)
   const at = (node: TS.Node) => {
     const { line, character } = source.getLineAndCharacterOfPosition(node.getStart(source))
@@ -29,17 +24,6 @@ export function checkTypeScript(code: string, policy: Pick<SecurityPolicy, 'allo
     }
     const name = specifier.text.replace(/^node:/, '').split('/').slice(0, specifier.text.startsWith('@') ? 2 : 1).join('/')
     if (!allowed.has(name)) add('import_not_allowed', `${how} of "${specifier.text}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`, node)
-  }
-
-  for (const diagnostic of (source as unknown as { parseDiagnostics: TS.Diagnostic[] }).parseDiagnostics ?? []) {
-    const position = source.getLineAndCharacterOfPosition(diagnostic.start ?? 0)
-    issues.push({
-      severity: 'error',
-      code: 'syntax',
-      message: `SyntaxError: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`,
-      line: position.line + 1,
-      column: position.character + 1,
-    })
   }
 
   const visit = (node: TS.Node): void => {

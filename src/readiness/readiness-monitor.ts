@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import cron, { type ScheduledTask } from 'node-cron'
 import { describeError, type AdapterRegistry, type Availability, type CodeExecutionAdapter } from '../core'
 import type { Logger } from '../observability/logger'
-import type { BreakerState, CircuitBreakers } from '../routing/circuit-breaker'
+import type { BreakerState, CircuitBreakers } from './circuit-breaker'
 import { runCanaries } from './canaries'
 import type { AdapterHealth, HealthBoard } from './health'
 

@@ -10,7 +10,7 @@ import {
   type Tier,
 } from '../core'
 import type { RouteDecision, RouteHints, Router } from './router'
-import type { CircuitBreakers } from './circuit-breaker'
+import type { CircuitBreakers } from '../readiness/circuit-breaker'
 import { PACKAGE_PROVIDERS, describePackages, missingPackages, neededPackages } from './package-needs'
 
 /** Cheapest first: in-process, WebAssembly module, OS sandbox, remote service; the placeholder last. */

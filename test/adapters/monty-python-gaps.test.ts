@@ -1,5 +1,5 @@
 import { MontyAdapter } from '../../adapters/monty'
-import { scanPython } from '../../src/policy'
+import { scanPython } from '../../src/runtime'
 
 /** The scan facts monty's canRun reads to escalate code it would fail or answer wrongly (adapters/monty/python-gaps.ts). */
 describe("monty's canRun escalates what the differential corpus found", () => {

@@ -1,4 +1,5 @@
-import { DEFAULT_POLICY, checkPython, scanPython } from '../../src/policy'
+import { DEFAULT_POLICY, checkPython } from '../../src/policy'
+import { scanPython } from '../../src/runtime'
 
 const issues = (code: string, policy = DEFAULT_POLICY) => checkPython(code, policy).map((issue) => [issue.code, issue.line, issue.column, issue.message])
 

@@ -1,4 +1,4 @@
-import { LruCache } from '../runtime'
+import { LruCache } from '../lru-cache'
 
 /**
  * A Python tokenizer-level scanner: strings, f-strings, comments, line continuations and brackets are tokenized
