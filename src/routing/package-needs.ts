@@ -1,5 +1,5 @@
 import { DATA_PACKAGES, isDataPackage, type CodeExecutionAdapter, type DataPackage, type ExecutionRequest } from '../core'
-import { scanPython } from '../policy/python-scan'
+import { scanPython } from '../runtime/languages/python-scan'
 
 /** Scans are kept per request object: routing asks about the same request once per candidate adapter. */
 const scanned = new WeakMap<ExecutionRequest, readonly DataPackage[]>()
