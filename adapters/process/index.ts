@@ -29,6 +29,7 @@ import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
 import { classifyExit } from './classify'
 import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel } from '../shared/shell-script'
+import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
 import { claimDirectory, sandboxRoot, sweepDirectories } from './sandbox-directories'
 import { detectDataPackages } from './data-packages'
@@ -75,6 +76,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     this.uids = asRoot ? UidPool.parse(settings.sandboxUids) : undefined
     const [first, last] = settings.persistentUids.split('-').map(Number) as [number, number]
     this.persistent = { root: sandboxRoot(settings.persistentDir), ...(asRoot ? { uids: { first, last } } : {}) }
+    // Compiled once per process; every run and every persistent sandbox's exec gets the same bytes.
+    const seccomp = hostSeccompFilter()
     this.plan = {
       bwrapPath: settings.bwrapPath,
       shellPath: settings.shellPath,
@@ -82,11 +85,13 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       workspaceMb: settings.workspaceMb,
       maxOpenFiles: settings.maxOpenFiles,
       dedicatedUid: asRoot,
+      ...(seccomp ? { seccompFilter: seccomp } : {}),
     }
+    const syscallFilter = seccompSummary()
     this.capabilities = {
       languages: LANGUAGES,
       tier: 4,
-      isolation: 'bubblewrap: user/pid/net/ipc/uts/mount namespaces, read-only /usr, tmpfs workspace, rlimits, own uid',
+      isolation: `bubblewrap: user/pid/net/ipc/uts/mount namespaces, read-only /usr, tmpfs workspace, rlimits, own uid${syscallFilter ? ', seccomp filter' : ''}`,
       enforcement: enforcementTable({
         wallTime: 'hard',
         cpuTime: 'hard',
@@ -109,6 +114,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       cancellable: true,
       sandboxes: true,
       packages: detectDataPackages(settings.pythonPath),
+      ...(syscallFilter ? { syscallFilter } : {}),
     }
     this.warm =
       settings.warmPython && (this.capabilities.packages?.length ?? 0) > 0

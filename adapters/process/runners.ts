@@ -13,8 +13,11 @@ export const SANDBOX_PATHS = {
   workspace: '/workspace',
 } as const
 
-/** Inherited descriptors: 3 carries the code, 4 the incoming files, 5 the result, 6 the outgoing files. */
-export const FD = { code: 3, filesIn: 4, result: 5, filesOut: 6 } as const
+/**
+ * Inherited descriptors: 3 carries the code, 4 the incoming files, 5 the result, 6 the outgoing files, 7 the seccomp
+ * filter (read and closed by bwrap before the sandbox's first program starts).
+ */
+export const FD = { code: 3, filesIn: 4, result: 5, filesOut: 6, seccomp: 7 } as const
 
 /** The run's rlimits, set by the launcher (dash's `ulimit`: one resource per call; -p is processes). */
 export interface LauncherLimits {

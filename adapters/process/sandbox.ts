@@ -17,6 +17,8 @@ export interface SandboxPlan {
   maxOpenFiles: number
   /** True when the run has its own host uid, so RLIMIT_NPROC is a cap on this run alone. */
   dedicatedUid: boolean
+  /** The seccomp filter (classic BPF, adapters/shared/seccomp-filter.ts) bwrap installs; absent on an unknown architecture. */
+  seccompFilter?: Buffer
 }
 
 export interface RunShape {
@@ -125,7 +127,7 @@ function workspaceMount(plan: SandboxPlan, shape: RunShape): string[] {
 }
 
 /** The whole command: bwrap (fresh namespaces, read-only binds, tmpfs workspace) → launcher → program. */
-export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: string; args: string[] } {
+export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: string; args: string[]; seccompFilter?: Buffer } {
   const binds = readOnlyRoots(Object.values(plan.interpreters)).flatMap((root) => ['--ro-bind', root, root])
   const hostFiles = HOST_FILES.flatMap((file) => ['--ro-bind', file, file])
   const bwrap = [
@@ -162,9 +164,12 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     ...(plan.pythonRunnerPyc && shape.language === 'python' ? ['--ro-bind', plan.pythonRunnerPyc, RUNNER_PYC] : []),
     ...(shape.withFiles ? ['--ro-bind-data', String(FD.filesIn), SANDBOX_PATHS.filesIn] : []),
     '--chdir', SANDBOX_PATHS.workspace,
+    // Installed by bwrap after it has made the namespaces (which need unshare and mount), before the launcher runs.
+    ...(plan.seccompFilter ? ['--seccomp', String(FD.seccomp)] : []),
   ]
   return {
     file: plan.bwrapPath,
     args: [...bwrap, plan.shellPath, '-c', launcherScript(rlimits(plan, shape)), 'launcher', ...programArgv(plan, shape)],
+    ...(plan.seccompFilter ? { seccompFilter: plan.seccompFilter } : {}),
   }
 }

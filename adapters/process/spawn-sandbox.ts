@@ -34,6 +34,8 @@ export interface SpawnOptions {
   output: OutputCapture
   reportLimitBytes: number
   archiveLimitBytes: number
+  /** Fed to bwrap on fd 7 (`--seccomp 7`). */
+  seccompFilter?: Buffer
 }
 
 /**
@@ -79,7 +81,7 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
     const { controller } = options
     let stoppedFor: StopReason | undefined
     let archiveCut = false
-    const stdio: Array<'pipe' | 'ignore'> = ['pipe', 'pipe', 'pipe', 'pipe', options.filesArchive ? 'pipe' : 'ignore', 'pipe', options.collectFiles ? 'pipe' : 'ignore']
+    const stdio: Array<'pipe' | 'ignore'> = ['pipe', 'pipe', 'pipe', 'pipe', options.filesArchive ? 'pipe' : 'ignore', 'pipe', options.collectFiles ? 'pipe' : 'ignore', ...(options.seccompFilter ? ['pipe' as const] : [])]
     let child: ReturnType<typeof spawn>
     try {
       child = spawn(options.file, options.args, {
@@ -119,6 +121,7 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
     feed(child.stdio[0] as Writable, options.stdin)
     feed(streams[FD.code] as Writable, options.code)
     if (options.filesArchive) feed(streams[FD.filesIn] as Writable, options.filesArchive)
+    if (options.seccompFilter) feed(streams[FD.seccomp] as Writable, options.seccompFilter)
 
     let spawnError: string | undefined
     child.on('error', (error) => {

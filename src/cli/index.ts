@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { ADAPTERS } from '../../adapters/registry'
-import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy, workspaceFileBytes } from '../core'
+import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy, type SyscallFilterSummary, workspaceFileBytes } from '../core'
 import { loadConfig, type Config } from '../config/load'
 import { createExecgate, type Execgate } from '../index'
 import { policyFromConfig, profilesFromConfig } from '../policy'
@@ -221,6 +221,20 @@ async function adaptersCommand(flags: { config?: string; json?: boolean }, out: 
   })
 }
 
+/** The seccomp filter's calls, wrapped to the width of a terminal. */
+function formatSyscallFilter(filter: SyscallFilterSummary): string {
+  const lines = ['', `seccomp filter on every run: ${filter.denied.length} system calls answer EPERM:`]
+  let line = ' '
+  for (const call of filter.denied) {
+    if (line.length + call.length + 1 > 100) lines.push(line), (line = ' ')
+    line += ` ${call}`
+  }
+  lines.push(line)
+  for (const rule of filter.conditional) lines.push(`  ${rule.call}: ${rule.errno} ${rule.when}`)
+  lines.push(`  a call through another architecture's ABI: ${filter.foreignArchitecture}`)
+  return `${lines.join('\n')}\n`
+}
+
 async function policyCommand(flags: { config?: string; json?: boolean; adapter: string; profile?: string }, out: NodeJS.WritableStream): Promise<number> {
   return withExecgate(flags, async (execgate) => {
     const explanation = execgate.explainPolicy(flags.adapter, flags.profile)
@@ -228,6 +242,7 @@ async function policyCommand(flags: { config?: string; json?: boolean; adapter: 
       out.write(JSON.stringify(explanation) + '\n')
     } else {
       out.write(formatTable(explanation.rows.map((row) => ({ limit: row.limit, setting: row.setting, enforcement: row.enforcement, required: row.required ? (row.satisfied ? 'yes' : 'yes — NOT ENFORCED') : '' }))))
+      if (explanation.syscallFilter) out.write(formatSyscallFilter(explanation.syscallFilter))
       out.write(`\n${explanation.usable ? `${flags.adapter} can run requests under this policy` : `${flags.adapter} cannot run requests under this policy: a required limit is not enforced`}\n`)
     }
     return explanation.usable ? 0 : 1

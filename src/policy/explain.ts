@@ -1,4 +1,4 @@
-import { POLICY_LIMITS, type CodeExecutionAdapter, type Enforcement, type PolicyLimit, type SecurityPolicy } from '../core'
+import { POLICY_LIMITS, type CodeExecutionAdapter, type Enforcement, type PolicyLimit, type SecurityPolicy, type SyscallFilterSummary } from '../core'
 
 export interface PolicyExplanationRow {
   limit: PolicyLimit
@@ -15,6 +15,8 @@ export interface PolicyExplanation {
   /** False when a required limit is not enforced: this adapter may not run requests under this policy. */
   usable: boolean
   rows: PolicyExplanationRow[]
+  /** The adapter's seccomp filter, on every run whatever the policy: the system calls it refuses. */
+  syscallFilter?: SyscallFilterSummary
 }
 
 function setting(limit: PolicyLimit, policy: SecurityPolicy): string {
@@ -50,5 +52,6 @@ export function explainPolicy(policy: SecurityPolicy, adapter: CodeExecutionAdap
     const required = policy.required.includes(limit)
     return { limit, setting: setting(limit, policy), enforcement, required, satisfied: !required || enforcement !== 'none' }
   })
-  return { adapter: adapter.name, usable: rows.every((row) => row.satisfied), rows }
+  const { syscallFilter } = adapter.capabilities
+  return { adapter: adapter.name, usable: rows.every((row) => row.satisfied), rows, ...(syscallFilter ? { syscallFilter } : {}) }
 }
