@@ -118,7 +118,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     }
     this.warm =
       settings.warmPython && (this.capabilities.packages?.length ?? 0) > 0
-        ? new WarmPython({ bwrapPath: settings.bwrapPath, pythonPath: settings.pythonPath, workspaceMb: settings.workspaceMb, maxOpenFiles: settings.maxOpenFiles, asRoot })
+        ? new WarmPython({ bwrapPath: settings.bwrapPath, pythonPath: settings.pythonPath, workspaceMb: settings.workspaceMb, maxOpenFiles: settings.maxOpenFiles, asRoot, seccompFilter: seccomp })
         : undefined
   }
 

@@ -39,6 +39,8 @@ export interface WarmPythonPlan {
   maxOpenFiles: number
   /** Root: the zygote keeps CAP_SETUID/SETGID/KILL so each child can become its run's own host uid. */
   asRoot: boolean
+  /** The cold runs' seccomp filter (classic BPF), installed in each run's pid 1 after its set-up. */
+  seccompFilter?: Buffer
 }
 
 export interface WarmRunOptions {
@@ -236,6 +238,7 @@ export class WarmPython {
       ...(options.uid === undefined ? {} : { uid: options.uid }),
       workspaceMb: this.plan.workspaceMb,
       allowedImports: policy.allowedImports,
+      ...(this.plan.seccompFilter ? { seccomp: this.plan.seccompFilter.toString('base64') } : {}),
       limits: {
         dataBytes: policy.memoryMb * 2 ** 20,
         cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)),

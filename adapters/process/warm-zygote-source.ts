@@ -8,7 +8,7 @@
  *          net, ipc and uts namespace; tmpfs /workspace and /tmp of its own, the run's files copied in from its
  *          per-run folder, /runs and /proc covered, so no other run's folder or process is visible
  *       └ G: pid 1 of the run's pid namespace (when it exits the kernel ends everything left in it, threads and
- *            daemons included); rlimits set, every capability and the bounding set dropped, no_new_privs, then the
+ *            daemons included); rlimits set, every capability and the bounding set dropped, no_new_privs, the cold runs' seccomp filter, then the
  *            shared runner (adapters/shared/interpreter-runners.ts) runs the code with the policy's import guard.
  *
  * Nothing a run does reaches another: a monkeypatched pandas or a thread left running lives in G's copy of memory,
@@ -53,6 +53,15 @@ def drop_capabilities():
     data = (ctypes.c_uint32 * 6)()
     check(libc.capset(header, data), 'capset')
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 'no_new_privs')
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+
+def install_seccomp(program):
+    # The cold runs' filter (adapters/shared/seccomp-filter.ts), after no_new_privs: the same system calls refused.
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    check(libc.prctl(22, 2, ctypes.addressof(fprog), 0, 0), 'seccomp')  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
 
 def unpack(archive, into):
     # The host's own tar of the request's files: regular files and folders only, paths kept inside the workspace.
@@ -131,6 +140,8 @@ def run_code(request, code, stdin, ends):
     os.closerange(6, 1 << 16)
     set_limits(request['limits'])
     drop_capabilities()
+    if request.get('seccomp'):
+        install_seccomp(base64.b64decode(request['seccomp']))
     os.chdir('/workspace')
     os.environ.clear()
     os.environ.update({'PATH': '/usr/bin:/bin', 'HOME': '/workspace', 'TMPDIR': '/tmp', 'LANG': 'C.UTF-8', 'MPLBACKEND': 'Agg', 'MPLCONFIGDIR': '/tmp/matplotlib'})
