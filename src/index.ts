@@ -229,3 +229,4 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     },
   }
 }
+export { EgressGateway, tableResolver, systemResolver, type EgressGatewayOptions, type EgressResolver, type SecretDefinition } from './egress'

@@ -70,7 +70,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
     hostFunctions: true,
     workspace: true,
     streaming: true,
-    network: false,
+    // Only through the `http_request` host function, which the egress gateway answers under the policy's rules.
+    network: true,
     cancellable: true,
     // Not CPython: a correct program can fail here (see docs/adapters/monty.md, "Answers like CPython").
     languageSubset: true,

@@ -73,7 +73,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     hostFunctions: true,
     workspace: true,
     streaming: true,
-    network: false,
+    // Only through the `http_request` host function, which the egress gateway answers under the policy's rules.
+    network: true,
     cancellable: true,
   }
   private readonly pool: WorkerPool<JobMessage, ToWorker>

@@ -17,6 +17,8 @@ import * as tokens from './tokens'
 import { S3Objects, S3Workspace, type HostFunctionDefinition, type Workspace } from '../workspace'
 import { createLedger, disabledLedger, s3SettingsFrom, type LedgerService } from '../fabric/ledger'
 import { EXECGATE_VERSION } from '../config/version'
+import { EgressGateway } from '../egress'
+import { ExecgateError } from '../core/errors'
 
 /** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
 const HEALTH_BOARD = Symbol('HealthBoard')
@@ -120,6 +122,16 @@ export function executionModule(container: Container, config: Config, hostFuncti
         return new AdmissionController({ ...settings, queueLimits: queue }, context.get<AdapterRegistry>(tokens.AdapterRegistry).list())
       })
       .inSingletonScope()
+    bind<EgressGateway>(tokens.EgressGateway)
+      .toDynamicValue(() => {
+        const { allowPrivateRanges, ...caps } = config.security.egress
+        try {
+          return new EgressGateway({ caps, allowPrivateRanges, secrets: config.security.secrets })
+        } catch (error) {
+          throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: describeError(error) }, { cause: error })
+        }
+      })
+      .inSingletonScope()
     bind<ExecutionService>(tokens.ExecutionService)
       .toDynamicValue((context) => {
         const logger = context.get<Logger>(tokens.Logger)
@@ -137,6 +149,7 @@ export function executionModule(container: Container, config: Config, hostFuncti
           ...(config.fabric.workspaces === 's3' ? { sessionWorkspace: bucketSessionWorkspaces(config) } : {}),
           hostFunctions,
           admission: context.get<AdmissionController>(tokens.Admission),
+          egress: context.get<EgressGateway>(tokens.EgressGateway),
         })
       })
       .inSingletonScope()

@@ -35,6 +35,8 @@ export function adapterToken(name: string): symbol {
 
 /** Admission: lanes, slots per adapter, bounded queues and quotas, before every run: `AdmissionController` of src/execution/admission/admission-controller. */
 export const Admission = Symbol('Admission')
+/** The egress gateway (src/egress): the forward proxy and policy engine every run's network goes through. */
+export const EgressGateway = Symbol('EgressGateway')
 
 /** The artifact ledger (provenance records and artifacts); also bound as an `ExecutionListener`: `LedgerService` of src/fabric/ledger. */
 export const Ledger = Symbol('Ledger')

@@ -238,11 +238,15 @@ function formatSyscallFilter(filter: SyscallFilterSummary): string {
 async function policyCommand(flags: { config?: string; json?: boolean; adapter: string; profile?: string }, out: NodeJS.WritableStream): Promise<number> {
   return withExecgate(flags, async (execgate) => {
     const explanation = execgate.explainPolicy(flags.adapter, flags.profile)
+    const { allowPrivateRanges, ...egressCaps } = execgate.config.security.egress
+    // The test-only exemption is named whenever it is set, so it cannot sit in a production config unnoticed.
+    const exemption = allowPrivateRanges.length ? `WARNING: security.egress.allowPrivateRanges exempts ${allowPrivateRanges.join(', ')} from the egress gateway's private-address check (for tests only)` : undefined
     if (flags.json) {
-      out.write(JSON.stringify(explanation) + '\n')
+      out.write(JSON.stringify({ ...explanation, egress: { ...egressCaps, allowPrivateRanges } }) + '\n')
     } else {
       out.write(formatTable(explanation.rows.map((row) => ({ limit: row.limit, setting: row.setting, enforcement: row.enforcement, required: row.required ? (row.satisfied ? 'yes' : 'yes — NOT ENFORCED') : '' }))))
       if (explanation.syscallFilter) out.write(formatSyscallFilter(explanation.syscallFilter))
+      if (exemption) out.write(`\n${exemption}\n`)
       out.write(`\n${explanation.usable ? `${flags.adapter} can run requests under this policy` : `${flags.adapter} cannot run requests under this policy: a required limit is not enforced`}\n`)
     }
     return explanation.usable ? 0 : 1

@@ -2,6 +2,7 @@ import { FILESYSTEM_ACCESS, LANES, POLICY_LIMITS, type FilesystemAccess, type La
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/option-schemas'
 import { formats } from './formats'
 import { FABRIC_SCHEMA, type FabricConfig } from './fabric-schema'
+import { EGRESS_SCHEMA, type EgressConfig } from './egress-schema'
 
 /**
  * The whole configuration, validated once at start-up and frozen. Each key can be set in config/default.json,
@@ -143,6 +144,13 @@ export interface ExecgateConfig {
     profiles: Record<string, PolicyOverrides>
     /** Profile applied to each language's requests, e.g. `{"python": "data-science"}`. @default {} @env EXECGATE_SECURITY_LANGUAGE_PROFILES (JSON) */
     languageProfiles: Record<string, string>
+    /** The egress gateway's per-run caps and its test-only private-range exemption (docs/network.md). */
+    egress: EgressConfig
+    /**
+     * Credentials the egress gateway adds to requests to their hosts, so code never holds them: name →
+     * `{ env | file, hosts, header?, template? }` (docs/network.md). @default {} @env EXECGATE_SECURITY_SECRETS (JSON)
+     */
+    secrets: Record<string, { env?: string; file?: string; hosts: string[]; header?: string; template?: string }>
     /** The policy every request starts from; a request may only tighten it. */
     defaultPolicy: {
       /** @default 5000 @env EXECGATE_SECURITY_DEFAULT_POLICY_WALL_TIME_MS */
@@ -280,6 +288,8 @@ export const CONFIG_SCHEMA = {
   security: {
     profiles: { doc: 'Named policy profiles (JSON object)', format: Object, default: {} },
     languageProfiles: { doc: 'Profile per language (JSON object)', format: Object, default: {} },
+    egress: EGRESS_SCHEMA,
+    secrets: { doc: 'Secrets the egress gateway adds to requests (JSON object)', format: Object, default: {} },
     defaultPolicy: {
       wallTimeMs: { doc: 'Wall-clock limit (ms)', format: formats.positiveInt, default: 5000 },
       cpuTimeMs: { doc: 'CPU-time limit (ms)', format: formats.positiveInt, default: 5000 },

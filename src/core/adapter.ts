@@ -54,6 +54,25 @@ export interface ExecutionContext {
    */
   readonly pauseClock?: () => void
   readonly restartClock?: () => number
+  /**
+   * The run's way out, when its policy allows any network: the egress gateway's forward proxy (HTTP, and CONNECT
+   * for HTTPS) on a unix socket only this run's connections reach. OS sandboxes bind it in; in-process engines get
+   * the `http_request` host function instead.
+   */
+  readonly egress?: EgressAccess
+}
+
+/** A run's access to the egress gateway's proxy: started on first ask, closed when the run ends. */
+export interface EgressAccess {
+  endpoint(): Promise<EgressEndpoint>
+}
+
+/** The egress gateway's proxy for one run (docs/network.md). */
+export interface EgressEndpoint {
+  /** Host path of the unix socket the proxy listens on for this run. */
+  readonly socketPath: string
+  /** PEM of the CA the gateway re-terminates TLS with, for hosts that get a secret; the sandbox trusts it. */
+  readonly caCertificatePem?: string
 }
 
 /** What a request needs beyond its code, for `canRun`. */

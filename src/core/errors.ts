@@ -47,6 +47,8 @@ export const ERROR_CODES = {
   EXECGATE_HOST_CALL_DENIED: { fault: 'client', retryable: false, template: 'policy violation: host function {name} refused: {detail}' },
   EXECGATE_HOST_CALL_ARGS: { fault: 'client', retryable: false, template: '{name}: {detail}' },
   EXECGATE_HOST_CALL_FAILED: { fault: 'client', retryable: false, template: '{name} failed: {detail}' },
+  EXECGATE_EGRESS_DENIED: { fault: 'client', retryable: false, template: 'network request refused: {detail}' },
+  EXECGATE_EGRESS_FAILED: { fault: 'backend', retryable: false, template: 'network request failed: {detail}' },
   EXECGATE_HOST_FUNCTION_INVALID: { fault: 'client', retryable: false, template: 'host function "{name}" cannot be registered: {detail}' },
   EXECGATE_WORKSPACE_PATH: { fault: 'client', retryable: false, template: 'workspace path {path} refused: {reason}' },
   EXECGATE_WORKSPACE_NOT_FOUND: { fault: 'client', retryable: false, template: 'no file "{path}" in the workspace' },

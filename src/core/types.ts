@@ -39,7 +39,11 @@ export interface WorkspaceFile {
 export type FilesystemAccess = 'none' | 'read_only' | 'sandboxed'
 export const FILESYSTEM_ACCESS: readonly FilesystemAccess[] = ['none', 'read_only', 'sandboxed']
 
-/** Network access: `'none'`, or an allow-list of host names (`host` or `host:port`). */
+/**
+ * Network access: `'none'`, or an allow-list of rules `[METHOD[,METHOD…] ]host[:port]` with wildcards
+ * (`api.example.com`, `*.example.com:443`, `GET,HEAD data.example.org:*`), enforced by the egress gateway
+ * (docs/network.md). Without a port a rule allows 80 and 443; everything not allowed is denied.
+ */
 export type NetworkAccess = 'none' | readonly string[]
 
 /** The limits a policy sets. `explainPolicy` and the adapters' `enforcement` tables are keyed by these. */
@@ -150,6 +154,25 @@ export interface HostCallRecord {
   error?: string
 }
 
+/** One request (or refused attempt) the code made through the egress gateway, in the run's record. */
+export interface EgressRecord {
+  method: string
+  host: string
+  port: number
+  /** The URL, for plain HTTP and host-function requests (a tunnel's path is the code's secret). */
+  url?: string
+  /** The upstream's HTTP status, or the gateway's own (403 refused, 502/504 upstream failed). */
+  status?: number
+  bytesOut: number
+  bytesIn: number
+  decision: 'allowed' | 'denied'
+  /** The allow rule that matched, or for a refusal the check that refused. */
+  rule?: string
+  /** Why a request was refused or cut short, in words. */
+  reason?: string
+  durationMs: number
+}
+
 export interface ExecutionResult {
   status: ExecutionStatus
   /** The adapter that produced this result. */
@@ -189,28 +212,12 @@ export interface ExecutionResult {
   /** Workspace files after the run, when the backend collects them. */
   files?: WorkspaceFile[]
   hostCalls?: HostCallRecord[]
+  /** Requests the code made through the egress gateway (at most 100 kept), when the policy allowed any network. */
+  egress?: EgressRecord[]
   /** The lane the run was admitted in and how long it waited for a slot (absent when admission refused it). */
   admission?: { lane: Lane; priority: number; queuedMs: number }
   /** Set on a refusal worth retrying (a full queue, a quota, a shutdown): how long to wait first, in ms. */
   retryAfterMs?: number
-  /** Every request the egress gateway saw for this run, allowed or denied (capped); absent when the run had none. */
-  egress?: EgressRecord[]
-}
-
-/** One request through the egress gateway: what was asked, what was decided, and what moved. */
-export interface EgressRecord {
-  method: string
-  host: string
-  port: number
-  url?: string
-  status?: number
-  bytesOut: number
-  bytesIn: number
-  decision: 'allowed' | 'denied'
-  /** The policy rule that allowed or refused it. */
-  rule?: string
-  reason?: string
-  durationMs: number
 }
 
 export type ValidationSeverity = 'error' | 'warning'

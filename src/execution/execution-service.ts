@@ -34,6 +34,8 @@ import { callerPolicy } from './caller-policy'
 import { normaliseResult } from './normalise-result'
 import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
+import type { EgressGateway } from '../egress'
+import { openRunEgress } from './run-egress'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
 export interface ExecutionServiceOptions {
@@ -57,6 +59,8 @@ export interface ExecutionServiceOptions {
   hostFunctions?: readonly HostFunctionDefinition[]
   /** Lanes, slots and quotas before each run; without it every run starts at once. */
   admission?: AdmissionController
+  /** The egress gateway (docs/network.md): without it no run has any way out, whatever its policy says. */
+  egress?: EgressGateway
 }
 
 const SERVICE = 'execgate'
@@ -215,6 +219,7 @@ export class DefaultExecutionService implements ExecutionService {
 
   async dispose(): Promise<void> {
     await this.options.admission?.close()
+    await this.options.egress?.dispose()
   }
 
   /** Whether the code names a host function this run would offer (the caller's own set, or ours and theirs). */
@@ -241,13 +246,19 @@ export class DefaultExecutionService implements ExecutionService {
         return errorResult('invalid_request', SERVICE, error as ExecgateError)
       }
     }
+    const controller = new AbortController()
+    const egress = openRunEgress(this.options.egress, policy, controller.signal)
+    if ('status' in egress) return egress
+    const definitions = this.options.hostFunctions ?? []
     const host = await prepareRunHost(adapter, request, policy, options, {
       limits: this.workspaceLimits,
       sessions: this.sessionWorkspaces,
-      definitions: this.options.hostFunctions ?? [],
+      definitions: egress.definitions.length ? [...definitions, ...egress.definitions] : definitions,
     })
-    if ('status' in host) return host
-    const controller = new AbortController()
+    if ('status' in host) {
+      egress.close()
+      return host
+    }
     // What the adapter streams is kept here too (and passed on to a streaming caller), so an answer the service gives
     // for an adapter that did not stop in time still carries the output up to then.
     const streamed = new OutputCapture(policy.outputBytes, options.onOutput)
@@ -260,6 +271,7 @@ export class DefaultExecutionService implements ExecutionService {
       deadline: started + policy.wallTimeMs,
       onOutput: (stream, chunk) => void streamed.write(stream, chunk),
       ...host.context,
+      ...(egress.access ? { egress: egress.access } : {}),
       pauseClock: () => clearTimeout(backstop),
       restartClock: () => {
         armBackstop()
@@ -275,6 +287,7 @@ export class DefaultExecutionService implements ExecutionService {
         clearTimeout(backstop)
         callerSignal?.removeEventListener('abort', onCallerAbort)
         host.close()
+        egress.close()
         resolve(result)
       }
       // An adapter that ignores its deadline cannot hold the caller: after the grace period we answer for it.
@@ -297,7 +310,7 @@ export class DefaultExecutionService implements ExecutionService {
       callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
       void this.invoke(adapter, request, context, options.sandbox?.handle).then(settle)
     })
-    const finished = await host.finish(result)
+    const finished = egress.finish(await host.finish(result))
     resolved.workspaceReads = host.reads()
     return normaliseResult(finished, adapter, policy)
   }

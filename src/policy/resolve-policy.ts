@@ -1,3 +1,4 @@
+import { rulesWithin } from './network-rules'
 import { FILESYSTEM_ACCESS, type ExecutionRequest, type NetworkAccess, type PolicyOverrides, type SecurityPolicy } from '../core'
 
 /** Why a request's policy could not be resolved: it tried to loosen `limit`. */
@@ -10,10 +11,11 @@ export type PolicyResolution = { policy: SecurityPolicy; loosening?: undefined }
 
 const NUMERIC_LIMITS = ['wallTimeMs', 'cpuTimeMs', 'memoryMb', 'outputBytes', 'maxProcesses'] as const
 
+/** A request's rules must each fall within one of the caller's (`*.example.com` covers `api.example.com:443`). */
 function networkWithin(requested: NetworkAccess, allowed: NetworkAccess): boolean {
   if (requested === 'none') return true
   if (allowed === 'none') return false
-  return requested.every((host) => allowed.includes(host))
+  return rulesWithin(requested, allowed)
 }
 
 /**

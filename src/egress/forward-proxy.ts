@@ -1,0 +1,176 @@
+import http from 'node:http'
+import type net from 'node:net'
+import { connectGranted, EgressRun, type EgressGrant } from './egress-run'
+import { SecretScrubber, secretHeaders, type LoadedSecret } from './secrets'
+
+/** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1), and the proxy's own. */
+const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
+
+function forwardedHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {}
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value
+  return out
+}
+
+/** `host:port` of a CONNECT line (`[::1]:443` for IPv6), or undefined. */
+function parseAuthority(authority: string | undefined): { host: string; port: number } | undefined {
+  const match = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(authority ?? '')
+  if (!match) return undefined
+  const port = Number(match[2])
+  return port >= 1 && port <= 65535 ? { host: match[1]!, port } : undefined
+}
+
+function refusalBody(reason: string, rule?: string): string {
+  return `[execgate] egress refused: ${reason}${rule ? ` (rule: ${rule})` : ''}\n`
+}
+
+/**
+ * The gateway's forward proxy: one HTTP server for every run, fed connections by each run's own listener, so a
+ * connection's run is known from the socket it arrived on (no credentials to steal or guess). Plain HTTP requests in
+ * absolute form are checked, forwarded to the checked address, counted and recorded; CONNECT opens a checked tunnel.
+ */
+export class ForwardProxy {
+  private readonly server = http.createServer()
+  private readonly runs = new WeakMap<net.Socket, EgressRun>()
+
+  constructor(private readonly secrets: readonly LoadedSecret[]) {
+    this.server.on('request', (request, response) => void this.onRequest(request, response))
+    this.server.on('connect', (request, socket, head) => void this.onConnect(request, socket as net.Socket, head))
+    // A client that sends garbage gets a 400 and the socket closed, never a crash.
+    this.server.on('clientError', (_error, socket) => socket.destroy())
+  }
+
+  /** Hands a connection that arrived on `run`'s listener to the proxy. */
+  accept(socket: net.Socket, run: EgressRun): void {
+    this.runs.set(socket, run)
+    this.server.emit('connection', socket)
+  }
+
+  private async onRequest(request: http.IncomingMessage, response: http.ServerResponse): Promise<void> {
+    const run = this.runs.get(request.socket)
+    const method = request.method ?? 'GET'
+    const elapsed = EgressRun.clock()
+    const refuse = (status: number, host: string, port: number, reason: string, rule?: string, url?: string) => {
+      run?.record({ method, host, port, ...(url ? { url } : {}), status, bytesOut: 0, bytesIn: 0, decision: 'denied', ...(rule ? { rule } : {}), reason, durationMs: elapsed() })
+      request.resume()
+      response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' }).end(refusalBody(reason, rule))
+    }
+    if (!run) return refuse(403, '', 0, 'the connection belongs to no run')
+    let url: URL
+    try {
+      url = new URL(request.url ?? '')
+    } catch {
+      return refuse(400, '', 0, 'a forward proxy takes absolute URLs (http://host/path); use CONNECT for HTTPS')
+    }
+    if (url.protocol !== 'http:') return refuse(400, url.hostname, 0, `${url.protocol} is not proxied as a plain request; use CONNECT`)
+    const port = Number(url.port || 80)
+    const shownUrl = `${url.origin}${url.pathname}`
+    const grant = await run.authorise(method, url.hostname, port)
+    if (!grant.ok) return refuse(grant.status, url.hostname, port, grant.reason, grant.rule, shownUrl)
+    this.forward(run, grant, request, response, url, shownUrl, elapsed)
+  }
+
+  private forward(run: EgressRun, grant: EgressGrant, request: http.IncomingMessage, response: http.ServerResponse, url: URL, shownUrl: string, elapsed: () => number): void {
+    const method = request.method ?? 'GET'
+    const added = secretHeaders(this.secrets, grant.host, grant.port)
+    const headers = { ...forwardedHeaders(request.headers), host: url.host, ...added }
+    // A secret's host: ask for an uncompressed body, so an upstream that echoes the request can be scrubbed.
+    if (Object.keys(added).length) headers['accept-encoding'] = 'identity'
+    let bytesOut = 0
+    let bytesIn = 0
+    let reason: string | undefined
+    let status: number | undefined
+    const upstream = http.request({ host: grant.address, family: grant.family, port: grant.port, method, path: `${url.pathname}${url.search}`, headers, agent: false, setHost: false })
+    const cut = (why: string, code: number) => {
+      reason ??= why
+      upstream.destroy()
+      if (!response.headersSent) response.writeHead(code, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'cut', connection: 'close' }).end(refusalBody(why))
+      else response.destroy()
+    }
+    const timer = setTimeout(() => cut(`the connection passed ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`, 504), run.caps.maxConnectionMs)
+    const connectTimer = setTimeout(() => cut(`${grant.host}:${grant.port} did not accept a connection within ${run.caps.connectTimeoutMs} ms`, 504), run.caps.connectTimeoutMs)
+    upstream.once('socket', (socket) => socket.once('connect', () => clearTimeout(connectTimer)))
+    request.on('data', (chunk: Buffer) => {
+      bytesOut += chunk.length
+      if (!run.sent(chunk.length)) cut(`the run sent more than ${run.caps.maxBytesOut} bytes (security.egress.maxBytesOut)`, 413)
+    })
+    request.pipe(upstream)
+    upstream.on('response', (answer) => {
+      status = answer.statusCode ?? 502
+      response.writeHead(status, forwardedHeaders(answer.headers))
+      answer.on('data', (chunk: Buffer) => {
+        bytesIn += chunk.length
+        if (!run.received(chunk.length)) cut(`the run received more than ${run.caps.maxBytesIn} bytes (security.egress.maxBytesIn)`, 502)
+      })
+      const body = this.secrets.length ? answer.pipe(new SecretScrubber(this.secrets)) : answer
+      body.pipe(response)
+    })
+    upstream.on('error', (error) => cut(`${grant.host}:${grant.port} failed: ${error.message}`, 502))
+    response.on('close', () => {
+      clearTimeout(timer)
+      clearTimeout(connectTimer)
+      upstream.destroy()
+      run.record({ method, host: grant.host, port: grant.port, url: shownUrl, ...(status ? { status } : reason ? { status: response.statusCode } : {}), bytesOut, bytesIn, decision: 'allowed', rule: grant.rule.text, ...(reason ? { reason } : {}), durationMs: elapsed() })
+    })
+  }
+
+  private async onConnect(request: http.IncomingMessage, client: net.Socket, head: Buffer): Promise<void> {
+    const run = this.runs.get(client)
+    const elapsed = EgressRun.clock()
+    const target = parseAuthority(request.url)
+    const refuse = (status: number, reason: string, rule?: string) => {
+      run?.record({ method: 'CONNECT', host: target?.host ?? String(request.url), port: target?.port ?? 0, status, bytesOut: 0, bytesIn: 0, decision: 'denied', ...(rule ? { rule } : {}), reason, durationMs: elapsed() })
+      const body = refusalBody(reason, rule)
+      client.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\nx-execgate-egress: denied\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+    }
+    if (!run) return refuse(403, 'the connection belongs to no run')
+    if (!target) return refuse(400, `CONNECT needs host:port, not "${request.url}"`)
+    const grant = await run.authorise(undefined, target.host, target.port)
+    if (!grant.ok) return refuse(grant.status, grant.reason, grant.rule)
+    let upstream: net.Socket
+    try {
+      upstream = await connectGranted(grant, run.caps.connectTimeoutMs)
+    } catch (error) {
+      const timedOut = (error as NodeJS.ErrnoException).code === 'ETIMEDOUT'
+      return refuse(timedOut ? 504 : 502, (error as Error).message, grant.rule.text)
+    }
+    let bytesOut = head.length
+    let bytesIn = 0
+    let reason: string | undefined
+    const end = (why?: string) => {
+      reason ??= why
+      upstream.destroy()
+      client.destroy()
+    }
+    const timer = setTimeout(() => end(`the tunnel passed ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`), run.caps.maxConnectionMs)
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+    if (head.length && !run.sent(head.length)) return end(`the run sent more than ${run.caps.maxBytesOut} bytes`)
+    if (head.length) upstream.write(head)
+    client.on('data', (chunk: Buffer) => {
+      bytesOut += chunk.length
+      if (!run.sent(chunk.length)) end(`the run sent more than ${run.caps.maxBytesOut} bytes (security.egress.maxBytesOut)`)
+    })
+    upstream.on('data', (chunk: Buffer) => {
+      bytesIn += chunk.length
+      if (!run.received(chunk.length)) end(`the run received more than ${run.caps.maxBytesIn} bytes (security.egress.maxBytesIn)`)
+    })
+    client.pipe(upstream)
+    upstream.pipe(client)
+    let recorded = false
+    const finish = () => {
+      if (recorded) return
+      recorded = true
+      clearTimeout(timer)
+      end()
+      run.record({ method: 'CONNECT', host: grant.host, port: grant.port, status: 200, bytesOut, bytesIn, decision: 'allowed', rule: grant.rule.text, ...(reason ? { reason } : {}), durationMs: elapsed() })
+    }
+    client.on('close', finish)
+    upstream.on('close', finish)
+    client.on('error', () => end())
+    upstream.on('error', (error) => end(`${grant.host}:${grant.port} failed: ${error.message}`))
+  }
+
+  close(): void {
+    this.server.close()
+  }
+}
