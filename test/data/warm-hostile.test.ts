@@ -4,6 +4,7 @@ import { createExecgate, type Execgate } from '../../src'
 import { DEFAULT_POLICY } from '../../src/policy'
 import type { ExecutionResult, SecurityPolicy } from '../../src/core'
 import type { HostileCase } from '../hostile/corpus'
+import { descendantPids } from '../hostile/hostile-runner'
 
 /**
  * The warm data interpreter's hostile corpus (test/hostile/data-cases.json): every case imports the data stack, so it
@@ -37,11 +38,13 @@ function allText(result: ExecutionResult): string {
   return [result.stdout, result.stderr, JSON.stringify(result.value) ?? '', result.error?.message ?? '', result.message ?? ''].join('\n')
 }
 
-/** Processes running as one of the sandbox uids (the warm children run as them when execgate is root). */
+/**
+ * This test's processes running as a sandbox uid (the warm children run as them when execgate is root): descendants
+ * only, since other suites on the machine use the same uids.
+ */
 function sandboxProcesses(): number[] {
   const pids: number[] = []
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
+  for (const entry of descendantPids().map(String)) {
     try {
       const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1])
       if (SANDBOX_UIDS.has(uid)) pids.push(Number(entry))
