@@ -54,7 +54,7 @@ test('run, then provenance, lineage, artifact, export and verify of what it reco
   expect(verified).toMatchObject({ code: 0, stdout: expect.stringMatching(/^local: ok, 2 record\(s\), head 2 [0-9a-f]{64}/) })
 
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const Database = require('better-sqlite3')
+  const Database = require('libsql')
   const db = new Database(path.join(dataDir, 'store', 'ledger.sqlite'))
   db.prepare(`UPDATE ledger_records SET body = replace(body, '"status":"ok"', '"status":"error"') WHERE seq = 1`).run()
   db.close()

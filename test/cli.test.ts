@@ -24,6 +24,11 @@ describe('execgate CLI', () => {
     if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   })
 
+  test('--version (and -V) prints the package version alone, exit 0', () => {
+    const version = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version
+    for (const flag of ['--version', '-V']) expect(execgate([flag])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' })
+  })
+
   test('run prints the status, the output, the value and the duration; exit 0 for ok', () => {
     const { code, stdout } = execgate(['run', 'examples/voice-order-total.js'])
     expect(code).toBe(0)

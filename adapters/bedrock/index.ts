@@ -5,6 +5,7 @@ import {
   OutputCapture,
   createResult,
   enforcementTable,
+  importOptional,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -78,7 +79,7 @@ export class BedrockAdapter implements CodeExecutionAdapter {
 
   /** The SDK is loaded on first use. Credentials come from the standard AWS chain, never from execgate's config. */
   private async sdk() {
-    const sdk = await import('@aws-sdk/client-bedrock-agentcore')
+    const sdk = await importOptional('bedrock', () => import('@aws-sdk/client-bedrock-agentcore'))
     this.client ??= this.options.client ?? new sdk.BedrockAgentCoreClient({ region: this.settings.region, ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}), maxAttempts: 2 })
     return { sdk, client: this.client }
   }

@@ -1,4 +1,4 @@
-import type { ExecutionStatus } from '../../src/core'
+import { isExecgateError, type ExecutionStatus } from '../../src/core'
 
 /**
  * AWS errors as results. Everything that says "not now" or "not here" — throttling, quotas, access, an unknown
@@ -6,6 +6,8 @@ import type { ExecutionStatus } from '../../src/core'
  * adapter; a request AWS refuses as malformed is `invalid_request`.
  */
 export function mapAwsError(error: unknown): { status: ExecutionStatus; type: string; message: string } {
+  // The SDK is an optional peer dependency: without it the adapter is `unavailable`, saying what to install.
+  if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING')) return { status: 'unavailable', type: error.code, message: error.message.replace(/^\[execgate\] /, '') }
   const name = (error as { name?: string })?.name ?? 'Error'
   const message = (error as { message?: string })?.message ?? String(error)
   const code = (error as { code?: string })?.code

@@ -5,6 +5,8 @@ import {
   OutputCapture,
   createResult,
   describeError,
+  importOptional,
+  isExecgateError,
   enforcementTable,
   valueBytes,
   type AdapterCapabilities,
@@ -88,7 +90,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
   private async docker(): Promise<Docker> {
     if (this.injected) return this.injected
     if (!this.client) {
-      const { default: DockerClient } = await import('dockerode')
+      const { default: DockerClient } = await importOptional('docker', () => import('dockerode'))
       this.client = new DockerClient({ socketPath: resolveSocketPath(this.settings.socketPath) })
     }
     return this.client
@@ -112,6 +114,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
     try {
       return await task
     } catch (error) {
+      // dockerode is an optional peer dependency: without it the adapter is `unavailable`, saying what to install.
+      if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING')) return createResult('unavailable', NAME, { message: error.message, error: { type: error.code, message: error.message } })
       return createResult('internal_error', NAME, { message: `[execgate] [docker] ${describeError(error)}` })
     } finally {
       this.running.delete(task)
@@ -211,6 +215,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
       }
       return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     } catch (error) {
+      if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING')) return { status: 'unavailable', reason: error.message, checkedAt }
       return { status: 'unavailable', reason: `no Docker Engine API at ${socket}: ${describeError(error)}`, checkedAt }
     }
   }

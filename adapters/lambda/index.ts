@@ -4,6 +4,7 @@ import {
   EXECUTION_STATUSES,
   createResult,
   enforcementTable,
+  importOptional,
   truncateOutput,
   valueBytes,
   type AdapterCapabilities,
@@ -61,7 +62,7 @@ export class LambdaAdapter implements CodeExecutionAdapter {
 
   /** The SDK is loaded on first use. Credentials come from the standard AWS chain, never from execgate's config. */
   private async sdk() {
-    const sdk = await import('@aws-sdk/client-lambda')
+    const sdk = await importOptional('lambda', () => import('@aws-sdk/client-lambda'))
     this.client ??= this.options.client ?? new sdk.LambdaClient({ region: this.settings.region, ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}), maxAttempts: 2 })
     return { sdk, client: this.client }
   }

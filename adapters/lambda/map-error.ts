@@ -1,4 +1,4 @@
-import type { ExecutionStatus } from '../../src/core'
+import { isExecgateError, type ExecutionStatus } from '../../src/core'
 
 interface Mapped {
   status: ExecutionStatus
@@ -26,6 +26,7 @@ export function mapFunctionError(payload: string, wallTimeMs: number): Mapped {
 
 /** A failed Invoke call: throttling and service trouble are `unavailable` (routing falls back). */
 export function mapLambdaError(error: unknown, functionName: string): Mapped {
+  if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING')) return { status: 'unavailable', type: error.code, message: withoutPrefix(error.message) }
   const name = (error as { name?: string })?.name ?? 'Error'
   const message = (error as { message?: string })?.message ?? String(error)
   const code = (error as { code?: string })?.code
@@ -38,4 +39,9 @@ export function mapLambdaError(error: unknown, functionName: string): Mapped {
   if (code === 'ECONNREFUSED' || /ECONNREFUSED|ECONNRESET|socket hang up/.test(message)) return { status: 'unavailable', type: 'EndpointUnreachable', message: `the Lambda endpoint is unreachable: ${message}` }
   if (code === 'ENOTFOUND' || /ENOTFOUND/.test(message)) return { status: 'unavailable', type: 'UnknownEndpoint', message: `the Lambda endpoint does not resolve (is the region right?): ${message}` }
   return { status: 'unavailable', type: name, message: `Lambda invoke failed (${name}): ${message}` }
+}
+
+/** The adapter prefixes its own `[execgate] [lambda]`; an ExecgateError's message already starts with `[execgate] `. */
+function withoutPrefix(message: string): string {
+  return message.replace(/^\[execgate\] /, '')
 }

@@ -4,6 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { ADAPTERS } from '../../adapters/registry'
 import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy, type SyscallFilterSummary, workspaceFileBytes } from '../core'
 import { loadConfig, type Config } from '../config/load'
+import { EXECGATE_VERSION } from '../config/version'
 import { createExecgate, type Execgate } from '../index'
 import { policyFromConfig, profilesFromConfig } from '../policy'
 import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from '../workspace'
@@ -257,6 +258,7 @@ async function policyCommand(flags: { config?: string; json?: boolean; adapter: 
 export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number) => void): Command {
   const program = new Command('execgate')
     .description('Run code for voice and chat agents, safely and fast.')
+    .version(EXECGATE_VERSION, '-V, --version', "print execgate's version")
     .exitOverride()
     .configureOutput({ writeOut: (text) => out.write(text), writeErr: (text) => process.stderr.write(text) })
     .showHelpAfterError('(run execgate --help for usage)')

@@ -4,6 +4,7 @@ import convict from 'convict'
 import { ExecgateError, describeError } from '../core'
 import { checkLanguageProfiles, checkPolicyProfiles, registerFormats } from './formats'
 import { checkAdmissionTenants, checkAgentTypes } from './admission-formats'
+import { assertStoreBackendsInstalled } from './optional-backends'
 import { CONFIG_SCHEMA, withEnvironmentNames, type ExecgateConfig } from './schema'
 
 export interface LoadConfigOptions {
@@ -93,5 +94,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     const detail = describeError(error).split('\n').filter(Boolean).join('; ')
     throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail }, { cause: error })
   }
-  return deepFreeze(schema.getProperties() as ExecgateConfig)
+  const config = schema.getProperties() as ExecgateConfig
+  assertStoreBackendsInstalled(config)
+  return deepFreeze(config)
 }

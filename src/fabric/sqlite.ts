@@ -1,7 +1,12 @@
 import fs from 'node:fs'
 import path from 'node:path'
 
-/** The few better-sqlite3 calls the embedded stores use (the package ships no types; declaring them keeps the surface small). */
+/**
+ * The few calls the embedded stores use, in better-sqlite3's API, which libsql (the driver here) shares. libsql ships
+ * its SQLite build per platform inside npm packages (@libsql/linux-x64-gnu, …), so installing execgate needs no
+ * compiler and no download outside the registry; better-sqlite3 compiles from source wherever its prebuilt binary
+ * cannot be fetched from GitHub. Declaring the calls keeps the surface small and lets a caller pass either driver.
+ */
 export interface Statement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
   get(...params: unknown[]): unknown
@@ -22,7 +27,7 @@ export interface Database {
   close(): void
 }
 
-/** A better-sqlite3 constructor. */
+/** A libsql (or better-sqlite3) constructor. */
 export type SqliteDriver = new (file: string) => Database
 
 /**
@@ -34,12 +39,31 @@ export type SqliteDriver = new (file: string) => Database
 export function openSqlite(file: string, schema: string, driver?: SqliteDriver): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
   // Loaded here, not at import, so a process that never opens a store never loads the native module.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const Driver = driver ?? (require('better-sqlite3') as SqliteDriver)
-  const db = new Driver(file)
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- synchronous on purpose: stores open in constructors
+  const Driver = driver ?? (require('libsql') as SqliteDriver)
+  const db = withPlainRows(new Driver(file))
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
   db.pragma('busy_timeout = 5000')
   db.exec(schema)
+  return db
+}
+
+/**
+ * libsql's `Statement.get` adds an enumerable `_metadata: { duration }` to the row it returns (`all` does not);
+ * stores spread and serialise rows, so it is taken off here, once, for every statement.
+ */
+function withPlainRows(db: Database): Database {
+  const prepare = db.prepare.bind(db)
+  db.prepare = (sql: string) => {
+    const statement = prepare(sql)
+    const get = statement.get.bind(statement)
+    statement.get = (...params: unknown[]) => {
+      const row = get(...params)
+      if (row !== null && typeof row === 'object' && '_metadata' in row) delete (row as { _metadata?: unknown })._metadata
+      return row
+    }
+    return statement
+  }
   return db
 }

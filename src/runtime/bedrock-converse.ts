@@ -1,5 +1,6 @@
 import type { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime'
 import type { LlmProvider, LlmRequest } from '../core/llm'
+import { importOptional } from '../core/optional-dependency'
 
 export interface BedrockConverseOptions {
   /** A Bedrock model id or inference profile. */
@@ -21,7 +22,7 @@ export class BedrockConverseProvider implements LlmProvider {
   constructor(private readonly options: BedrockConverseOptions) {}
 
   async complete(request: LlmRequest): Promise<string> {
-    const sdk = await import('@aws-sdk/client-bedrock-runtime')
+    const sdk = await importOptional('bedrock-llm', () => import('@aws-sdk/client-bedrock-runtime'))
     this.client ??= this.options.client ?? (await this.clientFor(sdk))
     const response = await this.client.send(
       new sdk.ConverseCommand({
@@ -41,7 +42,7 @@ export class BedrockConverseProvider implements LlmProvider {
     const { endpoint, region = 'us-east-1' } = this.options
     if (!endpoint) return new sdk.BedrockRuntimeClient({ region })
     // The SDK speaks HTTP/2 to Bedrock; a local server on plain http:// (a proxy, an emulator) speaks HTTP/1.1.
-    const requestHandler = endpoint.startsWith('http://') ? new (await import('@smithy/node-http-handler')).NodeHttpHandler() : undefined
+    const requestHandler = endpoint.startsWith('http://') ? new (await importOptional('bedrock-llm', () => import('@smithy/node-http-handler'))).NodeHttpHandler() : undefined
     return new sdk.BedrockRuntimeClient({ region, endpoint, ...(requestHandler ? { requestHandler } : {}) })
   }
 }

@@ -41,6 +41,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_SANDBOX_STOPPED: 404,
   EXECGATE_WORKSPACE_NOT_FOUND: 404,
   EXECGATE_ADAPTER_UNAVAILABLE: 503,
+  EXECGATE_DEPENDENCY_MISSING: 501,
 }
 
 /** Admission refusals worth retrying, answered with this HTTP status and `Retry-After` instead of a 200 result. */
@@ -48,6 +49,23 @@ const ADMISSION_REFUSAL_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_QUEUE_FULL: 429,
   EXECGATE_QUOTA_EXCEEDED: 429,
   EXECGATE_SHUTTING_DOWN: 503,
+}
+
+/**
+ * Many HTTP clients send `content-type: application/json` on every call, bodiless ones too (DELETE a sandbox, POST a
+ * cancel). Fastify's JSON parser answers those 400 ("Body cannot be empty"); here an empty body is no body, and any
+ * other is parsed by Fastify's own parser (prototype poisoning refused, as by default).
+ */
+function acceptEmptyJsonBodies(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') {
+      done(null, undefined)
+      return
+    }
+    parseJson(request, body.toString(), done)
+  })
 }
 
 /** One error body for every route: `{ error: { code, message } }`, never a stack. */
@@ -76,6 +94,7 @@ declare module 'fastify' {
 export function buildServer(options: ServerOptions): { app: FastifyInstance; metrics: ServerMetrics; beginShutdown(): void } {
   const { execgate, logger, tenants } = options
   const app = Fastify({ logger: false, bodyLimit: options.bodyLimitBytes, return503OnClosing: false })
+  acceptEmptyJsonBodies(app)
   const metrics = new ServerMetrics(execgate)
   // Every execution of this execgate (HTTP, MCP, the library) is counted, through the container's listeners.
   const metricsBinding = execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(metrics).getIdentifier()

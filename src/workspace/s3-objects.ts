@@ -1,4 +1,5 @@
 import type { S3Client } from '@aws-sdk/client-s3'
+import { requireOptional } from '../core/optional-dependency'
 
 /** Where a bucket is and how to reach it: AWS S3, or any S3-compatible server (MinIO, Ceph, s3rver) by `endpoint`. */
 export interface S3Settings {
@@ -22,7 +23,7 @@ type S3Module = typeof import('@aws-sdk/client-s3')
 /** Loaded at first use, so a process that never touches a bucket never loads the SDK. */
 function loadSdk(): S3Module {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return require('@aws-sdk/client-s3') as S3Module
+  return requireOptional('s3', () => require('@aws-sdk/client-s3') as S3Module)
 }
 
 function isNotFound(error: unknown): boolean {

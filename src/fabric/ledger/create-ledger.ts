@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { ExecgateError } from '../../core'
+import { ExecgateError, requireOptional } from '../../core'
 import type { LedgerConfig, S3Config } from '../../config/ledger-schema'
 import type { DeepReadonly } from '../../config/load'
 import type { Logger } from '../../observability/logger'
@@ -32,7 +32,7 @@ export function openRecordStore(fabric: LedgerFabricSettings): LedgerRecordStore
   if (kind === 'sqlite') return new SqliteLedgerStore({ file: path.join(fabric.dataDir, LEDGER_SQLITE_FILE_NAME) })
   // Loaded only for this store: the embedded default never loads ioredis.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Redis } = require('ioredis') as typeof import('ioredis')
+  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
   return new RedisLedgerStore({ redis: new Redis(fabric.redisUrl, { maxRetriesPerRequest: 3 }), prefix: `${fabric.redisPrefix}:ledger`, ownsConnection: true })
 }
 

@@ -80,7 +80,7 @@ function chunks<T>(items: readonly T[]): T[][] {
 export interface SqliteLedgerStoreOptions {
   /** The database file (its folder is created); `:memory:` for one that dies with the process. */
   file: string
-  /** A better-sqlite3 constructor to use instead of loading the package. */
+  /** A libsql (better-sqlite3 API) constructor to use instead of loading the package. */
   driver?: SqliteDriver
 }
 

@@ -1,3 +1,4 @@
+import { importOptional } from '../../core/optional-dependency'
 import type { Task } from './task-types'
 
 /**
@@ -57,7 +58,7 @@ export class BullmqDispatcher implements TaskDispatcher {
   private async openQueue(): Promise<BullQueue> {
     if (this.queue) return this.queue
     // Loaded on first use, so the embedded default never loads BullMQ.
-    const { Queue } = await import('bullmq')
+    const { Queue } = await importOptional('redis', () => import('bullmq'))
     this.queue = new Queue(this.name, { connection: this.connection() })
     return this.queue
   }
@@ -75,7 +76,7 @@ export class BullmqDispatcher implements TaskDispatcher {
   }
 
   async consume(run: (taskId: string) => Promise<void>, concurrency: number): Promise<void> {
-    const { Worker } = await import('bullmq')
+    const { Worker } = await importOptional('redis', () => import('bullmq'))
     this.worker = new Worker(this.name, async (job) => run((job.data as { taskId: string }).taskId), {
       connection: this.connection(),
       concurrency,

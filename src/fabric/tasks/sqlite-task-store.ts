@@ -3,7 +3,7 @@ import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-sto
 import type { Task, TaskEvent, TaskState } from './task-types'
 
 /**
- * The embedded store: one SQLite file (better-sqlite3, synchronous and in-process, so a write is a function call,
+ * The embedded store: one SQLite file (libsql, synchronous and in-process, so a write is a function call,
  * not a round trip). WAL mode lets readers run beside the writer; `synchronous = NORMAL` in WAL keeps every
  * committed transition across a process crash (kill -9) and loses at most the last ones on a power loss.
  */
@@ -66,7 +66,7 @@ function parse(row: unknown): Task | undefined {
 export interface SqliteTaskStoreOptions {
   /** The database file; its directory is created when missing. `:memory:` for a store that dies with the process. */
   file: string
-  /** A better-sqlite3 constructor to use instead of loading the package (tests, bundlers). */
+  /** A libsql (better-sqlite3 API) constructor to use instead of loading the package (tests, bundlers). */
   driver?: SqliteDriver
 }
 

@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { ExecgateError } from '../../core'
+import { ExecgateError, requireOptional } from '../../core'
 import type { Logger } from '../../observability/logger'
 import { BullmqDispatcher, type TaskDispatcher } from './bullmq-dispatcher'
 import { RedisTaskStore } from './redis-task-store'
@@ -86,7 +86,7 @@ function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?
   if (backend.kind === 'sqlite') return { store: new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) }) }
   // Loaded only for this store: the embedded default never loads ioredis.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Redis } = require('ioredis') as typeof import('ioredis')
+  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
   const prefix = backend.prefix ?? 'execgate'
   return {
     store: new RedisTaskStore({ redis: new Redis(backend.url, { maxRetriesPerRequest: 3 }), prefix: `${prefix}:tasks`, ownsConnection: true }),

@@ -248,7 +248,7 @@ test('nothing recorded is lost across a restart: records heard before dispose ar
 
 test('verify finds a record edited in the SQLite file, and one deleted from it', async () => {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const Database = require('better-sqlite3')
+  const Database = require('libsql')
   const edit = async (sql: string) => {
     const { dir, results } = await filledLedger(5)
     const db = new Database(path.join(dir, LEDGER_SQLITE_FILE_NAME))

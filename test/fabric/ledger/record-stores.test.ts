@@ -58,7 +58,7 @@ describe.each(kinds)('%s ledger store', (kind) => {
   async function tamper(name: string, tenant: string, seq: number, change: 'edit' | 'rehash' | 'delete'): Promise<void> {
     if (kind === 'sqlite') {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const Database = require('better-sqlite3')
+      const Database = require('libsql')
       const db = new Database(path.join(dataDir, `${name}.sqlite`))
       if (change === 'delete') db.prepare('DELETE FROM ledger_records WHERE tenant = ? AND seq = ?').run(tenant, seq)
       else {

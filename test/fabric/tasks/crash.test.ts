@@ -19,7 +19,7 @@ interface Counts {
 
 function countStates(file: string): Counts {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const Database = require('better-sqlite3') as new (file: string, options: { readonly: boolean }) => { prepare(sql: string): { all(): unknown[] }; close(): void }
+  const Database = require('libsql') as new (file: string, options: { readonly: boolean }) => { prepare(sql: string): { all(): unknown[] }; close(): void }
   const db = new Database(file, { readonly: true })
   try {
     return Object.fromEntries((db.prepare('SELECT state, count(*) AS n FROM tasks GROUP BY state').all() as { state: string; n: number }[]).map((row) => [row.state, row.n]))
