@@ -33,6 +33,7 @@ import { withOptionDefaults } from '../shared/option-schema'
 import { MONTY_OPTIONS_SCHEMA, type MontyAdapterOptions } from './options'
 import { MontyReplSessions } from './repl-sessions'
 import { toJsonValue } from './to-json'
+import { packageVersions } from '../shared/engine-versions'
 
 export const NAME = 'monty'
 
@@ -51,6 +52,7 @@ const LANGUAGES: readonly Language[] = ['python']
 export class MontyAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
+    engines: packageVersions(['@pydantic/monty']),
     languages: LANGUAGES,
     tier: 1,
     isolation: 'own interpreter (monty, Rust) in a worker process (short runs inline, 8 MiB), no OS access',

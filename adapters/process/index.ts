@@ -23,11 +23,13 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions } from './options'
+import { writeEgressBridgeFiles, type EgressBridgeFiles } from './egress-bridge'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
 import { classifyExit } from './classify'
+import { learnInterpreterVersions } from './interpreter-versions'
 import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel } from '../shared/shell-script'
 import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
@@ -64,6 +66,11 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private readonly bashCost = new CalibratedShellCost(BASH_COST)
   private readonly running = new Set<Promise<unknown>>()
   private runnerCompiled = false
+  /** The egress bridge's forwarder and preload, written at the first run with network. */
+  private egressFiles?: EgressBridgeFiles
+  /** Filled in the background at the first run or availability check (capabilities.engines is this object). */
+  private readonly engineVersions: Record<string, string> = {}
+  private learningVersions: Promise<void> | undefined
   private readonly sandboxes = new Set<ProcessSandbox>()
   /** Persistent sandboxes: their folders' root and, as root, the uids they claim (one each). */
   private readonly persistent: { root: string; uids?: { first: number; last: number } }
@@ -110,10 +117,12 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       ...(this.uids ? { concurrency: this.uids.capacity } : {}),
       workspace: true,
       streaming: true,
-      network: false,
+      // Only through the egress gateway's proxy socket bound into the run's own network namespace (egress-bridge.ts).
+      network: true,
       cancellable: true,
       sandboxes: true,
       packages: detectDataPackages(settings.pythonPath),
+      engines: this.engineVersions,
       ...(syscallFilter ? { syscallFilter } : {}),
     }
     this.warm =
@@ -133,6 +142,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
+    this.learningVersions ??= learnInterpreterVersions(this.plan.interpreters, this.engineVersions)
     if (!(LANGUAGES as readonly string[]).includes(request.language)) {
       return createResult('invalid_request', NAME, { message: `[execgate] [process] the process adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
     }
@@ -153,9 +163,10 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const collectFiles = context.policy.filesystem === 'sandboxed'
     const files = context.files ?? request.files ?? []
-    const warm = language === 'python' && !collectFiles && this.warm?.wants(request.code, context.policy) === true
+    // The warm path has no egress bridge: a run with network rules runs cold, through the gateway.
+    const warm = language === 'python' && !collectFiles && context.policy.network === 'none' && this.warm?.wants(request.code, context.policy) === true
     const run = await this.track(
-      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles, warm }, request.code, context, output, {
+      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles, warm, ...(warm ? {} : await this.egressFor(context)) }, request.code, context, output, {
         filesArchive: files.length > 0 ? packFiles(files) : undefined,
         stdin: request.stdin,
       }),
@@ -175,6 +186,13 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
     })
+  }
+
+  /** The run's way out through the egress gateway, when its policy allows any network. */
+  private async egressFor(context: ExecutionContext): Promise<Pick<RunShape, 'egress'>> {
+    if (!context.egress) return {}
+    this.egressFiles ??= writeEgressBridgeFiles()
+    return { egress: { socketPath: (await context.egress.endpoint()).socketPath, files: this.egressFiles } }
   }
 
   /** Acquires a uid (the wait does not count against the code's time), runs, then makes sure the uid is empty. */
@@ -295,6 +313,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     }
     const started = performance.now()
     const probe = await this.execute({ language: 'bash', code: 'echo ready' }, probeContext())
+    await this.learningVersions
     if (probe.status !== 'ok' || !probe.stdout.includes('ready')) {
       const detail = `${probe.message ?? probe.status} ${probe.stderr}`.trim()
       const hint = /namespace|Operation not permitted|setting up uid map/i.test(detail) ? ' (user namespaces are disabled or restricted for this user: sysctl kernel.unprivileged_userns_clone=1)' : ''
@@ -316,7 +335,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   }
 
   async dispose(): Promise<void> {
-    await Promise.allSettled([...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
+    await Promise.allSettled([this.learningVersions, ...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
     await this.warm?.dispose()
     if (this.plan.pythonRunnerPyc) fs.rmSync(path.dirname(this.plan.pythonRunnerPyc), { recursive: true, force: true })
     this.plan.pythonRunnerPyc = undefined

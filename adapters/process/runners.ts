@@ -1,3 +1,4 @@
+import { START_FORWARDER } from './egress-bridge'
 /**
  * The programs that run inside the sandbox around the user's code. They are passed as arguments (`-c`/`-e`), read
  * the code from the file bwrap placed, and report the value (or the error, with its line) as one JSON document on
@@ -54,6 +55,8 @@ const LAUNCHER_BODY = [
   `if [ -f ${SANDBOX_PATHS.filesIn} ]; then tar -x -f ${SANDBOX_PATHS.filesIn} --no-same-owner --no-same-permissions -C /workspace || exit 125; fi`,
   // Nothing to collect and a runner that handles SIGXCPU itself: the program replaces the launcher as pid 1 (one
   // fork less). pid 1 ignores signals it has no handler for, hence the runners' own SIGXCPU handlers.
+  // A run with network starts the egress forwarder first (adapters/process/egress-bridge.ts).
+  START_FORWARDER,
   'if [ "$direct" = 1 ]; then exec "$@" 6>&-; fi',
   '"$@" 6>&-',
   'rc=$?',

@@ -3,6 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { Language, SecurityPolicy } from '../../src/core'
+import { egressBridgeArgs, type EgressBridgeFiles } from './egress-bridge'
 import { FD, NODE_RUNNER, PYTHON_RUNNER, SANDBOX_PATHS, launcherScript, type LauncherLimits } from './runners'
 
 /** What the command line of one sandboxed run is built from. */
@@ -35,6 +36,8 @@ export interface RunShape {
   persistentWorkspace?: string
   /** Runs in a child of the warm data interpreter (adapters/process/warm-python.ts) instead of a fresh bwrap. */
   warm?: boolean
+  /** The egress gateway's proxy socket for this run and the bridge's files: the run's only way out (egress-bridge.ts). */
+  egress?: { socketPath: string; files: EgressBridgeFiles }
 }
 
 const RUNNER_PYC = '/run/execgate/runner.pyc'
@@ -115,7 +118,8 @@ function rlimits(plan: SandboxPlan, shape: RunShape): LauncherLimits {
     fileBlocks512: plan.workspaceMb * 2048,
     openFiles: plan.maxOpenFiles,
     // Counted inside the user namespace: the program itself, and the launcher while it waits; not bwrap outside.
-    processes: plan.dedicatedUid ? policy.maxProcesses + (runsDirect(shape) ? 1 : 2) : undefined,
+    // (and the egress forwarder, when the run has network)
+    processes: plan.dedicatedUid ? policy.maxProcesses + (runsDirect(shape) ? 1 : 2) + (shape.egress ? 1 : 0) : undefined,
   }
 }
 
@@ -163,6 +167,7 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     '--ro-bind-data', String(FD.code), SANDBOX_PATHS.code,
     ...(plan.pythonRunnerPyc && shape.language === 'python' ? ['--ro-bind', plan.pythonRunnerPyc, RUNNER_PYC] : []),
     ...(shape.withFiles ? ['--ro-bind-data', String(FD.filesIn), SANDBOX_PATHS.filesIn] : []),
+    ...(shape.egress ? egressBridgeArgs(shape.egress.files, shape.egress.socketPath, plan.interpreters.python, shape.language) : []),
     '--chdir', SANDBOX_PATHS.workspace,
     // Installed by bwrap after it has made the namespaces (which need unshare and mount), before the launcher runs.
     ...(plan.seccompFilter ? ['--seccomp', String(FD.seccomp)] : []),

@@ -30,6 +30,7 @@ import {
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
+import { packageVersions } from '../shared/engine-versions'
 
 export const NAME = 'pyodide'
 
@@ -50,6 +51,7 @@ const POST_RUN_CHECK_MS = 2000
 export class PyodideAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
+    engines: packageVersions(['pyodide']),
     languages: LANGUAGES,
     tier: 3,
     isolation: 'wasm in a child process under the Node permission model (read-only pyodide files, no processes, empty env)',

@@ -30,6 +30,7 @@ import type { ToWorker } from './protocol'
 import { withOptionDefaults } from '../shared/option-schema'
 import { MAX_SAFE_STACK_KIB, QUICKJS_OPTIONS_SCHEMA, type QuickJsAdapterOptions } from './options'
 import { captureScript, restoreScripts, topLevelNames, type SessionState } from './session'
+import { packageVersions } from '../shared/engine-versions'
 
 export const NAME = 'quickjs'
 
@@ -52,6 +53,7 @@ const CEILING_HEADROOM_BYTES = 32 * 1024 * 1024
 export class QuickJsAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
+    engines: packageVersions(['quickjs-emscripten']),
     languages: LANGUAGES,
     tier: 1,
     isolation: 'wasm memory in a worker thread (QuickJS in WebAssembly, fresh runtime per run)',

@@ -24,6 +24,7 @@ import { withOptionDefaults } from '../shared/option-schema'
 import { SHELL_OPTIONS_SCHEMA, type ShellOptionsConfig } from './options'
 import type { ShellJob, ShellWorkspaceChanges } from './protocol'
 import { ShellSandbox } from './sandbox'
+import { packageVersions } from '../shared/engine-versions'
 
 export const NAME = 'shell'
 
@@ -57,6 +58,7 @@ type ShellPool = ShellProcessPool
 export class ShellAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
+    engines: packageVersions(['just-bash']),
     languages: LANGUAGES,
     tier: 1,
     isolation: 'just-bash interpreter in a permission-restricted Node process: in-memory filesystem, no network, V8 heap cap',

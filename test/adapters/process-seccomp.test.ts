@@ -170,3 +170,11 @@ test('`execgate policy --adapter process` lists the denied calls; the adapter de
   const explained = execgate.explainPolicy('process')
   expect(explained.syscallFilter?.denied).toEqual(deniedSyscalls(arch))
 }, 60_000)
+
+test("a run's record names the interpreters' versions once the adapter has learned them", async () => {
+  // Learned in the background from the first run on; the availability check waits for them.
+  await execgate.adapters().find((item) => item.name === 'process')!.checkAvailability()
+  const result = await execgate.execute({ language: 'python', adapter: 'process', code: '1' }, { basePolicy: BROAD })
+  const { record } = await execgate.ledger.record(result.runId!)
+  expect(record.engines).toMatchObject({ node: process.version, python3: expect.stringMatching(/^3\.\d+\.\d+/), bash: expect.stringMatching(/^\d+\.\d+/), 'sandbox-node': expect.stringMatching(/^\d+\.\d+/) })
+}, 60_000)

@@ -94,7 +94,7 @@ test("a run's receipt: an in-toto Statement in a DSSE envelope, signed with the 
     language: 'javascript',
     code: { sha256: sha(code), size: Buffer.byteLength(code) },
     egress: [],
-    engines: { execgate: expect.any(String), node: process.version },
+    engines: { execgate: expect.any(String), node: process.version, 'quickjs-emscripten': expect.stringMatching(/^\d+\.\d+/) },
     startedAt: record.startedAt,
     endedAt: record.endedAt,
     ledger: { seq, hash, prevHash },
@@ -205,3 +205,11 @@ test("a plan's receipt covers its steps' run receipts by digest; the CLI checks 
     fs.rmSync(folder, { recursive: true, force: true })
   }
 }, 60_000)
+
+test('the OpenAPI document lists the receipt routes with the envelope schema', async () => {
+  const document = (await (await fetch(`${server.url}/docs/json`)).json()) as { paths: Record<string, { get: { responses: Record<string, { content?: Record<string, { schema?: { required?: string[] } }> }> } }> }
+  for (const route of ['/v1/runs/{id}/receipt', '/v1/plans/{id}/receipt']) {
+    expect(document.paths[route]?.get.responses['200']?.content?.['application/json']?.schema?.required).toEqual(['payload', 'payloadType', 'signatures'])
+  }
+  expect(Object.keys(document.paths['/v1/ledger/public-key']!.get.responses['200']!.content!)).toEqual(['application/json', 'application/x-pem-file'])
+})
