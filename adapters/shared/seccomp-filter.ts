@@ -88,3 +88,24 @@ export function seccompSummary(arch: SeccompArchitecture | undefined = architect
     foreignArchitecture: `the process is killed (only ${arch} calls are judged)`,
   }
 }
+
+/**
+ * Python that installs a filter in its own process, for an interpreter that forks children outside bubblewrap's
+ * `--seccomp` (a warm data interpreter's zygote): `_execgate_apply_seccomp(program_bytes)` sets no_new_privs, then
+ * the filter; every thread and child started afterwards inherits it. Call it in the forked child, after any namespace
+ * or mount work and right before the user's code. Raises OSError when the kernel refuses.
+ */
+export const PYTHON_SECCOMP_LOADER = `
+def _execgate_apply_seccomp(program):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    class _SockFprog(ctypes.Structure):
+        _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+    buffer = ctypes.create_string_buffer(bytes(program), len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    # PR_SET_NO_NEW_PRIVS = 38, PR_SET_SECCOMP = 22, SECCOMP_MODE_FILTER = 2
+    if libc.prctl(38, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+        raise OSError(ctypes.get_errno(), 'prctl(PR_SET_NO_NEW_PRIVS) failed')
+    if libc.prctl(22, ctypes.c_ulong(2), ctypes.byref(fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+        raise OSError(ctypes.get_errno(), 'prctl(PR_SET_SECCOMP) failed')
+`

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { PassThrough } from 'node:stream'
-import { architectureOf, buildSeccompFilter, deniedSyscalls, hostSeccompFilter } from '../../adapters/shared/seccomp-filter'
+import { PYTHON_SECCOMP_LOADER, architectureOf, buildSeccompFilter, deniedSyscalls, hostSeccompFilter } from '../../adapters/shared/seccomp-filter'
 import { SYSCALL_NUMBERS, type SeccompArchitecture } from '../../adapters/shared/seccomp-syscalls'
 import { createExecgate, type Execgate } from '../../src'
 import { main } from '../../src/cli'
@@ -178,3 +178,24 @@ test("a run's record names the interpreters' versions once the adapter has learn
   const { record } = await execgate.ledger.record(result.runId!)
   expect(record.engines).toMatchObject({ node: process.version, python3: expect.stringMatching(/^3\.\d+\.\d+/), bash: expect.stringMatching(/^\d+\.\d+/), 'sandbox-node': expect.stringMatching(/^\d+\.\d+/) })
 }, 60_000)
+
+test('a process outside bubblewrap (a warm interpreter\'s forked child) installs the same filter with PYTHON_SECCOMP_LOADER', () => {
+  const numbers = SYSCALL_NUMBERS[arch]
+  const code = `${PYTHON_SECCOMP_LOADER}
+import ctypes, errno, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def unshare_user():
+    ctypes.set_errno(0)
+    return 'OK' if libc.syscall(${numbers.unshare}, 0x10000000) == 0 else errno.errorcode[ctypes.get_errno()]
+pid = os.fork()
+if pid == 0:
+    _execgate_apply_seccomp(bytes.fromhex(sys.argv[1]))
+    thread = threading.Thread(target=lambda: None); thread.start(); thread.join()
+    print('child', unshare_user(), [line for line in open('/proc/self/status') if line.startswith('Seccomp:')][0].split()[1], flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print('parent', 'Seccomp:\\t0' in open('/proc/self/status').read())
+`
+  const child = spawnSync('python3', ['-c', code, hostSeccompFilter()!.toString('hex')], { encoding: 'utf8', timeout: 30_000 })
+  expect([child.stderr, child.stdout]).toEqual(['', 'child EPERM 2\nparent True\n'])
+})

@@ -6,7 +6,8 @@ import type { ArtifactRef, LedgerEntry, PlanVersionRecord, RunRecord, SandboxFil
  * `wasGeneratedBy` (files, long streams, the value), `wasDerivedFrom` (each output from each thing its run used),
  * `wasAssociatedWith` (the run and its adapter, with the plan version's document as `prov:plan` for a plan step),
  * `actedOnBehalfOf` (the adapter for the tenant), and `wasRevisionOf` for plan versions, which PROV-JSON writes as
- * `wasDerivedFrom` with `prov:type` `prov:Revision`.
+ * `wasDerivedFrom` with `prov:type` `prov:Revision`. The hosts a run reached through the egress gateway are entities
+ * `host:<name>:<port>` it `used` (role `egress`, with its requests and bytes); refused requests are counted on the run.
  */
 
 type Attribute = string | number | boolean | { $: string; type: string }
@@ -30,6 +31,7 @@ export const PROV_PREFIXES = {
   sandbox: 'urn:execgate:sandbox:',
   adapter: 'urn:execgate:adapter:',
   tenant: 'urn:execgate:tenant:',
+  host: 'urn:execgate:host:',
   sha256: 'urn:sha256:',
   xsd: 'http://www.w3.org/2001/XMLSchema#',
 }
@@ -154,10 +156,31 @@ export class ProvDocumentBuilder {
     if (entry.stdout.stored) generated.push(this.entity({ ...entry.stdout, path: 'stdout', mediaType: 'text/plain; charset=utf-8' }, 'execgate:Stream'))
     if (entry.stderr.stored) generated.push(this.entity({ ...entry.stderr, path: 'stderr', mediaType: 'text/plain; charset=utf-8' }, 'execgate:Stream'))
     if (entry.value) generated.push(this.entity({ ...entry.value, path: 'value', mediaType: 'application/json' }, 'execgate:Value'))
+    this.addEgress(entry, activity)
     for (const output of generated) {
       this.relation('wasGeneratedBy', { 'prov:entity': output, 'prov:activity': activity, 'prov:time': entry.endedAt })
       for (const source of used) this.relation('wasDerivedFrom', { 'prov:generatedEntity': output, 'prov:usedEntity': source, 'prov:activity': activity })
     }
+  }
+
+  /** One entity per host and port the run reached, one `used` per host with what went through. */
+  private addEgress(entry: RunRecord, activity: string): void {
+    if (!entry.egress?.length) return
+    const hosts = new Map<string, { requests: number; bytesOut: number; bytesIn: number }>()
+    let denied = 0
+    for (const request of entry.egress) {
+      if (request.decision !== 'allowed') {
+        denied++
+        continue
+      }
+      const id = `host:${request.host}:${request.port}`
+      const seen = hosts.get(id) ?? { requests: 0, bytesOut: 0, bytesIn: 0 }
+      hosts.set(id, { requests: seen.requests + 1, bytesOut: seen.bytesOut + request.bytesOut, bytesIn: seen.bytesIn + request.bytesIn })
+      this.document.entity[id] ??= { 'prov:type': qname('execgate:Host'), 'prov:label': `${request.host}:${request.port}`, 'execgate:host': request.host, 'execgate:port': request.port }
+    }
+    for (const [id, totals] of hosts) this.relation('used', { 'prov:activity': activity, 'prov:entity': id, 'prov:role': 'egress', 'execgate:requests': totals.requests, 'execgate:bytesOut': totals.bytesOut, 'execgate:bytesIn': totals.bytesIn })
+    this.document.activity[activity]!['execgate:egressRequests'] = entry.egress.length
+    if (denied > 0) this.document.activity[activity]!['execgate:egressDenied'] = denied
   }
 
   build(): ProvDocument {
