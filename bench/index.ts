@@ -22,6 +22,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   plans: () => import('./plans'),
   sandboxes: () => import('./sandboxes'),
   data: () => import('./data'),
+  limits: () => import('./limits'),
 }
 
 async function main(): Promise<void> {

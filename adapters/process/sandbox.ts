@@ -42,6 +42,9 @@ export interface RunShape {
 
 const RUNNER_PYC = '/run/execgate/runner.pyc'
 
+/** How deep bash functions may call each other in the sandbox (FUNCNEST). */
+export const BASH_FUNCTION_NESTING = 2000
+
 /**
  * Compiles the Python runner once with the configured interpreter (same version, same magic number) into a fresh
  * private directory the sandbox uids can read: loading bytecode saves ~0.8 ms a run over compiling `-c` source.
@@ -151,6 +154,9 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     // The data Python: charts render off-screen, and matplotlib's caches go to the run's own /tmp.
     '--setenv', 'MPLBACKEND', 'Agg',
     '--setenv', 'MPLCONFIGDIR', '/tmp/matplotlib',
+    // bash has no recursion limit of its own: `f() { f; }; f` grows until it segfaults, seconds later. FUNCNEST
+    // ends it at once with an error (classify.ts names it); code that unsets it still only crashes its own sandbox.
+    ...(shape.language === 'bash' ? ['--setenv', 'FUNCNEST', String(BASH_FUNCTION_NESTING)] : []),
     ...(shape.collectFiles ? ['--setenv', 'EXECGATE_COLLECT', '1'] : []),
     ...(runsDirect(shape) ? ['--setenv', 'EXECGATE_EXEC', '1'] : []),
     ...binds,
