@@ -23,6 +23,7 @@ const SECTIONS: Record<string, () => Promise<{ run(): Promise<BenchSection> }>> 
   ledger: () => import('./ledger'),
   plans: () => import('./plans'),
   sandboxes: () => import('./sandboxes'),
+  limits: () => import('./limits'),
 }
 
 async function main(): Promise<void> {

@@ -97,7 +97,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
 
   /** Resolves once one interpreter of the pool is loaded, so the next run pays no cold start. */
   warmUp(): Promise<void> {
-    return this.pool.warmUp()
+    return this.pool.warmOne()
   }
 
   isWarm(): boolean {
@@ -106,7 +106,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
 
   /** Resolves once the pool has finished warming. */
   warm(): Promise<void> {
-    return this.pool.warm()
+    return this.pool.settled()
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -190,7 +190,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         clearTimeout(checkTimer)
         run.settle()
         if (keep) this.pool.release(pyodideProcess)
-        else this.pool.replace(pyodideProcess)
+        else void this.pool.replace(pyodideProcess)
         if (!answered) resolve(outcome)
       }
       const stop = (status: ExecutionStatus, type: string, message: string, code?: string) => {
@@ -256,7 +256,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       pyodideProcess.child.send({ type: 'parse', id, code })
     })
     if (problem === 'died') {
-      this.pool.replace(pyodideProcess)
+      void this.pool.replace(pyodideProcess)
       return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: '[execgate] [pyodide] the interpreter exited while parsing' }]), implemented: false }
     }
     this.pool.release(pyodideProcess)
