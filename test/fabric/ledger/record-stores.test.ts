@@ -216,8 +216,9 @@ describe('a deployment on the redis fabric', () => {
     const [nodeA, nodeB] = await Promise.all([createExecgate({ env }), createExecgate({ env })])
     try {
       const ranOnA = await nodeA.execute({ language: 'javascript', code: '6 * 7' }, { tenant: 'acme' })
-      const ranOnB = await nodeB.execute({ language: 'javascript', code: '6 * 7' }, { tenant: 'acme' })
+      // Each node writes from its own writer thread: A's record is in before B runs, so the chain's order is known.
       await nodeA.ledger.flush()
+      const ranOnB = await nodeB.execute({ language: 'javascript', code: '6 * 7' }, { tenant: 'acme' })
       expect((await nodeB.ledger.record(ranOnA.runId!, { tenant: 'acme' })).seq).toBe(1)
       expect((await nodeA.ledger.record(ranOnB.runId!, { tenant: 'acme' })).seq).toBe(2)
       expect(await nodeA.ledger.verify({ tenant: 'acme' })).toMatchObject({ ok: true, records: 2 })
