@@ -33,6 +33,7 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   plans: () => import('./plans'),
   sandboxes: () => import('./sandboxes'),
   limits: () => import('./limits'),
+  egress: () => import('./egress'),
 }
 
 async function main(): Promise<void> {
