@@ -32,6 +32,7 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   ledger: () => import('./ledger'),
   plans: () => import('./plans'),
   sandboxes: () => import('./sandboxes'),
+  data: () => import('./data'),
   limits: () => import('./limits'),
 }
 
