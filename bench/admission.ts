@@ -1,9 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { AdmissionController } from '../src/execution/admission/admission-controller'
-import { DEFAULT_POLICY, type CodeExecutionAdapter, type ExecutionResult } from '../src'
-import { measure, type BenchSection, type Measurement } from './harness'
+import type { AdmissionController } from '../src/execution/admission/admission-controller'
+import type { CodeExecutionAdapter, ExecutionResult } from '../src'
+import { against, tagged, workingSubject, type Subject } from './against'
+import { measureInterleaved, type BenchSection, type Measurement } from './harness'
+
+export const compares = true
 
 /**
  * Issue 16's scenario through `execgate serve` (a separate process; quickjs and monty, two workers each):
@@ -130,20 +133,39 @@ async function loopsPerMs(url: string, language: 'python' | 'javascript'): Promi
   return loops / fastest
 }
 
-/** What acquire + release cost with nothing queued: the admission's own overhead per run. */
-async function admissionOverhead(): Promise<Measurement> {
+/** What acquire + release cost with nothing queued: the admission's own overhead per run, for each subject. */
+async function admissionOverhead(subjects: readonly Subject[]): Promise<Measurement[]> {
   const adapter = { name: 'bench', capabilities: { tier: 1, concurrency: 2 } } as unknown as CodeExecutionAdapter
-  const controller = new AdmissionController({ defaultLane: 'batch', interactiveShare: 0.5, inProcessBatchRuns: 0, queueLimits: { interactive: 64, batch: 256 }, retryAfterMs: 1000, tenants: { acme: { maxConcurrent: 4, cpuMsPerMinute: 1e12 } }, agentTypes: {} })
   const request = { language: 'javascript' as const, code: '1', lane: 'interactive' as const }
-  return measure('admission acquire + release, nothing queued (in-process)', async () => {
-    const ticket = await controller.acquire(adapter, request, DEFAULT_POLICY, { tenant: 'acme' })
-    if ('status' in ticket) throw new Error(ticket.message)
-    ticket.release(1)
-  }, { iterations: 20_000, warmup: 2000 })
+  return measureInterleaved(
+    subjects.map((subject) => {
+      const { AdmissionController: Controller } = subject.load<{ AdmissionController: typeof AdmissionController }>('src/execution/admission/admission-controller')
+      const controller = new Controller({ defaultLane: 'batch', interactiveShare: 0.5, inProcessBatchRuns: 0, queueLimits: { interactive: 64, batch: 256 }, retryAfterMs: 1000, tenants: { acme: { maxConcurrent: 4, cpuMsPerMinute: 1e12 } }, agentTypes: {} })
+      const policy = subject.lib.DEFAULT_POLICY
+      return {
+        name: tagged(subjects, subject, 'admission acquire + release, nothing queued (in-process)'),
+        fn: async () => {
+          const ticket = await controller.acquire(adapter, request, policy, { tenant: 'acme' })
+          if ('status' in ticket) throw new Error(ticket.message)
+          ticket.release(1)
+        },
+      }
+    }),
+    { iterations: 20_000, batch: 1000, warmup: 2000 },
+  )
 }
 
-export async function run(): Promise<BenchSection> {
-  const overhead = await admissionOverhead()
+export async function run(subjects: readonly Subject[] = [workingSubject()]): Promise<BenchSection> {
+  const overheads = await admissionOverhead(subjects)
+  const overhead = overheads[overheads.length - 1]!
+  if (process.env.EXECGATE_BENCH_ADMISSION_LOAD === '0') {
+    return {
+      title: 'admission: overhead with nothing queued',
+      measurements: overheads,
+      ratios: [`admission overhead p50 = ${(overhead.p50Ms * 1000).toFixed(1)} µs (target ≤ 5 µs)`, ...(overheads.length > 1 ? [against('admission overhead', overhead, overheads[0]!)] : [])],
+      notes: ['the load part was not run (EXECGATE_BENCH_ADMISSION_LOAD=0)'],
+    }
+  }
   const reserved = await startServer({ EXECGATE_ADMISSION_INTERACTIVE_SHARE: '0.5' })
   let alone: Measurement[]
   let rates: LoopRates
@@ -174,7 +196,7 @@ export async function run(): Promise<BenchSection> {
     named(loaded[1]!, `interactive javascript one-liner, ${BATCH_CLIENTS} clients of 1–2 s batch runs`),
     named(withoutReservation.loaded[0]!, 'interactive python one-liner, same load, no reservation'),
     named(withoutReservation.loaded[1]!, 'interactive javascript one-liner, same load, no reservation'),
-    overhead,
+    ...overheads,
   ]
   const p95Ratio = (index: number) => (loaded[index]!.p95Ms / alone[index]!.p95Ms).toFixed(2)
   const lost = 1 - withReservation.batch.runsPerSec / withoutReservation.batch.runsPerSec
@@ -186,11 +208,12 @@ export async function run(): Promise<BenchSection> {
       `javascript: under load / alone p95 = ${p95Ratio(1)}× and ${loaded[1]!.p95Ms.toFixed(1)} ms (targets ≤ 3×, ≤ 50 ms)`,
       `batch throughput ${withReservation.batch.runsPerSec.toFixed(2)} runs/s with the reservation, ${withoutReservation.batch.runsPerSec.toFixed(2)} without: ${(lost * 100).toFixed(1)}% lost (target ≤ 20%); batch runs not ok ${withReservation.batch.failed} (${withReservation.batch.statuses}) / ${withoutReservation.batch.failed} (${withoutReservation.batch.statuses})`,
       `a batch run took ${(withReservation.batch.meanRunMs / 1000).toFixed(2)} s on average with the reservation, ${(withoutReservation.batch.meanRunMs / 1000).toFixed(2)} s without (request to answer, minus its wait for a slot)`,
-      `admission overhead p50 = ${(overhead.p50Ms * 1000).toFixed(1)} µs (target ≤ 20 µs)`,
+      `admission overhead p50 = ${(overhead.p50Ms * 1000).toFixed(1)} µs (target ≤ 5 µs)`,
+      ...(overheads.length > 1 ? [against('admission overhead', overhead, overheads[0]!)] : []),
     ],
     notes: [
       `${BATCH_CLIENTS} batch clients alternate JavaScript and Python loops sized to 1–2 s of CPU each (loop rates measured alone: python ${rates.python.toFixed(0)}, javascript ${rates.javascript.toFixed(0)} loops/ms); interactive requests are one at a time, 50 ms apart, for ${LOAD_SECONDS / 2} s per language while the load runs`,
-      'server: execgate serve with quickjs and monty (2 workers each, one reserved for interactive), admission.inProcessBatchRuns 0 (one batch run per core); without the reservation: interactiveShare 0 and no in-process bound',
+      'the load part runs the working tree only; server: execgate serve with quickjs and monty (2 workers each, one reserved for interactive), admission.inProcessBatchRuns 0 (one batch run per core); without the reservation: interactiveShare 0 and no in-process bound',
     ],
   }
 }

@@ -13,6 +13,8 @@ declare module 'autocannon' {
     errors: number
     timeouts: number
     non2xx: number
+    /** Seconds the run actually lasted. */
+    duration: number
   }
   interface Options {
     url: string

@@ -2,9 +2,10 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { createExecgate, type Execgate, type ExecutionRequest } from '../src'
+import type { Execgate, ExecutionRequest } from '../src'
 import { ArtifactLedger, DirectoryBlobStore, SqliteLedgerStore, type RecordDraft, type RunRecord } from '../src/fabric/ledger'
 import { sha256 } from '../src/fabric/ledger/run-capture'
+import { against, tagged, workingSubject, type Subject } from './against'
 import { measureInterleaved, type BenchSection, type Measurement } from './harness'
 
 /**
@@ -27,8 +28,8 @@ function series(name: string, samples: number[]): Measurement {
   return { name, iterations: samples.length, p50Ms: at(50), p95Ms: at(95), meanMs: total / samples.length, opsPerSec: (samples.length / total) * 1000 }
 }
 
-async function open(dataDir: string, ledger: boolean, adapter: 'quickjs' | 'monty'): Promise<Execgate> {
-  return createExecgate({ overrides: { execution: { enabled: [adapter], adapter }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir, ledger: { enabled: ledger } } } })
+async function open(subject: Subject, dataDir: string, ledger: boolean, adapter: 'quickjs' | 'monty'): Promise<Execgate> {
+  return subject.lib.createExecgate({ overrides: { execution: { enabled: [adapter], adapter }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir, ledger: { enabled: ledger } } } })
 }
 
 /** Per-run time of `runs` sequential runs plus the ledger's flush: everything the ledger costs, amortised. */
@@ -42,43 +43,57 @@ async function amortised(execgate: Execgate, request: ExecutionRequest, runs: nu
   return (performance.now() - started) / runs
 }
 
-async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string) {
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string, subjects: readonly Subject[]) {
   const request: ExecutionRequest = adapter === 'quickjs' ? { language: 'javascript', code: '1+1' } : { language: 'python', code: '1 + 1' }
-  const withLedger = await open(path.join(dataDir, `${adapter}-on`), true, adapter)
-  const without = await open(path.join(dataDir, `${adapter}-off`), false, adapter)
+  const pairs: { subject: Subject; on: Execgate; off: Execgate }[] = []
   try {
+    for (const subject of subjects) {
+      pairs.push({ subject, on: await open(subject, path.join(dataDir, `${adapter}-${subject.tag}-on`), true, adapter), off: await open(subject, path.join(dataDir, `${adapter}-${subject.tag}-off`), false, adapter) })
+    }
     const run = (execgate: Execgate) => async () => {
       const result = await execgate.execute(request)
       if (result.status !== 'ok') throw new Error(`${adapter} answered ${result.status}: ${result.message}`)
     }
-    const [on, off] = await measureInterleaved(
-      [
-        { name: `${adapter} ${request.code}, ledger on (per run, result's path)`, fn: run(withLedger) },
-        { name: `${adapter} ${request.code}, ledger off`, fn: run(without) },
-      ],
+    const measured = await measureInterleaved(
+      pairs.flatMap(({ subject, on, off }) => [
+        { name: tagged(subjects, subject, `${adapter} ${request.code}, ledger on (per run, result's path)`), fn: run(on) },
+        { name: tagged(subjects, subject, `${adapter} ${request.code}, ledger off`), fn: run(off) },
+      ]),
       { iterations: 3000, batch: 100 },
     )
-    await withLedger.ledger.flush()
-    // Whole cost: alternate loops so machine noise falls on both alike; the median of five of each.
-    const onLoops: number[] = []
-    const offLoops: number[] = []
+    for (const { on } of pairs) await on.ledger.flush()
+    // Whole cost: alternate loops so machine noise falls on every series alike; the median of five of each.
+    const loops = pairs.map(() => ({ on: [] as number[], off: [] as number[] }))
     for (let round = 0; round < 5; round++) {
-      onLoops.push(await amortised(withLedger, request, 1000))
-      offLoops.push(await amortised(without, request, 1000))
+      for (const [index, { on, off }] of pairs.entries()) {
+        loops[index]!.on.push(await amortised(on, request, 1000))
+        loops[index]!.off.push(await amortised(off, request, 1000))
+      }
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-    const added = on!.p50Ms - off!.p50Ms
-    const whole = median(onLoops) - median(offLoops)
-    return {
-      measurements: [on!, off!],
-      ratios: [
-        `${adapter}: recording adds ${(added * 1000).toFixed(0)} µs at p50 on the result's path (${on!.p50Ms.toFixed(3)} vs ${off!.p50Ms.toFixed(3)} ms, ${(on!.p50Ms / off!.p50Ms).toFixed(2)}×; target ≤ 200 µs)`,
-        `${adapter}: whole cost per run, amortised over 1000-run loops ending in a flush (median of 5): ${(whole * 1000).toFixed(0)} µs (${(median(onLoops) * 1000).toFixed(0)} vs ${(median(offLoops) * 1000).toFixed(0)} µs per run)`,
-      ],
+    const ratios: string[] = []
+    const wholes: number[] = []
+    for (const [index, { subject }] of pairs.entries()) {
+      const on = measured[index * 2]!
+      const off = measured[index * 2 + 1]!
+      const whole = median(loops[index]!.on) - median(loops[index]!.off)
+      wholes.push(whole)
+      ratios.push(
+        tagged(subjects, subject, `${adapter}: recording adds ${((on.p50Ms - off.p50Ms) * 1000).toFixed(1)} µs at p50 on the result's path (${on.p50Ms.toFixed(3)} vs ${off.p50Ms.toFixed(3)} ms, ${(on.p50Ms / off.p50Ms).toFixed(2)}×)`),
+        tagged(subjects, subject, `${adapter}: whole cost per run, amortised over 1000-run loops ending in a flush (median of 5): ${(whole * 1000).toFixed(1)} µs (${(median(loops[index]!.on) * 1000).toFixed(1)} vs ${(median(loops[index]!.off) * 1000).toFixed(1)} µs per run; target ≤ 10 µs)`),
+      )
     }
+    if (pairs.length > 1) {
+      ratios.push(against(`${adapter}: ledger on`, measured[measured.length - 2]!, measured[0]!))
+      ratios.push(`${adapter}: whole ledger cost per run, work ${(wholes[wholes.length - 1]! * 1000).toFixed(1)} µs vs base ${(wholes[0]! * 1000).toFixed(1)} µs`)
+    }
+    return { measurements: measured, ratios }
   } finally {
-    await withLedger.dispose()
-    await without.dispose()
+    for (const { on, off } of pairs) {
+      await on.dispose()
+      await off.dispose()
+    }
   }
 }
 
@@ -160,12 +175,15 @@ async function lineageAtScale(dataDir: string) {
   }
 }
 
-export async function run(): Promise<BenchSection> {
+export const compares = true
+
+export async function run(subjects: readonly Subject[] = [workingSubject()]): Promise<BenchSection> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-ledger-'))
   try {
-    const quickjs = await recordingCost('quickjs', dataDir)
-    const monty = await recordingCost('monty', dataDir)
-    const lineage = await lineageAtScale(dataDir)
+    const quickjs = await recordingCost('quickjs', dataDir, subjects)
+    const monty = await recordingCost('monty', dataDir, subjects)
+    // Lineage reads the working tree's store only: it is a query's cost, not the request path's.
+    const lineage = process.env.EXECGATE_BENCH_LEDGER_LINEAGE === '0' ? { measurements: [], ratios: [], notes: ['lineage not measured (EXECGATE_BENCH_LEDGER_LINEAGE=0)'] } : await lineageAtScale(dataDir)
     return {
       title: 'ledger: recording provenance, and lineage at scale',
       measurements: [...quickjs.measurements, ...monty.measurements, ...lineage.measurements],

@@ -35,7 +35,11 @@ async function answers(port: number): Promise<boolean> {
   })
 }
 
+/** What installs redis-server on a fresh machine; a test without it fails with this, never skips. */
+export const REDIS_INSTALL_COMMAND = 'bash scripts/setup/redis.sh (Debian: sudo apt-get install -y redis-server)'
+
 export async function startRedisServer(): Promise<RedisServer> {
+  if (!redisServerInstalled()) throw new Error(`redis-server is not installed: run ${REDIS_INSTALL_COMMAND}`)
   const port = await freePort()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-redis-'))
   const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })

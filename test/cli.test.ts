@@ -70,8 +70,8 @@ describe('execgate CLI', () => {
     expect(code).toBe(1)
     const result = JSON.parse(stdout)
     expect(result.status).toBe('timeout')
-    // Bounded, not hung: the precise "within 100 ms of the limit" is the conformance suite's timeout case.
-    expect(result.durationMs).toBeLessThan(5000)
+    // Bounded, not hung (ten times the limit); how close to the limit it stops is a bench row.
+    expect(result.durationMs).toBeLessThan(10 * 300)
   })
 
   test('a memory bomb ends memory_limit under --memory', () => {

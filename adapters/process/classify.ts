@@ -41,6 +41,8 @@ export function classifyExit(run: SpawnedRun, policy: SecurityPolicy, stderr: st
   if (run.signal === 'SIGXCPU' || code === 128 + SIGXCPU) {
     return { status: 'timeout', error: { type: 'TimeoutError', message: `the code used its ${policy.cpuTimeMs} ms of CPU time and was stopped` } }
   }
+  const nesting = /maximum function nesting level exceeded \((\d+)\)/.exec(stderr)
+  if (nesting) return { status: 'error', error: { type: 'RecursionError', message: `bash function recursion passed ${nesting[1]} levels (FUNCNEST): ${lastLine}` } }
   const outOfMemory = outOfMemoryEvidence(stderr)
   if (outOfMemory) return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${policy.memoryMb} MiB): ${outOfMemory}` } }
   const how = code !== null && code > 128 ? `was killed by signal ${code - 128}` : `exited with code ${code ?? run.signal}`

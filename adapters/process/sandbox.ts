@@ -40,6 +40,9 @@ export interface RunShape {
 
 const RUNNER_PYC = '/run/execgate/runner.pyc'
 
+/** How deep bash functions may call each other in the sandbox (FUNCNEST). */
+export const BASH_FUNCTION_NESTING = 2000
+
 /**
  * Compiles the Python runner once with the configured interpreter (same version, same magic number) into a fresh
  * private directory the sandbox uids can read: loading bytecode saves ~0.8 ms a run over compiling `-c` source.
@@ -143,6 +146,9 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     '--setenv', 'HOME', SANDBOX_PATHS.workspace,
     '--setenv', 'TMPDIR', '/tmp',
     '--setenv', 'LANG', 'C.UTF-8',
+    // bash has no recursion limit of its own: `f() { f; }; f` grows until it segfaults, seconds later. FUNCNEST
+    // ends it at once with an error (classify.ts names it); code that unsets it still only crashes its own sandbox.
+    ...(shape.language === 'bash' ? ['--setenv', 'FUNCNEST', String(BASH_FUNCTION_NESTING)] : []),
     ...(shape.collectFiles ? ['--setenv', 'EXECGATE_COLLECT', '1'] : []),
     ...(runsDirect(shape) ? ['--setenv', 'EXECGATE_EXEC', '1'] : []),
     ...binds,

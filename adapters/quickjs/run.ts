@@ -132,7 +132,12 @@ export class QuickJsRun {
   private installConsole(): void {
     const consoleObject = this.vm.newObject()
     for (const [method, stream] of [['log', 'stdout'], ['info', 'stdout'], ['debug', 'stdout'], ['warn', 'stderr'], ['error', 'stderr']] as const) {
-      const fn = this.vm.newFunction(method, (...args) => this.write(stream, args))
+      // Past the output cap the call throws at once: a flood loop would otherwise spin (allocating its strings)
+      // until the next interrupt check, hundreds of ms on a busy machine, and meet the deadline before the cap.
+      const fn = this.vm.newFunction(method, (...args) => {
+        this.write(stream, args)
+        if (this.stop === 'output') return { error: this.vm.newError('output passed the limit') }
+      })
       this.vm.setProp(consoleObject, method, fn)
       fn.dispose()
     }

@@ -71,6 +71,11 @@ def _json(v, depth=0):
     if isinstance(v, (list, tuple, set, frozenset)): return '[' + ','.join(_json(x, depth + 1) for x in v) + ']'
     return _json(repr(v))
 ${io.send}
+def _report(doc, pid=os.getpid(), send=_send):
+    # A process the code forks runs this epilogue too (its own exception, its own "ok"): only the runner reports,
+    # or a fork bomb's children would write over its report (hostile case py-fork-bomb).
+    if os.getpid() == pid:
+        send(doc)
 def _split(src):
     """The code before its final expression, and that expression (compiled), or (None, None)."""
     lines = src.split('\n')
@@ -92,7 +97,7 @@ def _main():
     try:
         whole = compile(src, '<code>', 'exec')
         if sys.argv[1] == 'check':
-            return _send('{"ok":true}')
+            return _report('{"ok":true}')
         body, final = _split(src)
         ${io.guard === false ? '' : "_execgate_guard(sys.argv[2].split(',') if sys.argv[2] else ())"}
         scope = ${io.scope ?? "{'__name__': '__main__', '__builtins__': __builtins__}"}
@@ -103,10 +108,10 @@ def _main():
             exec(body, scope)
             value = eval(final, scope)
         sys.stdout.flush()
-        _send('{"ok":true}' if value is None else '{"ok":true,"value":' + _json(value) + '}')
+        _report('{"ok":true}' if value is None else '{"ok":true,"value":' + _json(value) + '}')
     except SystemExit as error:
         code = error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
-        _send('{"ok":true}' if code == 0 else '{"error":{"type":"SystemExit","message":"the program exited with code %d"}}' % code)
+        _report('{"ok":true}' if code == 0 else '{"error":{"type":"SystemExit","message":"the program exited with code %d"}}' % code)
     except BaseException as error:
         import traceback
         tb = error.__traceback__
@@ -118,7 +123,7 @@ def _main():
             line = tb.tb_lineno
             tb = tb.tb_next
         info = '{"type":' + _json(type(error).__name__) + ',"message":' + _json(str(error))
-        _send('{"error":' + info + (',"line":%d}}' % line if line else '}}'))
+        _report('{"error":' + info + (',"line":%d}}' % line if line else '}}'))
 _main()
 `
 }

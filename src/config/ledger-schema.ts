@@ -21,6 +21,16 @@ export interface LedgerConfig {
    * @default 1024 @env EXECGATE_FABRIC_LEDGER_OUTPUT_THRESHOLD_BYTES
    */
   outputThresholdBytes: number
+  /**
+   * Where hashing, blob writes and record appends run: `thread` (a worker thread, off the result's path) or `inline`
+   * (the caller's thread, batched: a one-shot CLI run spares the thread's start). @default 'thread' @env EXECGATE_FABRIC_LEDGER_WRITER
+   */
+  writer: 'thread' | 'inline'
+  /**
+   * Records heard and not yet written, at most; past it a run's record is lost, counted (`execgate_ledger_records_lost_total`)
+   * and logged, and the run is not slowed. @default 10000 @env EXECGATE_FABRIC_LEDGER_QUEUE_LIMIT
+   */
+  queueLimit: number
   signing: {
     /**
      * The Ed25519 private key (PKCS#8 PEM file) that signs run receipts; empty: `<fabric.dataDir>/ledger-signing-key.pem`,
@@ -60,6 +70,8 @@ export const LEDGER_SCHEMA = {
   blobs: { doc: "Where the ledger's artifacts live", format: ['directory', 's3'], default: 'directory' },
   blobDir: { doc: 'Folder of the directory blob store (empty: <fabric.dataDir>/blobs)', format: String, default: '' },
   outputThresholdBytes: { doc: 'stdout/stderr at least this long are kept as artifacts', format: formats.nonNegativeInt, default: 1024 },
+  writer: { doc: "Where the ledger hashes and writes: a worker thread, or inline on the caller's thread", format: ['thread', 'inline'], default: 'thread' },
+  queueLimit: { doc: 'Ledger records waiting to be written, at most (past it a record is lost, counted and logged)', format: formats.positiveInt, default: 10000 },
   signing: {
     key: { doc: 'Ed25519 PEM private key signing run receipts (empty: generated as <fabric.dataDir>/ledger-signing-key.pem)', format: String, default: '' },
   },

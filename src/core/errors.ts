@@ -75,6 +75,9 @@ export const ERROR_CODES = {
   EXECGATE_SANDBOX_LIMIT: { fault: 'client', retryable: true, template: 'tenant {tenant} already has {limit} live sandboxes (sandboxes.maxPerTenant); stop one, or let one reach its idle timeout, first' },
   EXECGATE_SANDBOX_UNSUPPORTED: { fault: 'client', retryable: false, template: 'no sandbox on {name}: {detail}; enabled adapters that host sandboxes: {known}' },
   EXECGATE_SANDBOX_STOPPED: { fault: 'client', retryable: false, template: 'sandbox {id} is stopped ({reason}); start a new one' },
+  EXECGATE_SERVER_UNREACHABLE: { fault: 'backend', retryable: true, template: 'cannot reach the execgate server at {url}: {detail}' },
+  EXECGATE_REQUEST_CANCELLED: { fault: 'client', retryable: false, template: 'the request was cancelled: {detail}' },
+  EXECGATE_RESPONSE_INVALID: { fault: 'backend', retryable: false, template: 'the server answered HTTP {status} with a body that is not execgate JSON: {detail}' },
   EXECGATE_CLI_USAGE: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_INTERNAL: { fault: 'internal', retryable: false, template: 'internal error: {detail}' },
 } as const satisfies Record<string, ErrorDefinition>

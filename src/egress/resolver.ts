@@ -19,10 +19,10 @@ export const systemResolver: EgressResolver = {
 
 /**
  * A resolver from a table, for tests and fixed deployments: each name maps to its addresses, or to a list of
- * answers given in turn (the last one repeats) — a name that resolves to a public address once and to a private one
+ * answers given in turn (the last one repeats, or with `cycle` the first comes again) — a name that resolves to a public address once and to a private one
  * next. Names not in the table go to `fallback`, or fail like an unknown name.
  */
-export function tableResolver(table: Readonly<Record<string, string | string[] | { answers: string[][] }>>, fallback?: EgressResolver): EgressResolver {
+export function tableResolver(table: Readonly<Record<string, string | string[] | { answers: string[][]; cycle?: boolean }>>, fallback?: EgressResolver): EgressResolver {
   const asked = new Map<string, number>()
   return {
     async resolve(host) {
@@ -35,7 +35,7 @@ export function tableResolver(table: Readonly<Record<string, string | string[] |
       if (Array.isArray(entry)) return [...entry]
       const turn = asked.get(host) ?? 0
       asked.set(host, turn + 1)
-      return [...entry.answers[Math.min(turn, entry.answers.length - 1)]!]
+      return [...entry.answers[entry.cycle ? turn % entry.answers.length : Math.min(turn, entry.answers.length - 1)]!]
     },
   }
 }

@@ -74,9 +74,16 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
 ): Promise<JobOutcome> {
   let worker = pool.tryAcquire()
   if (!worker) {
+    // Admission gives an adapter no more runs than it has workers, so a wait here is a worker starting (the first
+    // run of a cold pool, the replacement of one killed at a limit): seconds on a loaded machine, which count in the
+    // duration but not in the code's time limit, as pyodide's wait for an interpreter does.
+    context.pauseClock?.()
+    const pausedAt = performance.now()
     const waited = await waitForWorker(pool, context, options)
+    const deadline = context.restartClock?.() ?? context.deadline + (performance.now() - pausedAt)
     if ('status' in waited) return waited
     worker = waited.worker
+    context = { ...context, deadline }
   }
   return new Promise((resolve) => {
     const finish = (outcome: JobOutcome, reusable: boolean) => {
@@ -109,7 +116,10 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
   })
 }
 
-/** Waits for a free worker; workers start in milliseconds, so the wait counts against the run's time and never outlasts it. */
+/** How long a run waits for a worker to start before it is answered `unavailable`. */
+export const WORKER_START_BOUND_MS = 60_000
+
+/** Waits for a free worker, at most WORKER_START_BOUND_MS (a start that long is a broken pool, not a slow one). */
 async function waitForWorker<ToWorker>(
   pool: WorkerPool<JobMessage, ToWorker | HostResultMessage>,
   context: ExecutionContext,
@@ -118,13 +128,13 @@ async function waitForWorker<ToWorker>(
   const acquired = pool.acquire()
   let waitTimer: NodeJS.Timeout | undefined
   const late = new Promise<'late'>((resolve) => {
-    waitTimer = setTimeout(() => resolve('late'), Math.max(0, context.deadline - performance.now()) + options.killGraceMs)
+    waitTimer = setTimeout(() => resolve('late'), WORKER_START_BOUND_MS)
   })
   try {
     const first = await Promise.race([acquired, late])
     if (first !== 'late') return { worker: first }
     acquired.then((lateWorker) => pool.release(lateWorker), () => undefined)
-    return { status: 'timeout', error: { type: 'TimeoutError', message: `no ${options.label} worker was free within the ${context.policy.wallTimeMs} ms time limit` } }
+    return { status: 'unavailable', message: `[execgate] [${options.label}] no worker started within ${WORKER_START_BOUND_MS} ms`, error: { type: 'Unavailable', message: `no ${options.label} worker started within ${WORKER_START_BOUND_MS} ms` } }
   } catch (error) {
     return { status: 'unavailable', message: `[execgate] [${options.label}] ${describeError(error)}` }
   } finally {

@@ -61,6 +61,35 @@ export class ServerMetrics implements ExecutionListener {
         for (const item of execgate.status().admission.adapters) for (const lane of LANES) this.set({ adapter: item.adapter, lane }, item.inUse[lane])
       },
     })
+    // The ledger's write queue: records heard and not yet written, and records lost (queue full, writer thread died).
+    new client.Gauge({
+      name: 'execgate_ledger_queue_depth',
+      help: 'Ledger records heard and not yet written (bounded by fabric.ledger.queueLimit)',
+      registers: [this.registry],
+      collect() {
+        this.set(execgate.ledger.stats?.().queued ?? 0)
+      },
+    })
+    new client.Counter({
+      name: 'execgate_ledger_records_lost_total',
+      help: 'Ledger records lost: the write queue was full (the writer fell behind or the store was down), or the writer thread died',
+      registers: [this.registry],
+      collect() {
+        const lost = execgate.ledger.stats?.().lost ?? 0
+        this.reset()
+        this.inc(lost)
+      },
+    })
+    new client.Counter({
+      name: 'execgate_ledger_records_written_total',
+      help: 'Ledger records written',
+      registers: [this.registry],
+      collect() {
+        const written = execgate.ledger.stats?.().written ?? 0
+        this.reset()
+        this.inc(written)
+      },
+    })
     new client.Gauge({ name: 'execgate_active_sessions', help: 'Open sessions (none until sessions exist)', registers: [this.registry], collect() { this.set(0) } })
     execgate.readiness.on('switch', () => this.switches.inc())
   }

@@ -34,23 +34,14 @@ describeAdapterContract('bedrock', () => new BedrockAdapter(adapterOptions()), {
   sessionStateUncheckable: 'the local AgentCore server keeps no interpreter state between calls',
 })
 
-for (const language of ['python', 'javascript'] as const) {
+for (const language of ['python', 'javascript', 'typescript'] as const) {
   describeHostileCases({
     adapter: 'bedrock',
     language,
     hostFunctions: false,
     ...ownExecgate('bedrock', () => ({ adapters: { bedrock: adapterOptions() } })),
     caseTimeoutMs: 60_000,
-    notApplicable:
-      language === 'python'
-        ? {
-            'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything is sent (policy_violation, stricter than the timeout the case expects)',
-            'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything is sent',
-            'py-time-event-wait': 'the import allow-list refuses `import threading` before anything is sent',
-            'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything is sent (policy_violation is not in the case statusIn)',
-            'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything is sent',
-          }
-        : {},
+    notApplicable: {},
   })
 }
 

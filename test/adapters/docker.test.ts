@@ -22,16 +22,7 @@ for (const language of ['python', 'javascript'] as const) {
     hostFunctions: false,
     ...ownExecgate('docker', () => ({ adapters: { docker: options } })),
     caseTimeoutMs: 60_000,
-    notApplicable:
-      language === 'python'
-        ? {
-            'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the process adapter runs the same runner without the static check',
-            'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the container is killed from outside on the deadline either way (see "a run past its deadline is killed")',
-            'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs',
-            'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn)',
-            'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; there is no js module in CPython',
-          }
-        : {},
+    notApplicable: {},
   })
 }
 

@@ -19,7 +19,7 @@ const options = () => ({ endpoint: offline.endpoint, region: 'us-east-1' })
 
 describeAdapterContract('lambda', () => new LambdaAdapter(options()), { timeoutSlackMs: 3000, testTimeoutMs: 120_000 })
 
-for (const language of ['python', 'javascript'] as const) {
+for (const language of ['python', 'javascript', 'typescript'] as const) {
   let execgate: Execgate | undefined
   // Each language's corpus gets a fresh emulator, as a fresh set of Lambda containers.
   const emulator = new ServerlessOffline(30)
@@ -38,16 +38,7 @@ for (const language of ['python', 'javascript'] as const) {
     caseTimeoutMs: 60_000,
     // The function's pyodide pool starts on first use, inside the emulator: part of the backend, not a leftover.
     poolProcess: /pyodide\/child\.js/,
-    notApplicable:
-      language === 'python'
-        ? {
-            'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything is sent (policy_violation, stricter than the timeout the case expects)',
-            'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything is sent',
-            'py-time-event-wait': 'the import allow-list refuses `import threading` before anything is sent',
-            'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything is sent (policy_violation is not in the case statusIn)',
-            'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything is sent',
-          }
-        : {},
+    notApplicable: {},
   })
 }
 

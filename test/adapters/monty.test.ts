@@ -7,11 +7,9 @@ describeAdapterContract('monty', () => new MontyAdapter())
 
 /** Cases that cannot apply here, whichever path (plain or session) runs them. */
 const NOT_APPLICABLE: Record<string, string> = {
-  'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); monty has no time module either, see "modules monty lacks end in error"',
-  'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs (policy_violation); monty has no signal module, and its own loop limit is covered by the contract timeout case',
-  'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs (policy_violation); monty has no threads, see "modules monty lacks end in error"',
-  'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the same payload with sys allowed is run in "the bigint payload with sys allowed ends within its statuses"',
-  'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs (policy_violation); monty has no js module at all',
+  'py-cpu-sleep': 'monty has no time module: with `time` allowed, the import ends in error (No module named \'time\') before anything sleeps; see "modules monty lacks end in error"',
+  'py-cpu-ignore-signals': 'monty has no signal module: with `signal` allowed, the import ends in error before the loop; its loop limit is the contract timeout case',
+  'py-time-event-wait': 'monty has no threads: with `threading` allowed, the import ends in error before anything waits; see "modules monty lacks end in error"',
 }
 
 describeHostileCases({

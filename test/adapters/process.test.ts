@@ -4,27 +4,43 @@ import { processesOf } from '../../adapters/process/uid-pool'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
 import { CANARY_FILE, ENV_CANARY, descendantPids, describeHostileCases, loadHostileCases, ownExecgate } from '../hostile/hostile-runner'
 
+// bubblewrap, installed by scripts/setup/bubblewrap.sh (npm run test:ci): without it every test here fails with that command.
+beforeAll(async () => {
+  const probe = new ProcessAdapter()
+  const availability = await probe.checkAvailability()
+  await probe.dispose()
+  if (availability.status !== 'available') throw new Error(`the process adapter's sandbox is not ready (run bash scripts/setup/bubblewrap.sh): ${availability.reason}`)
+}, 60_000)
+
 describeAdapterContract('process', () => new ProcessAdapter())
 
 const SANDBOX_UIDS = Array.from({ length: 16 }, (_, index) => 61000 + index)
 const liveSandboxProcesses = () => SANDBOX_UIDS.flatMap((uid) => processesOf(uid))
 
-for (const language of ['python', 'javascript'] as const) {
+/** The bash corpus was written against the native shell (just-bash); real bash answers a few cases differently. */
+const BASH_ADJUSTED = {
+  'bash-fork-bomb': {
+    expect: { statusIn: ['ok', 'error', 'timeout', 'memory_limit'] },
+    reason: 'real bash backgrounds the bomb and exits 0 at once; the pid namespace ends with it (noLeftoverProcesses still checked)',
+  },
+  'bash-brace-product': {
+    expect: { statusIn: ['ok', 'error', 'memory_limit', 'output_limit'] },
+    reason: 'real bash expands the product lazily and prints a few KiB in well under a second (maxWallMs still checked)',
+  },
+  'bash-proc-read': {
+    expect: { notContains: ['node_modules', '/work/'] },
+    reason: "the sandbox's own read-only /usr shows in /proc/self/maps of its programs; nothing of the host's checkout may",
+  },
+}
+
+for (const language of ['python', 'javascript', 'bash'] as const) {
   describeHostileCases({
     adapter: 'process',
     language,
     hostFunctions: false,
     ...ownExecgate('process'),
-    notApplicable:
-      language === 'python'
-        ? {
-            'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the payload runs in the sandbox in "payloads hold inside the sandbox without the static check"',
-            'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload runs in the sandbox in "payloads hold inside the sandbox without the static check"',
-            'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs; the payload runs in the sandbox in "payloads hold inside the sandbox without the static check"',
-            'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the payload runs in the sandbox in "payloads hold inside the sandbox without the static check"',
-            'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; there is no js module in a real CPython either',
-          }
-        : {},
+    notApplicable: {},
+    adjusted: language === 'bash' ? BASH_ADJUSTED : {},
   })
 }
 
@@ -89,7 +105,7 @@ describe('process adapter: the sandbox itself, without the static check', () => 
     const started = Date.now()
     const result = await adapter.execute({ language: 'bash', code: "trap '' TERM INT HUP\nfor i in 1 2 3; do (while :; do :; done) & done\nwait" }, contractContext({ ...open, wallTimeMs: 500 }))
     expect(result.status).toBe('timeout')
-    expect(Date.now() - started).toBeLessThan(3000)
+    expect(Date.now() - started).toBeLessThan(10 * 500) // killed, not waited for: an outer bound of ten times the limit
     expect(liveSandboxProcesses()).toEqual([])
   }, 30_000)
 

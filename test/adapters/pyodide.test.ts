@@ -8,13 +8,7 @@ import { CANARY_FILE, ENV_CANARY, describeHostileCases, loadHostileCases, ownExe
 describeAdapterContract('pyodide', () => new PyodideAdapter(), { timeoutSlackMs: 2000, testTimeoutMs: 180_000 })
 
 /** Cases that cannot apply here, whichever path (plain or session) runs them. */
-const NOT_APPLICABLE: Record<string, string> = {
-  'py-cpu-sleep': 'the import allow-list (math, json, re) refuses `import time` before anything runs (policy_violation, stricter than the timeout the case expects); the sleep itself is stopped in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-  'py-cpu-ignore-signals': 'the import allow-list refuses `import signal` before anything runs; the payload itself is run in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-  'py-time-event-wait': 'the import allow-list refuses `import threading` before anything runs; pyodide has no threads, and the wait is covered in "a sleep and a swallowed KeyboardInterrupt end timeout"',
-  'py-cpu-bigint-str': 'the import allow-list refuses `import sys` before anything runs (policy_violation is not in the case statusIn); the payload runs directly in "escape and exhaustion payloads hold without the static check"',
-  'py-time-pyodide-atomics-wait': 'the import allow-list refuses `from js import …` before anything runs; the payload runs directly in "escape and exhaustion payloads hold without the static check"',
-}
+const NOT_APPLICABLE: Record<string, string> = {}
 
 describeHostileCases({
   adapter: 'pyodide',

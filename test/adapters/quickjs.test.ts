@@ -23,6 +23,15 @@ describeHostileCases({
   notApplicable: {},
 })
 
+// The JavaScript corpus sent as TypeScript: transpiled first, then run as the same payloads.
+describeHostileCases({
+  adapter: 'quickjs',
+  language: 'typescript',
+  hostFunctions: true,
+  ...ownExecgate('quickjs'),
+  notApplicable: {},
+})
+
 describe('quickjs adapter', () => {
   const adapter = new QuickJsAdapter()
   afterAll(() => adapter.dispose())

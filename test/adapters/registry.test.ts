@@ -3,6 +3,7 @@ import path from 'node:path'
 import { ADAPTERS, ADAPTER_OPTION_SCHEMAS } from '../../adapters/registry'
 import { CONFIG_SCHEMA, environmentName } from '../../src/config/schema'
 import { LANGUAGES } from '../../src/core'
+import { declaredHostileRuns, hostileRunsIn } from '../hostile/hostile-runs'
 
 const root = path.join(__dirname, '..', '..')
 
@@ -98,5 +99,29 @@ describe('adapter registry', () => {
     const { withOptionDefaults } = await import('../../adapters/shared/option-schema')
     expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.quickjs, { workers: 5, killGraceMs: undefined })).toEqual({ maxStackKiB: 256, workers: 5, killGraceMs: 50, maxMemoryMiB: 256, recycleAboveMiB: 128 })
     expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.process, {}).pythonPath).toBe('/usr/bin/python3')
+  })
+})
+
+describe('the hostile corpus reaches every adapter', () => {
+  // The placeholder runs nothing: every request answers not_implemented, so no payload can do anything there.
+  const RUNS_NO_CODE = new Set(['placeholder'])
+
+  test('every adapter has a hostile run (describeHostileCases) for every language it runs', () => {
+    const runs = declaredHostileRuns(path.join(root, 'test'))
+    const missing = Object.values(ADAPTERS)
+      .filter((definition) => !RUNS_NO_CODE.has(definition.name))
+      .flatMap((definition) => definition.languages.map((language) => `${definition.name} × ${language}`))
+      .filter((pair) => !runs.some((run) => `${run.adapter} × ${run.language}` === pair))
+    expect(missing).toEqual([])
+  })
+
+  test('the declared runs are read from the calls as written: a literal language, or the loop around the call', () => {
+    const source = [
+      "describeHostileCases({ adapter: 'quickjs', language: 'javascript', hostFunctions: true, target: () => ({}) })",
+      "for (const language of ['python', 'bash'] as const) {",
+      "  describeHostileCases({ adapter: 'process', language, notApplicable: { a: 'b' } })",
+      '}',
+    ].join('\n')
+    expect(hostileRunsIn(source, 'x.test.ts').map((run) => `${run.adapter} × ${run.language}`)).toEqual(['quickjs × javascript', 'process × python', 'process × bash'])
   })
 })

@@ -95,8 +95,9 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
 
   test('over budget, the work goes on: continueRequest gives the answer once it is ready, once', async () => {
     const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 50 })
-    // Long enough to pass 50 ms anywhere, short enough for the default 5 s limit on a busy machine.
-    const code = 'let total = 0\nfor (let i = 0; i < 5e6; i++) total += i % 7\ntotal'
+    // 400 ms of wall time: past the 50 ms budget on any machine, far inside the default 5 s limit on a loaded one
+    // (a fixed count of iterations is neither: it took over 5 s at a load average of 30).
+    const code = 'const started = Date.now()\nwhile (Date.now() - started < 400) {}\n14999995'
     const slow = await handler.handleComputationRequest({ description: 'a long sum', code, language: 'javascript', channel: 'voice' })
     expect(slow).toMatchObject({ outcome: 'over_budget', continuation: expect.any(String) })
     const answer = await handler.continueRequest(slow.continuation!)
@@ -139,8 +140,12 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     try {
       // The first check of pyodide starts its pool and waits for it: seconds, far over a voice budget.
       await gate.readiness.checkNow()
-      expect(gate.readiness.health('pyodide').latencyMs).toBeGreaterThan(1500)
-      const handler = new CodeExecutionHandler(gate, undefined, undefined, { voiceBudgetMs: 1500 })
+      // No clock: the voice budget sits just under what that cold check took (seconds on most machines), so the
+      // check is over it by construction; the warm check below must come in under it (an order: warm < cold).
+      const coldLatencyMs = gate.readiness.health('pyodide').latencyMs!
+      expect(coldLatencyMs).toBeGreaterThan(1)
+      const voiceBudgetMs = coldLatencyMs - 1
+      const handler = new CodeExecutionHandler(gate, undefined, undefined, { voiceBudgetMs })
       const classCode = 'class Basket:\n    def __init__(self, prices):\n        self.prices = prices\nround(sum(Basket([12.5, 7.25, 3.0]).prices) * 1.08, 2)'
       const voice = await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })
       expect(voice).toMatchObject({ outcome: 'ok', text: 'The answer is 24.57.', result: { adapter: 'process', fallbackFrom: { adapter: 'pyodide', reason: expect.stringContaining('latency budget') } } })
@@ -149,7 +154,7 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
       expect(chat.result?.adapter).toBe('pyodide')
       // Once warm, its next check is fast, and voice goes back to it.
       await gate.readiness.checkNow()
-      expect(gate.readiness.health('pyodide').latencyMs).toBeLessThan(1500)
+      expect(gate.readiness.health('pyodide').latencyMs).toBeLessThan(voiceBudgetMs)
       expect((await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })).result?.adapter).toBe('pyodide')
     } finally {
       await gate.dispose()

@@ -29,6 +29,10 @@ export const LAYERS: readonly (readonly [prefix: string, layer: number])[] = [
   ['src/egress/', 5],
   ['src/agents/', 6],
   ['src/fabric/', 6],
+  // The HTTP client (execgate/client) speaks the fabric's types (type-only) and nothing of the server; the framework
+  // tools (execgate/ai-sdk, …) take an Execgate or an ExecgateClient by shape, importing neither.
+  ['src/client/', 6],
+  ['src/tools/', 6],
   ['src/app/', 7],
   ['src/index.ts', 7],
   ['src/server/', 8],

@@ -1,3 +1,6 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { ContainerModule } from 'inversify'
 import { createExecgate, tokens, type Execgate, type ExecutionResult } from '../../src'
 import { EgressGateway, tableResolver } from '../../src/egress'
@@ -9,6 +12,7 @@ import { startLoopbackServers, type LoopbackServers } from './loopback-servers'
  */
 let servers: LoopbackServers
 let execgate: Execgate
+let dataDir: string | undefined
 const TOKEN = 'sk-live-abcdef123456'
 
 beforeAll(async () => {
@@ -26,6 +30,7 @@ beforeAll(async () => {
   })
   execgate = await createExecgate({
     overrides: {
+      fabric: { dataDir: (dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-egress-ledger-'))) },
       execution: { enabled: ['quickjs', 'monty'] },
       readiness: { enabled: false },
       log: { level: 'silent' },
@@ -37,6 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await execgate?.dispose()
   await servers?.close()
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
 const js = (code: string, network?: string[]) => execgate.execute({ language: 'javascript', code, adapter: 'quickjs', ...(network ? { policy: { network } } : {}) })
@@ -97,4 +103,15 @@ test('a download past the byte cap is cut; a run without network has no http_req
   const none = await execgate.execute({ language: 'javascript', code: 'typeof http_request', adapter: 'quickjs', policy: { network: 'none' } })
   expect(none).toMatchObject({ status: 'ok', value: 'undefined' })
   expect(none.egress).toBeUndefined()
+})
+
+test('the hosts a run reached are PROV entities of its ledger record; refused ones are counted', async () => {
+  const result = await js(`await http_request('${servers.https.url}/hello'); await http_request('${servers.https.url}/hello'); try { await http_request('http://evil.test:81/') } catch {} 1`)
+  expect(result.status).toBe('ok')
+  const prov = await execgate.ledger.provenance(result.runId!)
+  const host = `host:api.example.test:${servers.https.port}`
+  expect(prov.entity[host]).toEqual({ 'prov:type': { $: 'execgate:Host', type: 'xsd:QName' }, 'prov:label': `api.example.test:${servers.https.port}`, 'execgate:host': 'api.example.test', 'execgate:port': servers.https.port })
+  expect(Object.values(prov.used)).toEqual(expect.arrayContaining([{ 'prov:activity': `run:${result.runId}`, 'prov:entity': host, 'prov:role': 'egress', 'execgate:requests': 2, 'execgate:bytesIn': 38, 'execgate:bytesOut': 0 }]))
+  expect(prov.activity[`run:${result.runId}`]).toMatchObject({ 'execgate:egressDenied': 1, 'execgate:egressRequests': 3 })
+  expect((await execgate.ledger.record(result.runId!)).record).toMatchObject({ egress: [expect.objectContaining({ decision: 'allowed' }), expect.objectContaining({ decision: 'allowed' }), expect.objectContaining({ decision: 'denied', host: 'evil.test' })] })
 })

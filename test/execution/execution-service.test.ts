@@ -102,7 +102,8 @@ describe('ExecutionService', () => {
       const started = Date.now()
       const result = await service.execute({ language: 'javascript', code: '1', timeoutMs: 100 })
       expect(result.status).toBe('timeout')
-      expect(Date.now() - started).toBeLessThan(1500)
+      // Answered for, not hung: ten times the limit plus the 200 ms grace is the outer bound.
+      expect(Date.now() - started).toBeLessThan(10 * (100 + 200))
     })
   })
 

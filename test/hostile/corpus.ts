@@ -10,6 +10,11 @@ export interface HostileCase {
   source: string
   backends: string[]
   expect: HostileExpect
+  /**
+   * What the case needs beyond HOSTILE_POLICY to reach the sandbox (README, "The policy every case runs under"): the
+   * imports its payload makes and the workspace access its `open()` needs. Nothing else can be widened.
+   */
+  policy?: { allowedImports?: string[]; filesystem?: 'read_only' | 'sandboxed' }
 }
 
 export interface HostileExpect {
@@ -63,6 +68,8 @@ export const BASH_CORPUS_FILE = path.join(__dirname, 'bash-cases.json')
  */
 export const EXTRA_CORPUS_FILE = path.resolve(REPOSITORY_ROOT, '..', 'shared', 'hostile', 'cases.json')
 
+export const EXTRA_CORPUS_LABEL = 'extra corpus beside the repository'
+
 export interface HostileCorpus {
   /** How test names call it. */
   label: string
@@ -96,7 +103,7 @@ export function hostileCorpora(language?: HostileCase['language'], files: Corpus
     return corpora
   }
   const known = new Set(project.map(caseFingerprint))
-  corpora.push({ label: 'extra corpus beside the repository', cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))) })
+  corpora.push({ label: EXTRA_CORPUS_LABEL, cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))) })
   return corpora
 }
 

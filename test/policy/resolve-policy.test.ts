@@ -1,4 +1,6 @@
+import type { SecurityPolicy } from '../../src/core'
 import { DEFAULT_POLICY, resolvePolicy } from '../../src/policy'
+import { LOOSENABLE_FIELDS, loosenings } from './loosenings'
 
 describe('resolvePolicy: a request may only tighten', () => {
   test('tightening applies', () => {
@@ -6,19 +8,27 @@ describe('resolvePolicy: a request may only tighten', () => {
     expect(policy).toMatchObject({ wallTimeMs: 100, memoryMb: 32, allowedImports: ['math'], outputBytes: 1000 })
   })
 
-  test.each([
-    [{ timeoutMs: 60_000 }, 'wallTimeMs'],
-    [{ memoryMb: 4096 }, 'memoryMb'],
-    [{ policy: { outputBytes: 10_000_000 } }, 'outputBytes'],
-    [{ policy: { network: ['example.com'] } }, 'network'],
-    [{ policy: { filesystem: 'sandboxed' as const } }, 'filesystem'],
-    [{ policy: { allowedImports: ['math', 'os'] } }, 'allowedImports'],
-    [{ policy: { hostCalls: { maxCount: 1_000_000 } } }, 'hostCalls.maxCount'],
-  ])('loosening %j is refused, naming %s', (request, limit) => {
+  test.each(loosenings(DEFAULT_POLICY).map((item) => [item.label, item.request, item.limit] as const))('loosening %s (%j) is refused, naming %s', (_label, request, limit) => {
     const resolution = resolvePolicy(DEFAULT_POLICY, request)
     expect(resolution.policy).toBeUndefined()
     expect(resolution.loosening?.limit).toBe(limit)
     expect(resolution.loosening?.message).toContain(limit)
+  })
+
+  test('the loosening table covers every field of the policy a request can loosen, and every limit it names', () => {
+    const policy: SecurityPolicy = DEFAULT_POLICY
+    // A new field in SecurityPolicy must be added to LOOSENABLE_FIELDS (or to the fields that cannot loosen) here.
+    expect(Object.keys(policy).filter((key) => key !== 'required').sort()).toEqual([...LOOSENABLE_FIELDS].sort())
+    const named = new Set(loosenings({ ...DEFAULT_POLICY, filesystem: 'none' }).map((item) => item.limit.split('.')[0]))
+    expect([...named].sort()).toEqual([...LOOSENABLE_FIELDS].sort())
+  })
+
+  test('at its limit, each value of the table is accepted: the refusal is for more, not for naming the limit', () => {
+    for (const item of loosenings(DEFAULT_POLICY)) {
+      if (item.limit === 'network' || item.limit === 'filesystem' || item.limit === 'allowedImports') continue
+      const atLimit = JSON.parse(JSON.stringify(item.request).replace(/(\d+)(?=[,}])/g, (digits) => String(Number(digits) - 1)))
+      expect({ label: item.label, refused: resolvePolicy(DEFAULT_POLICY, atLimit).loosening?.limit }).toEqual({ label: item.label, refused: undefined })
+    }
   })
 
   test('required limits accumulate; the caller’s stay', () => {

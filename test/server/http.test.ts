@@ -159,6 +159,14 @@ describe('HTTP API over real HTTP on loopback', () => {
     expect(text).toMatch(/execgate_execution_duration_seconds_bucket\{le="[\d.]+",adapter="monty"\}/)
     expect(text).toContain('execgate_adapter_health{adapter="quickjs"}')
   })
+
+  test('/metrics shows the ledger\'s write queue: records written, waiting and lost', async () => {
+    await execgate.ledger.flush()
+    const text = (await call('/metrics')).text
+    expect(Number(/^execgate_ledger_records_written_total (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0)
+    expect(text).toMatch(/^execgate_ledger_queue_depth \d+$/m)
+    expect(text).toMatch(/^execgate_ledger_records_lost_total 0$/m)
+  })
 })
 
 describe('an open server', () => {

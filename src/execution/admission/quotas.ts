@@ -19,27 +19,43 @@ const MINUTE_MS = 60_000
 export class TenantUsage {
   running = 0
   queued = 0
-  /** (time, CPU ms) of runs that ended in the last minute, oldest first. */
+  /** (time, CPU ms) of runs that ended in the last minute, oldest first, from `first` on. */
   private readonly spent: { at: number; cpuMs: number }[] = []
+  private first = 0
+  /** The sum of `spent` from `first` on: checking the quota costs O(1) per run, not a walk over the minute's runs. */
+  private total = 0
 
   constructor(private readonly now: () => number = Date.now) {}
 
   record(cpuMs: number): void {
     this.spent.push({ at: this.now(), cpuMs })
+    this.total += cpuMs
+  }
+
+  private expire(now: number): void {
+    while (this.first < this.spent.length && this.spent[this.first]!.at <= now - MINUTE_MS) this.total -= this.spent[this.first++]!.cpuMs
+    // Drop what left the window now and then, so the array stays the size of one minute's runs.
+    if (this.first > 1024 && this.first * 2 > this.spent.length) {
+      this.spent.splice(0, this.first)
+      this.first = 0
+    }
+    if (this.first === this.spent.length) this.total = 0
   }
 
   /** CPU ms spent in the last minute, and when enough of it leaves the window to get back under `limit`. */
   cpuInWindow(limit: number): { used: number; freeInMs: number } {
     const now = this.now()
-    while (this.spent.length > 0 && this.spent[0]!.at <= now - MINUTE_MS) this.spent.shift()
-    let used = this.spent.reduce((sum, item) => sum + item.cpuMs, 0)
+    this.expire(now)
+    const used = this.total
+    if (used < limit) return { used, freeInMs: 0 }
+    let left = used
     let freeInMs = 0
-    for (const item of this.spent) {
-      if (used < limit) break
-      used -= item.cpuMs
+    for (let index = this.first; index < this.spent.length && left >= limit; index++) {
+      const item = this.spent[index]!
+      left -= item.cpuMs
       freeInMs = item.at + MINUTE_MS - now
     }
-    return { used: this.spent.reduce((sum, item) => sum + item.cpuMs, 0), freeInMs }
+    return { used, freeInMs }
   }
 }
 

@@ -1,45 +1,11 @@
-import path from 'node:path'
-import { ExecgateError, requireOptional } from '../../core'
-import type { LedgerConfig, S3Config } from '../../config/ledger-schema'
-import type { DeepReadonly } from '../../config/load'
+import { ExecgateError } from '../../core'
 import type { Logger } from '../../observability/logger'
-import { S3Objects, type S3Settings } from '../../workspace/s3-objects'
-import { DirectoryBlobStore, S3BlobStore, type BlobStore } from './blob-store'
 import { ArtifactLedger, type LedgerService } from './ledger'
-import type { LedgerRecordStore } from './record-store'
-import { RedisLedgerStore } from './redis-ledger-store'
+import { openBlobStore, openRecordStore, s3SettingsFrom, type LedgerFabricSettings } from './open-stores'
+import { ThreadedLedgerWriter } from './threaded-writer'
 import { loadSigningKey } from './receipts/signing-key'
-import { LEDGER_SQLITE_FILE_NAME, SqliteLedgerStore } from './sqlite-ledger-store'
 
-/** The `fabric` keys the ledger is opened from, so the library, `serve` and the CLI open the same one. */
-export interface LedgerFabricSettings {
-  store: 'sqlite' | 'redis'
-  dataDir: string
-  redisUrl: string
-  redisPrefix: string
-  ledger: DeepReadonly<LedgerConfig>
-  s3: DeepReadonly<S3Config>
-}
-
-/** The bucket `fabric.s3` names, for the ledger's blobs and bucket-backed workspaces; a missing bucket stops start-up. */
-export function s3SettingsFrom(s3: DeepReadonly<S3Config>, key: string): S3Settings {
-  if (!s3.bucket) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `${key} is "s3" but fabric.s3.bucket is empty: name the bucket (EXECGATE_FABRIC_S3_BUCKET)` })
-  return { bucket: s3.bucket, prefix: s3.prefix, ...(s3.endpoint ? { endpoint: s3.endpoint } : {}), region: s3.region, forcePathStyle: s3.forcePathStyle }
-}
-
-export function openRecordStore(fabric: LedgerFabricSettings): LedgerRecordStore {
-  const kind = fabric.ledger.store === 'auto' ? fabric.store : fabric.ledger.store
-  if (kind === 'sqlite') return new SqliteLedgerStore({ file: path.join(fabric.dataDir, LEDGER_SQLITE_FILE_NAME) })
-  // Loaded only for this store: the embedded default never loads ioredis.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  return new RedisLedgerStore({ redis: new Redis(fabric.redisUrl, { maxRetriesPerRequest: 3 }), prefix: `${fabric.redisPrefix}:ledger`, ownsConnection: true })
-}
-
-export function openBlobStore(fabric: LedgerFabricSettings): BlobStore {
-  if (fabric.ledger.blobs === 'directory') return new DirectoryBlobStore(fabric.ledger.blobDir || path.join(fabric.dataDir, 'blobs'))
-  return new S3BlobStore(new S3Objects(s3SettingsFrom(fabric.s3, 'fabric.ledger.blobs')))
-}
+export { openBlobStore, openRecordStore, s3SettingsFrom, type LedgerFabricSettings } from './open-stores'
 
 /** A ledger switched off (`fabric.ledger.enabled: false`): every query says so; flushing and closing do nothing. */
 export function disabledLedger(): LedgerService {
@@ -60,6 +26,17 @@ export function createLedger(fabric: LedgerFabricSettings, options: { execgateVe
     outputThresholdBytes: fabric.ledger.outputThresholdBytes,
     signingKey: () => loadSigningKey(fabric.ledger.signing.key, fabric.dataDir),
     retention: { maxAgeDays: retention.maxAgeDays, maxBytesPerTenant: retention.maxBytesPerTenant, intervalMinutes: retention.intervalMinutes },
+    queueLimit: fabric.ledger.queueLimit,
     ...(options.logger ? { logger: options.logger } : {}),
+    // In a worker thread: hashing and writes off the result's path (docs/ledger.md, "How it stays cheap").
+    ...(fabric.ledger.writer === 'thread'
+      ? {
+          writer: ({ onLost }) =>
+            new ThreadedLedgerWriter(
+              { fabric: JSON.parse(JSON.stringify(fabric)) as unknown, execgateVersion: options.execgateVersion, outputThresholdBytes: fabric.ledger.outputThresholdBytes },
+              { onLost, ...(options.logger ? { logger: options.logger } : {}) },
+            ),
+        }
+      : {}),
   })
 }

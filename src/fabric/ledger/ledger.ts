@@ -3,20 +3,21 @@ import type { Logger } from '../../observability/logger'
 import type { BlobStore } from './blob-store'
 import { parseBody, verifyChain } from './chain'
 import { planVersionId, sandboxFileId } from './entry-links'
+import { DEFAULT_TENANT, LedgerWriter, type LedgerItem, type LedgerWriterPort } from './ledger-writer'
 import { traceLineage, type Lineage, type LineageLimits } from './lineage'
 import { LedgerQueries, type ArtifactContent, type ExportOptions, type RunProvenanceRecord } from './ledger-queries'
 import type { ProvDocument } from './prov-json'
 import type { OpenLineageRunEvent } from './openlineage'
 import type { LedgerRecordStore } from './record-store'
 import { applyRetention, type RetentionPolicy, type RetentionReport } from './retention'
-import { canonicalJson, captureRun, describeRun, sha256, type BlobWrite, type CapturedRun } from './run-capture'
+import { canonicalJson, captureRun, sha256 } from './run-capture'
 import { JSON_MEDIA_TYPE, mediaTypeOf } from './media-types'
 import type { DsseEnvelope } from './receipts/dsse'
 import { ReceiptIssuer, type LedgerPublicKey } from './receipts/receipt-issuer'
 import type { SigningKey } from './receipts/signing-key'
-import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, PlanVersionRecord, RecordDraft, SandboxFileInput, SandboxFileRecord, VerifyReport } from './types'
+import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, PlanVersionRecord, SandboxFileInput, SandboxFileRecord, VerifyReport } from './types'
 
-export const DEFAULT_TENANT = 'local'
+export { DEFAULT_TENANT } from './ledger-writer'
 
 export interface ArtifactLedgerOptions {
   /** Opened at first use, so an execgate that never runs anything never opens a file or a connection. */
@@ -27,8 +28,26 @@ export interface ArtifactLedgerOptions {
   outputThresholdBytes?: number
   retention?: RetentionPolicy & { intervalMinutes: number }
   logger?: Logger
+  /**
+   * The writer (hashing, blob writes, appends): `createLedger` gives a ThreadedLedgerWriter, off the result's path.
+   * @default a LedgerWriter in this thread, on the ledger's own stores
+   */
+  writer?: (hooks: { onLost(count: number): void }) => LedgerWriterPort
+  /** Records waiting to be written (heard, not yet written) at most; past it a run's record is counted lost and logged. @default 10000 */
+  queueLimit?: number
   /** The receipt-signing key, loaded (or generated) at the first receipt; without it receipts are refused. */
   signingKey?: () => SigningKey
+}
+
+/** The ledger's queue, for metrics (`execgate_ledger_*`) and for an operator. */
+export interface LedgerStats {
+  /** Records heard and not yet written. */
+  queued: number
+  /** Records written since start. */
+  written: number
+  /** Records lost since start: the queue was full (the writer fell behind, or the store was down), or the writer thread died. */
+  lost: number
+  queueLimit: number
 }
 
 /** What `execgate.ledger` offers (docs/ledger.md). Every query is the caller's tenant's; another's answers 404. */
@@ -64,38 +83,41 @@ export interface LedgerService {
   applyRetention(options?: { tenant?: string; policy?: RetentionPolicy; now?: number }): Promise<RetentionReport>
   /** Resolves once every run heard so far is written (queries do this first). */
   flush(): Promise<void>
+  /** The write queue's depth, and what was written and lost (absent on a ledger switched off). */
+  stats?(): LedgerStats
   close(): Promise<void>
 }
 
-type Pending =
-  | { kind: 'run'; captured: CapturedRun }
-  | { kind: 'plan'; tenant: string; entry: Omit<PlanVersionRecord, 'previousDocument'>; bytes: Buffer }
-  | { kind: 'sandbox_file'; entry: SandboxFileRecord; bytes: Buffer }
-
-/** Runs heard but not yet written are kept for another try when the store fails; past this many the oldest go. */
-const MAX_PENDING = 10_000
+/** The default bound on records heard and not yet written (`fabric.ledger.queueLimit`). */
+export const DEFAULT_QUEUE_LIMIT = 10_000
+/** Records gathered on the result's path before they go to the writer at once. */
 const BATCH = 500
-const KNOWN_BLOBS = 10_000
-const RETRY_MS = 1000
-const FLUSH_DELAY_MS = 20
+/** How long a record may wait on the result's path before it goes to the writer (docs/ledger.md's flush window). */
+export const FLUSH_DELAY_MS = 20
+/** At most one "queue full" log line per this many ms, with the count lost since the last. */
+const LOST_LOG_MS = 1000
 
 /**
  * The artifact ledger: an `ExecutionListener` that records every run's provenance, and the queries over it.
  *
- * On the result's path it only copies what it needs (`captureRun`) and queues it; hashing, blob writes and the
- * record append run within FLUSH_DELAY_MS, batched, in order, one batch at a time (`flush`). Blobs are written
- * before the records that reference them, so a record never names bytes that are not stored. `close` flushes: what
- * was heard before dispose is on disk after it. A process killed outright loses what it heard in its last few ms.
+ * On the result's path it only copies what it needs (`captureRun`) and queues it; within FLUSH_DELAY_MS (at once for
+ * a batch of 500) the queue goes to the writer (LedgerWriter: hashing, blob writes, record appends; in a worker
+ * thread when built from config), which writes it in order, one transaction per batch. The queue is bounded
+ * (`queueLimit`): a run is never slowed by a writer that fell behind or a store that is down; past the bound its
+ * record is counted lost (`stats().lost`, the metric `execgate_ledger_records_lost_total`) and logged. `close`
+ * flushes: what was heard before dispose is written after it.
  */
 export class ArtifactLedger implements ExecutionListener, LedgerService {
-  private pending: Pending[] = []
-  private writing: Promise<void> = Promise.resolve()
-  private scheduled = false
-  private retry: NodeJS.Timeout | undefined
+  private pending: LedgerItem[] = []
+  private posted = 0
+  private lost = 0
+  private lostSinceLog = 0
+  private lostLoggedAt = -Infinity
+  private timer: NodeJS.Timeout | undefined
   private retentionTimer: NodeJS.Timeout | undefined
   private stores: { records: LedgerRecordStore; blobs: BlobStore } | undefined
-  private readonly knownBlobs = new Set<string>()
-  private readonly planDocuments = new Map<string, ArtifactRef>()
+  private readonly writer: LedgerWriterPort
+  private readonly queueLimit: number
   private readonly queries: LedgerQueries
   private readonly receipts: ReceiptIssuer
   private signingKey: SigningKey | undefined
@@ -103,6 +125,18 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
 
   constructor(private readonly options: ArtifactLedgerOptions) {
     this.queries = new LedgerQueries(() => this.open())
+    this.queueLimit = options.queueLimit ?? DEFAULT_QUEUE_LIMIT
+    const onLost = (count: number) => this.countLost(count, 'the writer thread ended')
+    this.writer =
+      options.writer?.({ onLost }) ??
+      new LedgerWriter({
+        openRecords: () => this.open().records,
+        openBlobs: () => this.open().blobs,
+        execgateVersion: options.execgateVersion,
+        outputThresholdBytes: options.outputThresholdBytes ?? 1024,
+        ownsStores: false,
+        ...(options.logger ? { logger: options.logger } : {}),
+      })
     this.receipts = new ReceiptIssuer(
       () => this.open().records,
       (runId, tenant) => this.queries.record(runId, tenant),
@@ -127,103 +161,52 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     return this.stores
   }
 
+  stats(): LedgerStats {
+    return { queued: this.pending.length + this.posted - this.writer.written, written: this.writer.written, lost: this.lost, queueLimit: this.queueLimit }
+  }
+
   onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext | RunInfo): void {
     // Only the ExecutionService's calls carry a run id; a listener called by hand without one has nothing to record.
     const run = context && 'runId' in context ? context : undefined
     if (this.closed || !run) return
+    if (this.pending.length + this.posted - this.writer.written >= this.queueLimit) return this.countLost(1, 'the write queue is full')
     this.pending.push({ kind: 'run', captured: captureRun(result, request, run) })
     this.schedule()
   }
 
+  /** Never silent: a counter (stats, metrics) and a log line, at most one a second, with the count since the last. */
+  private countLost(count: number, why: string): void {
+    this.lost += count
+    this.lostSinceLog += count
+    const now = Date.now()
+    if (now - this.lostLoggedAt < LOST_LOG_MS) return
+    this.options.logger?.error({ lost: this.lostSinceLog, lostTotal: this.lost, queued: this.stats().queued, queueLimit: this.queueLimit }, `ledger records lost: ${why} (fabric.ledger.queueLimit)`)
+    this.lostLoggedAt = now
+    this.lostSinceLog = 0
+  }
+
   private schedule(): void {
-    // A full batch is written at once; otherwise within FLUSH_DELAY_MS.
-    if (this.pending.length === BATCH) void this.flush().catch(() => undefined)
-    if (this.scheduled) return
-    this.scheduled = true
-    // The wait gathers the runs of that window into one transaction: a commit costs more than the records in it
-    // (measured, a commit per run cost a quickjs run ~370 µs in all, a commit per 20 ms ~100 µs: benchmarks.md).
-    // Not unref'd: a process that ends without dispose still writes what it heard.
-    setTimeout(() => {
-      this.scheduled = false
-      this.flush().catch(() => undefined)
-    }, FLUSH_DELAY_MS)
+    // A full batch goes at once; otherwise within FLUSH_DELAY_MS, gathering that window's runs into one message and
+    // one transaction (a commit per run cost a quickjs run ~370 µs in all, benchmarks.md). Not unref'd: a process that
+    // ends without dispose still hands over what it heard.
+    if (this.pending.length >= BATCH) return this.post()
+    this.timer ??= setTimeout(() => this.post(), FLUSH_DELAY_MS)
+  }
+
+  /** Hands what is pending to the writer, which starts writing it at once. */
+  private post(): void {
+    clearTimeout(this.timer)
+    this.timer = undefined
+    if (this.pending.length === 0) return
+    const items = this.pending
+    this.pending = []
+    this.posted += items.length
+    this.writer.post(items)
   }
 
   flush(): Promise<void> {
-    const done = this.writing.then(() => this.writePending())
-    this.writing = done.catch(() => undefined)
-    return done
-  }
-
-  private async writePending(): Promise<void> {
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, BATCH)
-      try {
-        await this.writeBatch(batch)
-      } catch (error) {
-        this.pending.unshift(...batch)
-        const dropped = this.pending.length > MAX_PENDING ? this.pending.splice(0, this.pending.length - MAX_PENDING).length : 0
-        this.options.logger?.error({ err: describeError(error), pending: this.pending.length, dropped }, 'ledger write failed; will try again')
-        if (!this.closed && !this.retry) {
-          this.retry = setTimeout(() => {
-            this.retry = undefined
-            this.flush().catch(() => undefined)
-          }, RETRY_MS)
-          this.retry.unref()
-        }
-        throw new ExecgateError('EXECGATE_LEDGER_UNAVAILABLE', { detail: describeError(error) }, { cause: error })
-      }
-    }
-  }
-
-  private async writeBatch(batch: readonly Pending[]): Promise<void> {
-    const { records, blobs } = this.open()
-    const drafts: RecordDraft[] = []
-    const writes = new Map<string, BlobWrite>()
-    for (const item of batch) {
-      if (item.kind === 'sandbox_file') {
-        const { file } = item.entry
-        writes.set(file.sha256, { sha256: file.sha256, bytes: item.bytes, mediaType: file.mediaType })
-        drafts.push({ tenant: item.entry.tenant, id: sandboxFileId(item.entry.sandboxId, file.path, file.sha256), recordedAt: Date.now(), entry: item.entry })
-        continue
-      }
-      if (item.kind === 'plan') {
-        const { entry } = item
-        const previous = entry.previousVersion !== undefined ? await this.planDocument(item.tenant, entry.planId, entry.previousVersion) : undefined
-        this.planDocuments.set(`${item.tenant}\n${planVersionId(entry.planId, entry.version)}`, entry.document)
-        writes.set(entry.document.sha256, { sha256: entry.document.sha256, bytes: item.bytes, mediaType: JSON_MEDIA_TYPE })
-        drafts.push({ tenant: item.tenant, id: planVersionId(entry.planId, entry.version), recordedAt: Date.now(), entry: { ...entry, ...(previous ? { previousDocument: previous } : {}) } })
-        continue
-      }
-      const tenant = item.captured.run.tenant ?? DEFAULT_TENANT
-      const { entry, blobs: runBlobs } = describeRun(item.captured, { tenant, execgateVersion: this.options.execgateVersion, outputThresholdBytes: this.options.outputThresholdBytes ?? 1024 })
-      if (entry.planId !== undefined && entry.planVersion !== undefined) {
-        const document = await this.planDocument(tenant, entry.planId, entry.planVersion)
-        if (document) entry.planDocument = document
-      }
-      for (const blob of runBlobs) writes.set(blob.sha256, blob)
-      drafts.push({ tenant, id: entry.runId, recordedAt: Date.now(), entry })
-    }
-    for (const blob of writes.values()) {
-      if (this.knownBlobs.has(blob.sha256)) continue
-      await blobs.put(blob.sha256, blob.bytes, blob.mediaType)
-      if (this.knownBlobs.size >= KNOWN_BLOBS) this.knownBlobs.clear()
-      this.knownBlobs.add(blob.sha256)
-    }
-    await records.append(drafts)
-  }
-
-  /** The document of a recorded plan version (this batch's included), for the runs of its steps and its successor. */
-  private async planDocument(tenant: string, planId: string, version: number): Promise<ArtifactRef | undefined> {
-    const key = `${tenant}\n${planVersionId(planId, version)}`
-    const cached = this.planDocuments.get(key)
-    if (cached) return cached
-    const record = await this.open().records.byId(tenant, planVersionId(planId, version))
-    const entry = record ? parseBody(record).entry : undefined
-    if (entry?.kind !== 'plan_version') return undefined
-    if (this.planDocuments.size >= 1000) this.planDocuments.delete(this.planDocuments.keys().next().value!)
-    this.planDocuments.set(key, entry.document)
-    return entry.document
+    this.post()
+    return this.writer.flush()
   }
 
   async queuePlanVersion(input: PlanVersionInput): Promise<void> {
@@ -242,7 +225,7 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     return { id: planVersionId(input.planId, input.version), seq: stored?.seq ?? 0, document: recorded?.kind === 'plan_version' ? recorded.document : item.entry.document }
   }
 
-  private planVersionItem(input: PlanVersionInput): Extract<Pending, { kind: 'plan' }> {
+  private planVersionItem(input: PlanVersionInput): Extract<LedgerItem, { kind: 'plan' }> {
     if (typeof input?.planId !== 'string' || !input.planId || !Number.isInteger(input.version) || input.version < 1) {
       throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a plan version needs a planId and a version of 1 or more' })
     }
@@ -338,27 +321,17 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
 
   async applyRetention(options: { tenant?: string; policy?: RetentionPolicy; now?: number } = {}): Promise<RetentionReport> {
     const policy = options.policy ?? this.options.retention ?? { maxAgeDays: 0, maxBytesPerTenant: 0 }
-    // On the write queue: no append (nor its blob writes) runs between the reference check and the delete.
-    const run = this.writing.then(async () => {
-      await this.writePending()
-      const { records, blobs } = this.open()
-      const report = await applyRetention(records, blobs, policy, options.now, options.tenant ? [options.tenant] : undefined)
-      for (const sha of report.removedBlobs) this.knownBlobs.delete(sha)
-      return report
-    })
-    this.writing = run.then(
-      () => undefined,
-      () => undefined,
-    )
-    return run
+    // On the writer's queue: no append (nor its blob writes) runs between the reference check and the delete.
+    this.post()
+    return this.writer.applyRetention(policy, options.now, options.tenant ? [options.tenant] : undefined)
   }
 
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
     clearInterval(this.retentionTimer)
-    clearTimeout(this.retry)
-    await this.flush().catch((error) => this.options.logger?.error({ err: describeError(error), lost: this.pending.length }, 'ledger records could not be written before close'))
+    await this.flush().catch((error) => this.options.logger?.error({ err: describeError(error), lost: this.stats().queued }, 'ledger records could not be written before close'))
+    await this.writer.close()
     await this.stores?.records.close()
   }
 }

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto'
-import { LANGUAGES, workspaceFileBytes, type EgressRecord, type ExecutionRequest, type ExecutionResult, type Language, type RunInfo, type SecurityPolicy, type WorkspaceFile } from '../../core'
+// Single files, not the core's index: the writer thread loads this module, and starts faster without the rest.
+import { LANGUAGES, type EgressRecord, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type WorkspaceFile } from '../../core/types'
+import type { RunInfo } from '../../core/adapter'
+import { workspaceFileBytes } from '../../core/workspace-files'
 import { JSON_MEDIA_TYPE, TEXT_PLAIN, codeMediaType, mediaTypeOf } from './media-types'
 import type { ArtifactRef, RunLimits, RunRecord, StreamDigest } from './types'
 
@@ -9,8 +12,13 @@ import type { ArtifactRef, RunLimits, RunRecord, StreamDigest } from './types'
  * runs later, off that path: it hashes, and names the blobs to store.
  */
 
+/** The run's RunInfo without its policy object (its digest and limits travel instead: `CapturedRun.policy`). */
+export type CapturedRunInfo = Omit<RunInfo, 'policy'>
+
 export interface CapturedRun {
-  run: RunInfo
+  run: CapturedRunInfo
+  /** The resolved policy's digest and limits, computed once per policy object (policies are shared between runs). */
+  policy?: PolicySummary
   traceId: string
   adapter: string
   status: ExecutionResult['status']
@@ -46,8 +54,10 @@ export function captureRun(result: ExecutionResult, request: ExecutionRequest, r
   } catch {
     valueJson = undefined
   }
+  const { policy, ...info } = run
   return {
-    run,
+    run: info,
+    ...(policy ? { policy: policySummary(policy) } : {}),
     traceId: result.traceId,
     adapter: result.adapter,
     status: result.status,
@@ -82,12 +92,20 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null'
 }
 
-const policyDigests = new WeakMap<SecurityPolicy, string>()
+/** A resolved policy as a record names it. One object per policy: a batch of runs under one policy is cloned to the writer thread once. */
+export interface PolicySummary {
+  sha256: string
+  limits: RunLimits
+  policy: SecurityPolicy
+}
 
-export function policyDigest(policy: SecurityPolicy): string {
-  let digest = policyDigests.get(policy)
-  if (!digest) policyDigests.set(policy, (digest = sha256(canonicalJson(policy))))
-  return digest
+const policySummaries = new WeakMap<SecurityPolicy, PolicySummary>()
+
+/** The policy's digest and limits, cached by the policy object: the result's path pays a lookup, not a hash. */
+export function policySummary(policy: SecurityPolicy): PolicySummary {
+  let summary = policySummaries.get(policy)
+  if (!summary) policySummaries.set(policy, (summary = { sha256: sha256(canonicalJson(policy)), limits: limitsOf(policy), policy }))
+  return summary
 }
 
 function limitsOf(policy: SecurityPolicy): RunLimits {
@@ -101,6 +119,11 @@ function limitsOf(policy: SecurityPolicy): RunLimits {
     maxProcesses: policy.maxProcesses,
     hostCalls: { maxCount: policy.hostCalls.maxCount, maxTotalMs: policy.hostCalls.maxTotalMs },
   }
+}
+
+/** A view of the bytes as a Buffer (a Uint8Array arrives from another thread), without copying them. */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
 /** Bytes to keep in the blob store, by digest. */
@@ -133,7 +156,7 @@ export function describeRun(captured: CapturedRun, settings: { tenant: string; e
   const provenance = run.provenance ?? {}
   const inputs = [
     ...captured.inputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
-    ...(run.workspaceReads ?? []).map((file) => artifact(file.path, Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength), mediaTypeOf(file.path), blobs)),
+    ...(run.workspaceReads ?? []).map((file) => artifact(file.path, asBuffer(file.content), mediaTypeOf(file.path), blobs)),
   ]
   const outputs = captured.outputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs))
   const code = artifact('code', Buffer.from(captured.code), codeMediaType(captured.language), blobs)
@@ -161,7 +184,7 @@ export function describeRun(captured: CapturedRun, settings: { tenant: string; e
     ...(run.tier !== undefined ? { tier: run.tier } : {}),
     execgateVersion: settings.execgateVersion,
     code,
-    ...(run.policy ? { policySha256: policyDigest(run.policy), limits: limitsOf(run.policy), policy: run.policy } : {}),
+    ...(captured.policy ? { policySha256: captured.policy.sha256, limits: captured.policy.limits, policy: captured.policy.policy } : {}),
     ...(captured.egress ? { egress: captured.egress } : {}),
     engines: { node: process.version, ...run.engines },
     startedAt: new Date(run.startedAt).toISOString(),

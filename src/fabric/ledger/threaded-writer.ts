@@ -1,0 +1,144 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { Worker } from 'node:worker_threads'
+import { ExecgateError, describeError } from '../../core'
+import { startWorker } from '../../runtime/worker-script'
+import type { Logger } from '../../observability/logger'
+import type { LedgerItem, LedgerWriterPort } from './ledger-writer'
+import type { RetentionPolicy, RetentionReport } from './retention'
+import type { WriterReply, WriterRequest, WriterThreadData } from './writer-protocol'
+
+type Request = { resolve(value: unknown): void; reject(error: Error): void }
+
+/**
+ * The writer thread's module: compiled (dist/) it runs as it is. From sources (ts-jest, ts-node), loading TypeScript
+ * in every new thread took 2–4 s on a busy machine, and most tests open a ledger; esbuild (a devDependency, present
+ * wherever sources run) transpiles the few files the thread loads in milliseconds. Without it, ts-node as elsewhere.
+ */
+function startWriterThread(workerData: WriterThreadData): Worker {
+  // The environment as this thread sees it now (the S3 SDK's credential chain reads it there).
+  const options = { workerData, env: { ...process.env } }
+  if (fs.existsSync(path.join(__dirname, 'writer-thread.js'))) return new Worker(path.join(__dirname, 'writer-thread.js'), options)
+  try {
+    require.resolve('esbuild')
+  } catch {
+    return startWorker(__dirname, 'writer-thread', options)
+  }
+  const source = path.join(__dirname, 'writer-thread.ts')
+  const bootstrap = `const esbuild = require(${JSON.stringify(require.resolve('esbuild'))}); const fs = require('node:fs');
+require.extensions['.ts'] = (module, filename) => module._compile(esbuild.transformSync(fs.readFileSync(filename, 'utf8'), { loader: 'ts', format: 'cjs', target: 'node20', sourcefile: filename }).code, filename);
+require(${JSON.stringify(source)})`
+  return new Worker(bootstrap, { ...options, eval: true })
+}
+
+/**
+ * The ledger's writer in a worker thread (writer-thread.ts): hashing, blob writes and record appends happen there, so
+ * a run's answer pays only for capturing its record and, once per batch, for posting it. The thread starts with the
+ * first item and is unref'd while it has nothing to write, so an idle ledger never keeps a process alive; with items
+ * on their way it is ref'd, so a process that ends without `dispose` still writes what it heard.
+ */
+export class ThreadedLedgerWriter implements LedgerWriterPort {
+  private worker: Worker | undefined
+  private readonly requests = new Map<number, Request>()
+  private nextId = 1
+  private posted = 0
+  /** Items the current thread wrote, plus everything settled by earlier threads (written or counted lost). */
+  private settledBefore = 0
+  private writtenHere = 0
+  private closed = false
+
+  constructor(
+    private readonly data: WriterThreadData,
+    private readonly options: { logger?: Logger; onLost?: (count: number) => void } = {},
+  ) {}
+
+  get written(): number {
+    return this.settledBefore + this.writtenHere
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker
+    const worker = startWriterThread(this.data)
+    worker.on('message', (reply: WriterReply) => this.onReply(reply))
+    worker.on('error', (error) => this.options.logger?.error({ err: describeError(error) }, 'ledger writer thread failed'))
+    worker.on('exit', (code) => this.onExit(worker, code))
+    this.worker = worker
+    this.writtenHere = 0
+    return worker
+  }
+
+  private onReply(reply: WriterReply): void {
+    if (reply.op === 'written') {
+      this.writtenHere = reply.written
+      this.settle()
+      return
+    }
+    if (reply.op === 'log') {
+      this.options.logger?.[reply.level](reply.fields, reply.msg)
+      return
+    }
+    const request = this.requests.get(reply.id)
+    if (!request) return
+    this.requests.delete(reply.id)
+    if (reply.op === 'done') request.resolve(reply.value)
+    else request.reject(new ExecgateError('EXECGATE_LEDGER_UNAVAILABLE', { detail: reply.detail }))
+    this.settle()
+  }
+
+  /** Idle (everything posted is written, no question pending): the thread no longer holds the process open. */
+  private settle(): void {
+    if (this.written >= this.posted && this.requests.size === 0) this.worker?.unref()
+  }
+
+  private onExit(worker: Worker, code: number): void {
+    if (this.worker !== worker) return
+    this.worker = undefined
+    const lost = this.posted - this.written
+    this.settledBefore = this.posted
+    this.writtenHere = 0
+    if (!this.closed || lost > 0) {
+      this.options.logger?.error({ exitCode: code, lost }, 'the ledger writer thread ended; records it had not written are lost (the next run starts a new one)')
+      if (lost > 0) this.options.onLost?.(lost)
+    }
+    for (const request of this.requests.values()) request.reject(new ExecgateError('EXECGATE_LEDGER_UNAVAILABLE', { detail: `the writer thread ended (exit code ${code})` }))
+    this.requests.clear()
+  }
+
+  private ask<T>(request: WriterRequest & { id: number }): Promise<T> {
+    const worker = this.thread()
+    worker.ref()
+    return new Promise<T>((resolve, reject) => {
+      this.requests.set(request.id, { resolve: resolve as (value: unknown) => void, reject })
+      worker.postMessage(request)
+    })
+  }
+
+  post(items: readonly LedgerItem[]): void {
+    if (items.length === 0) return
+    const worker = this.thread()
+    this.posted += items.length
+    worker.ref()
+    worker.postMessage({ op: 'post', items } satisfies WriterRequest)
+  }
+
+  async flush(): Promise<void> {
+    if (!this.worker) return
+    await this.ask<void>({ op: 'flush', id: this.nextId++ })
+  }
+
+  applyRetention(policy: RetentionPolicy, now?: number, tenants?: string[]): Promise<RetentionReport> {
+    return this.ask<RetentionReport>({ op: 'retention', id: this.nextId++, policy, ...(now !== undefined ? { now } : {}), ...(tenants ? { tenants } : {}) })
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    const worker = this.worker
+    if (!worker) return
+    try {
+      await this.ask<void>({ op: 'close', id: this.nextId++ })
+    } finally {
+      await worker.terminate()
+    }
+  }
+}

@@ -1,0 +1,46 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import { describeError } from '../../core/errors'
+import type { Logger } from '../../observability/logger'
+import { LedgerWriter } from './ledger-writer'
+import { openBlobStore, openRecordStore, type LedgerFabricSettings } from './open-stores'
+import type { WriterReply, WriterRequest, WriterThreadData } from './writer-protocol'
+
+/**
+ * The ledger's writer thread (started by ThreadedLedgerWriter): opens its own connections to the record and blob
+ * stores the config names, and writes what the result's path posts, off that path. Logs go to the parent's logger.
+ */
+const port = parentPort!
+const data = workerData as WriterThreadData
+const send = (reply: WriterReply) => port.postMessage(reply)
+
+const log = (level: 'warn' | 'error') => (fields: object | string, msg?: string) => send({ op: 'log', level, fields: typeof fields === 'string' ? { msg: fields } : fields, msg: msg ?? '' })
+const logger = { warn: log('warn'), error: log('error') } as unknown as Logger
+
+const writer = new LedgerWriter({
+  openRecords: () => openRecordStore(data.fabric as LedgerFabricSettings),
+  openBlobs: () => openBlobStore(data.fabric as LedgerFabricSettings),
+  execgateVersion: data.execgateVersion,
+  outputThresholdBytes: data.outputThresholdBytes,
+  logger,
+  onWritten: (written) => send({ op: 'written', written }),
+})
+
+function answer(id: number, work: Promise<unknown>): void {
+  work.then(
+    (value) => send({ op: 'done', id, value }),
+    (error: unknown) => send({ op: 'failed', id, detail: describeError(error) }),
+  )
+}
+
+port.on('message', (request: WriterRequest) => {
+  switch (request.op) {
+    case 'post':
+      return writer.post(request.items)
+    case 'flush':
+      return answer(request.id, writer.flush())
+    case 'retention':
+      return answer(request.id, writer.applyRetention(request.policy, request.now, request.tenants))
+    case 'close':
+      return answer(request.id, writer.close())
+  }
+})
