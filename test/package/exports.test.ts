@@ -20,6 +20,8 @@ const CONTRACT = [
   'ValidationIssue', 'ValidationReport', 'ValidationSeverity', 'WorkspaceFile',
 ]
 
+const FRAMEWORK_TOOL = ['CodeRunner', 'CodeToolAnswer', 'CodeToolInput', 'CodeToolOptions', 'executeCodeTool', 'SandboxLike']
+
 /** Entry point → every name it exports. */
 const PUBLIC_API: Record<string, readonly string[]> = {
   '.': [
@@ -51,6 +53,20 @@ const PUBLIC_API: Record<string, readonly string[]> = {
     'RetryOptions', 'RetryStrategy',
   ],
   './server': ['buildServer', 'createMcpServer', 'RunningServer', 'serve', 'serveMcpStdio', 'ServeOptions', 'ServerOptions', 'Tenant', 'tenantsByKey'],
+  './client': [
+    'CallOptions', 'CLIENT_ROUTES', 'ErrorCode', 'EventStreamOptions', 'ExecgateClient', 'ExecgateClientError', 'ExecgateClientOptions', 'ExecutionEvent',
+    'ExecutionRequest', 'ExecutionResult', 'ExecutionStatus', 'ExportOptions', 'isExecgateClientError', 'Language', 'LedgerPublicKey', 'Lineage',
+    'LineageLimits', 'ListOptions', 'OpenLineageRunEvent', 'PlanEvent', 'PlanSpec', 'PlanState', 'PlanSummary', 'PlanView', 'ProvDocument', 'readSse',
+    'ReceiptEnvelope', 'RemoteBytes', 'RemoteExecOptions', 'RemoteExecuteOptions', 'RemoteFiles', 'RemoteLedger', 'RemotePlans', 'RemoteSandbox',
+    'RemoteSandboxes', 'RemoteTasks', 'ResumeChanges', 'RetryOptions', 'RouteName', 'RunProvenanceRecord', 'SandboxExecRequest', 'SandboxFile',
+    'SandboxFileEntry', 'SandboxInfo', 'SandboxStartOptions', 'SavedArtifact', 'SseMessage', 'Task', 'TaskEvent', 'TaskSpec', 'TaskState',
+    'TaskStreamEvent', 'TransportOptions', 'ValidationReport', 'VerifyReport', 'WorkspaceFile',
+  ],
+  // The framework tools: one factory each, over an Execgate or an ExecgateClient.
+  './ai-sdk': FRAMEWORK_TOOL,
+  './langchain': FRAMEWORK_TOOL,
+  './openai-agents': FRAMEWORK_TOOL,
+  './mastra': FRAMEWORK_TOOL,
   './adapters/bedrock': ['BedrockAdapter', 'BedrockAdapterOptions', 'BedrockOptions', 'NAME'],
   './adapters/docker': ['DockerAdapter', 'DockerAdapterOptions', 'DockerOptions', 'NAME', 'resolveSocketPath'],
   './adapters/lambda': ['LambdaAdapter', 'LambdaAdapterOptions', 'LambdaOptions', 'MAX_PAYLOAD_BYTES', 'NAME'],
