@@ -21,6 +21,8 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   monty: () => import('./monty'),
   pyodide: () => import('./pyodide'),
   process: () => import('./process'),
+  seccomp: () => import('./seccomp'),
+  receipts: () => import('./receipts'),
   shell: () => import('./shell'),
   routing: () => import('./routing'),
   startup: () => import('./startup'),
@@ -32,7 +34,9 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   ledger: () => import('./ledger'),
   plans: () => import('./plans'),
   sandboxes: () => import('./sandboxes'),
+  data: () => import('./data'),
   limits: () => import('./limits'),
+  egress: () => import('./egress'),
 }
 
 async function main(): Promise<void> {

@@ -51,28 +51,7 @@ export function resolveSocketPath(configured: string, env: NodeJS.ProcessEnv = p
  */
 export class DockerAdapter implements CodeExecutionAdapter {
   readonly name = NAME
-  readonly capabilities: AdapterCapabilities = {
-    languages: LANGUAGES,
-    tier: 4,
-    isolation: 'a container per run: namespaces, cgroup memory and pids limits, read-only root, no network, no capabilities',
-    enforcement: enforcementTable({
-      wallTime: 'hard',
-      cpuTime: 'hard',
-      memory: 'hard',
-      output: 'hard',
-      network: 'hard',
-      filesystem: 'hard',
-      processes: 'hard',
-      imports: 'soft',
-    }),
-    sessions: false,
-    hostFunctions: false,
-    workspace: true,
-    streaming: true,
-    network: false,
-    cancellable: true,
-    sandboxes: true,
-  }
+  readonly capabilities: AdapterCapabilities
   private readonly settings: DockerOptions
   private readonly injected?: Docker
   private client?: Docker
@@ -82,6 +61,29 @@ export class DockerAdapter implements CodeExecutionAdapter {
   constructor(options: DockerAdapterOptions = {}) {
     this.settings = withOptionDefaults(DOCKER_OPTIONS_SCHEMA, options)
     this.injected = options.client
+    this.capabilities = {
+      languages: LANGUAGES,
+      tier: 4,
+      isolation: 'a container per run: namespaces, cgroup memory and pids limits, read-only root, no network, no capabilities',
+      enforcement: enforcementTable({
+        wallTime: 'hard',
+        cpuTime: 'hard',
+        memory: 'hard',
+        output: 'hard',
+        network: 'hard',
+        filesystem: 'hard',
+        processes: 'hard',
+        imports: 'soft',
+      }),
+      sessions: false,
+      hostFunctions: false,
+      workspace: true,
+      streaming: true,
+      network: false,
+      cancellable: true,
+      sandboxes: true,
+      packages: Object.freeze(this.settings.pythonPackages.split(',').map((name) => name.trim()).filter(Boolean)),
+    }
   }
 
   /** dockerode is loaded on first use, so an adapter that is not enabled costs nothing. */
@@ -135,7 +137,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
       // ArrayBuffer or wasm memory would pass it. Set by a shell inside, since runc's own start-up needs more.
       Cmd: ['/bin/sh', '-c', `ulimit -d ${policy.memoryMb * 1024} && exec "$@"`, 'launcher', ...argv],
       Entrypoint: [],
-      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', `EXECGATE_NONCE=${nonce}`, ...payload],
+      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', 'MPLBACKEND=Agg', 'MPLCONFIGDIR=/tmp/matplotlib', `EXECGATE_NONCE=${nonce}`, ...payload],
       User: this.settings.user,
       WorkingDir: '/workspace',
       NetworkDisabled: true,

@@ -11,6 +11,11 @@ export interface DockerOptions {
   nodeImage: string
   /** Image for persistent sandboxes (docs/sandboxes.md); needs /bin/sh, bash, find, and python3 and node for those languages. */
   sandboxImage: string
+  /**
+   * Data packages the Python image carries, by import name, comma-separated (routing sends code importing them here;
+   * src/core/packages.ts). The image scripts/setup/podman.sh builds has the whole data stack; empty for an image without it.
+   */
+  pythonPackages: string
   /** The unprivileged user the code runs as, `uid:gid`. */
   user: string
   /** Size of the tmpfs workspace (the working directory), in MiB. */
@@ -36,6 +41,12 @@ export const DOCKER_OPTIONS_SCHEMA: OptionSchema<DockerOptions> = {
   pythonImage: { doc: 'Image for Python runs', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_PYTHON_IMAGE' },
   nodeImage: { doc: 'Image for JavaScript runs', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_NODE_IMAGE' },
   sandboxImage: { doc: 'Image for persistent sandboxes', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_SANDBOX_IMAGE' },
+  pythonPackages: {
+    doc: 'Data packages the Python image carries (comma-separated import names; empty: none)',
+    format: String,
+    default: 'numpy,pandas,scipy,matplotlib,sklearn,openpyxl',
+    env: 'EXECGATE_ADAPTERS_DOCKER_PYTHON_PACKAGES',
+  },
   user: {
     doc: 'uid:gid the code runs as',
     format: (value: unknown) => {

@@ -107,7 +107,7 @@ export class DockerSandbox implements AdapterSandbox {
       Cmd: ['/bin/bash', '--noprofile', '--norc', '-c', KEEPER],
       OpenStdin: true,
       StdinOnce: false,
-      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', 'TMPDIR=/tmp'],
+      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', 'TMPDIR=/tmp', 'MPLBACKEND=Agg', 'MPLCONFIGDIR=/tmp/matplotlib'],
       User: settings.user,
       WorkingDir: '/workspace',
       NetworkDisabled: true,

@@ -34,6 +34,8 @@ import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel
 import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
 import { claimDirectory, sandboxRoot, sweepDirectories } from './sandbox-directories'
+import { detectDataPackages } from './data-packages'
+import { WarmPython } from './warm-python'
 
 /**
  * What bash costs here, for routing against the native shell (docs/adapters/shell.md): a sandbox's start-up, then
@@ -72,6 +74,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private readonly sandboxes = new Set<ProcessSandbox>()
   /** Persistent sandboxes: their folders' root and, as root, the uids they claim (one each). */
   private readonly persistent: { root: string; uids?: { first: number; last: number } }
+  /** The warm data interpreter, when the data stack is installed and `warmPython` is on. */
+  private readonly warm: WarmPython | undefined
 
   constructor(options: ProcessAdapterOptions = {}) {
     const settings = withOptionDefaults(PROCESS_OPTIONS_SCHEMA, options)
@@ -117,9 +121,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       network: true,
       cancellable: true,
       sandboxes: true,
+      packages: detectDataPackages(settings.pythonPath),
       engines: this.engineVersions,
       ...(syscallFilter ? { syscallFilter } : {}),
     }
+    this.warm =
+      settings.warmPython && (this.capabilities.packages?.length ?? 0) > 0
+        ? new WarmPython({ bwrapPath: settings.bwrapPath, pythonPath: settings.pythonPath, workspaceMb: settings.workspaceMb, maxOpenFiles: settings.maxOpenFiles, asRoot, seccompFilter: seccomp })
+        : undefined
   }
 
   /** bash only: the estimate routing weighs against the native shell's. */
@@ -154,8 +163,10 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const collectFiles = context.policy.filesystem === 'sandboxed'
     const files = context.files ?? request.files ?? []
+    // The warm path has no egress bridge: a run with network rules runs cold, through the gateway.
+    const warm = language === 'python' && !collectFiles && context.policy.network === 'none' && this.warm?.wants(request.code, context.policy) === true
     const run = await this.track(
-      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles, ...(await this.egressFor(context)) }, request.code, context, output, {
+      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles, warm, ...(warm ? {} : await this.egressFor(context)) }, request.code, context, output, {
         filesArchive: files.length > 0 ? packFiles(files) : undefined,
         stdin: request.stdin,
       }),
@@ -209,6 +220,10 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     }
     let run: SpawnedRun | undefined
     try {
+      if (shape.warm && this.warm) {
+        run = await this.warm.run({ uid, code, ...extra, policy: shape.policy, controller, output, reportLimitBytes: context.policy.outputBytes + 4096 })
+        return run
+      }
       this.prepareRunner(shape.language)
       const command = sandboxCommand(this.plan, shape)
       run = await spawnSandbox({
@@ -311,8 +326,17 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     return { status: 'available', latencyMs, checkedAt }
   }
 
+  /**
+   * Starts the warm data interpreter now rather than on the first data run (benchmarks, a service that expects data
+   * work). Not `warmUp`: every execgate with the process tier would then pay ~1 s of CPU and ~160 MB for it.
+   */
+  async startWarmPython(): Promise<boolean> {
+    return (await this.warm?.start()) ?? false
+  }
+
   async dispose(): Promise<void> {
     await Promise.allSettled([this.learningVersions, ...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
+    await this.warm?.dispose()
     if (this.plan.pythonRunnerPyc) fs.rmSync(path.dirname(this.plan.pythonRunnerPyc), { recursive: true, force: true })
     this.plan.pythonRunnerPyc = undefined
   }

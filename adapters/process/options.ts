@@ -29,6 +29,11 @@ export interface ProcessOptions {
   workspaceMb: number
   /** Open files per process in the sandbox. */
   maxOpenFiles: number
+  /**
+   * Keep a warm data interpreter: a python3 with numpy, pandas, matplotlib… imported, forking a fresh sandboxed child
+   * per run (adapters/process/warm-python.ts). Python that imports the data stack takes it; started on first use.
+   */
+  warmPython: boolean
 }
 
 /** What `new ProcessAdapter()` takes: any config option; the rest default. */
@@ -62,4 +67,5 @@ export const PROCESS_OPTIONS_SCHEMA: OptionSchema<ProcessOptions> = {
   persistentDir: { doc: "Folder of persistent sandboxes' directories (empty: <tmpdir>/execgate-sandboxes)", format: String, default: '', env: 'EXECGATE_ADAPTERS_PROCESS_PERSISTENT_DIR' },
   workspaceMb: { doc: 'tmpfs workspace size (MiB)', format: 'positive-int', default: 64, env: 'EXECGATE_ADAPTERS_PROCESS_WORKSPACE_MB' },
   maxOpenFiles: { doc: 'Open files per sandboxed process', format: 'positive-int', default: 256, env: 'EXECGATE_ADAPTERS_PROCESS_MAX_OPEN_FILES' },
+  warmPython: { doc: 'Keep a warm data interpreter that forks a sandboxed child per data run', format: Boolean, default: true, env: 'EXECGATE_ADAPTERS_PROCESS_WARM_PYTHON' },
 }

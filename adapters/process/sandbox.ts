@@ -34,6 +34,8 @@ export interface RunShape {
    * not at all under `none`); without one the workspace is a fresh tmpfs.
    */
   persistentWorkspace?: string
+  /** Runs in a child of the warm data interpreter (adapters/process/warm-python.ts) instead of a fresh bwrap. */
+  warm?: boolean
   /** The egress gateway's proxy socket for this run and the bridge's files: the run's only way out (egress-bridge.ts). */
   egress?: { socketPath: string; files: EgressBridgeFiles }
 }
@@ -88,8 +90,11 @@ function readOnlyRoots(interpreters: readonly string[]): string[] {
   return [...roots]
 }
 
-/** Optional host files that are not secrets and spare the loader and libc some work. */
-const HOST_FILES = ["/etc/ld.so.cache"].filter((file) => fs.existsSync(file))
+/**
+ * Optional host files that are not secrets: the loader's cache, Debian's alternatives (numpy finds libblas.so.3
+ * through /etc/alternatives) matplotlib's configuration (Debian keeps matplotlibrc in /etc) and fontconfig's.
+ */
+const HOST_FILES = ['/etc/ld.so.cache', '/etc/alternatives', '/etc/matplotlibrc', '/etc/fonts'].filter((file) => fs.existsSync(file))
 
 function programArgv(plan: SandboxPlan, shape: RunShape): string[] {
   const check = shape.mode === 'check' ? ['check'] : []
@@ -146,6 +151,9 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     '--setenv', 'HOME', SANDBOX_PATHS.workspace,
     '--setenv', 'TMPDIR', '/tmp',
     '--setenv', 'LANG', 'C.UTF-8',
+    // The data Python: charts render off-screen, and matplotlib's caches go to the run's own /tmp.
+    '--setenv', 'MPLBACKEND', 'Agg',
+    '--setenv', 'MPLCONFIGDIR', '/tmp/matplotlib',
     // bash has no recursion limit of its own: `f() { f; }; f` grows until it segfaults, seconds later. FUNCNEST
     // ends it at once with an error (classify.ts names it); code that unsets it still only crashes its own sandbox.
     ...(shape.language === 'bash' ? ['--setenv', 'FUNCNEST', String(BASH_FUNCTION_NESTING)] : []),

@@ -54,6 +54,13 @@ def _execgate_guard(allowed):
             raise violation('the policy guard cannot be changed')
         for prefix, module in events:
             if event.startswith(prefix) and module not in allowed:
+                # A data library the policy allows (numpy, pandas: /dist-packages/) on the stack does this itself:
+                # numpy rewrites code objects and loads its C parts with ctypes as it imports.
+                frame = getframe(1)
+                while frame is not None:
+                    if '/dist-packages/' in frame.f_code.co_filename:
+                        return
+                    frame = frame.f_back
                 raise violation('%s needs the %r module, which the policy does not allow' % (event, module))
     sys.addaudithook(hook)
 # JSON by hand: importing json (and ast, traceback) would double the cost of a short run.
@@ -67,6 +74,11 @@ def _json(v, depth=0):
     if isinstance(v, float): return repr(v) if v == v and v not in (float('inf'), float('-inf')) else 'null'
     if isinstance(v, str): return '"' + str(v).translate(_ESCAPES) + '"'
     if depth > 100: return _json(repr(v))
+    # numpy scalars and arrays, pandas Series: their plain Python values; a DataFrame: its columns; a date: ISO 8601.
+    tolist = getattr(type(v), 'tolist', None)
+    if callable(tolist): return _json(v.tolist(), depth + 1)
+    if callable(getattr(type(v), 'to_dict', None)) and callable(getattr(type(v), 'itertuples', None)): return _json(v.to_dict('list'), depth + 1)
+    if callable(getattr(type(v), 'isoformat', None)): return _json(v.isoformat())
     if isinstance(v, dict): return '{' + ','.join(_json(str(k)) + ':' + _json(x, depth + 1) for k, x in v.items()) + '}'
     if isinstance(v, (list, tuple, set, frozenset)): return '[' + ','.join(_json(x, depth + 1) for x in v) + ']'
     return _json(repr(v))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The docker adapter's engine for tests: podman serving the Docker Engine API on a unix socket, and a sandbox image
-# with python3 and node built from Debian packages with debootstrap (no registry needed), cached between runs.
+# with python3, node and the data Python built from Debian packages with debootstrap (no registry needed), cached between runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SOCKET=${EXECGATE_PODMAN_SOCKET:-/run/execgate-podman/podman.sock}
@@ -40,15 +40,37 @@ if ! curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1; then
   curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null || { echo "[execgate setup] podman service did not start; see /tmp/execgate-podman-service.log" >&2; exit 1; }
 fi
 
-# The image: debootstrap a minimal Debian with python3 and nodejs, import it. Built once per machine.
-if ! $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman image exists "$IMAGE"; then
+# The image: debootstrap a minimal Debian with python3, nodejs and the data Python (numpy, pandas, scipy, matplotlib,
+# scikit-learn, openpyxl from Debian's packages), import it. Built once per machine; an image from before the data
+# Python (without the io.execgate.data label) is rebuilt. The new image is imported under a temporary tag and only
+# then tagged as $IMAGE, so a failed build leaves the old image in place and a run in progress keeps its own.
+DATA_LABEL=io.execgate.data=numpy,pandas,scipy,matplotlib,sklearn,openpyxl
+PODMAN=($SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman)
+has_data_image() {
+  "${PODMAN[@]}" image exists "$IMAGE" && [ "$("${PODMAN[@]}" image inspect --format '{{index .Config.Labels "io.execgate.data"}}' "$IMAGE" 2>/dev/null)" = "${DATA_LABEL#*=}" ]
+}
+if ! has_data_image; then
   ROOTFS=$(mktemp -d /var/tmp/execgate-rootfs.XXXXXX)
   MIRROR=${EXECGATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-  echo "[execgate setup] building $IMAGE with debootstrap from $MIRROR (about two minutes, once)"
-  $SUDO debootstrap --variant=minbase --include=python3-minimal,libpython3-stdlib,nodejs bookworm "$ROOTFS" "$MIRROR" >/tmp/execgate-debootstrap.log 2>&1 \
-    || { echo "[execgate setup] debootstrap failed; see /tmp/execgate-debootstrap.log" >&2; exit 1; }
-  $SUDO rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/*
-  $SUDO tar -C "$ROOTFS" -c . | $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman import --change 'CMD ["/bin/sh"]' - "$IMAGE" >/dev/null
+  INCLUDE=python3-minimal,libpython3-stdlib,nodejs,python3-numpy,python3-pandas,python3-scipy,python3-matplotlib,python3-sklearn,python3-openpyxl
+  echo "[execgate setup] building $IMAGE with debootstrap from $MIRROR (a few minutes, once)"
+  built=
+  for attempt in 1 2 3; do
+    # A mirror hiccup fails one download: start again from a clean directory.
+    if $SUDO debootstrap --variant=minbase --include="$INCLUDE" bookworm "$ROOTFS" "$MIRROR" >/tmp/execgate-debootstrap.log 2>&1; then built=1; break; fi
+    echo "[execgate setup] debootstrap attempt $attempt failed; see /tmp/execgate-debootstrap.log" >&2
+    $SUDO rm -rf "$ROOTFS"; ROOTFS=$(mktemp -d /var/tmp/execgate-rootfs.XXXXXX)
+  done
+  [ -n "$built" ] || { $SUDO rm -rf "$ROOTFS"; echo "[execgate setup] debootstrap failed; see /tmp/execgate-debootstrap.log" >&2; exit 1; }
+  # The image proves it before it is used: every data package imports, off-screen.
+  $SUDO chroot "$ROOTFS" /usr/bin/env MPLBACKEND=Agg MPLCONFIGDIR=/tmp/mpl /usr/bin/python3 -c 'import numpy, pandas, scipy, matplotlib.pyplot, sklearn, openpyxl' \
+    || { $SUDO rm -rf "$ROOTFS"; echo "[execgate setup] the data Python in the image does not import" >&2; exit 1; }
+  $SUDO rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/tmp/mpl
+  STAGING="$IMAGE-staging-$$"
+  $SUDO tar -C "$ROOTFS" -c . | "${PODMAN[@]}" import --change 'CMD ["/bin/sh"]' --change "LABEL $DATA_LABEL" - "$STAGING" >/dev/null
+  "${PODMAN[@]}" tag "$STAGING" "$IMAGE"
+  # untag with the name given: without one, podman removes every name of the image, $IMAGE's too.
+  "${PODMAN[@]}" untag "$STAGING" "$STAGING" >/dev/null 2>&1 || true
   $SUDO rm -rf "$ROOTFS"
 fi
 # Containers an earlier run left behind (a service that crashed mid-run keeps the ones it was running, exited) are

@@ -6,7 +6,7 @@ import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateE
 import { loadConfig, type Config } from '../config/load'
 import { EXECGATE_VERSION } from '../config/version'
 import { createExecgate, type Execgate } from '../index'
-import { policyFromConfig } from '../policy'
+import { policyFromConfig, profilesFromConfig } from '../policy'
 import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from '../workspace'
 import { formatResult, formatTable, formatValidation } from './format'
 import { registerTaskCommands } from './tasks'
@@ -61,6 +61,8 @@ interface RunFlags {
   fs?: FilesystemAccess
   workspace?: string
   saveFiles?: string
+  profile?: string
+  file?: string[]
 }
 
 function readSource(file: string | undefined, lang: Language | undefined): { code: string; language: Language } {
@@ -85,14 +87,35 @@ function readSource(file: string | undefined, lang: Language | undefined): { cod
  * The policy for a CLI run: the configured defaults, with --timeout, --memory and --fs as the operator sets them.
  * `--workspace` without `--fs` means `sandboxed`: writes land in memory, never in the directory.
  */
-export function operatorPolicy(config: Config, flags: Pick<RunFlags, 'timeout' | 'memory' | 'fs' | 'workspace'>): SecurityPolicy {
-  const base = policyFromConfig(config)
+export function operatorPolicy(config: Config, flags: Pick<RunFlags, 'timeout' | 'memory' | 'fs' | 'workspace' | 'profile'>): SecurityPolicy {
+  const base = flags.profile ? profileNamed(config, flags.profile) : policyFromConfig(config)
   const filesystem = flags.fs ?? (flags.workspace ? 'sandboxed' : undefined)
   return Object.freeze({
     ...base,
     ...(flags.timeout ? { wallTimeMs: flags.timeout, cpuTimeMs: Math.max(base.cpuTimeMs, flags.timeout) } : {}),
     ...(flags.memory ? { memoryMb: flags.memory } : {}),
     ...(filesystem ? { filesystem } : {}),
+  })
+}
+
+/** `--profile NAME`: a profile from security.profiles (the shipped `data` one among them); the operator may use any. */
+function profileNamed(config: Config, name: string): SecurityPolicy {
+  const profiles = profilesFromConfig(config)
+  const profile = profiles[name]
+  if (!profile) throw usage(`--profile: no policy profile named "${name}"; profiles: ${Object.keys(profiles).join(', ') || 'none'}`)
+  return profile
+}
+
+/** `--file PATH` (repeatable): the request's own files, by their base name, read by the code from its workspace. */
+function requestFiles(paths: readonly string[] | undefined): Array<{ path: string; content: string; encoding: 'base64' }> {
+  return (paths ?? []).map((file) => {
+    let data: Buffer
+    try {
+      data = fs.readFileSync(file)
+    } catch {
+      throw usage(`--file: cannot read "${file}"`)
+    }
+    return { path: path.basename(file), content: data.toString('base64'), encoding: 'base64' as const }
   })
 }
 
@@ -130,7 +153,8 @@ async function withExecgate<T>(flags: { config?: string; adapter?: string }, bod
   }
   // One command, no schedule: `adapters` checks once itself.
   // The result is the command's output: the per-run log line (info) is for services, so the default level is lifted.
-  const overrides = { readiness: { enabled: false }, ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}), ...(enabled ? { execution: { enabled } } : {}) }
+  // One record per command: the ledger writes it on this thread at dispose rather than start a writer thread for it.
+  const overrides = { readiness: { enabled: false }, fabric: { ledger: { writer: 'inline' as const } }, ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}), ...(enabled ? { execution: { enabled } } : {}) }
   // One request per command: no adapter starts a worker or interpreter until the run routed to it needs one.
   const execgate = await createExecgate({ config: loadConfig({ file: flags.config, overrides }), warm: false })
   try {
@@ -145,7 +169,8 @@ async function runCommand(file: string | undefined, flags: RunFlags, out: NodeJS
   return withExecgate(flags, async (execgate) => {
     const basePolicy = operatorPolicy(execgate.config, flags)
     const workspace = workspaceFromFlag(flags.workspace, execgate.config)
-    const result: ExecutionResult = await execgate.execute({ language, code, ...(flags.adapter ? { adapter: flags.adapter } : {}) }, { basePolicy, ...(workspace ? { workspace } : {}) })
+    const files = requestFiles(flags.file)
+    const result: ExecutionResult = await execgate.execute({ language, code, ...(files.length ? { files } : {}), ...(flags.adapter ? { adapter: flags.adapter } : {}) }, { basePolicy, ...(workspace ? { workspace } : {}) })
     out.write(flags.json ? JSON.stringify(result) + '\n' : formatResult(result))
     if (flags.saveFiles && result.files?.length) {
       const saved = saveFiles(flags.saveFiles, result)
@@ -254,6 +279,8 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .addOption(new Option('--fs <access>', "the code's workspace access (default: security.defaultPolicy.filesystem; sandboxed with --workspace)").choices([...FILESYSTEM_ACCESS]))
     .option('--workspace <dir>', 'a directory the code reads as its workspace; writes land in memory, never in it')
     .option('--save-files <dir>', 'save the files the code wrote into this directory')
+    .option('--profile <name>', 'run under this policy profile from security.profiles (e.g. data: pandas, numpy, matplotlib…)')
+    .option('--file <path>', 'send this file with the request (repeatable); the code reads it from its workspace by its base name', (value: string, previous: string[] = []) => [...previous, value])
     .option('--json', 'print the ExecutionResult as JSON and nothing else')
     .addOption(configOption())
     .action(async (file: string | undefined, flags: RunFlags) => setExit(await runCommand(file, flags, out)))

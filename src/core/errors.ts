@@ -36,6 +36,7 @@ export const ERROR_CODES = {
     template: 'unknown adapter "{name}"; known adapters: {known}',
   },
   EXECGATE_ADAPTER_UNAVAILABLE: { fault: 'backend', retryable: true, template: 'adapter {name} is unavailable: {detail}' },
+  EXECGATE_PACKAGE_UNAVAILABLE: { fault: 'backend', retryable: false, template: 'the code imports {packages}, which no available adapter has: {detail}' },
   EXECGATE_DEPENDENCY_MISSING: { fault: 'client', retryable: false, template: '{feature} needs {packages}, which is not installed: run `{install}`' },
   EXECGATE_LANGUAGE_UNSUPPORTED: {
     fault: 'client',

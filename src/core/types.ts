@@ -310,6 +310,11 @@ export interface AdapterCapabilities {
    * none; `execgate policy --adapter` lists it.
    */
   readonly syscallFilter?: SyscallFilterSummary
+  /**
+   * Third-party Python packages the code can import here, by import name (`pandas`, `numpy`; src/core/packages.ts).
+   * Routing sends Python that imports one of them only to adapters that list it. @default []
+   */
+  readonly packages?: readonly string[]
 }
 
 /** What an adapter's seccomp filter does, in words `execgate policy` can print. */

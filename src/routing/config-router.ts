@@ -11,6 +11,7 @@ import {
 } from '../core'
 import type { RouteDecision, RouteHints, Router } from './router'
 import type { CircuitBreakers } from '../readiness/circuit-breaker'
+import { PACKAGE_PROVIDERS, describePackages, missingPackages, neededPackages } from './package-needs'
 
 /** Cheapest first: in-process, WebAssembly module, OS sandbox, remote service; the placeholder last. */
 export const DEFAULT_TIER_ORDER: readonly Tier[] = [1, 3, 4, 2, 0]
@@ -128,10 +129,16 @@ export class ConfigRouter implements Router {
     if (limit) {
       return { refusal: { status: 'policy_violation', error: new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit, detail: `${name} does not enforce it` }) } }
     }
+    const lacking = missingPackages(adapter, request)
+    if (lacking.length > 0) {
+      const error = new ExecgateError('EXECGATE_PACKAGE_UNAVAILABLE', { packages: describePackages(lacking), detail: `${name} (${reason}) does not have ${lacking.join(', ')}; ${PACKAGE_PROVIDERS}` })
+      return { refusal: { status: 'unavailable', error } }
+    }
     return { adapter, reason }
   }
 
   private auto(request: ExecutionRequest, policy: SecurityPolicy, exclude: readonly string[], hints: RouteHints = {}): RouteDecision {
+    const packages = neededPackages(request)
     const capable = this.ordered(request).filter((adapter) => !exclude.includes(adapter.name) && this.fits(adapter, request, policy))
     const enforcing = capable.filter((adapter) => !unenforcedRequirement(adapter, policy))
     const usable = enforcing.filter((adapter) => this.usable(adapter))
@@ -156,7 +163,16 @@ export class ConfigRouter implements Router {
       const skipped = down ? { adapter: down.name, reason: this.whyUnusable(down) } : slow ? { adapter: slow.name, reason: this.whyTooSlow(slow, hints) } : undefined
       if (slow && !escalatedFrom && !down) return { adapter: candidate, reason: `faster than ${slow.name} for a ${hints.latencyBudgetMs} ms budget`, skipped }
       if (escalatedFrom) return { adapter: candidate, reason: `escalated from ${escalatedFrom.adapter}: ${escalatedFrom.reason}`, escalatedFrom: escalatedFrom.adapter, skipped }
-      return { adapter: candidate, reason: `cheapest available adapter for ${request.language}`, skipped }
+      const imported = packages.length > 0 ? ` with ${packages.join(', ')}` : ''
+      return { adapter: candidate, reason: `cheapest available adapter for ${request.language}${imported}`, skipped }
+    }
+    if (capable.length === 0 && packages.length > 0) {
+      const withLanguage = this.ordered(request).filter((adapter) => !exclude.includes(adapter.name))
+      const lacking = [...new Set(withLanguage.flatMap((adapter) => missingPackages(adapter, request)))]
+      if (lacking.length > 0) {
+        const detail = `${withLanguage.map((adapter) => `${adapter.name} has ${adapter.capabilities.packages?.join(', ') || 'none of them'}`).join('; ') || `no enabled adapter runs ${request.language}`}; ${PACKAGE_PROVIDERS}`
+        return { refusal: { status: 'unavailable', error: new ExecgateError('EXECGATE_PACKAGE_UNAVAILABLE', { packages: describePackages(lacking), detail }) } }
+      }
     }
     if (capable.length > 0 && enforcing.length === 0) {
       const limits = [...new Set(capable.map((adapter) => unenforcedRequirement(adapter, policy)!))]
@@ -204,8 +220,13 @@ export class ConfigRouter implements Router {
     return this.options.registry.list().filter((adapter) => adapter.supportedLanguages().includes(request.language)).sort((a, b) => rank(a) - rank(b))
   }
 
+  /** Runs the language, offers the features the request needs, and has every data package the code imports. */
   private fits(adapter: CodeExecutionAdapter, request: ExecutionRequest, policy: SecurityPolicy): boolean {
-    return adapter.supportedLanguages().includes(request.language) && neededFeatures(request, policy).every((feature) => adapter.capabilities[feature])
+    return (
+      adapter.supportedLanguages().includes(request.language) &&
+      neededFeatures(request, policy).every((feature) => adapter.capabilities[feature]) &&
+      missingPackages(adapter, request).length === 0
+    )
   }
 
   private usable(adapter: CodeExecutionAdapter): boolean {

@@ -146,7 +146,7 @@ describe('process adapter: the sandbox itself, without the static check', () => 
     const result = await adapter.execute({ language: 'python', code }, contractContext(open))
     expect(result.status).toBe('ok')
     // The launcher (sh) adds PWD and OLDPWD; nothing of the host's environment is there.
-    expect(result.stdout).toMatch(/^env \['HOME', 'LANG', ('OLDPWD', )?'PATH', ('PWD', )?'TMPDIR'\]$/m)
+    expect(result.stdout).toMatch(/^env \['HOME', 'LANG', 'MPLBACKEND', 'MPLCONFIGDIR', ('OLDPWD', )?'PATH', ('PWD', )?'TMPDIR'\]$/m)
     expect(result.stdout).toContain("root ['bin', 'dev', 'etc', 'lib', 'lib64', 'proc', 'run', 'sbin', 'tmp', 'usr', 'workspace']")
     expect(result.stdout).toContain('home False False False')
     expect(result.stdout).toMatch(/net (101|111)/) // unreachable: the namespace has no route anywhere

@@ -265,7 +265,7 @@ describe('policy profiles', () => {
     const strict = await execgate.execute({ language: 'python', code: 'import math\n1' }, { profile: 'strict' })
     expect(strict.status).toBe('policy_violation')
     const unknown = await execgate.execute({ language: 'python', code: '1' }, { profile: 'gold' })
-    expect(unknown).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('no policy profile named "gold"; profiles: analytics, strict') })
+    expect(unknown).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('no policy profile named "gold"; profiles: data, analytics, strict') })
     expect(execgate.explainPolicy('monty', 'analytics').rows.find((row) => row.limit === 'memory')?.setting).toBe('512 MiB')
   })
 
