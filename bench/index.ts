@@ -21,6 +21,8 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   monty: () => import('./monty'),
   pyodide: () => import('./pyodide'),
   process: () => import('./process'),
+  seccomp: () => import('./seccomp'),
+  receipts: () => import('./receipts'),
   shell: () => import('./shell'),
   routing: () => import('./routing'),
   startup: () => import('./startup'),

@@ -1,3 +1,4 @@
+import { describeImportRefusal } from './import-refusal'
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
@@ -154,6 +155,12 @@ export class DefaultExecutionService implements ExecutionService {
         return createResult('error', SERVICE, {
           message: `${first.message}${where}`,
           error: { type: 'SyntaxError', message: first.message, line: first.line, column: first.column },
+        })
+      }
+      const imports = describeImportRefusal(issues, policy, this.options.profiles ?? {}, this.options.registry)
+      if (imports) {
+        return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: imports }), {
+          error: { type: 'PolicyViolation', message: imports, line: first.line, column: first.column },
         })
       }
       return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${first.message}${where}` }), {

@@ -15,6 +15,18 @@ beforeAll(async () => {
 
 describeAdapterContract('docker', () => new DockerAdapter(options), { timeoutSlackMs: 3000, testTimeoutMs: 120_000 })
 
+/** What a container answers differently from the in-process tiers the corpus was first written against. */
+const DOCKER_PYTHON_ADJUSTED = {
+  'py-fork-bomb': {
+    expect: { statusIn: ['error', 'policy_violation', 'timeout', 'memory_limit'] },
+    reason: "each CPython fork costs pages against the container's 64 MiB cgroup, so the bomb meets the memory cap before the process cap (noLeftoverProcesses still checked)",
+  },
+  'py-fs-symlink-out': {
+    expect: { notContains: ['HOSTILE_ENV_CANARY_VALUE'] },
+    reason: "the symlink reaches the image's own read-only /etc/passwd, not the host's (hostDoesNotFollowWorkspaceSymlinks still checked)",
+  },
+}
+
 for (const language of ['python', 'javascript'] as const) {
   describeHostileCases({
     adapter: 'docker',
@@ -23,6 +35,7 @@ for (const language of ['python', 'javascript'] as const) {
     ...ownExecgate('docker', () => ({ adapters: { docker: options } })),
     caseTimeoutMs: 60_000,
     notApplicable: {},
+    adjusted: language === 'python' ? DOCKER_PYTHON_ADJUSTED : {},
   })
 }
 

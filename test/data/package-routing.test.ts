@@ -30,10 +30,12 @@ describe('the data Python: packages as a capability, routing by what the code im
       expect(result.route?.reason).toContain('pandas')
     })
 
-    test('the defaults stay tight: pandas is refused by the default policy, naming the data profile', async () => {
-      const result = await execgate.execute({ language: 'python', code: SUM })
+    test('the defaults stay tight: a refused import names every refused module, the profile and the adapter that allow it', async () => {
+      const result = await execgate.execute({ language: 'python', code: 'import pandas as pd\nimport math\nimport numpy as np\npd.Series([1]).sum()' })
       expect(result.status).toBe('policy_violation')
-      expect(result.error?.message).toMatch(/pandas/)
+      expect(result.message).toContain('pandas (line 1), numpy (line 3)')
+      expect(result.message).toContain('the policy profile "data" allows them')
+      expect(result.message).toContain('adapters with pandas, numpy: process')
     })
 
     test('code with no data package still goes to the in-process tier', async () => {

@@ -86,7 +86,10 @@ export class FakeAgentCore {
     const runner = language === 'python' ? this.runners.python : language === 'javascript' ? this.runners.javascript : undefined
     if (!runner || typeof code !== 'string') return fail(400, 'ValidationException', `arguments.language must be python or javascript (got ${language}) and arguments.code a string`)
     session.running = new AbortController()
-    const policy = { ...DEFAULT_POLICY, wallTimeMs: 30_000, cpuTimeMs: 30_000, memoryMb: 64, outputBytes: 1024 * 1024, allowedImports: ['base64', 'os', 'sys', 'json', 'math', 're', 'time', 'traceback', 'signal', '_signal', 'datetime'] }
+    // AgentCore's interpreter imports anything: the allow-list is the bedrock adapter's own wrapper's to hold, so this
+    // stand-in lets through what the hostile corpus's cases may be allowed (threading, socket, builtins…) besides
+    // what the wrapper itself uses; bubblewrap stays around it.
+    const policy = { ...DEFAULT_POLICY, wallTimeMs: 30_000, cpuTimeMs: 30_000, memoryMb: 64, outputBytes: 1024 * 1024, allowedImports: ['base64', 'os', 'sys', 'json', 'math', 're', 'time', 'traceback', 'signal', '_signal', 'datetime', 'threading', 'socket', 'builtins'] }
     const context: ExecutionContext = { traceId: `agentcore-${sessionId}`, policy, signal: session.running.signal, deadline: performance.now() + policy.wallTimeMs }
     const started = performance.now()
     const result = await runner.execute({ language, code }, context)
