@@ -36,6 +36,7 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   sandboxes: () => import('./sandboxes'),
   data: () => import('./data'),
   limits: () => import('./limits'),
+  egress: () => import('./egress'),
 }
 
 async function main(): Promise<void> {

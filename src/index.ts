@@ -1,232 +1,50 @@
-import type { Container } from 'inversify'
-import { createContainer, type ContainerOptions } from './app/container'
-import { ExecgateError, type AdapterRegistry, type CodeExecutionAdapter, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type Tier, type ValidationReport } from './core'
-import { explainPolicy, policyFromConfig, profilesFromConfig, type PolicyExplanation } from './policy'
-import type { Config } from './config/load'
-import type { ExecuteOptions, ExecutionService } from './execution/types'
-import type { Logger } from './observability/logger'
-import type { AdapterHealth } from './readiness/health'
-import type { ReadinessMonitor, SwitchEvent } from './readiness/readiness-monitor'
-import type { BreakerState } from './readiness/circuit-breaker'
-import * as tokens from './app/tokens'
-import { warmUpAdapters } from './app/warm-up'
-import type { TaskService } from './fabric/tasks'
-import { unsupportedPlanService, type PlanService } from './fabric/plans'
-import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from './app/fabric-wiring'
-import type { LlmProvider } from './core/llm'
-import type { AdmissionController, AdmissionStatus } from './execution/admission/admission-controller'
-import type { LedgerService } from './fabric/ledger'
-import type { SandboxService } from './fabric/sandboxes'
+/**
+ * `execgate`: the library's public API, chosen (test/package/exports.test.ts lists it; docs/api.md shows it). The
+ * contract (src/core's types and adapter interface), createExecgate, the errors, the configuration and policy a
+ * caller sets, the DI tokens to bind your own adapter or listener, the workspace types a host function needs, and the
+ * types of what an `Execgate` returns. The machinery beneath (pools, workspace layers, the concrete services) is not
+ * exported: it may change in any release.
+ */
 
-// The contract a caller or an adapter author needs. The machinery beneath it (worker pools and their job protocol,
-// session stores, caches, workspace file helpers) is internal and not exported: it may change in any release.
+// The library.
+export { createExecgate, type Execgate, type ExecgateOptions, type ExecgateStatus, type AdapterStatus } from './app/execgate'
+
+// The contract: requests, results, policies, the adapter interface, and the helpers an adapter of your own needs.
 export * from './core/types'
 export * from './core/adapter'
-export * from './core/errors'
-export * from './core/result'
-export * from './core/output'
-export * from './core/capabilities'
-export * from './core/request-schema'
+export { createResult, type ResultFields } from './core/result'
+export { enforcementTable } from './core/capabilities'
+export { ExecgateError, isExecgateError, ERROR_CODES, type ErrorCode, type Fault } from './core/errors'
+export { EXECUTION_REQUEST_SCHEMA } from './core/request-schema'
+
+// Configuration and policy.
 export { loadConfig, type Config as LoadedConfig, type LoadConfigOptions } from './config/load'
 export type { ExecgateConfig } from './config/schema'
-export { resolvePolicy, staticValidationReport, DEFAULT_POLICY, checkJavaScript, checkTypeScript, explainPolicy, type PolicyExplanation } from './policy'
-export type { SwitchEvent, HealthEvent } from './readiness/readiness-monitor'
-export { createContainer, type ContainerOptions } from './app/container'
-export type { AdmissionStatus, AdapterAdmissionStatus } from './execution/admission/admission-controller'
+export { resolvePolicy, explainPolicy, DEFAULT_POLICY, type PolicyExplanation } from './policy'
+
+// Binding your own adapter, router or listener: `createExecgate({ modules })` with these tokens.
 export * as tokens from './app/tokens'
 export { adapterToken } from './app/tokens'
-export type { ExecuteOptions, ExecutionService, RunProvenance } from './execution/types'
+export type { ExecuteOptions, ExecutionService } from './execution/types'
 export type { Router, RouteDecision, RouteHints } from './routing/router'
 export type { Logger } from './observability/logger'
-export type { ReadinessMonitor } from './readiness/readiness-monitor'
-export * from './workspace'
+export type { ReadinessMonitor, SwitchEvent, HealthEvent } from './readiness/readiness-monitor'
+export type { AdmissionStatus, AdapterAdmissionStatus } from './execution/admission/admission-controller'
+
+// Workspaces a caller passes to a run (`ExecuteOptions.workspace`), and what a host function is given: its
+// definition, the call (with the run's workspace) and the workspace's types.
+export { MemoryWorkspace, OverlayWorkspace, DirectoryLayer, S3Layer, S3Workspace, type S3Settings } from './workspace'
+export type { HostFunctionDefinition, HostCall, Workspace, WorkspaceEntry, WorkspaceLayer, WorkspaceLimits } from './workspace'
+
+// What an Execgate's tasks, ledger, plans and sandboxes take and return.
 export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
 export type { LedgerService, LedgerCaller, RunRecord, PlanVersionInput, VerifyReport, Lineage, ProvDocument, OpenLineageRunEvent, ExportFormat, RetentionReport } from './fabric/ledger'
 export type { PlanService, PlanSpec, PlanStepSpec, PlanView, PlanStepView, PlanEvent, PlanState, PlanSummary, PlanVersion, PlanChanges, PlanRevision } from './fabric/plans'
-export type { LlmProvider, LlmMessage, LlmRequest } from './core/llm'
-export { BedrockConverseProvider, type BedrockConverseOptions } from './runtime/bedrock-converse'
 export type { Sandbox, SandboxCaller, SandboxExecOptions, SandboxExecRequest, SandboxInfo, SandboxService, SandboxStartOptions } from './fabric/sandboxes'
 
-/** The library's face: one object that runs code, validates it and reports on its adapters. */
-export interface Execgate {
-  execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
-  validate(code: string, language: Language, adapter?: string): Promise<ValidationReport>
-  languages(): readonly Language[]
-  adapters(): readonly CodeExecutionAdapter[]
-  /** Health of every adapter, the active adapter and the last switch, as the readiness monitor last saw them. */
-  status(): ExecgateStatus
-  /** Runs every adapter's availability check now (and the canaries, if configured), then returns the status. */
-  checkNow(): Promise<ExecgateStatus>
-  /** How an adapter holds each limit of a policy (default: the configured policy, or a named profile's). */
-  explainPolicy(adapter: string, policy?: SecurityPolicy | string): PolicyExplanation
-  /** Ends a session on every adapter that keeps one under this id; true when one did. */
-  closeSession(sessionId: string): Promise<boolean>
-  /**
-   * Resolves once every enabled adapter that can warm up (`warmUp()`: quickjs, monty, pyodide) is warm or has
-   * failed to (it stays usable, cold; the log says why). `createExecgate()` awaits it unless `warm: false`; then
-   * call it yourself before the first request that must not pay a cold start. Never rejects; safe to call twice.
-   */
-  ready(): Promise<void>
-  /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
-  readonly tasks: TaskService
-  /** The artifact ledger (docs/ledger.md): every run's provenance, its artifacts and their lineage, per tenant. */
-  readonly ledger: LedgerService
-  /** Plans of steps run as tasks, revised by the reflector when a step fails (docs/plans.md); opened at first use. */
-  readonly plans: PlanService
-  /** Persistent sandboxes (docs/sandboxes.md): live environments to exec into, stopped by `dispose()`. */
-  readonly sandboxes: SandboxService
-  /** The readiness monitor, for its `switch` and `health` events. */
-  readonly readiness: ReadinessMonitor
-  readonly config: Config
-  readonly container: Container
-  dispose(): Promise<void>
-}
+// A language model for the plans' reflector and the agents.
+export type { LlmProvider, LlmMessage, LlmRequest } from './core/llm'
+export { BedrockConverseProvider, type BedrockConverseOptions } from './runtime/bedrock-converse'
 
-export interface AdapterStatus {
-  name: string
-  tier: Tier
-  languages: readonly Language[]
-  health: AdapterHealth
-  breaker: BreakerState
-  /** For adapters that warm up: whether a run now would not pay a cold start. */
-  warm?: boolean
-  /** Present on adapters that can host persistent sandboxes (docs/sandboxes.md). */
-  sandboxes?: true
-}
-
-export interface ExecgateStatus {
-  /** The adapter requests without a pin go to; `auto` when routing picks the cheapest available. */
-  active: string
-  lastSwitch?: SwitchEvent
-  /** The start-up warm-up (`ready()`) has finished: `/readyz` answers ready only after it. */
-  warmedUp: boolean
-  adapters: AdapterStatus[]
-  /** Slots in use per lane and queue depth of every adapter, and the in-process batch bound. */
-  admission: AdmissionStatus
-}
-
-/** An adapter whose own options say `warmOnStart: false` (pyodide's, to save its seconds of load) is not warmed by `ready()`. */
-function startsWarm(config: Config, adapterName: string): boolean {
-  const options = (config.adapters as Record<string, { warmOnStart?: boolean } | undefined>)[adapterName]
-  return options?.warmOnStart !== false
-}
-
-export interface ExecgateOptions extends ContainerOptions {
-  /**
-   * false: resolve at once, starting no adapter worker or interpreter; `ready()` warms them (`execgate serve`
-   * listens first, then warms, with `/readyz` answering 503 until done). @default true
-   */
-  warm?: boolean
-  /**
-   * `server`: this execgate serves the HTTP API, and runs tasks only if `fabric.serveRunsTasks` (with the `redis`
-   * store, workers may do all the running). @default 'library' (runs tasks)
-   */
-  role?: 'library' | 'server'
-  /** The plans' reflector, instead of the Bedrock model `fabric.plans.reflector.modelId` names. */
-  reflector?: LlmProvider
-}
-
-/**
- * Loads config, creates the enabled adapters, warms those that can warm up (unless `warm: false`) and returns an
- * execgate whose first request pays no cold start (its readiness monitor scheduled).
- */
-export async function createExecgate(options: ExecgateOptions = {}): Promise<Execgate> {
-  const warm = options.warm ?? true
-  const container = await createContainer({ ...options, warmOnStart: options.warmOnStart ?? warm })
-  const service = container.get<ExecutionService>(tokens.ExecutionService)
-  const registry = container.get<AdapterRegistry>(tokens.AdapterRegistry)
-  const readiness = container.get<ReadinessMonitor>(tokens.Readiness)
-  const config = container.get<Config>(tokens.Config)
-  const logger = container.get<Logger>(tokens.Logger)
-  let warming: Promise<void> | undefined
-  let warmedUp = false
-  const ready = () =>
-    (warming ??= warmUpAdapters(registry.list().filter((adapter) => startsWarm(config, adapter.name)), logger).then(() => {
-      warmedUp = true
-    }))
-  if (warm) await ready()
-  const admission = container.get<AdmissionController>(tokens.Admission)
-  if (config.readiness.enabled) readiness.start()
-  const status = (): ExecgateStatus => ({
-    active: readiness.active() ?? 'auto',
-    ...(readiness.lastSwitch() ? { lastSwitch: readiness.lastSwitch() } : {}),
-    warmedUp,
-    adapters: registry.list().map((adapter) => ({
-      name: adapter.name,
-      tier: adapter.capabilities.tier,
-      languages: adapter.supportedLanguages(),
-      health: readiness.health(adapter.name),
-      breaker: readiness.breaker(adapter.name),
-      ...(adapter.isWarm ? { warm: adapter.isWarm() } : {}),
-      ...(adapter.capabilities.sandboxes ? { sandboxes: true as const } : {}),
-    })),
-    admission: admission.status(),
-  })
-  let disposed = false
-  const fabric = fabricParts(container)
-  const ledger = fabric.ledger
-  let tasks: TaskService | undefined
-  let plans: PlanService | undefined
-  const taskService = () => (tasks ??= taskServiceFor(fabric, options.role !== 'server' || config.fabric.serveRunsTasks))
-  let sandboxes: SandboxService | undefined
-  return {
-    execute: (request, executeOptions) => service.execute(request, executeOptions),
-    validate: (code, language, adapter) => service.validate(code, language, adapter),
-    languages: () => service.languages(),
-    adapters: () => registry.list(),
-    status,
-    async checkNow() {
-      await readiness.checkNow()
-      return status()
-    },
-    explainPolicy(adapterName, policy) {
-      const adapter = registry.get(adapterName)
-      if (!adapter) throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name: adapterName, known: registry.list().map((item) => item.name).join(', ') })
-      let resolved: SecurityPolicy
-      if (typeof policy === 'string') {
-        const profiles = profilesFromConfig(config)
-        if (!profiles[policy]) throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: policy, known: Object.keys(profiles).join(', ') || 'none' })
-        resolved = profiles[policy]!
-      } else {
-        resolved = policy ?? policyFromConfig(config)
-      }
-      return explainPolicy(resolved, adapter)
-    },
-    async closeSession(sessionId) {
-      const closed = await Promise.all(registry.list().map((adapter) => adapter.closeSession?.(sessionId) ?? false))
-      const workspace = service.closeSession?.(sessionId) ?? false
-      return closed.some(Boolean) || workspace
-    },
-    ready,
-    get tasks() {
-      return taskService()
-    },
-    get plans() {
-      // With the redis store, refused without opening a task service's connection: plans need the embedded one.
-      return (plans ??= config.fabric.store === 'sqlite' ? planServiceFor(fabric, taskService(), { reflector: options.reflector }) : unsupportedPlanService(config.fabric.store))
-    },
-    ledger,
-    get sandboxes() {
-      return (sandboxes ??= sandboxManagerFor(fabric))
-    },
-    readiness,
-    config,
-    container,
-    async dispose() {
-      if (disposed) return
-      disposed = true
-      // The plans first: they must not read the interrupted runs going back to PENDING as their steps' doing.
-      await plans?.close()
-      await tasks?.close({ abort: true })
-      // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
-      await sandboxes?.close()
-      // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
-      await service.dispose?.()
-      // After the last run has ended: every record heard is written before the process may exit.
-      await ledger.close()
-      await readiness.stop()
-      await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
-    },
-  }
-}
+// The egress gateway: every sandbox's network, through one forward proxy and its policy (docs/egress.md).
 export { EgressGateway, tableResolver, systemResolver, type EgressGatewayOptions, type EgressResolver, type SecretDefinition } from './egress'

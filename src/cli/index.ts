@@ -153,7 +153,8 @@ async function withExecgate<T>(flags: { config?: string; adapter?: string }, bod
   }
   // One command, no schedule: `adapters` checks once itself.
   // The result is the command's output: the per-run log line (info) is for services, so the default level is lifted.
-  const overrides = { readiness: { enabled: false }, ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}), ...(enabled ? { execution: { enabled } } : {}) }
+  // One record per command: the ledger writes it on this thread at dispose rather than start a writer thread for it.
+  const overrides = { readiness: { enabled: false }, fabric: { ledger: { writer: 'inline' as const } }, ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}), ...(enabled ? { execution: { enabled } } : {}) }
   // One request per command: no adapter starts a worker or interpreter until the run routed to it needs one.
   const execgate = await createExecgate({ config: loadConfig({ file: flags.config, overrides }), warm: false })
   try {

@@ -4,7 +4,8 @@ import { LambdaAdapter } from '../../adapters/lambda'
 import { mapFunctionError, mapLambdaError } from '../../adapters/lambda/map-error'
 import { createExecgate, type Execgate } from '../../src'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
-import { describeHostileCases } from '../hostile/hostile-runner'
+import { describeHostileCases, loadHostileCases, type HostileExpect } from '../hostile/hostile-runner'
+import { DEFAULT_POLICY } from '../../src/policy'
 import { ServerlessOffline } from '../../deploy/lambda/offline'
 
 process.env.AWS_ACCESS_KEY_ID = 'AKIDEXECGATETEST'
@@ -18,6 +19,17 @@ afterAll(() => offline.stop(), 30_000)
 const options = () => ({ endpoint: offline.endpoint, region: 'us-east-1' })
 
 describeAdapterContract('lambda', () => new LambdaAdapter(options()), { timeoutSlackMs: 3000, testTimeoutMs: 120_000 })
+
+/**
+ * The function enforces its own deployment's policy as a ceiling (adapters/lambda/function): a request allowing an
+ * import that ceiling does not (the corpus cases whose `policy` adds `time`, `os`…) is refused there before anything
+ * runs, which is the containment these cases get on Lambda.
+ */
+function beyondFunctionCeiling(): Record<string, { expect: Partial<HostileExpect>; reason: string }> {
+  const ceiling = DEFAULT_POLICY.allowedImports
+  const cases = loadHostileCases('python').filter((item) => (item.policy?.allowedImports ?? []).some((name) => !ceiling.includes(name)))
+  return Object.fromEntries(cases.map((item) => [item.id, { expect: { status: 'policy_violation', statusIn: undefined }, reason: `the function's own ceiling (imports ${ceiling.join(', ')}) refuses ${item.policy!.allowedImports!.join(', ')}` }]))
+}
 
 for (const language of ['python', 'javascript', 'typescript'] as const) {
   let execgate: Execgate | undefined
@@ -39,6 +51,7 @@ for (const language of ['python', 'javascript', 'typescript'] as const) {
     // The function's pyodide pool starts on first use, inside the emulator: part of the backend, not a leftover.
     poolProcess: /pyodide\/child\.js/,
     notApplicable: {},
+    adjusted: language === 'python' ? beyondFunctionCeiling() : {},
   })
 }
 

@@ -128,7 +128,7 @@ describe('the packed package', () => {
 
   test('CommonJS require reaches every entry point, and the internals stay unexported', async () => {
     const script = `
-      const entries = ['execgate', 'execgate/agents', 'execgate/server', 'execgate/client', ...['bedrock', 'docker', 'lambda', 'monty', 'placeholder', 'process', 'pyodide', 'quickjs'].map((name) => 'execgate/adapters/' + name)]
+      const entries = ['execgate', 'execgate/agents', 'execgate/server', 'execgate/client', ...['bedrock', 'docker', 'lambda', 'monty', 'placeholder', 'process', 'pyodide', 'quickjs', 'shell'].map((name) => 'execgate/adapters/' + name)]
       const shapes = Object.fromEntries(entries.map((id) => [id, Object.keys(require(id)).sort()]))
       let internal
       try { require('execgate/dist/src/runtime/worker-pool'); internal = 'reachable' } catch (error) { internal = error.code }

@@ -110,7 +110,7 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     }
     this.appendAll = this.db.transaction((drafts: readonly RecordDraft[]) => {
       const heads = new Map<string, ChainPoint>()
-      return drafts.map((draft) => {
+      const records = drafts.map((draft) => {
         const previous = heads.get(draft.tenant) ?? this.tip(draft.tenant)
         const record = chainRecord(draft, previous)
         // The (tenant, id) unique index turns a second append of the same id into nothing: the first one stands.
@@ -120,10 +120,12 @@ export class SqliteLedgerStore implements LedgerRecordStore {
         for (const link of linksOf(draft.entry)) {
           this.statements.link.run(record.tenant, record.seq, link.sha256, direction(link.role), link.role, link.path, link.size, link.mediaType)
         }
-        this.statements.setHead.run(record.tenant, record.seq, record.hash)
         heads.set(draft.tenant, { seq: record.seq, hash: record.hash })
         return record
       })
+      // Each tenant's head once per batch, inside the same transaction: one statement per tenant, not per record.
+      for (const [tenant, head] of heads) this.statements.setHead.run(tenant, head.seq, head.hash)
+      return records
     })
     const unlink = prepare('DELETE FROM ledger_links WHERE sha256 = ? AND tenant = ? AND direction = ? AND seq = ? AND role = ? AND path = ?')
     this.removeAll = this.db.transaction((tenant: string, from: number, through: number) => {

@@ -1,0 +1,207 @@
+import type { Container } from 'inversify'
+import { createContainer, type ContainerOptions } from './container'
+import { ExecgateError, type AdapterRegistry, type CodeExecutionAdapter, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type Tier, type ValidationReport } from '../core'
+import { explainPolicy, policyFromConfig, profilesFromConfig, type PolicyExplanation } from '../policy'
+import type { Config } from '../config/load'
+import type { ExecuteOptions, ExecutionService } from '../execution/types'
+import type { Logger } from '../observability/logger'
+import type { AdapterHealth } from '../readiness/health'
+import type { ReadinessMonitor, SwitchEvent } from '../readiness/readiness-monitor'
+import type { BreakerState } from '../readiness/circuit-breaker'
+import * as tokens from './tokens'
+import { warmUpAdapters } from './warm-up'
+import type { TaskService } from '../fabric/tasks'
+import { unsupportedPlanService, type PlanService } from '../fabric/plans'
+import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from './fabric-wiring'
+import type { LlmProvider } from '../core/llm'
+import type { AdmissionController, AdmissionStatus } from '../execution/admission/admission-controller'
+import type { LedgerService } from '../fabric/ledger'
+import type { SandboxService } from '../fabric/sandboxes'
+
+/**
+ * The library's face, built by the composition root: `createExecgate` loads the configuration, builds the container
+ * (src/app/container.ts), warms the adapters and joins the fabric (src/app/fabric-wiring.ts). The server, the CLI and
+ * `execgate worker` all start from an `Execgate`.
+ */
+/** The library's face: one object that runs code, validates it and reports on its adapters. */
+export interface Execgate {
+  execute(request: ExecutionRequest, options?: ExecuteOptions): Promise<ExecutionResult>
+  validate(code: string, language: Language, adapter?: string): Promise<ValidationReport>
+  languages(): readonly Language[]
+  adapters(): readonly CodeExecutionAdapter[]
+  /** Health of every adapter, the active adapter and the last switch, as the readiness monitor last saw them. */
+  status(): ExecgateStatus
+  /** Runs every adapter's availability check now (and the canaries, if configured), then returns the status. */
+  checkNow(): Promise<ExecgateStatus>
+  /** How an adapter holds each limit of a policy (default: the configured policy, or a named profile's). */
+  explainPolicy(adapter: string, policy?: SecurityPolicy | string): PolicyExplanation
+  /** Ends a session on every adapter that keeps one under this id; true when one did. */
+  closeSession(sessionId: string): Promise<boolean>
+  /**
+   * Resolves once every enabled adapter that can warm up (`warmUp()`: quickjs, monty, pyodide) is warm or has
+   * failed to (it stays usable, cold; the log says why). `createExecgate()` awaits it unless `warm: false`; then
+   * call it yourself before the first request that must not pay a cold start. Never rejects; safe to call twice.
+   */
+  ready(): Promise<void>
+  /** Durable tasks (docs/tasks.md) in the store `fabric.store` names; opened at first use. */
+  readonly tasks: TaskService
+  /** The artifact ledger (docs/ledger.md): every run's provenance, its artifacts and their lineage, per tenant. */
+  readonly ledger: LedgerService
+  /** Plans of steps run as tasks, revised by the reflector when a step fails (docs/plans.md); opened at first use. */
+  readonly plans: PlanService
+  /** Persistent sandboxes (docs/sandboxes.md): live environments to exec into, stopped by `dispose()`. */
+  readonly sandboxes: SandboxService
+  /** The readiness monitor, for its `switch` and `health` events. */
+  readonly readiness: ReadinessMonitor
+  readonly config: Config
+  readonly container: Container
+  dispose(): Promise<void>
+}
+
+export interface AdapterStatus {
+  name: string
+  tier: Tier
+  languages: readonly Language[]
+  health: AdapterHealth
+  breaker: BreakerState
+  /** For adapters that warm up: whether a run now would not pay a cold start. */
+  warm?: boolean
+  /** Present on adapters that can host persistent sandboxes (docs/sandboxes.md). */
+  sandboxes?: true
+}
+
+export interface ExecgateStatus {
+  /** The adapter requests without a pin go to; `auto` when routing picks the cheapest available. */
+  active: string
+  lastSwitch?: SwitchEvent
+  /** The start-up warm-up (`ready()`) has finished: `/readyz` answers ready only after it. */
+  warmedUp: boolean
+  adapters: AdapterStatus[]
+  /** Slots in use per lane and queue depth of every adapter, and the in-process batch bound. */
+  admission: AdmissionStatus
+}
+
+/** An adapter whose own options say `warmOnStart: false` (pyodide's, to save its seconds of load) is not warmed by `ready()`. */
+function startsWarm(config: Config, adapterName: string): boolean {
+  const options = (config.adapters as Record<string, { warmOnStart?: boolean } | undefined>)[adapterName]
+  return options?.warmOnStart !== false
+}
+
+export interface ExecgateOptions extends ContainerOptions {
+  /**
+   * false: resolve at once, starting no adapter worker or interpreter; `ready()` warms them (`execgate serve`
+   * listens first, then warms, with `/readyz` answering 503 until done). @default true
+   */
+  warm?: boolean
+  /**
+   * `server`: this execgate serves the HTTP API, and runs tasks only if `fabric.serveRunsTasks` (with the `redis`
+   * store, workers may do all the running). @default 'library' (runs tasks)
+   */
+  role?: 'library' | 'server'
+  /** The plans' reflector, instead of the Bedrock model `fabric.plans.reflector.modelId` names. */
+  reflector?: LlmProvider
+}
+
+/**
+ * Loads config, creates the enabled adapters, warms those that can warm up (unless `warm: false`) and returns an
+ * execgate whose first request pays no cold start (its readiness monitor scheduled).
+ */
+export async function createExecgate(options: ExecgateOptions = {}): Promise<Execgate> {
+  const warm = options.warm ?? true
+  const container = await createContainer({ ...options, warmOnStart: options.warmOnStart ?? warm })
+  const service = container.get<ExecutionService>(tokens.ExecutionService)
+  const registry = container.get<AdapterRegistry>(tokens.AdapterRegistry)
+  const readiness = container.get<ReadinessMonitor>(tokens.Readiness)
+  const config = container.get<Config>(tokens.Config)
+  const logger = container.get<Logger>(tokens.Logger)
+  let warming: Promise<void> | undefined
+  let warmedUp = false
+  const ready = () =>
+    (warming ??= warmUpAdapters(registry.list().filter((adapter) => startsWarm(config, adapter.name)), logger).then(() => {
+      warmedUp = true
+    }))
+  if (warm) await ready()
+  const admission = container.get<AdmissionController>(tokens.Admission)
+  if (config.readiness.enabled) readiness.start()
+  const status = (): ExecgateStatus => ({
+    active: readiness.active() ?? 'auto',
+    ...(readiness.lastSwitch() ? { lastSwitch: readiness.lastSwitch() } : {}),
+    warmedUp,
+    adapters: registry.list().map((adapter) => ({
+      name: adapter.name,
+      tier: adapter.capabilities.tier,
+      languages: adapter.supportedLanguages(),
+      health: readiness.health(adapter.name),
+      breaker: readiness.breaker(adapter.name),
+      ...(adapter.isWarm ? { warm: adapter.isWarm() } : {}),
+      ...(adapter.capabilities.sandboxes ? { sandboxes: true as const } : {}),
+    })),
+    admission: admission.status(),
+  })
+  let disposed = false
+  const fabric = fabricParts(container)
+  const ledger = fabric.ledger
+  let tasks: TaskService | undefined
+  let plans: PlanService | undefined
+  const taskService = () => (tasks ??= taskServiceFor(fabric, options.role !== 'server' || config.fabric.serveRunsTasks))
+  let sandboxes: SandboxService | undefined
+  return {
+    execute: (request, executeOptions) => service.execute(request, executeOptions),
+    validate: (code, language, adapter) => service.validate(code, language, adapter),
+    languages: () => service.languages(),
+    adapters: () => registry.list(),
+    status,
+    async checkNow() {
+      await readiness.checkNow()
+      return status()
+    },
+    explainPolicy(adapterName, policy) {
+      const adapter = registry.get(adapterName)
+      if (!adapter) throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name: adapterName, known: registry.list().map((item) => item.name).join(', ') })
+      let resolved: SecurityPolicy
+      if (typeof policy === 'string') {
+        const profiles = profilesFromConfig(config)
+        if (!profiles[policy]) throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: policy, known: Object.keys(profiles).join(', ') || 'none' })
+        resolved = profiles[policy]!
+      } else {
+        resolved = policy ?? policyFromConfig(config)
+      }
+      return explainPolicy(resolved, adapter)
+    },
+    async closeSession(sessionId) {
+      const closed = await Promise.all(registry.list().map((adapter) => adapter.closeSession?.(sessionId) ?? false))
+      const workspace = service.closeSession?.(sessionId) ?? false
+      return closed.some(Boolean) || workspace
+    },
+    ready,
+    get tasks() {
+      return taskService()
+    },
+    get plans() {
+      // With the redis store, refused without opening a task service's connection: plans need the embedded one.
+      return (plans ??= config.fabric.store === 'sqlite' ? planServiceFor(fabric, taskService(), { reflector: options.reflector }) : unsupportedPlanService(config.fabric.store))
+    },
+    ledger,
+    get sandboxes() {
+      return (sandboxes ??= sandboxManagerFor(fabric))
+    },
+    readiness,
+    config,
+    container,
+    async dispose() {
+      if (disposed) return
+      disposed = true
+      // The plans first: they must not read the interrupted runs going back to PENDING as their steps' doing.
+      await plans?.close()
+      await tasks?.close({ abort: true })
+      // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
+      await sandboxes?.close()
+      // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
+      await service.dispose?.()
+      // After the last run has ended: every record heard is written before the process may exit.
+      await ledger.close()
+      await readiness.stop()
+      await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
+    },
+  }
+}
