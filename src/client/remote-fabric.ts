@@ -1,4 +1,5 @@
 import type { ListOptions, PlanEvent, PlanSpec, PlanState, PlanSummary, PlanView, ResumeChanges, Task, TaskEvent, TaskSpec, TaskState, TaskStreamEvent } from './client-types'
+import { ExecgateClientError } from './client-error'
 import type { CallOptions, HttpTransport } from './http-transport'
 
 /** Event streams resume after an event already seen (its `seq`), as `Last-Event-ID` says. */
@@ -51,7 +52,7 @@ export class RemoteTasks {
   async wait(id: string, options: CallOptions = {}): Promise<Task> {
     for await (const event of this.events(id, options)) if (event.type === 'transition' && ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED'].includes(event.event.to)) break
     const task = await this.get(id, options)
-    if (!task) throw new Error(`[execgate] [client] task ${id} disappeared while waiting`)
+    if (!task) throw new ExecgateClientError({ code: 'EXECGATE_NOT_FOUND', message: `task ${id} disappeared while waiting`, status: 404, attempts: 1 })
     return task
   }
 }
@@ -93,7 +94,7 @@ export class RemotePlans {
   async wait(id: string, options: CallOptions = {}): Promise<PlanView> {
     for await (const event of this.events(id, options)) if (event.type === 'plan' && ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED'].includes(event.to)) break
     const plan = await this.get(id, options)
-    if (!plan) throw new Error(`[execgate] [client] plan ${id} disappeared while waiting`)
+    if (!plan) throw new ExecgateClientError({ code: 'EXECGATE_NOT_FOUND', message: `plan ${id} disappeared while waiting`, status: 404, attempts: 1 })
     return plan
   }
 }

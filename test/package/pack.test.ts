@@ -128,7 +128,7 @@ describe('the packed package', () => {
 
   test('CommonJS require reaches every entry point, and the internals stay unexported', async () => {
     const script = `
-      const entries = ['execgate', 'execgate/agents', 'execgate/server', ...['bedrock', 'docker', 'lambda', 'monty', 'placeholder', 'process', 'pyodide', 'quickjs', 'shell'].map((name) => 'execgate/adapters/' + name)]
+      const entries = ['execgate', 'execgate/agents', 'execgate/server', 'execgate/client', ...['bedrock', 'docker', 'lambda', 'monty', 'placeholder', 'process', 'pyodide', 'quickjs', 'shell'].map((name) => 'execgate/adapters/' + name)]
       const shapes = Object.fromEntries(entries.map((id) => [id, Object.keys(require(id)).sort()]))
       let internal
       try { require('execgate/dist/src/runtime/worker-pool'); internal = 'reachable' } catch (error) { internal = error.code }
@@ -139,6 +139,8 @@ describe('the packed package', () => {
     expect(shapes['execgate']!.filter((name) => ['WorkerPool', 'startWorker', 'LruCache', 'SessionStore', 'toWorkspaceFile'].includes(name))).toEqual([])
     expect(shapes['execgate/agents']).toEqual(expect.arrayContaining(['CodeExecutionHandler', 'CodeGenerator', 'RetryStrategy', 'BedrockConverseProvider']))
     expect(shapes['execgate/server']).toEqual(expect.arrayContaining(['serve', 'buildServer', 'createMcpServer', 'serveMcpStdio']))
+    // The HTTP client needs none of the frameworks' optional peers (execgate/ai-sdk etc. need theirs).
+    expect(shapes['execgate/client']).toEqual(expect.arrayContaining(['ExecgateClient', 'ExecgateClientError', 'isExecgateClientError', 'CLIENT_ROUTES']))
     expect(shapes['execgate/adapters/quickjs']).toEqual(expect.arrayContaining(['QuickJsAdapter', 'createQuickJsAdapter']))
     expect(shapes['execgate/adapters/docker']).toEqual(expect.arrayContaining(['DockerAdapter']))
     expect(internal).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED')

@@ -34,7 +34,7 @@ class ExecgateError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.attempts = attempts
-        self.retryable = code in RETRYABLE_CODES or (code not in RETRYABLE_CODES and status in (429, 503))
+        self.retryable = code in RETRYABLE_CODES or status in (429, 503)
 
     def __repr__(self) -> str:
         return f"ExecgateError(code={self.code!r}, status={self.status}, attempts={self.attempts}, message={self.message!r})"
