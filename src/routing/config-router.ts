@@ -234,13 +234,24 @@ export class ConfigRouter implements Router {
     return healthy && (this.options.breakers?.allows(adapter.name) ?? true)
   }
 
-  /** Known to take longer than the caller can wait: its last readiness check did. Unknown latency is not slow. */
+  /**
+   * Known to take longer than the caller can wait: its last readiness check did, or it is still warming up (a run
+   * would wait for the warm-up: seconds for pyodide). The first tier (in-process interpreters) warms in a fraction of
+   * a second, so only a slower tier's warm-up counts. Unknown latency of a warm adapter is not slow.
+   */
   private tooSlow(adapter: CodeExecutionAdapter, hints: RouteHints): boolean {
+    if (hints.latencyBudgetMs === undefined) return false
+    if (this.warmingSlowly(adapter)) return true
     const latencyMs = this.options.health?.get(adapter.name).latencyMs
-    return hints.latencyBudgetMs !== undefined && latencyMs !== undefined && latencyMs > hints.latencyBudgetMs
+    return latencyMs !== undefined && latencyMs > hints.latencyBudgetMs
+  }
+
+  private warmingSlowly(adapter: CodeExecutionAdapter): boolean {
+    return adapter.capabilities.tier > 1 && adapter.isWarm?.() === false
   }
 
   private whyTooSlow(adapter: CodeExecutionAdapter, hints: RouteHints): string {
+    if (this.warmingSlowly(adapter)) return `it is still warming up, and a run would wait for that past the caller's ${hints.latencyBudgetMs} ms latency budget`
     const latencyMs = this.options.health?.get(adapter.name).latencyMs ?? 0
     return `its last readiness check took ${Math.round(latencyMs)} ms, over the caller's ${hints.latencyBudgetMs} ms latency budget`
   }

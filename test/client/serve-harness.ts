@@ -28,7 +28,7 @@ export interface ServeProcess {
 }
 
 export async function startServeProcess(): Promise<ServeProcess> {
-  if (!fs.existsSync(path.join(__dirname, '..', '..', 'dist', 'src', 'cli.js'))) throw new Error('dist/ is not built: run `npm run build` (npm test builds first)')
+  if (!fs.existsSync(path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'index.js'))) throw new Error('dist/ is not built: run `npm run build` (npm test builds first)')
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-client-'))
   const configFile = path.join(dataDir, 'config.json')
   fs.writeFileSync(

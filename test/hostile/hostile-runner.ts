@@ -103,6 +103,12 @@ function allText(result: ExecutionResult): string {
   return [result.stdout, result.stderr, JSON.stringify(result.value) ?? '', result.error?.message ?? '', result.message ?? ''].join('\n')
 }
 
+/**
+ * Processes of the test run itself, never of the code: from sources (ts-jest) the ledger's writer thread loads its
+ * TypeScript through esbuild, whose service process starts with the first run a ledger records and lives with it.
+ */
+const TEST_INFRASTRUCTURE = /\/esbuild --service=/
+
 export function describeHostileCases(options: HostileSuiteOptions): void {
   const corpora = hostileCorpora(corpusLanguage(options.language))
   const notApplicable = options.notApplicable ?? {}
@@ -293,7 +299,10 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
     }
     if (expectations.noLeftoverProcesses) {
       await sleep(1000)
-      const leftovers = descendantPids().filter((pid) => !processesBefore.has(pid) && !(options.poolProcess && options.poolProcess.test(commandLine(pid))))
+      // Named by command line, so a failure says what was left (a zombie's is empty).
+      const leftovers = descendantPids()
+        .filter((pid) => !processesBefore.has(pid) && !(options.poolProcess && options.poolProcess.test(commandLine(pid))) && !TEST_INFRASTRUCTURE.test(commandLine(pid)))
+        .map((pid) => `${pid} ${commandLine(pid) || '(no command line: exiting or a zombie)'}`)
       expect({ leftovers, context }).toEqual({ leftovers: [], context })
     }
     if (expectations.hostDoesNotFollowWorkspaceSymlinks) {
