@@ -62,7 +62,7 @@ export const ADAPTERS: Readonly<Record<string, AdapterDefinition>> = {
   },
   process: {
     name: 'process',
-    description: 'the OS\'s python3, node and bash under bubblewrap (namespaces, rlimits, own uid): full interpreters',
+    description: "the OS's python3, node and bash under bubblewrap (namespaces, rlimits, own uid): full interpreters",
     languages: ['python', 'javascript', 'bash'],
     create: async (options) => new (await import('./process')).ProcessAdapter(options.process),
   },

@@ -25,7 +25,13 @@ const INTERACTIVE = [
 async function startServer(env: Record<string, string>): Promise<{ url: string; process: ChildProcess }> {
   const bin = path.join(__dirname, '../../bin/execgate.js')
   const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], {
-    env: { ...process.env, EXECGATE_LOG_LEVEL: 'warn', EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs,monty', EXECGATE_READINESS_ENABLED: 'false', ...env },
+    env: {
+      ...process.env,
+      EXECGATE_LOG_LEVEL: 'warn',
+      EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs,monty',
+      EXECGATE_READINESS_ENABLED: 'false',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   const url = await new Promise<string>((resolve, reject) => {
@@ -41,7 +47,11 @@ async function startServer(env: Record<string, string>): Promise<{ url: string; 
 }
 
 async function post(url: string, body: unknown): Promise<ExecutionResult> {
-  const response = await fetch(`${url}/v1/executions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const response = await fetch(`${url}/v1/executions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
   return (await response.json()) as ExecutionResult
 }
 
@@ -64,7 +74,11 @@ function batchRequest(index: number, rates: LoopRates): unknown {
 }
 
 /** Keeps `BATCH_CLIENTS` batch runs going until `stop`; answers the runs completed `ok` per second. */
-async function batchLoad(url: string, rates: LoopRates, until: () => boolean): Promise<{ runsPerSec: number; meanRunMs: number; failed: number; statuses: string }> {
+async function batchLoad(
+  url: string,
+  rates: LoopRates,
+  until: () => boolean,
+): Promise<{ runsPerSec: number; meanRunMs: number; failed: number; statuses: string }> {
   let completed = 0
   let failed = 0
   let okMs = 0
@@ -85,7 +99,12 @@ async function batchLoad(url: string, rates: LoopRates, until: () => boolean): P
       }
     }),
   )
-  return { runsPerSec: (completed / (performance.now() - started)) * 1000, meanRunMs: okMs / Math.max(1, completed), failed, statuses: [...statuses].join(', ') || 'none' }
+  return {
+    runsPerSec: (completed / (performance.now() - started)) * 1000,
+    meanRunMs: okMs / Math.max(1, completed),
+    failed,
+    statuses: [...statuses].join(', ') || 'none',
+  }
 }
 
 /** Interactive series in each language while the batch load runs, and the batch throughput over the same time. */
@@ -93,13 +112,20 @@ async function underLoad(url: string, rates: LoopRates): Promise<{ loaded: Measu
   let stop = false
   const load = batchLoad(url, rates, () => stop)
   await new Promise((resolve) => setTimeout(resolve, 2000))
-  const loaded = [await interactiveSeries(url, 'python', { seconds: LOAD_SECONDS / 2 }), await interactiveSeries(url, 'javascript', { seconds: LOAD_SECONDS / 2 })]
+  const loaded = [
+    await interactiveSeries(url, 'python', { seconds: LOAD_SECONDS / 2 }),
+    await interactiveSeries(url, 'javascript', { seconds: LOAD_SECONDS / 2 }),
+  ]
   stop = true
   return { loaded, batch: await load }
 }
 
 /** Interactive requests one at a time, 50 ms apart (as a conversation's arrive), for `seconds` or `count`. */
-async function interactiveSeries(url: string, language: 'python' | 'javascript', options: { count?: number; seconds?: number }): Promise<Measurement> {
+async function interactiveSeries(
+  url: string,
+  language: 'python' | 'javascript',
+  options: { count?: number; seconds?: number },
+): Promise<Measurement> {
   const request = INTERACTIVE.find((item) => item.language === language)!
   const samples: number[] = []
   const end = performance.now() + (options.seconds ?? Infinity) * 1000
@@ -139,8 +165,18 @@ async function admissionOverhead(subjects: readonly Subject[]): Promise<Measurem
   const request = { language: 'javascript' as const, code: '1', lane: 'interactive' as const }
   return measureInterleaved(
     subjects.map((subject) => {
-      const { AdmissionController: Controller } = subject.load<{ AdmissionController: typeof AdmissionController }>('src/execution/admission/admission-controller')
-      const controller = new Controller({ defaultLane: 'batch', interactiveShare: 0.5, inProcessBatchRuns: 0, queueLimits: { interactive: 64, batch: 256 }, retryAfterMs: 1000, tenants: { acme: { maxConcurrent: 4, cpuMsPerMinute: 1e12 } }, agentTypes: {} })
+      const { AdmissionController: Controller } = subject.load<{ AdmissionController: typeof AdmissionController }>(
+        'src/execution/admission/admission-controller',
+      )
+      const controller = new Controller({
+        defaultLane: 'batch',
+        interactiveShare: 0.5,
+        inProcessBatchRuns: 0,
+        queueLimits: { interactive: 64, batch: 256 },
+        retryAfterMs: 1000,
+        tenants: { acme: { maxConcurrent: 4, cpuMsPerMinute: 1e12 } },
+        agentTypes: {},
+      })
       const policy = subject.lib.DEFAULT_POLICY
       return {
         name: tagged(subjects, subject, 'admission acquire + release, nothing queued (in-process)'),
@@ -162,7 +198,10 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     return {
       title: 'admission: overhead with nothing queued',
       measurements: overheads,
-      ratios: [`admission overhead p50 = ${(overhead.p50Ms * 1000).toFixed(1)} µs (target ≤ 5 µs)`, ...(overheads.length > 1 ? [against('admission overhead', overhead, overheads[0]!)] : [])],
+      ratios: [
+        `admission overhead p50 = ${(overhead.p50Ms * 1000).toFixed(1)} µs (target ≤ 5 µs)`,
+        ...(overheads.length > 1 ? [against('admission overhead', overhead, overheads[0]!)] : []),
+      ],
       notes: ['the load part was not run (EXECGATE_BENCH_ADMISSION_LOAD=0)'],
     }
   }
@@ -173,7 +212,10 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
   try {
     rates = { python: await loopsPerMs(reserved.url, 'python'), javascript: await loopsPerMs(reserved.url, 'javascript') }
     await Promise.all(INTERACTIVE.map((request) => post(reserved.url, request)))
-    alone = [await interactiveSeries(reserved.url, 'python', { count: 100 }), await interactiveSeries(reserved.url, 'javascript', { count: 100 })]
+    alone = [
+      await interactiveSeries(reserved.url, 'python', { count: 100 }),
+      await interactiveSeries(reserved.url, 'javascript', { count: 100 }),
+    ]
     withReservation = await underLoad(reserved.url, rates)
   } finally {
     reserved.process.kill('SIGTERM')

@@ -5,11 +5,44 @@ import { measureInterleaved, ratio, type BenchSection } from './harness'
 
 /** A cold data run: a fresh bubblewrap sandbox and a fresh python3 that imports pandas itself. */
 const COLD_BWRAP = [
-  '--unshare-all', '--die-with-parent', '--new-session', '--clearenv',
-  '--setenv', 'MPLBACKEND', 'Agg', '--setenv', 'MPLCONFIGDIR', '/tmp/matplotlib', '--setenv', 'HOME', '/tmp',
-  '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64',
-  ...['/etc/ld.so.cache', '/etc/alternatives', '/etc/matplotlibrc', '/etc/fonts'].filter((file) => fs.existsSync(file)).flatMap((file) => ['--ro-bind', file, file]),
-  '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/workspace', '--chdir', '/workspace',
+  '--unshare-all',
+  '--die-with-parent',
+  '--new-session',
+  '--clearenv',
+  '--setenv',
+  'MPLBACKEND',
+  'Agg',
+  '--setenv',
+  'MPLCONFIGDIR',
+  '/tmp/matplotlib',
+  '--setenv',
+  'HOME',
+  '/tmp',
+  '--ro-bind',
+  '/usr',
+  '/usr',
+  '--symlink',
+  'usr/bin',
+  '/bin',
+  '--symlink',
+  'usr/lib',
+  '/lib',
+  '--symlink',
+  'usr/lib64',
+  '/lib64',
+  ...['/etc/ld.so.cache', '/etc/alternatives', '/etc/matplotlibrc', '/etc/fonts']
+    .filter((file) => fs.existsSync(file))
+    .flatMap((file) => ['--ro-bind', file, file]),
+  '--proc',
+  '/proc',
+  '--dev',
+  '/dev',
+  '--tmpfs',
+  '/tmp',
+  '--tmpfs',
+  '/workspace',
+  '--chdir',
+  '/workspace',
 ]
 
 export const PANDAS_SUM = "import pandas as pd\npd.DataFrame({'a': [1, 2, 3]}).a.sum()"
@@ -40,10 +73,13 @@ function coldRun(code: string): Promise<void> {
 
 /** Cold `python3 -c` data runs under bubblewrap against the same code on the process tier's warm data interpreter. */
 export async function run(): Promise<BenchSection> {
-  const execgate = await createExecgate({ overrides: { execution: { enabled: ['process'], adapter: 'process' }, log: { level: 'silent' }, readiness: { enabled: false } } })
+  const execgate = await createExecgate({
+    overrides: { execution: { enabled: ['process'], adapter: 'process' }, log: { level: 'silent' }, readiness: { enabled: false } },
+  })
   const warm = (code: string, check: (value: unknown) => boolean) => async () => {
     const result = await execgate.execute({ language: 'python', code }, { profile: 'data' })
-    if (result.status !== 'ok' || !check(result.value)) throw new Error(`execgate answered ${result.status}: ${result.message ?? ''} ${result.stderr.slice(-300)}`)
+    if (result.status !== 'ok' || !check(result.value))
+      throw new Error(`execgate answered ${result.status}: ${result.message ?? ''} ${result.stderr.slice(-300)}`)
   }
   try {
     const [coldImport, coldSum, warmSum, coldChart, warmChart] = await measureInterleaved(
@@ -52,7 +88,10 @@ export async function run(): Promise<BenchSection> {
         { name: 'cold: bwrap … python3 -c <pandas DataFrame sum>', fn: () => coldRun(`${PANDAS_SUM.replace('\npd.', '\nprint(pd.')})`) },
         { name: 'warm: execgate process tier, pandas DataFrame sum', fn: warm(PANDAS_SUM, (value) => value === 6) },
         { name: 'cold: bwrap … python3 -c <10-line groupby + chart>', fn: () => coldRun(GROUPBY_CHART) },
-        { name: 'warm: execgate process tier, 10-line groupby + chart', fn: warm(GROUPBY_CHART, (value) => typeof value === 'object' && value !== null) },
+        {
+          name: 'warm: execgate process tier, 10-line groupby + chart',
+          fn: warm(GROUPBY_CHART, (value) => typeof value === 'object' && value !== null),
+        },
       ],
       { iterations: 30, batch: 5, warmup: 2 },
     )

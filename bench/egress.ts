@@ -17,10 +17,12 @@ const GETS_PER_RUN = 200
 
 function get(url: string, agent?: http.Agent): Promise<void> {
   return new Promise((resolve, reject) => {
-    http.get(url, { agent }, (response) => {
-      response.resume()
-      response.on('end', () => resolve())
-    }).on('error', reject)
+    http
+      .get(url, { agent }, (response) => {
+        response.resume()
+        response.on('end', () => resolve())
+      })
+      .on('error', reject)
   })
 }
 
@@ -37,7 +39,11 @@ export async function run(): Promise<BenchSection> {
   const server = http.createServer((_request, response) => response.end('hello from loopback'))
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
   const port = (server.address() as AddressInfo).port
-  const gateway = new EgressGateway({ resolver: tableResolver({ 'api.example.test': '127.0.0.1' }), allowPrivateRanges: ['127.0.0.0/8'], caps: { maxRequests: 1_000_000 } })
+  const gateway = new EgressGateway({
+    resolver: tableResolver({ 'api.example.test': '127.0.0.1' }),
+    allowPrivateRanges: ['127.0.0.0/8'],
+    caps: { maxRequests: 1_000_000 },
+  })
   const notes: string[] = []
   const measurements: Measurement[] = []
   const ratios: string[] = []
@@ -49,7 +55,10 @@ export async function run(): Promise<BenchSection> {
     const [direct, hosted] = await measureInterleaved(
       [
         { name: 'GET straight to the loopback server (Node http.get, new connection)', fn: () => get(straight) },
-        { name: 'GET through the gateway (hostFetch: rules, resolve, address check, record)', fn: () => hostFetch(viaGateway, {}, { run: handle.run, secrets: [] }) },
+        {
+          name: 'GET through the gateway (hostFetch: rules, resolve, address check, record)',
+          fn: () => hostFetch(viaGateway, {}, { run: handle.run, secrets: [] }),
+        },
       ],
       { iterations: 2000, batch: 100, warmup: 100 },
     )
@@ -58,16 +67,43 @@ export async function run(): Promise<BenchSection> {
     handle.close()
 
     // Not spawnSync: the loopback server answers on this process's event loop.
-    const python = await promisify(execFile)('python3', ['-c', `${PYTHON_GETS(straight).replace(/\n\[samples.*$/, '')}\nprint(samples[len(samples) // 2], samples[int(len(samples) * 0.95)])`], { encoding: 'utf8', timeout: 60_000 })
+    const python = await promisify(execFile)(
+      'python3',
+      [
+        '-c',
+        `${PYTHON_GETS(straight).replace(/\n\[samples.*$/, '')}\nprint(samples[len(samples) // 2], samples[int(len(samples) * 0.95)])`,
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    )
     const [hostP50, hostP95] = python.stdout.trim().split(/\s+/).map(Number) as [number, number]
     const execgate = await createExecgate({
       overrides: {
         execution: { enabled: ['process'] },
         readiness: { enabled: false },
         log: { level: 'silent' },
-        security: { defaultPolicy: { wallTimeMs: 60_000, cpuTimeMs: 60_000, memoryMb: 256, network: [`api.example.test:${port}`], allowedImports: ['urllib', 'time', 'socket'] }, egress: { maxRequests: 10_000 } },
+        security: {
+          defaultPolicy: {
+            wallTimeMs: 60_000,
+            cpuTimeMs: 60_000,
+            memoryMb: 256,
+            network: [`api.example.test:${port}`],
+            allowedImports: ['urllib', 'time', 'socket'],
+          },
+          egress: { maxRequests: 10_000 },
+        },
       },
-      modules: [new ContainerModule(({ rebindSync }) => void rebindSync(tokens.EgressGateway).toConstantValue(new EgressGateway({ resolver: tableResolver({ 'api.example.test': '127.0.0.1' }), allowPrivateRanges: ['127.0.0.0/8'], caps: { maxRequests: 10_000 } })))],
+      modules: [
+        new ContainerModule(
+          ({ rebindSync }) =>
+            void rebindSync(tokens.EgressGateway).toConstantValue(
+              new EgressGateway({
+                resolver: tableResolver({ 'api.example.test': '127.0.0.1' }),
+                allowPrivateRanges: ['127.0.0.0/8'],
+                caps: { maxRequests: 10_000 },
+              }),
+            ),
+        ),
+      ],
     })
     try {
       const result = await execgate.execute({ language: 'python', adapter: 'process', code: PYTHON_GETS(viaGateway) })
@@ -76,8 +112,22 @@ export async function run(): Promise<BenchSection> {
       } else {
         const [sandboxP50, sandboxP95] = result.value as [number, number]
         measurements.push(
-          { name: `Python urllib GET straight (host python3, ${GETS_PER_RUN} GETs)`, iterations: GETS_PER_RUN, p50Ms: hostP50, p95Ms: hostP95, meanMs: NaN, opsPerSec: 1000 / hostP50 },
-          { name: `Python urllib GET in the process sandbox through forwarder + gateway (${GETS_PER_RUN} GETs)`, iterations: GETS_PER_RUN, p50Ms: sandboxP50, p95Ms: sandboxP95, meanMs: NaN, opsPerSec: 1000 / sandboxP50 },
+          {
+            name: `Python urllib GET straight (host python3, ${GETS_PER_RUN} GETs)`,
+            iterations: GETS_PER_RUN,
+            p50Ms: hostP50,
+            p95Ms: hostP95,
+            meanMs: NaN,
+            opsPerSec: 1000 / hostP50,
+          },
+          {
+            name: `Python urllib GET in the process sandbox through forwarder + gateway (${GETS_PER_RUN} GETs)`,
+            iterations: GETS_PER_RUN,
+            p50Ms: sandboxP50,
+            p95Ms: sandboxP95,
+            meanMs: NaN,
+            opsPerSec: 1000 / sandboxP50,
+          },
         )
         ratios.push(`process p50 overhead: ${(sandboxP50 - hostP50).toFixed(3)} ms (target ≤ 2 ms)`)
       }

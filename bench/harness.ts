@@ -25,7 +25,11 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** Times `fn` for `iterations` runs after `warmup` runs; one call at a time. */
-export async function measure(name: string, fn: () => unknown, options: { iterations?: number; warmup?: number } = {}): Promise<Measurement> {
+export async function measure(
+  name: string,
+  fn: () => unknown,
+  options: { iterations?: number; warmup?: number } = {},
+): Promise<Measurement> {
   const iterations = options.iterations ?? 1000
   const warmup = options.warmup ?? Math.min(100, Math.ceil(iterations / 10))
   for (let i = 0; i < warmup; i++) await fn()

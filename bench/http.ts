@@ -18,7 +18,12 @@ function rssMb(pid: number): number {
 
 async function startServer(subject: Subject, dataDir: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [subject.bin, 'serve', '--port', '0'], {
-    env: { ...process.env, EXECGATE_LOG_LEVEL: 'warn', EXECGATE_ADAPTERS_PYODIDE_WARM_ON_START: 'false', EXECGATE_FABRIC_DATA_DIR: dataDir },
+    env: {
+      ...process.env,
+      EXECGATE_LOG_LEVEL: 'warn',
+      EXECGATE_ADAPTERS_PYODIDE_WARM_ON_START: 'false',
+      EXECGATE_FABRIC_DATA_DIR: dataDir,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   const url = await new Promise<string>((resolve, reject) => {
@@ -45,12 +50,26 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
   try {
     for (const subject of subjects) servers.push(await startServer(subject, path.join(dataDir, subject.tag)))
     const body = JSON.stringify({ language: 'javascript', code: '1 + 1' })
-    const options = (url: string) => ({ url: `${url}/v1/executions`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body, connections: 16, pipelining: 1 })
+    const options = (url: string) => ({
+      url: `${url}/v1/executions`,
+      method: 'POST' as const,
+      headers: { 'content-type': 'application/json' },
+      body,
+      connections: 16,
+      pipelining: 1,
+    })
     for (const server of servers) await autocannon({ ...options(server.url), duration: 3 }) // warm-up: workers, JIT
     await new Promise((resolve) => setTimeout(resolve, 2000))
     const before = servers.map((server) => rssMb(server.child.pid!))
     const peak = [...before]
-    const totals = servers.map(() => ({ requests: 0, seconds: 0, errors: 0, p50: [] as number[], p97: [] as number[], p99: [] as number[] }))
+    const totals = servers.map(() => ({
+      requests: 0,
+      seconds: 0,
+      errors: 0,
+      p50: [] as number[],
+      p97: [] as number[],
+      p99: [] as number[],
+    }))
     for (let round = 0; round < ROUNDS; round++) {
       for (const [index, server] of servers.entries()) {
         const sampler = setInterval(() => (peak[index] = Math.max(peak[index]!, rssMb(server.child.pid!))), 250)
@@ -83,14 +102,17 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
         `${tag}server RSS ${before[index]!.toFixed(0)} MB before the load, ${peak[index]!.toFixed(0)} MB at its peak, ${after[index]!.toFixed(0)} MB ${SETTLE_SECONDS} s after it ended (target: within 50 MB of before)`,
       ]
     })
-    if (measurements.length > 1) ratios.push(`throughput work/base = ${(measurements[measurements.length - 1]!.opsPerSec / measurements[0]!.opsPerSec).toFixed(2)}×`)
+    if (measurements.length > 1)
+      ratios.push(`throughput work/base = ${(measurements[measurements.length - 1]!.opsPerSec / measurements[0]!.opsPerSec).toFixed(2)}×`)
     return {
       title: 'HTTP API under load',
       measurements,
       ratios,
       notes: [
         "the p95 column is autocannon's p97.5 (median of the rounds); client and servers share the machine's 2 cores",
-        ...(subjects.length > 1 ? [`rounds alternate between the servers (base, work, base, …), ${ROUND_SECONDS} s each; both run throughout`] : []),
+        ...(subjects.length > 1
+          ? [`rounds alternate between the servers (base, work, base, …), ${ROUND_SECONDS} s each; both run throughout`]
+          : []),
       ],
     }
   } finally {

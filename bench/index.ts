@@ -58,7 +58,9 @@ async function main(): Promise<void> {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU'
   const work = workingSubject()
   const subjects = ref ? [buildBaseline(ref), work] : [work]
-  process.stdout.write(`# execgate benchmark\n\n${new Date().toISOString()} · Node ${process.version} · ${os.cpus().length} × ${cpu} · ${Math.round(os.totalmem() / 2 ** 30)} GiB\n`)
+  process.stdout.write(
+    `# execgate benchmark\n\n${new Date().toISOString()} · Node ${process.version} · ${os.cpus().length} × ${cpu} · ${Math.round(os.totalmem() / 2 ** 30)} GiB\n`,
+  )
   if (ref) process.stdout.write(`\nbase = ${subjects[0]!.label}, work = ${work.label}: measured in this one process, interleaved\n`)
   let failed = false
   for (const name of wanted.length ? wanted : Object.keys(SECTIONS)) {

@@ -25,11 +25,25 @@ function series(name: string, samples: number[]): Measurement {
   const sorted = [...samples].sort((a, b) => a - b)
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
   const total = samples.reduce((sum, value) => sum + value, 0)
-  return { name, iterations: samples.length, p50Ms: at(50), p95Ms: at(95), meanMs: total / samples.length, opsPerSec: (samples.length / total) * 1000 }
+  return {
+    name,
+    iterations: samples.length,
+    p50Ms: at(50),
+    p95Ms: at(95),
+    meanMs: total / samples.length,
+    opsPerSec: (samples.length / total) * 1000,
+  }
 }
 
 async function open(subject: Subject, dataDir: string, ledger: boolean, adapter: 'quickjs' | 'monty'): Promise<Execgate> {
-  return subject.lib.createExecgate({ overrides: { execution: { enabled: [adapter], adapter }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir, ledger: { enabled: ledger } } } })
+  return subject.lib.createExecgate({
+    overrides: {
+      execution: { enabled: [adapter], adapter },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { dataDir, ledger: { enabled: ledger } },
+    },
+  })
 }
 
 /** Per-run time of `runs` sequential runs plus the ledger's flush: everything the ledger costs, amortised. */
@@ -50,7 +64,11 @@ async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string, subj
   const pairs: { subject: Subject; on: Execgate; off: Execgate }[] = []
   try {
     for (const subject of subjects) {
-      pairs.push({ subject, on: await open(subject, path.join(dataDir, `${adapter}-${subject.tag}-on`), true, adapter), off: await open(subject, path.join(dataDir, `${adapter}-${subject.tag}-off`), false, adapter) })
+      pairs.push({
+        subject,
+        on: await open(subject, path.join(dataDir, `${adapter}-${subject.tag}-on`), true, adapter),
+        off: await open(subject, path.join(dataDir, `${adapter}-${subject.tag}-off`), false, adapter),
+      })
     }
     const run = (execgate: Execgate) => async () => {
       const result = await execgate.execute(request)
@@ -80,13 +98,23 @@ async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string, subj
       const whole = median(loops[index]!.on) - median(loops[index]!.off)
       wholes.push(whole)
       ratios.push(
-        tagged(subjects, subject, `${adapter}: recording adds ${((on.p50Ms - off.p50Ms) * 1000).toFixed(1)} µs at p50 on the result's path (${on.p50Ms.toFixed(3)} vs ${off.p50Ms.toFixed(3)} ms, ${(on.p50Ms / off.p50Ms).toFixed(2)}×)`),
-        tagged(subjects, subject, `${adapter}: whole cost per run, amortised over 1000-run loops ending in a flush (median of 5): ${(whole * 1000).toFixed(1)} µs (${(median(loops[index]!.on) * 1000).toFixed(1)} vs ${(median(loops[index]!.off) * 1000).toFixed(1)} µs per run; target ≤ 10 µs)`),
+        tagged(
+          subjects,
+          subject,
+          `${adapter}: recording adds ${((on.p50Ms - off.p50Ms) * 1000).toFixed(1)} µs at p50 on the result's path (${on.p50Ms.toFixed(3)} vs ${off.p50Ms.toFixed(3)} ms, ${(on.p50Ms / off.p50Ms).toFixed(2)}×)`,
+        ),
+        tagged(
+          subjects,
+          subject,
+          `${adapter}: whole cost per run, amortised over 1000-run loops ending in a flush (median of 5): ${(whole * 1000).toFixed(1)} µs (${(median(loops[index]!.on) * 1000).toFixed(1)} vs ${(median(loops[index]!.off) * 1000).toFixed(1)} µs per run; target ≤ 10 µs)`,
+        ),
       )
     }
     if (pairs.length > 1) {
       ratios.push(against(`${adapter}: ledger on`, measured[measured.length - 2]!, measured[0]!))
-      ratios.push(`${adapter}: whole ledger cost per run, work ${(wholes[wholes.length - 1]! * 1000).toFixed(1)} µs vs base ${(wholes[0]! * 1000).toFixed(1)} µs`)
+      ratios.push(
+        `${adapter}: whole ledger cost per run, work ${(wholes[wholes.length - 1]! * 1000).toFixed(1)} µs vs base ${(wholes[0]! * 1000).toFixed(1)} µs`,
+      )
     }
     return { measurements: measured, ratios }
   } finally {
@@ -138,7 +166,11 @@ async function lineageAtScale(dataDir: string) {
     await store.append(drafts)
   }
   const buildMs = performance.now() - built
-  const ledger = new ArtifactLedger({ openRecords: () => store, openBlobs: () => new DirectoryBlobStore(path.join(dataDir, 'lineage', 'blobs')), execgateVersion: 'bench' })
+  const ledger = new ArtifactLedger({
+    openRecords: () => store,
+    openBlobs: () => new DirectoryBlobStore(path.join(dataDir, 'lineage', 'blobs')),
+    execgateVersion: 'bench',
+  })
   try {
     const samples: number[] = []
     let largest = 0
@@ -164,7 +196,9 @@ async function lineageAtScale(dataDir: string) {
     const lineage = series(`lineage of one file among ${chains * CHAIN} records (SQLite), random pick`, samples)
     return {
       measurements: [lineage, series('lineage of a code used by 10 runs (its chain)', hubSamples)],
-      ratios: [`lineage among ${chains * CHAIN} records: p95 ${lineage.p95Ms.toFixed(2)} ms (target ≤ 50 ms); up to ${largest} runs per answer`],
+      ratios: [
+        `lineage among ${chains * CHAIN} records: p95 ${lineage.p95Ms.toFixed(2)} ms (target ≤ 50 ms); up to ${largest} runs per answer`,
+      ],
       notes: [
         `building the ${chains * CHAIN}-record chain store: ${(buildMs / 1000).toFixed(1)} s (${Math.round((chains * CHAIN) / (buildMs / 1000))} records/s appended in batches of 1000)`,
         `verify of the whole ${report.records}-record chain: ${(verifyMs / 1000).toFixed(2)} s (${report.ok ? 'ok' : 'BROKEN'})`,
@@ -183,7 +217,10 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     const quickjs = await recordingCost('quickjs', dataDir, subjects)
     const monty = await recordingCost('monty', dataDir, subjects)
     // Lineage reads the working tree's store only: it is a query's cost, not the request path's.
-    const lineage = process.env.EXECGATE_BENCH_LEDGER_LINEAGE === '0' ? { measurements: [], ratios: [], notes: ['lineage not measured (EXECGATE_BENCH_LEDGER_LINEAGE=0)'] } : await lineageAtScale(dataDir)
+    const lineage =
+      process.env.EXECGATE_BENCH_LEDGER_LINEAGE === '0'
+        ? { measurements: [], ratios: [], notes: ['lineage not measured (EXECGATE_BENCH_LEDGER_LINEAGE=0)'] }
+        : await lineageAtScale(dataDir)
     return {
       title: 'ledger: recording provenance, and lineage at scale',
       measurements: [...quickjs.measurements, ...monty.measurements, ...lineage.measurements],

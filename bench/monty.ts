@@ -20,22 +20,38 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
   const gates: Execgate[] = []
   try {
     for (const subject of subjects) {
-      gates.push(await subject.lib.createExecgate({ overrides: { execution: { enabled: ['monty'], adapter: 'monty' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir: path.join(dataDir, subject.tag) } } }))
+      gates.push(
+        await subject.lib.createExecgate({
+          overrides: {
+            execution: { enabled: ['monty'], adapter: 'monty' },
+            readiness: { enabled: false },
+            log: { level: 'silent' },
+            fabric: { dataDir: path.join(dataDir, subject.tag) },
+          },
+        }),
+      )
     }
-    const [raw, ...services] = await measureInterleaved([
-      { name: 'raw monty: 1 + 1', fn: () => new monty.Monty('1 + 1').run({ limits, printCallback: () => undefined }) },
-      ...subjects.map((subject, index) => ({
-        name: tagged(subjects, subject, 'ExecutionService → monty adapter: 1 + 1 (ledger on)'),
-        fn: async () => {
-          const result = await gates[index]!.execute({ language: 'python', code: '1 + 1' })
-          if (result.status !== 'ok') throw new Error(`execgate answered ${result.status}: ${result.message}`)
-        },
-      })),
-    ], { iterations: 5000, batch: 100 })
-    const spawn = await measure("spawn `python3 -c 'print(2)'`", () => {
-      const child = spawnSync('/usr/bin/python3', ['-c', 'print(2)'])
-      if (child.status !== 0) throw new Error('python3 -c failed')
-    }, { iterations: 20, warmup: 2 })
+    const [raw, ...services] = await measureInterleaved(
+      [
+        { name: 'raw monty: 1 + 1', fn: () => new monty.Monty('1 + 1').run({ limits, printCallback: () => undefined }) },
+        ...subjects.map((subject, index) => ({
+          name: tagged(subjects, subject, 'ExecutionService → monty adapter: 1 + 1 (ledger on)'),
+          fn: async () => {
+            const result = await gates[index]!.execute({ language: 'python', code: '1 + 1' })
+            if (result.status !== 'ok') throw new Error(`execgate answered ${result.status}: ${result.message}`)
+          },
+        })),
+      ],
+      { iterations: 5000, batch: 100 },
+    )
+    const spawn = await measure(
+      "spawn `python3 -c 'print(2)'`",
+      () => {
+        const child = spawnSync('/usr/bin/python3', ['-c', 'print(2)'])
+        if (child.status !== 0) throw new Error('python3 -c failed')
+      },
+      { iterations: 20, warmup: 2 },
+    )
     const work = services[services.length - 1]!
     return {
       title: 'monty: raw interpreter vs execgate',

@@ -17,8 +17,18 @@ export const compares = true
 const PLAN: PlanSpec = {
   steps: [
     { id: 'extract', language: 'javascript', code: '[3, 1, 4, 1, 5, 9, 2, 6]' },
-    { id: 'total', language: 'javascript', code: 'JSON.parse(await read_file("steps/extract/value.json")).reduce((a, b) => a + b, 0)', dependsOn: ['extract'] },
-    { id: 'report', language: 'javascript', code: '`total: ${JSON.parse(await read_file("steps/total/value.json"))}`', dependsOn: ['total'] },
+    {
+      id: 'total',
+      language: 'javascript',
+      code: 'JSON.parse(await read_file("steps/extract/value.json")).reduce((a, b) => a + b, 0)',
+      dependsOn: ['extract'],
+    },
+    {
+      id: 'report',
+      language: 'javascript',
+      code: '`total: ${JSON.parse(await read_file("steps/total/value.json"))}`',
+      dependsOn: ['total'],
+    },
   ],
 }
 
@@ -34,7 +44,14 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
   const gates: Execgate[] = []
   try {
     for (const subject of subjects) {
-      const gate = await subject.lib.createExecgate({ overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir: path.join(dataDir, subject.tag) } } })
+      const gate = await subject.lib.createExecgate({
+        overrides: {
+          execution: { enabled: ['quickjs'], adapter: 'quickjs' },
+          readiness: { enabled: false },
+          log: { level: 'silent' },
+          fabric: { dataDir: path.join(dataDir, subject.tag) },
+        },
+      })
       await gate.plans.start()
       gates.push(gate)
     }
@@ -63,7 +80,11 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     const ratios = subjects.map((subject, index) => {
       const direct = measured[index * 2]!
       const planned = measured[index * 2 + 1]!
-      return tagged(subjects, subject, `plan end to end minus the sum of its steps' own runs, p50 = ${(planned.p50Ms - direct.p50Ms).toFixed(2)} ms (target ≤ 3 ms); p95 = ${(planned.p95Ms - direct.p95Ms).toFixed(2)} ms`)
+      return tagged(
+        subjects,
+        subject,
+        `plan end to end minus the sum of its steps' own runs, p50 = ${(planned.p50Ms - direct.p50Ms).toFixed(2)} ms (target ≤ 3 ms); p95 = ${(planned.p95Ms - direct.p95Ms).toFixed(2)} ms`,
+      )
     })
     if (subjects.length > 1) ratios.push(against('plan end to end', measured[measured.length - 1]!, measured[1]!))
     return {

@@ -16,7 +16,14 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
   const gates: Execgate[] = []
   try {
     for (const subject of subjects) {
-      const gate = await subject.lib.createExecgate({ overrides: { execution: { enabled: ['pyodide'], adapter: 'pyodide' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir: path.join(dataDir, subject.tag) } } })
+      const gate = await subject.lib.createExecgate({
+        overrides: {
+          execution: { enabled: ['pyodide'], adapter: 'pyodide' },
+          readiness: { enabled: false },
+          log: { level: 'silent' },
+          fabric: { dataDir: path.join(dataDir, subject.tag) },
+        },
+      })
       await (gate.adapters()[0] as unknown as { warm(): Promise<void> }).warm()
       gates.push(gate)
     }
@@ -24,19 +31,37 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       const result = await gates[index]!.execute({ language: 'python', code })
       if (result.status !== 'ok') throw new Error(`execgate answered ${result.status}: ${result.message}`)
     }
-    const trivial = await measureInterleaved(subjects.map((subject, index) => ({ name: tagged(subjects, subject, 'ExecutionService → pyodide (warm pool): 1 + 1'), fn: runCode(index, '1 + 1') })), { iterations: 500, batch: 50, warmup: 20 })
-    const cpu = await measureInterleaved(subjects.map((subject, index) => ({ name: tagged(subjects, subject, 'ExecutionService → pyodide: 100k-iteration loop'), fn: runCode(index, CPU_BOUND) })), { iterations: 100, batch: 10, warmup: 5 })
-    const spawn = await measure("spawn `python3 -c 'print(2)'`", () => {
-      const child = spawnSync('/usr/bin/python3', ['-c', 'print(2)'])
-      if (child.status !== 0) throw new Error('python3 -c failed')
-    }, { iterations: 20, warmup: 2 })
+    const trivial = await measureInterleaved(
+      subjects.map((subject, index) => ({
+        name: tagged(subjects, subject, 'ExecutionService → pyodide (warm pool): 1 + 1'),
+        fn: runCode(index, '1 + 1'),
+      })),
+      { iterations: 500, batch: 50, warmup: 20 },
+    )
+    const cpu = await measureInterleaved(
+      subjects.map((subject, index) => ({
+        name: tagged(subjects, subject, 'ExecutionService → pyodide: 100k-iteration loop'),
+        fn: runCode(index, CPU_BOUND),
+      })),
+      { iterations: 100, batch: 10, warmup: 5 },
+    )
+    const spawn = await measure(
+      "spawn `python3 -c 'print(2)'`",
+      () => {
+        const child = spawnSync('/usr/bin/python3', ['-c', 'print(2)'])
+        if (child.status !== 0) throw new Error('python3 -c failed')
+      },
+      { iterations: 20, warmup: 2 },
+    )
     const work = trivial[trivial.length - 1]!
     return {
       title: 'pyodide: warm pool',
       measurements: [...trivial, ...cpu, spawn],
       ratios: [
         `warm p50 for 1 + 1 = ${work.p50Ms.toFixed(2)} ms (target ≤ 1 ms)`,
-        ...(subjects.length > 1 ? [against('pyodide 1 + 1', work, trivial[0]!), against('pyodide 100k loop', cpu[cpu.length - 1]!, cpu[0]!)] : []),
+        ...(subjects.length > 1
+          ? [against('pyodide 1 + 1', work, trivial[0]!), against('pyodide 100k loop', cpu[cpu.length - 1]!, cpu[0]!)]
+          : []),
         `spawning python3 -c is ${(spawn.p50Ms / work.p50Ms).toFixed(1)}× the warm pool's p50`,
       ],
       notes: ['after answering, each process checks that no module or builtin was changed before it serves another run'],

@@ -29,25 +29,51 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-quickjs-'))
   const gates: Execgate[] = []
   for (const subject of subjects) {
-    gates.push(await subject.lib.createExecgate({ overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir: path.join(dataDir, subject.tag) } } }))
+    gates.push(
+      await subject.lib.createExecgate({
+        overrides: {
+          execution: { enabled: ['quickjs'], adapter: 'quickjs' },
+          readiness: { enabled: false },
+          log: { level: 'silent' },
+          fabric: { dataDir: path.join(dataDir, subject.tag) },
+        },
+      }),
+    )
   }
   const service = (index: number, code: string) => async () => {
     const result = await gates[index]!.execute({ language: 'javascript', code })
     if (result.status !== 'ok') throw new Error(`execgate answered ${result.status}: ${result.message}`)
   }
-  const series = (name: string, code: string) => subjects.map((subject, index) => ({ name: tagged(subjects, subject, `ExecutionService → quickjs adapter: ${name}`), fn: service(index, code) }))
+  const series = (name: string, code: string) =>
+    subjects.map((subject, index) => ({
+      name: tagged(subjects, subject, `ExecutionService → quickjs adapter: ${name}`),
+      fn: service(index, code),
+    }))
   const compare = (label: string, measured: Measurement[], target?: string) => [
     ...measured.slice(1).map((m, index) => ratio(tagged(subjects, subjects[index]!, label), m, measured[0]!, target)),
     ...(measured.length > 2 ? [against(label.replace('service/raw', 'service'), measured[measured.length - 1]!, measured[1]!)] : []),
   ]
   try {
-    const trivial = await measureInterleaved([{ name: 'raw quickjs-emscripten, fresh context: 1+1', fn: raw(TRIVIAL) }, ...series('1+1', TRIVIAL)], { iterations: 3000 })
-    const spaced = await measureInterleaved([{ name: 'raw quickjs-emscripten, fresh context: 1+1, 1 ms apart', fn: raw(TRIVIAL) }, ...series('1+1, 1 ms apart', TRIVIAL)], { iterations: 1000, pauseMs: 1 })
-    const cpu = await measureInterleaved([{ name: 'raw quickjs-emscripten: 100k-iteration loop', fn: raw(CPU_BOUND) }, ...series('100k-iteration loop', CPU_BOUND)], { iterations: 300, batch: 20, warmup: 10 })
-    const spawn = await measure("spawn `node -e '1+1'`", () => {
-      const child = spawnSync(process.execPath, ['-e', '1+1'])
-      if (child.status !== 0) throw new Error('node -e failed')
-    }, { iterations: 20, warmup: 2 })
+    const trivial = await measureInterleaved(
+      [{ name: 'raw quickjs-emscripten, fresh context: 1+1', fn: raw(TRIVIAL) }, ...series('1+1', TRIVIAL)],
+      { iterations: 3000 },
+    )
+    const spaced = await measureInterleaved(
+      [{ name: 'raw quickjs-emscripten, fresh context: 1+1, 1 ms apart', fn: raw(TRIVIAL) }, ...series('1+1, 1 ms apart', TRIVIAL)],
+      { iterations: 1000, pauseMs: 1 },
+    )
+    const cpu = await measureInterleaved(
+      [{ name: 'raw quickjs-emscripten: 100k-iteration loop', fn: raw(CPU_BOUND) }, ...series('100k-iteration loop', CPU_BOUND)],
+      { iterations: 300, batch: 20, warmup: 10 },
+    )
+    const spawn = await measure(
+      "spawn `node -e '1+1'`",
+      () => {
+        const child = spawnSync(process.execPath, ['-e', '1+1'])
+        if (child.status !== 0) throw new Error('node -e failed')
+      },
+      { iterations: 20, warmup: 2 },
+    )
     return {
       title: 'quickjs: raw engine vs execgate',
       measurements: [...trivial, ...spaced, ...cpu, spawn],

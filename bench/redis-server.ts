@@ -42,7 +42,11 @@ export async function startRedisServer(): Promise<RedisServer> {
   if (!redisServerInstalled()) throw new Error(`redis-server is not installed: run ${REDIS_INSTALL_COMMAND}`)
   const port = await freePort()
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-redis-'))
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  )
   for (let waited = 0; !(await answers(port)); waited += 50) {
     if (waited > 10_000 || child.exitCode !== null) throw new Error(`redis-server did not start on port ${port}`)
     await new Promise((resolve) => setTimeout(resolve, 50))

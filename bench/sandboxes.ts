@@ -53,8 +53,19 @@ export async function run(): Promise<BenchSection> {
       // A pipe in a series name would split the markdown table's cell.
       const label = `${item.request.language} ${item.request.code}`.replace(/\|/g, '\\|')
       const series = [
-        { name: `${item.adapter} sandbox exec · ${label}`, fn: async () => expectOk(await sandbox!.exec({ language: item.request.language, code: item.request.code }), `${item.adapter} sandbox`) },
-        ...(oneShot ? [{ name: `${item.adapter} one-shot run · ${label}`, fn: async () => expectOk(await execgate.execute({ ...item.request, adapter: item.adapter }), `${item.adapter} one-shot`) }] : []),
+        {
+          name: `${item.adapter} sandbox exec · ${label}`,
+          fn: async () =>
+            expectOk(await sandbox!.exec({ language: item.request.language, code: item.request.code }), `${item.adapter} sandbox`),
+        },
+        ...(oneShot
+          ? [
+              {
+                name: `${item.adapter} one-shot run · ${label}`,
+                fn: async () => expectOk(await execgate.execute({ ...item.request, adapter: item.adapter }), `${item.adapter} one-shot`),
+              },
+            ]
+          : []),
       ]
       const measured = await measureInterleaved(series, { iterations: item.iterations, batch: 10, warmup: 3 })
       measurements.push(...measured)
@@ -70,9 +81,9 @@ export async function run(): Promise<BenchSection> {
     ratios,
     notes: [
       'both series go through ExecutionService.execute (the sandbox exec with options.sandbox); interleaved in batches of 10',
-      'docker: podman 4.3 (runc) serving the Docker API on a unix socket; the one-shot run is a fresh container per run, the exec a `docker exec` into the sandbox\'s container',
-      'process: the exec is a fresh bubblewrap run over the sandbox\'s folder (a tmpfs of its own); the one-shot run a fresh bubblewrap run over an empty tmpfs',
-      'shell: the exec hands the workspace to the shell adapter\'s warm process pool and takes back what changed; the one-shot run the same pool',
+      "docker: podman 4.3 (runc) serving the Docker API on a unix socket; the one-shot run is a fresh container per run, the exec a `docker exec` into the sandbox's container",
+      "process: the exec is a fresh bubblewrap run over the sandbox's folder (a tmpfs of its own); the one-shot run a fresh bubblewrap run over an empty tmpfs",
+      "shell: the exec hands the workspace to the shell adapter's warm process pool and takes back what changed; the one-shot run the same pool",
     ],
   }
 }

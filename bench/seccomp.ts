@@ -9,9 +9,31 @@ import { measureInterleaved, ratio, type BenchSection } from './harness'
  */
 
 const RAW_BWRAP = [
-  '--unshare-all', '--as-pid-1', '--die-with-parent', '--new-session', '--clearenv',
-  '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64',
-  '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/workspace', '--chdir', '/workspace',
+  '--unshare-all',
+  '--as-pid-1',
+  '--die-with-parent',
+  '--new-session',
+  '--clearenv',
+  '--ro-bind',
+  '/usr',
+  '/usr',
+  '--symlink',
+  'usr/bin',
+  '/bin',
+  '--symlink',
+  'usr/lib',
+  '/lib',
+  '--symlink',
+  'usr/lib64',
+  '/lib64',
+  '--proc',
+  '/proc',
+  '--dev',
+  '/dev',
+  '--tmpfs',
+  '/workspace',
+  '--chdir',
+  '/workspace',
 ]
 const SYSCALLS = 200_000
 const PROGRAMS = {
@@ -22,7 +44,10 @@ const PROGRAMS = {
 function rawRun(program: string, filter: Buffer | undefined, uid: number | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const args = [...RAW_BWRAP, ...(filter ? ['--seccomp', '3'] : []), '/usr/bin/python3', '-I', '-c', program]
-    const child = spawn('/usr/bin/bwrap', args, { stdio: ['ignore', 'pipe', 'pipe', filter ? 'pipe' : 'ignore'], ...(uid === undefined ? {} : { uid, gid: uid }) })
+    const child = spawn('/usr/bin/bwrap', args, {
+      stdio: ['ignore', 'pipe', 'pipe', filter ? 'pipe' : 'ignore'],
+      ...(uid === undefined ? {} : { uid, gid: uid }),
+    })
     if (filter) (child.stdio[3] as NodeJS.WritableStream).end(filter)
     let out = ''
     child.stdout!.on('data', (chunk: Buffer) => (out += chunk))
@@ -49,6 +74,8 @@ export async function run(): Promise<BenchSection> {
     title: 'seccomp: the process tier filter on and off',
     measurements: [plain!, filtered!, plainCalls!, filteredCalls!],
     ratios: [ratio('seccomp/plain (print(2))', filtered!, plain!), ratio(`seccomp/plain (${SYSCALLS} calls)`, filteredCalls!, plainCalls!)],
-    notes: [`filter: ${filter.length / 8} BPF instructions; p50 difference per system call ≈ ${perCallNs.toFixed(0)} ns (getppid, the last call on the deny-list scan's fall-through path)`],
+    notes: [
+      `filter: ${filter.length / 8} BPF instructions; p50 difference per system call ≈ ${perCallNs.toFixed(0)} ns (getppid, the last call on the deny-list scan's fall-through path)`,
+    ],
   }
 }

@@ -14,7 +14,7 @@ export function csvOf(bytes: number): string {
   return `${lines.join('\n')}\n`
 }
 
-const PIPELINE = "cat data.csv | grep 2026 | cut -d, -f2 | sort | uniq -c | sort -rn | head -5"
+const PIPELINE = 'cat data.csv | grep 2026 | cut -d, -f2 | sort | uniq -c | sort -rn | head -5'
 
 /** From trivial to data-heavy: where the native shell wins, where bubblewrap's real coreutils do. */
 export const SHELL_SCRIPTS: { name: string; code: string; dataBytes: number }[] = [
@@ -27,14 +27,20 @@ export const SHELL_SCRIPTS: { name: string; code: string; dataBytes: number }[] 
 
 async function expectOk(execgate: Execgate, request: ExecutionRequest): Promise<string> {
   const result = await execgate.execute(request)
-  if (result.status !== 'ok') throw new Error(`${request.adapter ?? 'routed'} answered ${result.status}: ${result.message ?? result.error?.message}`)
+  if (result.status !== 'ok')
+    throw new Error(`${request.adapter ?? 'routed'} answered ${result.status}: ${result.message ?? result.error?.message}`)
   return result.adapter
 }
 
 /** The native shell against bash under bubblewrap, and what routing picks, for each script. */
 export async function run(): Promise<BenchSection> {
   const execgate = await createExecgate({
-    overrides: { execution: { enabled: ['shell', 'process'], adapter: 'auto' }, readiness: { enabled: false }, log: { level: 'silent' }, security: { defaultPolicy: { filesystem: 'read_only' } } },
+    overrides: {
+      execution: { enabled: ['shell', 'process'], adapter: 'auto' },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      security: { defaultPolicy: { filesystem: 'read_only' } },
+    },
   })
   const measurements: Measurement[] = []
   const ratios: string[] = []
@@ -42,7 +48,12 @@ export async function run(): Promise<BenchSection> {
   try {
     for (const script of SHELL_SCRIPTS) {
       const files: WorkspaceFile[] = script.dataBytes ? [{ path: 'data.csv', content: csvOf(script.dataBytes) }] : []
-      const request = (adapter?: string): ExecutionRequest => ({ language: 'bash', code: script.code, files, ...(adapter ? { adapter } : {}) })
+      const request = (adapter?: string): ExecutionRequest => ({
+        language: 'bash',
+        code: script.code,
+        files,
+        ...(adapter ? { adapter } : {}),
+      })
       const routedTo = await expectOk(execgate, request())
       const iterations = script.dataBytes > 100_000 ? 40 : 150
       const [shell, processTier, routed] = await measureInterleaved(
@@ -58,10 +69,19 @@ export async function run(): Promise<BenchSection> {
       ratios.push(ratio(`process/shell (${script.name})`, processTier!, shell!, script.dataBytes === 0 ? '≥ 10×' : undefined))
       ratios.push(ratio(`routed/faster tier (${script.name})`, routed!, faster, '≤ 1.2×'))
     }
-    notes.push('every request goes through ExecutionService (policy, static check, routing) with the file passed in `files`; filesystem read_only')
-    notes.push('routing weighs the shell\'s estimate (startupMs + nsPerByteStage × input bytes × commands) against the process adapter\'s (BASH_COST)')
+    notes.push(
+      'every request goes through ExecutionService (policy, static check, routing) with the file passed in `files`; filesystem read_only',
+    )
+    notes.push(
+      "routing weighs the shell's estimate (startupMs + nsPerByteStage × input bytes × commands) against the process adapter's (BASH_COST)",
+    )
   } finally {
     await execgate.dispose()
   }
-  return { title: 'shell adapter: just-bash in a warm child process vs bash under bubblewrap, and routing between them', measurements, ratios, notes }
+  return {
+    title: 'shell adapter: just-bash in a warm child process vs bash under bubblewrap, and routing between them',
+    measurements,
+    ratios,
+    notes,
+  }
 }

@@ -8,7 +8,13 @@ import path from 'node:path'
  * of each of its descendants, and prints a verdict. Exits non-zero when a target is missed.
  * Usage: npm run soak -- --minutes 5 [--concurrency 8] [--max-growth-mb 50] [--max-peak-mb 768] [--docker]
  */
-interface Flags { minutes: number, concurrency: number, maxGrowthMb: number, maxPeakMb: number, docker: boolean }
+interface Flags {
+  minutes: number
+  concurrency: number
+  maxGrowthMb: number
+  maxPeakMb: number
+  docker: boolean
+}
 
 function parseFlags(argv: string[]): Flags {
   const flags: Flags = { minutes: 5, concurrency: 8, maxGrowthMb: 50, maxPeakMb: 768, docker: false }
@@ -30,12 +36,18 @@ function processTree(rootPid: number): number[] {
   for (let i = 0; i < pids.length; i++) {
     const taskDir = `/proc/${pids[i]}/task`
     let tids: string[] = []
-    try { tids = fs.readdirSync(taskDir) } catch { continue }
+    try {
+      tids = fs.readdirSync(taskDir)
+    } catch {
+      continue
+    }
     for (const tid of tids) {
       try {
         const children = fs.readFileSync(`${taskDir}/${tid}/children`, 'utf8').trim()
         if (children) pids.push(...children.split(/\s+/).map(Number))
-      } catch { /* the process exited while we read it */ }
+      } catch {
+        /* the process exited while we read it */
+      }
     }
   }
   return pids
@@ -45,17 +57,22 @@ function rssMb(pid: number): number {
   try {
     const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
     return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 1024
-  } catch { return 0 }
+  } catch {
+    return 0
+  }
 }
 
-function treeRssMb(rootPid: number): { server: number, children: number, total: number, pids: number[] } {
+function treeRssMb(rootPid: number): { server: number; children: number; total: number; pids: number[] } {
   const pids = processTree(rootPid)
   const server = rssMb(rootPid)
   const children = pids.slice(1).reduce((sum, pid) => sum + rssMb(pid), 0)
   return { server, children, total: server + children, pids }
 }
 
-interface Case { language: string, code: string }
+interface Case {
+  language: string
+  code: string
+}
 
 const ordinary: Case[] = [
   { language: 'javascript', code: 'let s = 0; for (let i = 0; i < 1000; i++) s += i; console.log(s)' },
@@ -64,7 +81,7 @@ const ordinary: Case[] = [
   { language: 'python', code: 'x = [i * i for i in range(100)]\nprint(len(x))' },
 ]
 
-async function startServer(docker: boolean): Promise<{ child: ChildProcess, url: string }> {
+async function startServer(docker: boolean): Promise<{ child: ChildProcess; url: string }> {
   const bin = path.join(__dirname, '../../bin/execgate.js')
   const enabled = ['quickjs', 'monty', 'pyodide', 'process', ...(docker ? ['docker'] : [])].join(',')
   const child = spawn(process.execPath, ['--expose-gc', bin, 'serve', '--host', '127.0.0.1', '--port', '0'], {
@@ -82,7 +99,10 @@ async function startServer(docker: boolean): Promise<{ child: ChildProcess, url:
   })
   // Wait for warm-up so the first minute measures steady state, not adapter start.
   for (let i = 0; i < 120; i++) {
-    const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false)
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ready) break
     await new Promise((r) => setTimeout(r, 1000))
   }
@@ -90,8 +110,9 @@ async function startServer(docker: boolean): Promise<{ child: ChildProcess, url:
 }
 
 export async function soak(flags: Flags): Promise<boolean> {
-  const hostile = (JSON.parse(fs.readFileSync(path.join(__dirname, '../../test/hostile/cases.json'), 'utf8')) as Case[])
-    .filter((c) => c.language === 'javascript' || c.language === 'python')
+  const hostile = (JSON.parse(fs.readFileSync(path.join(__dirname, '../../test/hostile/cases.json'), 'utf8')) as Case[]).filter(
+    (c) => c.language === 'javascript' || c.language === 'python',
+  )
   const { child, url } = await startServer(flags.docker)
   const pid = child.pid!
   const statuses = new Map<string, number>()
@@ -109,7 +130,9 @@ export async function soak(flags: Flags): Promise<boolean> {
     peak = Math.max(peak, rss.server)
     peakChildren = Math.max(peakChildren, rss.children)
     if (warmRss === undefined && Date.now() - started >= Math.min(60_000, flags.minutes * 30_000)) warmRss = rss.server
-    console.error(`[soak] ${((Date.now() - started) / 1000).toFixed(0)}s requests=${requests} rss server=${rss.server.toFixed(0)}MB children(${rss.pids.length - 1})=${rss.children.toFixed(0)}MB`)
+    console.error(
+      `[soak] ${((Date.now() - started) / 1000).toFixed(0)}s requests=${requests} rss server=${rss.server.toFixed(0)}MB children(${rss.pids.length - 1})=${rss.children.toFixed(0)}MB`,
+    )
   }, 5000)
   async function worker(): Promise<void> {
     while (Date.now() < deadline && requests < maxRequests) {
@@ -118,11 +141,12 @@ export async function soak(flags: Flags): Promise<boolean> {
       const job = pool[Math.floor(Math.random() * pool.length)]!
       try {
         const response = await fetch(`${url}/v1/executions`, {
-          method: 'POST', headers: { 'content-type': 'application/json' },
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ language: job.language, code: job.code }),
           signal: AbortSignal.timeout(120_000),
         })
-        const body = await response.json().catch(() => ({})) as { status?: string }
+        const body = (await response.json().catch(() => ({}))) as { status?: string }
         if (response.status >= 500) errors++
         const key = body.status ?? `http ${response.status}`
         statuses.set(key, (statuses.get(key) ?? 0) + 1)
@@ -147,7 +171,9 @@ export async function soak(flags: Flags): Promise<boolean> {
   const growth = end.server - (warmRss ?? end.server)
   console.log(`requests: ${requests}; by status: ${JSON.stringify(Object.fromEntries(statuses))}`)
   console.log(`errors (connection or 5xx): ${errors}; leftover processes: ${leftovers.length}`)
-  console.log(`server RSS after warm-up ${(warmRss ?? 0).toFixed(0)} MB, end (after 10 s idle and a full GC) ${end.server.toFixed(0)} MB, peak ${peak.toFixed(0)} MB; pool processes peak ${peakChildren.toFixed(0)} MB total`)
+  console.log(
+    `server RSS after warm-up ${(warmRss ?? 0).toFixed(0)} MB, end (after 10 s idle and a full GC) ${end.server.toFixed(0)} MB, peak ${peak.toFixed(0)} MB; pool processes peak ${peakChildren.toFixed(0)} MB total`,
+  )
   const failures: string[] = []
   if (errors > 0) failures.push(`${errors} errors (target 0)`)
   if (leftovers.length > 0) failures.push(`${leftovers.length} leftover processes (target 0)`)
@@ -158,8 +184,13 @@ export async function soak(flags: Flags): Promise<boolean> {
 }
 
 if (require.main === module) {
-  soak(parseFlags(process.argv.slice(2))).then((ok) => { process.exitCode = ok ? 0 : 1 }, (error: unknown) => {
-    console.error(error)
-    process.exitCode = 2
-  })
+  soak(parseFlags(process.argv.slice(2))).then(
+    (ok) => {
+      process.exitCode = ok ? 0 : 1
+    },
+    (error: unknown) => {
+      console.error(error)
+      process.exitCode = 2
+    },
+  )
 }

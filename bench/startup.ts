@@ -14,10 +14,18 @@ import type { BenchSection, Measurement } from './harness'
 const ROUNDS = Number(process.env.EXECGATE_BENCH_STARTUP_ROUNDS ?? 3)
 
 const CASES: { adapter: string; enabled: string[]; request: ExecutionRequest }[] = [
-  { adapter: 'quickjs', enabled: ['quickjs'], request: { language: 'javascript', code: '[3, 4].map((n) => n * n).reduce((a, b) => a + b)' } },
+  {
+    adapter: 'quickjs',
+    enabled: ['quickjs'],
+    request: { language: 'javascript', code: '[3, 4].map((n) => n * n).reduce((a, b) => a + b)' },
+  },
   { adapter: 'monty', enabled: ['monty'], request: { language: 'python', code: 'sum([12.5, 7.25, 3])' } },
   // A class: monty cannot run it, so routing escalates to pyodide (the first escalated Python).
-  { adapter: 'pyodide', enabled: ['monty', 'pyodide'], request: { language: 'python', code: 'class Invoice:\n    total = 7\nInvoice().total * 6' } },
+  {
+    adapter: 'pyodide',
+    enabled: ['monty', 'pyodide'],
+    request: { language: 'python', code: 'class Invoice:\n    total = 7\nInvoice().total * 6' },
+  },
 ]
 
 function summarize(name: string, samples: number[]): Measurement {
@@ -41,13 +49,18 @@ async function readiness(): Promise<Measurement[]> {
   const pyodideWarm: number[] = []
   for (let round = 0; round < ROUNDS; round++) {
     const started = performance.now()
-    const execgate = await createExecgate({ overrides: { execution: { enabled: DEFAULT_ENABLED }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    const execgate = await createExecgate({
+      overrides: { execution: { enabled: DEFAULT_ENABLED }, readiness: { enabled: false }, log: { level: 'silent' } },
+    })
     resolved.push(performance.now() - started)
     await execgate.ready(['pyodide'])
     pyodideWarm.push(performance.now() - started)
     await execgate.dispose()
   }
-  return [summarize('createExecgate() (quickjs, monty, shell, pyodide): resolves, first tier warm', resolved), summarize('createExecgate(): pyodide warm behind it, from the call', pyodideWarm)]
+  return [
+    summarize('createExecgate() (quickjs, monty, shell, pyodide): resolves, first tier warm', resolved),
+    summarize('createExecgate(): pyodide warm behind it, from the call', pyodideWarm),
+  ]
 }
 
 /** `execgate serve` as a user starts it: from spawning the process to the first `/readyz` 200. */
@@ -57,7 +70,10 @@ async function serveReady(): Promise<Measurement> {
   for (let round = 0; round < ROUNDS; round++) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-serve-'))
     const started = performance.now()
-    const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], { env: { ...process.env, EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], {
+      env: { ...process.env, EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let text = ''
@@ -96,12 +112,15 @@ export async function run(): Promise<BenchSection> {
       const first: number[] = []
       const second: number[] = []
       for (let round = 0; round < ROUNDS; round++) {
-        const [execgate, startMs] = await timed(() => createExecgate({ warm, overrides: { execution: { enabled }, readiness: { enabled: false }, log: { level: 'silent' } } }))
+        const [execgate, startMs] = await timed(() =>
+          createExecgate({ warm, overrides: { execution: { enabled }, readiness: { enabled: false }, log: { level: 'silent' } } }),
+        )
         try {
           const [one, firstMs] = await timed(() => execgate.execute(request))
           const [two, secondMs] = await timed(() => execgate.execute(request))
           for (const result of [one, two]) {
-            if (result.status !== 'ok' || result.adapter !== adapter) throw new Error(`${adapter}: the run answered ${result.status} on ${result.adapter}: ${result.message ?? ''}`)
+            if (result.status !== 'ok' || result.adapter !== adapter)
+              throw new Error(`${adapter}: the run answered ${result.status} on ${result.adapter}: ${result.message ?? ''}`)
           }
           start.push(startMs)
           first.push(firstMs)
@@ -114,13 +133,17 @@ export async function run(): Promise<BenchSection> {
       const firstRun = summarize(`${label}: first request`, first)
       const secondRun = summarize(`${label}: second request`, second)
       measurements.push(summarize(`${label}: createExecgate()`, start), firstRun, secondRun)
-      ratios.push(`${label}: first/second request p50 = ${(firstRun.p50Ms / secondRun.p50Ms).toFixed(2)}× (${firstRun.p50Ms.toFixed(1)} ms vs ${secondRun.p50Ms.toFixed(1)} ms)`)
+      ratios.push(
+        `${label}: first/second request p50 = ${(firstRun.p50Ms / secondRun.p50Ms).toFixed(2)}× (${firstRun.p50Ms.toFixed(1)} ms vs ${secondRun.p50Ms.toFixed(1)} ms)`,
+      )
     }
   }
   return {
     title: 'First request after start-up vs second (per embedded adapter)',
     measurements,
     ratios,
-    notes: [`${ROUNDS} fresh execgates per row (EXECGATE_BENCH_STARTUP_ROUNDS); readiness off; pyodide with its default pool of 2 (warm-up waits for the first interpreter)`],
+    notes: [
+      `${ROUNDS} fresh execgates per row (EXECGATE_BENCH_STARTUP_ROUNDS); readiness off; pyodide with its default pool of 2 (warm-up waits for the first interpreter)`,
+    ],
   }
 }

@@ -24,7 +24,14 @@ const TRIVIAL: TaskSpec = { request: { language: 'javascript', code: '1+1' } }
 function series(name: string, samples: number[], totalMs: number): Measurement {
   const sorted = [...samples].sort((a, b) => a - b)
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
-  return { name, iterations: samples.length, p50Ms: at(50), p95Ms: at(95), meanMs: totalMs / samples.length, opsPerSec: (samples.length / totalMs) * 1000 }
+  return {
+    name,
+    iterations: samples.length,
+    p50Ms: at(50),
+    p95Ms: at(95),
+    meanMs: totalMs / samples.length,
+    opsPerSec: (samples.length / totalMs) * 1000,
+  }
 }
 
 /**
@@ -36,7 +43,14 @@ async function overheadCompared(subjects: readonly Subject[]): Promise<BenchSect
   const gates: Execgate[] = []
   try {
     for (const subject of subjects) {
-      const gate = await subject.lib.createExecgate({ overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir: path.join(dataDir, subject.tag) } } })
+      const gate = await subject.lib.createExecgate({
+        overrides: {
+          execution: { enabled: ['quickjs'], adapter: 'quickjs' },
+          readiness: { enabled: false },
+          log: { level: 'silent' },
+          fabric: { dataDir: path.join(dataDir, subject.tag) },
+        },
+      })
       await gate.tasks.start()
       gates.push(gate)
     }
@@ -63,7 +77,13 @@ async function overheadCompared(subjects: readonly Subject[]): Promise<BenchSect
     return {
       title: 'tasks: overhead per task on the SQLite store, compared',
       measurements: measured,
-      ratios: subjects.map((subject, index) => tagged(subjects, subject, `SQLite store: overhead per task p50 = ${(measured[index * 2 + 1]!.p50Ms - measured[index * 2]!.p50Ms).toFixed(3)} ms (target ≤ 0.3 ms)`)),
+      ratios: subjects.map((subject, index) =>
+        tagged(
+          subjects,
+          subject,
+          `SQLite store: overhead per task p50 = ${(measured[index * 2 + 1]!.p50Ms - measured[index * 2]!.p50Ms).toFixed(3)} ms (target ≤ 0.3 ms)`,
+        ),
+      ),
     }
   } finally {
     for (const gate of gates) await gate.dispose()
@@ -75,7 +95,11 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
   if (subjects.length > 1) return overheadCompared(subjects)
   const sqlite = await runOn('sqlite')
   const redis = redisServerInstalled() ? await startRedisServer() : undefined
-  if (!redis) return { ...sqlite, notes: [...sqlite.notes!, 'redis-server is not installed (scripts/setup/redis.sh): the redis store was not measured'] }
+  if (!redis)
+    return {
+      ...sqlite,
+      notes: [...sqlite.notes!, 'redis-server is not installed (scripts/setup/redis.sh): the redis store was not measured'],
+    }
   try {
     const distributed = await runOn('redis', redis.url)
     return {
@@ -94,14 +118,20 @@ async function runOn(store: 'sqlite' | 'redis', redisUrl?: string): Promise<Benc
   const backlog = Number(process.env.EXECGATE_BENCH_TASK_BACKLOG ?? 10_000)
   const fabric = store === 'redis' ? { dataDir, store, redisUrl: redisUrl!, redisPrefix: `bench${Date.now()}` } : { dataDir }
   const label = store === 'redis' ? 'Redis + BullMQ store' : 'SQLite store'
-  const execgate = await workingSubject().lib.createExecgate({ overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric } })
+  const execgate = await workingSubject().lib.createExecgate({
+    overrides: { execution: { enabled: ['quickjs'], adapter: 'quickjs' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric },
+  })
   try {
     const tasks = execgate.tasks
     await tasks.start()
-    const direct = await measure('direct execute (ExecutionService → quickjs): 1+1', async () => {
-      const result = await execgate.execute(TRIVIAL.request)
-      if (result.status !== 'ok') throw new Error(`execute answered ${result.status}`)
-    }, { iterations: 2000 })
+    const direct = await measure(
+      'direct execute (ExecutionService → quickjs): 1+1',
+      async () => {
+        const result = await execgate.execute(TRIVIAL.request)
+        if (result.status !== 'ok') throw new Error(`execute answered ${result.status}`)
+      },
+      { iterations: 2000 },
+    )
 
     const started = new Map<string, number>()
     const startSamples: number[] = []
@@ -109,15 +139,23 @@ async function runOn(store: 'sqlite' | 'redis', redisUrl?: string): Promise<Benc
       const at = started.get(event.taskId)
       if (at !== undefined && event.to === 'RUNNING') startSamples.push(performance.now() - at)
     })
-    const oneByOne = await measure(`task: submit → wait, one at a time (${label})`, async () => {
-      const t0 = performance.now()
-      const task = await tasks.submit(TRIVIAL)
-      started.set(task.id, t0)
-      const done = await tasks.wait(task.id)
-      if (done.state !== 'COMPLETED') throw new Error(`task ended ${done.state}: ${done.reason}`)
-    }, { iterations: 2000 })
+    const oneByOne = await measure(
+      `task: submit → wait, one at a time (${label})`,
+      async () => {
+        const t0 = performance.now()
+        const task = await tasks.submit(TRIVIAL)
+        started.set(task.id, t0)
+        const done = await tasks.wait(task.id)
+        if (done.state !== 'COMPLETED') throw new Error(`task ended ${done.state}: ${done.reason}`)
+      },
+      { iterations: 2000 },
+    )
     stopListening()
-    const submitToStart = series(`submit-to-start (submit called → RUNNING), idle slots (${label})`, startSamples, startSamples.reduce((a, b) => a + b, 0))
+    const submitToStart = series(
+      `submit-to-start (submit called → RUNNING), idle slots (${label})`,
+      startSamples,
+      startSamples.reduce((a, b) => a + b, 0),
+    )
 
     // Throughput: the whole backlog submitted in batches of 500 while the scheduler drains it.
     let completed = 0
@@ -138,7 +176,14 @@ async function runOn(store: 'sqlite' | 'redis', redisUrl?: string): Promise<Benc
     }
     await allDone
     const drainMs = performance.now() - t0
-    const throughput: Measurement = { name: `throughput: ${backlog} trivial tasks submitted and drained (${label}, concurrency ${execgate.config.fabric.concurrency})`, iterations: backlog, p50Ms: NaN, p95Ms: NaN, meanMs: drainMs / backlog, opsPerSec: (backlog / drainMs) * 1000 }
+    const throughput: Measurement = {
+      name: `throughput: ${backlog} trivial tasks submitted and drained (${label}, concurrency ${execgate.config.fabric.concurrency})`,
+      iterations: backlog,
+      p50Ms: NaN,
+      p95Ms: NaN,
+      meanMs: drainMs / backlog,
+      opsPerSec: (backlog / drainMs) * 1000,
+    }
     const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1)
     return {
       title: `tasks (${label}, quickjs)`,
@@ -147,7 +192,9 @@ async function runOn(store: 'sqlite' | 'redis', redisUrl?: string): Promise<Benc
         `${label}: overhead per task p50 = ${(oneByOne.p50Ms - direct.p50Ms).toFixed(3)} ms${store === 'sqlite' ? ' (target ≤ 0.3 ms)' : ''}`,
         `${label}: throughput = ${throughput.opsPerSec.toFixed(0)} tasks/s${store === 'sqlite' ? ' (target ≥ 1,000)' : ''}`,
       ],
-      notes: [`${label}: heap while draining ${backlog}: ${mib(heapBefore)} MiB before, then every 1,000 completions: ${heap.map(mib).join(', ')} MiB`],
+      notes: [
+        `${label}: heap while draining ${backlog}: ${mib(heapBefore)} MiB before, then every 1,000 completions: ${heap.map(mib).join(', ')} MiB`,
+      ],
     }
   } finally {
     await execgate.dispose()

@@ -21,7 +21,9 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 /** npm's platform fields for a napi-rs / esbuild style platform package, read from its name. */
 export function platformFromName(name) {
   const suffix = name.split('/').pop()
-  const os = ['darwin', 'linux', 'win32', 'freebsd', 'android', 'openbsd', 'netbsd', 'sunos', 'aix'].find((o) => suffix.includes(`-${o}-`) || suffix.startsWith(`${o}-`))
+  const os = ['darwin', 'linux', 'win32', 'freebsd', 'android', 'openbsd', 'netbsd', 'sunos', 'aix'].find(
+    (o) => suffix.includes(`-${o}-`) || suffix.startsWith(`${o}-`),
+  )
   const cpu = ['arm64', 'x64', 'ia32', 'arm', 'ppc64', 's390x', 'riscv64', 'loong64', 'wasm32', 'mips64el'].find((c) =>
     new RegExp(`(^|-)${c}(-|$)`).test(suffix),
   )
@@ -48,7 +50,8 @@ function completeOptionalPlatforms(lock) {
   for (const { parent, name, spec } of missingOptionalDependencies(lock)) {
     const manifest = registryManifest(`${name}@${spec}`)
     const platform = manifest ? { os: manifest.os, cpu: manifest.cpu, libc: manifest.libc } : platformFromName(name)
-    if (!platform) throw new Error(`${parent} wants optional ${name}@${spec}: the registry has no such version and its name names no platform`)
+    if (!platform)
+      throw new Error(`${parent} wants optional ${name}@${spec}: the registry has no such version and its name names no platform`)
     const version = manifest?.version ?? spec
     const entry = { version, ...(manifest?.dist?.integrity ? { integrity: manifest.dist.integrity } : {}) }
     for (const key of ['cpu', 'libc', 'os']) if (platform[key]) entry[key] = platform[key]
@@ -68,7 +71,8 @@ function main() {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-lock-'))
   try {
     fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(work, 'package.json'))
-    if (fs.existsSync(path.join(ROOT, 'package-lock.json'))) fs.copyFileSync(path.join(ROOT, 'package-lock.json'), path.join(work, 'package-lock.json'))
+    if (fs.existsSync(path.join(ROOT, 'package-lock.json')))
+      fs.copyFileSync(path.join(ROOT, 'package-lock.json'), path.join(work, 'package-lock.json'))
     if (fs.existsSync(path.join(ROOT, '.npmrc'))) fs.copyFileSync(path.join(ROOT, '.npmrc'), path.join(work, '.npmrc'))
     execFileSync(npm, ['install', '--package-lock-only', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: work, stdio: 'inherit' })
     const lock = JSON.parse(fs.readFileSync(path.join(work, 'package-lock.json'), 'utf8'))

@@ -38,13 +38,51 @@ export type { HostFunctionDefinition, HostCall, Workspace, WorkspaceEntry, Works
 
 // What an Execgate's tasks, ledger, plans and sandboxes take and return.
 export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
-export type { LedgerService, LedgerCaller, RunRecord, PlanVersionInput, VerifyReport, Lineage, ProvDocument, OpenLineageRunEvent, ExportFormat, RetentionReport } from './fabric/ledger'
-export type { PlanService, PlanSpec, PlanStepSpec, PlanView, PlanStepView, PlanEvent, PlanState, PlanSummary, PlanVersion, PlanChanges, PlanRevision } from './fabric/plans'
-export type { Sandbox, SandboxCaller, SandboxExecOptions, SandboxExecRequest, SandboxInfo, SandboxService, SandboxStartOptions } from './fabric/sandboxes'
+export type {
+  LedgerService,
+  LedgerCaller,
+  RunRecord,
+  PlanVersionInput,
+  VerifyReport,
+  Lineage,
+  ProvDocument,
+  OpenLineageRunEvent,
+  ExportFormat,
+  RetentionReport,
+} from './fabric/ledger'
+export type {
+  PlanService,
+  PlanSpec,
+  PlanStepSpec,
+  PlanView,
+  PlanStepView,
+  PlanEvent,
+  PlanState,
+  PlanSummary,
+  PlanVersion,
+  PlanChanges,
+  PlanRevision,
+} from './fabric/plans'
+export type {
+  Sandbox,
+  SandboxCaller,
+  SandboxExecOptions,
+  SandboxExecRequest,
+  SandboxInfo,
+  SandboxService,
+  SandboxStartOptions,
+} from './fabric/sandboxes'
 
 // A language model for the plans' reflector and the agents.
 export type { LlmProvider, LlmMessage, LlmRequest } from './core/llm'
 export { BedrockConverseProvider, type BedrockConverseOptions } from './runtime/bedrock-converse'
 
 // The egress gateway: every sandbox's network, through one forward proxy and its policy (docs/egress.md).
-export { EgressGateway, tableResolver, systemResolver, type EgressGatewayOptions, type EgressResolver, type SecretDefinition } from './egress'
+export {
+  EgressGateway,
+  tableResolver,
+  systemResolver,
+  type EgressGatewayOptions,
+  type EgressResolver,
+  type SecretDefinition,
+} from './egress'

@@ -16,10 +16,19 @@ function execgate(args: string[]) {
 }
 
 beforeAll(() => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js')))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-cli-ledger-'))
-  env = { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: path.join(dataDir, 'store'), EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_LOG_LEVEL: 'silent' }
-  fs.writeFileSync(path.join(dataDir, 'summary.js'), `const rows = (await read_file('sales.csv')).trim().split('\\n').slice(1); await write_file('total.txt', String(rows.length)); rows.length`)
+  env = {
+    PATH: process.env.PATH ?? '',
+    EXECGATE_FABRIC_DATA_DIR: path.join(dataDir, 'store'),
+    EXECGATE_EXECUTION_ENABLED: 'quickjs',
+    EXECGATE_LOG_LEVEL: 'silent',
+  }
+  fs.writeFileSync(
+    path.join(dataDir, 'summary.js'),
+    `const rows = (await read_file('sales.csv')).trim().split('\\n').slice(1); await write_file('total.txt', String(rows.length)); rows.length`,
+  )
   fs.mkdirSync(path.join(dataDir, 'data'))
   fs.writeFileSync(path.join(dataDir, 'data', 'sales.csv'), 'region,amount\nnorth,10\nsouth,20\n')
 })
@@ -45,7 +54,10 @@ test('run, then provenance, lineage, artifact, export and verify of what it reco
 
   expect(execgate(['ledger', 'artifact', sha256('region,amount\nnorth,10\nsouth,20\n')]).stdout).toBe('region,amount\nnorth,10\nsouth,20\n')
 
-  const events = execgate(['ledger', 'export', '--format', 'openlineage']).stdout.trim().split('\n').map((line) => JSON.parse(line))
+  const events = execgate(['ledger', 'export', '--format', 'openlineage'])
+    .stdout.trim()
+    .split('\n')
+    .map((line) => JSON.parse(line))
   expect(events).toHaveLength(2)
   expect(events[0]).toMatchObject({ eventType: 'COMPLETE', run: { runId } })
   expect(Object.keys(JSON.parse(execgate(['ledger', 'export', '--format', 'prov-json']).stdout).activity)).toHaveLength(2)

@@ -17,14 +17,25 @@ function execgate(args: string[]) {
 const plan = (steps: unknown[]) => JSON.stringify({ goal: 'a test', steps })
 
 beforeAll(() => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'plans.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'plans.js')))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-cli-plans-'))
-  env = { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: path.join(dir, 'store'), EXECGATE_EXECUTION_ENABLED: 'quickjs,monty,shell', EXECGATE_LOG_LEVEL: 'silent' }
+  env = {
+    PATH: process.env.PATH ?? '',
+    EXECGATE_FABRIC_DATA_DIR: path.join(dir, 'store'),
+    EXECGATE_EXECUTION_ENABLED: 'quickjs,monty,shell',
+    EXECGATE_LOG_LEVEL: 'silent',
+  }
   fs.writeFileSync(
     path.join(dir, 'plan.json'),
     plan([
       { id: 'orders', language: 'python', code: '[120.5, 80.0, 42.25, 310.0]' },
-      { id: 'average', language: 'javascript', dependsOn: ['orders'], code: 'const o = JSON.parse(await read_file("steps/orders/value.json")); o.reduce((a, b) => a + b, 0) / o.length' },
+      {
+        id: 'average',
+        language: 'javascript',
+        dependsOn: ['orders'],
+        code: 'const o = JSON.parse(await read_file("steps/orders/value.json")); o.reduce((a, b) => a + b, 0) / o.length',
+      },
       { id: 'report', language: 'bash', dependsOn: ['average'], code: 'echo "average $(cat steps/average/value.json)"' },
     ]),
   )
@@ -38,17 +49,25 @@ test('run --wait drives the plan here and prints each step; exit 0 for COMPLETED
   const ok = execgate(['plan', 'run', 'plan.json', '--wait'])
   expect(ok.code).toBe(0)
   expect(ok.stdout).toMatch(/^plan \S+ {2}COMPLETED {2}version 1 {2}revisions 0\/3 {2}every step completed \(version 1\)\n/)
-  expect(ok.stdout).toContain('  orders   COMPLETED  value: [120.5,80,42.25,310]\n  average  COMPLETED  value: 138.1875\n  report   COMPLETED  stdout: "average 138.1875"\n')
+  expect(ok.stdout).toContain(
+    '  orders   COMPLETED  value: [120.5,80,42.25,310]\n  average  COMPLETED  value: 138.1875\n  report   COMPLETED  stdout: "average 138.1875"\n',
+  )
   const failed = execgate(['plan', 'run', 'fails.json', '--wait', '--json'])
   expect(failed.code).toBe(1)
-  expect(JSON.parse(failed.stdout)).toMatchObject({ state: 'FAILED', failedStep: 'one', reason: expect.stringMatching(/^step one failed: error: Error: nope .*no reflector is configured/) })
+  expect(JSON.parse(failed.stdout)).toMatchObject({
+    state: 'FAILED',
+    failedStep: 'one',
+    reason: expect.stringMatching(/^step one failed: error: Error: nope .*no reflector is configured/),
+  })
 })
 
 test('run without --wait stores the plan; get, list and wait follow it; a bad plan is exit 2 with the reason', () => {
   const queued = JSON.parse(execgate(['plan', 'run', 'plan.json', '--json']).stdout)
   expect(queued).toMatchObject({ state: 'RUNNING', steps: [{ state: 'PENDING' }, { state: 'PENDING' }, { state: 'PENDING' }] })
   expect(execgate(['plan', 'get', queued.id]).stdout).toMatch(new RegExp(`^plan ${queued.id}  RUNNING`))
-  expect(JSON.parse(execgate(['plan', 'list', '--state', 'RUNNING', '--json']).stdout).plans.map((item: { id: string }) => item.id)).toEqual([queued.id])
+  expect(
+    JSON.parse(execgate(['plan', 'list', '--state', 'RUNNING', '--json']).stdout).plans.map((item: { id: string }) => item.id),
+  ).toEqual([queued.id])
   const waited = execgate(['plan', 'wait', queued.id])
   expect(waited.code).toBe(0)
   expect(waited.stdout).toMatch(/COMPLETED/)
@@ -64,10 +83,19 @@ test('plan suspend holds a stored plan, a second suspend is exit 2 naming the st
   const queued = JSON.parse(execgate(['plan', 'run', 'plan.json', '--json']).stdout)
   const suspended = execgate(['plan', 'suspend', queued.id])
   expect(suspended.code).toBe(0)
-  expect(suspended.stdout).toMatch(new RegExp(`^plan ${queued.id}  SUSPENDED  version 1  revisions 0/3  suspended by the caller\n  orders   SUSPENDED  plan ${queued.id} suspended\n`))
+  expect(suspended.stdout).toMatch(
+    new RegExp(
+      `^plan ${queued.id}  SUSPENDED  version 1  revisions 0/3  suspended by the caller\n  orders   SUSPENDED  plan ${queued.id} suspended\n`,
+    ),
+  )
   const again = execgate(['plan', 'suspend', queued.id])
-  expect([again.code, again.stderr.trim()]).toEqual([2, `[execgate] plan ${queued.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`])
-  expect(execgate(['plan', 'resume', queued.id]).stdout).toMatch(new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller\n`))
+  expect([again.code, again.stderr.trim()]).toEqual([
+    2,
+    `[execgate] plan ${queued.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`,
+  ])
+  expect(execgate(['plan', 'resume', queued.id]).stdout).toMatch(
+    new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller\n`),
+  )
   const waited = execgate(['plan', 'wait', queued.id])
   expect([waited.code, waited.stdout]).toEqual([0, expect.stringContaining('report   COMPLETED  stdout: "average 138.1875"')])
 })

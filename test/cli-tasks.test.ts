@@ -15,9 +15,15 @@ function execgate(args: string[]) {
 }
 
 beforeAll(() => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'tasks.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'tasks.js')))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-cli-tasks-'))
-  env = { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: path.join(dataDir, 'store'), EXECGATE_EXECUTION_ENABLED: 'quickjs,monty', EXECGATE_LOG_LEVEL: 'silent' }
+  env = {
+    PATH: process.env.PATH ?? '',
+    EXECGATE_FABRIC_DATA_DIR: path.join(dataDir, 'store'),
+    EXECGATE_EXECUTION_ENABLED: 'quickjs,monty',
+    EXECGATE_LOG_LEVEL: 'silent',
+  }
   fs.writeFileSync(path.join(dataDir, 'answer.js'), 'console.log("thinking"); 6 * 7')
   fs.writeFileSync(path.join(dataDir, 'fails.py'), 'raise ValueError("no")')
 })

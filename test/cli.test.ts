@@ -21,7 +21,8 @@ const noStackTrace = (text: string) => expect(text).not.toMatch(/\n\s+at .+:\d+:
 
 describe('execgate CLI', () => {
   beforeAll(() => {
-    if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'index.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+    if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'index.js')))
+      throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   })
 
   test('--version (and -V) prints the package version alone, exit 0', () => {
@@ -55,7 +56,12 @@ describe('execgate CLI', () => {
     const { code, stdout } = execgate(['run', 'examples/invoice-summary.py', '--json'])
     expect(code).toBe(0)
     const result = JSON.parse(stdout)
-    expect(result).toMatchObject({ status: 'ok', adapter: 'pyodide', route: { escalatedFrom: 'monty' }, value: { outstanding: { Globex: 450.5, Acme: 300.25 } } })
+    expect(result).toMatchObject({
+      status: 'ok',
+      adapter: 'pyodide',
+      route: { escalatedFrom: 'monty' },
+      value: { outstanding: { Globex: 450.5, Acme: 300.25 } },
+    })
     expect(result.stdout).toContain('4 invoices, top customer Acme with $1,500.25')
   })
 
@@ -101,7 +107,10 @@ describe('execgate CLI', () => {
     [['run', 'examples/voice-order-total.js', '--lang', 'cobol'], /Allowed choices are javascript, typescript, python, bash/],
     [['run', 'examples/voice-order-total.js', '--adapter', 'nope'], /--adapter: unknown adapter "nope"; known adapters: .*quickjs/],
     [['frobnicate'], /unknown command 'frobnicate'/],
-    [['run', 'examples/monthly-summary.py', '--fs', 'all'], /'--fs <access>' argument 'all' is invalid. Allowed choices are none, read_only, sandboxed/],
+    [
+      ['run', 'examples/monthly-summary.py', '--fs', 'all'],
+      /'--fs <access>' argument 'all' is invalid. Allowed choices are none, read_only, sandboxed/,
+    ],
     [['run', 'examples/monthly-summary.py', '--workspace', 'no-such-dir'], /--workspace: "no-such-dir" does not exist/],
     [['run', 'examples/monthly-summary.py', '--workspace', 'README.md'], /--workspace: "README.md" is not a directory/],
   ])('bad input %j is a clear message and exit 2, never a stack trace', (args, message) => {
@@ -136,7 +145,9 @@ describe('execgate CLI', () => {
   })
 
   test('an invalid configuration value stops start-up with the key, the value and what is allowed', () => {
-    const { code, stderr } = execgate(['run', 'examples/voice-order-total.js'], { env: { EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB: 'lots' } })
+    const { code, stderr } = execgate(['run', 'examples/voice-order-total.js'], {
+      env: { EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB: 'lots' },
+    })
     expect(code).toBe(2)
     expect(stderr).toContain('security.defaultPolicy.memoryMb: must be a positive integer: value was "lots"')
     noStackTrace(stderr)
@@ -182,10 +193,15 @@ describe('execgate CLI', () => {
     expect(stdout).toMatch(/^limit\s+setting\s+enforcement\s+required/)
     expect(stdout).toMatch(/memory\s+128 MiB\s+hard/)
     expect(stdout).toMatch(/hostCalls\s+100 calls, 2000 ms\s+none/)
-    const required = execgate(['policy', '--adapter', 'process', '--json'], { env: { EXECGATE_SECURITY_DEFAULT_POLICY_REQUIRED: 'hostCalls' } })
+    const required = execgate(['policy', '--adapter', 'process', '--json'], {
+      env: { EXECGATE_SECURITY_DEFAULT_POLICY_REQUIRED: 'hostCalls' },
+    })
     expect(required.code).toBe(1)
     expect(JSON.parse(required.stdout)).toMatchObject({ adapter: 'process', usable: false })
     const unknown = execgate(['policy', '--adapter', 'nope'])
-    expect({ code: unknown.code, stderr: unknown.stderr.trim() }).toEqual({ code: 2, stderr: expect.stringContaining('--adapter: unknown adapter "nope"') })
+    expect({ code: unknown.code, stderr: unknown.stderr.trim() }).toEqual({
+      code: 2,
+      stderr: expect.stringContaining('--adapter: unknown adapter "nope"'),
+    })
   })
 })

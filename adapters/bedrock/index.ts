@@ -80,7 +80,13 @@ export class BedrockAdapter implements CodeExecutionAdapter {
   /** The SDK is loaded on first use. Credentials come from the standard AWS chain, never from execgate's config. */
   private async sdk() {
     const sdk = await importOptional('bedrock', () => import('@aws-sdk/client-bedrock-agentcore'))
-    this.client ??= this.options.client ?? new sdk.BedrockAgentCoreClient({ region: this.settings.region, ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}), maxAttempts: 2 })
+    this.client ??=
+      this.options.client ??
+      new sdk.BedrockAgentCoreClient({
+        region: this.settings.region,
+        ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}),
+        maxAttempts: 2,
+      })
     return { sdk, client: this.client }
   }
 
@@ -91,23 +97,37 @@ export class BedrockAdapter implements CodeExecutionAdapter {
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
     if (!LANGUAGES.includes(request.language)) {
-      return createResult('invalid_request', NAME, { message: `[execgate] [bedrock] AgentCore's Code Interpreter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+      return createResult('invalid_request', NAME, {
+        message: `[execgate] [bedrock] AgentCore's Code Interpreter runs ${LANGUAGES.join(', ')}, not ${request.language}`,
+      })
     }
     const controller = new AbortController()
     let timer: NodeJS.Timeout | undefined
     // The deadline and a cancel both abort the SDK call under way (the session start, the invoke).
-    const run = new RunController(context).start({ onStop: (cause) => controller.abort(new Error(cause === 'cancelled' ? 'cancelled' : 'deadline')) })
+    const run = new RunController(context).start({
+      onStop: (cause) => controller.abort(new Error(cause === 'cancelled' ? 'cancelled' : 'deadline')),
+    })
     let awsSessionId: string | undefined
     let held: HeldSession | undefined
     try {
       const { sdk, client } = await this.sdk()
       held = request.sessionId ? this.sessions.get(request.sessionId) : undefined
-      if (held?.busy) return createResult('invalid_request', NAME, { message: `[execgate] [bedrock] session ${request.sessionId} is running another call; calls in one session run one at a time` })
+      if (held?.busy)
+        return createResult('invalid_request', NAME, {
+          message: `[execgate] [bedrock] session ${request.sessionId} is running another call; calls in one session run one at a time`,
+        })
       if (!held) {
         // Starting a session is AWS's time, not the code's: the code's clock starts at the invoke.
         run.pauseClock()
         timer = setTimeout(() => controller.abort(new Error('deadline')), START_TIMEOUT_MS)
-        const startedSession = await client.send(new sdk.StartCodeInterpreterSessionCommand({ codeInterpreterIdentifier: this.settings.codeInterpreter, name: `execgate-${context.traceId}`.slice(0, 100), sessionTimeoutSeconds: this.settings.sessionTimeoutSeconds }), { abortSignal: controller.signal })
+        const startedSession = await client.send(
+          new sdk.StartCodeInterpreterSessionCommand({
+            codeInterpreterIdentifier: this.settings.codeInterpreter,
+            name: `execgate-${context.traceId}`.slice(0, 100),
+            sessionTimeoutSeconds: this.settings.sessionTimeoutSeconds,
+          }),
+          { abortSignal: controller.signal },
+        )
         held = { awsSessionId: startedSession.sessionId!, lastUsed: Date.now(), busy: false }
         if (request.sessionId) this.sessions.set(request.sessionId, held)
       }
@@ -118,7 +138,12 @@ export class BedrockAdapter implements CodeExecutionAdapter {
       const nonce = randomBytes(12).toString('hex')
       const { language, code } = await this.wrap(request, nonce, context.policy.allowedImports)
       const response = await client.send(
-        new sdk.InvokeCodeInterpreterCommand({ codeInterpreterIdentifier: this.settings.codeInterpreter, sessionId: awsSessionId, name: 'executeCode', arguments: { language, code } }),
+        new sdk.InvokeCodeInterpreterCommand({
+          codeInterpreterIdentifier: this.settings.codeInterpreter,
+          sessionId: awsSessionId,
+          name: 'executeCode',
+          arguments: { language, code },
+        }),
         { abortSignal: controller.signal },
       )
       let stdout = ''
@@ -142,7 +167,11 @@ export class BedrockAdapter implements CodeExecutionAdapter {
       output.write('stderr', stderr)
       let status: ExecutionStatus = report?.ok ? 'ok' : report?.error || (exitCode ?? 0) !== 0 ? 'error' : 'ok'
       const reported = report?.error ? { ...report.error, message: report.error.message || report.error.type } : undefined
-      const error = reported ?? (status === 'error' ? { type: 'ExitError', message: `the code exited with code ${exitCode}: ${stderr.trim().split('\n').pop() ?? ''}` } : undefined)
+      const error =
+        reported ??
+        (status === 'error'
+          ? { type: 'ExitError', message: `the code exited with code ${exitCode}: ${stderr.trim().split('\n').pop() ?? ''}` }
+          : undefined)
       if (error && (error.type === 'MemoryError' || /out of memory|Allocation failed/i.test(error.message))) {
         status = 'memory_limit'
         error.message = `memory limit reached: ${error.message}`
@@ -150,10 +179,18 @@ export class BedrockAdapter implements CodeExecutionAdapter {
       const captured = output.finish(valueBytes(report?.value))
       // Cut output, and no report (the run was stopped at the far end's own cap): the flood is the cause.
       if (captured.truncated && (status === 'ok' || !report)) status = 'output_limit'
-      return createResult(status, NAME, { ...captured, value: report?.value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+      return createResult(status, NAME, {
+        ...captured,
+        value: report?.value,
+        error,
+        usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+      })
     } catch (error) {
       if (controller.signal.aborted && !awsSessionId && !context.signal.aborted) {
-        return createResult('unavailable', NAME, { message: `[execgate] [bedrock] starting an interpreter session took longer than ${START_TIMEOUT_MS} ms`, usage: { wallMs: performance.now() - started } })
+        return createResult('unavailable', NAME, {
+          message: `[execgate] [bedrock] starting an interpreter session took longer than ${START_TIMEOUT_MS} ms`,
+          usage: { wallMs: performance.now() - started },
+        })
       }
       if (controller.signal.aborted) {
         // The remote run may still be going: its session is stopped, never reused.
@@ -161,11 +198,20 @@ export class BedrockAdapter implements CodeExecutionAdapter {
         if (awsSessionId) void this.stopSession(awsSessionId)
         awsSessionId = undefined
         const cancelled = context.signal.aborted
-        return createResult(cancelled ? 'cancelled' : 'timeout', NAME, { message: cancelled ? 'the run was cancelled; its interpreter session was stopped' : `execution passed the ${context.policy.wallTimeMs} ms time limit; its interpreter session was stopped`, usage: { wallMs: performance.now() - started } })
+        return createResult(cancelled ? 'cancelled' : 'timeout', NAME, {
+          message: cancelled
+            ? 'the run was cancelled; its interpreter session was stopped'
+            : `execution passed the ${context.policy.wallTimeMs} ms time limit; its interpreter session was stopped`,
+          usage: { wallMs: performance.now() - started },
+        })
       }
       if (request.sessionId) this.sessions.delete(request.sessionId)
       const mapped = mapAwsError(error)
-      return createResult(mapped.status, NAME, { message: `[execgate] [bedrock] ${mapped.message}`, error: { type: mapped.type, message: mapped.message }, usage: { wallMs: performance.now() - started } })
+      return createResult(mapped.status, NAME, {
+        message: `[execgate] [bedrock] ${mapped.message}`,
+        error: { type: mapped.type, message: mapped.message },
+        usage: { wallMs: performance.now() - started },
+      })
     } finally {
       clearTimeout(timer)
       run.settle()
@@ -179,7 +225,11 @@ export class BedrockAdapter implements CodeExecutionAdapter {
   }
 
   /** The code as sent: wrapped to report its value; TypeScript transpiled here and sent as JavaScript. */
-  private async wrap(request: ExecutionRequest, nonce: string, allowedImports: readonly string[]): Promise<{ language: 'python' | 'javascript'; code: string }> {
+  private async wrap(
+    request: ExecutionRequest,
+    nonce: string,
+    allowedImports: readonly string[],
+  ): Promise<{ language: 'python' | 'javascript'; code: string }> {
     if (request.language === 'python') return { language: 'python', code: wrapPython(request.code, nonce, allowedImports) }
     let source = request.code
     if (request.language === 'typescript') {
@@ -201,7 +251,10 @@ export class BedrockAdapter implements CodeExecutionAdapter {
   private async stopSession(awsSessionId: string): Promise<void> {
     try {
       const { sdk, client } = await this.sdk()
-      await client.send(new sdk.StopCodeInterpreterSessionCommand({ codeInterpreterIdentifier: this.settings.codeInterpreter, sessionId: awsSessionId }), { abortSignal: AbortSignal.timeout(5000) })
+      await client.send(
+        new sdk.StopCodeInterpreterSessionCommand({ codeInterpreterIdentifier: this.settings.codeInterpreter, sessionId: awsSessionId }),
+        { abortSignal: AbortSignal.timeout(5000) },
+      )
     } catch {
       // AWS ends it after sessionTimeoutSeconds anyway
     }
@@ -224,7 +277,15 @@ export class BedrockAdapter implements CodeExecutionAdapter {
       valid: supported,
       language,
       validator: NAME,
-      issues: supported ? [] : [{ severity: 'error', code: 'unsupported', message: `AgentCore's Code Interpreter runs ${LANGUAGES.join(', ')}, not ${language}` }],
+      issues: supported
+        ? []
+        : [
+            {
+              severity: 'error',
+              code: 'unsupported',
+              message: `AgentCore's Code Interpreter runs ${LANGUAGES.join(', ')}, not ${language}`,
+            },
+          ],
       implemented: false,
     }
   }
@@ -236,8 +297,21 @@ export class BedrockAdapter implements CodeExecutionAdapter {
     try {
       const { sdk, client } = await this.sdk()
       const signal = AbortSignal.timeout(AVAILABILITY_TIMEOUT_MS)
-      const session = await client.send(new sdk.StartCodeInterpreterSessionCommand({ codeInterpreterIdentifier: this.settings.codeInterpreter, name: 'execgate-availability', sessionTimeoutSeconds: 60 }), { abortSignal: signal })
-      await client.send(new sdk.StopCodeInterpreterSessionCommand({ codeInterpreterIdentifier: this.settings.codeInterpreter, sessionId: session.sessionId! }), { abortSignal: signal })
+      const session = await client.send(
+        new sdk.StartCodeInterpreterSessionCommand({
+          codeInterpreterIdentifier: this.settings.codeInterpreter,
+          name: 'execgate-availability',
+          sessionTimeoutSeconds: 60,
+        }),
+        { abortSignal: signal },
+      )
+      await client.send(
+        new sdk.StopCodeInterpreterSessionCommand({
+          codeInterpreterIdentifier: this.settings.codeInterpreter,
+          sessionId: session.sessionId!,
+        }),
+        { abortSignal: signal },
+      )
       return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     } catch (error) {
       return { status: 'unavailable', reason: mapAwsError(error).message, checkedAt }
@@ -250,4 +324,3 @@ export class BedrockAdapter implements CodeExecutionAdapter {
     await this.stopAll()
   }
 }
-

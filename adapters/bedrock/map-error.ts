@@ -7,7 +7,8 @@ import { isExecgateError, type ExecutionStatus } from '../../src/core'
  */
 export function mapAwsError(error: unknown): { status: ExecutionStatus; type: string; message: string } {
   // The SDK is an optional peer dependency: without it the adapter is `unavailable`, saying what to install.
-  if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING')) return { status: 'unavailable', type: error.code, message: error.message.replace(/^\[execgate\] /, '') }
+  if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING'))
+    return { status: 'unavailable', type: error.code, message: error.message.replace(/^\[execgate\] /, '') }
   const name = (error as { name?: string })?.name ?? 'Error'
   const message = (error as { message?: string })?.message ?? String(error)
   const code = (error as { code?: string })?.code
@@ -19,7 +20,11 @@ export function mapAwsError(error: unknown): { status: ExecutionStatus; type: st
     case 'UnrecognizedClientException':
     case 'ExpiredTokenException':
     case 'CredentialsProviderError':
-      return { status: 'unavailable', type: name, message: `access denied by AWS (${name}): ${message}; check the credentials and the IAM policy for bedrock-agentcore:*CodeInterpreter*` }
+      return {
+        status: 'unavailable',
+        type: name,
+        message: `access denied by AWS (${name}): ${message}; check the credentials and the IAM policy for bedrock-agentcore:*CodeInterpreter*`,
+      }
     case 'ResourceNotFoundException':
       return { status: 'unavailable', type: name, message: `the code interpreter or session was not found: ${message}` }
     case 'ValidationException':
@@ -28,7 +33,13 @@ export function mapAwsError(error: unknown): { status: ExecutionStatus; type: st
     case 'ConflictException':
       return { status: 'unavailable', type: name, message: `AgentCore failed (${name}): ${message}` }
   }
-  if (code === 'ENOTFOUND' || /getaddrinfo ENOTFOUND/.test(message)) return { status: 'unavailable', type: 'UnknownEndpoint', message: `the AgentCore endpoint does not resolve (is the region right?): ${message}` }
-  if (code === 'ECONNREFUSED' || /ECONNREFUSED|ECONNRESET|socket hang up/.test(message)) return { status: 'unavailable', type: 'EndpointUnreachable', message: `the AgentCore endpoint is unreachable: ${message}` }
+  if (code === 'ENOTFOUND' || /getaddrinfo ENOTFOUND/.test(message))
+    return {
+      status: 'unavailable',
+      type: 'UnknownEndpoint',
+      message: `the AgentCore endpoint does not resolve (is the region right?): ${message}`,
+    }
+  if (code === 'ECONNREFUSED' || /ECONNREFUSED|ECONNRESET|socket hang up/.test(message))
+    return { status: 'unavailable', type: 'EndpointUnreachable', message: `the AgentCore endpoint is unreachable: ${message}` }
   return { status: 'unavailable', type: name, message: `AgentCore call failed (${name}): ${message}` }
 }

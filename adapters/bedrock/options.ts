@@ -21,7 +21,12 @@ export type BedrockAdapterOptions = Partial<BedrockOptions> & { client?: Bedrock
 export const BEDROCK_OPTIONS_SCHEMA: OptionSchema<BedrockOptions> = {
   region: { doc: 'AWS region for AgentCore', format: String, default: 'us-east-1', env: 'EXECGATE_ADAPTERS_BEDROCK_REGION' },
   endpoint: { doc: 'Endpoint URL instead of AWS (empty: AWS)', format: String, default: '', env: 'EXECGATE_ADAPTERS_BEDROCK_ENDPOINT' },
-  codeInterpreter: { doc: 'Code interpreter identifier', format: String, default: 'aws.codeinterpreter.v1', env: 'EXECGATE_ADAPTERS_BEDROCK_CODE_INTERPRETER' },
+  codeInterpreter: {
+    doc: 'Code interpreter identifier',
+    format: String,
+    default: 'aws.codeinterpreter.v1',
+    env: 'EXECGATE_ADAPTERS_BEDROCK_CODE_INTERPRETER',
+  },
   sessionTimeoutSeconds: {
     doc: 'AgentCore session timeout (s)',
     format: 'positive-int',

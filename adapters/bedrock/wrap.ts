@@ -42,4 +42,3 @@ export function wrapJavaScript(code: string, nonce: string): string {
   }
 })()`
 }
-

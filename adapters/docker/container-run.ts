@@ -85,7 +85,10 @@ const STOP_CONFIRM_MS = 500
  */
 async function killUnlessExited(container: Docker.Container, deadlineAt: number, kill: (reason: StopReason) => void): Promise<void> {
   const state = await Promise.race([
-    container.inspect().then((info) => info.State, () => undefined),
+    container.inspect().then(
+      (info) => info.State,
+      () => undefined,
+    ),
     new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EXIT_CHECK_MS)),
   ])
   const finishedAt = state && !state.Running ? Date.parse(state.FinishedAt) : Number.NaN
@@ -135,7 +138,8 @@ export async function runContainer(
   const filter = new ReportFilter(
     options.nonce,
     (text) => {
-      if (!options.output.write('stdout', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) controller.stop('output_limit')
+      if (!options.output.write('stdout', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES)
+        controller.stop('output_limit')
     },
     startCode,
   )
@@ -153,14 +157,18 @@ export async function runContainer(
     controller.pauseClock()
     const creating = docker.createContainer(spec)
     // A container the engine creates after the stall guard gave up on it is nobody's: removed when it appears.
-    creating.then((late) => stalled && late.remove({ force: true }).catch(() => undefined), () => undefined)
+    creating.then(
+      (late) => stalled && late.remove({ force: true }).catch(() => undefined),
+      () => undefined,
+    )
     container = await beforeStall(creating)
     const stream = await beforeStall(container.attach({ stream: true, stdout: true, stderr: true, hijack: true }))
     const stdout = new PassThrough()
     const stderr = new PassThrough()
     stdout.setEncoding('utf8').on('data', (text: string) => filter.write(text))
     stderr.setEncoding('utf8').on('data', (text: string) => {
-      if (!options.output.write('stderr', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) controller.stop('output_limit')
+      if (!options.output.write('stderr', text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES)
+        controller.stop('output_limit')
     })
     const drained = new Promise<void>((resolve) => {
       stream.on('end', resolve)
@@ -190,7 +198,11 @@ export async function runContainer(
   } catch (error) {
     filter.end()
     if (stoppedFor) return { stoppedFor, report: filter.report }
-    if (stalled) return { report: filter.report, engineError: `the container did not reach the code within ${options.startupTimeoutMs} ms of its create call (adapters.docker.startupTimeoutMs; a stalled engine or interpreter start); it was killed` }
+    if (stalled)
+      return {
+        report: filter.report,
+        engineError: `the container did not reach the code within ${options.startupTimeoutMs} ms of its create call (adapters.docker.startupTimeoutMs; a stalled engine or interpreter start); it was killed`,
+      }
     const detail = (error as { json?: { message?: string }; message?: string }).json?.message ?? (error as Error).message
     return { report: filter.report, engineError: detail }
   } finally {

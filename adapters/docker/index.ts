@@ -82,7 +82,12 @@ export class DockerAdapter implements CodeExecutionAdapter {
       network: false,
       cancellable: true,
       sandboxes: true,
-      packages: Object.freeze(this.settings.pythonPackages.split(',').map((name) => name.trim()).filter(Boolean)),
+      packages: Object.freeze(
+        this.settings.pythonPackages
+          .split(',')
+          .map((name) => name.trim())
+          .filter(Boolean),
+      ),
     }
   }
 
@@ -103,11 +108,15 @@ export class DockerAdapter implements CodeExecutionAdapter {
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
     if (!(LANGUAGES as readonly string[]).includes(request.language)) {
-      return createResult('invalid_request', NAME, { message: `[execgate] [docker] the docker adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+      return createResult('invalid_request', NAME, {
+        message: `[execgate] [docker] the docker adapter runs ${LANGUAGES.join(', ')}, not ${request.language}`,
+      })
     }
     const payload = payloadEnvironment(request.code, context.files ?? request.files ?? [])
     if (!payload) {
-      return createResult('invalid_request', NAME, { message: `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once encoded; the docker adapter passes them through the environment` })
+      return createResult('invalid_request', NAME, {
+        message: `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once encoded; the docker adapter passes them through the environment`,
+      })
     }
     const task = this.run(request.language as DockerLanguage, payload, context, started)
     this.running.add(task)
@@ -115,7 +124,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
       return await task
     } catch (error) {
       // dockerode is an optional peer dependency: without it the adapter is `unavailable`, saying what to install.
-      if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING')) return createResult('unavailable', NAME, { message: error.message, error: { type: error.code, message: error.message } })
+      if (isExecgateError(error, 'EXECGATE_DEPENDENCY_MISSING'))
+        return createResult('unavailable', NAME, { message: error.message, error: { type: error.code, message: error.message } })
       return createResult('internal_error', NAME, { message: `[execgate] [docker] ${describeError(error)}` })
     } finally {
       this.running.delete(task)
@@ -137,7 +147,15 @@ export class DockerAdapter implements CodeExecutionAdapter {
       // ArrayBuffer or wasm memory would pass it. Set by a shell inside, since runc's own start-up needs more.
       Cmd: ['/bin/sh', '-c', `ulimit -d ${policy.memoryMb * 1024} && exec "$@"`, 'launcher', ...argv],
       Entrypoint: [],
-      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', 'MPLBACKEND=Agg', 'MPLCONFIGDIR=/tmp/matplotlib', `EXECGATE_NONCE=${nonce}`, ...payload],
+      Env: [
+        'PATH=/usr/bin:/bin',
+        'HOME=/workspace',
+        'LANG=C.UTF-8',
+        'MPLBACKEND=Agg',
+        'MPLCONFIGDIR=/tmp/matplotlib',
+        `EXECGATE_NONCE=${nonce}`,
+        ...payload,
+      ],
       User: this.settings.user,
       WorkingDir: '/workspace',
       NetworkDisabled: true,
@@ -182,7 +200,12 @@ export class DockerAdapter implements CodeExecutionAdapter {
     const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)
     const captured = output.finish(valueBytes(value))
     const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status
-    return createResult(final, NAME, { ...captured, value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+    return createResult(final, NAME, {
+      ...captured,
+      value,
+      error,
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+    })
   }
 
   /** Syntax through the policy's parsers happens in the service; here, only whether the language is ours. */
@@ -192,7 +215,15 @@ export class DockerAdapter implements CodeExecutionAdapter {
       valid: supported,
       language,
       validator: NAME,
-      issues: supported ? [{ severity: 'warning', code: 'not_implemented', message: 'the docker adapter compiles code only by running it; the policy checks still apply' }] : [{ severity: 'error', code: 'unsupported', message: `the docker adapter runs ${LANGUAGES.join(', ')}, not ${language}` }],
+      issues: supported
+        ? [
+            {
+              severity: 'warning',
+              code: 'not_implemented',
+              message: 'the docker adapter compiles code only by running it; the policy checks still apply',
+            },
+          ]
+        : [{ severity: 'error', code: 'unsupported', message: `the docker adapter runs ${LANGUAGES.join(', ')}, not ${language}` }],
       implemented: false,
     }
   }
@@ -202,7 +233,13 @@ export class DockerAdapter implements CodeExecutionAdapter {
     const checkedAt = new Date().toISOString()
     const started = performance.now()
     const socket = this.injected ? 'the injected client' : `unix://${resolveSocketPath(this.settings.socketPath)}`
-    const withTimeout = <T>(work: Promise<T>) => Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${AVAILABILITY_TIMEOUT_MS} ms`)), AVAILABILITY_TIMEOUT_MS).unref())])
+    const withTimeout = <T>(work: Promise<T>) =>
+      Promise.race([
+        work,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`no answer within ${AVAILABILITY_TIMEOUT_MS} ms`)), AVAILABILITY_TIMEOUT_MS).unref(),
+        ),
+      ])
     try {
       const docker = await this.docker()
       await withTimeout(docker.ping())
@@ -210,7 +247,11 @@ export class DockerAdapter implements CodeExecutionAdapter {
         try {
           await withTimeout(docker.getImage(image).inspect())
         } catch {
-          return { status: 'unavailable', reason: `image ${image} not found in the engine at ${socket}; build it with scripts/setup/podman.sh or set adapters.docker.*Image`, checkedAt }
+          return {
+            status: 'unavailable',
+            reason: `image ${image} not found in the engine at ${socket}; build it with scripts/setup/podman.sh or set adapters.docker.*Image`,
+            checkedAt,
+          }
         }
       }
       return { status: 'available', latencyMs: performance.now() - started, checkedAt }

@@ -38,9 +38,24 @@ export const DOCKER_OPTIONS_SCHEMA: OptionSchema<DockerOptions> = {
     default: '',
     env: 'EXECGATE_ADAPTERS_DOCKER_SOCKET_PATH',
   },
-  pythonImage: { doc: 'Image for Python runs', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_PYTHON_IMAGE' },
-  nodeImage: { doc: 'Image for JavaScript runs', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_NODE_IMAGE' },
-  sandboxImage: { doc: 'Image for persistent sandboxes', format: String, default: 'execgate-sandbox:bookworm', env: 'EXECGATE_ADAPTERS_DOCKER_SANDBOX_IMAGE' },
+  pythonImage: {
+    doc: 'Image for Python runs',
+    format: String,
+    default: 'execgate-sandbox:bookworm',
+    env: 'EXECGATE_ADAPTERS_DOCKER_PYTHON_IMAGE',
+  },
+  nodeImage: {
+    doc: 'Image for JavaScript runs',
+    format: String,
+    default: 'execgate-sandbox:bookworm',
+    env: 'EXECGATE_ADAPTERS_DOCKER_NODE_IMAGE',
+  },
+  sandboxImage: {
+    doc: 'Image for persistent sandboxes',
+    format: String,
+    default: 'execgate-sandbox:bookworm',
+    env: 'EXECGATE_ADAPTERS_DOCKER_SANDBOX_IMAGE',
+  },
   pythonPackages: {
     doc: 'Data packages the Python image carries (comma-separated import names; empty: none)',
     format: String,
@@ -50,7 +65,8 @@ export const DOCKER_OPTIONS_SCHEMA: OptionSchema<DockerOptions> = {
   user: {
     doc: 'uid:gid the code runs as',
     format: (value: unknown) => {
-      if (typeof value !== 'string' || !/^\d+:\d+$/.test(value) || value.startsWith('0:')) throw new Error('must be "uid:gid" with a uid other than 0')
+      if (typeof value !== 'string' || !/^\d+:\d+$/.test(value) || value.startsWith('0:'))
+        throw new Error('must be "uid:gid" with a uid other than 0')
     },
     default: '65534:65534',
     env: 'EXECGATE_ADAPTERS_DOCKER_USER',

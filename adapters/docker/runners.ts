@@ -48,16 +48,30 @@ for (const f of payload.files || []) {
 fs.writeSync(1, '\x1e' + nonce + 'ready\n')`
 
 export const DOCKER_PYTHON_RUNNER = pythonRunner({ prelude: PYTHON_PRELUDE, load: '_execgate_payload()', send: PYTHON_SEND })
-export const DOCKER_NODE_RUNNER = nodeRunner({ prelude: NODE_PRELUDE, load: 'payload.code', send: "(text) => fs.writeSync(1, '\\x1e' + nonce + text + '\\n')" })
+export const DOCKER_NODE_RUNNER = nodeRunner({
+  prelude: NODE_PRELUDE,
+  load: 'payload.code',
+  send: "(text) => fs.writeSync(1, '\\x1e' + nonce + text + '\\n')",
+})
 
 /** The payload as environment entries, or undefined when it is over PAYLOAD_LIMIT. */
-export function payloadEnvironment(code: string, files: ReadonlyArray<{ path: string; content: string; encoding?: string }>): string[] | undefined {
+export function payloadEnvironment(
+  code: string,
+  files: ReadonlyArray<{ path: string; content: string; encoding?: string }>,
+): string[] | undefined {
   const encoded = Buffer.from(
-    JSON.stringify({ code, files: files.map((file) => ({ path: file.path, content: file.encoding === 'base64' ? file.content : Buffer.from(file.content, 'utf8').toString('base64') })) }),
+    JSON.stringify({
+      code,
+      files: files.map((file) => ({
+        path: file.path,
+        content: file.encoding === 'base64' ? file.content : Buffer.from(file.content, 'utf8').toString('base64'),
+      })),
+    }),
   ).toString('base64')
   if (encoded.length > PAYLOAD_LIMIT) return undefined
   const entries: string[] = []
-  for (let offset = 0, index = 0; offset < encoded.length; offset += PAYLOAD_CHUNK, index++) entries.push(`EXECGATE_PAYLOAD_${index}=${encoded.slice(offset, offset + PAYLOAD_CHUNK)}`)
+  for (let offset = 0, index = 0; offset < encoded.length; offset += PAYLOAD_CHUNK, index++)
+    entries.push(`EXECGATE_PAYLOAD_${index}=${encoded.slice(offset, offset + PAYLOAD_CHUNK)}`)
   return entries
 }
 
@@ -83,7 +97,11 @@ delete process.env.EXECGATE_NONCE
 fs.writeSync(1, '\x1e' + nonce + 'ready\n')`
 
 export const SANDBOX_PYTHON_RUNNER = pythonRunner({ prelude: SANDBOX_PYTHON_PRELUDE, load: '_execgate_code()', send: PYTHON_SEND })
-export const SANDBOX_NODE_RUNNER = nodeRunner({ prelude: SANDBOX_NODE_PRELUDE, load: 'sandboxCode', send: "(text) => fs.writeSync(1, '\\x1e' + nonce + text + '\\n')" })
+export const SANDBOX_NODE_RUNNER = nodeRunner({
+  prelude: SANDBOX_NODE_PRELUDE,
+  load: 'sandboxCode',
+  send: "(text) => fs.writeSync(1, '\\x1e' + nonce + text + '\\n')",
+})
 
 /** Characters per environment string: at most 96 KiB of UTF-8 (3 bytes a character in the BMP, 4 for a pair). */
 const CODE_CHUNK = 32 * 1024

@@ -101,7 +101,14 @@ export interface SandboxExecSpec {
 export async function runSandboxExec(
   container: Docker.Container,
   spec: SandboxExecSpec,
-  options: { nonce: string; output: OutputCapture; controller: RunController; startupTimeoutMs: number; launcherReady: boolean; kill: () => Promise<unknown> },
+  options: {
+    nonce: string
+    output: OutputCapture
+    controller: RunController
+    startupTimeoutMs: number
+    launcherReady: boolean
+    kill: () => Promise<unknown>
+  },
 ): Promise<SandboxExecOutcome> {
   const { controller, output } = options
   let stoppedFor: StopReason | undefined
@@ -126,7 +133,10 @@ export async function runSandboxExec(
     },
     onExit: exited,
   })
-  const stderr = new MarkedStream(options.nonce, (text) => void (output.write('stderr', text) || overflow()), { expectReady: false, onExit: exited })
+  const stderr = new MarkedStream(options.nonce, (text) => void (output.write('stderr', text) || overflow()), {
+    expectReady: false,
+    onExit: exited,
+  })
   const stallTimer = setTimeout(() => {
     stop('timeout')
     finish('stalled')
@@ -134,7 +144,16 @@ export async function runSandboxExec(
   let exec: Docker.Exec | undefined
   try {
     controller.pauseClock()
-    exec = await container.exec({ Cmd: spec.Cmd, Env: spec.Env, User: spec.User, WorkingDir: spec.WorkingDir, AttachStdout: true, AttachStderr: true, AttachStdin: spec.stdin !== undefined, Tty: false })
+    exec = await container.exec({
+      Cmd: spec.Cmd,
+      Env: spec.Env,
+      User: spec.User,
+      WorkingDir: spec.WorkingDir,
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: spec.stdin !== undefined,
+      Tty: false,
+    })
     stream = (await exec.start({ hijack: true, stdin: spec.stdin !== undefined })) as unknown as Duplex
     const out = new PassThrough()
     const err = new PassThrough()
@@ -152,7 +171,11 @@ export async function runSandboxExec(
     await new Promise((resolve) => setImmediate(resolve))
     stdout.end()
     stderr.end()
-    if (how === 'stalled') return { report: stdout.report, engineError: `the exec did not reach the code within ${options.startupTimeoutMs} ms (adapters.docker.startupTimeoutMs); it was killed` }
+    if (how === 'stalled')
+      return {
+        report: stdout.report,
+        engineError: `the exec did not reach the code within ${options.startupTimeoutMs} ms (adapters.docker.startupTimeoutMs); it was killed`,
+      }
     if (stdout.exitCode !== undefined) return { stoppedFor, exitCode: stdout.exitCode, report: stdout.report }
     if (how === 'unconfirmed') return { stoppedFor, report: stdout.report }
     // The launcher itself ended without its exit record (killed): the engine has the exec's exit code.

@@ -95,7 +95,12 @@ export class DockerSandbox implements AdapterSandbox {
   ) {}
 
   /** Creates and starts the container: no network, read-only root, a size-capped tmpfs workspace owned by the sandbox's user. */
-  static async open(docker: Docker, settings: DockerOptions, options: SandboxOpenOptions, onClosed: (sandbox: DockerSandbox) => void = () => undefined): Promise<DockerSandbox> {
+  static async open(
+    docker: Docker,
+    settings: DockerOptions,
+    options: SandboxOpenOptions,
+    onClosed: (sandbox: DockerSandbox) => void = () => undefined,
+  ): Promise<DockerSandbox> {
     const { policy } = options
     const [uid, gid] = settings.user.split(':') as [string, string]
     // The cgroup holds the whole sandbox: an exec's memory (each exec's own cap is its RLIMIT_DATA), the tmpfs
@@ -143,12 +148,21 @@ export class DockerSandbox implements AdapterSandbox {
         if (!/mount option/i.test(describeError(error))) break
       }
     }
-    if (!container) throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'docker', detail: `the sandbox container could not be created: ${engineMessage(lastError)}` }, { cause: lastError, source: 'docker' })
+    if (!container)
+      throw new ExecgateError(
+        'EXECGATE_ADAPTER_UNAVAILABLE',
+        { name: 'docker', detail: `the sandbox container could not be created: ${engineMessage(lastError)}` },
+        { cause: lastError, source: 'docker' },
+      )
     try {
       await container.start()
     } catch (error) {
       await container.remove({ force: true }).catch(() => undefined)
-      throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'docker', detail: `the sandbox container did not start: ${engineMessage(error)}` }, { cause: error, source: 'docker' })
+      throw new ExecgateError(
+        'EXECGATE_ADAPTER_UNAVAILABLE',
+        { name: 'docker', detail: `the sandbox container did not start: ${engineMessage(error)}` },
+        { cause: error, source: 'docker' },
+      )
     }
     return new DockerSandbox(options.id, container, settings, onClosed)
   }
@@ -161,23 +175,34 @@ export class DockerSandbox implements AdapterSandbox {
     let argv: string[]
     let env: string[] = []
     if (request.language === 'bash') {
-      if (Buffer.byteLength(request.code) > COMMAND_LIMIT) return createResult('invalid_request', 'docker', { message: `[execgate] [docker] a command is at most ${COMMAND_LIMIT / 1024} KiB; write a longer script into the workspace and run it (bash script.sh)` })
+      if (Buffer.byteLength(request.code) > COMMAND_LIMIT)
+        return createResult('invalid_request', 'docker', {
+          message: `[execgate] [docker] a command is at most ${COMMAND_LIMIT / 1024} KiB; write a longer script into the workspace and run it (bash script.sh)`,
+        })
       argv = ['/bin/bash', '--noprofile', '--norc', '-c', request.code]
     } else if (request.language === 'python' || request.language === 'javascript') {
       const code = sandboxCodeEnvironment(request.code)
       if (!Array.isArray(code)) return createResult('invalid_request', 'docker', { message: `[execgate] [docker] ${code.refused}` })
       env = code
-      argv = request.language === 'python'
-        ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', SANDBOX_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
-        : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', SANDBOX_NODE_RUNNER]
+      argv =
+        request.language === 'python'
+          ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', SANDBOX_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
+          : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', SANDBOX_NODE_RUNNER]
     } else {
-      return createResult('invalid_request', 'docker', { message: `[execgate] [docker] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+      return createResult('invalid_request', 'docker', {
+        message: `[execgate] [docker] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}`,
+      })
     }
     const user = execUsers(this.settings.user)[policy.filesystem]
     const owner = user === this.settings.user
     // The pids cgroup caps the whole container. An exec as another user than the workspace's (read_only, none) also
     // gets RLIMIT_NPROC, so it cannot take the pids its own kill exec needs (the keeper's builtin kill cannot reach it).
-    const limits = { dataKiB: policy.memoryMb * 1024, cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)), fileBlocks512: this.settings.workspaceMb * 2048, ...(owner ? {} : { processes: policy.maxProcesses + 2 }) }
+    const limits = {
+      dataKiB: policy.memoryMb * 1024,
+      cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)),
+      fileBlocks512: this.settings.workspaceMb * 2048,
+      ...(owner ? {} : { processes: policy.maxProcesses + 2 }),
+    }
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
     const outcome = await runSandboxExec(
       this.container,
@@ -188,13 +213,32 @@ export class DockerSandbox implements AdapterSandbox {
         WorkingDir: policy.filesystem === 'none' ? '/tmp' : '/workspace',
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
       },
-      { nonce, output, controller: new RunController(context), startupTimeoutMs: this.settings.startupTimeoutMs, launcherReady: request.language === 'bash', kill: () => this.killAll(user) },
+      {
+        nonce,
+        output,
+        controller: new RunController(context),
+        startupTimeoutMs: this.settings.startupTimeoutMs,
+        launcherReady: request.language === 'bash',
+        kill: () => this.killAll(user),
+      },
     )
     if (outcome.stoppedFor) await this.settle()
-    const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr, 'the exec')
+    const { status, value, error } = classify(
+      outcome,
+      policy.memoryMb,
+      policy.wallTimeMs,
+      policy.cpuTimeMs,
+      output.finish().stderr,
+      'the exec',
+    )
     const captured = output.finish(valueBytes(value))
     const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status
-    return createResult(final, 'docker', { ...captured, value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+    return createResult(final, 'docker', {
+      ...captured,
+      value,
+      error,
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+    })
   }
 
   /** Ends every process of `user` in the container (pid 1 excepted): the keeper's builtin kill for the workspace's user, an exec of `kill` for any. */
@@ -219,29 +263,49 @@ export class DockerSandbox implements AdapterSandbox {
   }
 
   async writeFile(path: string, content: Uint8Array): Promise<void> {
-    const done = await this.run(['/bin/sh', '-c', 'umask 027; mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', 'write', path], { stdin: content })
+    const done = await this.run(['/bin/sh', '-c', 'umask 027; mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', 'write', path], {
+      stdin: content,
+    })
     if (done.exitCode === 0) return
-    if (/No space left|File too large/i.test(done.stderr)) throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${path}: the sandbox's workspace is full (adapters.docker.workspaceMb)` })
-    throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}` })
+    if (/No space left|File too large/i.test(done.stderr))
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `${path}: the sandbox's workspace is full (adapters.docker.workspaceMb)`,
+      })
+    throw new ExecgateError('EXECGATE_WORKSPACE_PATH', {
+      path,
+      reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}`,
+    })
   }
 
   async readFile(path: string): Promise<Uint8Array | undefined> {
     const done = await this.run(['/bin/sh', '-c', '[ -f "$1" ] || exit 3; exec cat -- "$1"', 'read', path])
     if (done.exitCode === 3) return undefined
-    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}` })
+    if (done.exitCode !== 0)
+      throw new ExecgateError('EXECGATE_WORKSPACE_PATH', {
+        path,
+        reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}`,
+      })
     return done.stdout
   }
 
   async deleteFile(path: string): Promise<boolean> {
     const done = await this.run(['/bin/sh', '-c', '[ -f "$1" ] || [ -L "$1" ] || exit 3; exec rm -f -- "$1"', 'delete', path])
     if (done.exitCode === 3) return false
-    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}` })
+    if (done.exitCode !== 0)
+      throw new ExecgateError('EXECGATE_WORKSPACE_PATH', {
+        path,
+        reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}`,
+      })
     return true
   }
 
   async listFiles(): Promise<SandboxFileEntry[]> {
     const done = await this.run(['/usr/bin/find', '/workspace', '-type', 'f', '-printf', '%s %P\\0'])
-    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_BACKEND_FAILED', { name: 'docker', detail: `listing the sandbox's files failed: ${done.stderr.trim()}` })
+    if (done.exitCode !== 0)
+      throw new ExecgateError('EXECGATE_BACKEND_FAILED', {
+        name: 'docker',
+        detail: `listing the sandbox's files failed: ${done.stderr.trim()}`,
+      })
     return done.stdout
       .toString('utf8')
       .split('\0')
@@ -254,11 +318,22 @@ export class DockerSandbox implements AdapterSandbox {
   }
 
   /** A plain exec (file operations, kills) as the workspace's owner unless told, with its output as bytes. */
-  private async run(cmd: string[], options: { user?: string; stdin?: Uint8Array; timeoutMs?: number } = {}): Promise<{ exitCode: number | null; stdout: Buffer; stderr: string }> {
+  private async run(
+    cmd: string[],
+    options: { user?: string; stdin?: Uint8Array; timeoutMs?: number } = {},
+  ): Promise<{ exitCode: number | null; stdout: Buffer; stderr: string }> {
     if (this.closing) throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'docker', detail: `sandbox ${this.id} is closed` })
     const timeoutMs = options.timeoutMs ?? FILE_OP_TIMEOUT_MS
     try {
-      const exec = await this.container.exec({ Cmd: cmd, User: options.user ?? this.settings.user, WorkingDir: '/workspace', AttachStdout: true, AttachStderr: true, AttachStdin: options.stdin !== undefined, Tty: false })
+      const exec = await this.container.exec({
+        Cmd: cmd,
+        User: options.user ?? this.settings.user,
+        WorkingDir: '/workspace',
+        AttachStdout: true,
+        AttachStderr: true,
+        AttachStdin: options.stdin !== undefined,
+        Tty: false,
+      })
       const stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as unknown as Duplex
       const out: Buffer[] = []
       const err: Buffer[] = []
@@ -275,19 +350,30 @@ export class DockerSandbox implements AdapterSandbox {
       const inspected = await exec.inspect()
       return { exitCode: inspected.ExitCode ?? null, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString('utf8') }
     } catch (error) {
-      throw new ExecgateError('EXECGATE_BACKEND_FAILED', { name: 'docker', detail: `an exec into sandbox ${this.id} failed: ${engineMessage(error)}` }, { cause: error, source: 'docker' })
+      throw new ExecgateError(
+        'EXECGATE_BACKEND_FAILED',
+        { name: 'docker', detail: `an exec into sandbox ${this.id} failed: ${engineMessage(error)}` },
+        { cause: error, source: 'docker' },
+      )
     }
   }
 
   /** Removes the container (its tmpfs workspace goes with it). */
   close(): Promise<void> {
-    return (this.closing ??= this.container.remove({ force: true }).finally(() => this.onClosed(this)).then(
-      () => undefined,
-      (error: unknown) => {
-        // Already gone is done; anything else is left for the next start's sweep to find by its label.
-        if (!/no such container|404/i.test(engineMessage(error))) throw new ExecgateError('EXECGATE_BACKEND_FAILED', { name: 'docker', detail: `sandbox ${this.id}'s container was not removed: ${engineMessage(error)}` })
-      },
-    ))
+    return (this.closing ??= this.container
+      .remove({ force: true })
+      .finally(() => this.onClosed(this))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          // Already gone is done; anything else is left for the next start's sweep to find by its label.
+          if (!/no such container|404/i.test(engineMessage(error)))
+            throw new ExecgateError('EXECGATE_BACKEND_FAILED', {
+              name: 'docker',
+              detail: `sandbox ${this.id}'s container was not removed: ${engineMessage(error)}`,
+            })
+        },
+      ))
   }
 }
 

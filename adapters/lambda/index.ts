@@ -45,7 +45,16 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     tier: 2,
     isolation: "execgate's in-process sandboxes inside a Lambda microVM (Firecracker)",
     // The function enforces the policy it is sent with its own adapters (QuickJS and monty hold these hard).
-    enforcement: enforcementTable({ wallTime: 'hard', cpuTime: 'soft', memory: 'hard', output: 'hard', network: 'hard', filesystem: 'hard', imports: 'hard', processes: 'hard' }),
+    enforcement: enforcementTable({
+      wallTime: 'hard',
+      cpuTime: 'soft',
+      memory: 'hard',
+      output: 'hard',
+      network: 'hard',
+      filesystem: 'hard',
+      imports: 'hard',
+      processes: 'hard',
+    }),
     sessions: false,
     hostFunctions: false,
     workspace: false,
@@ -63,7 +72,13 @@ export class LambdaAdapter implements CodeExecutionAdapter {
   /** The SDK is loaded on first use. Credentials come from the standard AWS chain, never from execgate's config. */
   private async sdk() {
     const sdk = await importOptional('lambda', () => import('@aws-sdk/client-lambda'))
-    this.client ??= this.options.client ?? new sdk.LambdaClient({ region: this.settings.region, ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}), maxAttempts: 2 })
+    this.client ??=
+      this.options.client ??
+      new sdk.LambdaClient({
+        region: this.settings.region,
+        ...(this.settings.endpoint ? { endpoint: this.settings.endpoint } : {}),
+        maxAttempts: 2,
+      })
     return { sdk, client: this.client }
   }
 
@@ -74,12 +89,16 @@ export class LambdaAdapter implements CodeExecutionAdapter {
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
     if (!LANGUAGES.includes(request.language)) {
-      return createResult('invalid_request', NAME, { message: `[execgate] [lambda] the function runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+      return createResult('invalid_request', NAME, {
+        message: `[execgate] [lambda] the function runs ${LANGUAGES.join(', ')}, not ${request.language}`,
+      })
     }
     const { adapter: _pinned, ...forwarded } = request
     const payload = Buffer.from(JSON.stringify({ request: { ...forwarded, traceId: context.traceId }, policy: context.policy }))
     if (payload.length > MAX_PAYLOAD_BYTES) {
-      return createResult('invalid_request', NAME, { message: `[execgate] [lambda] the request is ${payload.length} bytes; Lambda takes at most ${MAX_PAYLOAD_BYTES} bytes synchronously` })
+      return createResult('invalid_request', NAME, {
+        message: `[execgate] [lambda] the request is ${payload.length} bytes; Lambda takes at most ${MAX_PAYLOAD_BYTES} bytes synchronously`,
+      })
     }
     // The function holds the code to the policy's time itself; a cold start (pyodide's, say) is Lambda's time. So the
     // service's clock is paused and execgate waits up to the wall time plus a slack before giving up on the call.
@@ -92,22 +111,35 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     try {
       const { sdk, client } = await this.sdk()
       const response = await client.send(
-        new sdk.InvokeCommand({ FunctionName: this.settings.functionName, ...(this.settings.qualifier ? { Qualifier: this.settings.qualifier } : {}), InvocationType: 'RequestResponse', Payload: payload }),
+        new sdk.InvokeCommand({
+          FunctionName: this.settings.functionName,
+          ...(this.settings.qualifier ? { Qualifier: this.settings.qualifier } : {}),
+          InvocationType: 'RequestResponse',
+          Payload: payload,
+        }),
         { abortSignal: controller.signal },
       )
       const text = response.Payload ? Buffer.from(response.Payload).toString('utf8') : ''
       if (response.FunctionError) {
         const mapped = mapFunctionError(text, context.policy.wallTimeMs)
-        return createResult(mapped.status, NAME, { message: `[execgate] [lambda] ${mapped.message}`, error: { type: mapped.type, message: mapped.message }, usage: { wallMs: performance.now() - started } })
+        return createResult(mapped.status, NAME, {
+          message: `[execgate] [lambda] ${mapped.message}`,
+          error: { type: mapped.type, message: mapped.message },
+          usage: { wallMs: performance.now() - started },
+        })
       }
       let inner: ExecutionResult
       try {
         inner = JSON.parse(text) as ExecutionResult
       } catch {
-        return createResult('internal_error', NAME, { message: `[execgate] [lambda] the function answered something that is not JSON: ${text.slice(0, 200)}` })
+        return createResult('internal_error', NAME, {
+          message: `[execgate] [lambda] the function answered something that is not JSON: ${text.slice(0, 200)}`,
+        })
       }
       if (!inner || !EXECUTION_STATUSES.includes(inner.status)) {
-        return createResult('internal_error', NAME, { message: `[execgate] [lambda] the function answered without a result status: ${text.slice(0, 200)}` })
+        return createResult('internal_error', NAME, {
+          message: `[execgate] [lambda] the function answered without a result status: ${text.slice(0, 200)}`,
+        })
       }
       // The function already capped output under the same policy; cut again in case a deployment differs.
       const captured = truncateOutput(inner.stdout ?? '', inner.stderr ?? '', context.policy.outputBytes, valueBytes(inner.value))
@@ -126,10 +158,19 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     } catch (error) {
       if (controller.signal.aborted) {
         const cancelled = context.signal.aborted
-        return createResult(cancelled ? 'cancelled' : 'timeout', NAME, { message: cancelled ? 'the run was cancelled; the invocation was abandoned' : `the function did not answer within ${context.policy.wallTimeMs + INVOKE_SLACK_MS} ms`, usage: { wallMs: performance.now() - started } })
+        return createResult(cancelled ? 'cancelled' : 'timeout', NAME, {
+          message: cancelled
+            ? 'the run was cancelled; the invocation was abandoned'
+            : `the function did not answer within ${context.policy.wallTimeMs + INVOKE_SLACK_MS} ms`,
+          usage: { wallMs: performance.now() - started },
+        })
       }
       const mapped = mapLambdaError(error, this.settings.functionName)
-      return createResult(mapped.status, NAME, { message: `[execgate] [lambda] ${mapped.message}`, error: { type: mapped.type, message: mapped.message }, usage: { wallMs: performance.now() - started } })
+      return createResult(mapped.status, NAME, {
+        message: `[execgate] [lambda] ${mapped.message}`,
+        error: { type: mapped.type, message: mapped.message },
+        usage: { wallMs: performance.now() - started },
+      })
     } finally {
       clearTimeout(timer)
       run.settle()
@@ -138,7 +179,15 @@ export class LambdaAdapter implements CodeExecutionAdapter {
 
   async validate(_code: string, language: Language): Promise<ValidationReport> {
     const supported = LANGUAGES.includes(language)
-    return { valid: supported, language, validator: NAME, issues: supported ? [] : [{ severity: 'error', code: 'unsupported', message: `the function runs ${LANGUAGES.join(', ')}, not ${language}` }], implemented: false }
+    return {
+      valid: supported,
+      language,
+      validator: NAME,
+      issues: supported
+        ? []
+        : [{ severity: 'error', code: 'unsupported', message: `the function runs ${LANGUAGES.join(', ')}, not ${language}` }],
+      implemented: false,
+    }
   }
 
   /** A ping invocation (the function answers at once, nothing runs), with a timeout. */
@@ -148,11 +197,20 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     try {
       const { sdk, client } = await this.sdk()
       const response = await client.send(
-        new sdk.InvokeCommand({ FunctionName: this.settings.functionName, ...(this.settings.qualifier ? { Qualifier: this.settings.qualifier } : {}), Payload: Buffer.from('{"ping":true}') }),
+        new sdk.InvokeCommand({
+          FunctionName: this.settings.functionName,
+          ...(this.settings.qualifier ? { Qualifier: this.settings.qualifier } : {}),
+          Payload: Buffer.from('{"ping":true}'),
+        }),
         { abortSignal: AbortSignal.timeout(AVAILABILITY_TIMEOUT_MS) },
       )
       const text = response.Payload ? Buffer.from(response.Payload).toString('utf8') : ''
-      if (response.FunctionError || !text.includes('pong')) return { status: 'unavailable', reason: `the function answered the ping with ${response.FunctionError ?? 'something else'}: ${text.slice(0, 200)}`, checkedAt }
+      if (response.FunctionError || !text.includes('pong'))
+        return {
+          status: 'unavailable',
+          reason: `the function answered the ping with ${response.FunctionError ?? 'something else'}: ${text.slice(0, 200)}`,
+          checkedAt,
+        }
       return { status: 'available', latencyMs: performance.now() - started, checkedAt }
     } catch (error) {
       return { status: 'unavailable', reason: mapLambdaError(error, this.settings.functionName).message, checkedAt }

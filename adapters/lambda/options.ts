@@ -16,7 +16,12 @@ export interface LambdaOptions {
 export type LambdaAdapterOptions = Partial<LambdaOptions> & { client?: LambdaClient }
 
 export const LAMBDA_OPTIONS_SCHEMA: OptionSchema<LambdaOptions> = {
-  functionName: { doc: 'Lambda function name or ARN', format: String, default: 'execgate-dev-execute', env: 'EXECGATE_ADAPTERS_LAMBDA_FUNCTION_NAME' },
+  functionName: {
+    doc: 'Lambda function name or ARN',
+    format: String,
+    default: 'execgate-dev-execute',
+    env: 'EXECGATE_ADAPTERS_LAMBDA_FUNCTION_NAME',
+  },
   qualifier: { doc: 'Lambda version or alias (empty: $LATEST)', format: String, default: '', env: 'EXECGATE_ADAPTERS_LAMBDA_QUALIFIER' },
   region: { doc: 'AWS region for Lambda', format: String, default: 'us-east-1', env: 'EXECGATE_ADAPTERS_LAMBDA_REGION' },
   endpoint: { doc: 'Endpoint URL instead of AWS (empty: AWS)', format: String, default: '', env: 'EXECGATE_ADAPTERS_LAMBDA_ENDPOINT' },

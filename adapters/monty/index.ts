@@ -16,14 +16,7 @@ import {
   type RunNeeds,
   type ValidationReport,
 } from '../../src/core'
-import {
-  WorkerPool,
-  internalContext,
-  resultFromJob,
-  runWorkerJob,
-  type JobMessage,
-  scanPython,
-} from '../../src/runtime'
+import { WorkerPool, internalContext, resultFromJob, runWorkerJob, type JobMessage, scanPython } from '../../src/runtime'
 import { isMontyException, loadMontyBinding } from './binding'
 import { mapMontyError } from './map-error'
 import { montyGap } from './python-gaps'
@@ -90,11 +83,16 @@ export class MontyAdapter implements CodeExecutionAdapter {
     const settings = withOptionDefaults(MONTY_OPTIONS_SCHEMA, options)
     this.maxRecursionDepth = settings.maxRecursionDepth
     if (!Number.isInteger(this.maxRecursionDepth) || this.maxRecursionDepth < 10) {
-      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.monty.maxRecursionDepth must be an integer of 10 or more: value was ${options.maxRecursionDepth}` })
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+        detail: `adapters.monty.maxRecursionDepth must be an integer of 10 or more: value was ${options.maxRecursionDepth}`,
+      })
     }
     this.killGraceMs = settings.killGraceMs
     this.inlineBudgetMs = settings.inlineBudgetMs
-    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers, options.warmOnStart ?? true, { kind: 'process', maxRssBytes: settings.maxWorkerMiB * 2 ** 20 })
+    this.pool = new WorkerPool<JobMessage, ToWorker>(__dirname, 'worker', 'monty', settings.workers, options.warmOnStart ?? true, {
+      kind: 'process',
+      maxRssBytes: settings.maxWorkerMiB * 2 ** 20,
+    })
     this.inlineMemoryBytes = settings.inlineMemoryMiB * 2 ** 20
     this.recycleAboveBytes = settings.recycleAboveMiB * 2 ** 20
     // One run per worker process (a run inline on the calling thread moves to one when it outgrows its budget).
@@ -108,7 +106,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
       return createResult('invalid_request', NAME, { message: `[execgate] [monty] monty runs python, not ${request.language}` })
     }
     if (request.sessionId) {
-      if (context.hostFunctions?.list().length) return createResult('invalid_request', NAME, { message: `[execgate] [monty] ${SESSIONS_WITHOUT_HOST_FUNCTIONS}` })
+      if (context.hostFunctions?.list().length)
+        return createResult('invalid_request', NAME, { message: `[execgate] [monty] ${SESSIONS_WITHOUT_HOST_FUNCTIONS}` })
       return this.replSessions.run(request.sessionId, request.code, context)
     }
     if (!context.hostFunctions?.list().length && this.inlineBudgetMs > 0) {
@@ -123,7 +122,11 @@ export class MontyAdapter implements CodeExecutionAdapter {
         type: 'run',
         id: ++this.nextJobId,
         code: request.code,
-        limits: { maxDurationSecs: remainingSecs, maxMemory: context.policy.memoryMb * 1024 * 1024, maxRecursionDepth: this.maxRecursionDepth },
+        limits: {
+          maxDurationSecs: remainingSecs,
+          maxMemory: context.policy.memoryMb * 1024 * 1024,
+          maxRecursionDepth: this.maxRecursionDepth,
+        },
         outputBytes: context.policy.outputBytes,
         hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
         recycleAboveBytes: this.recycleAboveBytes,
@@ -141,7 +144,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
    * again on a worker, where it can take its full time without holding the event loop and can be cancelled.
    */
   private runInline(code: string, context: ExecutionContext, started: number): ExecutionResult | undefined {
-    if (context.signal.aborted) return createResult('cancelled', NAME, { message: '[execgate] [monty] the run was cancelled before it started' })
+    if (context.signal.aborted)
+      return createResult('cancelled', NAME, { message: '[execgate] [monty] the run was cancelled before it started' })
     let binding
     try {
       binding = loadMontyBinding()
@@ -158,7 +162,11 @@ export class MontyAdapter implements CodeExecutionAdapter {
       outcome = created
     } else {
       outcome = created.run({
-        limits: { maxDurationSecs: Math.max(0.001, budgetMs / 1000), maxMemory: Math.min(memoryBytes, this.inlineMemoryBytes), maxRecursionDepth: this.maxRecursionDepth },
+        limits: {
+          maxDurationSecs: Math.max(0.001, budgetMs / 1000),
+          maxMemory: Math.min(memoryBytes, this.inlineMemoryBytes),
+          maxRecursionDepth: this.maxRecursionDepth,
+        },
         printCallback: (stream, text) => {
           if (!output.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
         },
@@ -186,7 +194,12 @@ export class MontyAdapter implements CodeExecutionAdapter {
       if (captured.stdout) context.onOutput('stdout', captured.stdout)
       if (captured.stderr) context.onOutput('stderr', captured.stderr)
     }
-    return createResult(status, NAME, { ...captured, value, error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+    return createResult(status, NAME, {
+      ...captured,
+      value,
+      error,
+      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+    })
   }
 
   /** Parses with monty itself (in a worker), reporting syntax errors and constructs monty does not support. */
@@ -199,10 +212,24 @@ export class MontyAdapter implements CodeExecutionAdapter {
       implemented: true,
     })
     if (language !== 'python') return report([{ severity: 'error', code: 'unsupported', message: `monty runs python, not ${language}` }])
-    const parsed = await runWorkerJob(this.pool, { type: 'parse', id: ++this.nextJobId, code }, internalContext('monty-internal', 10_000, 16), new OutputCapture(1024), { label: NAME, killGraceMs: 1000 })
+    const parsed = await runWorkerJob(
+      this.pool,
+      { type: 'parse', id: ++this.nextJobId, code },
+      internalContext('monty-internal', 10_000, 16),
+      new OutputCapture(1024),
+      { label: NAME, killGraceMs: 1000 },
+    )
     if (parsed.status === 'ok') return report([])
     const error = parsed.error ?? { type: 'Error', message: parsed.message ?? parsed.status }
-    return report([{ severity: 'error', code: error.type === 'NotSupported' ? 'unsupported' : 'syntax', message: error.message, line: error.line, column: error.column }])
+    return report([
+      {
+        severity: 'error',
+        code: error.type === 'NotSupported' ? 'unsupported' : 'syntax',
+        message: error.message,
+        line: error.line,
+        column: error.column,
+      },
+    ])
   }
 
   /** Whether monty can run this code, decided by scanning it before running (routing escalates when not). */
@@ -226,7 +253,11 @@ export class MontyAdapter implements CodeExecutionAdapter {
     const checkedAt = new Date().toISOString()
     const probe = await this.execute({ language: 'python', code: '1 + 1' }, internalContext('monty-internal', 10_000, 16))
     if (probe.status === 'ok' && probe.value === 2) return { status: 'available', latencyMs: performance.now() - started, checkedAt }
-    return { status: 'unavailable', reason: `monty probe answered ${probe.status}: ${describeError(probe.message ?? probe.error?.message)}`, checkedAt }
+    return {
+      status: 'unavailable',
+      reason: `monty probe answered ${probe.status}: ${describeError(probe.message ?? probe.error?.message)}`,
+      checkedAt,
+    }
   }
 
   async closeSession(sessionId: string): Promise<boolean> {
@@ -255,7 +286,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
 /** Thrown from the print callback to stop an inline run whose output passed the cap. */
 const OUTPUT_CAP = new Error('execgate: output limit reached')
 
-const SESSIONS_WITHOUT_HOST_FUNCTIONS = "monty's sessions run in its REPL, which cannot call host functions (pyodide keeps sessions with them)"
+const SESSIONS_WITHOUT_HOST_FUNCTIONS =
+  "monty's sessions run in its REPL, which cannot call host functions (pyodide keeps sessions with them)"
 
 /** Modules monty provides (its own implementations; anything else is escalated to a full Python). */
 export const MONTY_MODULES = new Set(['math', 'json', 're', 'datetime', 'sys', 'typing', 'asyncio', 'os', 'dataclasses', 'pathlib'])

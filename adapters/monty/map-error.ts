@@ -31,7 +31,8 @@ export function mapMontyError(error: unknown): { status: ExecutionStatus; error:
     status,
     error: { type: errorType, message: text, ...position, ...(stack && stack !== text ? { stack: stack.slice(0, 4000) } : {}) },
   })
-  if (type === 'TimeoutError' && /time limit exceeded/.test(message)) return info('timeout', 'TimeoutError', `execution passed the time limit (${message})`)
+  if (type === 'TimeoutError' && /time limit exceeded/.test(message))
+    return info('timeout', 'TimeoutError', `execution passed the time limit (${message})`)
   if (type === 'MemoryError') return info('memory_limit', 'MemoryError', `memory limit reached: ${message}`)
   if (type === 'NotImplementedError' && /does not yet support|not implemented/.test(message)) {
     return info('error', 'NotSupported', `not supported by monty: ${message.replace(/^The monty syntax parser does not yet support /, '')}`)

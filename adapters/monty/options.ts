@@ -35,16 +35,41 @@ export type MontyAdapterOptions = Partial<MontyOptions> & {
 }
 
 export const MONTY_OPTIONS_SCHEMA: OptionSchema<MontyOptions> = {
-  maxRecursionDepth: { doc: 'Deepest Python call stack in monty', format: 'positive-int', default: 200, env: 'EXECGATE_ADAPTERS_MONTY_MAX_RECURSION_DEPTH' },
+  maxRecursionDepth: {
+    doc: 'Deepest Python call stack in monty',
+    format: 'positive-int',
+    default: 200,
+    env: 'EXECGATE_ADAPTERS_MONTY_MAX_RECURSION_DEPTH',
+  },
   workers: { doc: 'monty worker processes', format: 'positive-int', default: 2, env: 'EXECGATE_ADAPTERS_MONTY_WORKERS' },
-  killGraceMs: { doc: 'Time before an overdue monty worker is killed (ms)', format: 'non-negative-int', default: 50, env: 'EXECGATE_ADAPTERS_MONTY_KILL_GRACE_MS' },
+  killGraceMs: {
+    doc: 'Time before an overdue monty worker is killed (ms)',
+    format: 'non-negative-int',
+    default: 50,
+    env: 'EXECGATE_ADAPTERS_MONTY_KILL_GRACE_MS',
+  },
   inlineBudgetMs: {
     doc: 'Longest monty run on the calling thread before a worker takes it (ms)',
     format: 'non-negative-int',
     default: 20,
     env: 'EXECGATE_ADAPTERS_MONTY_INLINE_BUDGET_MS',
   },
-  inlineMemoryMiB: { doc: 'Memory a monty run on the calling thread may take before a worker process takes it (MiB)', format: 'positive-int', default: 8, env: 'EXECGATE_ADAPTERS_MONTY_INLINE_MEMORY_MI_B' },
-  maxWorkerMiB: { doc: 'Resident memory of a monty worker process past which its run is stopped (MiB)', format: 'positive-int', default: 512, env: 'EXECGATE_ADAPTERS_MONTY_MAX_WORKER_MI_B' },
-  recycleAboveMiB: { doc: 'Resident memory of a monty worker process past which it is replaced after a run (MiB)', format: 'positive-int', default: 160, env: 'EXECGATE_ADAPTERS_MONTY_RECYCLE_ABOVE_MI_B' },
+  inlineMemoryMiB: {
+    doc: 'Memory a monty run on the calling thread may take before a worker process takes it (MiB)',
+    format: 'positive-int',
+    default: 8,
+    env: 'EXECGATE_ADAPTERS_MONTY_INLINE_MEMORY_MI_B',
+  },
+  maxWorkerMiB: {
+    doc: 'Resident memory of a monty worker process past which its run is stopped (MiB)',
+    format: 'positive-int',
+    default: 512,
+    env: 'EXECGATE_ADAPTERS_MONTY_MAX_WORKER_MI_B',
+  },
+  recycleAboveMiB: {
+    doc: 'Resident memory of a monty worker process past which it is replaced after a run (MiB)',
+    format: 'positive-int',
+    default: 160,
+    env: 'EXECGATE_ADAPTERS_MONTY_RECYCLE_ABOVE_MI_B',
+  },
 }

@@ -8,20 +8,53 @@ import type { PythonScan } from '../../src/runtime'
  */
 const MISSING_ATTRIBUTES = new Set([
   // str
-  'format', 'format_map', 'maketrans', 'translate',
+  'format',
+  'format_map',
+  'maketrans',
+  'translate',
   // int, float
-  'is_integer', 'bit_length', 'bit_count', 'as_integer_ratio', 'to_bytes', 'from_bytes',
+  'is_integer',
+  'bit_length',
+  'bit_count',
+  'as_integer_ratio',
+  'to_bytes',
+  'from_bytes',
   // math
-  'hypot', 'fsum', 'prod', 'dist',
+  'hypot',
+  'fsum',
+  'prod',
+  'dist',
   // datetime
-  'isocalendar', 'toordinal', 'fromordinal', 'astimezone', 'timetuple',
+  'isocalendar',
+  'toordinal',
+  'fromordinal',
+  'astimezone',
+  'timetuple',
   // re, sys
-  'subn', 'maxsize',
+  'subn',
+  'maxsize',
   // function and exception metadata
-  '__doc__', '__name__', '__qualname__', '__cause__', '__context__', '__traceback__',
+  '__doc__',
+  '__name__',
+  '__qualname__',
+  '__cause__',
+  '__context__',
+  '__traceback__',
 ])
 
-const MISSING_BUILTINS = new Set(['issubclass', 'callable', 'vars', 'globals', 'locals', 'dir', 'format', 'ascii', 'memoryview', 'bytearray', 'complex'])
+const MISSING_BUILTINS = new Set([
+  'issubclass',
+  'callable',
+  'vars',
+  'globals',
+  'locals',
+  'dir',
+  'format',
+  'ascii',
+  'memoryview',
+  'bytearray',
+  'complex',
+])
 
 /** Present in monty but answering differently, with no error to rerun on: `casefold` is `lower` (`ß` stays). */
 const WRONG_ATTRIBUTES = new Set(['casefold'])
@@ -38,7 +71,10 @@ export function montyGap(scan: PythonScan): string | undefined {
   // monty refuses these at parse time (SyntaxError "not yet supported"); a thousands separator is common in money.
   const specs = scan.formatSpecs.filter((spec) => /[,_#]/.test(spec.replace(/\{[^}]*\}/g, '')))
   if (specs.length > 0) return `monty's f-strings have no ',', '_' or '#' in a format spec (${specs.map((spec) => `:${spec}`).join(', ')})`
-  const wrong = [...scan.attributes.filter((name) => WRONG_ATTRIBUTES.has(name)).map((name) => `.${name}`), ...new Set(scan.calls.map((call) => call.name).filter((name) => WRONG_BUILTINS.has(name)))]
+  const wrong = [
+    ...scan.attributes.filter((name) => WRONG_ATTRIBUTES.has(name)).map((name) => `.${name}`),
+    ...new Set(scan.calls.map((call) => call.name).filter((name) => WRONG_BUILTINS.has(name))),
+  ]
   if (wrong.length > 0) return `monty's ${wrong.join(', ')} answers differently from CPython`
   return undefined
 }

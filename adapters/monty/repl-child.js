@@ -24,7 +24,10 @@ function describe(error) {
   } catch {}
   const frame = frames[frames.length - 1] || {}
   return {
-    exception: { typeName: (error.exception && error.exception.typeName) || 'Error', message: (error.exception && error.exception.message) || String(error.message || error) },
+    exception: {
+      typeName: (error.exception && error.exception.typeName) || 'Error',
+      message: (error.exception && error.exception.message) || String(error.message || error),
+    },
     line: frame.line,
     column: frame.column,
     display,
@@ -35,7 +38,9 @@ process.on('message', (message) => {
   if (!message || message.type !== 'feed') return
   let repl
   try {
-    repl = message.state ? monty.MontyRepl.load(Buffer.from(message.state)) : new monty.MontyRepl({ scriptName: 'main.py', limits: message.limits })
+    repl = message.state
+      ? monty.MontyRepl.load(Buffer.from(message.state))
+      : new monty.MontyRepl({ scriptName: 'main.py', limits: message.limits })
   } catch (error) {
     return send({ type: 'result', id: message.id, status: 'internal_error', failure: describe(error), flushed: false })
   }

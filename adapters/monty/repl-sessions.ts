@@ -13,12 +13,7 @@ import {
   type ExecutionResult,
   type ExecutionStatus,
 } from '../../src/core'
-import {
-  RunController,
-  SessionStore,
-  stoppedOutcome,
-  type SessionLimits,
-} from '../../src/runtime'
+import { RunController, SessionStore, stoppedOutcome, type SessionLimits } from '../../src/runtime'
 import { mapMontyError } from './map-error'
 import { toJsonValue } from './to-json'
 
@@ -71,14 +66,22 @@ export class MontyReplSessions {
     return call
   }
 
-  private async feed(sessionId: string, code: string, state: Uint8Array | undefined, context: ExecutionContext, started: number): Promise<ExecutionResult> {
+  private async feed(
+    sessionId: string,
+    code: string,
+    state: Uint8Array | undefined,
+    context: ExecutionContext,
+    started: number,
+  ): Promise<ExecutionResult> {
     let child: NonNullable<MontyReplSessions['child']>
     try {
       child = this.start()
       await child.ready
     } catch (error) {
       this.sessions.keepAfterCall(sessionId, state, undefined)
-      return createResult('unavailable', 'monty', { message: `[execgate] [monty] the session process cannot start: ${describeError(error)}` })
+      return createResult('unavailable', 'monty', {
+        message: `[execgate] [monty] the session process cannot start: ${describeError(error)}`,
+      })
     }
     const id = ++this.nextId
     const marker = `execgate-end-${randomUUID()}`
@@ -118,18 +121,31 @@ export class MontyReplSessions {
         answer = message
         complete()
       }
-      const onExit = () => stop('error', 'InterpreterExited', `the monty session process exited${child.stderrTail ? `: ${child.stderrTail.trim().split('\n').pop()}` : ''}`)
+      const onExit = () =>
+        stop(
+          'error',
+          'InterpreterExited',
+          `the monty session process exited${child.stderrTail ? `: ${child.stderrTail.trim().split('\n').pop()}` : ''}`,
+        )
       child.process.stdout?.on('data', onData)
       child.process.on('message', onMessage)
       child.process.once('exit', onExit)
       run.start({ onStop: (cause) => finish(stoppedOutcome(cause, context.policy.wallTimeMs), true) })
       if (run.settled) return
-      const limits = { maxDurationSecs: Math.max(0.001, (context.deadline - performance.now()) / 1000), maxMemory: context.policy.memoryMb * 2 ** 20, maxRecursionDepth: this.maxRecursionDepth }
+      const limits = {
+        maxDurationSecs: Math.max(0.001, (context.deadline - performance.now()) / 1000),
+        maxMemory: context.policy.memoryMb * 2 ** 20,
+        maxRecursionDepth: this.maxRecursionDepth,
+      }
       child.process.send({ type: 'feed', id, code, marker, limits, ...(state ? { state } : {}) })
     })
     const answer = outcome.answer
     const kept = answer?.status === 'ok' ? answer.state : undefined
-    const message = this.sessions.keepAfterCall(sessionId, state, kept === undefined ? undefined : { bytes: kept.byteLength, state: () => kept })
+    const message = this.sessions.keepAfterCall(
+      sessionId,
+      state,
+      kept === undefined ? undefined : { bytes: kept.byteLength, state: () => kept },
+    )
     let status = outcome.status
     let error = outcome.error
     if (answer && answer.status !== 'ok') {
@@ -157,12 +173,19 @@ export class MontyReplSessions {
   private start(): NonNullable<MontyReplSessions['child']> {
     if (this.child && this.child.process.exitCode === null && !this.child.process.killed) return this.child
     // Nothing of the host's environment crosses; stdout is the REPL's print, read and capped here.
-    const child = fork(childScript(), [], { env: {}, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], serialization: 'advanced', execArgv: ['--max-old-space-size=256'] })
+    const child = fork(childScript(), [], {
+      env: {},
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      serialization: 'advanced',
+      execArgv: ['--max-old-space-size=256'],
+    })
     const entry = {
       process: child,
       stderrTail: '',
       ready: new Promise<void>((resolve, reject) => {
-        child.once('message', (message: { type?: string }) => (message?.type === 'ready' ? resolve() : reject(new Error('unexpected first message'))))
+        child.once('message', (message: { type?: string }) =>
+          message?.type === 'ready' ? resolve() : reject(new Error('unexpected first message')),
+        )
         child.once('exit', (code, signal) => reject(new Error(`it exited while starting (${signal ?? `code ${code}`})`)))
       }),
     }

@@ -29,13 +29,21 @@ const monty = require('@pydantic/monty') as MontyModule
 /** Thrown from the print callback to stop a run whose output passed the cap. */
 const OUTPUT_CAP = new Error('execgate: output limit reached')
 
-async function runWithHostFunctions(program: InstanceType<MontyModule['Monty']>, job: MontyJob, channel: WorkerJobChannel, printCallback: (stream: string, text: string) => void) {
+async function runWithHostFunctions(
+  program: InstanceType<MontyModule['Monty']>,
+  job: MontyJob,
+  channel: WorkerJobChannel,
+  printCallback: (stream: string, text: string) => void,
+) {
   const names = new Set(job.hostFunctions)
   const deadline = Date.now() + job.limits.maxDurationSecs * 1000
   let progress: unknown = program.start({ limits: job.limits, printCallback })
   for (;;) {
     if (progress instanceof monty.MontyComplete) return progress.output
-    if (Date.now() > deadline || cancelRequested(flags)) throw Object.assign(new Error('time limit exceeded'), { exception: { typeName: 'TimeoutError', message: 'time limit exceeded while waiting on host functions' } })
+    if (Date.now() > deadline || cancelRequested(flags))
+      throw Object.assign(new Error('time limit exceeded'), {
+        exception: { typeName: 'TimeoutError', message: 'time limit exceeded while waiting on host functions' },
+      })
     if (progress instanceof monty.MontyNameLookup) {
       // Resolving the name to a stand-in function makes monty call back here through a snapshot.
       progress = names.has(progress.variableName) ? progress.resume({ value: () => undefined }) : progress.resume()
@@ -61,13 +69,26 @@ async function run(job: MontyJob): Promise<void> {
   }
   try {
     const program = new monty.Monty(job.code, { scriptName: 'main.py' })
-    const value = job.hostFunctions.length > 0 ? await runWithHostFunctions(program, job, channel, printCallback) : program.run({ limits: job.limits, printCallback })
+    const value =
+      job.hostFunctions.length > 0
+        ? await runWithHostFunctions(program, job, channel, printCallback)
+        : program.run({ limits: job.limits, printCallback })
     channel.finish({ status: 'ok', value: toJsonValue(value), hostCalls: channel.hostCalls, ...retire() })
   } catch (error) {
     if (channel.outputExceeded) {
-      channel.finish({ status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' }, hostCalls: channel.hostCalls, ...retire() })
+      channel.finish({
+        status: 'output_limit',
+        error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' },
+        hostCalls: channel.hostCalls,
+        ...retire(),
+      })
     } else if (isFatalHostError(error)) {
-      channel.finish({ status: 'policy_violation', error: { type: 'PolicyViolation', code: error.code, message: error.message }, hostCalls: channel.hostCalls, ...retire() })
+      channel.finish({
+        status: 'policy_violation',
+        error: { type: 'PolicyViolation', code: error.code, message: error.message },
+        hostCalls: channel.hostCalls,
+        ...retire(),
+      })
     } else {
       channel.finish({ ...mapMontyError(error), hostCalls: channel.hostCalls, ...retire() })
     }
@@ -86,6 +107,13 @@ function parse(job: MontyParseJob): void {
 port.on('message', (message: ToWorker) => {
   if (message.type === 'hostResult') return settleHostCall(pendingHostCalls, message)
   if (message.type === 'parse') return parse(message)
-  run(message).catch((error) => port.postMessage({ type: 'result', id: message.id, status: 'internal_error', error: { type: 'InternalError', message: describeError(error) } }))
+  run(message).catch((error) =>
+    port.postMessage({
+      type: 'result',
+      id: message.id,
+      status: 'internal_error',
+      error: { type: 'InternalError', message: describeError(error) },
+    }),
+  )
 })
 port.postMessage({ type: 'ready' })

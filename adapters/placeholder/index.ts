@@ -31,8 +31,15 @@ export class PlaceholderAdapter implements CodeExecutionAdapter {
     isolation: 'none: nothing runs',
     // Nothing runs, so every limit trivially holds.
     enforcement: enforcementTable({
-      wallTime: 'hard', cpuTime: 'hard', memory: 'hard', output: 'hard', network: 'hard',
-      filesystem: 'hard', imports: 'hard', hostCalls: 'hard', processes: 'hard',
+      wallTime: 'hard',
+      cpuTime: 'hard',
+      memory: 'hard',
+      output: 'hard',
+      network: 'hard',
+      filesystem: 'hard',
+      imports: 'hard',
+      hostCalls: 'hard',
+      processes: 'hard',
     }),
     sessions: false,
     hostFunctions: false,

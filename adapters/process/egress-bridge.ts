@@ -140,15 +140,34 @@ export function writeEgressBridgeFiles(): EgressBridgeFiles {
 /** bwrap arguments that give a run its way out through the gateway: the socket, the forwarder, the variables. */
 export function egressBridgeArgs(files: EgressBridgeFiles, socketPath: string, python: string, language: string): string[] {
   const proxyVariables = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'].flatMap((name) => ['--setenv', name, EGRESS_PROXY_URL])
-  const node = language === 'javascript' && files.undici
-    ? ['--ro-bind', files.undici, EGRESS_PATHS.undici, '--ro-bind', files.nodePreload, EGRESS_PATHS.nodePreload, '--setenv', 'NODE_OPTIONS', `--require=${EGRESS_PATHS.nodePreload}`]
-    : []
+  const node =
+    language === 'javascript' && files.undici
+      ? [
+          '--ro-bind',
+          files.undici,
+          EGRESS_PATHS.undici,
+          '--ro-bind',
+          files.nodePreload,
+          EGRESS_PATHS.nodePreload,
+          '--setenv',
+          'NODE_OPTIONS',
+          `--require=${EGRESS_PATHS.nodePreload}`,
+        ]
+      : []
   return [
-    '--ro-bind', socketPath, EGRESS_PATHS.socket,
-    '--ro-bind', files.forwarder, EGRESS_PATHS.forwarder,
-    '--setenv', 'EXECGATE_EGRESS_FORWARDER', python,
+    '--ro-bind',
+    socketPath,
+    EGRESS_PATHS.socket,
+    '--ro-bind',
+    files.forwarder,
+    EGRESS_PATHS.forwarder,
+    '--setenv',
+    'EXECGATE_EGRESS_FORWARDER',
+    python,
     ...proxyVariables,
-    '--setenv', 'NO_PROXY', '',
+    '--setenv',
+    'NO_PROXY',
+    '',
     ...node,
   ]
 }

@@ -127,7 +127,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     }
     this.warm =
       settings.warmPython && (this.capabilities.packages?.length ?? 0) > 0
-        ? new WarmPython({ bwrapPath: settings.bwrapPath, pythonPath: settings.pythonPath, workspaceMb: settings.workspaceMb, maxOpenFiles: settings.maxOpenFiles, asRoot, seccompFilter: seccomp })
+        ? new WarmPython({
+            bwrapPath: settings.bwrapPath,
+            pythonPath: settings.pythonPath,
+            workspaceMb: settings.workspaceMb,
+            maxOpenFiles: settings.maxOpenFiles,
+            asRoot,
+            seccompFilter: seccomp,
+          })
         : undefined
   }
 
@@ -144,7 +151,9 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const started = performance.now()
     this.learningVersions ??= learnInterpreterVersions(this.plan.interpreters, this.engineVersions)
     if (!(LANGUAGES as readonly string[]).includes(request.language)) {
-      return createResult('invalid_request', NAME, { message: `[execgate] [process] the process adapter runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+      return createResult('invalid_request', NAME, {
+        message: `[execgate] [process] the process adapter runs ${LANGUAGES.join(', ')}, not ${request.language}`,
+      })
     }
     try {
       const result = await this.run(request, context, started)
@@ -154,7 +163,10 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       }
       return result
     } catch (error) {
-      return createResult('internal_error', NAME, { message: `[execgate] [process] ${describeError(error)}`, error: { type: 'InternalError', message: describeError(error) } })
+      return createResult('internal_error', NAME, {
+        message: `[execgate] [process] ${describeError(error)}`,
+        error: { type: 'InternalError', message: describeError(error) },
+      })
     }
   }
 
@@ -164,12 +176,27 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const collectFiles = context.policy.filesystem === 'sandboxed'
     const files = context.files ?? request.files ?? []
     // The warm path has no egress bridge: a run with network rules runs cold, through the gateway.
-    const warm = language === 'python' && !collectFiles && context.policy.network === 'none' && this.warm?.wants(request.code, context.policy) === true
+    const warm =
+      language === 'python' && !collectFiles && context.policy.network === 'none' && this.warm?.wants(request.code, context.policy) === true
     const run = await this.track(
-      this.sandboxed({ language, policy: context.policy, mode: 'run', withFiles: files.length > 0, collectFiles, warm, ...(warm ? {} : await this.egressFor(context)) }, request.code, context, output, {
-        filesArchive: files.length > 0 ? packFiles(files) : undefined,
-        stdin: request.stdin,
-      }),
+      this.sandboxed(
+        {
+          language,
+          policy: context.policy,
+          mode: 'run',
+          withFiles: files.length > 0,
+          collectFiles,
+          warm,
+          ...(warm ? {} : await this.egressFor(context)),
+        },
+        request.code,
+        context,
+        output,
+        {
+          filesArchive: files.length > 0 ? packFiles(files) : undefined,
+          stdin: request.stdin,
+        },
+      ),
     )
     const outcome = classifyExit(run, context.policy, output.finish().stderr)
     const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
@@ -182,7 +209,11 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       error: outcome.error,
       files: workspace?.files,
       ...(workspace?.skipped.length || run.archiveCut
-        ? { message: outcome.error?.message ?? `workspace: ${[...(workspace?.skipped ?? []), ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : [])].join('; ')}` }
+        ? {
+            message:
+              outcome.error?.message ??
+              `workspace: ${[...(workspace?.skipped ?? []), ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : [])].join('; ')}`,
+          }
         : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
     })
@@ -214,14 +245,30 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       } catch (error) {
         controller.restartClock()
         controller.settle()
-        return { stoppedFor: context.signal.aborted ? 'cancelled' : 'timeout', exitCode: null, signal: null, report: '', archiveCut: false, wallMs: 0, spawnError: (error as Error).message }
+        return {
+          stoppedFor: context.signal.aborted ? 'cancelled' : 'timeout',
+          exitCode: null,
+          signal: null,
+          report: '',
+          archiveCut: false,
+          wallMs: 0,
+          spawnError: (error as Error).message,
+        }
       }
       controller.restartClock()
     }
     let run: SpawnedRun | undefined
     try {
       if (shape.warm && this.warm) {
-        run = await this.warm.run({ uid, code, ...extra, policy: shape.policy, controller, output, reportLimitBytes: context.policy.outputBytes + 4096 })
+        run = await this.warm.run({
+          uid,
+          code,
+          ...extra,
+          policy: shape.policy,
+          controller,
+          output,
+          reportLimitBytes: context.policy.outputBytes + 4096,
+        })
         return run
       }
       this.prepareRunner(shape.language)
@@ -264,8 +311,18 @@ export class ProcessAdapter implements CodeExecutionAdapter {
    * workspace of its own; each exec is a fresh bubblewrap run over that folder.
    */
   async openSandbox(options: SandboxOpenOptions): Promise<ProcessSandbox> {
-    const directory = await claimDirectory(this.persistent.root, options.id, { ...(this.persistent.uids ? { uids: this.persistent.uids } : {}), workspaceMb: this.plan.workspaceMb })
-    const sandbox: ProcessSandbox = new ProcessSandbox(options.id, this.plan, directory, Math.min(options.limits.maxFileBytes, this.plan.workspaceMb * 2 ** 20), (language) => this.prepareRunner(language), () => this.sandboxes.delete(sandbox))
+    const directory = await claimDirectory(this.persistent.root, options.id, {
+      ...(this.persistent.uids ? { uids: this.persistent.uids } : {}),
+      workspaceMb: this.plan.workspaceMb,
+    })
+    const sandbox: ProcessSandbox = new ProcessSandbox(
+      options.id,
+      this.plan,
+      directory,
+      Math.min(options.limits.maxFileBytes, this.plan.workspaceMb * 2 ** 20),
+      (language) => this.prepareRunner(language),
+      () => this.sandboxes.delete(sandbox),
+    )
     this.sandboxes.add(sandbox)
     return sandbox
   }
@@ -282,20 +339,62 @@ export class ProcessAdapter implements CodeExecutionAdapter {
 
   /** Compiles the code with the real interpreter, in the same sandbox (`bash -n`, `compile`, `new vm.Script`). */
   async validate(code: string, language: Language): Promise<ValidationReport> {
-    const report = (issues: ValidationReport['issues']): ValidationReport => ({ valid: !issues.some((item) => item.severity === 'error'), language, validator: NAME, issues, implemented: true })
-    if (!(LANGUAGES as readonly string[]).includes(language)) return report([{ severity: 'error', code: 'unsupported', message: `the process adapter runs ${LANGUAGES.join(', ')}, not ${language}` }])
+    const report = (issues: ValidationReport['issues']): ValidationReport => ({
+      valid: !issues.some((item) => item.severity === 'error'),
+      language,
+      validator: NAME,
+      issues,
+      implemented: true,
+    })
+    if (!(LANGUAGES as readonly string[]).includes(language))
+      return report([
+        { severity: 'error', code: 'unsupported', message: `the process adapter runs ${LANGUAGES.join(', ')}, not ${language}` },
+      ])
     const policy: SecurityPolicy = {
-      wallTimeMs: 5000, cpuTimeMs: 5000, memoryMb: 256, outputBytes: 64 * 1024, network: 'none', filesystem: 'none',
-      allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 32, required: [],
+      wallTimeMs: 5000,
+      cpuTimeMs: 5000,
+      memoryMb: 256,
+      outputBytes: 64 * 1024,
+      network: 'none',
+      filesystem: 'none',
+      allowedImports: [],
+      hostCalls: { maxCount: 0, maxTotalMs: 0 },
+      maxProcesses: 32,
+      required: [],
     }
-    const context: ExecutionContext = { traceId: 'process-validate', policy, signal: new AbortController().signal, deadline: performance.now() + policy.wallTimeMs }
+    const context: ExecutionContext = {
+      traceId: 'process-validate',
+      policy,
+      signal: new AbortController().signal,
+      deadline: performance.now() + policy.wallTimeMs,
+    }
     const output = new OutputCapture(policy.outputBytes)
-    const run = await this.track(this.sandboxed({ language: language as ProcessLanguage, policy, mode: 'check', withFiles: false, collectFiles: false }, code, context, output, {}))
+    const run = await this.track(
+      this.sandboxed(
+        { language: language as ProcessLanguage, policy, mode: 'check', withFiles: false, collectFiles: false },
+        code,
+        context,
+        output,
+        {},
+      ),
+    )
     const stderr = output.finish().stderr.trim()
     const outcome = classifyExit(run, policy, stderr)
     if (outcome.status === 'ok') return report([])
-    if (outcome.status !== 'error') return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: outcome.error?.message ?? outcome.status }]), implemented: false }
-    return report([{ severity: 'error', code: 'syntax', message: outcome.error?.message || stderr.split('\n').pop() || 'does not compile', line: outcome.error?.line, column: outcome.error?.column }])
+    if (outcome.status !== 'error')
+      return {
+        ...report([{ severity: 'warning', code: 'validator_unavailable', message: outcome.error?.message ?? outcome.status }]),
+        implemented: false,
+      }
+    return report([
+      {
+        severity: 'error',
+        code: 'syntax',
+        message: outcome.error?.message || stderr.split('\n').pop() || 'does not compile',
+        line: outcome.error?.line,
+        column: outcome.error?.column,
+      },
+    ])
   }
 
   /** Says exactly what is missing: bwrap, dash, an interpreter, or user namespaces; then runs a probe. */
@@ -309,19 +408,30 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       ['bash', this.plan.interpreters.bash],
     ].filter(([, file]) => !isExecutable(file))
     if (missing.length > 0) {
-      return { status: 'unavailable', reason: `not installed: ${missing.map(([what, file]) => `${what} at ${file}`).join(', ')}`, checkedAt }
+      return {
+        status: 'unavailable',
+        reason: `not installed: ${missing.map(([what, file]) => `${what} at ${file}`).join(', ')}`,
+        checkedAt,
+      }
     }
     const started = performance.now()
     const probe = await this.execute({ language: 'bash', code: 'echo ready' }, probeContext())
     await this.learningVersions
     if (probe.status !== 'ok' || !probe.stdout.includes('ready')) {
       const detail = `${probe.message ?? probe.status} ${probe.stderr}`.trim()
-      const hint = /namespace|Operation not permitted|setting up uid map/i.test(detail) ? ' (user namespaces are disabled or restricted for this user: sysctl kernel.unprivileged_userns_clone=1)' : ''
+      const hint = /namespace|Operation not permitted|setting up uid map/i.test(detail)
+        ? ' (user namespaces are disabled or restricted for this user: sysctl kernel.unprivileged_userns_clone=1)'
+        : ''
       return { status: 'unavailable', reason: `the sandbox does not start: ${detail}${hint}`, checkedAt }
     }
     const latencyMs = performance.now() - started
     if (!this.uids) {
-      return { status: 'degraded', reason: 'execgate is not running as root, so sandboxes share its uid and the process cap (RLIMIT_NPROC) cannot be enforced per run', latencyMs, checkedAt }
+      return {
+        status: 'degraded',
+        reason: 'execgate is not running as root, so sandboxes share its uid and the process cap (RLIMIT_NPROC) cannot be enforced per run',
+        latencyMs,
+        checkedAt,
+      }
     }
     return { status: 'available', latencyMs, checkedAt }
   }
@@ -353,8 +463,16 @@ function isExecutable(file: string): boolean {
 
 function probeContext(): ExecutionContext {
   const policy: SecurityPolicy = {
-    wallTimeMs: 5000, cpuTimeMs: 5000, memoryMb: 64, outputBytes: 1024, network: 'none', filesystem: 'none',
-    allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 4, required: [],
+    wallTimeMs: 5000,
+    cpuTimeMs: 5000,
+    memoryMb: 64,
+    outputBytes: 1024,
+    network: 'none',
+    filesystem: 'none',
+    allowedImports: [],
+    hostCalls: { maxCount: 0, maxTotalMs: 0 },
+    maxProcesses: 4,
+    required: [],
   }
   return { traceId: 'process-availability', policy, signal: new AbortController().signal, deadline: performance.now() + policy.wallTimeMs }
 }

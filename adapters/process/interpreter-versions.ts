@@ -14,12 +14,17 @@ const PATTERNS: Readonly<Record<string, RegExp>> = {
 
 function versionOf(file: string, pattern: RegExp): Promise<string | undefined> {
   return new Promise((resolve) => {
-    execFile(file, ['--version'], { timeout: 10_000, env: {} }, (error, stdout, stderr) => resolve(error ? undefined : pattern.exec(`${stdout}${stderr}`)?.[1]))
+    execFile(file, ['--version'], { timeout: 10_000, env: {} }, (error, stdout, stderr) =>
+      resolve(error ? undefined : pattern.exec(`${stdout}${stderr}`)?.[1]),
+    )
   })
 }
 
 /** Fills `into` with `python3`, `sandbox-node` and `bash` versions as they arrive; never rejects. */
-export async function learnInterpreterVersions(interpreters: { python: string; javascript: string; bash: string }, into: Record<string, string>): Promise<void> {
+export async function learnInterpreterVersions(
+  interpreters: { python: string; javascript: string; bash: string },
+  into: Record<string, string>,
+): Promise<void> {
   const files: Record<string, string> = { python3: interpreters.python, 'sandbox-node': interpreters.javascript, bash: interpreters.bash }
   await Promise.all(
     Object.entries(files).map(async ([name, file]) => {

@@ -48,9 +48,24 @@ function uidRange(value: unknown): void {
 
 export const PROCESS_OPTIONS_SCHEMA: OptionSchema<ProcessOptions> = {
   bwrapPath: { doc: 'bubblewrap binary', format: String, default: '/usr/bin/bwrap', env: 'EXECGATE_ADAPTERS_PROCESS_BWRAP_PATH' },
-  shellPath: { doc: 'dash, the sandbox launcher that sets the rlimits', format: String, default: '/usr/bin/dash', env: 'EXECGATE_ADAPTERS_PROCESS_SHELL_PATH' },
-  pythonPath: { doc: 'Python interpreter for the process adapter', format: String, default: '/usr/bin/python3', env: 'EXECGATE_ADAPTERS_PROCESS_PYTHON_PATH' },
-  nodePath: { doc: 'node binary for the process adapter', format: String, default: '/usr/bin/node', env: 'EXECGATE_ADAPTERS_PROCESS_NODE_PATH' },
+  shellPath: {
+    doc: 'dash, the sandbox launcher that sets the rlimits',
+    format: String,
+    default: '/usr/bin/dash',
+    env: 'EXECGATE_ADAPTERS_PROCESS_SHELL_PATH',
+  },
+  pythonPath: {
+    doc: 'Python interpreter for the process adapter',
+    format: String,
+    default: '/usr/bin/python3',
+    env: 'EXECGATE_ADAPTERS_PROCESS_PYTHON_PATH',
+  },
+  nodePath: {
+    doc: 'node binary for the process adapter',
+    format: String,
+    default: '/usr/bin/node',
+    env: 'EXECGATE_ADAPTERS_PROCESS_NODE_PATH',
+  },
   bashPath: { doc: 'bash for the process adapter', format: String, default: '/usr/bin/bash', env: 'EXECGATE_ADAPTERS_PROCESS_BASH_PATH' },
   sandboxUids: {
     doc: 'Host uid range the sandboxes run as (first-last), when execgate runs as root',
@@ -64,8 +79,23 @@ export const PROCESS_OPTIONS_SCHEMA: OptionSchema<ProcessOptions> = {
     default: '61100-61163',
     env: 'EXECGATE_ADAPTERS_PROCESS_PERSISTENT_UIDS',
   },
-  persistentDir: { doc: "Folder of persistent sandboxes' directories (empty: <tmpdir>/execgate-sandboxes)", format: String, default: '', env: 'EXECGATE_ADAPTERS_PROCESS_PERSISTENT_DIR' },
+  persistentDir: {
+    doc: "Folder of persistent sandboxes' directories (empty: <tmpdir>/execgate-sandboxes)",
+    format: String,
+    default: '',
+    env: 'EXECGATE_ADAPTERS_PROCESS_PERSISTENT_DIR',
+  },
   workspaceMb: { doc: 'tmpfs workspace size (MiB)', format: 'positive-int', default: 64, env: 'EXECGATE_ADAPTERS_PROCESS_WORKSPACE_MB' },
-  maxOpenFiles: { doc: 'Open files per sandboxed process', format: 'positive-int', default: 256, env: 'EXECGATE_ADAPTERS_PROCESS_MAX_OPEN_FILES' },
-  warmPython: { doc: 'Keep a warm data interpreter that forks a sandboxed child per data run', format: Boolean, default: true, env: 'EXECGATE_ADAPTERS_PROCESS_WARM_PYTHON' },
+  maxOpenFiles: {
+    doc: 'Open files per sandboxed process',
+    format: 'positive-int',
+    default: 256,
+    env: 'EXECGATE_ADAPTERS_PROCESS_MAX_OPEN_FILES',
+  },
+  warmPython: {
+    doc: 'Keep a warm data interpreter that forks a sandboxed child per data run',
+    format: Boolean,
+    default: true,
+    env: 'EXECGATE_ADAPTERS_PROCESS_WARM_PYTHON',
+  },
 }

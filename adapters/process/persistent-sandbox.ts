@@ -49,7 +49,9 @@ export class ProcessSandbox implements AdapterSandbox {
   async exec(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
     if (!(LANGUAGES as readonly string[]).includes(request.language)) {
-      return createResult('invalid_request', 'process', { message: `[execgate] [process] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}` })
+      return createResult('invalid_request', 'process', {
+        message: `[execgate] [process] a sandbox runs ${LANGUAGES.join(', ')}, not ${request.language}`,
+      })
     }
     if (this.closing) return createResult('unavailable', 'process', { message: `[execgate] [process] sandbox ${this.id} is closed` })
     const language = request.language as ProcessLanguage
@@ -58,7 +60,10 @@ export class ProcessSandbox implements AdapterSandbox {
     const uid = this.directory.uid
     try {
       this.prepare(language)
-      const command = sandboxCommand({ ...this.plan, dedicatedUid: uid !== undefined }, { language, policy, mode: 'run', withFiles: false, collectFiles: false, persistentWorkspace: this.directory.workspace })
+      const command = sandboxCommand(
+        { ...this.plan, dedicatedUid: uid !== undefined },
+        { language, policy, mode: 'run', withFiles: false, collectFiles: false, persistentWorkspace: this.directory.workspace },
+      )
       const run = await spawnSandbox({
         ...command,
         uid,
@@ -76,9 +81,17 @@ export class ProcessSandbox implements AdapterSandbox {
       const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
       const captured = output.finish(valueBytes(returned))
       const status: ExecutionStatus = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
-      return createResult(status, 'process', { ...captured, value: returned, error: outcome.error, usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes } })
+      return createResult(status, 'process', {
+        ...captured,
+        value: returned,
+        error: outcome.error,
+        usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
+      })
     } catch (error) {
-      return createResult('internal_error', 'process', { message: `[execgate] [process] ${describeError(error)}`, error: { type: 'InternalError', message: describeError(error) } })
+      return createResult('internal_error', 'process', {
+        message: `[execgate] [process] ${describeError(error)}`,
+        error: { type: 'InternalError', message: describeError(error) },
+      })
     }
   }
 

@@ -76,4 +76,3 @@ export const NODE_RUNNER = nodeRunner({
   load: `fs.readFileSync('${SANDBOX_PATHS.code}', 'utf8')`,
   send: `(text) => fs.writeSync(${FD.result}, text)`,
 })
-

@@ -68,7 +68,10 @@ function claimUid(range: { first: number; last: number }): Promise<number> {
         }
       }
     }
-    throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'process', detail: `every uid of adapters.process.persistentUids (${range.first}-${range.last}) holds a live sandbox` })
+    throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', {
+      name: 'process',
+      detail: `every uid of adapters.process.persistentUids (${range.first}-${range.last}) holds a live sandbox`,
+    })
   })()
 }
 
@@ -79,7 +82,11 @@ async function releaseUid(uid: number): Promise<void> {
 }
 
 /** Makes a sandbox's folder (and, as root, claims its uid and mounts its workspace). */
-export async function claimDirectory(root: string, id: string, options: { uids?: { first: number; last: number }; workspaceMb: number }): Promise<SandboxDirectory> {
+export async function claimDirectory(
+  root: string,
+  id: string,
+  options: { uids?: { first: number; last: number }; workspaceMb: number },
+): Promise<SandboxDirectory> {
   fs.mkdirSync(root, { recursive: true, mode: 0o711 })
   // Traversable by the sandboxes' uids (each folder below is their own), listable by nobody else.
   fs.chmodSync(root, 0o711)
@@ -93,7 +100,11 @@ export async function claimDirectory(root: string, id: string, options: { uids?:
     let mounted = false
     if (uid !== undefined) {
       try {
-        await run('mount', ['-t', 'tmpfs', '-o', `size=${options.workspaceMb}m,mode=0700,uid=${uid},gid=${uid},nosuid,nodev`, 'tmpfs', workspace], { timeout: 10_000 })
+        await run(
+          'mount',
+          ['-t', 'tmpfs', '-o', `size=${options.workspaceMb}m,mode=0700,uid=${uid},gid=${uid},nosuid,nodev`, 'tmpfs', workspace],
+          { timeout: 10_000 },
+        )
         mounted = true
       } catch {
         // No mount here (a container without the capability): a plain folder the sandbox's uid owns.
@@ -111,7 +122,10 @@ export async function claimDirectory(root: string, id: string, options: { uids?:
 function isMountPoint(target: string): boolean {
   try {
     const escaped = target.replace(/[ \t\n\\]/g, (char) => `\\${char.charCodeAt(0).toString(8).padStart(3, '0')}`)
-    return fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((line) => line.split(' ')[4] === escaped)
+    return fs
+      .readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .some((line) => line.split(' ')[4] === escaped)
   } catch {
     return false
   }
@@ -122,7 +136,9 @@ export async function releaseDirectory(directory: Pick<SandboxDirectory, 'folder
   if (directory.uid !== undefined) await killProcessesOf(directory.uid)
   const workspace = path.join(directory.folder, 'workspace')
   if (isMountPoint(workspace)) {
-    await run('umount', [workspace], { timeout: 10_000 }).catch(() => run('umount', ['-l', workspace], { timeout: 10_000 }).catch(() => undefined))
+    await run('umount', [workspace], { timeout: 10_000 }).catch(() =>
+      run('umount', ['-l', workspace], { timeout: 10_000 }).catch(() => undefined),
+    )
   }
   // Not following links: whatever the sandbox left in its workspace is removed as itself.
   await fs.promises.rm(directory.folder, { recursive: true, force: true })
@@ -136,7 +152,10 @@ export async function sweepDirectories(root: string): Promise<number> {
     const folder = path.join(root, entry)
     if (!abandoned(path.join(folder, OWNER_FILE), folder)) continue
     const uid = Number(safeRead(path.join(folder, OWNER_FILE)).split('\n')[2]) || undefined
-    await releaseDirectory({ folder, uid }).then(() => released++, () => undefined)
+    await releaseDirectory({ folder, uid }).then(
+      () => released++,
+      () => undefined,
+    )
   }
   for (const entry of safeReaddir(UID_CLAIMS)) {
     const uid = Number(/^uid-(\d+)$/.exec(entry)?.[1])

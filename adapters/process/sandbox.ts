@@ -57,7 +57,11 @@ export function compilePythonRunner(python: string): string | undefined {
     const source = path.join(directory, 'runner.py')
     const compiled = path.join(directory, 'runner.pyc')
     fs.writeFileSync(source, PYTHON_RUNNER, { mode: 0o644 })
-    const child = spawnSync(python, ['-I', '-c', 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)', source, compiled], { timeout: 10_000 })
+    const child = spawnSync(
+      python,
+      ['-I', '-c', 'import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)', source, compiled],
+      { timeout: 10_000 },
+    )
     if (child.status !== 0 || !fs.existsSync(compiled)) return undefined
     fs.chmodSync(compiled, 0o644)
     return compiled
@@ -101,7 +105,14 @@ function programArgv(plan: SandboxPlan, shape: RunShape): string[] {
   switch (shape.language) {
     case 'python':
       // -I: no user site, no PYTHON* variables, no script dir on sys.path; -u: output streams as it is written.
-      return [plan.interpreters.python, '-I', '-B', '-u', ...(plan.pythonRunnerPyc ? [RUNNER_PYC] : ['-c', PYTHON_RUNNER]), ...(shape.mode === 'check' ? ['check'] : ['run', shape.policy.allowedImports.join(',')])]
+      return [
+        plan.interpreters.python,
+        '-I',
+        '-B',
+        '-u',
+        ...(plan.pythonRunnerPyc ? [RUNNER_PYC] : ['-c', PYTHON_RUNNER]),
+        ...(shape.mode === 'check' ? ['check'] : ['run', shape.policy.allowedImports.join(',')]),
+      ]
     case 'javascript':
       return [plan.interpreters.javascript, `--max-old-space-size=${shape.policy.memoryMb}`, '-e', NODE_RUNNER, ...check]
     case 'bash':
@@ -144,37 +155,68 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     '--as-pid-1',
     '--die-with-parent',
     '--new-session',
-    '--cap-drop', 'ALL',
-    '--hostname', 'sandbox',
+    '--cap-drop',
+    'ALL',
+    '--hostname',
+    'sandbox',
     '--clearenv',
-    '--setenv', 'PATH', '/usr/bin:/bin',
-    '--setenv', 'HOME', SANDBOX_PATHS.workspace,
-    '--setenv', 'TMPDIR', '/tmp',
-    '--setenv', 'LANG', 'C.UTF-8',
+    '--setenv',
+    'PATH',
+    '/usr/bin:/bin',
+    '--setenv',
+    'HOME',
+    SANDBOX_PATHS.workspace,
+    '--setenv',
+    'TMPDIR',
+    '/tmp',
+    '--setenv',
+    'LANG',
+    'C.UTF-8',
     // The data Python: charts render off-screen, and matplotlib's caches go to the run's own /tmp.
-    '--setenv', 'MPLBACKEND', 'Agg',
-    '--setenv', 'MPLCONFIGDIR', '/tmp/matplotlib',
+    '--setenv',
+    'MPLBACKEND',
+    'Agg',
+    '--setenv',
+    'MPLCONFIGDIR',
+    '/tmp/matplotlib',
     // bash has no recursion limit of its own: `f() { f; }; f` grows until it segfaults, seconds later. FUNCNEST
     // ends it at once with an error (classify.ts names it); code that unsets it still only crashes its own sandbox.
     ...(shape.language === 'bash' ? ['--setenv', 'FUNCNEST', String(BASH_FUNCTION_NESTING)] : []),
     ...(shape.collectFiles ? ['--setenv', 'EXECGATE_COLLECT', '1'] : []),
     ...(runsDirect(shape) ? ['--setenv', 'EXECGATE_EXEC', '1'] : []),
     ...binds,
-    '--tmpfs', '/usr/local', // pyenv, nvm and friends live here: not the OS interpreter, and may hold secrets
-    '--symlink', 'usr/bin', '/bin',
-    '--symlink', 'usr/sbin', '/sbin',
-    '--symlink', 'usr/lib', '/lib',
-    '--symlink', 'usr/lib64', '/lib64',
+    '--tmpfs',
+    '/usr/local', // pyenv, nvm and friends live here: not the OS interpreter, and may hold secrets
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/sbin',
+    '/sbin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
     ...hostFiles,
-    '--proc', '/proc',
-    '--dev', '/dev',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
     ...workspaceMount(plan, shape),
-    '--size', String(16 * 2 ** 20), '--tmpfs', '/tmp',
-    '--ro-bind-data', String(FD.code), SANDBOX_PATHS.code,
+    '--size',
+    String(16 * 2 ** 20),
+    '--tmpfs',
+    '/tmp',
+    '--ro-bind-data',
+    String(FD.code),
+    SANDBOX_PATHS.code,
     ...(plan.pythonRunnerPyc && shape.language === 'python' ? ['--ro-bind', plan.pythonRunnerPyc, RUNNER_PYC] : []),
     ...(shape.withFiles ? ['--ro-bind-data', String(FD.filesIn), SANDBOX_PATHS.filesIn] : []),
     ...(shape.egress ? egressBridgeArgs(shape.egress.files, shape.egress.socketPath, plan.interpreters.python, shape.language) : []),
-    '--chdir', SANDBOX_PATHS.workspace,
+    '--chdir',
+    SANDBOX_PATHS.workspace,
     // Installed by bwrap after it has made the namespaces (which need unshare and mount), before the launcher runs.
     ...(plan.seccompFilter ? ['--seccomp', String(FD.seccomp)] : []),
   ]

@@ -81,7 +81,16 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
     const { controller } = options
     let stoppedFor: StopReason | undefined
     let archiveCut = false
-    const stdio: Array<'pipe' | 'ignore'> = ['pipe', 'pipe', 'pipe', 'pipe', options.filesArchive ? 'pipe' : 'ignore', 'pipe', options.collectFiles ? 'pipe' : 'ignore', ...(options.seccompFilter ? ['pipe' as const] : [])]
+    const stdio: Array<'pipe' | 'ignore'> = [
+      'pipe',
+      'pipe',
+      'pipe',
+      'pipe',
+      options.filesArchive ? 'pipe' : 'ignore',
+      'pipe',
+      options.collectFiles ? 'pipe' : 'ignore',
+      ...(options.seccompFilter ? ['pipe' as const] : []),
+    ]
     let child: ReturnType<typeof spawn>
     try {
       child = spawn(options.file, options.args, {
@@ -111,7 +120,8 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       const stream = child.stdio[name === 'stdout' ? 1 : 2] as Readable
       stream.setEncoding('utf8')
       stream.on('data', (text: string) => {
-        if (!options.output.write(name, text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES) controller.stop('output_limit')
+        if (!options.output.write(name, text) && options.output.totalBytes > options.output.limitBytes + OVERFLOW_DRAIN_BYTES)
+          controller.stop('output_limit')
       })
       stream.on('error', () => {})
     }

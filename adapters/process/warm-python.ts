@@ -107,37 +107,89 @@ export class WarmPython {
     const runsFolder = path.join(this.folder, 'runs')
     fs.mkdirSync(runsFolder, { recursive: true, mode: 0o711 })
     const namespaces = this.plan.asRoot
-      ? ['--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_KILL']
+      ? [
+          '--unshare-pid',
+          '--unshare-net',
+          '--unshare-ipc',
+          '--unshare-uts',
+          '--unshare-cgroup-try',
+          '--cap-add',
+          'CAP_SETUID',
+          '--cap-add',
+          'CAP_SETGID',
+          '--cap-add',
+          'CAP_KILL',
+        ]
       : ['--unshare-all']
     const args = [
       ...namespaces,
       '--die-with-parent',
       '--new-session',
-      '--hostname', 'sandbox',
+      '--hostname',
+      'sandbox',
       '--clearenv',
-      '--setenv', 'PATH', '/usr/bin:/bin',
-      '--setenv', 'HOME', '/tmp',
-      '--setenv', 'LANG', 'C.UTF-8',
-      '--setenv', 'MPLBACKEND', 'Agg',
-      '--setenv', 'MPLCONFIGDIR', '/tmp/matplotlib',
-      '--setenv', 'XDG_CACHE_HOME', '/tmp/cache',
+      '--setenv',
+      'PATH',
+      '/usr/bin:/bin',
+      '--setenv',
+      'HOME',
+      '/tmp',
+      '--setenv',
+      'LANG',
+      'C.UTF-8',
+      '--setenv',
+      'MPLBACKEND',
+      'Agg',
+      '--setenv',
+      'MPLCONFIGDIR',
+      '/tmp/matplotlib',
+      '--setenv',
+      'XDG_CACHE_HOME',
+      '/tmp/cache',
       // One BLAS thread: a fork copies only the calling thread, and each run's process cap counts threads.
-      '--setenv', 'OPENBLAS_NUM_THREADS', '1',
-      '--setenv', 'OMP_NUM_THREADS', '1',
-      '--ro-bind', '/usr', '/usr',
-      '--tmpfs', '/usr/local',
-      '--symlink', 'usr/bin', '/bin',
-      '--symlink', 'usr/lib', '/lib',
-      '--symlink', 'usr/lib64', '/lib64',
+      '--setenv',
+      'OPENBLAS_NUM_THREADS',
+      '1',
+      '--setenv',
+      'OMP_NUM_THREADS',
+      '1',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      '--tmpfs',
+      '/usr/local',
+      '--symlink',
+      'usr/bin',
+      '/bin',
+      '--symlink',
+      'usr/lib',
+      '/lib',
+      '--symlink',
+      'usr/lib64',
+      '/lib64',
       ...HOST_FILES.flatMap((file) => ['--ro-bind', file, file]),
-      '--proc', '/proc',
-      '--dev', '/dev',
-      '--size', String(64 * 2 ** 20), '--tmpfs', '/tmp',
-      '--dir', '/workspace',
-      '--ro-bind', runsFolder, '/runs',
-      '--chdir', '/',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--size',
+      String(64 * 2 ** 20),
+      '--tmpfs',
+      '/tmp',
+      '--dir',
+      '/workspace',
+      '--ro-bind',
+      runsFolder,
+      '/runs',
+      '--chdir',
+      '/',
       // The program as an argument, not a file: nothing of it sits in the sandbox's filesystem for a run to read.
-      this.plan.pythonPath, '-I', '-B', '-u', '-c', ZYGOTE,
+      this.plan.pythonPath,
+      '-I',
+      '-B',
+      '-u',
+      '-c',
+      ZYGOTE,
     ]
     return new Promise((resolve) => {
       let child: ChildProcess
@@ -171,7 +223,14 @@ export class WarmPython {
         while ((newline = pending.indexOf('\n')) >= 0) {
           const line = pending.slice(0, newline)
           pending = pending.slice(newline + 1)
-          const event = JSON.parse(line) as { ready?: boolean; dataKiB?: number; id?: string; s?: 'o' | 'e' | 'r'; d?: string; exit?: number }
+          const event = JSON.parse(line) as {
+            ready?: boolean
+            dataKiB?: number
+            id?: string
+            s?: 'o' | 'e' | 'r'
+            d?: string
+            exit?: number
+          }
           if (event.ready) {
             ready = true
             clearTimeout(timer)
@@ -222,7 +281,14 @@ export class WarmPython {
     controller.restartClock()
     if (!up || !this.zygote) {
       controller.settle()
-      return { exitCode: null, signal: null, report: '', archiveCut: false, spawnError: this.failure ?? 'the warm python is not running', wallMs: 0 }
+      return {
+        exitCode: null,
+        signal: null,
+        report: '',
+        archiveCut: false,
+        spawnError: this.failure ?? 'the warm python is not running',
+        wallMs: 0,
+      }
     }
     const id = `r${process.pid}-${++this.sequence}`
     const folder = path.join(this.folder!, 'runs', id)
@@ -230,7 +296,8 @@ export class WarmPython {
     fs.writeFileSync(path.join(folder, 'code'), options.code)
     if (options.stdin !== undefined) fs.writeFileSync(path.join(folder, 'stdin'), options.stdin)
     if (options.filesArchive) fs.writeFileSync(path.join(folder, 'in.tar'), options.filesArchive)
-    if (options.uid !== undefined) for (const file of fs.readdirSync(folder)) fs.chownSync(path.join(folder, file), options.uid, options.uid)
+    if (options.uid !== undefined)
+      for (const file of fs.readdirSync(folder)) fs.chownSync(path.join(folder, file), options.uid, options.uid)
     if (options.uid !== undefined) fs.chownSync(folder, options.uid, options.uid)
     const policy = options.policy
     const request = {

@@ -29,20 +29,26 @@ export class WorkspaceDirectory {
     let current = this.root
     for (const segment of segments.slice(0, -1)) {
       current = path.join(current, segment)
-      const stat = await fs.promises.lstat(current).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : Promise.reject(error)))
+      const stat = await fs.promises
+        .lstat(current)
+        .catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : Promise.reject(error)))
       if (!stat) {
         if (!create) return undefined
         await fs.promises.mkdir(current, { mode: 0o750 })
         if (this.owner !== undefined) await fs.promises.chown(current, this.owner, this.owner)
         continue
       }
-      if (!stat.isDirectory()) throw this.refuse(relative, stat.isSymbolicLink() ? `${segment} is a symbolic link` : `${segment} is not a folder`)
+      if (!stat.isDirectory())
+        throw this.refuse(relative, stat.isSymbolicLink() ? `${segment} is a symbolic link` : `${segment} is not a folder`)
     }
     return path.join(current, segments[segments.length - 1]!)
   }
 
   async write(relative: string, content: Uint8Array): Promise<void> {
-    if (content.byteLength > this.maxFileBytes) throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative} is ${content.byteLength} bytes; a file may hold ${this.maxFileBytes}` })
+    if (content.byteLength > this.maxFileBytes)
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `${relative} is ${content.byteLength} bytes; a file may hold ${this.maxFileBytes}`,
+      })
     const target = (await this.resolve(relative, true))!
     let handle: fs.promises.FileHandle
     try {
@@ -64,7 +70,9 @@ export class WorkspaceDirectory {
       await handle.writeFile(content)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOSPC' || (error as NodeJS.ErrnoException).code === 'EFBIG') {
-        throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative}: the sandbox's workspace is full (adapters.process.workspaceMb)` })
+        throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+          detail: `${relative}: the sandbox's workspace is full (adapters.process.workspaceMb)`,
+        })
       }
       throw error
     } finally {

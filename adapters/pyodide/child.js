@@ -215,7 +215,9 @@ async function main() {
     let result
     try {
       const state = message.session ? message.session.state || null : null
-      const [json, session] = JSON.parse(await run(message.code, state, Boolean(message.session), JSON.stringify(message.hostFunctions || []), callHost))
+      const [json, session] = JSON.parse(
+        await run(message.code, state, Boolean(message.session), JSON.stringify(message.hostFunctions || []), callHost),
+      )
       result = { status: 'ok', value: json === undefined || json === null ? undefined : JSON.parse(json), ...(session ? { session } : {}) }
     } catch (error) {
       result = { status: 'error', error: describePythonError(error) }
@@ -274,7 +276,7 @@ function describePythonError(error) {
   return {
     type: match ? match[1].split('.').pop() : 'Error',
     message: match ? match[2] : last,
-    ...(line ?? (match && match[1] === 'SyntaxError' && syntaxLine) ? { line: line ?? Number(syntaxLine[1]) } : {}),
+    ...((line ?? (match && match[1] === 'SyntaxError' && syntaxLine)) ? { line: line ?? Number(syntaxLine[1]) } : {}),
     stack: text.slice(-4000),
   }
 }

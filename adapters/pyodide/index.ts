@@ -19,13 +19,7 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import {
-  SessionStore,
-  callHostFunction,
-  RunController,
-  internalContext,
-  stoppedOutcome,
-} from '../../src/runtime'
+import { SessionStore, callHostFunction, RunController, internalContext, stoppedOutcome } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
@@ -85,7 +79,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     const settings = withOptionDefaults(PYODIDE_OPTIONS_SCHEMA, options)
     const poolSize = settings.poolSize
     if (!Number.isInteger(poolSize) || poolSize < 1) {
-      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.pyodide.poolSize must be a positive integer: value was ${options.poolSize}` })
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+        detail: `adapters.pyodide.poolSize must be a positive integer: value was ${options.poolSize}`,
+      })
     }
     this.memoryPollMs = settings.memoryPollMs
     // Started by warmUp() (execgate's ready() warms pyodide behind the first tier) or by the first run, never here:
@@ -144,7 +140,11 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     const outcome = await this.runOn(pyodideProcess, request.code, context, run, output, session)
     if (request.sessionId && session) {
       const captured = outcome.status === 'ok' ? outcome.session : undefined
-      const message = this.sessions.keepAfterCall(request.sessionId, session.state, captured === undefined ? undefined : { bytes: captured.length, state: () => captured })
+      const message = this.sessions.keepAfterCall(
+        request.sessionId,
+        session.state,
+        captured === undefined ? undefined : { bytes: captured.length, state: () => captured },
+      )
       if (message) outcome.message = message
     }
     const captured = output.finish(valueBytes(outcome.value))
@@ -154,7 +154,11 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       value: outcome.value,
       error: outcome.error,
       ...(outcome.message ? { message: outcome.message } : {}),
-      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.memoryBytes ? { memoryBytes: outcome.memoryBytes } : {}) },
+      usage: {
+        wallMs: performance.now() - started,
+        outputBytes: output.totalBytes,
+        ...(outcome.memoryBytes ? { memoryBytes: outcome.memoryBytes } : {}),
+      },
     })
   }
 
@@ -169,12 +173,26 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     run: RunController,
     output: OutputCapture,
     session?: { state: string },
-  ): Promise<{ status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number; session?: string; message?: string }> {
+  ): Promise<{
+    status: ExecutionStatus
+    value?: unknown
+    error?: ExecutionErrorInfo
+    memoryBytes?: number
+    session?: string
+    message?: string
+  }> {
     const id = ++this.nextId
     const memoryLimit = context.policy.memoryMb * 1024 * 1024
     const baseline = pyodideProcess.rssBytes() ?? 0
     return new Promise((resolve) => {
-      type Outcome = { status: ExecutionStatus; value?: unknown; error?: ExecutionErrorInfo; memoryBytes?: number; session?: string; message?: string }
+      type Outcome = {
+        status: ExecutionStatus
+        value?: unknown
+        error?: ExecutionErrorInfo
+        memoryBytes?: number
+        session?: string
+        message?: string
+      }
       let settled = false
       let answered: Outcome | undefined
       /** The caller gets the result now; the process is kept busy until its post-run check arrives. */
@@ -202,7 +220,12 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       }
       run.every(this.memoryPollMs, () => {
         const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
-        if (grown > memoryLimit) stop('memory_limit', 'MemoryError', `memory limit reached: the interpreter grew by ${Math.round(grown / 2 ** 20)} MiB (limit ${context.policy.memoryMb} MiB)`)
+        if (grown > memoryLimit)
+          stop(
+            'memory_limit',
+            'MemoryError',
+            `memory limit reached: the interpreter grew by ${Math.round(grown / 2 ** 20)} MiB (limit ${context.policy.memoryMb} MiB)`,
+          )
       })
       pyodideProcess.attach(
         (message: ChildMessage) => {
@@ -211,19 +234,33 @@ export class PyodideAdapter implements CodeExecutionAdapter {
               if (!output.write(stream, text)) return run.stop('output_limit')
             }
           } else if (message.type === 'hostCall' && message.id === id) {
-            answerHostCall(pyodideProcess, context, message, (error) => stop('policy_violation', 'PolicyViolation', describeError(error), error.code))
+            answerHostCall(pyodideProcess, context, message, (error) =>
+              stop('policy_violation', 'PolicyViolation', describeError(error), error.code),
+            )
           } else if (message.type === 'result' && message.id === id) {
-            if (message.status === 'ok') answer({ status: 'ok', value: message.value, session: message.session, memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline) })
+            if (message.status === 'ok')
+              answer({
+                status: 'ok',
+                value: message.value,
+                session: message.session,
+                memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline),
+              })
             else answer(mapPythonError(message.error))
           } else if (message.type === 'checked' && message.id === id) {
             // A process that grew past the limit or had a module changed under it does not serve the next run.
             const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
-            finish(answered ?? { status: 'internal_error', error: { type: 'InternalError', message: 'the check came before the result' } }, !message.recycle && grown <= memoryLimit)
+            finish(
+              answered ?? { status: 'internal_error', error: { type: 'InternalError', message: 'the check came before the result' } },
+              !message.recycle && grown <= memoryLimit,
+            )
           }
         },
         // The code itself made the interpreter's process die (the permission model's refusal, an abort): that is
         // the code's doing, reported as a refusal or an error rather than a backend failure.
-        (reason) => (reason.startsWith('the sandbox refused') ? stop('policy_violation', 'PermissionDenied', reason) : stop('error', 'InterpreterExited', reason)),
+        (reason) =>
+          reason.startsWith('the sandbox refused')
+            ? stop('policy_violation', 'PermissionDenied', reason)
+            : stop('error', 'InterpreterExited', reason),
       )
       run.start({
         onStop: (cause) => {
@@ -240,13 +277,22 @@ export class PyodideAdapter implements CodeExecutionAdapter {
 
   /** CPython's own compiler (in a pool process) for syntax, with line and column; imports are the policy's. */
   async validate(code: string, language: Language): Promise<ValidationReport> {
-    const report = (issues: ValidationReport['issues']): ValidationReport => ({ valid: issues.length === 0, language, validator: NAME, issues, implemented: true })
+    const report = (issues: ValidationReport['issues']): ValidationReport => ({
+      valid: issues.length === 0,
+      language,
+      validator: NAME,
+      issues,
+      implemented: true,
+    })
     if (language !== 'python') return report([{ severity: 'error', code: 'unsupported', message: `pyodide runs python, not ${language}` }])
     let pyodideProcess: PyodideProcess
     try {
       pyodideProcess = await this.pool.acquire()
     } catch (error) {
-      return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: `[execgate] [pyodide] ${describeError(error)}` }]), implemented: false }
+      return {
+        ...report([{ severity: 'warning', code: 'validator_unavailable', message: `[execgate] [pyodide] ${describeError(error)}` }]),
+        implemented: false,
+      }
     }
     const id = ++this.nextId
     const problem = await new Promise<{ type: string; message: string; line?: number; column?: number } | undefined | 'died'>((resolve) => {
@@ -260,10 +306,27 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     })
     if (problem === 'died') {
       void this.pool.replace(pyodideProcess)
-      return { ...report([{ severity: 'warning', code: 'validator_unavailable', message: '[execgate] [pyodide] the interpreter exited while parsing' }]), implemented: false }
+      return {
+        ...report([
+          { severity: 'warning', code: 'validator_unavailable', message: '[execgate] [pyodide] the interpreter exited while parsing' },
+        ]),
+        implemented: false,
+      }
     }
     this.pool.release(pyodideProcess)
-    return report(problem ? [{ severity: 'error', code: 'syntax', message: `${problem.type}: ${problem.message}`, line: problem.line, column: problem.column }] : [])
+    return report(
+      problem
+        ? [
+            {
+              severity: 'error',
+              code: 'syntax',
+              message: `${problem.type}: ${problem.message}`,
+              line: problem.line,
+              column: problem.column,
+            },
+          ]
+        : [],
+    )
   }
 
   supportedLanguages(): readonly Language[] {
@@ -317,7 +380,8 @@ function answerHostCall(
 
 function mapPythonError(error: ExecutionErrorInfo | undefined): { status: ExecutionStatus; error: ExecutionErrorInfo } {
   const info = error ?? { type: 'Error', message: 'the run failed without an error message' }
-  if (info.type === 'MemoryError') return { status: 'memory_limit', error: { ...info, message: `memory limit reached: ${info.message || 'MemoryError'}` } }
+  if (info.type === 'MemoryError')
+    return { status: 'memory_limit', error: { ...info, message: `memory limit reached: ${info.message || 'MemoryError'}` } }
   return { status: 'error', error: info }
 }
 

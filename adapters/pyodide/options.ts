@@ -19,6 +19,16 @@ export type PyodideAdapterOptions = Partial<PyodideOptions> & {
 
 export const PYODIDE_OPTIONS_SCHEMA: OptionSchema<PyodideOptions> = {
   poolSize: { doc: 'Warm pyodide processes', format: 'positive-int', default: 2, env: 'EXECGATE_ADAPTERS_PYODIDE_POOL_SIZE' },
-  memoryPollMs: { doc: 'Memory measurement interval for pyodide runs (ms)', format: 'positive-int', default: 25, env: 'EXECGATE_ADAPTERS_PYODIDE_MEMORY_POLL_MS' },
-  warmOnStart: { doc: 'Warm the pyodide pool behind the first tier when execgate starts (false: the first escalated run pays its load)', format: Boolean, default: true, env: 'EXECGATE_ADAPTERS_PYODIDE_WARM_ON_START' },
+  memoryPollMs: {
+    doc: 'Memory measurement interval for pyodide runs (ms)',
+    format: 'positive-int',
+    default: 25,
+    env: 'EXECGATE_ADAPTERS_PYODIDE_MEMORY_POLL_MS',
+  },
+  warmOnStart: {
+    doc: 'Warm the pyodide pool behind the first tier when execgate starts (false: the first escalated run pays its load)',
+    format: Boolean,
+    default: true,
+    env: 'EXECGATE_ADAPTERS_PYODIDE_WARM_ON_START',
+  },
 }

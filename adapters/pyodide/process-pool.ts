@@ -6,7 +6,14 @@ import { Pool, PooledChildProcess, residentBytes } from '../../src/runtime'
 export type ChildMessage =
   | { type: 'output'; id: number; chunks: ['stdout' | 'stderr', string][] }
   | { type: 'parsed'; id: number; error?: { type: string; message: string; line?: number; column?: number } }
-  | { type: 'result'; id: number; status: 'ok' | 'error'; value?: unknown; session?: string; error?: { type: string; message: string; line?: number; stack?: string } }
+  | {
+      type: 'result'
+      id: number
+      status: 'ok' | 'error'
+      value?: unknown
+      session?: string
+      error?: { type: string; message: string; line?: number; stack?: string }
+    }
   | { type: 'checked'; id: number; recycle: boolean }
   /** From the host-call channel (fd 4), not the IPC channel; `args` is the JSON text of the argument list. */
   | { type: 'hostCall'; id: number; name: string; args: string }
@@ -39,7 +46,13 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
       {
         module: script,
         args: [pyodideDir],
-        execArgv: ['--experimental-permission', `--allow-fs-read=${pyodideDir}${path.sep}`, `--allow-fs-read=${script}`, '--no-warnings', '--max-old-space-size=512'],
+        execArgv: [
+          '--experimental-permission',
+          `--allow-fs-read=${pyodideDir}${path.sep}`,
+          `--allow-fs-read=${script}`,
+          '--no-warnings',
+          '--max-old-space-size=512',
+        ],
         // Nothing of the host's environment crosses: code that reaches `process.env` finds it empty.
         env: {},
         // fd 4 carries host-call requests from the child, fd 5 the answers it blocks on.

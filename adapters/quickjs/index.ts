@@ -35,7 +35,6 @@ export const NAME = 'quickjs'
 
 export { MAX_SAFE_STACK_KIB } from './options'
 
-
 export type { QuickJsAdapterOptions, QuickJsOptions } from './options'
 
 const LANGUAGES: readonly Language[] = ['javascript', 'typescript']
@@ -107,7 +106,9 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
     const started = performance.now()
     if (!LANGUAGES.includes(request.language)) {
-      return createResult('invalid_request', NAME, { message: `[execgate] [quickjs] quickjs runs javascript and typescript, not ${request.language}` })
+      return createResult('invalid_request', NAME, {
+        message: `[execgate] [quickjs] quickjs runs javascript and typescript, not ${request.language}`,
+      })
     }
     let source: PreparedSource
     try {
@@ -137,7 +138,14 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
         timeoutMs: context.policy.wallTimeMs,
         outputBytes: context.policy.outputBytes,
         hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
-        ...(session ? { session: { restore: restoreScripts(session), capture: captureScript([...new Set([...Object.keys(session), ...topLevelNames(source.script)])]) } } : {}),
+        ...(session
+          ? {
+              session: {
+                restore: restoreScripts(session),
+                capture: captureScript([...new Set([...Object.keys(session), ...topLevelNames(source.script)])]),
+              },
+            }
+          : {}),
       },
       context,
       output,
@@ -146,7 +154,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
     const result = resultFromJob(NAME, outcome, output, started)
     if (request.sessionId && session) {
       const captured = outcome.session
-      const next = captured === undefined ? undefined : { bytes: Buffer.byteLength(captured), state: () => JSON.parse(captured) as SessionState }
+      const next =
+        captured === undefined ? undefined : { bytes: Buffer.byteLength(captured), state: () => JSON.parse(captured) as SessionState }
       const message = this.sessions.keepAfterCall(request.sessionId, session, next)
       if (message) result.message = message
     }

@@ -6,14 +6,22 @@ export type StopReason = 'deadline' | 'output' | 'cancelled' | undefined
 export const SCRIPT_NAME = 'main.js'
 
 /** A QuickJS exception, as `context.dump` gives it, mapped onto the status vocabulary. */
-export function mapQuickJsError(dumped: unknown, stopReason: StopReason, timeoutMs: number): { status: ExecutionStatus; error: ExecutionErrorInfo } {
+export function mapQuickJsError(
+  dumped: unknown,
+  stopReason: StopReason,
+  timeoutMs: number,
+): { status: ExecutionStatus; error: ExecutionErrorInfo } {
   const error = normalise(dumped)
-  if (stopReason === 'output') return { status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' } }
+  if (stopReason === 'output')
+    return { status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' } }
   if (stopReason === 'cancelled') return { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled' } }
   if (stopReason === 'deadline' || (error.type === 'InternalError' && error.message === 'interrupted')) {
     return { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${timeoutMs} ms time limit` } }
   }
-  if (/out of memory/i.test(error.message) || (error.type === 'RangeError' && /allocation|invalid array buffer length/i.test(error.message))) {
+  if (
+    /out of memory/i.test(error.message) ||
+    (error.type === 'RangeError' && /allocation|invalid array buffer length/i.test(error.message))
+  ) {
     return { status: 'memory_limit', error: { ...error, type: 'MemoryError', message: `memory limit reached: ${error.message}` } }
   }
   if (error.type === 'InternalError' && /stack overflow/i.test(error.message)) {

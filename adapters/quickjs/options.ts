@@ -38,7 +38,12 @@ export type QuickJsAdapterOptions = Partial<QuickJsOptions> & {
 }
 
 export const QUICKJS_OPTIONS_SCHEMA: OptionSchema<QuickJsOptions> = {
-  maxStackKiB: { doc: 'QuickJS stack limit (KiB, at most 256)', format: 'positive-int', default: MAX_SAFE_STACK_KIB, env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_STACK_KI_B' },
+  maxStackKiB: {
+    doc: 'QuickJS stack limit (KiB, at most 256)',
+    format: 'positive-int',
+    default: MAX_SAFE_STACK_KIB,
+    env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_STACK_KI_B',
+  },
   workers: { doc: 'QuickJS worker threads', format: 'positive-int', default: 2, env: 'EXECGATE_ADAPTERS_QUICKJS_WORKERS' },
   killGraceMs: {
     doc: 'Time in native code past the deadline before the worker is killed (ms)',
@@ -46,7 +51,12 @@ export const QUICKJS_OPTIONS_SCHEMA: OptionSchema<QuickJsOptions> = {
     default: 50,
     env: 'EXECGATE_ADAPTERS_QUICKJS_KILL_GRACE_MS',
   },
-  maxMemoryMiB: { doc: "Ceiling on one QuickJS worker's WebAssembly memory (MiB)", format: 'positive-int', default: 256, env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_MEMORY_MI_B' },
+  maxMemoryMiB: {
+    doc: "Ceiling on one QuickJS worker's WebAssembly memory (MiB)",
+    format: 'positive-int',
+    default: 256,
+    env: 'EXECGATE_ADAPTERS_QUICKJS_MAX_MEMORY_MI_B',
+  },
   recycleAboveMiB: {
     doc: 'A worker whose WebAssembly memory grew past this is replaced after the run (MiB)',
     format: 'positive-int',

@@ -131,7 +131,13 @@ export class QuickJsRun {
 
   private installConsole(): void {
     const consoleObject = this.vm.newObject()
-    for (const [method, stream] of [['log', 'stdout'], ['info', 'stdout'], ['debug', 'stdout'], ['warn', 'stderr'], ['error', 'stderr']] as const) {
+    for (const [method, stream] of [
+      ['log', 'stdout'],
+      ['info', 'stdout'],
+      ['debug', 'stdout'],
+      ['warn', 'stderr'],
+      ['error', 'stderr'],
+    ] as const) {
       // Past the output cap the call throws at once: a flood loop would otherwise spin (allocating its strings)
       // until the next interrupt check, hundreds of ms on a busy machine, and meet the deadline before the cap.
       const fn = this.vm.newFunction(method, (...args) => {
@@ -161,12 +167,10 @@ export class QuickJsRun {
         }
         this.deferreds.add(deferred)
         this.pendingHostCalls++
-        this.host
-          .callHost(name, args)
-          .then(
-            (value) => this.settleHostCall(deferred, undefined, value),
-            (error) => this.settleHostCall(deferred, error),
-          )
+        this.host.callHost(name, args).then(
+          (value) => this.settleHostCall(deferred, undefined, value),
+          (error) => this.settleHostCall(deferred, error),
+        )
         return deferred.handle
       })
       this.vm.setProp(this.vm.global, name, fn)
@@ -285,7 +289,12 @@ export class QuickJsRun {
       if (this.stop) return { failure: this.failure(undefined) }
       const state = this.vm.getPromiseState(promise)
       if (state.type === 'pending') {
-        return { failure: { status: 'error', error: { type: 'Error', message: 'the promise never settled (execgate has no timers or I/O that could settle it)' } } }
+        return {
+          failure: {
+            status: 'error',
+            error: { type: 'Error', message: 'the promise never settled (execgate has no timers or I/O that could settle it)' },
+          },
+        }
       }
       if (state.type === 'rejected') return { failure: this.failure(state.error) }
       return { value: state.value === promise ? promise.dup() : state.value }
@@ -367,7 +376,8 @@ export class QuickJsRun {
     if (this.stop === 'policy') return { status: 'policy_violation', error: { type: 'PolicyViolation', message: this.policyMessage } }
     // At its malloc limit (or the linear memory's ceiling) QuickJS may fail to allocate the exception and throw `null`,
     // or fail to dump the one it has (an empty string): with no room left, any exception that is not an object is that.
-    if ((dumped === null || typeof dumped !== 'object') && !this.stop && (this.mallocLimitReached() || this.host.memoryExhausted?.())) dumped = { name: 'InternalError', message: 'out of memory' }
+    if ((dumped === null || typeof dumped !== 'object') && !this.stop && (this.mallocLimitReached() || this.host.memoryExhausted?.()))
+      dumped = { name: 'InternalError', message: 'out of memory' }
     return mapQuickJsError(dumped, this.stop, this.limits.timeoutMs)
   }
 

@@ -14,7 +14,8 @@ const RESERVED_PREFIX = '__execgate'
 function patternNames(node: acorn.Pattern | null | undefined, into: Set<string>): void {
   if (!node) return
   if (node.type === 'Identifier') into.add(node.name)
-  else if (node.type === 'ObjectPattern') for (const property of node.properties) patternNames(property.type === 'RestElement' ? property.argument : property.value, into)
+  else if (node.type === 'ObjectPattern')
+    for (const property of node.properties) patternNames(property.type === 'RestElement' ? property.argument : property.value, into)
   else if (node.type === 'ArrayPattern') for (const element of node.elements) patternNames(element, into)
   else if (node.type === 'RestElement') patternNames(node.argument, into)
   else if (node.type === 'AssignmentPattern') patternNames(node.left, into)
@@ -31,8 +32,13 @@ export function topLevelNames(script: string): string[] {
   const names = new Set<string>()
   for (const statement of program.body) {
     if (statement.type === 'VariableDeclaration') for (const declaration of statement.declarations) patternNames(declaration.id, names)
-    else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id) names.add(statement.id.name)
-    else if (statement.type === 'ExpressionStatement' && statement.expression.type === 'AssignmentExpression' && statement.expression.left.type === 'Identifier') {
+    else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id)
+      names.add(statement.id.name)
+    else if (
+      statement.type === 'ExpressionStatement' &&
+      statement.expression.type === 'AssignmentExpression' &&
+      statement.expression.left.type === 'Identifier'
+    ) {
       names.add(statement.expression.left.name)
     }
   }
@@ -43,7 +49,11 @@ export function topLevelNames(script: string): string[] {
 export function restoreScripts(state: SessionState): string[] {
   return Object.entries(state)
     .filter(([name]) => IDENTIFIER.test(name) && !name.startsWith(RESERVED_PREFIX))
-    .map(([name, entry]) => ('f' in entry ? `globalThis[${JSON.stringify(name)}] = (${entry.f}\n);` : `globalThis[${JSON.stringify(name)}] = JSON.parse(${JSON.stringify(entry.v)});`))
+    .map(([name, entry]) =>
+      'f' in entry
+        ? `globalThis[${JSON.stringify(name)}] = (${entry.f}\n);`
+        : `globalThis[${JSON.stringify(name)}] = JSON.parse(${JSON.stringify(entry.v)});`,
+    )
 }
 
 /** A script, evaluated in the run's global scope after the code, whose value is the state as JSON. */

@@ -23,7 +23,9 @@ let linearMemoryMaxBytes = 256 * 1024 * 1024
 interface LinearMemory {
   readonly buffer: ArrayBuffer
 }
-const WasmMemory = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => LinearMemory } }).WebAssembly.Memory
+const WasmMemory = (
+  globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => LinearMemory } }
+).WebAssembly.Memory
 /** Within this of its ceiling, the linear memory counts as exhausted (a failed growth asks for at least a page). */
 const EXHAUSTED_MARGIN_BYTES = 4 * 1024 * 1024
 
@@ -36,7 +38,9 @@ async function loadModule(): Promise<QuickJSWASMModule> {
   // `new Array(1e6)` in a loop grew to 2 GB under a 64 MiB limit), so the memory itself gets the ceiling.
   memory = new WasmMemory({ initial: INITIAL_PAGES, maximum: Math.max(INITIAL_PAGES, Math.ceil(linearMemoryMaxBytes / WASM_PAGE_BYTES)) })
   // QuickJS's own assertion messages would otherwise land on the host's stderr; the adapter reports the failure.
-  const variant = newVariant(RELEASE_SYNC, { emscriptenModule: { printErr: () => undefined, print: () => undefined, wasmMemory: memory } as never })
+  const variant = newVariant(RELEASE_SYNC, {
+    emscriptenModule: { printErr: () => undefined, print: () => undefined, wasmMemory: memory } as never,
+  })
   return newQuickJSWASMModuleFromVariant(variant)
 }
 
@@ -71,7 +75,13 @@ async function run(job: RunJob): Promise<void> {
   }
   const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
   const quickjsRun = (await takePreparedRun()).start(
-    { memoryBytes: job.memoryBytes, stackBytes: job.stackBytes, deadline: started + job.remainingMs, timeoutMs: job.timeoutMs, outputBytes: job.outputBytes },
+    {
+      memoryBytes: job.memoryBytes,
+      stackBytes: job.stackBytes,
+      deadline: started + job.remainingMs,
+      timeoutMs: job.timeoutMs,
+      outputBytes: job.outputBytes,
+    },
     {
       write: (stream, text, omitted) => channel.write(stream, text, omitted),
       cancelled: () => cancelRequested(flags),
@@ -87,7 +97,14 @@ async function run(job: RunJob): Promise<void> {
   // 1 GB after four memory bombs): a worker that grew past its bound asks the pool to replace it.
   const retire = memory.buffer.byteLength > job.recycleAboveBytes
   // Answer first, free after: freeing a runtime costs time the caller need not wait for.
-  channel.finish({ status: outcome.status, value: outcome.value, error: outcome.error, hostCalls: channel.hostCalls, session, ...(retire ? { retire } : {}) })
+  channel.finish({
+    status: outcome.status,
+    value: outcome.value,
+    error: outcome.error,
+    hostCalls: channel.hostCalls,
+    session,
+    ...(retire ? { retire } : {}),
+  })
   if (retire) return
   if (!quickjsRun.dispose()) {
     // After OOM QuickJS may refuse to free a runtime (its allocator's assertions): the module is suspect, so the
@@ -105,7 +122,12 @@ async function main(): Promise<void> {
     run(message).catch((error) => {
       // Thrown from the WebAssembly module itself, not the user's code: answer, then start from a fresh module.
       replaceModule()
-      port.postMessage({ type: 'result', id: message.id, status: 'internal_error', error: { type: 'InternalError', message: String(error?.message ?? error) } })
+      port.postMessage({
+        type: 'result',
+        id: message.id,
+        status: 'internal_error',
+        error: { type: 'InternalError', message: String(error?.message ?? error) },
+      })
     })
   })
   port.postMessage({ type: 'ready' })

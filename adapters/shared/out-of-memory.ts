@@ -10,7 +10,8 @@ const OUT_OF_MEMORY = /heap out of memory|Allocation failed|cannot allocate|Cann
  * during a collection: `# Check failed: reservation_.SetPermissions(…)`, exit 133), with a native stack through
  * the heap's code. Only a failure inside the heap counts; any other V8 crash stays an error.
  */
-const V8_HEAP_FAILURE = /^# ?(Check failed: .*|Fatal process out of memory.*)$[\s\S]*v8::internal::(?:Heap|BackingStore|PagedSpace|MemoryAllocator)::/m
+const V8_HEAP_FAILURE =
+  /^# ?(Check failed: .*|Fatal process out of memory.*)$[\s\S]*v8::internal::(?:Heap|BackingStore|PagedSpace|MemoryAllocator)::/m
 
 /** The stderr line that shows the interpreter ran out of memory, or undefined when nothing does. */
 export function outOfMemoryEvidence(stderr: string): string | undefined {

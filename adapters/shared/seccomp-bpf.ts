@@ -80,7 +80,8 @@ export class BpfProgram {
       const at = labels.get(target)
       if (at === undefined) throw new Error(`seccomp program: no label ${target}`)
       const distance = at - from - 1
-      if (distance < 0 || distance > limit) throw new Error(`seccomp program: jump from ${from} to ${target} is ${distance} instructions (0..${limit} allowed)`)
+      if (distance < 0 || distance > limit)
+        throw new Error(`seccomp program: jump from ${from} to ${target} is ${distance} instructions (0..${limit} allowed)`)
       return distance
     }
     const out = Buffer.alloc(this.instructions.length * 8)

@@ -1,6 +1,14 @@
 import type { SyscallFilterSummary } from '../../src/core'
 import { BpfProgram, SECCOMP_DATA, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS } from './seccomp-bpf'
-import { AUDIT_ARCH, CLONE_NAMESPACE_FLAGS, DENIED_SYSCALL_GROUPS, SAFE_PERSONALITIES, SYSCALL_NUMBERS, X32_SYSCALL_BIT, type SeccompArchitecture } from './seccomp-syscalls'
+import {
+  AUDIT_ARCH,
+  CLONE_NAMESPACE_FLAGS,
+  DENIED_SYSCALL_GROUPS,
+  SAFE_PERSONALITIES,
+  SYSCALL_NUMBERS,
+  X32_SYSCALL_BIT,
+  type SeccompArchitecture,
+} from './seccomp-syscalls'
 
 /**
  * The OS tiers' last layer (issue 26, part 5): a seccomp filter that answers EPERM to the system calls sandboxed code

@@ -37,8 +37,12 @@ export class ShellProcess extends PooledChildProcess<ShellResultMessage> {
         module: script,
         args: [entry],
         execArgv: [
-          '--experimental-permission', `--allow-fs-read=${modules}${path.sep}`, `--allow-fs-read=${script}`, '--no-warnings',
-          `--max-old-space-size=${heapMb}`, `--max-semi-space-size=${Math.max(1, Math.floor(heapMb / 32))}`,
+          '--experimental-permission',
+          `--allow-fs-read=${modules}${path.sep}`,
+          `--allow-fs-read=${script}`,
+          '--no-warnings',
+          `--max-old-space-size=${heapMb}`,
+          `--max-semi-space-size=${Math.max(1, Math.floor(heapMb / 32))}`,
         ],
         // Nothing of the host's environment crosses.
         env: {},
@@ -83,12 +87,22 @@ export type ShellOutcome = Omit<ShellResultMessage, 'type' | 'id'>
  * RunController's: a cancel asks the process to stop the script politely, and past the deadline (or that cancel)
  * plus `killGraceMs` the process is killed and replaced, so a script stuck inside one command cannot hold it.
  */
-export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context: ExecutionContext, killGraceMs: number): Promise<ShellOutcome> {
+export async function runShellJob(
+  pool: ShellProcessPool,
+  job: ShellJob,
+  context: ExecutionContext,
+  killGraceMs: number,
+): Promise<ShellOutcome> {
   let member: ShellProcess
   try {
     member = await pool.acquire()
   } catch (error) {
-    return { status: 'unavailable', stdout: '', stderr: '', error: { type: 'Unavailable', message: `[execgate] [shell] ${(error as Error).message}` } }
+    return {
+      status: 'unavailable',
+      stdout: '',
+      stderr: '',
+      error: { type: 'Unavailable', message: `[execgate] [shell] ${(error as Error).message}` },
+    }
   }
   const run = new RunController(context, { graceMs: killGraceMs })
   job.remainingMs = run.remainingMs()
@@ -101,13 +115,34 @@ export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context
     }
     member.attach(
       (message) => {
-        if (message.id === job.id) finish({ status: message.status, stdout: message.stdout, stderr: message.stderr, error: message.error, files: message.files, workspace: message.workspace }, true)
+        if (message.id === job.id)
+          finish(
+            {
+              status: message.status,
+              stdout: message.stdout,
+              stderr: message.stderr,
+              error: message.error,
+              files: message.files,
+              workspace: message.workspace,
+            },
+            true,
+          )
       },
       (reason) =>
         finish(
           member.outOfMemory
-            ? { status: 'memory_limit', stdout: '', stderr: '', error: { type: 'MemoryError', message: `memory limit reached (${pool.heapMb} MiB); the shell process was stopped` } }
-            : { status: 'internal_error', stdout: '', stderr: '', error: { type: 'InternalError', message: `[execgate] [shell] ${reason}` } },
+            ? {
+                status: 'memory_limit',
+                stdout: '',
+                stderr: '',
+                error: { type: 'MemoryError', message: `memory limit reached (${pool.heapMb} MiB); the shell process was stopped` },
+              }
+            : {
+                status: 'internal_error',
+                stdout: '',
+                stderr: '',
+                error: { type: 'InternalError', message: `[execgate] [shell] ${reason}` },
+              },
           false,
         ),
     )
@@ -115,7 +150,15 @@ export async function runShellJob(pool: ShellProcessPool, job: ShellJob, context
       onCancel: () => member.send({ type: 'cancel', id: job.id }),
       onStop: (cause) => {
         const stopped = stoppedOutcome(cause, context.policy.wallTimeMs)
-        finish({ status: stopped.status, stdout: '', stderr: '', error: { ...stopped.error, message: `${stopped.error.message}; the shell process was killed` } }, false)
+        finish(
+          {
+            status: stopped.status,
+            stdout: '',
+            stderr: '',
+            error: { ...stopped.error, message: `${stopped.error.message}; the shell process was killed` },
+          },
+          false,
+        )
       },
     })
     // A run cancelled before it started never reaches the process (which is replaced after the grace).

@@ -125,16 +125,37 @@ function fromExit(job, exitCode, stderr) {
   if (exitCode === 0) return { status: 'ok' }
   const lastLine = stderr.trim().split('\n').pop() || ''
   if (exitCode === 124 && /execution deadline/.test(lastLine)) return stopped(job, false)
-  if (exitCode === 126 && /(output size|string length|heredoc size|live bytes|input bytes|filesystem bytes|array elements).*(limit|exceeded)|exceeded.*(output size|string length)/i.test(lastLine)) {
-    return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${Math.round(job.memoryBytes / MIB)} MiB): ${lastLine}` } }
+  if (
+    exitCode === 126 &&
+    /(output size|string length|heredoc size|live bytes|input bytes|filesystem bytes|array elements).*(limit|exceeded)|exceeded.*(output size|string length)/i.test(
+      lastLine,
+    )
+  ) {
+    return {
+      status: 'memory_limit',
+      error: { type: 'MemoryError', message: `memory limit reached (${Math.round(job.memoryBytes / MIB)} MiB): ${lastLine}` },
+    }
   }
-  return { status: 'error', error: { type: 'ExitError', message: `the script exited with code ${exitCode}${lastLine ? `: ${lastLine}` : ''}` } }
+  return {
+    status: 'error',
+    error: { type: 'ExitError', message: `the script exited with code ${exitCode}${lastLine ? `: ${lastLine}` : ''}` },
+  }
 }
 
 let current // { id, abort }
 
 /** Everything an interpreter is built from; jobs with the same shape can use an interpreter built ahead for it. */
-const shapeOf = (job) => JSON.stringify([job.filesystem, job.memoryBytes, job.outputBytes, job.timeoutMs, job.maxCallDepth, job.maxIterations, job.maxWorkspaceBytes, job.commands])
+const shapeOf = (job) =>
+  JSON.stringify([
+    job.filesystem,
+    job.memoryBytes,
+    job.outputBytes,
+    job.timeoutMs,
+    job.maxCallDepth,
+    job.maxIterations,
+    job.maxWorkspaceBytes,
+    job.commands,
+  ])
 
 /**
  * A fresh interpreter over a fresh, empty filesystem for one run. Its own clock is the policy's whole wall time; the
@@ -199,10 +220,18 @@ async function run(job) {
       // just-bash lets a failed redirection write (`> file`) escape exec instead of failing the command; a refusal
       // of ours ends the script there, as `set -e` would, with the reason.
       if (!error || error.code !== 'EROFS') throw error
-      process.send({ type: 'result', id: job.id, stdout: '', stderr: '', status: 'error', error: { type: 'ReadOnlyFilesystem', message: `the script stopped: ${error.message}` } })
+      process.send({
+        type: 'result',
+        id: job.id,
+        stdout: '',
+        stderr: '',
+        status: 'error',
+        error: { type: 'ReadOnlyFilesystem', message: `the script stopped: ${error.message}` },
+      })
       return
     }
-    let outcome = abort.signal.aborted && result.exitCode !== 0 ? stopped(job, current.cancelled) : fromExit(job, result.exitCode, result.stderr)
+    let outcome =
+      abort.signal.aborted && result.exitCode !== 0 ? stopped(job, current.cancelled) : fromExit(job, result.exitCode, result.stderr)
     const outputBytes = Buffer.byteLength(result.stdout) + Buffer.byteLength(result.stderr)
     // A flood stopped by the clock or a data limit was stopped by its output first: say so, as a killed sandbox would.
     if ((outcome.status === 'timeout' || outcome.status === 'memory_limit') && outputBytes > job.outputBytes) {
@@ -212,11 +241,25 @@ async function run(job) {
     // limit stopped leaves the workspace as it was.
     if (job.keepWorkspace) {
       const kept = job.filesystem === 'sandboxed' && (outcome.status === 'ok' || outcome.status === 'error')
-      process.send({ type: 'result', id: job.id, stdout: result.stdout, stderr: result.stderr, ...outcome, ...(kept ? { workspace: await workspaceChanges(memory, placed) } : {}) })
+      process.send({
+        type: 'result',
+        id: job.id,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        ...outcome,
+        ...(kept ? { workspace: await workspaceChanges(memory, placed) } : {}),
+      })
       return
     }
     const files = job.filesystem === 'sandboxed' && outcome.status === 'ok' ? await changedFiles(memory, placed) : undefined
-    process.send({ type: 'result', id: job.id, stdout: result.stdout, stderr: result.stderr, ...outcome, ...(files && files.length ? { files } : {}) })
+    process.send({
+      type: 'result',
+      id: job.id,
+      stdout: result.stdout,
+      stderr: result.stderr,
+      ...outcome,
+      ...(files && files.length ? { files } : {}),
+    })
   } finally {
     clearTimeout(deadline)
     current = undefined
@@ -233,15 +276,20 @@ process.on('message', (message) => {
     return
   }
   run(message).catch((error) => {
-    process.send({ type: 'result', id: message.id, stdout: '', stderr: '', status: 'internal_error', error: { type: 'InternalError', message: String((error && error.message) || error) } })
+    process.send({
+      type: 'result',
+      id: message.id,
+      stdout: '',
+      stderr: '',
+      status: 'internal_error',
+      error: { type: 'InternalError', message: String((error && error.message) || error) },
+    })
   })
 })
 process.on('disconnect', () => process.exit(0))
 
 // Warm the interpreter once so the first request does not pay for just-bash's lazy command loading.
-new Bash({ fs: new InMemoryFs() })
-  .exec('echo warm | wc -c >/dev/null')
-  .then(
-    () => process.send({ type: 'ready' }),
-    (error) => process.send({ type: 'failed', reason: String((error && error.message) || error) }),
-  )
+new Bash({ fs: new InMemoryFs() }).exec('echo warm | wc -c >/dev/null').then(
+  () => process.send({ type: 'ready' }),
+  (error) => process.send({ type: 'failed', reason: String((error && error.message) || error) }),
+)

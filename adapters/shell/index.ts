@@ -101,7 +101,10 @@ export class ShellAdapter implements CodeExecutionAdapter {
     this.cost = new CalibratedShellCost(this.options)
     for (const key of ['processes', 'maxPools', 'maxCallDepth', 'maxIterations'] as const) {
       const value = this.options[key]
-      if (!Number.isInteger(value) || value < 1) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapters.shell.${key} must be a positive integer: value was ${value}` })
+      if (!Number.isInteger(value) || value < 1)
+        throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+          detail: `adapters.shell.${key} must be a positive integer: value was ${value}`,
+        })
     }
   }
 
@@ -128,7 +131,9 @@ export class ShellAdapter implements CodeExecutionAdapter {
       return createResult('invalid_request', NAME, { message: `[execgate] [shell] the shell runs bash, not ${request.language}` })
     }
     if (request.sessionId) {
-      return createResult('invalid_request', NAME, { message: '[execgate] [shell] the shell keeps no sessions: each script starts from the workspace alone' })
+      return createResult('invalid_request', NAME, {
+        message: '[execgate] [shell] the shell keeps no sessions: each script starts from the workspace alone',
+      })
     }
     return (await this.runScript(request, context, [...(context.files ?? request.files ?? [])])).result
   }
@@ -137,7 +142,12 @@ export class ShellAdapter implements CodeExecutionAdapter {
    * Runs a bash script on a pooled process over `files`. With `sandbox`, the answer also says how the script left the
    * workspace (a persistent sandbox keeps its own copy of it, see adapters/shell/sandbox.ts).
    */
-  async runScript(request: ExecutionRequest, context: ExecutionContext, files: WorkspaceFile[], sandbox?: { maxWorkspaceBytes: number }): Promise<{ result: ExecutionResult; workspace?: ShellWorkspaceChanges }> {
+  async runScript(
+    request: ExecutionRequest,
+    context: ExecutionContext,
+    files: WorkspaceFile[],
+    sandbox?: { maxWorkspaceBytes: number },
+  ): Promise<{ result: ExecutionResult; workspace?: ShellWorkspaceChanges }> {
     const started = performance.now()
     if (this.disposed) return { result: createResult('unavailable', NAME, { message: '[execgate] [shell] the adapter was disposed' }) }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
@@ -177,7 +187,9 @@ export class ShellAdapter implements CodeExecutionAdapter {
   /** A workspace kept in this process between execs, each a script on the pool (adapters/shell/sandbox.ts). */
   async openSandbox(options: SandboxOpenOptions): Promise<ShellSandbox> {
     if (this.disposed) throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: NAME, detail: 'the adapter was disposed' })
-    return new ShellSandbox(options.id, options.limits, (request, context, files, maxWorkspaceBytes) => this.runScript(request, context, files, { maxWorkspaceBytes }))
+    return new ShellSandbox(options.id, options.limits, (request, context, files, maxWorkspaceBytes) =>
+      this.runScript(request, context, files, { maxWorkspaceBytes }),
+    )
   }
 
   /**
@@ -251,8 +263,13 @@ export class ShellAdapter implements CodeExecutionAdapter {
     // On the pool the last run used (else the default policy's 128 MiB), so a probe does not start a pool of its own.
     const memoryMb = [...this.pools.keys()].pop() ?? PROBE_MEMORY_MB
     const probe = await this.execute({ language: 'bash', code: 'echo $((1 + 1))' }, internalContext('shell-availability', 10_000, memoryMb))
-    if (probe.status === 'ok' && probe.stdout.trim() === '2') return { status: 'available', latencyMs: performance.now() - started, checkedAt }
-    return { status: 'unavailable', reason: `shell probe answered ${probe.status}: ${probe.message ?? probe.error?.message ?? ''}`, checkedAt }
+    if (probe.status === 'ok' && probe.stdout.trim() === '2')
+      return { status: 'available', latencyMs: performance.now() - started, checkedAt }
+    return {
+      status: 'unavailable',
+      reason: `shell probe answered ${probe.status}: ${probe.message ?? probe.error?.message ?? ''}`,
+      checkedAt,
+    }
   }
 
   async dispose(): Promise<void> {

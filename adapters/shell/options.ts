@@ -39,10 +39,40 @@ export interface ShellOptionsConfig {
 
 export const SHELL_OPTIONS_SCHEMA: OptionSchema<ShellOptionsConfig> = {
   processes: { doc: 'Warm shell processes per memory cap', format: 'positive-int', default: 2, env: 'EXECGATE_ADAPTERS_SHELL_PROCESSES' },
-  killGraceMs: { doc: 'Time past the deadline before a shell process is killed (ms)', format: 'non-negative-int', default: 50, env: 'EXECGATE_ADAPTERS_SHELL_KILL_GRACE_MS' },
-  maxPools: { doc: 'Shell process pools kept at once (one per memory cap)', format: 'positive-int', default: 3, env: 'EXECGATE_ADAPTERS_SHELL_MAX_POOLS' },
-  maxCallDepth: { doc: 'Deepest shell function recursion', format: 'positive-int', default: 100, env: 'EXECGATE_ADAPTERS_SHELL_MAX_CALL_DEPTH' },
-  maxIterations: { doc: 'Loop iterations and commands one script may run', format: 'positive-int', default: 10_000_000, env: 'EXECGATE_ADAPTERS_SHELL_MAX_ITERATIONS' },
-  startupMs: { doc: 'Routing cost model: fixed cost of a script (ms)', format: Number, default: 3, env: 'EXECGATE_ADAPTERS_SHELL_STARTUP_MS' },
-  nsPerByteStage: { doc: 'Routing cost model: ns per input byte per pipeline stage', format: Number, default: 30, env: 'EXECGATE_ADAPTERS_SHELL_NS_PER_BYTE_STAGE' },
+  killGraceMs: {
+    doc: 'Time past the deadline before a shell process is killed (ms)',
+    format: 'non-negative-int',
+    default: 50,
+    env: 'EXECGATE_ADAPTERS_SHELL_KILL_GRACE_MS',
+  },
+  maxPools: {
+    doc: 'Shell process pools kept at once (one per memory cap)',
+    format: 'positive-int',
+    default: 3,
+    env: 'EXECGATE_ADAPTERS_SHELL_MAX_POOLS',
+  },
+  maxCallDepth: {
+    doc: 'Deepest shell function recursion',
+    format: 'positive-int',
+    default: 100,
+    env: 'EXECGATE_ADAPTERS_SHELL_MAX_CALL_DEPTH',
+  },
+  maxIterations: {
+    doc: 'Loop iterations and commands one script may run',
+    format: 'positive-int',
+    default: 10_000_000,
+    env: 'EXECGATE_ADAPTERS_SHELL_MAX_ITERATIONS',
+  },
+  startupMs: {
+    doc: 'Routing cost model: fixed cost of a script (ms)',
+    format: Number,
+    default: 3,
+    env: 'EXECGATE_ADAPTERS_SHELL_STARTUP_MS',
+  },
+  nsPerByteStage: {
+    doc: 'Routing cost model: ns per input byte per pipeline stage',
+    format: Number,
+    default: 30,
+    env: 'EXECGATE_ADAPTERS_SHELL_NS_PER_BYTE_STAGE',
+  },
 }

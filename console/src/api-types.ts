@@ -3,8 +3,28 @@
  * types come from src/core/types.ts itself (it imports nothing, so the browser bundle takes it as is); the others
  * mirror their routes' documented JSON, as any client of the API would.
  */
-export type { ExecutionRequest, ExecutionResult, ExecutionStatus, Language, ValidationReport, ValidationIssue, Enforcement, PolicyLimit, Tier, HealthState } from '../../src/core/types'
-import type { Enforcement, ExecutionRequest, ExecutionResult, ExecutionStatus, HealthState, Language, PolicyLimit, Tier } from '../../src/core/types'
+export type {
+  ExecutionRequest,
+  ExecutionResult,
+  ExecutionStatus,
+  Language,
+  ValidationReport,
+  ValidationIssue,
+  Enforcement,
+  PolicyLimit,
+  Tier,
+  HealthState,
+} from '../../src/core/types'
+import type {
+  Enforcement,
+  ExecutionRequest,
+  ExecutionResult,
+  ExecutionStatus,
+  HealthState,
+  Language,
+  PolicyLimit,
+  Tier,
+} from '../../src/core/types'
 
 export type Lane = 'interactive' | 'batch'
 
@@ -17,7 +37,14 @@ export interface ExecgateStatus {
     name: string
     tier: Tier
     languages: Language[]
-    health: { state: HealthState | 'unknown'; reason?: string; latencyMs?: number; checkedAt?: string; failuresInARow: number; successesInARow: number }
+    health: {
+      state: HealthState | 'unknown'
+      reason?: string
+      latencyMs?: number
+      checkedAt?: string
+      failuresInARow: number
+      successesInARow: number
+    }
     breaker: 'closed' | 'open' | 'half-open'
     warm?: boolean
     /** Present on adapters that can host persistent sandboxes. */
@@ -52,7 +79,14 @@ export interface ActivitySummary {
   total: number
   statuses: Partial<Record<ExecutionStatus, number>>
   buckets: { startMs: number; count: number; statuses: Partial<Record<ExecutionStatus, number>> }[]
-  series: { adapter: string; lane: string; count: number; p50Ms: number; p95Ms: number; points: { startMs: number; count: number; p50Ms: number; p95Ms: number }[] }[]
+  series: {
+    adapter: string
+    lane: string
+    count: number
+    p50Ms: number
+    p95Ms: number
+    points: { startMs: number; count: number; p50Ms: number; p95Ms: number }[]
+  }[]
 }
 
 export const TASK_STATES = ['PENDING', 'SPAWNING', 'RUNNING', 'SUSPENDED', 'COMPLETED', 'FAILED', 'TERMINATED'] as const

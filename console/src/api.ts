@@ -26,7 +26,11 @@ async function errorFrom(response: Response): Promise<ApiError> {
   } catch {
     // not JSON: a proxy's page or an empty body, described below
   }
-  return new ApiError(response.status, `HTTP_${response.status}`, `the server answered ${response.status} ${response.statusText || ''}`.trim() + (text ? `: ${text.slice(0, 200)}` : ''))
+  return new ApiError(
+    response.status,
+    `HTTP_${response.status}`,
+    `the server answered ${response.status} ${response.statusText || ''}`.trim() + (text ? `: ${text.slice(0, 200)}` : ''),
+  )
 }
 
 export interface RequestOptions {

@@ -7,14 +7,23 @@ const RECONNECT_MS = 2000
 
 export type StreamState = 'connecting' | 'live' | 'ended' | 'reconnecting'
 
-export const STREAM_WORDS: Record<StreamState, string> = { connecting: 'connecting…', live: 'live', ended: 'stream ended', reconnecting: 'connection lost, reconnecting…' }
+export const STREAM_WORDS: Record<StreamState, string> = {
+  connecting: 'connecting…',
+  live: 'live',
+  ended: 'stream ended',
+  reconnecting: 'connection lost, reconnecting…',
+}
 
 /**
  * Follows a GET text/event-stream route (a plan's events) while the page is open: read with fetch (EventSource cannot
  * send the key), opened again after a dropped connection with `Last-Event-ID` set to the last event's id, so nothing
  * is missed or seen twice. A refusal (4xx) ends it and goes to `onRefused`; the stream's own end calls `onEnd`.
  */
-export function useLiveStream(api: ApiClient, path: string, handlers: { onEvent: (event: ServerEvent) => void; onEnd?: () => void; onRefused?: (error: unknown) => void }): StreamState {
+export function useLiveStream(
+  api: ApiClient,
+  path: string,
+  handlers: { onEvent: (event: ServerEvent) => void; onEnd?: () => void; onRefused?: (error: unknown) => void },
+): StreamState {
   const [state, setState] = useState<StreamState>('connecting')
   const latest = useRef(handlers)
   latest.current = handlers
@@ -25,10 +34,15 @@ export function useLiveStream(api: ApiClient, path: string, handlers: { onEvent:
     const open = async () => {
       setState('live')
       try {
-        await api.stream('GET', path, (event) => {
-          if (event.id !== undefined) lastId = event.id
-          latest.current.onEvent(event)
-        }, { signal: controller.signal, headers: lastId ? { 'last-event-id': lastId } : {} })
+        await api.stream(
+          'GET',
+          path,
+          (event) => {
+            if (event.id !== undefined) lastId = event.id
+            latest.current.onEvent(event)
+          },
+          { signal: controller.signal, headers: lastId ? { 'last-event-id': lastId } : {} },
+        )
         if (controller.signal.aborted) return
         setState('ended')
         latest.current.onEnd?.()

@@ -36,18 +36,25 @@ function execgate(): Promise<Execgate> {
 export async function execute(event: LambdaEvent): Promise<ExecutionResult | { pong: true }> {
   if (event?.ping) return { pong: true }
   if (!event || typeof event !== 'object' || typeof event.request !== 'object' || event.request === null) {
-    return createResult('invalid_request', 'lambda', { message: '[execgate] [lambda] the event must be {"request": ExecutionRequest, "policy"?: SecurityPolicy}' })
+    return createResult('invalid_request', 'lambda', {
+      message: '[execgate] [lambda] the event must be {"request": ExecutionRequest, "policy"?: SecurityPolicy}',
+    })
   }
   const gate = await execgate()
   const functionPolicy = (await import('../../src/policy')).policyFromConfig(gate.config)
   // The sent policy may only tighten the function's own, exactly as a request tightens a caller's.
-  const resolution = event.policy ? resolvePolicy(functionPolicy, { policy: event.policy as ExecutionRequest['policy'] }) : { policy: functionPolicy }
+  const resolution = event.policy
+    ? resolvePolicy(functionPolicy, { policy: event.policy as ExecutionRequest['policy'] })
+    : { policy: functionPolicy }
   if (!resolution.policy) {
-    return createResult('policy_violation', 'lambda', { message: `[execgate] [lambda] the policy sent is looser than this function allows: ${resolution.loosening?.message ?? ''}` })
+    return createResult('policy_violation', 'lambda', {
+      message: `[execgate] [lambda] the policy sent is looser than this function allows: ${resolution.loosening?.message ?? ''}`,
+    })
   }
   const { adapter: _ignored, ...request } = event.request
   const result = await gate.execute(request, { basePolicy: resolution.policy })
-  if (!EXECUTION_STATUSES.includes(result.status)) return createResult('internal_error', 'lambda', { message: '[execgate] [lambda] the function produced no valid result' })
+  if (!EXECUTION_STATUSES.includes(result.status))
+    return createResult('internal_error', 'lambda', { message: '[execgate] [lambda] the function produced no valid result' })
   return result
 }
 

@@ -9,8 +9,19 @@ const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0
 const scripted = new MockLanguageModelV3({
   doGenerate: async ({ prompt }) => {
     const result = prompt.flatMap((message) => (message.role === 'tool' ? message.content : [])).find((part) => part.type === 'tool-result')
-    if (!result) return { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'execute_code', input: JSON.stringify(SCRIPTED_CALL) }], finishReason: { unified: 'tool-calls' }, usage, warnings: [] }
-    return { content: [{ type: 'text', text: scriptedAnswer(JSON.stringify(result.output.value)) }], finishReason: { unified: 'stop' }, usage, warnings: [] }
+    if (!result)
+      return {
+        content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'execute_code', input: JSON.stringify(SCRIPTED_CALL) }],
+        finishReason: { unified: 'tool-calls' },
+        usage,
+        warnings: [],
+      }
+    return {
+      content: [{ type: 'text', text: scriptedAnswer(JSON.stringify(result.output.value)) }],
+      finishReason: { unified: 'stop' },
+      usage,
+      warnings: [],
+    }
   },
 })
 

@@ -4,8 +4,20 @@ import { createExecgate } from 'execgate'
 import { ExecgateClient } from 'execgate/client'
 
 export async function connect() {
-  if (process.env.EXECGATE_URL) return { execgate: new ExecgateClient({ url: process.env.EXECGATE_URL, apiKey: process.env.EXECGATE_API_KEY }), where: 'remote', close: async () => {} }
-  const execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs', 'monty', 'shell'] }, sandboxes: { adapter: 'shell' }, readiness: { enabled: false }, log: { level: 'silent' } } })
+  if (process.env.EXECGATE_URL)
+    return {
+      execgate: new ExecgateClient({ url: process.env.EXECGATE_URL, apiKey: process.env.EXECGATE_API_KEY }),
+      where: 'remote',
+      close: async () => {},
+    }
+  const execgate = await createExecgate({
+    overrides: {
+      execution: { enabled: ['quickjs', 'monty', 'shell'] },
+      sandboxes: { adapter: 'shell' },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+    },
+  })
   return { execgate, where: 'in-process', close: () => execgate.dispose() }
 }
 

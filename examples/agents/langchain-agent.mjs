@@ -15,7 +15,9 @@ class ScriptedChatModel extends BaseChatModel {
   }
   async _generate(messages) {
     const result = messages.find((message) => ToolMessage.isInstance(message))
-    const message = result ? new AIMessage(scriptedAnswer(result.content)) : new AIMessage({ content: '', tool_calls: [{ id: 'call-1', name: 'execute_code', args: SCRIPTED_CALL, type: 'tool_call' }] })
+    const message = result
+      ? new AIMessage(scriptedAnswer(result.content))
+      : new AIMessage({ content: '', tool_calls: [{ id: 'call-1', name: 'execute_code', args: SCRIPTED_CALL, type: 'tool_call' }] })
     return { generations: [{ text: String(message.content), message }] }
   }
 }

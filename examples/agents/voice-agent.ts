@@ -14,7 +14,10 @@ async function main(): Promise<void> {
   const handler = new CodeExecutionHandler(execgate, llm ? new CodeGenerator(llm, execgate) : undefined, llm, { voiceBudgetMs: 1500 })
   try {
     const turns = [
-      { description: "What's the total with 8% tax on a 12.50 pizza, 7.25 wings and a 3 dollar soda?", code: 'prices = [12.50, 7.25, 3.00]\nround(sum(prices) * 1.08, 2)' },
+      {
+        description: "What's the total with 8% tax on a 12.50 pizza, 7.25 wings and a 3 dollar soda?",
+        code: 'prices = [12.50, 7.25, 3.00]\nround(sum(prices) * 1.08, 2)',
+      },
       { description: 'Split 86.40 between three people with an 18% tip.', code: 'round(86.40 * 1.18 / 3, 2)' },
     ]
     for (const turn of turns) {

@@ -36,7 +36,11 @@ export function extractCode(answer: string): string {
   return (fences.length > 0 ? fences.at(-1)![1]! : answer).trim()
 }
 
-function systemPrompt(language: Language, hostFunctions: Readonly<Record<string, string>> | undefined, allowedImports: readonly string[]): string {
+function systemPrompt(
+  language: Language,
+  hostFunctions: Readonly<Record<string, string>> | undefined,
+  allowedImports: readonly string[],
+): string {
   const functions = Object.entries(hostFunctions ?? {})
   return [
     `You write ${language} code that runs in a sandbox to compute an answer for a voice or chat assistant.`,
@@ -51,10 +55,18 @@ function systemPrompt(language: Language, hostFunctions: Readonly<Record<string,
 
 /** What is wrong with code before running it: the policy's static checks, and whether it delivers a result. */
 function problems(code: string, language: Language, issues: readonly ValidationIssue[]): string[] {
-  const found = issues.filter((issue) => issue.severity === 'error').map((issue) => `${issue.message}${issue.line ? ` (line ${issue.line})` : ''}`)
-  const lines = code.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#') && !line.startsWith('//'))
+  const found = issues
+    .filter((issue) => issue.severity === 'error')
+    .map((issue) => `${issue.message}${issue.line ? ` (line ${issue.line})` : ''}`)
+  const lines = code
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#') && !line.startsWith('//'))
   const last = lines.at(-1) ?? ''
-  const statement = language === 'python' ? /^(import|from|def|class|for|while|if|with|try|return|pass|raise)\b|^[A-Za-z_][\w.]*\s*(=|\+=|-=)/ : /^(import|const|let|var|function|class|for|while|if|try|return|throw)\b|^[A-Za-z_$][\w$.]*\s*(=|\+=|-=)(?!=)|[;{]\s*}?$/
+  const statement =
+    language === 'python'
+      ? /^(import|from|def|class|for|while|if|with|try|return|pass|raise)\b|^[A-Za-z_][\w.]*\s*(=|\+=|-=)/
+      : /^(import|const|let|var|function|class|for|while|if|try|return|throw)\b|^[A-Za-z_$][\w$.]*\s*(=|\+=|-=)(?!=)|[;{]\s*}?$/
   if (!code.includes('submit_result') && (lines.length === 0 || statement.test(last) || last.endsWith(':'))) {
     found.push('the code does not deliver a result: end with an expression (its value is the answer) or call submit_result(value)')
   }
@@ -85,12 +97,21 @@ export class CodeGenerator {
       return await strategy.run(async (attempt) => {
         const messages: LlmMessage[] = [{ role: 'user', text: `Task: ${task}` }]
         if (failures.length > 0) {
-          messages.push({ role: 'user', text: `Your previous code failed:\n${failures.map((failure) => `- ${failure}`).join('\n')}\nFix it and answer again with one code block.` })
+          messages.push({
+            role: 'user',
+            text: `Your previous code failed:\n${failures.map((failure) => `- ${failure}`).join('\n')}\nFix it and answer again with one code block.`,
+          })
         }
         const answer = await this.llm.complete({ system, messages, signal: options.signal })
         const code = extractCode(answer)
         const report = await this.execgate.validate(code, options.language)
-        const found = problems(code, options.language, report.implemented || report.validator === 'policy' ? report.issues : report.issues.filter((issue) => issue.code !== 'not_implemented'))
+        const found = problems(
+          code,
+          options.language,
+          report.implemented || report.validator === 'policy'
+            ? report.issues
+            : report.issues.filter((issue) => issue.code !== 'not_implemented'),
+        )
         if (found.length > 0) {
           failures.push(...found)
           throw new CodeGenerationError(`generated code failed validation: ${found.join('; ')}`, failures)
@@ -98,7 +119,8 @@ export class CodeGenerator {
         return { code, language: options.language, attempts: attempt }
       }, options.signal)
     } catch (error) {
-      if (error instanceof CodeGenerationError) throw new CodeGenerationError(`no valid code after ${strategy.maxAttempts} attempts: ${error.message}`, failures)
+      if (error instanceof CodeGenerationError)
+        throw new CodeGenerationError(`no valid code after ${strategy.maxAttempts} attempts: ${error.message}`, failures)
       throw error
     }
   }

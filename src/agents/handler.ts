@@ -77,7 +77,12 @@ export class CodeExecutionHandler {
     clearTimeout(timer)
     if (first !== 'late') return first
     const continuation = this.continuations.keep(work, cancel)
-    return this.answer(request, 'over_budget', 'That is taking longer than I can wait right now. Shall I keep working on it and tell you when it is done?', { generations: 0, continuation })
+    return this.answer(
+      request,
+      'over_budget',
+      'That is taking longer than I can wait right now. Shall I keep working on it and tell you when it is done?',
+      { generations: 0, continuation },
+    )
   }
 
   /**
@@ -87,7 +92,8 @@ export class CodeExecutionHandler {
   async continueRequest(continuation: string): Promise<ComputationResponse> {
     const work = this.continuations.take(continuation)
     if (!work) {
-      const ttl = this.continuations.ttlMs >= 1000 ? `${Math.round(this.continuations.ttlMs / 1000)} seconds` : `${this.continuations.ttlMs} ms`
+      const ttl =
+        this.continuations.ttlMs >= 1000 ? `${Math.round(this.continuations.ttlMs / 1000)} seconds` : `${this.continuations.ttlMs} ms`
       const text = `There is nothing to continue under "${continuation}": it was already answered, cancelled, or finished more than ${ttl} ago.`
       return { text, outcome: 'invalid_request', generations: 0 }
     }
@@ -107,14 +113,15 @@ export class CodeExecutionHandler {
     const failures: string[] = []
     for (let run = 1; ; run++) {
       if (!code) {
-        if (!this.generator) return this.answer(request, 'generation_failed', 'There is no code to run and no code generator is configured.', { generations })
+        if (!this.generator)
+          return this.answer(request, 'generation_failed', 'There is no code to run and no code generator is configured.', { generations })
         try {
           const generated = await this.generator.generate(request.description, { language, signal }, failures)
           code = generated.code
           generations += generated.attempts
         } catch (error) {
           if (signal.aborted) return this.answer(request, 'cancelled', 'I stopped working on that.', { generations })
-          const detail = error instanceof CodeGenerationError ? error.failures.at(-1) ?? error.message : (error as Error).message
+          const detail = error instanceof CodeGenerationError ? (error.failures.at(-1) ?? error.message) : (error as Error).message
           return this.answer(request, 'generation_failed', `I couldn't write working code for that: ${detail}`, { generations })
         }
       }
@@ -124,7 +131,8 @@ export class CodeExecutionHandler {
         { language, code, lane: 'interactive', ...(request.sessionId ? { sessionId: request.sessionId } : {}) },
         { signal, ...(remainingMs ? { latencyBudgetMs: remainingMs() } : {}) },
       )
-      if (result.status === 'not_implemented' || result.status === 'unavailable') return this.defer(request, result, code, language, generations)
+      if (result.status === 'not_implemented' || result.status === 'unavailable')
+        return this.defer(request, result, code, language, generations)
       // Generated code that failed on its own error gets another generation with the error in the prompt.
       if (result.status === 'error' && !request.code && this.generator && run < this.maxRunAttempts) {
         failures.push(`running it failed: ${result.error?.type ?? 'Error'}: ${result.error?.message ?? result.message ?? ''}`)
@@ -135,7 +143,13 @@ export class CodeExecutionHandler {
     }
   }
 
-  private present(request: ComputationRequest, result: ExecutionResult, code: string, language: Language, generations: number): ComputationResponse {
+  private present(
+    request: ComputationRequest,
+    result: ExecutionResult,
+    code: string,
+    language: Language,
+    generations: number,
+  ): ComputationResponse {
     const extra = { result, code, language, generations }
     const produced = result.value !== undefined ? result.value : result.stdout.trim() || undefined
     if (result.status === 'ok') {
@@ -143,7 +157,12 @@ export class CodeExecutionHandler {
       const shown = typeof produced === 'string' ? produced : JSON.stringify(produced, null, 2)
       const output = result.value !== undefined && result.stdout.trim() ? `\n\nOutput:\n\`\`\`\n${result.stdout.trimEnd()}\n\`\`\`` : ''
       const source = request.showCode ? `\n\nCode (${language}):\n\`\`\`${language}\n${code}\n\`\`\`` : ''
-      return this.answer(request, 'ok', `**Result:** ${shown?.includes('\n') ? `\n\`\`\`\n${shown}\n\`\`\`` : `\`${shown}\``}${output}${source}`, extra)
+      return this.answer(
+        request,
+        'ok',
+        `**Result:** ${shown?.includes('\n') ? `\n\`\`\`\n${shown}\n\`\`\`` : `\`${shown}\``}${output}${source}`,
+        extra,
+      )
     }
     const why: Record<string, string> = {
       error: `the calculation hit an error (${result.error?.type ?? 'Error'}: ${result.error?.message ?? ''})`,
@@ -160,12 +179,19 @@ export class CodeExecutionHandler {
   }
 
   /** Nothing can run: say how it would be done instead (the model explains, when there is one). */
-  private async defer(request: ComputationRequest, result: ExecutionResult, code: string, language: Language, generations: number): Promise<ComputationResponse> {
+  private async defer(
+    request: ComputationRequest,
+    result: ExecutionResult,
+    code: string,
+    language: Language,
+    generations: number,
+  ): Promise<ComputationResponse> {
     let how = ''
     if (this.llm) {
       try {
         how = await this.llm.complete({
-          system: 'Explain in at most two short sentences, in plain spoken words with no code, symbols or markdown, how to compute what the user asks, step by step.',
+          system:
+            'Explain in at most two short sentences, in plain spoken words with no code, symbols or markdown, how to compute what the user asks, step by step.',
           messages: [{ role: 'user', text: request.description }],
           maxTokens: 200,
         })
@@ -177,7 +203,12 @@ export class CodeExecutionHandler {
     return this.answer(request, 'deferred', request.channel === 'voice' ? speakText(text) : text, { result, code, language, generations })
   }
 
-  private answer(_request: ComputationRequest, outcome: ComputationResponse['outcome'], text: string, extra: Partial<ComputationResponse> & { generations: number }): ComputationResponse {
+  private answer(
+    _request: ComputationRequest,
+    outcome: ComputationResponse['outcome'],
+    text: string,
+    extra: Partial<ComputationResponse> & { generations: number },
+  ): ComputationResponse {
     return { text, outcome, ...extra }
   }
 }

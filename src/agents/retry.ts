@@ -30,8 +30,10 @@ export class RetryStrategy {
 
   constructor(options: RetryOptions = {}) {
     this.options = { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 2000, backoff: 'exponential', jitter: 0.2, ...options }
-    if (!Number.isInteger(this.options.maxAttempts) || this.options.maxAttempts < 1) throw new RangeError(`maxAttempts must be a positive integer, got ${this.options.maxAttempts}`)
-    if (this.options.jitter < 0 || this.options.jitter > 1) throw new RangeError(`jitter must be between 0 and 1, got ${this.options.jitter}`)
+    if (!Number.isInteger(this.options.maxAttempts) || this.options.maxAttempts < 1)
+      throw new RangeError(`maxAttempts must be a positive integer, got ${this.options.maxAttempts}`)
+    if (this.options.jitter < 0 || this.options.jitter > 1)
+      throw new RangeError(`jitter must be between 0 and 1, got ${this.options.jitter}`)
     this.maxAttempts = this.options.maxAttempts
   }
 

@@ -39,7 +39,9 @@ export function speakText(text: string): string {
   return text
     .replace(/```[\s\S]*?```/g, '')
     .replace(/[*_`#>|]/g, '')
-    .replace(/([$€£])\s?(-?\d[\d,]*(?:\.\d+)?)/g, (_, symbol: string, amount: string) => speakMoney(Number(amount.replace(/,/g, '')), symbol))
+    .replace(/([$€£])\s?(-?\d[\d,]*(?:\.\d+)?)/g, (_, symbol: string, amount: string) =>
+      speakMoney(Number(amount.replace(/,/g, '')), symbol),
+    )
     .replace(/\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?\b/g, (iso) => speakDate(iso) ?? iso)
     .replace(/-?\d+\.\d{4,}/g, (number) => speakNumber(Number(number)))
     .replace(/\s+/g, ' ')
@@ -55,7 +57,11 @@ export function speakValue(value: unknown, depth = 0): string {
   if (Array.isArray(value)) {
     if (value.length === 0) return 'an empty list'
     const shown = value.slice(0, 3).map((item) => speakValue(item, depth + 1))
-    return value.length > 3 ? `${value.length} items, starting with ${shown.join(', ')}` : shown.length === 1 ? shown[0]! : `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}`
+    return value.length > 3
+      ? `${value.length} items, starting with ${shown.join(', ')}`
+      : shown.length === 1
+        ? shown[0]!
+        : `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}`
   }
   if (typeof value === 'object' && depth < 2) {
     const entries = Object.entries(value as Record<string, unknown>)

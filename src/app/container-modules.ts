@@ -1,6 +1,14 @@
 import { ContainerModule, type Container } from 'inversify'
 import { ADAPTERS, type AdapterDefinition } from '../../adapters/registry'
-import { describeError, type AdapterRegistry, type ExecutionListener, type ExecutionListenerContext, type ExecutionRequest, type ExecutionResult, type Tier } from '../core'
+import {
+  describeError,
+  type AdapterRegistry,
+  type ExecutionListener,
+  type ExecutionListenerContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Tier,
+} from '../core'
 import type { Config } from '../config/load'
 import { AdmissionController } from '../execution/admission/admission-controller'
 import { DefaultExecutionService } from '../execution/execution-service'
@@ -114,7 +122,11 @@ class ContainerListeners implements ExecutionListener {
  * Admission (lanes, slots, bounded queues, quotas) and the execution service: the eight steps over the router and
  * registry, admitting each run before it reaches its adapter and telling the bound listeners how it ended.
  */
-export function executionModule(container: Container, config: Config, hostFunctions: readonly HostFunctionDefinition[] | undefined): ContainerModule {
+export function executionModule(
+  container: Container,
+  config: Config,
+  hostFunctions: readonly HostFunctionDefinition[] | undefined,
+): ContainerModule {
   return new ContainerModule(({ bind }) => {
     bind<AdmissionController>(tokens.Admission)
       .toDynamicValue((context) => {

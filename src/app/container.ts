@@ -4,7 +4,15 @@ import { ADAPTERS } from '../../adapters/registry'
 import { ExecgateError, describeError, type AdapterRegistry, type CodeExecutionAdapter } from '../core'
 import { loadConfig, type Config, type LoadConfigOptions } from '../config/load'
 import { checkFabricConfig } from './fabric-wiring'
-import { adapterModules, configModule, executionModule, ledgerModule, loggingModule, readinessModule, routingModule } from './container-modules'
+import {
+  adapterModules,
+  configModule,
+  executionModule,
+  ledgerModule,
+  loggingModule,
+  readinessModule,
+  routingModule,
+} from './container-modules'
 import { createLogger, type Logger } from '../observability/logger'
 import * as tokens from './tokens'
 import type { HostFunctionDefinition } from '../workspace'
@@ -51,21 +59,32 @@ class MapAdapterRegistry implements AdapterRegistry {
 function checkAdapterNames(config: Config): void {
   const known = Object.keys(ADAPTERS)
   for (const key of ['execution.enabled', 'execution.fallback', 'execution.adapter', 'execution.futureAdapter'] as const) {
-    const value = key === 'execution.enabled' ? config.execution.enabled : key === 'execution.fallback' ? config.execution.fallback : [key === 'execution.adapter' ? config.execution.adapter : config.execution.futureAdapter]
+    const value =
+      key === 'execution.enabled'
+        ? config.execution.enabled
+        : key === 'execution.fallback'
+          ? config.execution.fallback
+          : [key === 'execution.adapter' ? config.execution.adapter : config.execution.futureAdapter]
     const unknown = value.filter((name) => name && name !== 'auto' && !known.includes(name))
     if (unknown.length > 0) {
-      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `${key}: unknown adapter "${unknown[0]}"; known adapters: ${known.join(', ')}: value was ${JSON.stringify(value)}` })
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+        detail: `${key}: unknown adapter "${unknown[0]}"; known adapters: ${known.join(', ')}: value was ${JSON.stringify(value)}`,
+      })
     }
   }
   const pinned = config.execution.adapter
   if (pinned !== 'auto' && !config.execution.enabled.includes(pinned)) {
-    throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `execution.adapter: "${pinned}" is not in execution.enabled (${config.execution.enabled.join(', ')})` })
+    throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+      detail: `execution.adapter: "${pinned}" is not in execution.enabled (${config.execution.enabled.join(', ')})`,
+    })
   }
   for (const key of ['execution.futureAdapter', 'execution.fallback'] as const) {
     const names = key === 'execution.fallback' ? config.execution.fallback : [config.execution.futureAdapter].filter(Boolean)
     const missing = names.filter((name) => !config.execution.enabled.includes(name))
     if (missing.length > 0) {
-      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `${key}: "${missing[0]}" is not in execution.enabled (${config.execution.enabled.join(', ')})` })
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+        detail: `${key}: "${missing[0]}" is not in execution.enabled (${config.execution.enabled.join(', ')})`,
+      })
     }
   }
 }
@@ -79,7 +98,11 @@ async function resolveAdapters(container: Container, config: Config): Promise<Co
     } catch (error) {
       await Promise.allSettled(adapters.map((adapter) => adapter.dispose()))
       if (error instanceof ExecgateError) throw error
-      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `adapter ${name} could not be created: ${describeError(error)}` }, { cause: error })
+      throw new ExecgateError(
+        'EXECGATE_CONFIG_INVALID',
+        { detail: `adapter ${name} could not be created: ${describeError(error)}` },
+        { cause: error },
+      )
     }
   }
   return adapters

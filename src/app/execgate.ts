@@ -1,6 +1,16 @@
 import type { Container } from 'inversify'
 import { createContainer, type ContainerOptions } from './container'
-import { ExecgateError, type AdapterRegistry, type CodeExecutionAdapter, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type Tier, type ValidationReport } from '../core'
+import {
+  ExecgateError,
+  type AdapterRegistry,
+  type CodeExecutionAdapter,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Language,
+  type SecurityPolicy,
+  type Tier,
+  type ValidationReport,
+} from '../core'
 import { explainPolicy, policyFromConfig, profilesFromConfig, type PolicyExplanation } from '../policy'
 import type { Config } from '../config/load'
 import type { ExecuteOptions, ExecutionService } from '../execution/types'
@@ -117,7 +127,11 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   const readiness = container.get<ReadinessMonitor>(tokens.Readiness)
   const config = container.get<Config>(tokens.Config)
   const logger = container.get<Logger>(tokens.Logger)
-  const warmUp = new AdapterWarmUp(() => registry.list(), logger, (adapter) => startsWarm(config, adapter.name))
+  const warmUp = new AdapterWarmUp(
+    () => registry.list(),
+    logger,
+    (adapter) => startsWarm(config, adapter.name),
+  )
   const ready = (names?: readonly string[]) => warmUp.ready(names)
   if (warm) await ready()
   const admission = container.get<AdmissionController>(tokens.Admission)
@@ -156,11 +170,19 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     },
     explainPolicy(adapterName, policy) {
       const adapter = registry.get(adapterName)
-      if (!adapter) throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name: adapterName, known: registry.list().map((item) => item.name).join(', ') })
+      if (!adapter)
+        throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', {
+          name: adapterName,
+          known: registry
+            .list()
+            .map((item) => item.name)
+            .join(', '),
+        })
       let resolved: SecurityPolicy
       if (typeof policy === 'string') {
         const profiles = profilesFromConfig(config)
-        if (!profiles[policy]) throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: policy, known: Object.keys(profiles).join(', ') || 'none' })
+        if (!profiles[policy])
+          throw new ExecgateError('EXECGATE_PROFILE_UNKNOWN', { name: policy, known: Object.keys(profiles).join(', ') || 'none' })
         resolved = profiles[policy]!
       } else {
         resolved = policy ?? policyFromConfig(config)
@@ -178,7 +200,10 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     },
     get plans() {
       // With the redis store, refused without opening a task service's connection: plans need the embedded one.
-      return (plans ??= config.fabric.store === 'sqlite' ? planServiceFor(fabric, taskService(), { reflector: options.reflector }) : unsupportedPlanService(config.fabric.store))
+      return (plans ??=
+        config.fabric.store === 'sqlite'
+          ? planServiceFor(fabric, taskService(), { reflector: options.reflector })
+          : unsupportedPlanService(config.fabric.store))
     },
     ledger,
     get sandboxes() {

@@ -46,7 +46,8 @@ export function checkFabricConfig(config: Config): void {
 function taskWorkspaces(config: Config): ((task: Task) => Promise<Workspace>) | undefined {
   if (!config.fabric.s3.bucket) return undefined
   let open: ((task: Task) => Promise<Workspace>) | undefined
-  return (task) => (open ??= bucketTaskWorkspaces(new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.plans.workspaces')), config.workspace))(task)
+  return (task) =>
+    (open ??= bucketTaskWorkspaces(new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.plans.workspaces')), config.workspace))(task)
 }
 
 /** Durable tasks over the execution service, in the store `fabric.store` names. `run: false` only submits and reads. */
@@ -62,7 +63,11 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
 }
 
 /** Plans over `tasks`, their versions recorded in the ledger when it is on. */
-export function planServiceFor(parts: FabricParts, tasks: TaskService, options: { run?: boolean; reflector?: LlmProvider } = {}): PlanService {
+export function planServiceFor(
+  parts: FabricParts,
+  tasks: TaskService,
+  options: { run?: boolean; reflector?: LlmProvider } = {},
+): PlanService {
   const { config, ledger } = parts
   // Refused without opening the other store's connection: plans need the embedded one.
   if (config.fabric.store !== 'sqlite') return unsupportedPlanService(config.fabric.store)

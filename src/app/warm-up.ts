@@ -36,7 +36,12 @@ export class AdapterWarmUp {
       const chosen = names.map((name) => known.find((adapter) => adapter.name === name) ?? name)
       const unknown = chosen.filter((item): item is string => typeof item === 'string')
       if (unknown.length > 0) {
-        return Promise.reject(new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name: unknown.join(', '), known: known.map((adapter) => adapter.name).join(', ') }))
+        return Promise.reject(
+          new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', {
+            name: unknown.join(', '),
+            known: known.map((adapter) => adapter.name).join(', '),
+          }),
+        )
       }
       return Promise.all((chosen as CodeExecutionAdapter[]).map((adapter) => this.warm(adapter))).then(() => undefined)
     }
@@ -46,7 +51,10 @@ export class AdapterWarmUp {
       const first = warmable.filter((adapter) => adapter.capabilities.tier <= READY_TIER)
       await Promise.all(first.map((adapter) => this.warm(adapter)))
       this.gateOpen = true
-      this.logger.debug({ adapters: first.map((adapter) => adapter.name), ms: Math.round(performance.now() - started) }, 'first-tier adapters warm')
+      this.logger.debug(
+        { adapters: first.map((adapter) => adapter.name), ms: Math.round(performance.now() - started) },
+        'first-tier adapters warm',
+      )
       for (const adapter of warmable) if (!first.includes(adapter)) void this.warm(adapter)
     })())
   }
@@ -66,7 +74,11 @@ export class AdapterWarmUp {
       warming = (adapter.warmUp?.() ?? Promise.resolve())
         .then(
           () => this.logger.debug({ adapter: adapter.name, ms: Math.round(performance.now() - begun) }, 'adapter warm'),
-          (error: unknown) => this.logger.warn({ adapter: adapter.name, err: describeError(error) }, 'adapter warm-up failed; its first run pays a cold start'),
+          (error: unknown) =>
+            this.logger.warn(
+              { adapter: adapter.name, err: describeError(error) },
+              'adapter warm-up failed; its first run pays a cold start',
+            ),
         )
         .then(() => void this.settled.add(adapter.name))
       this.warming.set(adapter.name, warming)

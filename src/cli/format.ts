@@ -10,7 +10,8 @@ export function formatResult(result: ExecutionResult): string {
   }
   if (result.stdout) lines.push('--- stdout ---', result.stdout.replace(/\n$/, ''))
   if (result.stderr) lines.push('--- stderr ---', result.stderr.replace(/\n$/, ''))
-  if (result.truncated) lines.push(`(output cut to the limit: ${result.stdoutBytes} bytes of stdout and ${result.stderrBytes} of stderr were written)`)
+  if (result.truncated)
+    lines.push(`(output cut to the limit: ${result.stdoutBytes} bytes of stdout and ${result.stderrBytes} of stderr were written)`)
   if (result.value !== undefined) lines.push(`value: ${JSON.stringify(result.value)}`)
   if (result.files?.length) lines.push(`files written: ${result.files.map((file) => file.path).join(', ')}`)
   if (result.hostCalls?.length) {
@@ -39,6 +40,16 @@ export function formatTable(rows: Record<string, string>[]): string {
   if (rows.length === 0) return '(none)\n'
   const columns = Object.keys(rows[0]!)
   const widths = columns.map((column) => Math.max(column.length, ...rows.map((row) => (row[column] ?? '').length)))
-  const render = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()
-  return [render(columns), render(widths.map((width) => '-'.repeat(width))), ...rows.map((row) => render(columns.map((c) => row[c] ?? '')))].join('\n') + '\n'
+  const render = (cells: string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()
+  return (
+    [
+      render(columns),
+      render(widths.map((width) => '-'.repeat(width))),
+      ...rows.map((row) => render(columns.map((c) => row[c] ?? ''))),
+    ].join('\n') + '\n'
+  )
 }

@@ -2,7 +2,19 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { ADAPTERS } from '../../adapters/registry'
-import { ExecgateError, FILESYSTEM_ACCESS, LANGUAGES, describeError, isExecgateError, type ExecutionResult, type FilesystemAccess, type Language, type SecurityPolicy, type SyscallFilterSummary, workspaceFileBytes } from '../core'
+import {
+  ExecgateError,
+  FILESYSTEM_ACCESS,
+  LANGUAGES,
+  describeError,
+  isExecgateError,
+  type ExecutionResult,
+  type FilesystemAccess,
+  type Language,
+  type SecurityPolicy,
+  type SyscallFilterSummary,
+  workspaceFileBytes,
+} from '../core'
 import { loadConfig, type Config } from '../config/load'
 import { EXECGATE_VERSION } from '../config/version'
 import { createExecgate, type Execgate } from '../index'
@@ -43,7 +55,8 @@ function positiveInteger(flag: string) {
 
 function nonNegativePort(value: string): number {
   const parsed = Number(value)
-  if (!/^\d+$/.test(value.trim()) || parsed > 65535) throw new InvalidArgumentError(`--port must be a whole number from 0 to 65535, got "${value}"`)
+  if (!/^\d+$/.test(value.trim()) || parsed > 65535)
+    throw new InvalidArgumentError(`--port must be a whole number from 0 to 65535, got "${value}"`)
   return parsed
 }
 
@@ -87,7 +100,10 @@ function readSource(file: string | undefined, lang: Language | undefined): { cod
  * The policy for a CLI run: the configured defaults, with --timeout, --memory and --fs as the operator sets them.
  * `--workspace` without `--fs` means `sandboxed`: writes land in memory, never in the directory.
  */
-export function operatorPolicy(config: Config, flags: Pick<RunFlags, 'timeout' | 'memory' | 'fs' | 'workspace' | 'profile'>): SecurityPolicy {
+export function operatorPolicy(
+  config: Config,
+  flags: Pick<RunFlags, 'timeout' | 'memory' | 'fs' | 'workspace' | 'profile'>,
+): SecurityPolicy {
   const base = flags.profile ? profileNamed(config, flags.profile) : policyFromConfig(config)
   const filesystem = flags.fs ?? (flags.workspace ? 'sandboxed' : undefined)
   return Object.freeze({
@@ -147,14 +163,20 @@ function saveFiles(directory: string, result: ExecutionResult): string[] {
 async function withExecgate<T>(flags: { config?: string; adapter?: string }, body: (execgate: Execgate) => Promise<T>): Promise<T> {
   const config = loadConfig({ file: flags.config })
   // A pinned adapter that is not enabled by config is enabled for this run: the operator asked for it.
-  const enabled = flags.adapter && !config.execution.enabled.includes(flags.adapter) ? [...config.execution.enabled, flags.adapter] : undefined
+  const enabled =
+    flags.adapter && !config.execution.enabled.includes(flags.adapter) ? [...config.execution.enabled, flags.adapter] : undefined
   if (flags.adapter && !ADAPTERS[flags.adapter]) {
     throw usage(`--adapter: unknown adapter "${flags.adapter}"; known adapters: ${Object.keys(ADAPTERS).join(', ')}`)
   }
   // One command, no schedule: `adapters` checks once itself.
   // The result is the command's output: the per-run log line (info) is for services, so the default level is lifted.
   // One record per command: the ledger writes it on this thread at dispose rather than start a writer thread for it.
-  const overrides = { readiness: { enabled: false }, fabric: { ledger: { writer: 'inline' as const } }, ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}), ...(enabled ? { execution: { enabled } } : {}) }
+  const overrides = {
+    readiness: { enabled: false },
+    fabric: { ledger: { writer: 'inline' as const } },
+    ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}),
+    ...(enabled ? { execution: { enabled } } : {}),
+  }
   // One request per command: no adapter starts a worker or interpreter until the run routed to it needs one.
   const execgate = await createExecgate({ config: loadConfig({ file: flags.config, overrides }), warm: false })
   try {
@@ -170,7 +192,10 @@ async function runCommand(file: string | undefined, flags: RunFlags, out: NodeJS
     const basePolicy = operatorPolicy(execgate.config, flags)
     const workspace = workspaceFromFlag(flags.workspace, execgate.config)
     const files = requestFiles(flags.file)
-    const result: ExecutionResult = await execgate.execute({ language, code, ...(files.length ? { files } : {}), ...(flags.adapter ? { adapter: flags.adapter } : {}) }, { basePolicy, ...(workspace ? { workspace } : {}) })
+    const result: ExecutionResult = await execgate.execute(
+      { language, code, ...(files.length ? { files } : {}), ...(flags.adapter ? { adapter: flags.adapter } : {}) },
+      { basePolicy, ...(workspace ? { workspace } : {}) },
+    )
     out.write(flags.json ? JSON.stringify(result) + '\n' : formatResult(result))
     if (flags.saveFiles && result.files?.length) {
       const saved = saveFiles(flags.saveFiles, result)
@@ -180,7 +205,11 @@ async function runCommand(file: string | undefined, flags: RunFlags, out: NodeJS
   })
 }
 
-async function validateCommand(file: string, flags: Pick<RunFlags, 'lang' | 'adapter' | 'json' | 'config'>, out: NodeJS.WritableStream): Promise<number> {
+async function validateCommand(
+  file: string,
+  flags: Pick<RunFlags, 'lang' | 'adapter' | 'json' | 'config'>,
+  out: NodeJS.WritableStream,
+): Promise<number> {
   const { code, language } = readSource(file, flags.lang)
   return withExecgate(flags, async (execgate) => {
     const report = await execgate.validate(code, language, flags.adapter)
@@ -203,21 +232,34 @@ async function adaptersCommand(flags: { config?: string; json?: boolean }, out: 
         languages: definition.languages.join(', '),
         tier: adapter ? String(adapter.tier) : '',
         enabled: adapter ? 'yes' : 'no',
-        health: health ? `${health.state}${health.reason ? ` (${health.reason})` : ''}${health.latencyMs !== undefined ? ` ${Math.round(health.latencyMs)} ms` : ''}` : 'not enabled',
+        health: health
+          ? `${health.state}${health.reason ? ` (${health.reason})` : ''}${health.latencyMs !== undefined ? ` ${Math.round(health.latencyMs)} ms` : ''}`
+          : 'not enabled',
         breaker: adapter ? adapter.breaker : '',
         // In use per lane (interactive/batch) of the adapter's slots, the interactive reservation, waiting per lane.
-        slots: admission ? `${admission.inUse.interactive}/${admission.inUse.batch} of ${admission.slots ?? 'unbounded'}${admission.reserved ? ` (${admission.reserved} interactive)` : ''}` : '',
+        slots: admission
+          ? `${admission.inUse.interactive}/${admission.inUse.batch} of ${admission.slots ?? 'unbounded'}${admission.reserved ? ` (${admission.reserved} interactive)` : ''}`
+          : '',
         queued: admission ? `${admission.queued.interactive}/${admission.queued.batch}` : '',
         description: definition.description,
       }
     })
     if (flags.json) {
-      out.write(JSON.stringify({ active: status.active, lastSwitch: status.lastSwitch ?? null, adapters: rows, admission: status.admission }) + '\n')
+      out.write(
+        JSON.stringify({ active: status.active, lastSwitch: status.lastSwitch ?? null, adapters: rows, admission: status.admission }) +
+          '\n',
+      )
     } else {
       out.write(formatTable(rows))
-      out.write(`\nactive adapter: ${status.active}${status.active === 'auto' ? ' (routing picks the cheapest available adapter for each request)' : ''}\n`)
-      out.write(`slots and queued are interactive/batch; batch runs on in-process tiers: ${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}\n`)
-      out.write(`last switch: ${status.lastSwitch ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}` : 'none'}\n`)
+      out.write(
+        `\nactive adapter: ${status.active}${status.active === 'auto' ? ' (routing picks the cheapest available adapter for each request)' : ''}\n`,
+      )
+      out.write(
+        `slots and queued are interactive/batch; batch runs on in-process tiers: ${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}\n`,
+      )
+      out.write(
+        `last switch: ${status.lastSwitch ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}` : 'none'}\n`,
+      )
     }
     return 0
   })
@@ -228,7 +270,7 @@ function formatSyscallFilter(filter: SyscallFilterSummary): string {
   const lines = ['', `seccomp filter on every run: ${filter.denied.length} system calls answer EPERM:`]
   let line = ' '
   for (const call of filter.denied) {
-    if (line.length + call.length + 1 > 100) lines.push(line), (line = ' ')
+    if (line.length + call.length + 1 > 100) (lines.push(line), (line = ' '))
     line += ` ${call}`
   }
   lines.push(line)
@@ -237,19 +279,35 @@ function formatSyscallFilter(filter: SyscallFilterSummary): string {
   return `${lines.join('\n')}\n`
 }
 
-async function policyCommand(flags: { config?: string; json?: boolean; adapter: string; profile?: string }, out: NodeJS.WritableStream): Promise<number> {
+async function policyCommand(
+  flags: { config?: string; json?: boolean; adapter: string; profile?: string },
+  out: NodeJS.WritableStream,
+): Promise<number> {
   return withExecgate(flags, async (execgate) => {
     const explanation = execgate.explainPolicy(flags.adapter, flags.profile)
     const { allowPrivateRanges, ...egressCaps } = execgate.config.security.egress
     // The test-only exemption is named whenever it is set, so it cannot sit in a production config unnoticed.
-    const exemption = allowPrivateRanges.length ? `WARNING: security.egress.allowPrivateRanges exempts ${allowPrivateRanges.join(', ')} from the egress gateway's private-address check (for tests only)` : undefined
+    const exemption = allowPrivateRanges.length
+      ? `WARNING: security.egress.allowPrivateRanges exempts ${allowPrivateRanges.join(', ')} from the egress gateway's private-address check (for tests only)`
+      : undefined
     if (flags.json) {
       out.write(JSON.stringify({ ...explanation, egress: { ...egressCaps, allowPrivateRanges } }) + '\n')
     } else {
-      out.write(formatTable(explanation.rows.map((row) => ({ limit: row.limit, setting: row.setting, enforcement: row.enforcement, required: row.required ? (row.satisfied ? 'yes' : 'yes — NOT ENFORCED') : '' }))))
+      out.write(
+        formatTable(
+          explanation.rows.map((row) => ({
+            limit: row.limit,
+            setting: row.setting,
+            enforcement: row.enforcement,
+            required: row.required ? (row.satisfied ? 'yes' : 'yes — NOT ENFORCED') : '',
+          })),
+        ),
+      )
       if (explanation.syscallFilter) out.write(formatSyscallFilter(explanation.syscallFilter))
       if (exemption) out.write(`\n${exemption}\n`)
-      out.write(`\n${explanation.usable ? `${flags.adapter} can run requests under this policy` : `${flags.adapter} cannot run requests under this policy: a required limit is not enforced`}\n`)
+      out.write(
+        `\n${explanation.usable ? `${flags.adapter} can run requests under this policy` : `${flags.adapter} cannot run requests under this policy: a required limit is not enforced`}\n`,
+      )
     }
     return explanation.usable ? 0 : 1
   })
@@ -276,11 +334,20 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .option('--adapter <name>', 'run on this adapter instead of routing')
     .option('--timeout <ms>', 'wall-time limit in milliseconds for this run', positiveInteger('--timeout'))
     .option('--memory <mib>', 'memory limit in MiB for this run', positiveInteger('--memory'))
-    .addOption(new Option('--fs <access>', "the code's workspace access (default: security.defaultPolicy.filesystem; sandboxed with --workspace)").choices([...FILESYSTEM_ACCESS]))
+    .addOption(
+      new Option(
+        '--fs <access>',
+        "the code's workspace access (default: security.defaultPolicy.filesystem; sandboxed with --workspace)",
+      ).choices([...FILESYSTEM_ACCESS]),
+    )
     .option('--workspace <dir>', 'a directory the code reads as its workspace; writes land in memory, never in it')
     .option('--save-files <dir>', 'save the files the code wrote into this directory')
     .option('--profile <name>', 'run under this policy profile from security.profiles (e.g. data: pandas, numpy, matplotlib…)')
-    .option('--file <path>', 'send this file with the request (repeatable); the code reads it from its workspace by its base name', (value: string, previous: string[] = []) => [...previous, value])
+    .option(
+      '--file <path>',
+      'send this file with the request (repeatable); the code reads it from its workspace by its base name',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option('--json', 'print the ExecutionResult as JSON and nothing else')
     .addOption(configOption())
     .action(async (file: string | undefined, flags: RunFlags) => setExit(await runCommand(file, flags, out)))
@@ -351,7 +418,9 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .option('--profile <name>', 'explain this profile from security.profiles instead of the default policy')
     .option('--json', 'print as JSON')
     .addOption(configOption())
-    .action(async (flags: { config?: string; json?: boolean; adapter: string; profile?: string }) => setExit(await policyCommand(flags, out)))
+    .action(async (flags: { config?: string; json?: boolean; adapter: string; profile?: string }) =>
+      setExit(await policyCommand(flags, out)),
+    )
 
   registerTaskCommands(program, { out, setExit, readSource })
   registerLedgerCommands(program, { out, setExit })
@@ -366,7 +435,11 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
  * while it is still closing (seen once in ~50 `plan run --wait` runs: the plan FAILED and printed, exit 0) still exits
  * with the command's code.
  */
-export async function main(argv: string[] = process.argv, out: NodeJS.WritableStream = process.stdout, onExitCode: (code: number) => void = () => undefined): Promise<number> {
+export async function main(
+  argv: string[] = process.argv,
+  out: NodeJS.WritableStream = process.stdout,
+  onExitCode: (code: number) => void = () => undefined,
+): Promise<number> {
   let exitCode = 0
   const program = buildProgram(out, (code) => onExitCode((exitCode = code)))
   try {
@@ -374,7 +447,9 @@ export async function main(argv: string[] = process.argv, out: NodeJS.WritableSt
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version are not failures; commander has already printed its message.
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? 0 : EXIT_USAGE
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help'
+        ? 0
+        : EXIT_USAGE
     }
     process.stderr.write(`${isExecgateError(error) ? error.message : `[execgate] ${describeError(error)}`}\n`)
     return isExecgateError(error) && error.fault === 'client' ? EXIT_USAGE : 1

@@ -4,7 +4,15 @@ import { loadConfig } from '../config/load'
 import { EXECGATE_VERSION } from '../config/version'
 import { checkPlanSteps, verifyReceipt, type ReceiptVerification } from '../fabric/ledger/receipts/verify-receipt'
 import type { PlanPredicate, RunPredicate, Statement } from '../fabric/ledger/receipts/statement'
-import { EXPORT_FORMATS, createLedger, type ArtifactLedger, type ExportFormat, type Lineage, type LineageGraph, type VerifyReport } from '../fabric/ledger'
+import {
+  EXPORT_FORMATS,
+  createLedger,
+  type ArtifactLedger,
+  type ExportFormat,
+  type Lineage,
+  type LineageGraph,
+  type VerifyReport,
+} from '../fabric/ledger'
 
 /**
  * `execgate ledger …`: the artifact ledger from the command line (docs/ledger.md). It opens the ledger the config
@@ -23,11 +31,14 @@ interface CommonFlags {
   json?: boolean
 }
 
-const whole = (flag: string, minimum: number) => (value: string): number => {
-  const parsed = Number(value)
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < minimum) throw new InvalidArgumentError(`${flag} must be a whole number of at least ${minimum}, got "${value}"`)
-  return parsed
-}
+const whole =
+  (flag: string, minimum: number) =>
+  (value: string): number => {
+    const parsed = Number(value)
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < minimum)
+      throw new InvalidArgumentError(`${flag} must be a whole number of at least ${minimum}, got "${value}"`)
+    return parsed
+  }
 
 async function withLedger<T>(flags: { config?: string }, body: (ledger: ArtifactLedger) => Promise<T>): Promise<T> {
   const config = loadConfig({ file: flags.config })
@@ -45,8 +56,16 @@ function describeGraph(graph: LineageGraph): string[] {
   if (graph.activities.length === 0) return ['  (none)']
   const entities = new Map(graph.entities.map((entity) => [entity.sha256, entity]))
   return graph.activities.flatMap((activity) => {
-    const where = [activity.taskId ? `task ${activity.taskId} attempt ${activity.attempt}` : '', activity.planId ? `plan ${activity.planId} v${activity.planVersion}${activity.stepId ? ` step ${activity.stepId}` : ''}` : ''].filter(Boolean).join(', ')
-    const head = activity.kind === 'run' ? `  run ${activity.id}  ${activity.adapter} ${activity.language ?? ''} ${activity.status}  ${activity.startedAt}${where ? `  (${where})` : ''}` : `  plan version ${activity.id}  ${activity.startedAt}`
+    const where = [
+      activity.taskId ? `task ${activity.taskId} attempt ${activity.attempt}` : '',
+      activity.planId ? `plan ${activity.planId} v${activity.planVersion}${activity.stepId ? ` step ${activity.stepId}` : ''}` : '',
+    ]
+      .filter(Boolean)
+      .join(', ')
+    const head =
+      activity.kind === 'run'
+        ? `  run ${activity.id}  ${activity.adapter} ${activity.language ?? ''} ${activity.status}  ${activity.startedAt}${where ? `  (${where})` : ''}`
+        : `  plan version ${activity.id}  ${activity.startedAt}`
     const relations = graph.relations
       .filter((relation) => relation.activity === activity.id)
       .map((relation) => {
@@ -60,18 +79,21 @@ function describeGraph(graph: LineageGraph): string[] {
 
 export function formatLineage(lineage: Lineage): string {
   const { artifact } = lineage
-  return [
-    `artifact ${artifact.sha256}  ${artifact.paths.join(', ')}  (${artifact.size} bytes, ${artifact.mediaType})`,
-    'ancestors (what produced it, and what that used):',
-    ...describeGraph(lineage.ancestors),
-    'descendants (what used it, and what that produced):',
-    ...describeGraph(lineage.descendants),
-    ...(lineage.truncated ? ['(truncated: raise --max-depth or --max-activities to see more)'] : []),
-  ].join('\n') + '\n'
+  return (
+    [
+      `artifact ${artifact.sha256}  ${artifact.paths.join(', ')}  (${artifact.size} bytes, ${artifact.mediaType})`,
+      'ancestors (what produced it, and what that used):',
+      ...describeGraph(lineage.ancestors),
+      'descendants (what used it, and what that produced):',
+      ...describeGraph(lineage.descendants),
+      ...(lineage.truncated ? ['(truncated: raise --max-depth or --max-activities to see more)'] : []),
+    ].join('\n') + '\n'
+  )
 }
 
 function formatVerify(report: VerifyReport): string {
-  if (report.ok) return `${report.tenant}: ok, ${report.records} record(s)${report.head ? `, head ${report.head.seq} ${report.head.hash}` : ''}${report.checkpoint ? `, from checkpoint ${report.checkpoint.seq}` : ''}\n`
+  if (report.ok)
+    return `${report.tenant}: ok, ${report.records} record(s)${report.head ? `, head ${report.head.seq} ${report.head.hash}` : ''}${report.checkpoint ? `, from checkpoint ${report.checkpoint.seq}` : ''}\n`
   return `${report.tenant}: BROKEN at record ${report.broken!.seq}${report.broken!.id ? ` (${report.broken!.id})` : ''}: ${report.broken!.reason}\n`
 }
 
@@ -99,14 +121,26 @@ function describeVerified(verified: Extract<ReceiptVerification, { ok: true }>):
   const { statement } = verified
   const head =
     verified.kind === 'run'
-      ? (({ runId, status, adapter, tenant, startedAt }: RunPredicate) => `run ${runId} (${status} on ${adapter}, tenant ${tenant}, ${startedAt})`)(statement.predicate as RunPredicate)
-      : (({ planId, tenant, steps }: PlanPredicate) => `plan ${planId} (tenant ${tenant}, ${steps.length} step run(s))`)(statement.predicate as PlanPredicate)
-  return [`ok: ${head}, signed by key ${verified.keyid}`, `payload sha256 ${verified.payloadSha256}`, 'subjects:', ...statement.subject.map((item) => `  ${item.digest.sha256}  ${item.name}`)].join('\n') + '\n'
+      ? (({ runId, status, adapter, tenant, startedAt }: RunPredicate) =>
+          `run ${runId} (${status} on ${adapter}, tenant ${tenant}, ${startedAt})`)(statement.predicate as RunPredicate)
+      : (({ planId, tenant, steps }: PlanPredicate) => `plan ${planId} (tenant ${tenant}, ${steps.length} step run(s))`)(
+          statement.predicate as PlanPredicate,
+        )
+  return (
+    [
+      `ok: ${head}, signed by key ${verified.keyid}`,
+      `payload sha256 ${verified.payloadSha256}`,
+      'subjects:',
+      ...statement.subject.map((item) => `  ${item.digest.sha256}  ${item.name}`),
+    ].join('\n') + '\n'
+  )
 }
 
 export function registerLedgerCommands(program: Command, helpers: LedgerCommandHelpers): void {
   const { out, setExit } = helpers
-  const ledger = program.command('ledger').description("the artifact ledger: runs' provenance, artifacts and their lineage (docs/ledger.md)")
+  const ledger = program
+    .command('ledger')
+    .description("the artifact ledger: runs' provenance, artifacts and their lineage (docs/ledger.md)")
   const common = (command: Command) =>
     command
       .option('--tenant <name>', 'whose records (default: local, the library and CLI tenant)', 'local')
@@ -118,16 +152,30 @@ export function registerLedgerCommands(program: Command, helpers: LedgerCommandH
     .option('--max-activities <n>', 'runs to list each way (default 1000)', whole('--max-activities', 1))
     .action(async (sha: string, flags: CommonFlags & { maxDepth?: number; maxActivities?: number }) => {
       await withLedger(flags, async (opened) => {
-        const lineage = await opened.lineage(sha, { tenant: flags.tenant }, { ...(flags.maxDepth ? { maxDepth: flags.maxDepth } : {}), ...(flags.maxActivities ? { maxActivities: flags.maxActivities } : {}) })
+        const lineage = await opened.lineage(
+          sha,
+          { tenant: flags.tenant },
+          {
+            ...(flags.maxDepth ? { maxDepth: flags.maxDepth } : {}),
+            ...(flags.maxActivities ? { maxActivities: flags.maxActivities } : {}),
+          },
+        )
         out.write(flags.json ? `${JSON.stringify(lineage, null, 2)}\n` : formatLineage(lineage))
       })
     })
 
-  common(ledger.command('provenance').description("a run's provenance as PROV-JSON (--record: the stored record)").argument('<run-id>', 'the run id (result.runId)'))
+  common(
+    ledger
+      .command('provenance')
+      .description("a run's provenance as PROV-JSON (--record: the stored record)")
+      .argument('<run-id>', 'the run id (result.runId)'),
+  )
     .option('--record', 'print the stored record, its seq and hashes, instead of PROV-JSON')
     .action(async (runId: string, flags: CommonFlags & { record?: boolean }) => {
       await withLedger(flags, async (opened) => {
-        const answer = flags.record ? await opened.record(runId, { tenant: flags.tenant }) : await opened.provenance(runId, { tenant: flags.tenant })
+        const answer = flags.record
+          ? await opened.record(runId, { tenant: flags.tenant })
+          : await opened.provenance(runId, { tenant: flags.tenant })
         out.write(`${JSON.stringify(answer, null, 2)}\n`)
       })
     })
@@ -148,7 +196,10 @@ export function registerLedgerCommands(program: Command, helpers: LedgerCommandH
     .option('--limit <n>', 'at most this many records (default 10000)', whole('--limit', 1))
     .action(async (flags: CommonFlags & { format: ExportFormat; afterSeq?: number; limit?: number }) => {
       await withLedger(flags, async (opened) => {
-        const options = { ...(flags.afterSeq !== undefined ? { afterSeq: flags.afterSeq } : {}), ...(flags.limit ? { limit: flags.limit } : {}) }
+        const options = {
+          ...(flags.afterSeq !== undefined ? { afterSeq: flags.afterSeq } : {}),
+          ...(flags.limit ? { limit: flags.limit } : {}),
+        }
         const exported = await opened.export(flags.format, { tenant: flags.tenant }, options)
         // OpenLineage's file transport reads one event per line.
         if (Array.isArray(exported)) for (const event of exported) out.write(`${JSON.stringify(event)}\n`)
@@ -156,7 +207,7 @@ export function registerLedgerCommands(program: Command, helpers: LedgerCommandH
       })
     })
 
-  common(ledger.command('verify').description("check the hash chain; exit 1 naming the first broken link"))
+  common(ledger.command('verify').description('check the hash chain; exit 1 naming the first broken link'))
     .option('--all', 'every tenant with records')
     .action(async (flags: CommonFlags & { all?: boolean }) => {
       await withLedger(flags, async (opened) => {
@@ -167,24 +218,33 @@ export function registerLedgerCommands(program: Command, helpers: LedgerCommandH
       })
     })
 
-  common(ledger.command('receipt').description("a run's signed receipt (--plan: a plan's): a DSSE envelope over an in-toto Statement").argument('<id>', 'the run id (result.runId), or the plan id with --plan'))
-    .option('--plan', 'the id is a plan: its receipt covers its steps\' run receipts')
+  common(
+    ledger
+      .command('receipt')
+      .description("a run's signed receipt (--plan: a plan's): a DSSE envelope over an in-toto Statement")
+      .argument('<id>', 'the run id (result.runId), or the plan id with --plan'),
+  )
+    .option('--plan', "the id is a plan: its receipt covers its steps' run receipts")
     .option('--out <file>', 'write the receipt to this file instead of standard output')
     .action(async (id: string, flags: CommonFlags & { plan?: boolean; out?: string }) => {
       await withLedger(flags, async (opened) => {
-        const envelope = flags.plan ? await opened.planReceipt(id, { tenant: flags.tenant }) : await opened.receipt(id, { tenant: flags.tenant })
+        const envelope = flags.plan
+          ? await opened.planReceipt(id, { tenant: flags.tenant })
+          : await opened.receipt(id, { tenant: flags.tenant })
         const text = `${JSON.stringify(envelope, null, 2)}\n`
         if (flags.out) fs.writeFileSync(flags.out, text)
         else out.write(text)
       })
     })
 
-  common(ledger.command('public-key').description('the Ed25519 public key receipts are signed with (PEM; --json: with its keyid)')).action(async (flags: CommonFlags) => {
-    await withLedger(flags, async (opened) => {
-      const key = await opened.publicKey()
-      out.write(flags.json ? `${JSON.stringify(key, null, 2)}\n` : key.publicKeyPem)
-    })
-  })
+  common(ledger.command('public-key').description('the Ed25519 public key receipts are signed with (PEM; --json: with its keyid)')).action(
+    async (flags: CommonFlags) => {
+      await withLedger(flags, async (opened) => {
+        const key = await opened.publicKey()
+        out.write(flags.json ? `${JSON.stringify(key, null, 2)}\n` : key.publicKeyPem)
+      })
+    },
+  )
 
   ledger
     .command('verify-receipt')
@@ -222,17 +282,25 @@ export function registerLedgerCommands(program: Command, helpers: LedgerCommandH
     .command('prune')
     .description('apply the retention policy now (fabric.ledger.retention.*, or these flags)')
     .option('--max-age-days <n>', 'remove records older than this', whole('--max-age-days', 0))
-    .option('--max-bytes-per-tenant <n>', "remove a tenant's oldest records while its artifacts total more", whole('--max-bytes-per-tenant', 0))
+    .option(
+      '--max-bytes-per-tenant <n>',
+      "remove a tenant's oldest records while its artifacts total more",
+      whole('--max-bytes-per-tenant', 0),
+    )
     .option('--json', 'print JSON')
     .addOption(new Option('--config <file>', 'extra JSON config file applied after config/default.json'))
     .action(async (flags: { config?: string; json?: boolean; maxAgeDays?: number; maxBytesPerTenant?: number }) => {
       await withLedger(flags, async (opened) => {
         const configured = loadConfig({ file: flags.config }).fabric.ledger.retention
-        const policy = { maxAgeDays: flags.maxAgeDays ?? configured.maxAgeDays, maxBytesPerTenant: flags.maxBytesPerTenant ?? configured.maxBytesPerTenant }
+        const policy = {
+          maxAgeDays: flags.maxAgeDays ?? configured.maxAgeDays,
+          maxBytesPerTenant: flags.maxBytesPerTenant ?? configured.maxBytesPerTenant,
+        }
         const report = await opened.applyRetention({ policy })
         if (flags.json) out.write(`${JSON.stringify(report, null, 2)}\n`)
         else {
-          for (const tenant of report.tenants) out.write(`${tenant.tenant}: removed ${tenant.removedRecords} record(s); ${tenant.bytes} bytes referenced\n`)
+          for (const tenant of report.tenants)
+            out.write(`${tenant.tenant}: removed ${tenant.removedRecords} record(s); ${tenant.bytes} bytes referenced\n`)
           out.write(`removed ${report.removedBlobs.length} blob(s)\n`)
         }
       })

@@ -22,7 +22,10 @@ interface CommonFlags {
 }
 
 async function withPlans<T>(flags: CommonFlags, run: boolean, body: (plans: PlanService) => Promise<T>): Promise<T> {
-  const execgate = await createExecgate({ file: flags.config, overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } } })
+  const execgate = await createExecgate({
+    file: flags.config,
+    overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } },
+  })
   // Services of its own, not execgate.plans: a command that does not wait must not start runs it would abandon on exit.
   // Wired like the library's (the ledger's plan versions, bucket workspaces).
   const parts = fabricParts(execgate.container)
@@ -42,7 +45,9 @@ function readPlan(file: string): PlanSpec {
   try {
     text = fs.readFileSync(file === '-' ? 0 : file, 'utf8')
   } catch (error) {
-    throw new ExecgateError('EXECGATE_CLI_USAGE', { detail: `cannot read "${file}": ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeError(error)}` })
+    throw new ExecgateError('EXECGATE_CLI_USAGE', {
+      detail: `cannot read "${file}": ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : describeError(error)}`,
+    })
   }
   try {
     return JSON.parse(text) as PlanSpec
@@ -56,7 +61,14 @@ function stepLines(plan: PlanView): string[] {
   return plan.steps.map((step) => {
     const stdout = step.result?.stdout?.trim()
     // A bash step's outcome is its output: shown when there is no value.
-    const value = step.state !== 'COMPLETED' ? '' : step.result?.value !== undefined ? `  value: ${JSON.stringify(step.result.value)}` : stdout ? `  stdout: ${JSON.stringify(stdout.length > 200 ? `${stdout.slice(0, 200)}…` : stdout)}` : ''
+    const value =
+      step.state !== 'COMPLETED'
+        ? ''
+        : step.result?.value !== undefined
+          ? `  value: ${JSON.stringify(step.result.value)}`
+          : stdout
+            ? `  stdout: ${JSON.stringify(stdout.length > 200 ? `${stdout.slice(0, 200)}…` : stdout)}`
+            : ''
     const why = step.state === 'FAILED' || step.state === 'TERMINATED' || step.state === 'SUSPENDED' ? `  ${step.reason}` : ''
     const kept = step.reusedFrom !== undefined ? `  (kept from version ${step.reusedFrom})` : ''
     return `  ${step.id.padEnd(width)}  ${step.state}${value}${why}${kept}`
@@ -65,15 +77,21 @@ function stepLines(plan: PlanView): string[] {
 
 function print(out: NodeJS.WritableStream, flags: CommonFlags, plan: PlanView): void {
   if (flags.json) return void out.write(`${JSON.stringify(plan, null, 2)}\n`)
-  out.write(`plan ${plan.id}  ${plan.state}  version ${plan.version}  revisions ${plan.revisions.length}/${plan.maxRevisions}  ${plan.reason}\n`)
+  out.write(
+    `plan ${plan.id}  ${plan.state}  version ${plan.version}  revisions ${plan.revisions.length}/${plan.maxRevisions}  ${plan.reason}\n`,
+  )
   for (const line of stepLines(plan)) out.write(`${line}\n`)
-  for (const revision of plan.revisions) out.write(`  revision ${revision.attempt} (step ${revision.stepId}): ${revision.accepted ? `version ${revision.version}: ` : 'refused: '}${revision.reason}\n`)
+  for (const revision of plan.revisions)
+    out.write(
+      `  revision ${revision.attempt} (step ${revision.stepId}): ${revision.accepted ? `version ${revision.version}: ` : 'refused: '}${revision.reason}\n`,
+    )
 }
 
 /** One line per step, redrawn in place on a terminal as the plan's events arrive. */
 function progressLine(event: PlanEvent): [string, string] | undefined {
   if (event.type === 'step') return [event.stepId, `${event.to}${event.to === 'FAILED' ? `  ${event.reason}` : ''}`]
-  if (event.type === 'revision') return ['(revision)', `${event.attempt} ${event.accepted ? `accepted: version ${event.version}` : `refused: ${event.reason}`}`]
+  if (event.type === 'revision')
+    return ['(revision)', `${event.attempt} ${event.accepted ? `accepted: version ${event.version}` : `refused: ${event.reason}`}`]
   return ['(plan)', `${event.to}${event.type === 'plan' && event.to === 'REVISING' ? `  ${event.reason}` : ''}`]
 }
 
@@ -84,8 +102,13 @@ async function waitFor(plans: PlanService, id: string): Promise<PlanView> {
   const rows = new Map<string, string>()
   let drawn = 0
   const draw = () => {
-    const lines = [`plan ${id}  ${((Date.now() - started) / 1000).toFixed(1)} s`, ...[...rows].map(([name, state]) => `  ${name.padEnd(12)} ${state}`)]
-    process.stderr.write(`${drawn ? `\x1b[${drawn}A` : ''}${lines.map((line) => `\r\x1b[K${line.slice(0, (process.stderr.columns || 120) - 1)}\n`).join('')}`)
+    const lines = [
+      `plan ${id}  ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      ...[...rows].map(([name, state]) => `  ${name.padEnd(12)} ${state}`),
+    ]
+    process.stderr.write(
+      `${drawn ? `\x1b[${drawn}A` : ''}${lines.map((line) => `\r\x1b[K${line.slice(0, (process.stderr.columns || 120) - 1)}\n`).join('')}`,
+    )
     drawn = lines.length
   }
   const timer = setInterval(draw, 200)
@@ -104,11 +127,14 @@ async function waitFor(plans: PlanService, id: string): Promise<PlanView> {
   }
 }
 
-const integer = (flag: string) => (value: string): number => {
-  const parsed = Number(value)
-  if (!/^\d+$/.test(value.trim()) || parsed < 1 || parsed > 500) throw new InvalidArgumentError(`${flag} must be a whole number from 1 to 500, got "${value}"`)
-  return parsed
-}
+const integer =
+  (flag: string) =>
+  (value: string): number => {
+    const parsed = Number(value)
+    if (!/^\d+$/.test(value.trim()) || parsed < 1 || parsed > 500)
+      throw new InvalidArgumentError(`${flag} must be a whole number from 1 to 500, got "${value}"`)
+    return parsed
+  }
 
 export function registerPlanCommands(program: Command, helpers: PlanCommandHelpers): void {
   const { out, setExit } = helpers
@@ -164,7 +190,8 @@ export function registerPlanCommands(program: Command, helpers: PlanCommandHelpe
       await withPlans(flags, false, async (plans) => {
         const page = await plans.list({ ...(flags.state ? { state: flags.state } : {}), ...(flags.limit ? { limit: flags.limit } : {}) })
         if (flags.json) return void out.write(`${JSON.stringify(page, null, 2)}\n`)
-        for (const item of page.plans) out.write(`${item.id}  ${item.state}  version ${item.version}  ${item.steps} steps  ${item.reason}\n`)
+        for (const item of page.plans)
+          out.write(`${item.id}  ${item.state}  version ${item.version}  ${item.steps} steps  ${item.reason}\n`)
       })
     })
 }

@@ -25,11 +25,14 @@ interface RemoteFlags {
   json?: boolean
 }
 
-const positive = (flag: string) => (value: string): number => {
-  const parsed = Number(value)
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`${flag} must be a positive whole number, got "${value}"`)
-  return parsed
-}
+const positive =
+  (flag: string) =>
+  (value: string): number => {
+    const parsed = Number(value)
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < 1)
+      throw new InvalidArgumentError(`${flag} must be a positive whole number, got "${value}"`)
+    return parsed
+  }
 const repeatable = (value: string, previous: string[]) => [...previous, value]
 
 function usage(detail: string): ExecgateError {
@@ -39,13 +42,20 @@ function usage(detail: string): ExecgateError {
 /** A client of one server's sandbox routes. */
 function remote(flags: RemoteFlags) {
   const base = (flags.url ?? process.env.EXECGATE_URL ?? '').replace(/\/+$/, '')
-  if (!base) throw usage('sandboxes live in a running server: give --url of an `execgate serve` (or set EXECGATE_URL), or run commands in a sandbox for this command only with `execgate sandbox exec --local`')
+  if (!base)
+    throw usage(
+      'sandboxes live in a running server: give --url of an `execgate serve` (or set EXECGATE_URL), or run commands in a sandbox for this command only with `execgate sandbox exec --local`',
+    )
   const key = flags.key ?? process.env.EXECGATE_API_KEY
   return async (method: string, route: string, body?: unknown, accept = 'application/json'): Promise<Response> => {
     const raw = body instanceof Uint8Array
     const response = await fetch(base + route, {
       method,
-      headers: { accept, ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': raw ? 'application/octet-stream' : 'application/json' }) },
+      headers: {
+        accept,
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': raw ? 'application/octet-stream' : 'application/json' }),
+      },
       body: body === undefined ? undefined : raw ? body : JSON.stringify(body),
     })
     if (response.ok) return response
@@ -106,13 +116,18 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
       .option('--json', 'print JSON')
 
   remoteOptions(sandbox.command('start').description('start a sandbox on the server and print its id'))
-    .option('--adapter <name>', 'docker, process or shell (default: the server\'s sandboxes.adapter)')
+    .option('--adapter <name>', "docker, process or shell (default: the server's sandboxes.adapter)")
     .option('--timeout <ms>', 'time limit of each exec', positive('--timeout'))
     .option('--memory <mib>', 'memory limit of each exec', positive('--memory'))
     .option('--idle-timeout <ms>', 'stop it after this long without a call', positive('--idle-timeout'))
     .action(async (flags: RemoteFlags & { adapter?: string; timeout?: number; memory?: number; idleTimeout?: number }) => {
       const call = remote(flags)
-      const body = { ...(flags.adapter ? { adapter: flags.adapter } : {}), ...(flags.timeout ? { timeoutMs: flags.timeout } : {}), ...(flags.memory ? { memoryMb: flags.memory } : {}), ...(flags.idleTimeout ? { idleTimeoutMs: flags.idleTimeout } : {}) }
+      const body = {
+        ...(flags.adapter ? { adapter: flags.adapter } : {}),
+        ...(flags.timeout ? { timeoutMs: flags.timeout } : {}),
+        ...(flags.memory ? { memoryMb: flags.memory } : {}),
+        ...(flags.idleTimeout ? { idleTimeoutMs: flags.idleTimeout } : {}),
+      }
       const info = (await (await call('POST', '/v1/sandboxes', body)).json()) as SandboxInfo
       out.write(flags.json ? `${JSON.stringify(info, null, 2)}\n` : `${info.id}\n`)
     })
@@ -127,25 +142,55 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
     .option('--code-file <file>', 'a program to run instead of a command')
     .option('--timeout <ms>', 'time limit of this exec', positive('--timeout'))
     .option('--config <file>', 'with --local: extra JSON config file')
-    .action(async (args: string[], flags: RemoteFlags & { local?: boolean; adapter?: string; in: string[]; out: string[]; lang?: Language; codeFile?: string; timeout?: number; config?: string }) => {
-      const program = flags.codeFile ? helpers.readSource(flags.codeFile, flags.lang) : undefined
-      const execOf = (command: string | undefined) => ({ ...(program ? { language: program.language, code: program.code } : { command }), ...(flags.timeout ? { timeoutMs: flags.timeout } : {}) })
-      if (flags.local) {
-        if (args.length === 0 && !program) throw usage('exec --local needs at least one command (or --code-file)')
-        setExit(await execLocal(args, flags, execOf, out))
-        return
-      }
-      const [id, ...words] = args
-      if (!id || (words.length === 0 && !program)) throw usage('exec needs the sandbox id and a command: execgate sandbox exec <id> "<command>" --url <server>')
-      const call = remote(flags)
-      const response = await call('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, execOf(words.join(' ')), flags.json ? 'application/json' : 'text/event-stream')
-      const result = flags.json ? ((await response.json()) as ExecutionResult) : await followExec(response, out)
-      if (flags.json) out.write(`${JSON.stringify(result)}\n`)
-      else if (result.status !== 'ok') process.stderr.write(`[execgate] ${result.status}: ${result.message ?? result.error?.message ?? ''}\n`)
-      setExit(result.status === 'ok' ? 0 : 1)
-    })
+    .action(
+      async (
+        args: string[],
+        flags: RemoteFlags & {
+          local?: boolean
+          adapter?: string
+          in: string[]
+          out: string[]
+          lang?: Language
+          codeFile?: string
+          timeout?: number
+          config?: string
+        },
+      ) => {
+        const program = flags.codeFile ? helpers.readSource(flags.codeFile, flags.lang) : undefined
+        const execOf = (command: string | undefined) => ({
+          ...(program ? { language: program.language, code: program.code } : { command }),
+          ...(flags.timeout ? { timeoutMs: flags.timeout } : {}),
+        })
+        if (flags.local) {
+          if (args.length === 0 && !program) throw usage('exec --local needs at least one command (or --code-file)')
+          setExit(await execLocal(args, flags, execOf, out))
+          return
+        }
+        const [id, ...words] = args
+        if (!id || (words.length === 0 && !program))
+          throw usage('exec needs the sandbox id and a command: execgate sandbox exec <id> "<command>" --url <server>')
+        const call = remote(flags)
+        const response = await call(
+          'POST',
+          `/v1/sandboxes/${encodeURIComponent(id)}/exec`,
+          execOf(words.join(' ')),
+          flags.json ? 'application/json' : 'text/event-stream',
+        )
+        const result = flags.json ? ((await response.json()) as ExecutionResult) : await followExec(response, out)
+        if (flags.json) out.write(`${JSON.stringify(result)}\n`)
+        else if (result.status !== 'ok')
+          process.stderr.write(`[execgate] ${result.status}: ${result.message ?? result.error?.message ?? ''}\n`)
+        setExit(result.status === 'ok' ? 0 : 1)
+      },
+    )
 
-  remoteOptions(sandbox.command('cp').description('copy a file in (cp ./data.csv SB:data.csv, or an artifact: cp sha256:<digest> SB:data.csv) or out (cp SB:out.txt ./out.txt)'))
+  remoteOptions(
+    sandbox
+      .command('cp')
+      .description(
+        'copy a file in (cp ./data.csv SB:data.csv, or an artifact: cp sha256:<digest> SB:data.csv) or out (cp SB:out.txt ./out.txt)',
+      ),
+  )
     .argument('<from>')
     .argument('<to>')
     .action(async (from: string, to: string, flags: RemoteFlags) => {
@@ -155,14 +200,26 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
       const target = sandboxPath(to)
       if (artifact) {
         if (!target) throw usage('an artifact is copied into a sandbox: execgate sandbox cp sha256:<digest> <sandbox id>:<path>')
-        await call('PUT', `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${target.path.split('/').map(encodeURIComponent).join('/')}?sha256=${artifact}`)
+        await call(
+          'PUT',
+          `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${target.path.split('/').map(encodeURIComponent).join('/')}?sha256=${artifact}`,
+        )
         return
       }
       if (source && target) throw usage('cp copies between this machine and a sandbox; one side must be a local path')
       if (target) {
-        await call('PUT', `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${target.path.split('/').map(encodeURIComponent).join('/')}`, fs.readFileSync(from))
+        await call(
+          'PUT',
+          `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${target.path.split('/').map(encodeURIComponent).join('/')}`,
+          fs.readFileSync(from),
+        )
       } else if (source) {
-        const response = await call('GET', `/v1/sandboxes/${encodeURIComponent(source.id)}/files/${source.path.split('/').map(encodeURIComponent).join('/')}`, undefined, 'application/octet-stream')
+        const response = await call(
+          'GET',
+          `/v1/sandboxes/${encodeURIComponent(source.id)}/files/${source.path.split('/').map(encodeURIComponent).join('/')}`,
+          undefined,
+          'application/octet-stream',
+        )
         const local = fs.existsSync(to) && fs.statSync(to).isDirectory() ? path.join(to, path.basename(source.path)) : to
         fs.writeFileSync(local, Buffer.from(await response.arrayBuffer()))
       } else {
@@ -170,11 +227,19 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
       }
     })
 
-  remoteOptions(sandbox.command('save').description("store a sandbox file in the artifact ledger and print its sha256 (GET /v1/artifacts/<sha256>, or cp sha256:<digest> into another sandbox)"))
+  remoteOptions(
+    sandbox
+      .command('save')
+      .description(
+        'store a sandbox file in the artifact ledger and print its sha256 (GET /v1/artifacts/<sha256>, or cp sha256:<digest> into another sandbox)',
+      ),
+  )
     .argument('<id>')
     .argument('<path>')
     .action(async (id: string, file: string, flags: RemoteFlags) => {
-      const saved = (await (await remote(flags)('POST', `/v1/sandboxes/${encodeURIComponent(id)}/artifacts`, { path: file })).json()) as SavedArtifact
+      const saved = (await (
+        await remote(flags)('POST', `/v1/sandboxes/${encodeURIComponent(id)}/artifacts`, { path: file })
+      ).json()) as SavedArtifact
       out.write(flags.json ? `${JSON.stringify(saved, null, 2)}\n` : `${saved.sha256}\n`)
     })
 
@@ -185,12 +250,11 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
       if (!flags.json) out.write(`stopped ${id}\n`)
     })
 
-  remoteOptions(sandbox.command('list').description('list your live sandboxes on the server'))
-    .action(async (flags: RemoteFlags) => {
-      const { sandboxes } = (await (await remote(flags)('GET', '/v1/sandboxes')).json()) as { sandboxes: SandboxInfo[] }
-      if (flags.json) out.write(`${JSON.stringify(sandboxes, null, 2)}\n`)
-      else for (const info of sandboxes) out.write(line(info))
-    })
+  remoteOptions(sandbox.command('list').description('list your live sandboxes on the server')).action(async (flags: RemoteFlags) => {
+    const { sandboxes } = (await (await remote(flags)('GET', '/v1/sandboxes')).json()) as { sandboxes: SandboxInfo[] }
+    if (flags.json) out.write(`${JSON.stringify(sandboxes, null, 2)}\n`)
+    else for (const info of sandboxes) out.write(line(info))
+  })
 }
 
 /** `exec --local`: start, copy in, each command in turn, copy out, stop; the exit code is the last exec's. */
@@ -202,19 +266,29 @@ async function execLocal(
 ): Promise<number> {
   const config = loadConfig({ file: flags.config })
   // The backend asked for is enabled for this command, as `run --adapter` does.
-  const enabled = flags.adapter && !config.execution.enabled.includes(flags.adapter) ? [...config.execution.enabled, flags.adapter] : undefined
-  const overrides = { readiness: { enabled: false }, ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}), ...(enabled ? { execution: { enabled } } : {}) }
+  const enabled =
+    flags.adapter && !config.execution.enabled.includes(flags.adapter) ? [...config.execution.enabled, flags.adapter] : undefined
+  const overrides = {
+    readiness: { enabled: false },
+    ...(config.log.level === 'info' ? { log: { level: 'warn' as const } } : {}),
+    ...(enabled ? { execution: { enabled } } : {}),
+  }
   const execgate = await createExecgate({ config: loadConfig({ file: flags.config, overrides }), warm: false })
   try {
     const sandbox = await execgate.sandboxes.start(flags.adapter ? { adapter: flags.adapter } : {})
     for (const spec of flags.in) {
-      const [local, inside] = spec.includes(':') ? [spec.slice(0, spec.lastIndexOf(':')), spec.slice(spec.lastIndexOf(':') + 1)] : [spec, path.basename(spec)]
+      const [local, inside] = spec.includes(':')
+        ? [spec.slice(0, spec.lastIndexOf(':')), spec.slice(spec.lastIndexOf(':') + 1)]
+        : [spec, path.basename(spec)]
       await sandbox.writeFile(inside!, fs.readFileSync(local!))
     }
     let last: ExecutionResult | undefined
     for (const command of commands.length ? commands : [undefined]) {
       let streamed = false
-      last = await sandbox.exec(execOf(command), flags.json ? {} : { onOutput: (stream, chunk) => ((streamed = true), (stream === 'stdout' ? out : process.stderr).write(chunk)) })
+      last = await sandbox.exec(
+        execOf(command),
+        flags.json ? {} : { onOutput: (stream, chunk) => ((streamed = true), (stream === 'stdout' ? out : process.stderr).write(chunk)) },
+      )
       if (flags.json) out.write(`${JSON.stringify(last)}\n`)
       else if (!streamed) {
         // Output a backend answered only with its result (a refusal before anything ran).
@@ -227,7 +301,9 @@ async function execLocal(
       }
     }
     for (const spec of flags.out) {
-      const [inside, local] = spec.includes(':') ? [spec.slice(0, spec.indexOf(':')), spec.slice(spec.indexOf(':') + 1)] : [spec, path.basename(spec)]
+      const [inside, local] = spec.includes(':')
+        ? [spec.slice(0, spec.indexOf(':')), spec.slice(spec.indexOf(':') + 1)]
+        : [spec, path.basename(spec)]
       fs.writeFileSync(local!, await sandbox.readFile(inside!))
     }
     return last?.status === 'ok' ? 0 : 1

@@ -32,14 +32,20 @@ interface SubmitFlags extends CommonFlags {
   wait?: boolean
 }
 
-const integer = (flag: string, minimum: number) => (value: string): number => {
-  const parsed = Number(value)
-  if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < minimum) throw new InvalidArgumentError(`${flag} must be a whole number of at least ${minimum}, got "${value}"`)
-  return parsed
-}
+const integer =
+  (flag: string, minimum: number) =>
+  (value: string): number => {
+    const parsed = Number(value)
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < minimum)
+      throw new InvalidArgumentError(`${flag} must be a whole number of at least ${minimum}, got "${value}"`)
+    return parsed
+  }
 
 async function withTasks<T>(flags: CommonFlags, run: boolean, body: (tasks: TaskService, execgate: Execgate) => Promise<T>): Promise<T> {
-  const execgate = await createExecgate({ file: flags.config, overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } } })
+  const execgate = await createExecgate({
+    file: flags.config,
+    overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } },
+  })
   // Its own service, not execgate.tasks: a command that does not wait must not start runs it would abandon on exit.
   const tasks = taskServiceFor(fabricParts(execgate.container), run)
   try {
@@ -89,7 +95,12 @@ export function registerTaskCommands(program: Command, helpers: TaskCommandHelpe
     .argument('<file>', 'file to run; - reads standard input (needs --lang)')
     .addOption(new Option('--lang <language>', 'language of the code (default: from the file extension)').choices([...LANGUAGES]))
     .option('--priority <n>', 'higher runs first (default 0)', integer('--priority', -1_000_000))
-    .option('--after <id>', 'start only after this task completed (repeatable)', (value: string, previous: string[]) => [...previous, value], [])
+    .option(
+      '--after <id>',
+      'start only after this task completed (repeatable)',
+      (value: string, previous: string[]) => [...previous, value],
+      [],
+    )
     .option('--deadline <iso>', 'start-by time, ISO 8601; not started by then, the task ends TERMINATED')
     .option('--retries <n>', 'attempts in all, the first included', integer('--retries', 1))
     .addOption(new Option('--backoff <kind>', 'delay growth between attempts').choices(['exponential', 'linear']))
@@ -104,7 +115,14 @@ export function registerTaskCommands(program: Command, helpers: TaskCommandHelpe
         ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
         ...(flags.after.length ? { dependencies: flags.after } : {}),
         ...(flags.deadline ? { deadline: flags.deadline } : {}),
-        ...(flags.retries || flags.backoff ? { retryPolicy: { ...(flags.retries ? { maxAttempts: flags.retries } : {}), ...(flags.backoff ? { backoff: flags.backoff } : {}) } } : {}),
+        ...(flags.retries || flags.backoff
+          ? {
+              retryPolicy: {
+                ...(flags.retries ? { maxAttempts: flags.retries } : {}),
+                ...(flags.backoff ? { backoff: flags.backoff } : {}),
+              },
+            }
+          : {}),
         ...(flags.idempotencyKey ? { idempotencyKey: flags.idempotencyKey } : {}),
       }
       await withTasks(flags, !!flags.wait, async (tasks) => {
@@ -146,7 +164,11 @@ export function registerTaskCommands(program: Command, helpers: TaskCommandHelpe
     .addOption(configOption())
     .action(async (flags: CommonFlags & { state?: TaskState; intent?: string; limit?: number }) => {
       await withTasks(flags, false, async (tasks) => {
-        const page = await tasks.list({ ...(flags.state ? { state: flags.state } : {}), ...(flags.intent ? { intentId: flags.intent } : {}), ...(flags.limit ? { limit: flags.limit } : {}) })
+        const page = await tasks.list({
+          ...(flags.state ? { state: flags.state } : {}),
+          ...(flags.intent ? { intentId: flags.intent } : {}),
+          ...(flags.limit ? { limit: flags.limit } : {}),
+        })
         if (flags.json) out.write(`${JSON.stringify(page, null, 2)}\n`)
         else for (const item of page.tasks) out.write(line(item))
       })

@@ -16,7 +16,10 @@ export class ExecgateClientError extends Error {
   readonly attempts: number
 
   constructor(init: { code: string; message: string; status: number; retryAfterMs?: number; attempts: number; cause?: unknown }) {
-    super(init.message.startsWith('[execgate]') ? init.message : `[execgate] [client] ${init.message}`, init.cause === undefined ? undefined : { cause: init.cause })
+    super(
+      init.message.startsWith('[execgate]') ? init.message : `[execgate] [client] ${init.message}`,
+      init.cause === undefined ? undefined : { cause: init.cause },
+    )
     this.name = 'ExecgateClientError'
     this.code = init.code
     const known = (ERROR_CODES as Record<string, { fault: Fault; retryable: boolean } | undefined>)[init.code]

@@ -6,12 +6,28 @@ import type { ExecutionResult } from '../core'
 import type { LedgerService } from '../fabric/ledger'
 import type { TaskEvent } from '../fabric/tasks'
 
-export type { ExecutionRequest, ExecutionResult, ExecutionStatus, Language, ValidationReport, WorkspaceFile, SandboxFileEntry } from '../core'
+export type {
+  ExecutionRequest,
+  ExecutionResult,
+  ExecutionStatus,
+  Language,
+  ValidationReport,
+  WorkspaceFile,
+  SandboxFileEntry,
+} from '../core'
 export type { ErrorCode } from '../core/errors'
 export type { Task, TaskSpec, TaskEvent, TaskState, ResumeChanges } from '../fabric/tasks'
 export type { PlanSpec, PlanView, PlanEvent, PlanState, PlanSummary } from '../fabric/plans'
 export type { SandboxInfo, SandboxStartOptions, SandboxExecRequest, SandboxFile, SavedArtifact } from '../fabric/sandboxes'
-export type { Lineage, LineageLimits, ProvDocument, VerifyReport, RunProvenanceRecord, OpenLineageRunEvent, ExportOptions } from '../fabric/ledger'
+export type {
+  Lineage,
+  LineageLimits,
+  ProvDocument,
+  VerifyReport,
+  RunProvenanceRecord,
+  OpenLineageRunEvent,
+  ExportOptions,
+} from '../fabric/ledger'
 
 /** An event of `client.stream(request)`: output as the run produces it, then its result (always last). */
 export type ExecutionEvent = { type: 'stdout' | 'stderr'; chunk: string } | { type: 'result'; result: ExecutionResult }

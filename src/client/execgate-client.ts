@@ -1,4 +1,13 @@
-import type { ExecutionEvent, ExecutionRequest, ExecutionResult, Language, RemoteExecuteOptions, SandboxInfo, SandboxStartOptions, ValidationReport } from './client-types'
+import type {
+  ExecutionEvent,
+  ExecutionRequest,
+  ExecutionResult,
+  Language,
+  RemoteExecuteOptions,
+  SandboxInfo,
+  SandboxStartOptions,
+  ValidationReport,
+} from './client-types'
 import { isExecgateClientError } from './client-error'
 import { resultFromError } from './error-result'
 import { collectExecution, toExecutionEvents } from './execution-events'
@@ -73,7 +82,8 @@ export class ExecgateClient {
   async execute(request: ExecutionRequest, options: RemoteExecuteOptions & CallOptions = {}): Promise<ExecutionResult> {
     const call = withProfile(options)
     try {
-      if (options.onOutput) return await collectExecution(toExecutionEvents(this.http.events('execute', { json: request }, call)), options.onOutput)
+      if (options.onOutput)
+        return await collectExecution(toExecutionEvents(this.http.events('execute', { json: request }, call)), options.onOutput)
       return await this.http.json<ExecutionResult>('execute', { json: request }, call)
     } catch (error) {
       if (isExecgateClientError(error)) return resultFromError(error, request.traceId, request.adapter)
@@ -82,7 +92,10 @@ export class ExecgateClient {
   }
 
   /** Runs code and yields its output as produced, then `{ type: 'result' }` last (a failed request too, as a result). */
-  async *stream(request: ExecutionRequest, options: Omit<RemoteExecuteOptions, 'onOutput'> & CallOptions = {}): AsyncGenerator<ExecutionEvent> {
+  async *stream(
+    request: ExecutionRequest,
+    options: Omit<RemoteExecuteOptions, 'onOutput'> & CallOptions = {},
+  ): AsyncGenerator<ExecutionEvent> {
     try {
       yield* toExecutionEvents(this.http.events('execute', { json: request }, withProfile(options)))
     } catch (error) {

@@ -12,14 +12,27 @@ export async function* toExecutionEvents(messages: AsyncIterable<SseMessage>): A
     }
     if (message.event === 'stdout' || message.event === 'stderr') yield { type: message.event, chunk: data.chunk ?? '' }
   }
-  throw new ExecgateClientError({ code: 'EXECGATE_RESPONSE_INVALID', message: 'the event stream ended before its result event', status: 200, attempts: 1 })
+  throw new ExecgateClientError({
+    code: 'EXECGATE_RESPONSE_INVALID',
+    message: 'the event stream ended before its result event',
+    status: 200,
+    attempts: 1,
+  })
 }
 
 /** Runs the events to their end, handing output to `onOutput`, and answers the result. */
-export async function collectExecution(events: AsyncIterable<ExecutionEvent>, onOutput: (stream: 'stdout' | 'stderr', chunk: string) => void): Promise<ExecutionResult> {
+export async function collectExecution(
+  events: AsyncIterable<ExecutionEvent>,
+  onOutput: (stream: 'stdout' | 'stderr', chunk: string) => void,
+): Promise<ExecutionResult> {
   for await (const event of events) {
     if (event.type === 'result') return event.result
     onOutput(event.type, event.chunk)
   }
-  throw new ExecgateClientError({ code: 'EXECGATE_RESPONSE_INVALID', message: 'the event stream ended before its result event', status: 200, attempts: 1 })
+  throw new ExecgateClientError({
+    code: 'EXECGATE_RESPONSE_INVALID',
+    message: 'the event stream ended before its result event',
+    status: 200,
+    attempts: 1,
+  })
 }

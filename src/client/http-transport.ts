@@ -45,7 +45,10 @@ export class HttpTransport {
   async send(name: RouteName, init: RequestInit = {}, call: CallOptions = {}): Promise<Response> {
     const route = CLIENT_ROUTES[name]
     const query = Object.entries(init.query ?? {}).filter((entry): entry is [string, string | number] => entry[1] !== undefined)
-    const url = this.base + routePath(name, init.params) + (query.length ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)]))}` : '')
+    const url =
+      this.base +
+      routePath(name, init.params) +
+      (query.length ? `?${new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)])).toString()}` : '')
     const headers: Record<string, string> = {
       accept: init.accept ?? 'application/json',
       ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
@@ -60,7 +63,12 @@ export class HttpTransport {
     for (let attempt = 1; ; attempt++) {
       let response: Response
       try {
-        response = await this.fetchImpl(url, { method: route.method, headers, ...(body !== undefined ? { body: body as string } : {}), ...(call.signal ? { signal: call.signal } : {}) })
+        response = await this.fetchImpl(url, {
+          method: route.method,
+          headers,
+          ...(body !== undefined ? { body: body as string } : {}),
+          ...(call.signal ? { signal: call.signal } : {}),
+        })
       } catch (error) {
         throw this.failure(error, call.signal, attempt)
       }
@@ -84,13 +92,22 @@ export class HttpTransport {
     try {
       return JSON.parse(text) as T
     } catch (error) {
-      throw new ExecgateClientError({ code: 'EXECGATE_RESPONSE_INVALID', message: `the server answered HTTP ${response.status} with a body that is not JSON: ${text.slice(0, 120)}`, status: response.status, attempts: 1, cause: error })
+      throw new ExecgateClientError({
+        code: 'EXECGATE_RESPONSE_INVALID',
+        message: `the server answered HTTP ${response.status} with a body that is not JSON: ${text.slice(0, 120)}`,
+        status: response.status,
+        attempts: 1,
+        cause: error,
+      })
     }
   }
 
   async bytes(name: RouteName, init: RequestInit = {}, call: CallOptions = {}): Promise<{ content: Uint8Array; mediaType: string }> {
     const response = await this.send(name, { accept: '*/*', ...init }, call)
-    return { content: new Uint8Array(await response.arrayBuffer()), mediaType: response.headers.get('content-type') ?? 'application/octet-stream' }
+    return {
+      content: new Uint8Array(await response.arrayBuffer()),
+      mediaType: response.headers.get('content-type') ?? 'application/octet-stream',
+    }
   }
 
   /** The route's Server-Sent Events; leaving the loop early closes the connection. */
@@ -107,10 +124,23 @@ export class HttpTransport {
   private failure(error: unknown, signal: AbortSignal | undefined, attempts: number): ExecgateClientError {
     if (signal?.aborted) {
       const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? 'aborted')
-      return new ExecgateClientError({ code: 'EXECGATE_REQUEST_CANCELLED', message: `the request was cancelled: ${reason}`, status: 0, attempts, cause: error })
+      return new ExecgateClientError({
+        code: 'EXECGATE_REQUEST_CANCELLED',
+        message: `the request was cancelled: ${reason}`,
+        status: 0,
+        attempts,
+        cause: error,
+      })
     }
-    const detail = error instanceof Error ? [error.message, (error.cause as Error | undefined)?.message].filter(Boolean).join(': ') : String(error)
-    return new ExecgateClientError({ code: 'EXECGATE_SERVER_UNREACHABLE', message: `cannot reach the execgate server at ${this.base}: ${detail}`, status: 0, attempts, cause: error })
+    const detail =
+      error instanceof Error ? [error.message, (error.cause as Error | undefined)?.message].filter(Boolean).join(': ') : String(error)
+    return new ExecgateClientError({
+      code: 'EXECGATE_SERVER_UNREACHABLE',
+      message: `cannot reach the execgate server at ${this.base}: ${detail}`,
+      status: 0,
+      attempts,
+      cause: error,
+    })
   }
 }
 
@@ -125,6 +155,11 @@ async function errorOf(response: Response, attempts: number, retryAfterMs: numbe
   }
   const wait = retryAfterMs ?? (typeof parsed?.retryAfterMs === 'number' ? parsed.retryAfterMs : undefined)
   const base = { status: response.status, attempts, ...(wait !== undefined ? { retryAfterMs: wait } : {}) }
-  if (typeof parsed?.error?.code === 'string' && typeof parsed.error.message === 'string') return new ExecgateClientError({ ...base, code: parsed.error.code, message: parsed.error.message })
-  return new ExecgateClientError({ ...base, code: 'EXECGATE_RESPONSE_INVALID', message: `the server answered HTTP ${response.status} with a body that is not execgate JSON: ${text.slice(0, 120) || '(empty)'}` })
+  if (typeof parsed?.error?.code === 'string' && typeof parsed.error.message === 'string')
+    return new ExecgateClientError({ ...base, code: parsed.error.code, message: parsed.error.message })
+  return new ExecgateClientError({
+    ...base,
+    code: 'EXECGATE_RESPONSE_INVALID',
+    message: `the server answered HTTP ${response.status} with a body that is not execgate JSON: ${text.slice(0, 120) || '(empty)'}`,
+  })
 }

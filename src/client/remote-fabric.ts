@@ -1,4 +1,17 @@
-import type { ListOptions, PlanEvent, PlanSpec, PlanState, PlanSummary, PlanView, ResumeChanges, Task, TaskEvent, TaskSpec, TaskState, TaskStreamEvent } from './client-types'
+import type {
+  ListOptions,
+  PlanEvent,
+  PlanSpec,
+  PlanState,
+  PlanSummary,
+  PlanView,
+  ResumeChanges,
+  Task,
+  TaskEvent,
+  TaskSpec,
+  TaskState,
+  TaskStreamEvent,
+} from './client-types'
 import { ExecgateClientError } from './client-error'
 import type { CallOptions, HttpTransport } from './http-transport'
 
@@ -7,7 +20,10 @@ export interface EventStreamOptions extends CallOptions {
   afterSeq?: number
 }
 
-const resumeHeader = (options: EventStreamOptions) => ({ ...options, headers: { ...options.headers, ...(options.afterSeq ? { 'last-event-id': String(options.afterSeq) } : {}) } })
+const resumeHeader = (options: EventStreamOptions) => ({
+  ...options,
+  headers: { ...options.headers, ...(options.afterSeq ? { 'last-event-id': String(options.afterSeq) } : {}) },
+})
 
 /** `client.tasks`: durable tasks (docs/tasks.md), the same calls as the library's `execgate.tasks`. */
 export class RemoteTasks {
@@ -23,7 +39,10 @@ export class RemoteTasks {
     return notFoundAsUndefined(this.http.json<Task>('getTask', { params: { id } }, options))
   }
 
-  list(filter: ListOptions<TaskState> & { intentId?: string } = {}, options?: CallOptions): Promise<{ tasks: Task[]; nextCursor?: string }> {
+  list(
+    filter: ListOptions<TaskState> & { intentId?: string } = {},
+    options?: CallOptions,
+  ): Promise<{ tasks: Task[]; nextCursor?: string }> {
     return this.http.json('listTasks', { query: { ...filter } }, options)
   }
 
@@ -50,9 +69,16 @@ export class RemoteTasks {
 
   /** Follows the task's events until it ends (or is suspended) and answers it as it then is. */
   async wait(id: string, options: CallOptions = {}): Promise<Task> {
-    for await (const event of this.events(id, options)) if (event.type === 'transition' && ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED'].includes(event.event.to)) break
+    for await (const event of this.events(id, options))
+      if (event.type === 'transition' && ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED'].includes(event.event.to)) break
     const task = await this.get(id, options)
-    if (!task) throw new ExecgateClientError({ code: 'EXECGATE_NOT_FOUND', message: `task ${id} disappeared while waiting`, status: 404, attempts: 1 })
+    if (!task)
+      throw new ExecgateClientError({
+        code: 'EXECGATE_NOT_FOUND',
+        message: `task ${id} disappeared while waiting`,
+        status: 404,
+        attempts: 1,
+      })
     return task
   }
 }
@@ -87,14 +113,22 @@ export class RemotePlans {
 
   /** The plan's log (plan and step transitions, revisions), then live, until it ends. */
   async *events(id: string, options: EventStreamOptions = {}): AsyncGenerator<PlanEvent> {
-    for await (const message of this.http.events('planEvents', { params: { id } }, resumeHeader(options))) yield JSON.parse(message.data) as PlanEvent
+    for await (const message of this.http.events('planEvents', { params: { id } }, resumeHeader(options)))
+      yield JSON.parse(message.data) as PlanEvent
   }
 
   /** Follows the plan's events until it ends (or is suspended) and answers it as it then is. */
   async wait(id: string, options: CallOptions = {}): Promise<PlanView> {
-    for await (const event of this.events(id, options)) if (event.type === 'plan' && ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED'].includes(event.to)) break
+    for await (const event of this.events(id, options))
+      if (event.type === 'plan' && ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED'].includes(event.to)) break
     const plan = await this.get(id, options)
-    if (!plan) throw new ExecgateClientError({ code: 'EXECGATE_NOT_FOUND', message: `plan ${id} disappeared while waiting`, status: 404, attempts: 1 })
+    if (!plan)
+      throw new ExecgateClientError({
+        code: 'EXECGATE_NOT_FOUND',
+        message: `plan ${id} disappeared while waiting`,
+        status: 404,
+        attempts: 1,
+      })
     return plan
   }
 }

@@ -1,4 +1,15 @@
-import type { ExportOptions, LedgerPublicKey, Lineage, LineageLimits, OpenLineageRunEvent, ProvDocument, ReceiptEnvelope, RemoteBytes, RunProvenanceRecord, VerifyReport } from './client-types'
+import type {
+  ExportOptions,
+  LedgerPublicKey,
+  Lineage,
+  LineageLimits,
+  OpenLineageRunEvent,
+  ProvDocument,
+  ReceiptEnvelope,
+  RemoteBytes,
+  RunProvenanceRecord,
+  VerifyReport,
+} from './client-types'
 import type { CallOptions, HttpTransport } from './http-transport'
 
 /** `client.ledger`: provenance, lineage, exports and receipts of the tenant's runs (docs/ledger.md). */
@@ -36,7 +47,11 @@ export class RemoteLedger {
 
   export(format: 'prov-json', exportOptions?: ExportOptions, options?: CallOptions): Promise<ProvDocument>
   export(format: 'openlineage', exportOptions?: ExportOptions, options?: CallOptions): Promise<OpenLineageRunEvent[]>
-  export(format: 'prov-json' | 'openlineage', exportOptions: ExportOptions = {}, options?: CallOptions): Promise<ProvDocument | OpenLineageRunEvent[]> {
+  export(
+    format: 'prov-json' | 'openlineage',
+    exportOptions: ExportOptions = {},
+    options?: CallOptions,
+  ): Promise<ProvDocument | OpenLineageRunEvent[]> {
     return this.http.json('exportLedger', { query: { format, ...exportOptions } }, options)
   }
 

@@ -38,7 +38,10 @@ export class RemoteSandbox {
     const body = typeof input === 'string' ? { command: input } : input
     try {
       if (!options.onOutput) return await this.http.json<ExecutionResult>('execSandbox', { params: { id: this.id }, json: body }, options)
-      return await collectExecution(toExecutionEvents(this.http.events('execSandbox', { params: { id: this.id }, json: body }, options)), options.onOutput)
+      return await collectExecution(
+        toExecutionEvents(this.http.events('execSandbox', { params: { id: this.id }, json: body }, options)),
+        options.onOutput,
+      )
     } catch (error) {
       if (isExecgateClientError(error)) return resultFromError(error, body.traceId, this.latest.adapter)
       throw error
@@ -46,7 +49,8 @@ export class RemoteSandbox {
   }
 
   async writeFile(path: string, content: string | Uint8Array | { sha256: string }, options?: CallOptions): Promise<void> {
-    const init = typeof content === 'object' && 'sha256' in content ? { query: { sha256: content.sha256 } } : { bytes: content as string | Uint8Array }
+    const init =
+      typeof content === 'object' && 'sha256' in content ? { query: { sha256: content.sha256 } } : { bytes: content as string | Uint8Array }
     await this.http.send('writeSandboxFile', { params: { id: this.id, path }, ...init }, options)
   }
 

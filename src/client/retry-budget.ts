@@ -20,7 +20,13 @@ export function parseRetryAfter(header: string | null, now = Date.now()): number
 }
 
 /** The wait before the next attempt, or undefined when the attempts or the budget are spent. */
-export function nextDelay(retry: Required<RetryOptions>, attempt: number, startedAt: number, retryAfterMs: number | undefined, now = Date.now()): number | undefined {
+export function nextDelay(
+  retry: Required<RetryOptions>,
+  attempt: number,
+  startedAt: number,
+  retryAfterMs: number | undefined,
+  now = Date.now(),
+): number | undefined {
   if (attempt >= retry.maxAttempts) return undefined
   const delay = retryAfterMs ?? retry.fallbackDelayMs * 2 ** (attempt - 1)
   return now + delay - startedAt > retry.budgetMs ? undefined : delay
@@ -29,9 +35,12 @@ export function nextDelay(retry: Required<RetryOptions>, attempt: number, starte
 /** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    // An AbortSignal's reason is the caller's (an Error unless they chose otherwise), passed on unchanged.
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller's own abort reason
     if (signal?.aborted) return reject(signal.reason)
     const onAbort = () => {
       clearTimeout(timer)
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the caller's own abort reason
       reject(signal!.reason)
     }
     const timer = setTimeout(() => {

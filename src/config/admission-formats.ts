@@ -17,7 +17,8 @@ function checkEntries(value: unknown, what: string, lanes: readonly string[], co
       if (lanes.includes(field)) {
         if (!(LANES as readonly unknown[]).includes(setting)) throw new Error(`${name}.${field} must be one of ${LANES.join(', ')}`)
       } else if (counts.includes(field)) {
-        if (typeof setting !== 'number' || !Number.isInteger(setting) || setting < 0) throw new Error(`${name}.${field} must be an integer of 0 or more`)
+        if (typeof setting !== 'number' || !Number.isInteger(setting) || setting < 0)
+          throw new Error(`${name}.${field} must be an integer of 0 or more`)
       } else {
         throw new Error(`${name}.${field} is not a setting (${[...lanes, ...counts].join(', ')})`)
       }

@@ -19,7 +19,15 @@ export function configLeaves(schema: object = CONFIG_SCHEMA, path: string[] = []
     const here = [...path, key]
     if (typeof node === 'object' && node !== null && 'default' in node) {
       const leaf = node as { doc?: string; default: unknown; format?: unknown }
-      return [{ key: here.join('.'), env: environmentName(here), doc: leaf.doc ?? '', defaultValue: leaf.default, allowed: describeFormat(leaf.format) }]
+      return [
+        {
+          key: here.join('.'),
+          env: environmentName(here),
+          doc: leaf.doc ?? '',
+          defaultValue: leaf.default,
+          allowed: describeFormat(leaf.format),
+        },
+      ]
     }
     return configLeaves(node as object, here)
   })

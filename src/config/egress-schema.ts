@@ -28,5 +28,9 @@ export const EGRESS_SCHEMA = {
   maxBytesOut: { doc: 'Bytes a run may send through the gateway', format: formats.positiveInt, default: 1024 * 1024 },
   maxConnectionMs: { doc: 'Longest one connection may last (ms)', format: formats.positiveInt, default: 10_000 },
   connectTimeoutMs: { doc: 'Longest wait for an upstream to accept (ms)', format: formats.positiveInt, default: 3_000 },
-  allowPrivateRanges: { doc: 'CIDRs exempt from the private-address check (tests only)', format: formats.stringList, default: [] as string[] },
+  allowPrivateRanges: {
+    doc: 'CIDRs exempt from the private-address check (tests only)',
+    format: formats.stringList,
+    default: [] as string[],
+  },
 }

@@ -79,7 +79,11 @@ export const FABRIC_SCHEMA = {
   plans: {
     maxRevisions: { doc: 'Revisions the reflector may make to one plan (refused ones count)', format: formats.nonNegativeInt, default: 3 },
     maxSteps: { doc: 'Steps one plan may have', format: formats.positiveInt, default: 50 },
-    stepWorkspaceAccess: { doc: "Workspace access granted to plan steps' own fresh workspace", format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
+    stepWorkspaceAccess: {
+      doc: "Workspace access granted to plan steps' own fresh workspace",
+      format: [...FILESYSTEM_ACCESS],
+      default: 'sandboxed',
+    },
     workspaces: { doc: "Where plan steps' workspaces live unless a plan says", format: ['memory', 's3'], default: 'memory' },
     reflector: {
       modelId: { doc: 'Bedrock model id of the reflector (empty: none)', format: String, default: '' },

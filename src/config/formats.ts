@@ -49,7 +49,8 @@ const definitions = [
   {
     name: 'adapter-name',
     validate: (value: unknown) => {
-      if (typeof value !== 'string' || !NAME.test(value)) throw new Error('must be an adapter name (lower-case letters, digits, dashes) or "auto"')
+      if (typeof value !== 'string' || !NAME.test(value))
+        throw new Error('must be an adapter name (lower-case letters, digits, dashes) or "auto"')
     },
   },
   {
@@ -81,14 +82,17 @@ const definitions = [
     validate: (value: unknown) => {
       const tiers = [0, 1, 2, 3, 4]
       if (!Array.isArray(value) || !value.every((item) => tiers.includes(item as number)) || new Set(value).size !== value.length) {
-        throw new Error('must list tiers 0-4 (1 in-process, 2 remote service, 3 WebAssembly module, 4 OS sandbox, 0 placeholder), each once')
+        throw new Error(
+          'must list tiers 0-4 (1 in-process, 2 remote service, 3 WebAssembly module, 4 OS sandbox, 0 placeholder), each once',
+        )
       }
     },
   },
   {
     name: 'cron-schedule',
     validate: (value: unknown) => {
-      if (typeof value !== 'string' || !cron.validate(value)) throw new Error('must be a node-cron schedule, e.g. "*/30 * * * * *" (every 30 s)')
+      if (typeof value !== 'string' || !cron.validate(value))
+        throw new Error('must be a node-cron schedule, e.g. "*/30 * * * * *" (every 30 s)')
     },
   },
   {
@@ -127,7 +131,7 @@ export function checkPolicyProfiles(value: unknown): void {
       const error = validatePolicyOverrides.errors?.[0]
       const extra = error?.keyword === 'additionalProperties' ? [String(error.params.additionalProperty)] : []
       const field = [name, ...(error?.instancePath.split('/').filter(Boolean) ?? []), ...extra].join('.')
-      throw new Error(`profile ${field}: ${extra.length ? 'is not a policy field' : error?.message ?? 'is invalid'}`)
+      throw new Error(`profile ${field}: ${extra.length ? 'is not a policy field' : (error?.message ?? 'is invalid')}`)
     }
   }
 }
@@ -136,7 +140,8 @@ export function checkPolicyProfiles(value: unknown): void {
 export function checkLanguageProfiles(value: unknown): void {
   assertPlainObject(value, 'language → profile name')
   for (const [language, profile] of Object.entries(value)) {
-    if (!(LANGUAGES as readonly string[]).includes(language)) throw new Error(`has "${language}", which is not a language (${LANGUAGES.join(', ')})`)
+    if (!(LANGUAGES as readonly string[]).includes(language))
+      throw new Error(`has "${language}", which is not a language (${LANGUAGES.join(', ')})`)
     if (typeof profile !== 'string' || !profile) throw new Error(`${language} must name a profile`)
   }
 }

@@ -70,15 +70,35 @@ export const LEDGER_SCHEMA = {
   blobs: { doc: "Where the ledger's artifacts live", format: ['directory', 's3'], default: 'directory' },
   blobDir: { doc: 'Folder of the directory blob store (empty: <fabric.dataDir>/blobs)', format: String, default: '' },
   outputThresholdBytes: { doc: 'stdout/stderr at least this long are kept as artifacts', format: formats.nonNegativeInt, default: 1024 },
-  writer: { doc: "Where the ledger hashes and writes: a worker thread, or inline on the caller's thread", format: ['thread', 'inline'], default: 'thread' },
-  queueLimit: { doc: 'Ledger records waiting to be written, at most (past it a record is lost, counted and logged)', format: formats.positiveInt, default: 10000 },
+  writer: {
+    doc: "Where the ledger hashes and writes: a worker thread, or inline on the caller's thread",
+    format: ['thread', 'inline'],
+    default: 'thread',
+  },
+  queueLimit: {
+    doc: 'Ledger records waiting to be written, at most (past it a record is lost, counted and logged)',
+    format: formats.positiveInt,
+    default: 10000,
+  },
   signing: {
-    key: { doc: 'Ed25519 PEM private key signing run receipts (empty: generated as <fabric.dataDir>/ledger-signing-key.pem)', format: String, default: '' },
+    key: {
+      doc: 'Ed25519 PEM private key signing run receipts (empty: generated as <fabric.dataDir>/ledger-signing-key.pem)',
+      format: String,
+      default: '',
+    },
   },
   retention: {
     maxAgeDays: { doc: 'Remove ledger records older than this (days; 0: never)', format: formats.nonNegativeInt, default: 0 },
-    maxBytesPerTenant: { doc: "Remove a tenant's oldest records while its artifacts total more (bytes; 0: no limit)", format: formats.nonNegativeInt, default: 0 },
-    intervalMinutes: { doc: 'How often a running execgate applies retention (0: only on ledger prune)', format: formats.nonNegativeInt, default: 60 },
+    maxBytesPerTenant: {
+      doc: "Remove a tenant's oldest records while its artifacts total more (bytes; 0: no limit)",
+      format: formats.nonNegativeInt,
+      default: 0,
+    },
+    intervalMinutes: {
+      doc: 'How often a running execgate applies retention (0: only on ledger prune)',
+      format: formats.nonNegativeInt,
+      default: 60,
+    },
   },
 }
 

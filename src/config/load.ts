@@ -80,12 +80,16 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       try {
         check(value)
       } catch (error) {
-        throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `${key}: ${(error as Error).message}: value was ${JSON.stringify(value)}` })
+        throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+          detail: `${key}: ${(error as Error).message}: value was ${JSON.stringify(value)}`,
+        })
       }
     }
     for (const [language, profile] of Object.entries(languageProfiles)) {
       if (!profiles[profile]) {
-        throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `security.languageProfiles.${language}: no profile named "${profile}" in security.profiles (${Object.keys(profiles).join(', ') || 'none defined'})` })
+        throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+          detail: `security.languageProfiles.${language}: no profile named "${profile}" in security.profiles (${Object.keys(profiles).join(', ') || 'none defined'})`,
+        })
       }
     }
   } catch (error) {

@@ -10,7 +10,8 @@ export function storeBackendsFor(config: Pick<ExecgateConfig, 'fabric'>): Option
   const { fabric } = config
   const needed = new Set<OptionalBackend>()
   if (fabric.store === 'redis' || (fabric.ledger.enabled && fabric.ledger.store === 'redis')) needed.add('redis')
-  if ((fabric.ledger.enabled && fabric.ledger.blobs === 's3') || fabric.workspaces === 's3' || fabric.plans.workspaces === 's3') needed.add('s3')
+  if ((fabric.ledger.enabled && fabric.ledger.blobs === 's3') || fabric.workspaces === 's3' || fabric.plans.workspaces === 's3')
+    needed.add('s3')
   return [...needed]
 }
 

@@ -1,4 +1,12 @@
-import { FILESYSTEM_ACCESS, LANES, type FilesystemAccess, type Lane, type NetworkAccess, type PolicyLimit, type PolicyOverrides } from '../core'
+import {
+  FILESYSTEM_ACCESS,
+  LANES,
+  type FilesystemAccess,
+  type Lane,
+  type NetworkAccess,
+  type PolicyLimit,
+  type PolicyOverrides,
+} from '../core'
 import { ADAPTER_OPTION_SCHEMAS, type AdapterOptionsConfig } from '../../adapters/option-schemas'
 import { formats } from './formats'
 import { FABRIC_SCHEMA, type FabricConfig } from './fabric-schema'
@@ -320,7 +328,7 @@ export const CONFIG_SCHEMA = {
     maxPerTenant: { doc: 'Live sandboxes one tenant may hold', format: formats.positiveInt, default: 4 },
     idleTimeoutMs: { doc: 'Idle time before a sandbox is stopped (ms)', format: formats.positiveInt, default: 600_000 },
     maxIdleTimeoutMs: { doc: 'Longest idle timeout a start may ask for (ms)', format: formats.positiveInt, default: 3_600_000 },
-    filesystem: { doc: "Filesystem access of sandboxes to their own workspace", format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
+    filesystem: { doc: 'Filesystem access of sandboxes to their own workspace', format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
   },
   fabric: FABRIC_SCHEMA,
   adapters: ADAPTER_OPTION_SCHEMAS,

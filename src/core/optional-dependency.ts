@@ -9,7 +9,10 @@ import { ExecgateError } from './errors'
 export const OPTIONAL_BACKENDS = {
   lambda: { feature: 'the lambda adapter', packages: ['@aws-sdk/client-lambda'] },
   bedrock: { feature: 'the bedrock adapter', packages: ['@aws-sdk/client-bedrock-agentcore'] },
-  'bedrock-llm': { feature: "Bedrock's Converse API (agents' code generation)", packages: ['@aws-sdk/client-bedrock-runtime', '@smithy/node-http-handler'] },
+  'bedrock-llm': {
+    feature: "Bedrock's Converse API (agents' code generation)",
+    packages: ['@aws-sdk/client-bedrock-runtime', '@smithy/node-http-handler'],
+  },
   s3: { feature: 'S3 buckets (fabric.s3: ledger blobs, bucket workspaces)', packages: ['@aws-sdk/client-s3'] },
   redis: { feature: 'the redis fabric store (fabric.store or fabric.ledger.store = redis)', packages: ['ioredis', 'bullmq'] },
   docker: { feature: 'the docker adapter', packages: ['dockerode'] },
@@ -24,7 +27,11 @@ export function installCommand(backend: OptionalBackend): string {
 
 export function dependencyMissingError(backend: OptionalBackend, cause?: unknown): ExecgateError {
   const { feature, packages } = OPTIONAL_BACKENDS[backend]
-  return new ExecgateError('EXECGATE_DEPENDENCY_MISSING', { feature, packages: packages.join(', '), install: installCommand(backend) }, cause === undefined ? {} : { cause })
+  return new ExecgateError(
+    'EXECGATE_DEPENDENCY_MISSING',
+    { feature, packages: packages.join(', '), install: installCommand(backend) },
+    cause === undefined ? {} : { cause },
+  )
 }
 
 /**
@@ -35,7 +42,10 @@ export function dependencyMissingError(backend: OptionalBackend, cause?: unknown
 function isBackendMissing(error: unknown, backend: OptionalBackend): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown }
   if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') return false
-  return typeof message === 'string' && OPTIONAL_BACKENDS[backend].packages.some((name) => message.includes(`'${name}'`) || message.includes(`"${name}"`))
+  return (
+    typeof message === 'string' &&
+    OPTIONAL_BACKENDS[backend].packages.some((name) => message.includes(`'${name}'`) || message.includes(`"${name}"`))
+  )
 }
 
 /** Runs `load` (a literal `import('…')`, so types follow the package) and turns "not installed" into EXECGATE_DEPENDENCY_MISSING. */

@@ -58,5 +58,9 @@ export function refusal(
 
 /** A result for a run execgate refused or failed, carrying the registry code so callers decide from fields. */
 export function errorResult(status: ExecutionStatus, adapter: string, error: ExecgateError, extra: ResultFields = {}): ExecutionResult {
-  return createResult(status, adapter, { ...extra, message: error.message, error: { type: error.name, code: error.code, message: error.message, ...extra.error } })
+  return createResult(status, adapter, {
+    ...extra,
+    message: error.message,
+    error: { type: error.name, code: error.code, message: error.message, ...extra.error },
+  })
 }

@@ -62,7 +62,9 @@ function ipv6Groups(address: string): number[] | undefined {
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
   if (dotted) {
     const octets = dotted[1]!.split('.').map(Number)
-    text = text.slice(0, -dotted[1]!.length) + `${((octets[0]! << 8) | octets[1]!).toString(16)}:${((octets[2]! << 8) | octets[3]!).toString(16)}`
+    text =
+      text.slice(0, -dotted[1]!.length) +
+      `${((octets[0]! << 8) | octets[1]!).toString(16)}:${((octets[2]! << 8) | octets[3]!).toString(16)}`
   }
   const [head, tail] = text.split('::') as [string, string | undefined]
   const parse = (part: string) => (part ? part.split(':').map((group) => parseInt(group, 16)) : [])

@@ -25,18 +25,22 @@ function x509(): X509Module {
     require('reflect-metadata')
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, synchronously
     loaded = require('@peculiar/x509') as X509Module
-    loaded.cryptoProvider.set(webcrypto as unknown as Parameters<X509Module["cryptoProvider"]["set"]>[0])
+    loaded.cryptoProvider.set(webcrypto as unknown as Parameters<X509Module['cryptoProvider']['set']>[0])
   }
   return loaded
 }
 
 function pem(label: string, der: ArrayBuffer): string {
-  const base64 = Buffer.from(der).toString('base64').replace(/(.{64})/g, '$1\n')
+  const base64 = Buffer.from(der)
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
   return `-----BEGIN ${label}-----\n${base64}${base64.endsWith('\n') ? '' : '\n'}-----END ${label}-----\n`
 }
 
 function serial(): string {
-  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1')
+  return Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+    .toString('hex')
+    .replace(/^[89a-f]/, '1')
 }
 
 /** A fresh CA with its key in memory only (a server restart makes a new one). */

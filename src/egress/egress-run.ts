@@ -88,7 +88,12 @@ export class EgressRun {
       return { ok: false, status: 403, reason: why, rule: 'deny by default' }
     }
     if (this.requests >= this.options.caps.maxRequests) {
-      return { ok: false, status: 403, reason: `the run used its ${this.options.caps.maxRequests} requests (security.egress.maxRequests)`, rule: 'maxRequests' }
+      return {
+        ok: false,
+        status: 403,
+        reason: `the run used its ${this.options.caps.maxRequests} requests (security.egress.maxRequests)`,
+        rule: 'maxRequests',
+      }
     }
     this.requests++
     let addresses: string[]
@@ -154,7 +159,9 @@ export function connectGranted(grant: EgressGrant, timeoutMs: number): Promise<n
     const socket = net.connect({ host: grant.address, port: grant.port, family: grant.family })
     const timer = setTimeout(() => {
       socket.destroy()
-      reject(Object.assign(new Error(`${grant.host}:${grant.port} did not accept a connection within ${timeoutMs} ms`), { code: 'ETIMEDOUT' }))
+      reject(
+        Object.assign(new Error(`${grant.host}:${grant.port} did not accept a connection within ${timeoutMs} ms`), { code: 'ETIMEDOUT' }),
+      )
     }, timeoutMs)
     socket.once('connect', () => {
       clearTimeout(timer)

@@ -4,7 +4,17 @@ import { connectGranted, EgressRun, type EgressGrant } from './egress-run'
 import { SecretScrubber, secretHeaders, type LoadedSecret } from './secrets'
 
 /** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1), and the proxy's own. */
-const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+])
 
 function forwardedHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {}
@@ -51,9 +61,23 @@ export class ForwardProxy {
     const method = request.method ?? 'GET'
     const elapsed = EgressRun.clock()
     const refuse = (status: number, host: string, port: number, reason: string, rule?: string, url?: string) => {
-      run?.record({ method, host, port, ...(url ? { url } : {}), status, bytesOut: 0, bytesIn: 0, decision: 'denied', ...(rule ? { rule } : {}), reason, durationMs: elapsed() })
+      run?.record({
+        method,
+        host,
+        port,
+        ...(url ? { url } : {}),
+        status,
+        bytesOut: 0,
+        bytesIn: 0,
+        decision: 'denied',
+        ...(rule ? { rule } : {}),
+        reason,
+        durationMs: elapsed(),
+      })
       request.resume()
-      response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' }).end(refusalBody(reason, rule))
+      response
+        .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' })
+        .end(refusalBody(reason, rule))
     }
     if (!run) return refuse(403, '', 0, 'the connection belongs to no run')
     let url: URL
@@ -70,7 +94,15 @@ export class ForwardProxy {
     this.forward(run, grant, request, response, url, shownUrl, elapsed)
   }
 
-  private forward(run: EgressRun, grant: EgressGrant, request: http.IncomingMessage, response: http.ServerResponse, url: URL, shownUrl: string, elapsed: () => number): void {
+  private forward(
+    run: EgressRun,
+    grant: EgressGrant,
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    url: URL,
+    shownUrl: string,
+    elapsed: () => number,
+  ): void {
     const method = request.method ?? 'GET'
     const added = secretHeaders(this.secrets, grant.host, grant.port)
     const headers = { ...forwardedHeaders(request.headers), host: url.host, ...added }
@@ -80,15 +112,33 @@ export class ForwardProxy {
     let bytesIn = 0
     let reason: string | undefined
     let status: number | undefined
-    const upstream = http.request({ host: grant.address, family: grant.family, port: grant.port, method, path: `${url.pathname}${url.search}`, headers, agent: false, setHost: false })
+    const upstream = http.request({
+      host: grant.address,
+      family: grant.family,
+      port: grant.port,
+      method,
+      path: `${url.pathname}${url.search}`,
+      headers,
+      agent: false,
+      setHost: false,
+    })
     const cut = (why: string, code: number) => {
       reason ??= why
       upstream.destroy()
-      if (!response.headersSent) response.writeHead(code, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'cut', connection: 'close' }).end(refusalBody(why))
+      if (!response.headersSent)
+        response
+          .writeHead(code, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'cut', connection: 'close' })
+          .end(refusalBody(why))
       else response.destroy()
     }
-    const timer = setTimeout(() => cut(`the connection passed ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`, 504), run.caps.maxConnectionMs)
-    const connectTimer = setTimeout(() => cut(`${grant.host}:${grant.port} did not accept a connection within ${run.caps.connectTimeoutMs} ms`, 504), run.caps.connectTimeoutMs)
+    const timer = setTimeout(
+      () => cut(`the connection passed ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`, 504),
+      run.caps.maxConnectionMs,
+    )
+    const connectTimer = setTimeout(
+      () => cut(`${grant.host}:${grant.port} did not accept a connection within ${run.caps.connectTimeoutMs} ms`, 504),
+      run.caps.connectTimeoutMs,
+    )
     upstream.once('socket', (socket) => socket.once('connect', () => clearTimeout(connectTimer)))
     request.on('data', (chunk: Buffer) => {
       bytesOut += chunk.length
@@ -110,7 +160,19 @@ export class ForwardProxy {
       clearTimeout(timer)
       clearTimeout(connectTimer)
       upstream.destroy()
-      run.record({ method, host: grant.host, port: grant.port, url: shownUrl, ...(status ? { status } : reason ? { status: response.statusCode } : {}), bytesOut, bytesIn, decision: 'allowed', rule: grant.rule.text, ...(reason ? { reason } : {}), durationMs: elapsed() })
+      run.record({
+        method,
+        host: grant.host,
+        port: grant.port,
+        url: shownUrl,
+        ...(status ? { status } : reason ? { status: response.statusCode } : {}),
+        bytesOut,
+        bytesIn,
+        decision: 'allowed',
+        rule: grant.rule.text,
+        ...(reason ? { reason } : {}),
+        durationMs: elapsed(),
+      })
     })
   }
 
@@ -119,9 +181,22 @@ export class ForwardProxy {
     const elapsed = EgressRun.clock()
     const target = parseAuthority(request.url)
     const refuse = (status: number, reason: string, rule?: string) => {
-      run?.record({ method: 'CONNECT', host: target?.host ?? String(request.url), port: target?.port ?? 0, status, bytesOut: 0, bytesIn: 0, decision: 'denied', ...(rule ? { rule } : {}), reason, durationMs: elapsed() })
+      run?.record({
+        method: 'CONNECT',
+        host: target?.host ?? String(request.url),
+        port: target?.port ?? 0,
+        status,
+        bytesOut: 0,
+        bytesIn: 0,
+        decision: 'denied',
+        ...(rule ? { rule } : {}),
+        reason,
+        durationMs: elapsed(),
+      })
       const body = refusalBody(reason, rule)
-      client.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\nx-execgate-egress: denied\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+      client.end(
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\nx-execgate-egress: denied\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      )
     }
     if (!run) return refuse(403, 'the connection belongs to no run')
     if (!target) return refuse(400, `CONNECT needs host:port, not "${request.url}"`)
@@ -142,7 +217,10 @@ export class ForwardProxy {
       upstream.destroy()
       client.destroy()
     }
-    const timer = setTimeout(() => end(`the tunnel passed ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`), run.caps.maxConnectionMs)
+    const timer = setTimeout(
+      () => end(`the tunnel passed ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`),
+      run.caps.maxConnectionMs,
+    )
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
     if (head.length && !run.sent(head.length)) return end(`the run sent more than ${run.caps.maxBytesOut} bytes`)
     if (head.length) upstream.write(head)
@@ -162,7 +240,18 @@ export class ForwardProxy {
       recorded = true
       clearTimeout(timer)
       end()
-      run.record({ method: 'CONNECT', host: grant.host, port: grant.port, status: 200, bytesOut, bytesIn, decision: 'allowed', rule: grant.rule.text, ...(reason ? { reason } : {}), durationMs: elapsed() })
+      run.record({
+        method: 'CONNECT',
+        host: grant.host,
+        port: grant.port,
+        status: 200,
+        bytesOut,
+        bytesIn,
+        decision: 'allowed',
+        rule: grant.rule.text,
+        ...(reason ? { reason } : {}),
+        durationMs: elapsed(),
+      })
     }
     client.on('close', finish)
     upstream.on('close', finish)

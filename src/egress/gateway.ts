@@ -106,9 +106,16 @@ export class EgressGateway {
       run,
       hostFunction: {
         name: HTTP_REQUEST_FUNCTION,
-        description: 'http_request(url, {method, headers, body, redirect}?) -> {status, headers, body, url, redirected}: an HTTP(S) request through the egress gateway, under the policy\'s network rules',
+        description:
+          "http_request(url, {method, headers, body, redirect}?) -> {status, headers, body, url, redirected}: an HTTP(S) request through the egress gateway, under the policy's network rules",
         parameters: HTTP_REQUEST_PARAMETERS,
-        handler: ([url, options], call) => hostFetch(url as string, (options ?? {}) as HostFetchOptions, { run, secrets, ...(extraCa ? { extraCa } : {}), signal: call.signal }),
+        handler: ([url, options], call) =>
+          hostFetch(url as string, (options ?? {}) as HostFetchOptions, {
+            run,
+            secrets,
+            ...(extraCa ? { extraCa } : {}),
+            signal: call.signal,
+          }),
       },
       endpoint: async () => {
         if (socketPath) return { socketPath }
@@ -158,8 +165,14 @@ export class EgressGateway {
     const lines = [
       `egress caps per run: ${this.caps.maxRequests} requests, ${this.caps.maxBytesIn} bytes in, ${this.caps.maxBytesOut} bytes out, ${this.caps.maxConnectionMs} ms a connection`,
     ]
-    if (this.exemptions.cidrs.length) lines.push(`WARNING: security.egress.allowPrivateRanges exempts ${this.exemptions.cidrs.join(', ')} from the private-address check (for tests only)`)
-    if (this.secrets.length) lines.push(`secrets the gateway adds: ${this.secrets.map((secret) => `${secret.name} -> ${secret.hosts.map((host) => host.text).join(', ')}`).join('; ')}`)
+    if (this.exemptions.cidrs.length)
+      lines.push(
+        `WARNING: security.egress.allowPrivateRanges exempts ${this.exemptions.cidrs.join(', ')} from the private-address check (for tests only)`,
+      )
+    if (this.secrets.length)
+      lines.push(
+        `secrets the gateway adds: ${this.secrets.map((secret) => `${secret.name} -> ${secret.hosts.map((host) => host.text).join(', ')}`).join('; ')}`,
+      )
     return lines
   }
 

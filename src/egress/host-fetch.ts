@@ -28,7 +28,17 @@ export interface HostFetchResponse {
 const MAX_REDIRECTS = 5
 const REDIRECT = new Set([301, 302, 303, 307, 308])
 /** Headers code may not set: they belong to the connection, or are the gateway's to add. */
-const FORBIDDEN_REQUEST_HEADERS = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'proxy-authorization', 'proxy-connection', 'upgrade', 'te', 'keep-alive'])
+const FORBIDDEN_REQUEST_HEADERS = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'proxy-authorization',
+  'proxy-connection',
+  'upgrade',
+  'te',
+  'keep-alive',
+])
 
 export interface HostFetchContext {
   run: EgressRun
@@ -78,35 +88,93 @@ function parseUrl(text: string): URL {
   return url
 }
 
-async function fetchOnce(url: URL, method: string, codeHeaders: Record<string, string>, body: string | undefined, context: HostFetchContext): Promise<Omit<HostFetchResponse, 'url' | 'redirected'>> {
+async function fetchOnce(
+  url: URL,
+  method: string,
+  codeHeaders: Record<string, string>,
+  body: string | undefined,
+  context: HostFetchContext,
+): Promise<Omit<HostFetchResponse, 'url' | 'redirected'>> {
   const { run } = context
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
   const shownUrl = `${url.origin}${url.pathname}`
   const elapsed = EgressRun.clock()
   const grant = await run.authorise(method, url.hostname, port)
   if (!grant.ok) {
-    run.record({ method, host: url.hostname, port, url: shownUrl, status: grant.status, bytesOut: 0, bytesIn: 0, decision: 'denied', ...(grant.rule ? { rule: grant.rule } : {}), reason: grant.reason, durationMs: elapsed() })
+    run.record({
+      method,
+      host: url.hostname,
+      port,
+      url: shownUrl,
+      status: grant.status,
+      bytesOut: 0,
+      bytesIn: 0,
+      decision: 'denied',
+      ...(grant.rule ? { rule: grant.rule } : {}),
+      reason: grant.reason,
+      durationMs: elapsed(),
+    })
     throw denied(`${grant.reason}${grant.rule ? ` (rule: ${grant.rule})` : ''}`)
   }
   const payload = body === undefined ? undefined : Buffer.from(body, 'utf8')
   if (payload && !run.sent(payload.length)) {
-    run.record({ method, host: grant.host, port, url: shownUrl, bytesOut: 0, bytesIn: 0, decision: 'denied', rule: 'maxBytesOut', reason: 'request body past the byte cap', durationMs: elapsed() })
+    run.record({
+      method,
+      host: grant.host,
+      port,
+      url: shownUrl,
+      bytesOut: 0,
+      bytesIn: 0,
+      decision: 'denied',
+      rule: 'maxBytesOut',
+      reason: 'request body past the byte cap',
+      durationMs: elapsed(),
+    })
     throw denied(`the run may send at most ${run.caps.maxBytesOut} bytes (security.egress.maxBytesOut)`)
   }
   const headers: Record<string, string> = {}
-  for (const [name, value] of Object.entries(codeHeaders)) if (!FORBIDDEN_REQUEST_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = String(value)
+  for (const [name, value] of Object.entries(codeHeaders))
+    if (!FORBIDDEN_REQUEST_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = String(value)
   const added = secretHeaders(context.secrets, grant.host, port)
   Object.assign(headers, added)
   if (Object.keys(added).length) headers['accept-encoding'] = 'identity'
   if (payload) headers['content-length'] = String(payload.length)
-  const outcome = await send(url, grant, method, headers, payload, context).catch((error: Error & { bytesIn?: number; status?: number }) => {
-    run.record({ method, host: grant.host, port, url: shownUrl, ...(error.status ? { status: error.status } : {}), bytesOut: payload?.length ?? 0, bytesIn: error.bytesIn ?? 0, decision: 'allowed', rule: grant.rule.text, reason: error.message, durationMs: elapsed() })
-    throw error instanceof ExecgateError ? error : new ExecgateError('EXECGATE_EGRESS_FAILED', { detail: `${method} ${shownUrl}: ${error.message}` }, { cause: error })
+  const outcome = await send(url, grant, method, headers, payload, context).catch(
+    (error: Error & { bytesIn?: number; status?: number }) => {
+      run.record({
+        method,
+        host: grant.host,
+        port,
+        url: shownUrl,
+        ...(error.status ? { status: error.status } : {}),
+        bytesOut: payload?.length ?? 0,
+        bytesIn: error.bytesIn ?? 0,
+        decision: 'allowed',
+        rule: grant.rule.text,
+        reason: error.message,
+        durationMs: elapsed(),
+      })
+      throw error instanceof ExecgateError
+        ? error
+        : new ExecgateError('EXECGATE_EGRESS_FAILED', { detail: `${method} ${shownUrl}: ${error.message}` }, { cause: error })
+    },
+  )
+  run.record({
+    method,
+    host: grant.host,
+    port,
+    url: shownUrl,
+    status: outcome.status,
+    bytesOut: payload?.length ?? 0,
+    bytesIn: outcome.bytesIn,
+    decision: 'allowed',
+    rule: grant.rule.text,
+    durationMs: elapsed(),
   })
-  run.record({ method, host: grant.host, port, url: shownUrl, status: outcome.status, bytesOut: payload?.length ?? 0, bytesIn: outcome.bytesIn, decision: 'allowed', rule: grant.rule.text, durationMs: elapsed() })
   const scrub = (text: string) => (context.secrets.length ? scrubSecrets(text, context.secrets) : text)
   const responseHeaders: Record<string, string> = {}
-  for (const [name, value] of Object.entries(outcome.headers)) if (value !== undefined) responseHeaders[name] = scrub(Array.isArray(value) ? value.join(', ') : value)
+  for (const [name, value] of Object.entries(outcome.headers))
+    if (value !== undefined) responseHeaders[name] = scrub(Array.isArray(value) ? value.join(', ') : value)
   return { status: outcome.status, headers: responseHeaders, body: scrub(outcome.body.toString('utf8')) }
 }
 
@@ -121,7 +189,10 @@ function send(
   const { run } = context
   // The connection goes to the checked address whatever the name resolves to now; TLS still checks the name.
   const lookup: LookupFunction = (_host, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (error: null, addresses: { address: string; family: number }[]) => void)(null, [{ address: grant.address, family: grant.family }])
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (error: null, addresses: { address: string; family: number }[]) => void)(null, [
+        { address: grant.address, family: grant.family },
+      ])
     else callback(null, grant.address, grant.family)
   }
   const secure = url.protocol === 'https:'
@@ -143,7 +214,10 @@ function send(
       request.destroy()
       reject(error)
     }
-    const timer = setTimeout(() => fail(new Error(`no complete answer within ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`)), run.caps.maxConnectionMs)
+    const timer = setTimeout(
+      () => fail(new Error(`no complete answer within ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`)),
+      run.caps.maxConnectionMs,
+    )
     const onAbort = () => fail(new Error('the run ended'))
     context.signal?.addEventListener('abort', onAbort, { once: true })
     const done = () => {
@@ -160,7 +234,11 @@ function send(
         bytesIn += chunk.length
         if (!run.received(chunk.length)) {
           done()
-          fail(Object.assign(denied(`the response passed the run's ${run.caps.maxBytesIn}-byte cap (security.egress.maxBytesIn)`), { status: response.statusCode }))
+          fail(
+            Object.assign(denied(`the response passed the run's ${run.caps.maxBytesIn}-byte cap (security.egress.maxBytesIn)`), {
+              status: response.statusCode,
+            }),
+          )
           return
         }
         chunks.push(chunk)

@@ -22,7 +22,10 @@ export const systemResolver: EgressResolver = {
  * answers given in turn (the last one repeats, or with `cycle` the first comes again) — a name that resolves to a public address once and to a private one
  * next. Names not in the table go to `fallback`, or fail like an unknown name.
  */
-export function tableResolver(table: Readonly<Record<string, string | string[] | { answers: string[][]; cycle?: boolean }>>, fallback?: EgressResolver): EgressResolver {
+export function tableResolver(
+  table: Readonly<Record<string, string | string[] | { answers: string[][]; cycle?: boolean }>>,
+  fallback?: EgressResolver,
+): EgressResolver {
   const asked = new Map<string, number>()
   return {
     async resolve(host) {

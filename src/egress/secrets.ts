@@ -31,7 +31,10 @@ export interface LoadedSecret {
 const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/
 
 /** Reads every secret's value; throws naming the secret when one is missing or malformed (a start-up error). */
-export function loadSecrets(definitions: Readonly<Record<string, SecretDefinition>>, environment: NodeJS.ProcessEnv = process.env): LoadedSecret[] {
+export function loadSecrets(
+  definitions: Readonly<Record<string, SecretDefinition>>,
+  environment: NodeJS.ProcessEnv = process.env,
+): LoadedSecret[] {
   return Object.entries(definitions).map(([name, definition]) => {
     const fail = (detail: string) => new Error(`security.secrets.${name}: ${detail}`)
     if (typeof definition !== 'object' || definition === null) throw fail('must be an object { env | file, hosts, header?, template? }')
@@ -45,7 +48,8 @@ export function loadSecrets(definitions: Readonly<Record<string, SecretDefinitio
         throw fail(`cannot read ${definition.file}: ${(error as Error).message}`)
       }
     }
-    if (!value) throw fail(definition.env ? `the environment variable ${definition.env} is empty or not set` : `${definition.file} is empty`)
+    if (!value)
+      throw fail(definition.env ? `the environment variable ${definition.env} is empty or not set` : `${definition.file} is empty`)
     if (/[\r\n]/.test(value)) throw fail('the value has a line break, which cannot go into a header')
     if (!Array.isArray(definition.hosts) || definition.hosts.length === 0) throw fail('"hosts" must list the hosts the secret may go to')
     const header = (definition.header ?? 'authorization').toLowerCase()

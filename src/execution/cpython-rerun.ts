@@ -24,7 +24,11 @@ export interface RerunInputs {
  * streamed to the caller (it would see two runs' output). Pinned requests are never rerun (router.fallback
  * offers nothing for them). The rerun shares the request's deadline, so the time limit still holds overall.
  */
-export async function rerunOnFullLanguage(first: ExecutionResult, adapter: CodeExecutionAdapter, inputs: RerunInputs): Promise<ExecutionResult | undefined> {
+export async function rerunOnFullLanguage(
+  first: ExecutionResult,
+  adapter: CodeExecutionAdapter,
+  inputs: RerunInputs,
+): Promise<ExecutionResult | undefined> {
   const { request, options } = inputs
   if (first.status !== 'error' || !adapter.capabilities.languageSubset) return undefined
   if (request.sessionId !== undefined || first.hostCalls?.length || first.files?.length) return undefined

@@ -20,10 +20,7 @@ import {
   type SecurityPolicy,
   type ValidationReport,
 } from '../core'
-import {
-  DEFAULT_SESSION_LIMITS,
-  type SessionLimits,
-} from '../runtime'
+import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../runtime'
 import { staticCheck, staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
 import type { RouteDecision, Router } from '../routing/router'
@@ -82,7 +79,12 @@ export class DefaultExecutionService implements ExecutionService {
     for (const definition of options.hostFunctions ?? []) checkHostFunctionDefinition(definition)
     this.workspaceLimits = options.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS
     const sessions = options.sessions ?? DEFAULT_SESSION_LIMITS
-    this.sessionWorkspaces = new SessionWorkspaces(this.workspaceLimits, sessions.ttlSeconds * 1000, sessions.maxSessions, options.sessionWorkspace)
+    this.sessionWorkspaces = new SessionWorkspaces(
+      this.workspaceLimits,
+      sessions.ttlSeconds * 1000,
+      sessions.maxSessions,
+      options.sessionWorkspace,
+    )
   }
 
   /** Drops a session's workspace; true when there was one. */
@@ -101,7 +103,11 @@ export class DefaultExecutionService implements ExecutionService {
     try {
       result = await this.run(request, options, traceId, started, resolved)
     } catch (error) {
-      result = errorResult('internal_error', SERVICE, new ExecgateError('EXECGATE_INTERNAL', { detail: describeError(error) }, { cause: error }))
+      result = errorResult(
+        'internal_error',
+        SERVICE,
+        new ExecgateError('EXECGATE_INTERNAL', { detail: describeError(error) }, { cause: error }),
+      )
     }
     result.traceId = traceId
     result.runId = runId
@@ -137,7 +143,13 @@ export class DefaultExecutionService implements ExecutionService {
     return { tier: capabilities?.tier, ...(capabilities?.engines ? { engines: capabilities.engines } : {}) }
   }
 
-  private async run(request: ExecutionRequest, options: ExecuteOptions, traceId: string, started: number, resolved: ResolvedRun): Promise<ExecutionResult> {
+  private async run(
+    request: ExecutionRequest,
+    options: ExecuteOptions,
+    traceId: string,
+    started: number,
+    resolved: ResolvedRun,
+  ): Promise<ExecutionResult> {
     // 1. parse
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
@@ -163,9 +175,14 @@ export class DefaultExecutionService implements ExecutionService {
           error: { type: 'PolicyViolation', message: imports, line: first.line, column: first.column },
         })
       }
-      return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${first.message}${where}` }), {
-        error: { type: 'PolicyViolation', message: first.message, line: first.line, column: first.column },
-      })
+      return errorResult(
+        'policy_violation',
+        SERVICE,
+        new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${first.message}${where}` }),
+        {
+          error: { type: 'PolicyViolation', message: first.message, line: first.line, column: first.column },
+        },
+      )
     }
     // 4. route, 5. run, 8. fall back
     const tried: string[] = []
@@ -189,21 +206,32 @@ export class DefaultExecutionService implements ExecutionService {
       router.dispatched?.(adapter.name)
       // Still warming (pyodide behind the first tier at start-up): this run waits for it, and its route says so.
       const warmingWhenChosen = !options.sandbox && adapter.isWarm?.() === false
-      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt, resolved).catch((error: unknown) => {
-        ticket.release(0)
-        throw error
-      })
+      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt, resolved).catch(
+        (error: unknown) => {
+          ticket.release(0)
+          throw error
+        },
+      )
       ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt)
       result.admission = { lane: ticket.lane, priority: ticket.priority, queuedMs: ticket.queuedMs }
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
       if (decision.reason) {
-        const reason = warmingWhenChosen ? `${decision.reason}; ${adapter.name} was still warming up: the run waited for it (its code's time limit starts when it does)` : decision.reason
+        const reason = warmingWhenChosen
+          ? `${decision.reason}; ${adapter.name} was still warming up: the run waited for it (its code's time limit starts when it does)`
+          : decision.reason
         result.route = { reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
       }
       // A sandbox's exec stays in its sandbox: no rerun or fallback on another adapter, which has none of its state.
       if (options.sandbox) return result
-      const rerun = await rerunOnFullLanguage(result, adapter, { request, policy, options, router, tried, runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved) })
+      const rerun = await rerunOnFullLanguage(result, adapter, {
+        request,
+        policy,
+        options,
+        router,
+        tried,
+        runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved),
+      })
       if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
       const next = this.options.router.fallback?.(request, policy, tried)
@@ -216,16 +244,38 @@ export class DefaultExecutionService implements ExecutionService {
   /** Step 4 for a sandbox's exec: its own adapter, if that is enabled and the sandbox runs the language. */
   private sandboxRoute(target: SandboxTarget, request: ExecutionRequest): RouteDecision {
     const adapter = this.options.registry.get(target.adapter)
-    if (!adapter) return { refusal: { status: 'unavailable', error: new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: target.adapter, detail: 'it is not enabled' }) } }
+    if (!adapter)
+      return {
+        refusal: {
+          status: 'unavailable',
+          error: new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: target.adapter, detail: 'it is not enabled' }),
+        },
+      }
     if (!target.handle.languages.includes(request.language)) {
-      return { refusal: { status: 'invalid_request', error: new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', { name: `${target.adapter} (sandbox ${target.id})`, language: request.language, languages: target.handle.languages.join(', ') }) } }
+      return {
+        refusal: {
+          status: 'invalid_request',
+          error: new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', {
+            name: `${target.adapter} (sandbox ${target.id})`,
+            language: request.language,
+            languages: target.handle.languages.join(', '),
+          }),
+        },
+      }
     }
     return { adapter, reason: `sandbox ${target.id}` }
   }
 
   /** A slot from admission, or (without admission, e.g. a service built by hand) a ticket that starts at once. */
-  private admit(adapter: CodeExecutionAdapter, request: ExecutionRequest, policy: SecurityPolicy, options: ExecuteOptions, started: number): Promise<AdmissionTicket | ExecutionResult> | AdmissionTicket {
-    if (this.options.admission) return this.options.admission.acquire(adapter, request, policy, { tenant: options.tenant, signal: options.signal })
+  private admit(
+    adapter: CodeExecutionAdapter,
+    request: ExecutionRequest,
+    policy: SecurityPolicy,
+    options: ExecuteOptions,
+    started: number,
+  ): Promise<AdmissionTicket | ExecutionResult> | AdmissionTicket {
+    if (this.options.admission)
+      return this.options.admission.acquire(adapter, request, policy, { tenant: options.tenant, signal: options.signal })
     return { lane: request.lane ?? 'batch', priority: request.priority ?? 0, queuedMs: 0, startedAt: started, release: () => undefined }
   }
 
@@ -308,16 +358,30 @@ export class DefaultExecutionService implements ExecutionService {
         backstop = setTimeout(() => {
           controller.abort(new Error('deadline'))
           // Output past the cap before the deadline: the cap broke first, as the adapters themselves count it.
-          const limit = streamed.exceeded ? `passed the ${policy.outputBytes}-byte output limit` : `passed its ${policy.wallTimeMs} ms limit`
+          const limit = streamed.exceeded
+            ? `passed the ${policy.outputBytes}-byte output limit`
+            : `passed its ${policy.wallTimeMs} ms limit`
           const message = `[execgate] [${adapter.name}] the run ${limit} and the adapter did not stop within ${this.options.graceMs} ms`
-          settle(refusal(streamed.exceeded ? 'output_limit' : 'timeout', adapter.name, message, streamed.exceeded ? 'OutputLimit' : 'TimeoutError', streamed.finish()))
+          settle(
+            refusal(
+              streamed.exceeded ? 'output_limit' : 'timeout',
+              adapter.name,
+              message,
+              streamed.exceeded ? 'OutputLimit' : 'TimeoutError',
+              streamed.finish(),
+            ),
+          )
         }, policy.wallTimeMs + this.options.graceMs)
       }
       armBackstop()
       const onCallerAbort = () => {
         controller.abort(callerSignal?.reason)
         // The adapter gets a moment to stop and answer `cancelled` itself, with whatever output it has.
-        setTimeout(() => settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled', streamed.finish())), this.options.graceMs)
+        setTimeout(
+          () =>
+            settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled', streamed.finish())),
+          this.options.graceMs,
+        )
       }
       callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
       void this.invoke(adapter, request, context, options.sandbox?.handle).then(settle)
@@ -327,7 +391,12 @@ export class DefaultExecutionService implements ExecutionService {
     return normaliseResult(finished, adapter, policy)
   }
 
-  private async invoke(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext, sandbox?: AdapterSandbox): Promise<ExecutionResult> {
+  private async invoke(
+    adapter: CodeExecutionAdapter,
+    request: ExecutionRequest,
+    context: ExecutionContext,
+    sandbox?: AdapterSandbox,
+  ): Promise<ExecutionResult> {
     try {
       const result = await (sandbox ? sandbox.exec(request, context) : adapter.execute(request, context))
       if (!result || typeof result !== 'object' || typeof result.status !== 'string') {
@@ -335,13 +404,27 @@ export class DefaultExecutionService implements ExecutionService {
       }
       return result
     } catch (error) {
-      return errorResult('internal_error', adapter.name, new ExecgateError('EXECGATE_BACKEND_FAILED', { name: adapter.name, detail: describeError(error) }, { cause: error, source: adapter.name }))
+      return errorResult(
+        'internal_error',
+        adapter.name,
+        new ExecgateError(
+          'EXECGATE_BACKEND_FAILED',
+          { name: adapter.name, detail: describeError(error) },
+          { cause: error, source: adapter.name },
+        ),
+      )
     }
   }
 
   check(request: ExecutionRequest, options: ExecuteOptions = {}): ValidationReport {
     const language = request?.language
-    const refused = (code: string, message: string): ValidationReport => ({ valid: false, language, validator: 'policy', issues: [{ severity: 'error', code, message }], implemented: true })
+    const refused = (code: string, message: string): ValidationReport => ({
+      valid: false,
+      language,
+      validator: 'policy',
+      issues: [{ severity: 'error', code, message }],
+      implemented: true,
+    })
     const problem = findRequestProblem(request)
     if (problem) return refused('invalid_request', problem)
     const resolution = callerPolicy(request, options, this.options)
@@ -351,11 +434,16 @@ export class DefaultExecutionService implements ExecutionService {
 
   async validate(code: string, language: Language, adapterName?: string): Promise<ValidationReport> {
     const policyReport = staticValidationReport(language, code, this.options.basePolicy)
-    const adapter = adapterName ? this.options.registry.get(adapterName) : this.options.router.select({ language, code }, this.options.basePolicy).adapter
+    const adapter = adapterName
+      ? this.options.registry.get(adapterName)
+      : this.options.router.select({ language, code }, this.options.basePolicy).adapter
     if (!adapter) return policyReport
     try {
       const adapterReport = await adapter.validate(code, language)
-      const issues = [...policyReport.issues, ...adapterReport.issues.filter((item) => !policyReport.issues.some((seen) => seen.message === item.message))]
+      const issues = [
+        ...policyReport.issues,
+        ...adapterReport.issues.filter((item) => !policyReport.issues.some((seen) => seen.message === item.message)),
+      ]
       return {
         valid: !issues.some((item) => item.severity === 'error'),
         language,
@@ -364,7 +452,17 @@ export class DefaultExecutionService implements ExecutionService {
         implemented: policyReport.implemented || adapterReport.implemented,
       }
     } catch (error) {
-      return { ...policyReport, issues: [...policyReport.issues, { severity: 'warning', code: 'validator_failed', message: `[execgate] [${adapter.name}] validation failed: ${describeError(error)}` }] }
+      return {
+        ...policyReport,
+        issues: [
+          ...policyReport.issues,
+          {
+            severity: 'warning',
+            code: 'validator_failed',
+            message: `[execgate] [${adapter.name}] validation failed: ${describeError(error)}`,
+          },
+        ],
+      }
     }
   }
 

@@ -2,7 +2,9 @@ import { isDataPackage, type AdapterRegistry, type SecurityPolicy, type Validati
 
 /** The module a static check's `import of "pandas.io" is not allowed …` names, at top level. */
 function refusedModule(issue: ValidationIssue): string | undefined {
-  const match = /^(?:import|dynamic import\(\)|require\(\)|static import) of "([^"]+)"/.exec(issue.message) ?? /of "([^"]+)" is not allowed/.exec(issue.message)
+  const match =
+    /^(?:import|dynamic import\(\)|require\(\)|static import) of "([^"]+)"/.exec(issue.message) ??
+    /of "([^"]+)" is not allowed/.exec(issue.message)
   return match?.[1]?.split(/[./]/)[0]
 }
 
@@ -23,10 +25,23 @@ export function describeImportRefusal(
     const line = refused.find((issue) => refusedModule(issue) === name)?.line
     return line ? `${name} (line ${line})` : name
   })
-  const allowingProfiles = Object.entries(profiles).filter(([, profile]) => modules.every((name) => profile.allowedImports.includes(name))).map(([name]) => name)
+  const allowingProfiles = Object.entries(profiles)
+    .filter(([, profile]) => modules.every((name) => profile.allowedImports.includes(name)))
+    .map(([name]) => name)
   const packages = modules.filter(isDataPackage)
-  const holders = registry.list().filter((adapter) => packages.length > 0 && packages.every((name) => adapter.capabilities.packages?.includes(name))).map((adapter) => adapter.name)
-  const allow = allowingProfiles.length > 0 ? `; the policy profile${allowingProfiles.length > 1 ? 's' : ''} ${allowingProfiles.map((name) => `"${name}"`).join(', ')} allow${allowingProfiles.length > 1 ? '' : 's'} ${modules.length > 1 ? 'them' : 'it'}` : '; no policy profile allows them all: an operator can add them to a profile\'s allowedImports'
-  const adapters = packages.length > 0 ? (holders.length > 0 ? `; adapters with ${packages.join(', ')}: ${holders.join(', ')}` : `; no enabled adapter has ${packages.join(', ')}`) : ''
+  const holders = registry
+    .list()
+    .filter((adapter) => packages.length > 0 && packages.every((name) => adapter.capabilities.packages?.includes(name)))
+    .map((adapter) => adapter.name)
+  const allow =
+    allowingProfiles.length > 0
+      ? `; the policy profile${allowingProfiles.length > 1 ? 's' : ''} ${allowingProfiles.map((name) => `"${name}"`).join(', ')} allow${allowingProfiles.length > 1 ? '' : 's'} ${modules.length > 1 ? 'them' : 'it'}`
+      : "; no policy profile allows them all: an operator can add them to a profile's allowedImports"
+  const adapters =
+    packages.length > 0
+      ? holders.length > 0
+        ? `; adapters with ${packages.join(', ')}: ${holders.join(', ')}`
+        : `; no enabled adapter has ${packages.join(', ')}`
+      : ''
   return `import${modules.length > 1 ? 's' : ''} not allowed by the policy: ${where.join(', ')} (allowed: ${policy.allowedImports.join(', ') || 'none'})${allow}${adapters}`
 }

@@ -19,7 +19,11 @@ const NONE: RunEgress = { definitions: [], finish: (result) => result, close: ()
  * Opens a run's egress when its policy allows any network (and the service has a gateway); a rule that does not
  * parse is the caller's `invalid_request`.
  */
-export function openRunEgress(gateway: EgressGateway | undefined, policy: SecurityPolicy, signal: AbortSignal): RunEgress | ExecutionResult {
+export function openRunEgress(
+  gateway: EgressGateway | undefined,
+  policy: SecurityPolicy,
+  signal: AbortSignal,
+): RunEgress | ExecutionResult {
   if (!gateway) return NONE
   const secrets = gateway.secrets
   const scrub = (result: ExecutionResult): ExecutionResult => {

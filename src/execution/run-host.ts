@@ -11,7 +11,17 @@ import {
   type WorkspaceFile,
 } from '../core'
 import type { LlmProvider } from '../core/llm'
-import { MemoryWorkspace, ReadRecordingWorkspace, RunHostFunctions, STANDARD_HOST_FUNCTION_NAMES, normalizeWorkspacePath, standardHostFunctions, type HostFunctionDefinition, type Workspace, type WorkspaceLimits } from '../workspace'
+import {
+  MemoryWorkspace,
+  ReadRecordingWorkspace,
+  RunHostFunctions,
+  STANDARD_HOST_FUNCTION_NAMES,
+  normalizeWorkspacePath,
+  standardHostFunctions,
+  type HostFunctionDefinition,
+  type Workspace,
+  type WorkspaceLimits,
+} from '../workspace'
 import type { SessionWorkspaces } from './session-workspaces'
 
 const RUN_ENDED = new Error('the run ended')
@@ -54,21 +64,32 @@ export async function prepareRunHost(
 ): Promise<RunHost | ExecutionResult> {
   // Built only when the run needs it: most runs name no host function and bring no files.
   let workspaceInUse: ReadRecordingWorkspace | undefined
-  const workspace = () => (workspaceInUse ??= new ReadRecordingWorkspace(options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits)))
+  const workspace = () =>
+    (workspaceInUse ??= new ReadRecordingWorkspace(
+      options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits),
+    ))
   if (request.sessionId) workspace() // keeps the session's workspace alive (its idle time restarts)
   for (const [index, file] of (request.files ?? []).entries()) {
     try {
       await workspace().write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
     } catch (error) {
       const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
-      return errorResult('invalid_request', 'execgate', new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` }))
+      return errorResult(
+        'invalid_request',
+        'execgate',
+        new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` }),
+      )
     }
   }
   const inProcess = adapter.capabilities.hostFunctions
   const own = [...shared.definitions, ...(options.functions ?? [])]
   const run = inProcess && !options.hostFunctions && namesHostFunction(request.code, own) ? new AbortController() : undefined
   const host = run
-    ? new RunHostFunctions([...own, ...standardHostFunctions({ llm: options.llm })], { policy, workspace: workspace(), signal: run.signal }).forCode(request.code)
+    ? new RunHostFunctions([...own, ...standardHostFunctions({ llm: options.llm })], {
+        policy,
+        workspace: workspace(),
+        signal: run.signal,
+      }).forCode(request.code)
     : undefined
   // Backends without host functions get the workspace as real files: the stable layer's and the request's.
   let files: WorkspaceFile[] | undefined
@@ -82,7 +103,8 @@ export async function prepareRunHost(
   return {
     context: { hostFunctions: options.hostFunctions ?? (host?.list().length ? host : undefined), ...(files ? { files } : {}) },
     async finish(result) {
-      if (host?.submitted && (result.status === 'ok' || result.status === 'output_limit')) result.value = host.submitted.value as ExecutionResult['value']
+      if (host?.submitted && (result.status === 'ok' || result.status === 'output_limit'))
+        result.value = host.submitted.value as ExecutionResult['value']
       if (host?.records.length) result.hostCalls = host.records
       if (host?.written.size) {
         const written: WorkspaceFile[] = []
@@ -93,7 +115,10 @@ export async function prepareRunHost(
         result.files = written
       } else if (result.files?.length && (options.workspace || request.sessionId)) {
         // Files a sandbox wrote come back into the caller's workspace; a session sees them next time.
-        for (const file of result.files) await workspace().write(normalizeWorkspacePath(file.path), workspaceFileBytes(file)).catch(() => undefined)
+        for (const file of result.files)
+          await workspace()
+            .write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
+            .catch(() => undefined)
       }
       return result
     },

@@ -1,4 +1,14 @@
-import type { AdapterSandbox, ExecutionRequest, ExecutionResult, FilesystemAccess, HostFunctions, Language, RunProvenance, SecurityPolicy, ValidationReport } from '../core'
+import type {
+  AdapterSandbox,
+  ExecutionRequest,
+  ExecutionResult,
+  FilesystemAccess,
+  HostFunctions,
+  Language,
+  RunProvenance,
+  SecurityPolicy,
+  ValidationReport,
+} from '../core'
 import type { LlmProvider } from '../core/llm'
 import type { HostFunctionDefinition, Workspace } from '../workspace'
 

@@ -10,7 +10,14 @@ export class ExecutionLog implements ExecutionListener {
 
   onResult(result: ExecutionResult, request: ExecutionRequest): void {
     const language = typeof request?.language === 'string' ? request.language : undefined
-    const fields = { traceId: result.traceId, language, status: result.status, adapter: result.adapter, durationMs: Math.round(result.durationMs * 100) / 100, ...(result.route ? { route: result.route } : {}) }
+    const fields = {
+      traceId: result.traceId,
+      language,
+      status: result.status,
+      adapter: result.adapter,
+      durationMs: Math.round(result.durationMs * 100) / 100,
+      ...(result.route ? { route: result.route } : {}),
+    }
     if (result.status === 'internal_error') this.logger.error(fields, 'execution finished')
     else this.logger.info(fields, 'execution finished')
   }

@@ -16,5 +16,8 @@ export interface Logger {
  * Code and output are never logged.
  */
 export function createLogger(level: string, destination: NodeJS.WritableStream = process.stderr): Logger {
-  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, destination as pino.DestinationStream) as unknown as Logger
+  return pino(
+    { level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime },
+    destination as pino.DestinationStream,
+  ) as unknown as Logger
 }

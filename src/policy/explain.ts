@@ -1,4 +1,11 @@
-import { POLICY_LIMITS, type CodeExecutionAdapter, type Enforcement, type PolicyLimit, type SecurityPolicy, type SyscallFilterSummary } from '../core'
+import {
+  POLICY_LIMITS,
+  type CodeExecutionAdapter,
+  type Enforcement,
+  type PolicyLimit,
+  type SecurityPolicy,
+  type SyscallFilterSummary,
+} from '../core'
 
 export interface PolicyExplanationRow {
   limit: PolicyLimit

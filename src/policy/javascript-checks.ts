@@ -32,7 +32,13 @@ export function checkJavaScript(code: string, policy: Pick<SecurityPolicy, 'allo
   const checkSpecifier = (specifier: string, node: Node, how: string) => {
     const name = moduleName(specifier)
     if (!allowed.has(name)) {
-      issues.push(issue('import_not_allowed', `${how} of "${specifier}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`, node))
+      issues.push(
+        issue(
+          'import_not_allowed',
+          `${how} of "${specifier}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`,
+          node,
+        ),
+      )
     }
   }
   walk.full(program, (raw) => {
@@ -52,7 +58,8 @@ export function checkJavaScript(code: string, policy: Pick<SecurityPolicy, 'allo
         const callee = node.callee as Node
         // Only bare `require(...)` and direct `eval(...)` load or run code; `obj.require(...)` is just a method.
         const name = callee.type === 'Identifier' ? callee.name : undefined
-        const globalName = callee.type === 'MemberExpression' && !callee.computed && callee.object?.name === 'globalThis' ? callee.property.name : undefined
+        const globalName =
+          callee.type === 'MemberExpression' && !callee.computed && callee.object?.name === 'globalThis' ? callee.property.name : undefined
         if (name === 'require' && node.type === 'CallExpression') {
           const first = node.arguments[0] as Node | undefined
           if (isStringLiteral(first)) checkSpecifier(first.value, node, 'require')

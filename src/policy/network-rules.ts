@@ -37,7 +37,8 @@ export function parseHostRule(text: string): HostRule {
   const methodPart = space > 0 ? trimmed.slice(0, space).trim() : undefined
   const target = space > 0 ? trimmed.slice(space + 1) : trimmed
   const methods = methodPart?.split(',').map((method) => method.trim().toUpperCase())
-  if (methods && !methods.every((method) => METHOD.test(method))) throw new Error(`network rule "${text}": methods must be words like GET,POST`)
+  if (methods && !methods.every((method) => METHOD.test(method)))
+    throw new Error(`network rule "${text}": methods must be words like GET,POST`)
   const match = /^(\[[^\]]+\]|[^:]+)(?::(\d{1,5}|\*))?$/.exec(target)
   if (!match) throw new Error(`network rule "${text}" is not host[:port] (e.g. api.example.com, *.example.com:443, [::1]:8080)`)
   const rawHost = match[1]!.toLowerCase()
@@ -46,7 +47,8 @@ export function parseHostRule(text: string): HostRule {
   if (rawHost === '*') host = '*'
   else if (rawHost.startsWith('*.')) {
     const suffix = rawHost.slice(2)
-    if (!suffix.split('.').every((label) => LABEL.test(label))) throw new Error(`network rule "${text}": "${rawHost}" is not a wildcard of a domain`)
+    if (!suffix.split('.').every((label) => LABEL.test(label)))
+      throw new Error(`network rule "${text}": "${rawHost}" is not a wildcard of a domain`)
     host = `*.${suffix}`
   } else {
     const normalised = normaliseHost(rawHost)
@@ -90,7 +92,9 @@ export function matchHostRule(rules: readonly HostRule[], host: string, port: nu
 export function ruleWithin(inner: HostRule, outer: HostRule): boolean {
   const hostCovered =
     outer.host === '*' ||
-    (outer.host.startsWith('*.') ? inner.host !== '*' && inner.host.endsWith(outer.host.slice(1)) && inner.host.length > outer.host.length - 1 : inner.host === outer.host)
+    (outer.host.startsWith('*.')
+      ? inner.host !== '*' && inner.host.endsWith(outer.host.slice(1)) && inner.host.length > outer.host.length - 1
+      : inner.host === outer.host)
   const portsCovered = !outer.ports || (!!inner.ports && inner.ports.every((port) => outer.ports!.includes(port)))
   const methodsCovered = !outer.methods || (!!inner.methods && inner.methods.every((method) => outer.methods!.includes(method)))
   return hostCovered && portsCovered && methodsCovered

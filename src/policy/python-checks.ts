@@ -21,11 +21,19 @@ export function checkPython(code: string, policy: Pick<SecurityPolicy, 'allowedI
   for (const { name, line, column } of scan.imports) {
     const top = name.split('.')[0]!
     if (!allowed.has(top)) {
-      issues.push({ severity: 'error', code: 'import_not_allowed', message: `import of "${name}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`, line, column })
+      issues.push({
+        severity: 'error',
+        code: 'import_not_allowed',
+        message: `import of "${name}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`,
+        line,
+        column,
+      })
     }
   }
   for (const { name, line, column } of scan.calls) {
-    const reason = ALWAYS_FORBIDDEN.get(name) ?? (name === 'open' && policy.filesystem === 'none' ? 'open() needs filesystem access, which the policy does not grant' : undefined)
+    const reason =
+      ALWAYS_FORBIDDEN.get(name) ??
+      (name === 'open' && policy.filesystem === 'none' ? 'open() needs filesystem access, which the policy does not grant' : undefined)
     if (reason) issues.push({ severity: 'error', code: 'forbidden_call', message: `${name}() is not allowed: ${reason}`, line, column })
   }
   return issues

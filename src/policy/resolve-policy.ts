@@ -23,7 +23,10 @@ function networkWithin(requested: NetworkAccess, allowed: NetworkAccess): boolea
  * network, more filesystem access or an import the caller does not allow is refused, naming the limit.
  * `timeoutMs` and `memoryMb` on the request are shorthands for `policy.wallTimeMs` and `policy.memoryMb`.
  */
-export function resolvePolicy(base: SecurityPolicy, request: Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'policy'>): PolicyResolution {
+export function resolvePolicy(
+  base: SecurityPolicy,
+  request: Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'policy'>,
+): PolicyResolution {
   const overrides: PolicyOverrides = { ...request.policy }
   if (request.timeoutMs !== undefined) overrides.wallTimeMs = Math.min(request.timeoutMs, overrides.wallTimeMs ?? Infinity)
   if (request.memoryMb !== undefined) overrides.memoryMb = Math.min(request.memoryMb, overrides.memoryMb ?? Infinity)

@@ -22,8 +22,17 @@ export function checkTypeScript(code: string, policy: Pick<SecurityPolicy, 'allo
       add('import_not_allowed', `${how} of a computed module name is not allowed`, node)
       return
     }
-    const name = specifier.text.replace(/^node:/, '').split('/').slice(0, specifier.text.startsWith('@') ? 2 : 1).join('/')
-    if (!allowed.has(name)) add('import_not_allowed', `${how} of "${specifier.text}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`, node)
+    const name = specifier.text
+      .replace(/^node:/, '')
+      .split('/')
+      .slice(0, specifier.text.startsWith('@') ? 2 : 1)
+      .join('/')
+    if (!allowed.has(name))
+      add(
+        'import_not_allowed',
+        `${how} of "${specifier.text}" is not allowed by the policy (allowed: ${[...allowed].join(', ') || 'none'})`,
+        node,
+      )
   }
 
   const visit = (node: TS.Node): void => {
@@ -42,8 +51,10 @@ export function checkTypeScript(code: string, policy: Pick<SecurityPolicy, 'allo
           ? callee.name.text
           : undefined
       if (name === 'require' && ts.isCallExpression(node) && ts.isIdentifier(callee)) checkSpecifier(node.arguments[0], node, 'require')
-      else if (name === 'eval' && ts.isCallExpression(node)) add('forbidden_call', 'eval() is not allowed: it runs code the policy has not checked', node)
-      else if (name === 'Function') add('forbidden_call', 'the Function constructor is not allowed: it runs code the policy has not checked', node)
+      else if (name === 'eval' && ts.isCallExpression(node))
+        add('forbidden_call', 'eval() is not allowed: it runs code the policy has not checked', node)
+      else if (name === 'Function')
+        add('forbidden_call', 'the Function constructor is not allowed: it runs code the policy has not checked', node)
     }
     ts.forEachChild(node, visit)
   }

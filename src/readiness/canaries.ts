@@ -1,5 +1,13 @@
 import { performance } from 'node:perf_hooks'
-import { describeError, type CodeExecutionAdapter, type ExecutionContext, type ExecutionResult, type ExecutionStatus, type Language, type SecurityPolicy } from '../core'
+import {
+  describeError,
+  type CodeExecutionAdapter,
+  type ExecutionContext,
+  type ExecutionResult,
+  type ExecutionStatus,
+  type Language,
+  type SecurityPolicy,
+} from '../core'
 import { DEFAULT_POLICY } from '../policy/default-policy'
 
 /** One attack the monitor runs to see that a limit still holds. */
@@ -40,7 +48,12 @@ const CANARIES: readonly Canary[] = [
   {
     name: 'output flood',
     limit: 'output',
-    code: { javascript: "while (true) console.log('x'.repeat(100))", typescript: "while (true) console.log('x'.repeat(100))", python: "while True:\n    print('x' * 100)", bash: 'yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' },
+    code: {
+      javascript: "while (true) console.log('x'.repeat(100))",
+      typescript: "while (true) console.log('x'.repeat(100))",
+      python: "while True:\n    print('x' * 100)",
+      bash: 'yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
+    },
     policy: { outputBytes: 4096, wallTimeMs: 5000 },
     held: ['output_limit'],
   },
@@ -49,7 +62,10 @@ const CANARIES: readonly Canary[] = [
     limit: 'processes',
     tiers: [4],
     // Counts the forks that succeed: a cap that holds stops them at maxProcesses.
-    code: { python: 'import os, time\nn = 0\ntry:\n    while n < 200:\n        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)' },
+    code: {
+      python:
+        'import os, time\nn = 0\ntry:\n    while n < 200:\n        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)',
+    },
     policy: { maxProcesses: 8, wallTimeMs: 3000, cpuTimeMs: 3000, allowedImports: ['os', 'time'] },
     held: ['ok'],
     check: (result) => (Number(result.stdout.trim()) > 8 ? `${result.stdout.trim()} processes started under a cap of 8` : undefined),
@@ -76,7 +92,12 @@ export async function runCanaries(adapter: CodeExecutionAdapter): Promise<Canary
     const language = adapter.supportedLanguages().find((candidate) => canary.code[candidate] !== undefined)
     if (!language) continue
     const policy: SecurityPolicy = { ...DEFAULT_POLICY, ...canary.policy }
-    const context: ExecutionContext = { traceId: `canary-${adapter.name}`, policy, signal: AbortSignal.timeout(policy.wallTimeMs + 10_000), deadline: performance.now() + policy.wallTimeMs }
+    const context: ExecutionContext = {
+      traceId: `canary-${adapter.name}`,
+      policy,
+      signal: AbortSignal.timeout(policy.wallTimeMs + 10_000),
+      deadline: performance.now() + policy.wallTimeMs,
+    }
     let result: ExecutionResult
     try {
       result = await adapter.execute({ language, code: canary.code[language]! }, context)

@@ -117,7 +117,13 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
     // A good check is the probe an open breaker waits for.
     if (after.state === 'available' || after.state === 'degraded') this.breakers?.success(adapter.name)
     if (after.state !== before) {
-      const event: HealthEvent = { adapter: adapter.name, from: before, to: after.state, reason: after.reason, at: new Date().toISOString() }
+      const event: HealthEvent = {
+        adapter: adapter.name,
+        from: before,
+        to: after.state,
+        reason: after.reason,
+        at: new Date().toISOString(),
+      }
       this.logger.info({ adapter: adapter.name, from: before, to: after.state, reason: after.reason }, 'adapter health changed')
       this.emit('health', event)
     }
@@ -129,12 +135,20 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<{ availability: Availability; answered: boolean }>((resolve) => {
       // It took at least this long: routing under a latency budget should know, once the adapter recovers.
-      const tooLong = { status: 'unavailable' as const, reason: `the availability check took longer than ${this.settings.timeoutMs} ms`, latencyMs: this.settings.timeoutMs }
+      const tooLong = {
+        status: 'unavailable' as const,
+        reason: `the availability check took longer than ${this.settings.timeoutMs} ms`,
+        latencyMs: this.settings.timeoutMs,
+      }
       timer = setTimeout(() => resolve({ availability: { ...tooLong, checkedAt: checkedAt() }, answered: false }), this.settings.timeoutMs)
     })
     const answer = adapter
       .checkAvailability()
-      .catch((error): Availability => ({ status: 'unavailable', reason: `the availability check failed: ${describeError(error)}`, checkedAt: checkedAt() }))
+      .catch((error): Availability => ({
+        status: 'unavailable',
+        reason: `the availability check failed: ${describeError(error)}`,
+        checkedAt: checkedAt(),
+      }))
       .then((availability) => ({ availability, answered: true }))
     try {
       return await Promise.race([answer, timeout])
@@ -146,7 +160,8 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
   /** Future adapter if available, else the configured one if available, else auto. */
   private rebind(): void {
     const { futureAdapter, configuredAdapter } = this.settings
-    const usable = (name: string | undefined) => !!name && !!this.registry.get(name) && this.board.usable(name) && this.board.get(name).state !== 'unknown'
+    const usable = (name: string | undefined) =>
+      !!name && !!this.registry.get(name) && this.board.usable(name) && this.board.get(name).state !== 'unknown'
     let next: string | undefined
     let reason: string
     if (futureAdapter && usable(futureAdapter)) {
@@ -154,7 +169,9 @@ export class ReadinessMonitor extends EventEmitter<ReadinessEvents> {
       reason = `the future adapter ${futureAdapter} is available`
     } else if (configuredAdapter && (usable(configuredAdapter) || this.board.get(configuredAdapter).state === 'unknown')) {
       next = configuredAdapter
-      reason = futureAdapter ? `the future adapter ${futureAdapter} is ${this.describe(futureAdapter)}; back to execution.adapter` : `execution.adapter ${configuredAdapter} is available again`
+      reason = futureAdapter
+        ? `the future adapter ${futureAdapter} is ${this.describe(futureAdapter)}; back to execution.adapter`
+        : `execution.adapter ${configuredAdapter} is available again`
     } else {
       next = undefined
       const down = this.activeName ?? configuredAdapter

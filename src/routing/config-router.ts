@@ -51,7 +51,10 @@ function neededFeatures(request: ExecutionRequest, policy: SecurityPolicy): Arra
 
 /** Bytes a run starts with: its files, its stdin and the caller's workspace. */
 export function inputBytes(request: ExecutionRequest, hints: RouteHints = {}): number {
-  const files = (request.files ?? []).reduce((sum, file) => sum + (file.encoding === 'base64' ? Math.floor((file.content.length * 3) / 4) : Buffer.byteLength(file.content)), 0)
+  const files = (request.files ?? []).reduce(
+    (sum, file) => sum + (file.encoding === 'base64' ? Math.floor((file.content.length * 3) / 4) : Buffer.byteLength(file.content)),
+    0,
+  )
   return files + (request.stdin ? Buffer.byteLength(request.stdin) : 0) + (hints.workspaceBytes ?? 0)
 }
 
@@ -76,15 +79,21 @@ export class ConfigRouter implements Router {
   select(request: ExecutionRequest, policy: SecurityPolicy, hints: RouteHints = {}): RouteDecision {
     const { registry } = this.options
     if (request.adapter) return this.pinned(request.adapter, request, policy, 'pinned by the request')
-    const bound = this.options.binding ? this.options.binding.active() : this.options.configuredAdapter === 'auto' ? undefined : this.options.configuredAdapter
+    const bound = this.options.binding
+      ? this.options.binding.active()
+      : this.options.configuredAdapter === 'auto'
+        ? undefined
+        : this.options.configuredAdapter
     if (bound) {
       const adapter = registry.get(bound)
-      const source = bound === this.options.configuredAdapter ? 'pinned by execution.adapter' : 'the active adapter (switched by the readiness monitor)'
+      const source =
+        bound === this.options.configuredAdapter ? 'pinned by execution.adapter' : 'the active adapter (switched by the readiness monitor)'
       // The bound adapter gives way to routing only when it is known to be down, or too slow for the caller's
       // budget while another can answer; a language it does not run is the caller's configuration, reported as such.
       if (adapter && this.usable(adapter) && this.tooSlow(adapter, hints)) {
         const faster = this.auto(request, policy, [bound], hints)
-        if (faster.adapter && !this.tooSlow(faster.adapter, hints)) return { ...faster, skipped: { adapter: bound, reason: this.whyTooSlow(adapter, hints) } }
+        if (faster.adapter && !this.tooSlow(faster.adapter, hints))
+          return { ...faster, skipped: { adapter: bound, reason: this.whyTooSlow(adapter, hints) } }
       }
       if (!adapter || this.usable(adapter)) return this.pinned(bound, request, policy, source)
       const decision = this.auto(request, policy, [bound], hints)
@@ -96,8 +105,17 @@ export class ConfigRouter implements Router {
 
   fallback(request: ExecutionRequest, policy: SecurityPolicy, tried: readonly string[]): RouteDecision | undefined {
     if (request.adapter) return undefined // the caller asked for that adapter and no other
-    const chain = this.options.fallbackChain.length > 0 ? this.options.fallbackChain.map((name) => this.options.registry.get(name)).filter((item): item is CodeExecutionAdapter => !!item) : this.ordered(request)
-    const next = chain.find((adapter) => !tried.includes(adapter.name) && this.fits(adapter, request, policy) && this.usable(adapter) && !unenforcedRequirement(adapter, policy))
+    const chain =
+      this.options.fallbackChain.length > 0
+        ? this.options.fallbackChain.map((name) => this.options.registry.get(name)).filter((item): item is CodeExecutionAdapter => !!item)
+        : this.ordered(request)
+    const next = chain.find(
+      (adapter) =>
+        !tried.includes(adapter.name) &&
+        this.fits(adapter, request, policy) &&
+        this.usable(adapter) &&
+        !unenforcedRequirement(adapter, policy),
+    )
     return next ? { adapter: next, reason: `fallback after ${tried.join(', ')} failed` } : undefined
   }
 
@@ -118,20 +136,37 @@ export class ConfigRouter implements Router {
   private pinned(name: string, request: ExecutionRequest, policy: SecurityPolicy, reason: string): RouteDecision {
     const adapter = this.options.registry.get(name)
     if (!adapter) {
-      const known = this.options.registry.list().map((item) => item.name).join(', ')
-      return { refusal: { status: 'invalid_request', error: new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: `${known} (enabled)` }) } }
+      const known = this.options.registry
+        .list()
+        .map((item) => item.name)
+        .join(', ')
+      return {
+        refusal: { status: 'invalid_request', error: new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: `${known} (enabled)` }) },
+      }
     }
     if (!adapter.supportedLanguages().includes(request.language)) {
-      const error = new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', { name, language: request.language, languages: adapter.supportedLanguages().join(', ') })
+      const error = new ExecgateError('EXECGATE_LANGUAGE_UNSUPPORTED', {
+        name,
+        language: request.language,
+        languages: adapter.supportedLanguages().join(', '),
+      })
       return { refusal: { status: 'invalid_request', error } }
     }
     const limit = unenforcedRequirement(adapter, policy)
     if (limit) {
-      return { refusal: { status: 'policy_violation', error: new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit, detail: `${name} does not enforce it` }) } }
+      return {
+        refusal: {
+          status: 'policy_violation',
+          error: new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit, detail: `${name} does not enforce it` }),
+        },
+      }
     }
     const lacking = missingPackages(adapter, request)
     if (lacking.length > 0) {
-      const error = new ExecgateError('EXECGATE_PACKAGE_UNAVAILABLE', { packages: describePackages(lacking), detail: `${name} (${reason}) does not have ${lacking.join(', ')}; ${PACKAGE_PROVIDERS}` })
+      const error = new ExecgateError('EXECGATE_PACKAGE_UNAVAILABLE', {
+        packages: describePackages(lacking),
+        detail: `${name} (${reason}) does not have ${lacking.join(', ')}; ${PACKAGE_PROVIDERS}`,
+      })
       return { refusal: { status: 'unavailable', error } }
     }
     return { adapter, reason }
@@ -143,9 +178,15 @@ export class ConfigRouter implements Router {
     const enforcing = capable.filter((adapter) => !unenforcedRequirement(adapter, policy))
     const usable = enforcing.filter((adapter) => this.usable(adapter))
     // Healthy before degraded, each in tier order; under a latency budget, the adapters known to answer in time first.
-    usable.sort((a, b) => Number(this.degraded(a)) - Number(this.degraded(b)) || Number(this.tooSlow(a, hints)) - Number(this.tooSlow(b, hints)))
+    usable.sort(
+      (a, b) => Number(this.degraded(a)) - Number(this.degraded(b)) || Number(this.tooSlow(a, hints)) - Number(this.tooSlow(b, hints)),
+    )
     let escalatedFrom: { adapter: string; reason: string } | undefined
-    const needs = { session: request.sessionId !== undefined, hostFunctions: hints.hostFunctions ?? false, inputBytes: inputBytes(request, hints) }
+    const needs = {
+      session: request.sessionId !== undefined,
+      hostFunctions: hints.hostFunctions ?? false,
+      inputBytes: inputBytes(request, hints),
+    }
     const runnable = (adapter: CodeExecutionAdapter) => adapter.canRun?.(request.code, request.language, needs) ?? { ok: true }
     for (const candidate of usable) {
       const verdict = runnable(candidate)
@@ -160,9 +201,20 @@ export class ConfigRouter implements Router {
       const cheaper = enforcing.slice(0, enforcing.indexOf(candidate))
       const down = cheaper.find((adapter) => !usable.includes(adapter))
       const slow = cheaper.find((adapter) => usable.includes(adapter) && this.tooSlow(adapter, hints))
-      const skipped = down ? { adapter: down.name, reason: this.whyUnusable(down) } : slow ? { adapter: slow.name, reason: this.whyTooSlow(slow, hints) } : undefined
-      if (slow && !escalatedFrom && !down) return { adapter: candidate, reason: `faster than ${slow.name} for a ${hints.latencyBudgetMs} ms budget`, skipped }
-      if (escalatedFrom) return { adapter: candidate, reason: `escalated from ${escalatedFrom.adapter}: ${escalatedFrom.reason}`, escalatedFrom: escalatedFrom.adapter, skipped }
+      const skipped = down
+        ? { adapter: down.name, reason: this.whyUnusable(down) }
+        : slow
+          ? { adapter: slow.name, reason: this.whyTooSlow(slow, hints) }
+          : undefined
+      if (slow && !escalatedFrom && !down)
+        return { adapter: candidate, reason: `faster than ${slow.name} for a ${hints.latencyBudgetMs} ms budget`, skipped }
+      if (escalatedFrom)
+        return {
+          adapter: candidate,
+          reason: `escalated from ${escalatedFrom.adapter}: ${escalatedFrom.reason}`,
+          escalatedFrom: escalatedFrom.adapter,
+          skipped,
+        }
       const imported = packages.length > 0 ? ` with ${packages.join(', ')}` : ''
       return { adapter: candidate, reason: `cheapest available adapter for ${request.language}${imported}`, skipped }
     }
@@ -171,15 +223,29 @@ export class ConfigRouter implements Router {
       const lacking = [...new Set(withLanguage.flatMap((adapter) => missingPackages(adapter, request)))]
       if (lacking.length > 0) {
         const detail = `${withLanguage.map((adapter) => `${adapter.name} has ${adapter.capabilities.packages?.join(', ') || 'none of them'}`).join('; ') || `no enabled adapter runs ${request.language}`}; ${PACKAGE_PROVIDERS}`
-        return { refusal: { status: 'unavailable', error: new ExecgateError('EXECGATE_PACKAGE_UNAVAILABLE', { packages: describePackages(lacking), detail }) } }
+        return {
+          refusal: {
+            status: 'unavailable',
+            error: new ExecgateError('EXECGATE_PACKAGE_UNAVAILABLE', { packages: describePackages(lacking), detail }),
+          },
+        }
       }
     }
     if (capable.length > 0 && enforcing.length === 0) {
       const limits = [...new Set(capable.map((adapter) => unenforcedRequirement(adapter, policy)!))]
-      return { refusal: { status: 'policy_violation', error: new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit: limits.join(', '), detail: `no enabled adapter for ${request.language} enforces it (${capable.map((adapter) => adapter.name).join(', ')} cannot)` }) } }
+      return {
+        refusal: {
+          status: 'policy_violation',
+          error: new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', {
+            limit: limits.join(', '),
+            detail: `no enabled adapter for ${request.language} enforces it (${capable.map((adapter) => adapter.name).join(', ')} cannot)`,
+          }),
+        },
+      }
     }
     let detail: string
-    if (escalatedFrom) detail = `${escalatedFrom.adapter} cannot run it (${escalatedFrom.reason}) and no other available adapter runs ${request.language}`
+    if (escalatedFrom)
+      detail = `${escalatedFrom.adapter} cannot run it (${escalatedFrom.reason}) and no other available adapter runs ${request.language}`
     else if (enforcing.length > 0) detail = enforcing.map((adapter) => `${adapter.name}: ${this.whyUnusable(adapter)}`).join('; ')
     else {
       const needs = neededFeatures(request, policy)
@@ -202,7 +268,9 @@ export class ConfigRouter implements Router {
   ): RouteDecision | undefined {
     const chosenMs = chosen.estimateMs?.(request.code, request.language, needs)
     if (chosenMs === undefined) return undefined
-    const peers = usable.slice(usable.indexOf(chosen) + 1).filter((adapter) => adapter.estimateMs && this.degraded(adapter) === this.degraded(chosen) && !this.tooSlow(adapter, hints))
+    const peers = usable
+      .slice(usable.indexOf(chosen) + 1)
+      .filter((adapter) => adapter.estimateMs && this.degraded(adapter) === this.degraded(chosen) && !this.tooSlow(adapter, hints))
     let best: { adapter: CodeExecutionAdapter; ms: number } | undefined
     for (const peer of peers) {
       const ms = peer.estimateMs!(request.code, request.language, needs)
@@ -210,14 +278,21 @@ export class ConfigRouter implements Router {
     }
     if (!best) return undefined
     const kib = Math.round((needs.inputBytes ?? 0) / 1024)
-    return { adapter: best.adapter, reason: `estimated faster: ${best.ms.toFixed(1)} ms on ${best.adapter.name} against ${chosenMs.toFixed(1)} ms on ${chosen.name} for ${kib} KiB of input` }
+    return {
+      adapter: best.adapter,
+      reason: `estimated faster: ${best.ms.toFixed(1)} ms on ${best.adapter.name} against ${chosenMs.toFixed(1)} ms on ${chosen.name} for ${kib} KiB of input`,
+    }
   }
 
   /** Enabled adapters that run the language, in tier order. */
   private ordered(request: ExecutionRequest): CodeExecutionAdapter[] {
     const order = this.options.tierOrder
-    const rank = (adapter: CodeExecutionAdapter) => (order.includes(adapter.capabilities.tier) ? order.indexOf(adapter.capabilities.tier) : order.length)
-    return this.options.registry.list().filter((adapter) => adapter.supportedLanguages().includes(request.language)).sort((a, b) => rank(a) - rank(b))
+    const rank = (adapter: CodeExecutionAdapter) =>
+      order.includes(adapter.capabilities.tier) ? order.indexOf(adapter.capabilities.tier) : order.length
+    return this.options.registry
+      .list()
+      .filter((adapter) => adapter.supportedLanguages().includes(request.language))
+      .sort((a, b) => rank(a) - rank(b))
   }
 
   /** Runs the language, offers the features the request needs, and has every data package the code imports. */
@@ -251,7 +326,8 @@ export class ConfigRouter implements Router {
   }
 
   private whyTooSlow(adapter: CodeExecutionAdapter, hints: RouteHints): string {
-    if (this.warmingSlowly(adapter)) return `it is still warming up, and a run would wait for that past the caller's ${hints.latencyBudgetMs} ms latency budget`
+    if (this.warmingSlowly(adapter))
+      return `it is still warming up, and a run would wait for that past the caller's ${hints.latencyBudgetMs} ms latency budget`
     const latencyMs = this.options.health?.get(adapter.name).latencyMs ?? 0
     return `its last readiness check took ${Math.round(latencyMs)} ms, over the caller's ${hints.latencyBudgetMs} ms latency budget`
   }

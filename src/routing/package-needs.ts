@@ -14,7 +14,13 @@ export function neededPackages(request: ExecutionRequest): readonly DataPackage[
   if (known) return known
   let names: DataPackage[] = []
   try {
-    names = [...new Set(scanPython(request.code).imports.map(({ name }) => name.split('.')[0]!).filter(isDataPackage))]
+    names = [
+      ...new Set(
+        scanPython(request.code)
+          .imports.map(({ name }) => name.split('.')[0]!)
+          .filter(isDataPackage),
+      ),
+    ]
   } catch {
     // code the scanner cannot read is the static check's to report; it needs no package here
   }

@@ -42,7 +42,9 @@ export class BedrockConverseProvider implements LlmProvider {
     const { endpoint, region = 'us-east-1' } = this.options
     if (!endpoint) return new sdk.BedrockRuntimeClient({ region })
     // The SDK speaks HTTP/2 to Bedrock; a local server on plain http:// (a proxy, an emulator) speaks HTTP/1.1.
-    const requestHandler = endpoint.startsWith('http://') ? new (await importOptional('bedrock-llm', () => import('@smithy/node-http-handler'))).NodeHttpHandler() : undefined
+    const requestHandler = endpoint.startsWith('http://')
+      ? new (await importOptional('bedrock-llm', () => import('@smithy/node-http-handler'))).NodeHttpHandler()
+      : undefined
     return new sdk.BedrockRuntimeClient({ region, endpoint, ...(requestHandler ? { requestHandler } : {}) })
   }
 }

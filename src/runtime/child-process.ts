@@ -91,7 +91,9 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
   }
 
   private hold(on: boolean): void {
-    const handles = [this.child, this.child.channel, ...this.child.stdio.slice(2)] as ({ ref?(): void; unref?(): void } | null | undefined)[]
+    const handles = [this.child, this.child.channel, ...this.child.stdio.slice(2)] as (
+      { ref?(): void; unref?(): void } | null | undefined
+    )[]
     for (const handle of handles) (on ? handle?.ref : handle?.unref)?.call(handle)
   }
 

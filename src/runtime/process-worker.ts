@@ -41,7 +41,11 @@ export class ProcessWorker extends EventEmitter {
   private unrefWhenStarted = false
 
   /** @param directory folder of the worker module, @param name its file name without extension */
-  constructor(directory: string, name: string, readonly options: ProcessWorkerOptions) {
+  constructor(
+    directory: string,
+    name: string,
+    readonly options: ProcessWorkerOptions,
+  ) {
     super()
     const modulePath = moduleToFork(directory, name)
     const fromSource = modulePath.endsWith('.ts')

@@ -146,6 +146,7 @@ export class RunController {
 /** The status and error a stop is answered with, the same words on every adapter. */
 export function stoppedOutcome(cause: RunStopCause, wallTimeMs: number): { status: ExecutionStatus; error: ExecutionErrorInfo } {
   if (cause === 'cancelled') return { status: 'cancelled', error: { type: 'Cancelled', message: 'the run was cancelled' } }
-  if (cause === 'output_limit') return { status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' } }
+  if (cause === 'output_limit')
+    return { status: 'output_limit', error: { type: 'OutputLimit', message: 'output passed the limit; the run was stopped' } }
   return { status: 'timeout', error: { type: 'TimeoutError', message: `execution passed the ${wallTimeMs} ms time limit` } }
 }

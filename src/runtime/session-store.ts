@@ -43,9 +43,14 @@ export class SessionStore<State> {
       return held.state
     }
     if (this.expired.delete(id)) {
-      throw new ExecgateError('EXECGATE_SESSION_UNKNOWN', { id, adapter: this.adapter, detail: `it expired after ${this.limits.ttlSeconds} s idle and its state is gone; the next call with this id starts a new session` })
+      throw new ExecgateError('EXECGATE_SESSION_UNKNOWN', {
+        id,
+        adapter: this.adapter,
+        detail: `it expired after ${this.limits.ttlSeconds} s idle and its state is gone; the next call with this id starts a new session`,
+      })
     }
-    if (this.live.size >= this.limits.maxSessions) throw new ExecgateError('EXECGATE_SESSION_LIMIT', { adapter: this.adapter, limit: this.limits.maxSessions })
+    if (this.live.size >= this.limits.maxSessions)
+      throw new ExecgateError('EXECGATE_SESSION_LIMIT', { adapter: this.adapter, limit: this.limits.maxSessions })
     return undefined
   }
 
@@ -58,7 +63,11 @@ export class SessionStore<State> {
       return { state: this.open(id) }
     } catch (error) {
       const status = isExecgateError(error, 'EXECGATE_SESSION_LIMIT') ? 'unavailable' : 'invalid_request'
-      return { refusal: createResult(status, this.adapter, { message: describeError(error).replace('[execgate]', `[execgate] [${this.adapter}]`) }) }
+      return {
+        refusal: createResult(status, this.adapter, {
+          message: describeError(error).replace('[execgate]', `[execgate] [${this.adapter}]`),
+        }),
+      }
     }
   }
 
@@ -71,7 +80,9 @@ export class SessionStore<State> {
     const tooLarge = next !== undefined && next.bytes > MAX_SESSION_STATE_BYTES
     const kept = next && !tooLarge ? next.state() : previous
     if (kept !== undefined) this.save(id, kept)
-    return tooLarge ? `[execgate] [${this.adapter}] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays` : undefined
+    return tooLarge
+      ? `[execgate] [${this.adapter}] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
+      : undefined
   }
 
   save(id: string, state: State): void {

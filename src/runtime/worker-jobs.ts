@@ -98,13 +98,21 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
       (message) => {
         if (message.type === 'output') for (const [stream, text, omitted] of message.chunks) output.write(stream, text, omitted)
         else if (message.type === 'hostCall') answerHostCall(worker, context, message)
-        else if (message.type === 'result') finish({ status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session }, !message.retire)
+        else if (message.type === 'result')
+          finish(
+            { status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session },
+            !message.retire,
+          )
       },
       (reason, status) =>
         finish(
           status === 'memory_limit'
             ? { status, error: { type: 'MemoryError', message: `memory limit reached: ${reason}` } }
-            : { status: 'internal_error', error: { type: 'InternalError', message: reason }, message: `[execgate] [${options.label}] ${reason}` },
+            : {
+                status: 'internal_error',
+                error: { type: 'InternalError', message: reason },
+                message: `[execgate] [${options.label}] ${reason}`,
+              },
           false,
         ),
     )
@@ -133,8 +141,15 @@ async function waitForWorker<ToWorker>(
   try {
     const first = await Promise.race([acquired, late])
     if (first !== 'late') return { worker: first }
-    acquired.then((lateWorker) => pool.release(lateWorker), () => undefined)
-    return { status: 'unavailable', message: `[execgate] [${options.label}] no worker started within ${WORKER_START_BOUND_MS} ms`, error: { type: 'Unavailable', message: `no ${options.label} worker started within ${WORKER_START_BOUND_MS} ms` } }
+    acquired.then(
+      (lateWorker) => pool.release(lateWorker),
+      () => undefined,
+    )
+    return {
+      status: 'unavailable',
+      message: `[execgate] [${options.label}] no worker started within ${WORKER_START_BOUND_MS} ms`,
+      error: { type: 'Unavailable', message: `no ${options.label} worker started within ${WORKER_START_BOUND_MS} ms` },
+    }
   } catch (error) {
     return { status: 'unavailable', message: `[execgate] [${options.label}] ${describeError(error)}` }
   } finally {
@@ -144,13 +159,20 @@ async function waitForWorker<ToWorker>(
 
 /** A host call from sandboxed code, through the run's host functions; a run without any refuses every name. */
 export function callHostFunction(context: ExecutionContext, name: string, args: unknown[]): Promise<unknown> {
-  return context.hostFunctions ? context.hostFunctions.call(name, args) : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name }))
+  return context.hostFunctions
+    ? context.hostFunctions.call(name, args)
+    : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name }))
 }
 
-function answerHostCall<ToWorker>(worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>, context: ExecutionContext, message: JobHostCallMessage): void {
+function answerHostCall<ToWorker>(
+  worker: PooledWorker<JobMessage, ToWorker | HostResultMessage>,
+  context: ExecutionContext,
+  message: JobHostCallMessage,
+): void {
   callHostFunction(context, message.name, message.args).then(
     (value) => worker.post({ type: 'hostResult', callId: message.callId, ok: true, value }),
-    (error: { code?: string }) => worker.post({ type: 'hostResult', callId: message.callId, ok: false, error: { code: error?.code, message: describeError(error) } }),
+    (error: { code?: string }) =>
+      worker.post({ type: 'hostResult', callId: message.callId, ok: false, error: { code: error?.code, message: describeError(error) } }),
   )
 }
 
@@ -212,7 +234,10 @@ export class WorkerJobChannel {
 }
 
 /** Settles a pending host call in the worker from the main thread's answer. */
-export function settleHostCall(pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>, message: HostResultMessage): void {
+export function settleHostCall(
+  pending: Map<number, { resolve: (value: unknown) => void; reject: (error: unknown) => void }>,
+  message: HostResultMessage,
+): void {
   const waiter = pending.get(message.callId)
   pending.delete(message.callId)
   if (!waiter) return
@@ -234,7 +259,11 @@ export function resultFromJob(adapter: string, outcome: JobOutcome, output: Outp
     value: outcome.value,
     error: outcome.error,
     message: outcome.message,
-    usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes, ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}) },
+    usage: {
+      wallMs: performance.now() - started,
+      outputBytes: output.totalBytes,
+      ...(outcome.hostCalls ? { hostCalls: outcome.hostCalls } : {}),
+    },
   })
 }
 
@@ -246,8 +275,16 @@ export function internalContext(traceId: string, wallTimeMs: number, memoryMb: n
   return {
     traceId,
     policy: {
-      wallTimeMs, cpuTimeMs: wallTimeMs, memoryMb, outputBytes: 1024, network: 'none', filesystem: 'none',
-      allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [],
+      wallTimeMs,
+      cpuTimeMs: wallTimeMs,
+      memoryMb,
+      outputBytes: 1024,
+      network: 'none',
+      filesystem: 'none',
+      allowedImports: [],
+      hostCalls: { maxCount: 0, maxTotalMs: 0 },
+      maxProcesses: 1,
+      required: [],
     },
     signal: new AbortController().signal,
     deadline: performance.now() + wallTimeMs,

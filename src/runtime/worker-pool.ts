@@ -31,7 +31,13 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
   private failure: ((reason: string, status?: 'memory_limit') => void) | undefined
   exited = false
 
-  constructor(directory: string, name: string, label: string, onExit: (worker: PooledWorker<FromWorker, ToWorker>, reason: string) => void, kind: WorkerKind = { kind: 'thread' }) {
+  constructor(
+    directory: string,
+    name: string,
+    label: string,
+    onExit: (worker: PooledWorker<FromWorker, ToWorker>, reason: string) => void,
+    kind: WorkerKind = { kind: 'thread' },
+  ) {
     // A child process cannot share the cancel flag: it is stopped by killing it past the grace instead.
     this.worker =
       kind.kind === 'process'
@@ -100,7 +106,9 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
  * creation (or, with `startNow` false, at the first `acquire` or `warmUp`: a one-shot command that never runs here
  * never pays for them).
  */
-export class WorkerPool<FromWorker extends { type: string } = { type: string }, ToWorker = unknown> extends Pool<PooledWorker<FromWorker, ToWorker>> {
+export class WorkerPool<FromWorker extends { type: string } = { type: string }, ToWorker = unknown> extends Pool<
+  PooledWorker<FromWorker, ToWorker>
+> {
   /**
    * @param directory folder of the worker module
    * @param name the worker module's file name without extension

@@ -31,7 +31,14 @@ export class ActivityRecorder implements ExecutionListener {
   }
 
   onResult(result: ExecutionResult, _request: ExecutionRequest, context?: ExecutionListenerContext): void {
-    this.record({ at: this.now(), tenant: context?.tenant, adapter: result.adapter, lane: result.admission?.lane ?? 'none', status: result.status, durationMs: result.durationMs })
+    this.record({
+      at: this.now(),
+      tenant: context?.tenant,
+      adapter: result.adapter,
+      lane: result.admission?.lane ?? 'none',
+      status: result.status,
+      durationMs: result.durationMs,
+    })
   }
 
   record(entry: ActivityEntry): void {
@@ -102,12 +109,22 @@ function latency(durations: number[]): { count: number; p50Ms: number; p95Ms: nu
  * Rates, statuses and p50/p95 latency per adapter and lane over a window, in buckets aligned to multiples of the
  * bucket size (so the buckets of successive polls line up and a chart does not jitter).
  */
-export function summarizeActivity(entries: readonly ActivityEntry[], query: ActivityQuery, nowMs: number, capacity: number, overwrittenBefore?: number): ActivitySummary {
+export function summarizeActivity(
+  entries: readonly ActivityEntry[],
+  query: ActivityQuery,
+  nowMs: number,
+  capacity: number,
+  overwrittenBefore?: number,
+): ActivitySummary {
   const { bucketMs } = query
   const end = Math.floor(nowMs / bucketMs) * bucketMs + bucketMs
   const bucketCount = Math.ceil(query.windowMs / bucketMs)
   const fromMs = end - bucketCount * bucketMs
-  const buckets = Array.from({ length: bucketCount }, (_, index) => ({ startMs: fromMs + index * bucketMs, count: 0, statuses: {} as Partial<Record<ExecutionStatus, number>> }))
+  const buckets = Array.from({ length: bucketCount }, (_, index) => ({
+    startMs: fromMs + index * bucketMs,
+    count: 0,
+    statuses: {} as Partial<Record<ExecutionStatus, number>>,
+  }))
   const statuses: Partial<Record<ExecutionStatus, number>> = {}
   const bySeries = new Map<string, { adapter: string; lane: string; all: number[]; perBucket: Map<number, number[]> }>()
   let total = 0
@@ -132,7 +149,9 @@ export function summarizeActivity(entries: readonly ActivityEntry[], query: Acti
       adapter: item.adapter,
       lane: item.lane,
       ...latency(item.all),
-      points: [...item.perBucket.entries()].sort(([a], [b]) => a - b).map(([index, durations]) => ({ startMs: buckets[index]!.startMs, ...latency(durations) })),
+      points: [...item.perBucket.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([index, durations]) => ({ startMs: buckets[index]!.startMs, ...latency(durations) })),
     }))
     .sort((a, b) => b.count - a.count || a.adapter.localeCompare(b.adapter) || a.lane.localeCompare(b.lane))
   const knownSinceMs = overwrittenBefore !== undefined && overwrittenBefore > fromMs ? overwrittenBefore : undefined

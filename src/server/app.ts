@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
-import { ExecgateError, EXECUTION_REQUEST_SCHEMA, LANGUAGES, describeError, type ErrorCode, type ExecutionListener, type ExecutionRequest } from '../core'
+import {
+  ExecgateError,
+  EXECUTION_REQUEST_SCHEMA,
+  LANGUAGES,
+  describeError,
+  type ErrorCode,
+  type ExecutionListener,
+  type ExecutionRequest,
+} from '../core'
 import { findRequestProblem } from '../execution/parse-request'
 import type { Execgate } from '../index'
 import type { Logger } from '../observability/logger'
@@ -70,7 +78,9 @@ function acceptEmptyJsonBodies(app: FastifyInstance): void {
 
 /** One error body for every route: `{ error: { code, message } }`, never a stack. */
 function sendError(reply: FastifyReply, error: ExecgateError): FastifyReply {
-  return reply.code(HTTP_STATUS[error.code] ?? (error.fault === 'client' ? 400 : 500)).send({ error: { code: error.code, message: error.message } })
+  return reply
+    .code(HTTP_STATUS[error.code] ?? (error.fault === 'client' ? 400 : 500))
+    .send({ error: { code: error.code, message: error.message } })
 }
 
 /** `traceparent: 00-<32 hex trace id>-<16 hex span id>-<flags>` → the trace id. */
@@ -108,13 +118,21 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
 
   app.setErrorHandler((error: Error & { code?: string; statusCode?: number }, _request, reply) => {
     if (error instanceof ExecgateError) return sendError(reply, error)
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendError(reply, new ExecgateError('EXECGATE_BODY_TOO_LARGE', { limit: options.bodyLimitBytes }))
-    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendError(reply, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'the body must be JSON (Content-Type: application/json)' }))
-    if (error.statusCode && error.statusCode < 500) return sendError(reply, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: error.message.replace(/^Body /, 'the body ') }))
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return sendError(reply, new ExecgateError('EXECGATE_BODY_TOO_LARGE', { limit: options.bodyLimitBytes }))
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+      return sendError(
+        reply,
+        new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'the body must be JSON (Content-Type: application/json)' }),
+      )
+    if (error.statusCode && error.statusCode < 500)
+      return sendError(reply, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: error.message.replace(/^Body /, 'the body ') }))
     logger.error({ err: describeError(error) }, 'request failed')
     return sendError(reply, new ExecgateError('EXECGATE_INTERNAL', { detail: 'the server failed; the log has the cause' }))
   })
-  app.setNotFoundHandler((request, reply) => sendError(reply, new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no route ${request.method} ${request.url.split('?')[0]}` })))
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no route ${request.method} ${request.url.split('?')[0]}` })),
+  )
 
   // Authentication and rate limits for the API and MCP routes; health, readiness, metrics and docs stay open.
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -130,7 +148,12 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       const tenant = key ? tenants.get(key) : undefined
       if (!tenant) {
         metrics.recordRejected(key ? 'bad_key' : 'no_key')
-        return sendError(reply, new ExecgateError('EXECGATE_UNAUTHORIZED', { detail: key ? 'the API key is not valid' : 'an API key is required: Authorization: Bearer <key>' }))
+        return sendError(
+          reply,
+          new ExecgateError('EXECGATE_UNAUTHORIZED', {
+            detail: key ? 'the API key is not valid' : 'an API key is required: Authorization: Bearer <key>',
+          }),
+        )
       }
       request.tenant = tenant
     }
@@ -138,7 +161,10 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     if (retryAfter > 0) {
       metrics.recordRejected('rate_limit')
       reply.header('Retry-After', String(retryAfter))
-      return sendError(reply, new ExecgateError('EXECGATE_RATE_LIMITED', { limit: request.tenant.ratePerMinute, tenant: request.tenant.name, retryAfter }))
+      return sendError(
+        reply,
+        new ExecgateError('EXECGATE_RATE_LIMITED', { limit: request.tenant.ratePerMinute, tenant: request.tenant.name, retryAfter }),
+      )
     }
   })
 
@@ -148,7 +174,9 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     if (typeof asked !== 'string' || !asked) return request.tenant.profile
     if (tenants.size > 0 && !request.tenant.profiles.includes(asked)) {
       metrics.recordRejected('forbidden_profile')
-      throw new ExecgateError('EXECGATE_FORBIDDEN', { detail: `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ${request.tenant.profiles.join(', ') || 'none'})` })
+      throw new ExecgateError('EXECGATE_FORBIDDEN', {
+        detail: `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ${request.tenant.profiles.join(', ') || 'none'})`,
+      })
     }
     return asked
   }
@@ -163,7 +191,11 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     // Every log line of one execution carries its traceId: the caller's, the traceparent's, or a new one.
     const traceId = body.traceId ?? traceIdFrom(request.headers.traceparent) ?? randomUUID()
     // Sessions are the tenant's own: the same id from another tenant names a different session.
-    const executionRequest: ExecutionRequest = { ...body, traceId, ...(body.sessionId ? { sessionId: tenantSession(request.tenant, body.sessionId) } : {}) }
+    const executionRequest: ExecutionRequest = {
+      ...body,
+      traceId,
+      ...(body.sessionId ? { sessionId: tenantSession(request.tenant, body.sessionId) } : {}),
+    }
     const profile = profileFor(request)
     const log = logger.child({ traceId, tenant: request.tenant.name })
     log.info({ language: body.language, adapter: body.adapter, codeBytes: Buffer.byteLength(body.code) }, 'execution received')
@@ -180,23 +212,37 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       const refusedWith = result.error?.code ? ADMISSION_REFUSAL_STATUS[result.error.code as ErrorCode] : undefined
       if (refusedWith && result.status === 'unavailable') {
         reply.header('Retry-After', String(Math.max(1, Math.ceil((result.retryAfterMs ?? 1000) / 1000))))
-        return reply.code(refusedWith).send({ error: { code: result.error!.code, message: result.message }, traceId: result.traceId, retryAfterMs: result.retryAfterMs })
+        return reply
+          .code(refusedWith)
+          .send({
+            error: { code: result.error!.code, message: result.message },
+            traceId: result.traceId,
+            retryAfterMs: result.retryAfterMs,
+          })
       }
       return result
     }
     reply.hijack()
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
-    const result = await execgate.execute(executionRequest, { signal: controller.signal, profile, tenant, onOutput: (stream, chunk) => send(stream, { chunk }) })
+    const result = await execgate.execute(executionRequest, {
+      signal: controller.signal,
+      profile,
+      tenant,
+      onOutput: (stream, chunk) => send(stream, { chunk }),
+    })
     send('result', result)
     reply.raw.end()
   })
 
   app.post('/v1/validate', async (request) => {
     const body = request.body as { code?: unknown; language?: unknown; adapter?: unknown } | undefined
-    if (!body || typeof body.code !== 'string' || !body.code) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'code is required (a non-empty string)' })
-    if (!(LANGUAGES as readonly unknown[]).includes(body.language)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `language must be one of: ${LANGUAGES.join(', ')}` })
-    if (body.adapter !== undefined && typeof body.adapter !== 'string') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'adapter must be a string' })
+    if (!body || typeof body.code !== 'string' || !body.code)
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'code is required (a non-empty string)' })
+    if (!(LANGUAGES as readonly unknown[]).includes(body.language))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `language must be one of: ${LANGUAGES.join(', ')}` })
+    if (body.adapter !== undefined && typeof body.adapter !== 'string')
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'adapter must be a string' })
     return execgate.validate(body.code, body.language as ExecutionRequest['language'], body.adapter as string | undefined)
   })
 
@@ -227,14 +273,21 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       if (warm.length > 0) return reply.code(closing ? 503 : 200).send({ ready: !closing, available: warm })
       status = await execgate.checkNow()
     }
-    const ready = status.adapters.filter((adapter) => adapter.health.state === 'available' || adapter.health.state === 'degraded').map((adapter) => adapter.name)
+    const ready = status.adapters
+      .filter((adapter) => adapter.health.state === 'available' || adapter.health.state === 'degraded')
+      .map((adapter) => adapter.name)
     return reply.code(ready.length > 0 && !closing ? 200 : 503).send({ ready: ready.length > 0 && !closing, available: ready })
   })
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()))
   app.get('/docs/json', async () => openApiDocument())
 
   app.post('/mcp', mcpHttpHandler(execgate, tenantSession))
-  app.get('/mcp', async (_request, reply) => reply.code(405).header('allow', 'POST').send({ error: { code: 'EXECGATE_NOT_FOUND', message: '[execgate] /mcp takes POST (stateless streamable HTTP)' } }))
+  app.get('/mcp', async (_request, reply) =>
+    reply
+      .code(405)
+      .header('allow', 'POST')
+      .send({ error: { code: 'EXECGATE_NOT_FOUND', message: '[execgate] /mcp takes POST (stateless streamable HTTP)' } }),
+  )
 
   return { app, metrics, beginShutdown: () => (closing = true) }
 }

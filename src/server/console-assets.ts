@@ -25,7 +25,8 @@ const CONTENT_TYPES: Record<string, string> = {
 }
 
 // Everything from the console's own origin and nothing else: no inline script, no third-party host, no framing.
-const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 interface Asset {
   body: Buffer
@@ -51,9 +52,14 @@ function loadAssets(dir: string): Map<string, Asset> | undefined {
 }
 
 function send(request: FastifyRequest, reply: FastifyReply, asset: Asset): FastifyReply {
-  reply.header('content-type', asset.type).header('etag', asset.etag).header('x-content-type-options', 'nosniff').header('vary', 'accept-encoding')
+  reply
+    .header('content-type', asset.type)
+    .header('etag', asset.etag)
+    .header('x-content-type-options', 'nosniff')
+    .header('vary', 'accept-encoding')
   reply.header('cache-control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
-  if (asset.type.startsWith('text/html')) reply.header('content-security-policy', CONTENT_SECURITY_POLICY).header('referrer-policy', 'no-referrer')
+  if (asset.type.startsWith('text/html'))
+    reply.header('content-security-policy', CONTENT_SECURITY_POLICY).header('referrer-policy', 'no-referrer')
   if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send()
   if (/\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) return reply.header('content-encoding', 'gzip').send(asset.gzipped)
   return reply.send(asset.body)
@@ -62,7 +68,10 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset): Fasti
 export function registerConsoleAssets(app: FastifyInstance, dir = CONSOLE_DIR): void {
   let assets: Map<string, Asset> | undefined
   const load = () => (assets ??= loadAssets(dir))
-  const notBuilt = () => new ExecgateError('EXECGATE_NOT_FOUND', { detail: 'the console is not built: run npm run build (it bundles console/ into dist/console)' })
+  const notBuilt = () =>
+    new ExecgateError('EXECGATE_NOT_FOUND', {
+      detail: 'the console is not built: run npm run build (it bundles console/ into dist/console)',
+    })
 
   // Relative asset and API addresses in index.html resolve against /console/, so the bare path redirects there.
   app.get('/console', async (_request, reply) => reply.redirect('console/', 302))

@@ -14,7 +14,8 @@ const param = (request: FastifyRequest, name: string) => (request.params as Reco
 function optionalInteger(value: unknown, name: string, minimum: number, maximum: number): number | undefined {
   if (value === undefined) return undefined
   const parsed = Number(value)
-  if (!Number.isInteger(parsed) || parsed < minimum || parsed > maximum) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${name} must be a whole number from ${minimum} to ${maximum}` })
+  if (!Number.isInteger(parsed) || parsed < minimum || parsed > maximum)
+    throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${name} must be a whole number from ${minimum} to ${maximum}` })
   return parsed
 }
 
@@ -35,7 +36,10 @@ export function registerLedgerRoutes(app: FastifyInstance, execgate: Execgate): 
     const query = request.query as { maxDepth?: string; maxActivities?: string }
     const maxDepth = optionalInteger(query.maxDepth, 'maxDepth', 1, 256)
     const maxActivities = optionalInteger(query.maxActivities, 'maxActivities', 1, 10_000)
-    return execgate.ledger.lineage(param(request, 'sha256'), callerOf(request), { ...(maxDepth ? { maxDepth } : {}), ...(maxActivities ? { maxActivities } : {}) })
+    return execgate.ledger.lineage(param(request, 'sha256'), callerOf(request), {
+      ...(maxDepth ? { maxDepth } : {}),
+      ...(maxActivities ? { maxActivities } : {}),
+    })
   })
 
   app.get('/v1/runs/:id/provenance', async (request, reply) => {
@@ -58,10 +62,14 @@ export function registerLedgerRoutes(app: FastifyInstance, execgate: Execgate): 
   app.get('/v1/ledger/export', async (request) => {
     const query = request.query as { format?: string; afterSeq?: string; limit?: string }
     const format = query.format ?? 'prov-json'
-    if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `format must be one of: ${EXPORT_FORMATS.join(', ')}` })
+    if (!(EXPORT_FORMATS as readonly string[]).includes(format))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `format must be one of: ${EXPORT_FORMATS.join(', ')}` })
     const afterSeq = optionalInteger(query.afterSeq, 'afterSeq', 0, Number.MAX_SAFE_INTEGER)
     const limit = optionalInteger(query.limit, 'limit', 1, 10_000)
-    return execgate.ledger.export(format as ExportFormat, callerOf(request), { ...(afterSeq !== undefined ? { afterSeq } : {}), ...(limit ? { limit } : {}) })
+    return execgate.ledger.export(format as ExportFormat, callerOf(request), {
+      ...(afterSeq !== undefined ? { afterSeq } : {}),
+      ...(limit ? { limit } : {}),
+    })
   })
 
   app.get('/v1/ledger/verify', async (request) => execgate.ledger.verify(callerOf(request)))

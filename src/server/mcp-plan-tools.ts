@@ -7,8 +7,14 @@ import type { Execgate } from '../index'
 
 /** A few lines an agent can read: the plan's state and why, then each step's state and value. */
 function describePlan(plan: PlanView): string {
-  const steps = plan.steps.map((step) => `- ${step.id}: ${step.state}${step.state === 'COMPLETED' ? ` value: ${JSON.stringify(step.result?.value ?? null)}` : step.state === 'FAILED' ? ` (${step.reason})` : ''}`)
-  return [`plan ${plan.id} is ${plan.state} (version ${plan.version}, ${plan.revisions.length} of ${plan.maxRevisions} revisions used): ${plan.reason}`, ...steps].join('\n')
+  const steps = plan.steps.map(
+    (step) =>
+      `- ${step.id}: ${step.state}${step.state === 'COMPLETED' ? ` value: ${JSON.stringify(step.result?.value ?? null)}` : step.state === 'FAILED' ? ` (${step.reason})` : ''}`,
+  )
+  return [
+    `plan ${plan.id} is ${plan.state} (version ${plan.version}, ${plan.revisions.length} of ${plan.maxRevisions} revisions used): ${plan.reason}`,
+    ...steps,
+  ].join('\n')
 }
 
 /**
@@ -21,33 +27,61 @@ export function registerPlanTools(server: McpServer, execgate: Execgate, caller:
     id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
     description: z.string().optional(),
     language: z.enum(LANGUAGES as unknown as [Language, ...Language[]]),
-    code: z.string().min(1).describe('the value of its last expression is the step\'s value; read a dependency\'s with read_file("steps/<id>/value.json")'),
+    code: z
+      .string()
+      .min(1)
+      .describe('the value of its last expression is the step\'s value; read a dependency\'s with read_file("steps/<id>/value.json")'),
     dependsOn: z.array(z.string()).optional().describe('ids of the steps whose outputs it reads'),
-    limits: z.object({ timeoutMs: z.number().int().positive().optional(), memoryMb: z.number().int().positive().optional(), outputBytes: z.number().int().positive().optional(), maxAttempts: z.number().int().positive().optional() }).optional(),
+    limits: z
+      .object({
+        timeoutMs: z.number().int().positive().optional(),
+        memoryMb: z.number().int().positive().optional(),
+        outputBytes: z.number().int().positive().optional(),
+        maxAttempts: z.number().int().positive().optional(),
+      })
+      .optional(),
   })
   server.registerTool(
     'submit_plan',
     {
       title: 'Run a plan of code steps',
-      description: 'Runs a plan: steps of code that depend on each other (a DAG). Each step reads what the steps it depends on produced at steps/<id>/value.json and steps/<id>/files/<path>; independent steps run in parallel; a failed step is revised by the reflector. Returns the plan id at once; call get_plan for its state.',
-      inputSchema: { goal: z.string().optional().describe('what the plan is for'), steps: z.array(step).min(1), maxRevisions: z.number().int().min(0).optional() },
+      description:
+        'Runs a plan: steps of code that depend on each other (a DAG). Each step reads what the steps it depends on produced at steps/<id>/value.json and steps/<id>/files/<path>; independent steps run in parallel; a failed step is revised by the reflector. Returns the plan id at once; call get_plan for its state.',
+      inputSchema: {
+        goal: z.string().optional().describe('what the plan is for'),
+        steps: z.array(step).min(1),
+        maxRevisions: z.number().int().min(0).optional(),
+      },
     },
     async (input) => {
       const plan = await execgate.plans.run(input, caller)
-      return { content: [{ type: 'text' as const, text: describePlan(plan) }], structuredContent: plan as unknown as Record<string, unknown> }
+      return {
+        content: [{ type: 'text' as const, text: describePlan(plan) }],
+        structuredContent: plan as unknown as Record<string, unknown>,
+      }
     },
   )
   server.registerTool(
     'get_plan',
     {
-      title: 'A plan\'s state and its steps\'',
-      description: 'The plan\'s state (RUNNING, REVISING, COMPLETED, FAILED, TERMINATED), its version and revisions, and each step\'s state and value.',
-      inputSchema: { id: z.string().min(1), waitMs: z.number().int().min(0).max(60_000).optional().describe('wait up to this long for the plan to end') },
+      title: "A plan's state and its steps'",
+      description:
+        "The plan's state (RUNNING, REVISING, COMPLETED, FAILED, TERMINATED), its version and revisions, and each step's state and value.",
+      inputSchema: {
+        id: z.string().min(1),
+        waitMs: z.number().int().min(0).max(60_000).optional().describe('wait up to this long for the plan to end'),
+      },
     },
     async (input) => {
-      const plan = input.waitMs ? await execgate.plans.wait(input.id, { ...caller, timeoutMs: input.waitMs }).catch(() => undefined) : await execgate.plans.get(input.id, caller)
+      const plan = input.waitMs
+        ? await execgate.plans.wait(input.id, { ...caller, timeoutMs: input.waitMs }).catch(() => undefined)
+        : await execgate.plans.get(input.id, caller)
       if (!plan) return { content: [{ type: 'text' as const, text: `no plan "${input.id}"` }], isError: true }
-      return { content: [{ type: 'text' as const, text: describePlan(plan) }], structuredContent: plan as unknown as Record<string, unknown>, isError: plan.state === 'FAILED' || plan.state === 'TERMINATED' }
+      return {
+        content: [{ type: 'text' as const, text: describePlan(plan) }],
+        structuredContent: plan as unknown as Record<string, unknown>,
+        isError: plan.state === 'FAILED' || plan.state === 'TERMINATED',
+      }
     },
   )
 }

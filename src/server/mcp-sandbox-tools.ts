@@ -11,7 +11,10 @@ function describeSandbox(info: SandboxInfo): string {
 function describeExec(result: ExecutionResult): string {
   const output = [result.stdout, result.stderr].filter(Boolean).join('\n--- stderr ---\n')
   const shown = output.length > 2000 ? `${output.slice(0, 1000)}\n…\n${output.slice(-1000)}` : output
-  const head = result.status === 'ok' ? `ok in ${Math.round(result.durationMs)} ms` : `${result.status}: ${result.message ?? result.error?.message ?? ''}`
+  const head =
+    result.status === 'ok'
+      ? `ok in ${Math.round(result.durationMs)} ms`
+      : `${result.status}: ${result.message ?? result.error?.message ?? ''}`
   return shown ? `${head}\n${shown}` : head
 }
 
@@ -27,18 +30,25 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     'sandbox_start',
     {
       title: 'Start a persistent sandbox',
-      description: 'Starts a sandbox: a workspace kept across calls, where sandbox_exec runs shell commands (ls, cat, grep, jq, sed, awk…) and programs. Files written by one call are there for the next. Returns its id.',
+      description:
+        'Starts a sandbox: a workspace kept across calls, where sandbox_exec runs shell commands (ls, cat, grep, jq, sed, awk…) and programs. Files written by one call are there for the next. Returns its id.',
       inputSchema: {
         adapter: z.string().min(1).optional().describe('docker, process or shell; default: the configured one'),
         idleTimeoutMs: z.number().int().positive().optional().describe('stopped after this long without a call'),
-        files: z.array(z.object({ path: z.string().min(1), content: z.string(), encoding: z.enum(['utf8', 'base64']).optional() })).optional().describe('files to place in the workspace first'),
+        files: z
+          .array(z.object({ path: z.string().min(1), content: z.string(), encoding: z.enum(['utf8', 'base64']).optional() }))
+          .optional()
+          .describe('files to place in the workspace first'),
       },
     },
     async (input) => {
       try {
         const sandbox = await execgate.sandboxes.start(input, caller)
         const info = sandbox.info()
-        return { content: [{ type: 'text' as const, text: describeSandbox(info) }], structuredContent: info as unknown as Record<string, unknown> }
+        return {
+          content: [{ type: 'text' as const, text: describeSandbox(info) }],
+          structuredContent: info as unknown as Record<string, unknown>,
+        }
       } catch (error) {
         return failure(error)
       }
@@ -48,7 +58,8 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     'sandbox_exec',
     {
       title: 'Run a command in a sandbox',
-      description: 'Runs a bash command line (or a program: language and code) in a sandbox from sandbox_start, under the security policy. It starts in the workspace; files persist, `cd` and variables do not.',
+      description:
+        'Runs a bash command line (or a program: language and code) in a sandbox from sandbox_start, under the security policy. It starts in the workspace; files persist, `cd` and variables do not.',
       inputSchema: {
         sandboxId: z.string().min(1),
         command: z.string().min(1).optional().describe('a bash command line'),
@@ -59,14 +70,22 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     },
     async (input) => {
       const sandbox = execgate.sandboxes.get(input.sandboxId, caller)
-      if (!sandbox) return { content: [{ type: 'text' as const, text: `no sandbox "${input.sandboxId}"; start one with sandbox_start` }], isError: true }
+      if (!sandbox)
+        return {
+          content: [{ type: 'text' as const, text: `no sandbox "${input.sandboxId}"; start one with sandbox_start` }],
+          isError: true,
+        }
       // A tool call is an agent waiting mid-turn: it runs in the interactive lane.
       const result = await sandbox.exec({
         ...(input.command !== undefined ? { command: input.command } : { language: input.language, code: input.code }),
         ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}),
         lane: 'interactive',
       })
-      return { content: [{ type: 'text' as const, text: describeExec(result) }], structuredContent: result as unknown as Record<string, unknown>, isError: result.status !== 'ok' }
+      return {
+        content: [{ type: 'text' as const, text: describeExec(result) }],
+        structuredContent: result as unknown as Record<string, unknown>,
+        isError: result.status !== 'ok',
+      }
     },
   )
   server.registerTool(
@@ -74,7 +93,10 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     { title: 'Stop a sandbox', description: 'Stops a sandbox and deletes its workspace.', inputSchema: { sandboxId: z.string().min(1) } },
     async (input) => {
       const stopped = await execgate.sandboxes.stop(input.sandboxId, caller)
-      return { content: [{ type: 'text' as const, text: stopped ? `sandbox ${input.sandboxId} stopped` : `no sandbox "${input.sandboxId}"` }], isError: !stopped }
+      return {
+        content: [{ type: 'text' as const, text: stopped ? `sandbox ${input.sandboxId} stopped` : `no sandbox "${input.sandboxId}"` }],
+        isError: !stopped,
+      }
     },
   )
 }

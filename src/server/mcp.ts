@@ -22,7 +22,12 @@ function summary(result: ExecutionResult): string {
  * execgate as MCP tools: `execute_code`, `validate_code`, `list_languages`, each with an input schema and the
  * result as structured content plus a short text. `profile` is the caller's policy profile (a tenant's).
  */
-export async function createMcpServer(execgate: Execgate, profile?: string, sessionScope: (sessionId: string) => string = (sessionId) => sessionId, tenant?: string) {
+export async function createMcpServer(
+  execgate: Execgate,
+  profile?: string,
+  sessionScope: (sessionId: string) => string = (sessionId) => sessionId,
+  tenant?: string,
+) {
   const { McpServer } = await import('@modelcontextprotocol/sdk/server/mcp.js')
   const server = new McpServer({ name: 'execgate', version: EXECGATE_VERSION })
   const language = z.enum(LANGUAGES as unknown as [Language, ...Language[]])
@@ -30,7 +35,8 @@ export async function createMcpServer(execgate: Execgate, profile?: string, sess
     'execute_code',
     {
       title: 'Run code in a sandbox',
-      description: 'Runs a short program (JavaScript, TypeScript, Python or bash) in an isolated sandbox under a security policy and returns its status, output and the value of its last expression.',
+      description:
+        'Runs a short program (JavaScript, TypeScript, Python or bash) in an isolated sandbox under a security policy and returns its status, output and the value of its last expression.',
       inputSchema: {
         language,
         code: z.string().min(1).describe('the program; the value of its last expression is returned'),
@@ -40,8 +46,21 @@ export async function createMcpServer(execgate: Execgate, profile?: string, sess
     },
     async (input) => {
       // A tool call is an agent waiting mid-turn: it runs in the interactive lane.
-      const result = await execgate.execute({ language: input.language, code: input.code, lane: 'interactive', ...(input.sessionId ? { sessionId: sessionScope(input.sessionId) } : {}), ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}) }, { profile })
-      return { content: [{ type: 'text' as const, text: summary(result) }], structuredContent: result as unknown as Record<string, unknown>, isError: result.status !== 'ok' }
+      const result = await execgate.execute(
+        {
+          language: input.language,
+          code: input.code,
+          lane: 'interactive',
+          ...(input.sessionId ? { sessionId: sessionScope(input.sessionId) } : {}),
+          ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}),
+        },
+        { profile },
+      )
+      return {
+        content: [{ type: 'text' as const, text: summary(result) }],
+        structuredContent: result as unknown as Record<string, unknown>,
+        isError: result.status !== 'ok',
+      }
     },
   )
   server.registerTool(
@@ -53,7 +72,9 @@ export async function createMcpServer(execgate: Execgate, profile?: string, sess
     },
     async (input) => {
       const report = await execgate.validate(input.code, input.language)
-      const text = report.valid ? 'valid' : `invalid: ${report.issues.map((issue) => `${issue.message}${issue.line ? ` (line ${issue.line})` : ''}`).join('; ')}`
+      const text = report.valid
+        ? 'valid'
+        : `invalid: ${report.issues.map((issue) => `${issue.message}${issue.line ? ` (line ${issue.line})` : ''}`).join('; ')}`
       return { content: [{ type: 'text' as const, text }], structuredContent: report as unknown as Record<string, unknown> }
     },
   )
@@ -85,7 +106,12 @@ export async function serveMcpStdio(execgate: Execgate): Promise<void> {
 export function mcpHttpHandler(execgate: Execgate, scope: (tenant: FastifyRequest['tenant'], sessionId: string) => string) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js')
-    const server = await createMcpServer(execgate, request.tenant.profile, (sessionId) => scope(request.tenant, sessionId), request.tenant.name)
+    const server = await createMcpServer(
+      execgate,
+      request.tenant.profile,
+      (sessionId) => scope(request.tenant, sessionId),
+      request.tenant.name,
+    )
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
     reply.hijack()
     reply.raw.on('close', () => {

@@ -2,7 +2,14 @@ import client from 'prom-client'
 import { LANES, type ExecutionListener, type ExecutionRequest, type ExecutionResult } from '../core'
 import type { Execgate } from '../index'
 
-const ADMISSION_REFUSALS = new Set(['EXECGATE_QUEUE_FULL', 'EXECGATE_QUEUE_TIMEOUT', 'EXECGATE_QUOTA_EXCEEDED', 'EXECGATE_QUOTA_LIMIT', 'EXECGATE_AGENT_TYPE_UNKNOWN', 'EXECGATE_SHUTTING_DOWN'])
+const ADMISSION_REFUSALS = new Set([
+  'EXECGATE_QUEUE_FULL',
+  'EXECGATE_QUEUE_TIMEOUT',
+  'EXECGATE_QUOTA_EXCEEDED',
+  'EXECGATE_QUOTA_LIMIT',
+  'EXECGATE_AGENT_TYPE_UNKNOWN',
+  'EXECGATE_SHUTTING_DOWN',
+])
 
 /**
  * prom-client metrics for one server (its own registry, so several servers in one process do not collide). It is
@@ -10,7 +17,12 @@ const ADMISSION_REFUSALS = new Set(['EXECGATE_QUEUE_FULL', 'EXECGATE_QUEUE_TIMEO
  */
 export class ServerMetrics implements ExecutionListener {
   readonly registry = new client.Registry()
-  private readonly executions = new client.Counter({ name: 'execgate_executions_total', help: 'Executions by adapter, language and status', labelNames: ['adapter', 'language', 'status'], registers: [this.registry] })
+  private readonly executions = new client.Counter({
+    name: 'execgate_executions_total',
+    help: 'Executions by adapter, language and status',
+    labelNames: ['adapter', 'language', 'status'],
+    registers: [this.registry],
+  })
   private readonly duration = new client.Histogram({
     name: 'execgate_execution_duration_seconds',
     help: 'Execution duration by adapter',
@@ -18,8 +30,18 @@ export class ServerMetrics implements ExecutionListener {
     buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
     registers: [this.registry],
   })
-  private readonly fallbacks = new client.Counter({ name: 'execgate_fallbacks_total', help: 'Requests rerouted off an adapter', labelNames: ['from', 'to'], registers: [this.registry] })
-  private readonly rejected = new client.Counter({ name: 'execgate_rejected_requests_total', help: 'Requests refused before running, by reason', labelNames: ['reason'], registers: [this.registry] })
+  private readonly fallbacks = new client.Counter({
+    name: 'execgate_fallbacks_total',
+    help: 'Requests rerouted off an adapter',
+    labelNames: ['from', 'to'],
+    registers: [this.registry],
+  })
+  private readonly rejected = new client.Counter({
+    name: 'execgate_rejected_requests_total',
+    help: 'Requests refused before running, by reason',
+    labelNames: ['reason'],
+    registers: [this.registry],
+  })
   private readonly queueWait = new client.Histogram({
     name: 'execgate_admission_wait_seconds',
     help: 'Time runs waited for a slot, by lane',
@@ -27,7 +49,11 @@ export class ServerMetrics implements ExecutionListener {
     buckets: [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
     registers: [this.registry],
   })
-  private readonly switches = new client.Counter({ name: 'execgate_adapter_switches_total', help: 'Active adapter switches by the readiness monitor', registers: [this.registry] })
+  private readonly switches = new client.Counter({
+    name: 'execgate_adapter_switches_total',
+    help: 'Active adapter switches by the readiness monitor',
+    registers: [this.registry],
+  })
 
   constructor(execgate: Execgate) {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'execgate_process_' })
@@ -49,7 +75,8 @@ export class ServerMetrics implements ExecutionListener {
       labelNames: ['adapter', 'lane'],
       registers: [this.registry],
       collect() {
-        for (const item of execgate.status().admission.adapters) for (const lane of LANES) this.set({ adapter: item.adapter, lane }, item.queued[lane])
+        for (const item of execgate.status().admission.adapters)
+          for (const lane of LANES) this.set({ adapter: item.adapter, lane }, item.queued[lane])
       },
     })
     new client.Gauge({
@@ -58,7 +85,8 @@ export class ServerMetrics implements ExecutionListener {
       labelNames: ['adapter', 'lane'],
       registers: [this.registry],
       collect() {
-        for (const item of execgate.status().admission.adapters) for (const lane of LANES) this.set({ adapter: item.adapter, lane }, item.inUse[lane])
+        for (const item of execgate.status().admission.adapters)
+          for (const lane of LANES) this.set({ adapter: item.adapter, lane }, item.inUse[lane])
       },
     })
     // The ledger's write queue: records heard and not yet written, and records lost (queue full, writer thread died).
@@ -90,7 +118,14 @@ export class ServerMetrics implements ExecutionListener {
         this.inc(written)
       },
     })
-    new client.Gauge({ name: 'execgate_active_sessions', help: 'Open sessions (none until sessions exist)', registers: [this.registry], collect() { this.set(0) } })
+    new client.Gauge({
+      name: 'execgate_active_sessions',
+      help: 'Open sessions (none until sessions exist)',
+      registers: [this.registry],
+      collect() {
+        this.set(0)
+      },
+    })
     execgate.readiness.on('switch', () => this.switches.inc())
   }
 

@@ -17,7 +17,8 @@ function wholeNumber(query: Record<string, string | undefined>, name: string, fa
   const raw = query[name]
   if (raw === undefined || raw === '') return fallback
   const value = Number(raw)
-  if (!Number.isInteger(value) || value < min || value > max) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${name} must be a whole number from ${min} to ${max}` })
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${name} must be a whole number from ${min} to ${max}` })
   return value
 }
 
@@ -42,8 +43,17 @@ export function registerObservationRoutes(app: FastifyInstance, execgate: Execga
     const query = request.query as Record<string, string | undefined>
     const windowSeconds = wholeNumber(query, 'windowSeconds', 300, 10, 86_400)
     const bucketSeconds = wholeNumber(query, 'bucketSeconds', Math.max(1, Math.round(windowSeconds / 60)), 1, windowSeconds)
-    if (windowSeconds / bucketSeconds > MAX_BUCKETS) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `windowSeconds / bucketSeconds must be at most ${MAX_BUCKETS} buckets` })
-    return summarizeActivity(activity.list(tenantOf(request)), { windowMs: windowSeconds * 1000, bucketMs: bucketSeconds * 1000 }, Date.now(), activity.capacity, activity.overwrittenBefore())
+    if (windowSeconds / bucketSeconds > MAX_BUCKETS)
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
+        detail: `windowSeconds / bucketSeconds must be at most ${MAX_BUCKETS} buckets`,
+      })
+    return summarizeActivity(
+      activity.list(tenantOf(request)),
+      { windowMs: windowSeconds * 1000, bucketMs: bucketSeconds * 1000 },
+      Date.now(),
+      activity.capacity,
+      activity.overwrittenBefore(),
+    )
   })
 
   app.get('/v1/readiness/events', async (request) => {
@@ -54,10 +64,13 @@ export function registerObservationRoutes(app: FastifyInstance, execgate: Execga
   app.get('/v1/adapters/:name/policy', async (request) => {
     const name = (request.params as { name: string }).name
     const known = execgate.adapters().map((adapter) => adapter.name)
-    if (!known.includes(name)) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no adapter "${name}" is enabled; enabled: ${known.join(', ')}` })
+    if (!known.includes(name))
+      throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no adapter "${name}" is enabled; enabled: ${known.join(', ')}` })
     const asked = (request.query as { profile?: string }).profile
     if (asked && options.tenants.size > 0 && !request.tenant.profiles.includes(asked)) {
-      throw new ExecgateError('EXECGATE_FORBIDDEN', { detail: `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ${request.tenant.profiles.join(', ') || 'none'})` })
+      throw new ExecgateError('EXECGATE_FORBIDDEN', {
+        detail: `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ${request.tenant.profiles.join(', ') || 'none'})`,
+      })
     }
     const profile = asked || request.tenant.profile
     return { profile: profile ?? null, ...execgate.explainPolicy(name, profile) }

@@ -2,14 +2,21 @@ import { TASK_STATES } from '../fabric/tasks'
 
 /** The durable task routes (src/server/task-routes.ts, docs/tasks.md) in the OpenAPI document. */
 
-const errorOf = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } })
+const errorOf = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+})
 const id = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
 const task = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Task' } } } })
 const notFound = errorOf("no such task for this tenant (another tenant's task answers the same)")
 const conflict = errorOf('the task is in a state that does not allow the action (EXECGATE_TASK_CONFLICT)')
 
 export const TASK_SCHEMAS = {
-  Task: { type: 'object', required: ['id', 'tenant', 'state', 'request', 'createdAt', 'updatedAt'], description: 'See src/fabric/tasks/task-types.ts (Task)' },
+  Task: {
+    type: 'object',
+    required: ['id', 'tenant', 'state', 'request', 'createdAt', 'updatedAt'],
+    description: 'See src/fabric/tasks/task-types.ts (Task)',
+  },
   TaskSpec: { type: 'object', required: ['request'], description: 'See docs/tasks.md (TASK_SPEC_SCHEMA)' },
 }
 
@@ -17,7 +24,9 @@ export const TASK_PATHS = {
   '/v1/tasks': {
     post: {
       summary: 'Submit a durable task',
-      parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' }, description: 'the same key returns the first task' }],
+      parameters: [
+        { name: 'Idempotency-Key', in: 'header', schema: { type: 'string' }, description: 'the same key returns the first task' },
+      ],
       requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/TaskSpec' } } } },
       responses: { '201': task('the task, PENDING'), '400': errorOf('invalid task') },
     },
@@ -35,22 +44,56 @@ export const TASK_PATHS = {
   },
   '/v1/tasks/{id}': {
     get: { summary: 'One task', parameters: [id], responses: { '200': task('the task'), '404': notFound } },
-    delete: { summary: 'Cancel a task (TERMINATED)', parameters: [id], responses: { '200': task('the task, TERMINATED'), '404': notFound, '409': conflict } },
+    delete: {
+      summary: 'Cancel a task (TERMINATED)',
+      parameters: [id],
+      responses: { '200': task('the task, TERMINATED'), '404': notFound, '409': conflict },
+    },
   },
-  '/v1/tasks/{id}/suspend': { post: { summary: 'Suspend a pending or running task', parameters: [id], responses: { '200': task('the task, SUSPENDED'), '404': notFound, '409': conflict } } },
+  '/v1/tasks/{id}/suspend': {
+    post: {
+      summary: 'Suspend a pending or running task',
+      parameters: [id],
+      responses: { '200': task('the task, SUSPENDED'), '404': notFound, '409': conflict },
+    },
+  },
   '/v1/tasks/{id}/resume': {
     post: {
       summary: 'Resume a suspended task, optionally with other limits or adapter',
       parameters: [id],
-      requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { timeoutMs: { type: 'integer' }, memoryMb: { type: 'integer' }, adapter: { type: 'string' }, policy: { type: 'object' } }, additionalProperties: false } } } },
+      requestBody: {
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              properties: {
+                timeoutMs: { type: 'integer' },
+                memoryMb: { type: 'integer' },
+                adapter: { type: 'string' },
+                policy: { type: 'object' },
+              },
+              additionalProperties: false,
+            },
+          },
+        },
+      },
       responses: { '200': task('the task, PENDING'), '404': notFound, '409': conflict },
     },
   },
   '/v1/tasks/{id}/events': {
     get: {
       summary: "The task's action log, then its transitions and output live, until it ends (Server-Sent Events)",
-      parameters: [id, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' }, description: 'resume after this transition seq' }],
-      responses: { '200': { description: '`event: transition` (data: a TaskEvent, id: its seq), `event: stdout|stderr` (data: { chunk })', content: { 'text/event-stream': {} } }, '404': notFound },
+      parameters: [
+        id,
+        { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' }, description: 'resume after this transition seq' },
+      ],
+      responses: {
+        '200': {
+          description: '`event: transition` (data: a TaskEvent, id: its seq), `event: stdout|stderr` (data: { chunk })',
+          content: { 'text/event-stream': {} },
+        },
+        '404': notFound,
+      },
     },
   },
 }

@@ -9,11 +9,20 @@ import { sandboxOpenApiPaths } from './sandbox-schemas'
 const errorBody = {
   type: 'object',
   required: ['error'],
-  properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } },
+  properties: {
+    error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
+  },
 }
 
 const errorResponses = Object.fromEntries(
-  [['400', 'invalid body'], ['401', 'missing or wrong API key'], ['403', 'policy profile not allowed for the tenant'], ['413', 'body too large'], ['429', 'rate limit, full admission queue or quota (see Retry-After)'], ['503', 'shutting down (see Retry-After)']].map(([status, description]) => [
+  [
+    ['400', 'invalid body'],
+    ['401', 'missing or wrong API key'],
+    ['403', 'policy profile not allowed for the tenant'],
+    ['413', 'body too large'],
+    ['429', 'rate limit, full admission queue or quota (see Retry-After)'],
+    ['503', 'shutting down (see Retry-After)'],
+  ].map(([status, description]) => [
     status,
     { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
   ]),
@@ -25,21 +34,73 @@ const planBody = { content: { 'application/json': { schema: { $ref: '#/component
 /** Plans (docs/plans.md): another tenant's plan answers 404 like a missing one. */
 const planPaths = {
   '/v1/plans': {
-    post: { summary: 'Run a plan: a DAG of code steps, revised by the reflector when a step fails', requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/PlanSpec' } } } }, responses: { '201': { description: 'the plan, RUNNING', ...planBody }, '501': { description: 'plans need the embedded store (EXECGATE_PLANS_UNSUPPORTED)' }, ...errorResponses } },
+    post: {
+      summary: 'Run a plan: a DAG of code steps, revised by the reflector when a step fails',
+      requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/PlanSpec' } } } },
+      responses: {
+        '201': { description: 'the plan, RUNNING', ...planBody },
+        '501': { description: 'plans need the embedded store (EXECGATE_PLANS_UNSUPPORTED)' },
+        ...errorResponses,
+      },
+    },
     get: {
       summary: "The tenant's plans, oldest first (or newest first with order=newest), paged",
-      parameters: [{ name: 'state', in: 'query', schema: { type: 'string' } }, { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }, { name: 'order', in: 'query', schema: { enum: ['oldest', 'newest'] } }],
+      parameters: [
+        { name: 'state', in: 'query', schema: { type: 'string' } },
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } },
+        { name: 'cursor', in: 'query', schema: { type: 'string' } },
+        { name: 'order', in: 'query', schema: { enum: ['oldest', 'newest'] } },
+      ],
       responses: { '200': { description: '{ plans, nextCursor }' }, ...errorResponses },
     },
   },
   '/v1/plans/{id}': {
-    get: { summary: 'A plan: its steps with their states, its versions with what changed, its revisions', parameters: [idParameter], responses: { '200': { description: 'the plan', ...planBody }, '404': { description: 'no such plan for this tenant' } } },
-    delete: { summary: 'Terminate a plan and its running steps', parameters: [idParameter], responses: { '200': { description: 'the plan, TERMINATED', ...planBody }, '404': { description: 'no such plan for this tenant' }, '409': { description: 'the plan had already ended' } } },
+    get: {
+      summary: 'A plan: its steps with their states, its versions with what changed, its revisions',
+      parameters: [idParameter],
+      responses: { '200': { description: 'the plan', ...planBody }, '404': { description: 'no such plan for this tenant' } },
+    },
+    delete: {
+      summary: 'Terminate a plan and its running steps',
+      parameters: [idParameter],
+      responses: {
+        '200': { description: 'the plan, TERMINATED', ...planBody },
+        '404': { description: 'no such plan for this tenant' },
+        '409': { description: 'the plan had already ended' },
+      },
+    },
   },
-  '/v1/plans/{id}/suspend': { post: { summary: 'Suspend a running plan: no step starts, running steps are suspended', parameters: [idParameter], responses: { '200': { description: 'the plan, SUSPENDED', ...planBody }, '404': { description: 'no such plan for this tenant' }, '409': { description: 'the plan is not RUNNING' } } } },
-  '/v1/plans/{id}/resume': { post: { summary: 'Resume a suspended plan: its suspended steps run again, completed ones are kept', parameters: [idParameter], responses: { '200': { description: 'the plan, RUNNING', ...planBody }, '404': { description: 'no such plan for this tenant' }, '409': { description: 'the plan is not SUSPENDED' } } } },
+  '/v1/plans/{id}/suspend': {
+    post: {
+      summary: 'Suspend a running plan: no step starts, running steps are suspended',
+      parameters: [idParameter],
+      responses: {
+        '200': { description: 'the plan, SUSPENDED', ...planBody },
+        '404': { description: 'no such plan for this tenant' },
+        '409': { description: 'the plan is not RUNNING' },
+      },
+    },
+  },
+  '/v1/plans/{id}/resume': {
+    post: {
+      summary: 'Resume a suspended plan: its suspended steps run again, completed ones are kept',
+      parameters: [idParameter],
+      responses: {
+        '200': { description: 'the plan, RUNNING', ...planBody },
+        '404': { description: 'no such plan for this tenant' },
+        '409': { description: 'the plan is not SUSPENDED' },
+      },
+    },
+  },
   '/v1/plans/{id}/events': {
-    get: { summary: "The plan's events as server-sent events (plan, step, revision), until it ends; Last-Event-ID resumes", parameters: [idParameter, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } }], responses: { '200': { description: 'text/event-stream', content: { 'text/event-stream': {} } }, '404': { description: 'no such plan for this tenant' } } },
+    get: {
+      summary: "The plan's events as server-sent events (plan, step, revision), until it ends; Last-Event-ID resumes",
+      parameters: [idParameter, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } }],
+      responses: {
+        '200': { description: 'text/event-stream', content: { 'text/event-stream': {} } },
+        '404': { description: 'no such plan for this tenant' },
+      },
+    },
   },
 }
 
@@ -48,17 +109,33 @@ export function openApiDocument(): object {
   const { $id: _id, ...request } = EXECUTION_REQUEST_SCHEMA as { $id?: string }
   return {
     openapi: '3.1.0',
-    info: { title: 'execgate', version: EXECGATE_VERSION, description: 'Run code for voice and chat agents, safely and fast. See docs/api.md.' },
+    info: {
+      title: 'execgate',
+      version: EXECGATE_VERSION,
+      description: 'Run code for voice and chat agents, safely and fast. See docs/api.md.',
+    },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
         ExecutionRequest: request,
-        ExecutionResult: { type: 'object', required: ['status', 'adapter', 'traceId', 'durationMs', 'stdout', 'stderr', 'truncated', 'usage'], description: 'See src/core/types.ts (ExecutionResult)' },
-        ValidateRequest: { type: 'object', required: ['language', 'code'], properties: { language: { enum: [...LANGUAGES] }, code: { type: 'string', minLength: 1 }, adapter: { type: 'string' } } },
+        ExecutionResult: {
+          type: 'object',
+          required: ['status', 'adapter', 'traceId', 'durationMs', 'stdout', 'stderr', 'truncated', 'usage'],
+          description: 'See src/core/types.ts (ExecutionResult)',
+        },
+        ValidateRequest: {
+          type: 'object',
+          required: ['language', 'code'],
+          properties: { language: { enum: [...LANGUAGES] }, code: { type: 'string', minLength: 1 }, adapter: { type: 'string' } },
+        },
         Error: errorBody,
         ...TASK_SCHEMAS,
         PlanSpec: (({ $id: _id, ...plan }) => plan)(PLAN_SPEC_SCHEMA),
-        Plan: { type: 'object', required: ['id', 'state', 'version', 'steps', 'versions', 'revisions'], description: 'See src/fabric/plans/plan-types.ts (PlanView) and docs/plans.md' },
+        Plan: {
+          type: 'object',
+          required: ['id', 'state', 'version', 'steps', 'versions', 'revisions'],
+          description: 'See src/fabric/plans/plan-types.ts (PlanView) and docs/plans.md',
+        },
       },
     },
     security: [{ bearer: [] }],
@@ -67,26 +144,71 @@ export function openApiDocument(): object {
         post: {
           summary: 'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced and the result last',
           parameters: [
-            { name: 'traceparent', in: 'header', schema: { type: 'string' }, description: 'W3C trace context; its trace id becomes the traceId' },
+            {
+              name: 'traceparent',
+              in: 'header',
+              schema: { type: 'string' },
+              description: 'W3C trace context; its trace id becomes the traceId',
+            },
             { name: 'X-Execgate-Profile', in: 'header', schema: { type: 'string' }, description: 'a policy profile the tenant may use' },
           ],
           requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/ExecutionRequest' } } } },
-          responses: { '200': { description: 'the result, whatever its status', content: { 'application/json': { schema: { $ref: '#/components/schemas/ExecutionResult' } }, 'text/event-stream': {} } }, ...errorResponses },
+          responses: {
+            '200': {
+              description: 'the result, whatever its status',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/ExecutionResult' } }, 'text/event-stream': {} },
+            },
+            ...errorResponses,
+          },
         },
       },
-      '/v1/validate': { post: { summary: 'Check code without running it', requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidateRequest' } } } }, responses: { '200': { description: 'a ValidationReport' }, ...errorResponses } } },
+      '/v1/validate': {
+        post: {
+          summary: 'Check code without running it',
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidateRequest' } } } },
+          responses: { '200': { description: 'a ValidationReport' }, ...errorResponses },
+        },
+      },
       '/v1/languages': { get: { summary: 'Languages the enabled adapters run', responses: { '200': { description: '{ languages }' } } } },
-      '/v1/adapters': { get: { summary: 'Adapter health, breakers, the active adapter and the last switch', responses: { '200': { description: 'status' } } } },
-      '/v1/sessions/{id}': { delete: { summary: 'Close a session', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], responses: { '404': { description: 'no such session for this tenant' } } } },
+      '/v1/adapters': {
+        get: {
+          summary: 'Adapter health, breakers, the active adapter and the last switch',
+          responses: { '200': { description: 'status' } },
+        },
+      },
+      '/v1/sessions/{id}': {
+        delete: {
+          summary: 'Close a session',
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: { '404': { description: 'no such session for this tenant' } },
+        },
+      },
       ...planPaths,
       '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: '{ status: up }' } } } },
-      '/readyz': { get: { summary: 'The embedded adapters are warm and at least one adapter is available', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
+      '/readyz': {
+        get: {
+          summary: 'The embedded adapters are warm and at least one adapter is available',
+          security: [],
+          responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } },
+        },
+      },
       '/metrics': { get: { summary: 'Prometheus metrics', security: [], responses: { '200': { description: 'text exposition format' } } } },
-      '/mcp': { post: { summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages', responses: { '200': { description: 'JSON-RPC response' } } } },
+      '/mcp': {
+        post: {
+          summary: 'MCP over streamable HTTP (stateless): tools execute_code, validate_code, list_languages',
+          responses: { '200': { description: 'JSON-RPC response' } },
+        },
+      },
       ...TASK_PATHS,
       ...OBSERVATION_PATHS,
       ...LEDGER_PATHS,
-      '/console/': { get: { summary: 'The web console (docs/console.md): static files, no key needed; it asks for one', security: [], responses: { '200': { description: 'text/html' } } } },
+      '/console/': {
+        get: {
+          summary: 'The web console (docs/console.md): static files, no key needed; it asks for one',
+          security: [],
+          responses: { '200': { description: 'text/html' } },
+        },
+      },
       ...sandboxOpenApiPaths(errorResponses),
     },
   }

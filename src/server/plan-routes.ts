@@ -9,30 +9,51 @@ import type { Execgate } from '../index'
  * like a missing one, and a plan's steps run under the tenant's policy profile.
  */
 
-const callerOf = (request: FastifyRequest): TaskCaller => ({ tenant: request.tenant.name, ...(request.tenant.profile ? { profile: request.tenant.profile } : {}) })
+const callerOf = (request: FastifyRequest): TaskCaller => ({
+  tenant: request.tenant.name,
+  ...(request.tenant.profile ? { profile: request.tenant.profile } : {}),
+})
 const idOf = (request: FastifyRequest) => (request.params as { id: string }).id
-const notFound = (request: FastifyRequest) => new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no plan "${idOf(request)}" for tenant ${request.tenant.name}` })
+const notFound = (request: FastifyRequest) =>
+  new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no plan "${idOf(request)}" for tenant ${request.tenant.name}` })
 
 export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): void {
   app.post('/v1/plans', async (request, reply) => {
     const body = request.body as PlanSpec | undefined
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'the body must be a plan object' })
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'the body must be a plan object' })
     const plan = await execgate.plans.run(body, callerOf(request))
-    return reply.code(201).header('location', `/v1/plans/${encodeURIComponent(plan.id)}`).send(plan)
+    return reply
+      .code(201)
+      .header('location', `/v1/plans/${encodeURIComponent(plan.id)}`)
+      .send(plan)
   })
 
   app.get('/v1/plans', async (request) => {
     const query = request.query as { state?: string; limit?: string; cursor?: string; order?: string }
-    if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'order must be oldest or newest' })
+    if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest')
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'order must be oldest or newest' })
     if (query.state !== undefined && !(PLAN_STATES as readonly string[]).includes(query.state)) {
       throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `state must be one of: ${PLAN_STATES.join(', ')}` })
     }
     const limit = query.limit === undefined ? undefined : Number(query.limit)
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'limit must be a whole number from 1 to 500' })
-    return execgate.plans.list({ ...(query.state ? { state: query.state as PlanState } : {}), ...(limit ? { limit } : {}), ...(query.cursor ? { cursor: query.cursor } : {}), ...(query.order ? { order: query.order as 'oldest' | 'newest' } : {}) }, callerOf(request))
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'limit must be a whole number from 1 to 500' })
+    return execgate.plans.list(
+      {
+        ...(query.state ? { state: query.state as PlanState } : {}),
+        ...(limit ? { limit } : {}),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+        ...(query.order ? { order: query.order as 'oldest' | 'newest' } : {}),
+      },
+      callerOf(request),
+    )
   })
 
-  app.get('/v1/plans/:id', async (request) => (await execgate.plans.get(idOf(request), callerOf(request))) ?? Promise.reject(notFound(request)))
+  app.get(
+    '/v1/plans/:id',
+    async (request) => (await execgate.plans.get(idOf(request), callerOf(request))) ?? Promise.reject(notFound(request)),
+  )
 
   app.delete('/v1/plans/:id', async (request) => execgate.plans.cancel(idOf(request), callerOf(request)))
   app.post('/v1/plans/:id/suspend', async (request) => execgate.plans.suspend(idOf(request), callerOf(request)))

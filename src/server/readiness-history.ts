@@ -14,8 +14,17 @@ export type ReadinessHistoryEvent =
  */
 export class ReadinessHistory {
   private readonly events: ReadinessHistoryEvent[] = []
-  private readonly onHealth = (event: HealthEvent) => this.push({ type: 'health', adapter: event.adapter, from: event.from, to: event.to, ...(event.reason ? { reason: event.reason } : {}), at: event.at })
-  private readonly onSwitch = (event: SwitchEvent) => this.push({ type: 'switch', from: event.from ?? 'auto', to: event.to ?? 'auto', reason: event.reason, at: event.at })
+  private readonly onHealth = (event: HealthEvent) =>
+    this.push({
+      type: 'health',
+      adapter: event.adapter,
+      from: event.from,
+      to: event.to,
+      ...(event.reason ? { reason: event.reason } : {}),
+      at: event.at,
+    })
+  private readonly onSwitch = (event: SwitchEvent) =>
+    this.push({ type: 'switch', from: event.from ?? 'auto', to: event.to ?? 'auto', reason: event.reason, at: event.at })
 
   constructor(
     private readonly readiness: ReadinessMonitor,

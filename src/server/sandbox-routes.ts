@@ -11,9 +11,16 @@ import { sandboxBodyProblem } from './sandbox-schemas'
  */
 
 /** Refusals of an exec worth retrying, answered like POST /v1/executions answers them. */
-const RETRY_STATUS: Partial<Record<ErrorCode, number>> = { EXECGATE_QUEUE_FULL: 429, EXECGATE_QUOTA_EXCEEDED: 429, EXECGATE_SHUTTING_DOWN: 503 }
+const RETRY_STATUS: Partial<Record<ErrorCode, number>> = {
+  EXECGATE_QUEUE_FULL: 429,
+  EXECGATE_QUOTA_EXCEEDED: 429,
+  EXECGATE_SHUTTING_DOWN: 503,
+}
 
-const callerOf = (request: FastifyRequest): SandboxCaller => ({ tenant: request.tenant.name, ...(request.tenant.profile ? { profile: request.tenant.profile } : {}) })
+const callerOf = (request: FastifyRequest): SandboxCaller => ({
+  tenant: request.tenant.name,
+  ...(request.tenant.profile ? { profile: request.tenant.profile } : {}),
+})
 const idOf = (request: FastifyRequest) => (request.params as { id: string }).id
 const pathOf = (request: FastifyRequest) => (request.params as { '*': string })['*']
 
@@ -69,7 +76,9 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
       const retryWith = code ? RETRY_STATUS[code] : undefined
       if (retryWith && result.status === 'unavailable') {
         reply.header('Retry-After', String(Math.max(1, Math.ceil((result.retryAfterMs ?? 1000) / 1000))))
-        return reply.code(retryWith).send({ error: { code, message: result.message }, traceId: result.traceId, retryAfterMs: result.retryAfterMs })
+        return reply
+          .code(retryWith)
+          .send({ error: { code, message: result.message }, traceId: result.traceId, retryAfterMs: result.retryAfterMs })
       }
       return result
     }
@@ -91,7 +100,8 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
       const saved = await sandbox.saveArtifact(path)
       return reply.code(201).header('location', `/v1/artifacts/${saved.sha256}`).send(saved)
     } catch (error) {
-      if (isExecgateError(error, 'EXECGATE_WORKSPACE_NOT_FOUND')) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${path}" in sandbox ${idOf(request)}` })
+      if (isExecgateError(error, 'EXECGATE_WORKSPACE_NOT_FOUND'))
+        throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${path}" in sandbox ${idOf(request)}` })
       throw error
     }
   })
@@ -102,25 +112,34 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
       const content = await owned(request).readFile(pathOf(request))
       return reply.type('application/octet-stream').send(content)
     } catch (error) {
-      if (isExecgateError(error, 'EXECGATE_WORKSPACE_NOT_FOUND')) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${pathOf(request)}" in sandbox ${idOf(request)}` })
+      if (isExecgateError(error, 'EXECGATE_WORKSPACE_NOT_FOUND'))
+        throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${pathOf(request)}" in sandbox ${idOf(request)}` })
       throw error
     }
   })
   app.delete('/v1/sandboxes/:id/files/*', async (request, reply) => {
-    if (!(await owned(request).deleteFile(pathOf(request)))) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${pathOf(request)}" in sandbox ${idOf(request)}` })
+    if (!(await owned(request).deleteFile(pathOf(request))))
+      throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no file "${pathOf(request)}" in sandbox ${idOf(request)}` })
     return reply.code(204).send()
   })
   // The body is the file's bytes, whatever its content type; up to `workspace.maxFileBytes`. Or ?sha256= and no body.
   void app.register(async (files) => {
     files.removeAllContentTypeParsers()
-    files.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: execgate.config.workspace.maxFileBytes }, (_request, body, done) => done(null, body))
-    files.put('/v1/sandboxes/:id/files/*', { bodyLimit: execgate.config.workspace.maxFileBytes }, async (request: FastifyRequest, reply: FastifyReply) => {
-      const content = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-      // ?sha256=: the file is an artifact of the tenant's, read from the ledger (a body as well would be ambiguous).
-      const { sha256 } = request.query as { sha256?: string }
-      if (sha256 !== undefined && content.length > 0) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'give the file as the body or as ?sha256=, not both' })
-      await owned(request).writeFile(pathOf(request), sha256 !== undefined ? { sha256 } : content)
-      return reply.code(204).send()
-    })
+    files.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: execgate.config.workspace.maxFileBytes }, (_request, body, done) =>
+      done(null, body),
+    )
+    files.put(
+      '/v1/sandboxes/:id/files/*',
+      { bodyLimit: execgate.config.workspace.maxFileBytes },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const content = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
+        // ?sha256=: the file is an artifact of the tenant's, read from the ledger (a body as well would be ambiguous).
+        const { sha256 } = request.query as { sha256?: string }
+        if (sha256 !== undefined && content.length > 0)
+          throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'give the file as the body or as ?sha256=, not both' })
+        await owned(request).writeFile(pathOf(request), sha256 !== undefined ? { sha256 } : content)
+        return reply.code(204).send()
+      },
+    )
   })
 }

@@ -24,7 +24,10 @@ export async function serve(execgate: Execgate, options: ServeOptions = {}, hand
   const tenants = tenantsByKey(config)
   let host = options.host ?? config.server.host
   if (tenants.size === 0 && !LOOPBACK.has(host)) {
-    logger.warn({ asked: host }, 'no API keys configured: binding 127.0.0.1 only (set server.apiKeys or EXECGATE_API_KEYS to serve other hosts)')
+    logger.warn(
+      { asked: host },
+      'no API keys configured: binding 127.0.0.1 only (set server.apiKeys or EXECGATE_API_KEYS to serve other hosts)',
+    )
     host = '127.0.0.1'
   }
   const { app, beginShutdown } = buildServer({ execgate, logger, tenants, bodyLimitBytes: config.server.bodyLimitBytes })
@@ -34,7 +37,10 @@ export async function serve(execgate: Execgate, options: ServeOptions = {}, hand
   // What sandboxes of a crashed server left (containers, folders, processes) goes now, not at the first sandbox.
   void execgate.sandboxes.sweep()
   const address = app.server.address()
-  const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : String(address)
+  const url =
+    typeof address === 'object' && address
+      ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+      : String(address)
   logger.info({ url, tenants: tenants.size, auth: tenants.size > 0 ? 'api keys' : 'none (loopback only)' }, 'execgate serving')
   let stopping: Promise<void> | undefined
   const shutdown = () =>

@@ -8,30 +8,48 @@ import type { Execgate } from '../index'
  * exactly like a missing one, and a task runs under the tenant's policy profile.
  */
 
-const callerOf = (request: FastifyRequest): TaskCaller => ({ tenant: request.tenant.name, ...(request.tenant.profile ? { profile: request.tenant.profile } : {}) })
+const callerOf = (request: FastifyRequest): TaskCaller => ({
+  tenant: request.tenant.name,
+  ...(request.tenant.profile ? { profile: request.tenant.profile } : {}),
+})
 const idOf = (request: FastifyRequest) => (request.params as { id: string }).id
 const RESUME_FIELDS = ['timeoutMs', 'memoryMb', 'adapter', 'policy']
 
 export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): void {
   app.post('/v1/tasks', async (request, reply) => {
     const body = request.body as TaskSpec | undefined
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'the body must be a task object' })
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'the body must be a task object' })
     // The Idempotency-Key header is the usual HTTP way to say the same thing as the body's idempotencyKey.
     const header = request.headers['idempotency-key']
     const spec: TaskSpec = typeof header === 'string' && header && !body.idempotencyKey ? { ...body, idempotencyKey: header } : body
     const task = await execgate.tasks.submit(spec, callerOf(request))
-    return reply.code(201).header('location', `/v1/tasks/${encodeURIComponent(task.id)}`).send(task)
+    return reply
+      .code(201)
+      .header('location', `/v1/tasks/${encodeURIComponent(task.id)}`)
+      .send(task)
   })
 
   app.get('/v1/tasks', async (request) => {
     const query = request.query as { state?: string; intentId?: string; limit?: string; cursor?: string; order?: string }
-    if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'order must be oldest or newest' })
+    if (query.order !== undefined && query.order !== 'oldest' && query.order !== 'newest')
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'order must be oldest or newest' })
     if (query.state !== undefined && !(TASK_STATES as readonly string[]).includes(query.state)) {
       throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `state must be one of: ${TASK_STATES.join(', ')}` })
     }
     const limit = query.limit === undefined ? undefined : Number(query.limit)
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'limit must be a whole number from 1 to 500' })
-    return execgate.tasks.list({ ...(query.state ? { state: query.state as TaskState } : {}), ...(query.intentId ? { intentId: query.intentId } : {}), ...(limit ? { limit } : {}), ...(query.cursor ? { cursor: query.cursor } : {}), ...(query.order ? { order: query.order } : {}) }, callerOf(request))
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 500))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'limit must be a whole number from 1 to 500' })
+    return execgate.tasks.list(
+      {
+        ...(query.state ? { state: query.state as TaskState } : {}),
+        ...(query.intentId ? { intentId: query.intentId } : {}),
+        ...(limit ? { limit } : {}),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+        ...(query.order ? { order: query.order } : {}),
+      },
+      callerOf(request),
+    )
   })
 
   app.get('/v1/tasks/:id', async (request) => {
@@ -45,7 +63,10 @@ export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): vo
   app.post('/v1/tasks/:id/resume', async (request) => {
     const body = (request.body ?? {}) as Record<string, unknown>
     const unknown = Object.keys(body).find((key) => !RESUME_FIELDS.includes(key))
-    if (unknown) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${unknown} cannot be changed on resume; only ${RESUME_FIELDS.join(', ')}` })
+    if (unknown)
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
+        detail: `${unknown} cannot be changed on resume; only ${RESUME_FIELDS.join(', ')}`,
+      })
     return execgate.tasks.resume(idOf(request), body as ResumeChanges, callerOf(request))
   })
 
@@ -53,7 +74,8 @@ export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): vo
   // (`event: stdout` / `stderr`), until the task ends. `Last-Event-ID` resumes after a transition already seen.
   app.get('/v1/tasks/:id/events', async (request, reply) => {
     const caller = callerOf(request)
-    if (!(await execgate.tasks.get(idOf(request), caller))) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no task "${idOf(request)}" for tenant ${request.tenant.name}` })
+    if (!(await execgate.tasks.get(idOf(request), caller)))
+      throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no task "${idOf(request)}" for tenant ${request.tenant.name}` })
     const lastSeen = Number(request.headers['last-event-id'] ?? 0) || 0
     reply.hijack()
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })

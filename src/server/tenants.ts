@@ -19,7 +19,13 @@ export const ANONYMOUS: Tenant = { name: 'anonymous', profiles: [], ratePerMinut
  * tenant's profile and rate from `server.tenants`. Checked once at start; a bad entry names itself (never the key).
  */
 export function tenantsByKey(config: Config, env: NodeJS.ProcessEnv = process.env): Map<string, Tenant> {
-  const entries = [...config.server.apiKeys, ...(env.EXECGATE_API_KEYS ?? '').split(',').map((item) => item.trim()).filter(Boolean)]
+  const entries = [
+    ...config.server.apiKeys,
+    ...(env.EXECGATE_API_KEYS ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  ]
   const byKey = new Map<string, Tenant>()
   const profiles = config.security.profiles
   for (const [index, entry] of entries.entries()) {
@@ -27,11 +33,16 @@ export function tenantsByKey(config: Config, env: NodeJS.ProcessEnv = process.en
     const name = entry.slice(0, at)
     const key = entry.slice(at + 1)
     if (at < 1 || key.length < 16 || !/^[A-Za-z0-9_.-]+$/.test(name)) {
-      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `server.apiKeys[${index}]: must be "tenant=key" with a tenant name of letters, digits, _ . - and a key of at least 16 characters` })
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+        detail: `server.apiKeys[${index}]: must be "tenant=key" with a tenant name of letters, digits, _ . - and a key of at least 16 characters`,
+      })
     }
     const settings = config.server.tenants[name] ?? {}
     for (const profile of [settings.profile, ...(settings.profiles ?? [])].filter((item): item is string => !!item)) {
-      if (!profiles[profile]) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `server.tenants.${name}: no profile named "${profile}" in security.profiles` })
+      if (!profiles[profile])
+        throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+          detail: `server.tenants.${name}: no profile named "${profile}" in security.profiles`,
+        })
     }
     byKey.set(key, {
       name,

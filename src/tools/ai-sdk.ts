@@ -1,5 +1,14 @@
 import { jsonSchema, tool, type Tool } from 'ai'
-import { answerText, codeToolDescription, codeToolInputSchema, runCodeTool, toolAnswer, type CodeToolAnswer, type CodeToolInput, type CodeToolOptions } from './code-tool'
+import {
+  answerText,
+  codeToolDescription,
+  codeToolInputSchema,
+  runCodeTool,
+  toolAnswer,
+  type CodeToolAnswer,
+  type CodeToolInput,
+  type CodeToolOptions,
+} from './code-tool'
 
 /**
  * `execgate/ai-sdk`: a Vercel AI SDK tool (ai ^6) that runs the model's code with execgate, in-process or remote.
@@ -19,7 +28,13 @@ export function executeCodeTool(options: CodeToolOptions): Tool<CodeToolInput, C
     execute: async (input, { abortSignal }) => toolAnswer(await runCodeTool(options, input, abortSignal)),
     toModelOutput: ({ output }) => {
       if (!output.images?.length) return { type: 'json', value: JSON.parse(answerText(output)) }
-      return { type: 'content', value: [{ type: 'text', text: answerText(output) }, ...output.images.map((image) => ({ type: 'image-data' as const, data: image.data, mediaType: image.mimeType }))] }
+      return {
+        type: 'content',
+        value: [
+          { type: 'text', text: answerText(output) },
+          ...output.images.map((image) => ({ type: 'image-data' as const, data: image.data, mediaType: image.mimeType })),
+        ],
+      }
     },
   })
 }

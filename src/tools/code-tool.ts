@@ -14,7 +14,10 @@ export interface CodeRunner {
 /** A live sandbox, in-process (`execgate.sandboxes.start()`) or remote (`client.sandboxes.start()`). */
 export interface SandboxLike {
   readonly id: string
-  exec(input: { language?: Language; code?: string; command?: string; stdin?: string; timeoutMs?: number }, options?: { signal?: AbortSignal }): Promise<ExecutionResult>
+  exec(
+    input: { language?: Language; code?: string; command?: string; stdin?: string; timeoutMs?: number },
+    options?: { signal?: AbortSignal },
+  ): Promise<ExecutionResult>
 }
 
 export interface CodeToolOptions {
@@ -80,31 +83,48 @@ export function codeToolInputSchema(languages: readonly Language[] = ALL_LANGUAG
 export function codeToolDescription(options: CodeToolOptions): string {
   if (options.description) return options.description
   const languages = (options.languages ?? ALL_LANGUAGES).join(', ')
-  const state = options.sandbox ? ' Calls share one sandbox: files written by one call are there for the next.' : options.sessionId ? ' Calls share one session: variables defined by one call are there for the next.' : ''
+  const state = options.sandbox
+    ? ' Calls share one sandbox: files written by one call are there for the next.'
+    : options.sessionId
+      ? ' Calls share one session: variables defined by one call are there for the next.'
+      : ''
   return `Run ${languages} code in a secure sandbox and get its status, output (stdout/stderr), the value of its last expression, and any images it made. Use it to compute, check or transform data exactly rather than estimating.${state}`
 }
 
 /** Runs one call of the tool; never throws (a refused or failed run is an answer with its status). */
 export async function runCodeTool(options: CodeToolOptions, input: CodeToolInput, signal?: AbortSignal): Promise<ExecutionResult> {
   const callOptions = signal ? { signal } : {}
-  if (options.sandbox) return options.sandbox.exec({ language: input.language, code: input.code, ...(options.defaults?.timeoutMs ? { timeoutMs: options.defaults.timeoutMs } : {}) }, callOptions)
+  if (options.sandbox)
+    return options.sandbox.exec(
+      { language: input.language, code: input.code, ...(options.defaults?.timeoutMs ? { timeoutMs: options.defaults.timeoutMs } : {}) },
+      callOptions,
+    )
   if (!options.execgate) throw new TypeError('[execgate] [tools] give the tool an execgate (createExecgate or ExecgateClient) or a sandbox')
-  return options.execgate.execute({ ...options.defaults, language: input.language, code: input.code, ...(options.sessionId ? { sessionId: options.sessionId } : {}) }, callOptions)
+  return options.execgate.execute(
+    { ...options.defaults, language: input.language, code: input.code, ...(options.sessionId ? { sessionId: options.sessionId } : {}) },
+    callOptions,
+  )
 }
 
 type OutputItem = { kind?: string; mimeType?: string; data?: unknown }
 
 /** The result as the model should read it; images split out so each framework can pass them as image content. */
 export function toolAnswer(result: ExecutionResult): CodeToolAnswer {
-  const output = result.stderr ? `${result.stdout}${result.stdout && !result.stdout.endsWith('\n') ? '\n' : ''}[stderr]\n${result.stderr}` : result.stdout
+  const output = result.stderr
+    ? `${result.stdout}${result.stdout && !result.stdout.endsWith('\n') ? '\n' : ''}[stderr]\n${result.stderr}`
+    : result.stdout
   const items = ((result as ExecutionResult & { outputs?: OutputItem[] }).outputs ?? []) as OutputItem[]
-  const images = items.filter((item) => item.kind === 'image' && typeof item.data === 'string').map((item) => ({ mimeType: item.mimeType ?? 'image/png', data: item.data as string }))
+  const images = items
+    .filter((item) => item.kind === 'image' && typeof item.data === 'string')
+    .map((item) => ({ mimeType: item.mimeType ?? 'image/png', data: item.data as string }))
   const others = items.filter((item) => item.kind !== 'image')
   return {
     status: result.status,
     output,
     ...(result.value !== undefined ? { value: result.value } : {}),
-    ...(result.error ? { error: `${result.error.type}: ${result.error.message}${result.error.line ? ` (line ${result.error.line})` : ''}` } : {}),
+    ...(result.error
+      ? { error: `${result.error.type}: ${result.error.message}${result.error.line ? ` (line ${result.error.line})` : ''}` }
+      : {}),
     ...(result.message && result.status !== 'ok' ? { message: result.message } : {}),
     ...(others.length ? { outputs: others } : {}),
     ...(images.length ? { images } : {}),
@@ -114,7 +134,11 @@ export function toolAnswer(result: ExecutionResult): CodeToolAnswer {
 /** The answer as text for frameworks that pass a string to the model: images named, not inlined (base64 is noise to a text model). */
 export function answerText(answer: CodeToolAnswer): string {
   const { images, ...rest } = answer
-  return JSON.stringify(images?.length ? { ...rest, images: images.map((image, index) => `image ${index + 1} (${image.mimeType}, ${base64Bytes(image.data)} bytes)`) } : rest)
+  return JSON.stringify(
+    images?.length
+      ? { ...rest, images: images.map((image, index) => `image ${index + 1} (${image.mimeType}, ${base64Bytes(image.data)} bytes)`) }
+      : rest,
+  )
 }
 
 function base64Bytes(data: string): number {

@@ -1,6 +1,14 @@
 import { tool, type DynamicStructuredTool } from '@langchain/core/tools'
 import type { ExecutionResult } from '../core/types'
-import { answerText, codeToolDescription, codeToolInputSchema, runCodeTool, toolAnswer, type CodeToolInput, type CodeToolOptions } from './code-tool'
+import {
+  answerText,
+  codeToolDescription,
+  codeToolInputSchema,
+  runCodeTool,
+  toolAnswer,
+  type CodeToolInput,
+  type CodeToolOptions,
+} from './code-tool'
 
 /**
  * `execgate/langchain`: a LangChain.js tool (@langchain/core ^1) that runs the model's code with execgate, in-process
@@ -23,8 +31,22 @@ export function executeCodeTool(options: CodeToolOptions): DynamicStructuredTool
       const result = await runCodeTool(options, input, (config as { signal?: AbortSignal } | undefined)?.signal)
       const answer = toolAnswer(result)
       if (!answer.images?.length) return [answerText(answer), result]
-      return [[{ type: 'text', text: answerText(answer) }, ...answer.images.map((image) => ({ type: 'image_url' as const, image_url: { url: `data:${image.mimeType};base64,${image.data}` } }))], result]
+      return [
+        [
+          { type: 'text', text: answerText(answer) },
+          ...answer.images.map((image) => ({
+            type: 'image_url' as const,
+            image_url: { url: `data:${image.mimeType};base64,${image.data}` },
+          })),
+        ],
+        result,
+      ]
     },
-    { name: options.name ?? 'execute_code', description: codeToolDescription(options), schema: codeToolInputSchema(options.languages), responseFormat: 'content_and_artifact' },
+    {
+      name: options.name ?? 'execute_code',
+      description: codeToolDescription(options),
+      schema: codeToolInputSchema(options.languages),
+      responseFormat: 'content_and_artifact',
+    },
   ) as DynamicStructuredTool
 }

@@ -1,5 +1,13 @@
 import { tool, type FunctionTool } from '@openai/agents'
-import { answerText, codeToolDescription, codeToolInputSchema, runCodeTool, toolAnswer, type CodeToolInput, type CodeToolOptions } from './code-tool'
+import {
+  answerText,
+  codeToolDescription,
+  codeToolInputSchema,
+  runCodeTool,
+  toolAnswer,
+  type CodeToolInput,
+  type CodeToolOptions,
+} from './code-tool'
 
 /**
  * `execgate/openai-agents`: a function tool for the OpenAI Agents SDK (@openai/agents) that runs the model's code
@@ -23,7 +31,10 @@ export function executeCodeTool(options: CodeToolOptions): FunctionTool<unknown,
     execute: async (input, _context, details) => {
       const answer = toolAnswer(await runCodeTool(options, input as unknown as CodeToolInput, details?.signal))
       if (!answer.images?.length) return answerText(answer)
-      return [{ type: 'text' as const, text: answerText(answer) }, ...answer.images.map((image) => ({ type: 'image' as const, image: { data: image.data, mediaType: image.mimeType } }))]
+      return [
+        { type: 'text' as const, text: answerText(answer) },
+        ...answer.images.map((image) => ({ type: 'image' as const, image: { data: image.data, mediaType: image.mimeType } })),
+      ]
     },
   }) as FunctionTool<unknown, ReturnType<typeof codeToolInputSchema>>
 }

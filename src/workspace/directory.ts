@@ -50,7 +50,9 @@ export class DirectoryLayer implements WorkspaceLayer {
       const stat = await handle.stat()
       if (!stat.isFile()) return undefined
       if (stat.size > this.maxFileBytes) {
-        throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative} is ${stat.size} bytes; files are limited to ${this.maxFileBytes} bytes` })
+        throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+          detail: `${relative} is ${stat.size} bytes; files are limited to ${this.maxFileBytes} bytes`,
+        })
       }
       return await handle.readFile()
     } finally {

@@ -66,7 +66,8 @@ function matchSegment(tokens: readonly Token[], text: string): boolean {
       for (let position = 1; position <= text.length; position++) {
         if (!row[position - 1]) continue
         const char = text[position - 1]!
-        next[position] = token.kind === 'one' || (token.kind === 'char' ? token.char === char : classHas(token.chars, char) !== token.negate)
+        next[position] =
+          token.kind === 'one' || (token.kind === 'char' ? token.char === char : classHas(token.chars, char) !== token.negate)
       }
     }
     row = next
@@ -75,7 +76,10 @@ function matchSegment(tokens: readonly Token[], text: string): boolean {
 }
 
 function compile(glob: string): (path: string) => boolean {
-  const segments = glob.split('/').filter((segment) => segment !== '' && segment !== '.').map((segment) => (segment === '**' ? null : tokenize(segment)))
+  const segments = glob
+    .split('/')
+    .filter((segment) => segment !== '' && segment !== '.')
+    .map((segment) => (segment === '**' ? null : tokenize(segment)))
   return (path) => {
     const parts = path.split('/')
     // reach[j]: the pattern's first i segments can match the path's first j parts.
@@ -87,7 +91,8 @@ function compile(glob: string): (path: string) => boolean {
         let reachable = false
         for (let position = 0; position <= parts.length; position++) next[position] = reachable ||= reach[position]!
       } else {
-        for (let position = 1; position <= parts.length; position++) next[position] = reach[position - 1]! && matchSegment(segment, parts[position - 1]!)
+        for (let position = 1; position <= parts.length; position++)
+          next[position] = reach[position - 1]! && matchSegment(segment, parts[position - 1]!)
       }
       reach = next
     }

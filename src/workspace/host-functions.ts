@@ -33,10 +33,13 @@ const compiled = new WeakMap<object, ValidateFunction>()
 /** Checks a definition before any run uses it; throws `EXECGATE_HOST_FUNCTION_INVALID` naming the field. */
 export function checkHostFunctionDefinition(definition: HostFunctionDefinition): void {
   const invalid = (detail: string) => new ExecgateError('EXECGATE_HOST_FUNCTION_INVALID', { name: String(definition?.name), detail })
-  if (typeof definition?.name !== 'string' || !NAME.test(definition.name)) throw invalid('name must be an identifier of letters, digits and _ (at most 64)')
+  if (typeof definition?.name !== 'string' || !NAME.test(definition.name))
+    throw invalid('name must be an identifier of letters, digits and _ (at most 64)')
   if (typeof definition.handler !== 'function') throw invalid('handler must be a function')
-  if (typeof definition.parameters !== 'object' || definition.parameters === null) throw invalid('parameters must be a JSON schema object for the argument list')
-  if (definition.access !== undefined && definition.access !== 'read' && definition.access !== 'write') throw invalid('access must be "read" or "write"')
+  if (typeof definition.parameters !== 'object' || definition.parameters === null)
+    throw invalid('parameters must be a JSON schema object for the argument list')
+  if (definition.access !== undefined && definition.access !== 'read' && definition.access !== 'write')
+    throw invalid('access must be "read" or "write"')
   try {
     validatorFor(definition)
   } catch (error) {
@@ -116,12 +119,21 @@ export class RunHostFunctions implements HostFunctions {
     if (!definition) throw this.record(name, 0, new ExecgateError('EXECGATE_HOST_CALL_UNKNOWN', { name }))
     const { policy } = this.options
     if (this.records.length >= policy.hostCalls.maxCount) {
-      throw this.record(name, 0, new ExecgateError('EXECGATE_HOST_CALL_BUDGET', { detail: `the policy allows ${policy.hostCalls.maxCount} host calls per run` }))
+      throw this.record(
+        name,
+        0,
+        new ExecgateError('EXECGATE_HOST_CALL_BUDGET', { detail: `the policy allows ${policy.hostCalls.maxCount} host calls per run` }),
+      )
     }
     const denied = this.accessDenied(definition)
     if (denied) throw this.record(name, 0, new ExecgateError('EXECGATE_HOST_CALL_DENIED', { name, detail: denied }))
     const validate = validatorFor(definition)
-    if (!validate([...args])) throw this.record(name, 0, new ExecgateError('EXECGATE_HOST_CALL_ARGS', { name, detail: describeArgumentError(validate.errors![0]!) }))
+    if (!validate([...args]))
+      throw this.record(
+        name,
+        0,
+        new ExecgateError('EXECGATE_HOST_CALL_ARGS', { name, detail: describeArgumentError(validate.errors![0]!) }),
+      )
     const remainingMs = policy.hostCalls.maxTotalMs - this.spentMs
     if (remainingMs <= 0) throw this.record(name, 0, this.timeBudgetError())
     return this.invoke(definition, [...args], remainingMs)
@@ -130,12 +142,15 @@ export class RunHostFunctions implements HostFunctions {
   private accessDenied(definition: HostFunctionDefinition): string | undefined {
     const access = this.options.policy.filesystem
     if (definition.access === 'read' && access === 'none') return `it reads the workspace, and the policy's filesystem access is "none"`
-    if (definition.access === 'write' && access !== 'sandboxed') return `it writes the workspace, and the policy's filesystem access is "${access}" (writes need "sandboxed")`
+    if (definition.access === 'write' && access !== 'sandboxed')
+      return `it writes the workspace, and the policy's filesystem access is "${access}" (writes need "sandboxed")`
     return undefined
   }
 
   private timeBudgetError(): ExecgateError {
-    return new ExecgateError('EXECGATE_HOST_CALL_BUDGET', { detail: `host calls used the policy's ${this.options.policy.hostCalls.maxTotalMs} ms` })
+    return new ExecgateError('EXECGATE_HOST_CALL_BUDGET', {
+      detail: `host calls used the policy's ${this.options.policy.hostCalls.maxTotalMs} ms`,
+    })
   }
 
   private async invoke(definition: HostFunctionDefinition, args: unknown[], remainingMs: number): Promise<unknown> {
@@ -165,7 +180,9 @@ export class RunHostFunctions implements HostFunctions {
       this.record(definition.name, performance.now() - started)
       return json
     } catch (error) {
-      const known = isExecgateError(error) ? error : new ExecgateError('EXECGATE_HOST_CALL_FAILED', { name: definition.name, detail: describeError(error) }, { cause: error })
+      const known = isExecgateError(error)
+        ? error
+        : new ExecgateError('EXECGATE_HOST_CALL_FAILED', { name: definition.name, detail: describeError(error) }, { cause: error })
       throw this.record(definition.name, performance.now() - started, known)
     } finally {
       clearTimeout(timer)

@@ -5,7 +5,13 @@ export { MemoryWorkspace } from './memory'
 export { DirectoryLayer } from './directory'
 export { OverlayWorkspace } from './overlay'
 export { ReadRecordingWorkspace } from './read-recorder'
-export { RunHostFunctions, checkHostFunctionDefinition, type HostCall, type HostFunctionDefinition, type RunHostFunctionsOptions } from './host-functions'
+export {
+  RunHostFunctions,
+  checkHostFunctionDefinition,
+  type HostCall,
+  type HostFunctionDefinition,
+  type RunHostFunctionsOptions,
+} from './host-functions'
 export { STANDARD_HOST_FUNCTION_NAMES, standardHostFunctions } from './standard-functions'
 export { S3Layer, S3Workspace } from './s3'
 export { S3Objects, type S3Settings, type S3Entry } from './s3-objects'

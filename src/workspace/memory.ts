@@ -22,20 +22,26 @@ export class MemoryWorkspace implements Workspace {
   async write(path: string, content: Buffer): Promise<void> {
     const { maxFileBytes, maxTotalBytes, maxFiles } = this.limits
     if (content.length > maxFileBytes) {
-      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${path} is ${content.length} bytes; files are limited to ${maxFileBytes} bytes` })
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `${path} is ${content.length} bytes; files are limited to ${maxFileBytes} bytes`,
+      })
     }
     const previous = this.files.get(path)
     const total = this.totalBytes - (previous?.length ?? 0) + content.length
     if (total > maxTotalBytes) {
-      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `writing ${path} would bring the workspace to ${total} bytes; the limit is ${maxTotalBytes}` })
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `writing ${path} would bring the workspace to ${total} bytes; the limit is ${maxTotalBytes}`,
+      })
     }
     if (!previous && this.files.size >= maxFiles) {
       throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `the workspace already holds its limit of ${maxFiles} files` })
     }
     // A parent that is a file, or a file under an existing directory's name, would make listings ambiguous.
     for (const existing of this.files.keys()) {
-      if (existing.startsWith(`${path}/`)) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: 'a directory of that name exists' })
-      if (path.startsWith(`${existing}/`)) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: `${existing} is a file, not a directory` })
+      if (existing.startsWith(`${path}/`))
+        throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: 'a directory of that name exists' })
+      if (path.startsWith(`${existing}/`))
+        throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: `${existing} is a file, not a directory` })
     }
     this.files.set(path, Buffer.from(content))
     this.totalBytes = total

@@ -5,7 +5,10 @@ export const WORKSPACE_ROOT = '/workspace'
 const MAX_PATH_LENGTH = 1024
 
 function refuse(path: unknown, reason: string): never {
-  throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path: typeof path === 'string' ? JSON.stringify(path).slice(0, 200) : typeof path, reason })
+  throw new ExecgateError('EXECGATE_WORKSPACE_PATH', {
+    path: typeof path === 'string' ? JSON.stringify(path).slice(0, 200) : typeof path,
+    reason,
+  })
 }
 
 /**
@@ -22,7 +25,8 @@ export function normalizeWorkspacePath(path: unknown): string {
   if (/^[a-z][a-z0-9+.-]*:/i.test(path)) refuse(path, 'URLs are not workspace paths')
   let relative = path
   if (relative.startsWith('/')) {
-    if (relative !== WORKSPACE_ROOT && !relative.startsWith(`${WORKSPACE_ROOT}/`)) refuse(path, `absolute paths must be inside ${WORKSPACE_ROOT}`)
+    if (relative !== WORKSPACE_ROOT && !relative.startsWith(`${WORKSPACE_ROOT}/`))
+      refuse(path, `absolute paths must be inside ${WORKSPACE_ROOT}`)
     relative = relative.slice(WORKSPACE_ROOT.length)
   }
   const segments = relative.split('/').filter((segment) => segment !== '' && segment !== '.')

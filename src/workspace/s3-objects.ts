@@ -60,7 +60,9 @@ export class S3Objects {
         ...(settings.credentials ? { credentials: settings.credentials } : {}),
         // Recent SDKs add CRC32 checksums to every request and validate them on every response; S3-compatible
         // servers that predate that (older MinIO, s3rver) may refuse or omit them. Only where S3 requires one.
-        ...(settings.endpoint ? { requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const } : {}),
+        ...(settings.endpoint
+          ? { requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const }
+          : {}),
       })
   }
 
@@ -91,7 +93,15 @@ export class S3Objects {
   }
 
   async put(key: string, body: Buffer, contentType = 'application/octet-stream'): Promise<void> {
-    await this.client.send(new this.sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.prefix + key, Body: body, ContentType: contentType, ContentLength: body.length }))
+    await this.client.send(
+      new this.sdk.PutObjectCommand({
+        Bucket: this.bucket,
+        Key: this.prefix + key,
+        Body: body,
+        ContentType: contentType,
+        ContentLength: body.length,
+      }),
+    )
   }
 
   async delete(keys: readonly string[]): Promise<void> {
@@ -107,7 +117,9 @@ export class S3Objects {
     const entries: S3Entry[] = []
     let token: string | undefined
     do {
-      const page = await this.client.send(new this.sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }))
+      const page = await this.client.send(
+        new this.sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken: token }),
+      )
       for (const item of page.Contents ?? []) {
         if (entries.length >= limit) return entries
         if (item.Key) entries.push({ key: item.Key.slice(this.prefix.length), size: item.Size ?? 0 })

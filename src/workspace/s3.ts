@@ -13,14 +13,19 @@ import { DEFAULT_WORKSPACE_LIMITS, type Workspace, type WorkspaceEntry, type Wor
 export class S3Layer implements WorkspaceLayer {
   readonly objects: S3Objects
 
-  constructor(where: S3Objects | S3Settings, private readonly maxFileBytes = DEFAULT_WORKSPACE_LIMITS.maxFileBytes) {
+  constructor(
+    where: S3Objects | S3Settings,
+    private readonly maxFileBytes = DEFAULT_WORKSPACE_LIMITS.maxFileBytes,
+  ) {
     this.objects = where instanceof S3Objects ? where : new S3Objects(where)
   }
 
   async read(path: string): Promise<Buffer | undefined> {
     const found = await this.objects.get(path)
     if (found && found.body.length > this.maxFileBytes) {
-      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${path} is ${found.body.length} bytes; files are limited to ${this.maxFileBytes} bytes` })
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `${path} is ${found.body.length} bytes; files are limited to ${this.maxFileBytes} bytes`,
+      })
     }
     return found?.body
   }
@@ -56,7 +61,9 @@ export class S3Workspace implements Workspace {
     if (written) return written
     const found = await this.objects.get(path)
     if (found && found.body.length > this.limits.maxFileBytes) {
-      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${path} is ${found.body.length} bytes; files are limited to ${this.limits.maxFileBytes} bytes` })
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `${path} is ${found.body.length} bytes; files are limited to ${this.limits.maxFileBytes} bytes`,
+      })
     }
     return found?.body
   }
@@ -68,21 +75,27 @@ export class S3Workspace implements Workspace {
   async write(path: string, content: Buffer): Promise<void> {
     const { maxFileBytes, maxTotalBytes, maxFiles } = this.limits
     if (content.length > maxFileBytes) {
-      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${path} is ${content.length} bytes; files are limited to ${maxFileBytes} bytes` })
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `${path} is ${content.length} bytes; files are limited to ${maxFileBytes} bytes`,
+      })
     }
     const sizes = await this.held()
     const previous = sizes.get(path)
     let total = content.length - (previous ?? 0)
     for (const size of sizes.values()) total += size
     if (total > maxTotalBytes) {
-      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `writing ${path} would bring the workspace to ${total} bytes; the limit is ${maxTotalBytes}` })
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `writing ${path} would bring the workspace to ${total} bytes; the limit is ${maxTotalBytes}`,
+      })
     }
     if (previous === undefined && sizes.size >= maxFiles) {
       throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `the workspace already holds its limit of ${maxFiles} files` })
     }
     for (const existing of sizes.keys()) {
-      if (existing.startsWith(`${path}/`)) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: 'a directory of that name exists' })
-      if (path.startsWith(`${existing}/`)) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: `${existing} is a file, not a directory` })
+      if (existing.startsWith(`${path}/`))
+        throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: 'a directory of that name exists' })
+      if (path.startsWith(`${existing}/`))
+        throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: `${existing} is a file, not a directory` })
     }
     // Counted before the upload, so two writes at once cannot both pass the limit.
     sizes.set(path, content.length)

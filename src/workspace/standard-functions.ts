@@ -46,7 +46,10 @@ export function standardHostFunctions(options: { llm?: LlmProvider } = {}): Host
       access: 'read',
       async handler([pattern], call) {
         const matches = globMatcher(pattern as string | undefined)
-        return (await call.workspace.list()).map((entry) => entry.path).filter(matches).sort()
+        return (await call.workspace.list())
+          .map((entry) => entry.path)
+          .filter(matches)
+          .sort()
       },
     },
     {
@@ -78,8 +81,14 @@ export function standardHostFunctions(options: { llm?: LlmProvider } = {}): Host
       description: 'ask_llm(prompt) -> str: asks the configured language model; counts against the host-call time budget',
       parameters: { type: 'array', items: [{ type: 'string', minLength: 1, maxLength: MAX_PROMPT }], minItems: 1, maxItems: 1 },
       async handler([prompt], call) {
-        if (!options.llm) throw new ExecgateError('EXECGATE_HOST_CALL_FAILED', { name: 'ask_llm', detail: 'no language model is configured for this run' })
-        return options.llm.complete({ system: 'Answer briefly and plainly.', messages: [{ role: 'user', text: prompt as string }], maxTokens: 512, signal: call.signal })
+        if (!options.llm)
+          throw new ExecgateError('EXECGATE_HOST_CALL_FAILED', { name: 'ask_llm', detail: 'no language model is configured for this run' })
+        return options.llm.complete({
+          system: 'Answer briefly and plainly.',
+          messages: [{ role: 'user', text: prompt as string }],
+          maxTokens: 512,
+          signal: call.signal,
+        })
       },
     },
     {

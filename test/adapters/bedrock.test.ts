@@ -83,7 +83,10 @@ describe('bedrock adapter against the local AgentCore server', () => {
   })
 
   test('throttling, access denied and an unknown interpreter are unavailable (routing falls back), with the reason', async () => {
-    for (const [name, pattern] of [['ThrottlingException', /throttling/], ['AccessDeniedException', /access denied by AWS/]] as const) {
+    for (const [name, pattern] of [
+      ['ThrottlingException', /throttling/],
+      ['AccessDeniedException', /access denied by AWS/],
+    ] as const) {
       const failure = { operation: 'PUT sessions/start', name }
       fake.failures.push(...(name === 'ThrottlingException' ? [failure, failure] : [failure])) // the SDK retries throttling once
       const result = await adapter.execute({ language: 'python', code: '1' }, contractContext())
@@ -97,11 +100,26 @@ describe('bedrock adapter against the local AgentCore server', () => {
 
   test('an endpoint that is down is unavailable, and routing falls back to a local adapter', async () => {
     const down = new BedrockAdapter({ endpoint: 'http://127.0.0.1:9', region: 'us-east-1' })
-    expect(await down.checkAvailability()).toMatchObject({ status: 'unavailable', reason: expect.stringMatching(/unreachable|ECONNREFUSED/) })
-    const execgate = await createExecgate({ overrides: { execution: { enabled: ['bedrock', 'quickjs'], adapter: 'bedrock', fallback: ['quickjs'] }, adapters: { bedrock: { endpoint: 'http://127.0.0.1:9' } }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    expect(await down.checkAvailability()).toMatchObject({
+      status: 'unavailable',
+      reason: expect.stringMatching(/unreachable|ECONNREFUSED/),
+    })
+    const execgate = await createExecgate({
+      overrides: {
+        execution: { enabled: ['bedrock', 'quickjs'], adapter: 'bedrock', fallback: ['quickjs'] },
+        adapters: { bedrock: { endpoint: 'http://127.0.0.1:9' } },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+      },
+    })
     try {
       const result = await execgate.execute({ language: 'javascript', code: '6 * 7' })
-      expect({ status: result.status, adapter: result.adapter, value: result.value, from: result.fallbackFrom?.adapter }).toEqual({ status: 'ok', adapter: 'quickjs', value: 42, from: 'bedrock' })
+      expect({ status: result.status, adapter: result.adapter, value: result.value, from: result.fallbackFrom?.adapter }).toEqual({
+        status: 'ok',
+        adapter: 'quickjs',
+        value: 42,
+        from: 'bedrock',
+      })
     } finally {
       await execgate.dispose()
     }
@@ -110,9 +128,13 @@ describe('bedrock adapter against the local AgentCore server', () => {
 
 describe('bedrock error mapping (unit, aws-sdk-client-mock)', () => {
   test('each AWS error maps to the status routing needs', async () => {
-    expect(mapAwsError(Object.assign(new Error('slow down'), { name: 'ServiceQuotaExceededException' }))).toMatchObject({ status: 'unavailable' })
+    expect(mapAwsError(Object.assign(new Error('slow down'), { name: 'ServiceQuotaExceededException' }))).toMatchObject({
+      status: 'unavailable',
+    })
     expect(mapAwsError(Object.assign(new Error('bad'), { name: 'ValidationException' }))).toMatchObject({ status: 'invalid_request' })
-    expect(mapAwsError(Object.assign(new Error('getaddrinfo ENOTFOUND bedrock-agentcore.xx-nowhere-1.amazonaws.com'), { code: 'ENOTFOUND' }))).toMatchObject({ status: 'unavailable', type: 'UnknownEndpoint' })
+    expect(
+      mapAwsError(Object.assign(new Error('getaddrinfo ENOTFOUND bedrock-agentcore.xx-nowhere-1.amazonaws.com'), { code: 'ENOTFOUND' })),
+    ).toMatchObject({ status: 'unavailable', type: 'UnknownEndpoint' })
     const mock = mockClient(BedrockAgentCoreClient)
     mock.onAnyCommand().rejects(Object.assign(new Error('expired'), { name: 'ExpiredTokenException' }))
     const adapter = new BedrockAdapter({ client: new BedrockAgentCoreClient({ region: 'us-east-1' }) })

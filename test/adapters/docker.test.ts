@@ -6,11 +6,13 @@ import { describeHostileCases, ownExecgate } from '../hostile/hostile-runner'
 // podman's Docker-compatible service, started by scripts/setup/podman.sh (npm run test:ci).
 const SOCKET = process.env.EXECGATE_PODMAN_SOCKET ?? '/run/execgate-podman/podman.sock'
 const options = { socketPath: SOCKET }
-const ourContainers = async () => (await new Docker({ socketPath: SOCKET }).listContainers({ all: true, filters: { label: ['io.execgate.run'] } })).map((item) => item.Id)
+const ourContainers = async () =>
+  (await new Docker({ socketPath: SOCKET }).listContainers({ all: true, filters: { label: ['io.execgate.run'] } })).map((item) => item.Id)
 
 beforeAll(async () => {
   const availability = await new DockerAdapter(options).checkAvailability()
-  if (availability.status !== 'available') throw new Error(`the docker adapter's engine is not ready (run scripts/setup/podman.sh): ${availability.reason}`)
+  if (availability.status !== 'available')
+    throw new Error(`the docker adapter's engine is not ready (run scripts/setup/podman.sh): ${availability.reason}`)
 })
 
 describeAdapterContract('docker', () => new DockerAdapter(options), { timeoutSlackMs: 3000, testTimeoutMs: 120_000 })
@@ -19,7 +21,8 @@ describeAdapterContract('docker', () => new DockerAdapter(options), { timeoutSla
 const DOCKER_PYTHON_ADJUSTED = {
   'py-fork-bomb': {
     expect: { statusIn: ['error', 'policy_violation', 'timeout', 'memory_limit'] },
-    reason: "each CPython fork costs pages against the container's 64 MiB cgroup, so the bomb meets the memory cap before the process cap (noLeftoverProcesses still checked)",
+    reason:
+      "each CPython fork costs pages against the container's 64 MiB cgroup, so the bomb meets the memory cap before the process cap (noLeftoverProcesses still checked)",
   },
   'py-fs-symlink-out': {
     expect: { notContains: ['HOSTILE_ENV_CANARY_VALUE'] },
@@ -45,7 +48,10 @@ describe('docker adapter', () => {
 
   test('output past its cap before the deadline is output_limit, though the deadline stopped the run', async () => {
     // Past the cap but short of the drain allowance (1 MiB), so only the deadline kills it: the cap broke first.
-    const result = await adapter.execute({ language: 'python', code: "import sys\nsys.stdout.write('x' * 20000)\nsys.stdout.flush()\nwhile True:\n    pass" }, contractContext({ allowedImports: ['sys'], outputBytes: 8192, wallTimeMs: 1000 }))
+    const result = await adapter.execute(
+      { language: 'python', code: "import sys\nsys.stdout.write('x' * 20000)\nsys.stdout.flush()\nwhile True:\n    pass" },
+      contractContext({ allowedImports: ['sys'], outputBytes: 8192, wallTimeMs: 1000 }),
+    )
     expect(result).toMatchObject({ status: 'output_limit', truncated: true, stdoutBytes: 20000 })
   }, 60_000)
 
@@ -71,18 +77,25 @@ describe('docker adapter', () => {
   }, 60_000)
 
   test('the pids limit stops a fork bomb', async () => {
-    const code = "import os, time\nn = 0\ntry:\n    while n < 500:\n        if os.fork() == 0:\n            time.sleep(10)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)"
+    const code =
+      'import os, time\nn = 0\ntry:\n    while n < 500:\n        if os.fork() == 0:\n            time.sleep(10)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)'
     const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['os', 'time'], maxProcesses: 8 }))
     expect(result.status).toBe('ok')
     expect(Number(result.stdout.trim())).toBeLessThanOrEqual(12)
   }, 60_000)
 
   test('files reach the workspace; stdout keeps the code output and nothing of the report', async () => {
-    const result = await adapter.execute({ language: 'javascript', code: "console.log('x\\u001ey'); require", files: [{ path: 'data/in.txt', content: 'hello' }] }, contractContext())
+    const result = await adapter.execute(
+      { language: 'javascript', code: "console.log('x\\u001ey'); require", files: [{ path: 'data/in.txt', content: 'hello' }] },
+      contractContext(),
+    )
     // require is gone from the global scope; the report still arrives and the separator in the code's output survives.
     expect(result).toMatchObject({ status: 'error', error: { type: 'ReferenceError' } })
     expect(result.stdout).toBe('x\u001ey\n')
-    const read = await adapter.execute({ language: 'python', code: "open('data/in.txt').read()", files: [{ path: 'data/in.txt', content: 'hello' }] }, contractContext())
+    const read = await adapter.execute(
+      { language: 'python', code: "open('data/in.txt').read()", files: [{ path: 'data/in.txt', content: 'hello' }] },
+      contractContext(),
+    )
     expect({ status: read.status, value: read.value }).toEqual({ status: 'ok', value: 'hello' })
   }, 60_000)
 
@@ -91,7 +104,10 @@ describe('docker adapter', () => {
     const quick = await adapter.execute({ language: 'javascript', code: '6 * 7' }, contractContext({ wallTimeMs: 150, cpuTimeMs: 1000 }))
     expect({ status: quick.status, value: quick.value }).toEqual({ status: 'ok', value: 42 })
     expect(quick.usage?.wallMs).toBeGreaterThan(150)
-    const slow = await adapter.execute({ language: 'javascript', code: 'while (true) {}' }, contractContext({ wallTimeMs: 150, cpuTimeMs: 1000 }))
+    const slow = await adapter.execute(
+      { language: 'javascript', code: 'while (true) {}' },
+      contractContext({ wallTimeMs: 150, cpuTimeMs: 1000 }),
+    )
     expect(slow.status).toBe('timeout')
   }, 60_000)
 
@@ -99,11 +115,17 @@ describe('docker adapter', () => {
     const impatient = new DockerAdapter({ ...options, startupTimeoutMs: 1 })
     try {
       const result = await impatient.execute({ language: 'python', code: '1' }, contractContext())
-      expect(result).toMatchObject({ status: 'unavailable', error: { message: expect.stringContaining('did not reach the code within 1 ms of its create call (adapters.docker.startupTimeoutMs') } })
+      expect(result).toMatchObject({
+        status: 'unavailable',
+        error: {
+          message: expect.stringContaining('did not reach the code within 1 ms of its create call (adapters.docker.startupTimeoutMs'),
+        },
+      })
       // Whatever the engine had made by then is removed, even a container it finished creating after the guard gave
       // up: a second for the engine to finish that create, then up to five for the removal.
       await new Promise((resolve) => setTimeout(resolve, 1000))
-      for (let tries = 0; tries < 50 && (await ourContainers()).length > 0; tries++) await new Promise((resolve) => setTimeout(resolve, 100))
+      for (let tries = 0; tries < 50 && (await ourContainers()).length > 0; tries++)
+        await new Promise((resolve) => setTimeout(resolve, 100))
       expect(await ourContainers()).toEqual([])
     } finally {
       await impatient.dispose()
@@ -118,7 +140,8 @@ describe('docker adapter', () => {
     engine.createContainer = (async (spec: Docker.ContainerCreateOptions) => {
       const container = await createContainer(spec)
       const call = (container[method] as (options?: object) => Promise<unknown>).bind(container)
-      container[method] = ((options?: object) => new Promise((resolve) => held.push(setTimeout(() => resolve(call(options).catch(() => undefined)), 20_000)))) as never
+      container[method] = ((options?: object) =>
+        new Promise((resolve) => held.push(setTimeout(() => resolve(call(options).catch(() => undefined)), 20_000)))) as never
       return container
     }) as typeof engine.createContainer
     return { engine, release: () => held.forEach(clearTimeout) }
@@ -129,7 +152,10 @@ describe('docker adapter', () => {
     const silentEngine = new DockerAdapter({ client: engine })
     try {
       const started = performance.now()
-      const result = await silentEngine.execute({ language: 'javascript', code: 'while (true) {}' }, contractContext({ wallTimeMs: 1000, cpuTimeMs: 30_000 }))
+      const result = await silentEngine.execute(
+        { language: 'javascript', code: 'while (true) {}' },
+        contractContext({ wallTimeMs: 1000, cpuTimeMs: 30_000 }),
+      )
       expect(result.status).toBe('timeout')
       expect(performance.now() - started).toBeLessThan(15_000)
     } finally {
@@ -145,7 +171,10 @@ describe('docker adapter', () => {
     const slowToKill = new DockerAdapter({ client: engine })
     try {
       const started = performance.now()
-      const result = await slowToKill.execute({ language: 'javascript', code: "while (true) console.log('A'.repeat(10000))" }, contractContext({ wallTimeMs: 30_000, cpuTimeMs: 30_000, outputBytes: 8192 }))
+      const result = await slowToKill.execute(
+        { language: 'javascript', code: "while (true) console.log('A'.repeat(10000))" },
+        contractContext({ wallTimeMs: 30_000, cpuTimeMs: 30_000, outputBytes: 8192 }),
+      )
       expect(result).toMatchObject({ status: 'output_limit', truncated: true })
       expect(performance.now() - started).toBeLessThan(15_000)
       await slowToKill.dispose() // waits for the removal started in the background

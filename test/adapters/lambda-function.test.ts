@@ -19,7 +19,9 @@ describe('lambda function handler', () => {
   }, 30_000)
 
   test('a policy looser than the function allows is refused; a malformed event is invalid_request', async () => {
-    expect(await execute({ request: { language: 'javascript', code: '1' }, policy: { memoryMb: 1_000_000 } })).toMatchObject({ status: 'policy_violation' })
+    expect(await execute({ request: { language: 'javascript', code: '1' }, policy: { memoryMb: 1_000_000 } })).toMatchObject({
+      status: 'policy_violation',
+    })
     expect(await execute({} as never)).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('"request"') })
     expect(await execute({ request: { language: 'cobol', code: 'x' } } as never)).toMatchObject({ status: 'invalid_request' })
   }, 30_000)

@@ -28,7 +28,15 @@ describeAdapterContract('lambda', () => new LambdaAdapter(options()), { timeoutS
 function beyondFunctionCeiling(): Record<string, { expect: Partial<HostileExpect>; reason: string }> {
   const ceiling = DEFAULT_POLICY.allowedImports
   const cases = loadHostileCases('python').filter((item) => (item.policy?.allowedImports ?? []).some((name) => !ceiling.includes(name)))
-  return Object.fromEntries(cases.map((item) => [item.id, { expect: { status: 'policy_violation', statusIn: undefined }, reason: `the function's own ceiling (imports ${ceiling.join(', ')}) refuses ${item.policy!.allowedImports!.join(', ')}` }]))
+  return Object.fromEntries(
+    cases.map((item) => [
+      item.id,
+      {
+        expect: { status: 'policy_violation', statusIn: undefined },
+        reason: `the function's own ceiling (imports ${ceiling.join(', ')}) refuses ${item.policy!.allowedImports!.join(', ')}`,
+      },
+    ]),
+  )
 }
 
 for (const language of ['python', 'javascript', 'typescript'] as const) {
@@ -41,7 +49,14 @@ for (const language of ['python', 'javascript', 'typescript'] as const) {
     hostFunctions: false,
     target: async () => {
       const endpoint = await emulator.start()
-      return (execgate = await createExecgate({ overrides: { execution: { enabled: ['lambda'] }, adapters: { lambda: { endpoint } }, readiness: { enabled: false }, log: { level: 'silent' } } }))
+      return (execgate = await createExecgate({
+        overrides: {
+          execution: { enabled: ['lambda'] },
+          adapters: { lambda: { endpoint } },
+          readiness: { enabled: false },
+          log: { level: 'silent' },
+        },
+      }))
     },
     dispose: async () => {
       await execgate?.dispose()
@@ -60,7 +75,13 @@ describe('lambda adapter against serverless-offline', () => {
 
   test('ok and error come back as the function produced them, with the inner adapter named', async () => {
     const ok = await adapter().execute({ language: 'python', code: "print('hi')\n6 * 7" }, contractContext())
-    expect(ok).toMatchObject({ status: 'ok', adapter: 'lambda', stdout: 'hi\n', value: 42, route: { reason: 'ran on monty inside the Lambda function execgate-dev-execute' } })
+    expect(ok).toMatchObject({
+      status: 'ok',
+      adapter: 'lambda',
+      stdout: 'hi\n',
+      value: 42,
+      route: { reason: 'ran on monty inside the Lambda function execgate-dev-execute' },
+    })
     const error = await adapter().execute({ language: 'javascript', code: "throw new TypeError('bad input')" }, contractContext())
     expect(error).toMatchObject({ status: 'error', error: { type: 'TypeError', message: expect.stringContaining('bad input') } })
   }, 60_000)
@@ -73,14 +94,29 @@ describe('lambda adapter against serverless-offline', () => {
   }, 60_000)
 
   test('an unknown function and an emulator that is down are unavailable; routing falls back', async () => {
-    const unknown = await new LambdaAdapter({ ...options(), functionName: 'no-such-function' }).execute({ language: 'javascript', code: '1' }, contractContext())
+    const unknown = await new LambdaAdapter({ ...options(), functionName: 'no-such-function' }).execute(
+      { language: 'javascript', code: '1' },
+      contractContext(),
+    )
     expect(unknown).toMatchObject({ status: 'unavailable', error: { type: 'ResourceNotFoundException' } })
     const down = new LambdaAdapter({ endpoint: 'http://127.0.0.1:9', region: 'us-east-1' })
     expect(await down.checkAvailability()).toMatchObject({ status: 'unavailable', reason: expect.stringMatching(/unreachable/) })
-    const execgate = await createExecgate({ overrides: { execution: { enabled: ['lambda', 'quickjs'], adapter: 'lambda', fallback: ['quickjs'] }, adapters: { lambda: { endpoint: 'http://127.0.0.1:9' } }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    const execgate = await createExecgate({
+      overrides: {
+        execution: { enabled: ['lambda', 'quickjs'], adapter: 'lambda', fallback: ['quickjs'] },
+        adapters: { lambda: { endpoint: 'http://127.0.0.1:9' } },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+      },
+    })
     try {
       const result = await execgate.execute({ language: 'javascript', code: '6 * 7' })
-      expect({ status: result.status, adapter: result.adapter, value: result.value, from: result.fallbackFrom?.adapter }).toEqual({ status: 'ok', adapter: 'quickjs', value: 42, from: 'lambda' })
+      expect({ status: result.status, adapter: result.adapter, value: result.value, from: result.fallbackFrom?.adapter }).toEqual({
+        status: 'ok',
+        adapter: 'quickjs',
+        value: 42,
+        from: 'lambda',
+      })
     } finally {
       await execgate.dispose()
     }
@@ -92,7 +128,10 @@ describe('lambda adapter against serverless-offline', () => {
     const shortLived = new ServerlessOffline(3)
     try {
       const endpoint = await shortLived.start()
-      const result = await new LambdaAdapter({ endpoint }).execute({ language: 'javascript', code: 'while (true) {}' }, contractContext({ wallTimeMs: 20_000 }))
+      const result = await new LambdaAdapter({ endpoint }).execute(
+        { language: 'javascript', code: 'while (true) {}' },
+        contractContext({ wallTimeMs: 20_000 }),
+      )
       expect(result).toMatchObject({ status: 'timeout', error: { type: 'FunctionTimeout' } })
     } finally {
       await shortLived.stop()
@@ -105,13 +144,21 @@ describe('lambda error mapping (unit, aws-sdk-client-mock)', () => {
     const mock = mockClient(LambdaClient)
     mock.onAnyCommand().rejects(Object.assign(new Error('Rate exceeded'), { name: 'TooManyRequestsException' }))
     const adapter = new LambdaAdapter({ client: new LambdaClient({ region: 'us-east-1' }) })
-    expect(await adapter.execute({ language: 'javascript', code: '1' }, contractContext())).toMatchObject({ status: 'unavailable', error: { type: 'TooManyRequestsException' } })
+    expect(await adapter.execute({ language: 'javascript', code: '1' }, contractContext())).toMatchObject({
+      status: 'unavailable',
+      error: { type: 'TooManyRequestsException' },
+    })
     const huge = await adapter.execute({ language: 'javascript', code: `'${'x'.repeat(7 * 1024 * 1024)}'` }, contractContext())
     expect(huge).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('at most 6291456 bytes') })
     expect(mock.calls()).toHaveLength(1) // the oversize one never left
     mock.restore()
-    expect(mapFunctionError('{"errorMessage":"2026-11-23T00:00:00.000Z abc Task timed out after 3.00 seconds"}', 5000).status).toBe('timeout')
-    expect(mapFunctionError('{"errorMessage":"boom","errorType":"Error"}', 5000)).toMatchObject({ status: 'internal_error', message: expect.stringContaining('boom') })
+    expect(mapFunctionError('{"errorMessage":"2026-11-23T00:00:00.000Z abc Task timed out after 3.00 seconds"}', 5000).status).toBe(
+      'timeout',
+    )
+    expect(mapFunctionError('{"errorMessage":"boom","errorType":"Error"}', 5000)).toMatchObject({
+      status: 'internal_error',
+      message: expect.stringContaining('boom'),
+    })
     expect(mapLambdaError(Object.assign(new Error('x'), { name: 'RequestTooLargeException' }), 'f').status).toBe('invalid_request')
   })
 })

@@ -11,7 +11,11 @@ describe('monty worker processes: the resident-memory bound', () => {
   test('a bomb the policy allows but the process bound does not ends memory_limit in words; the next run works', async () => {
     await adapter.warmUp()
     const bomb = 'd = {}\ni = 0\nwhile True:\n    d[i] = str(i) * 10\n    i += 1'
-    const result = await runChecked(adapter, { language: 'python', code: bomb }, contractContext({ memoryMb: 2048, wallTimeMs: 20_000, cpuTimeMs: 20_000 }))
+    const result = await runChecked(
+      adapter,
+      { language: 'python', code: bomb },
+      contractContext({ memoryMb: 2048, wallTimeMs: 20_000, cpuTimeMs: 20_000 }),
+    )
     expect({ status: result.status, message: result.error?.message }).toEqual({
       status: 'memory_limit',
       message: expect.stringMatching(/monty worker process passed its memory bound \(160 MiB resident\) and was stopped/),

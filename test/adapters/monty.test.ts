@@ -7,9 +7,12 @@ describeAdapterContract('monty', () => new MontyAdapter())
 
 /** Cases that cannot apply here, whichever path (plain or session) runs them. */
 const NOT_APPLICABLE: Record<string, string> = {
-  'py-cpu-sleep': 'monty has no time module: with `time` allowed, the import ends in error (No module named \'time\') before anything sleeps; see "modules monty lacks end in error"',
-  'py-cpu-ignore-signals': 'monty has no signal module: with `signal` allowed, the import ends in error before the loop; its loop limit is the contract timeout case',
-  'py-time-event-wait': 'monty has no threads: with `threading` allowed, the import ends in error before anything waits; see "modules monty lacks end in error"',
+  'py-cpu-sleep':
+    'monty has no time module: with `time` allowed, the import ends in error (No module named \'time\') before anything sleeps; see "modules monty lacks end in error"',
+  'py-cpu-ignore-signals':
+    'monty has no signal module: with `signal` allowed, the import ends in error before the loop; its loop limit is the contract timeout case',
+  'py-time-event-wait':
+    'monty has no threads: with `threading` allowed, the import ends in error before anything waits; see "modules monty lacks end in error"',
 }
 
 describeHostileCases({
@@ -30,7 +33,8 @@ describeHostileCases({
   poolProcess: /monty\/repl-child\.js/,
   notApplicable: {
     ...NOT_APPLICABLE,
-    'py-fs-readfile-traversal': 'in a session monty cannot call host functions: pinned to monty, code naming read_file is refused before it runs (invalid_request, not in the case statusIn); unpinned it is routed to pyodide, whose hostile suite runs this case with host functions',
+    'py-fs-readfile-traversal':
+      'in a session monty cannot call host functions: pinned to monty, code naming read_file is refused before it runs (invalid_request, not in the case statusIn); unpinned it is routed to pyodide, whose hostile suite runs this case with host functions',
   },
 })
 
@@ -51,7 +55,10 @@ describe('monty adapter', () => {
   })
 
   test('Python values come back as JSON: dicts, tuples, sets, big integers', async () => {
-    const result = await adapter.execute({ language: 'python', code: "{'a': (1, 2), 'b': {3}, 'c': 2 ** 80, 'd': None}" }, contractContext())
+    const result = await adapter.execute(
+      { language: 'python', code: "{'a': (1, 2), 'b': {3}, 'c': 2 ** 80, 'd': None}" },
+      contractContext(),
+    )
     expect(result.value).toEqual({ a: [1, 2], b: [3], c: '1208925819614629174706176', d: null })
   })
 
@@ -101,7 +108,10 @@ describe('monty adapter', () => {
 
   test('modules monty lacks end in error, never a hang (time, signal, threading allowed by the policy)', async () => {
     for (const code of ['import time\ntime.sleep(3600)', 'import threading\nthreading.Event().wait()', 'import signal']) {
-      const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['time', 'threading', 'signal'], wallTimeMs: 1000 }))
+      const result = await adapter.execute(
+        { language: 'python', code },
+        contractContext({ allowedImports: ['time', 'threading', 'signal'], wallTimeMs: 1000 }),
+      )
       expect({ code, status: result.status, type: result.error?.type }).toEqual({ code, status: 'error', type: 'ModuleNotFoundError' })
     }
   })

@@ -15,15 +15,19 @@ const V8_HEAP_CHECK = `
 `
 
 test('the line that shows memory ran out is named: V8, Python and the C library alike', () => {
-  expect(outOfMemoryEvidence('<--- Last few GCs --->\nFATAL ERROR: Committing semi space failed. Allocation failed - JavaScript heap out of memory\n 1: 0x7f 13: 0x7f')).toBe(
-    'FATAL ERROR: Committing semi space failed. Allocation failed - JavaScript heap out of memory',
-  )
+  expect(
+    outOfMemoryEvidence(
+      '<--- Last few GCs --->\nFATAL ERROR: Committing semi space failed. Allocation failed - JavaScript heap out of memory\n 1: 0x7f 13: 0x7f',
+    ),
+  ).toBe('FATAL ERROR: Committing semi space failed. Allocation failed - JavaScript heap out of memory')
   expect(outOfMemoryEvidence('Traceback (most recent call last):\n  File "<code>", line 3, in <module>\nMemoryError\n')).toBe('MemoryError')
   expect(outOfMemoryEvidence('bash: xmalloc: cannot allocate 1073741824 bytes')).toBe('bash: xmalloc: cannot allocate 1073741824 bytes')
 })
 
 test("V8's failed check inside its heap under memory pressure is memory; any other V8 crash or error is not", () => {
-  expect(outOfMemoryEvidence(V8_HEAP_CHECK)).toBe('V8 failed inside its heap: Check failed: reservation_.SetPermissions( unprotect_start, unprotect_size, MemoryChunk::GetCodeModificationPermission()).')
+  expect(outOfMemoryEvidence(V8_HEAP_CHECK)).toBe(
+    'V8 failed inside its heap: Check failed: reservation_.SetPermissions( unprotect_start, unprotect_size, MemoryChunk::GetCodeModificationPermission()).',
+  )
   const elsewhere = V8_HEAP_CHECK.replace(/v8::internal::(PagedSpace|Heap)::\w+/g, 'v8::internal::Parser::ParseProgram')
   expect(outOfMemoryEvidence(elsewhere)).toBeUndefined()
   expect(outOfMemoryEvidence('Error: boom\n    at <code>:1:7')).toBeUndefined()

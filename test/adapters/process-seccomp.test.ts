@@ -1,6 +1,12 @@
 import { spawnSync } from 'node:child_process'
 import { PassThrough } from 'node:stream'
-import { PYTHON_SECCOMP_LOADER, architectureOf, buildSeccompFilter, deniedSyscalls, hostSeccompFilter } from '../../adapters/shared/seccomp-filter'
+import {
+  PYTHON_SECCOMP_LOADER,
+  architectureOf,
+  buildSeccompFilter,
+  deniedSyscalls,
+  hostSeccompFilter,
+} from '../../adapters/shared/seccomp-filter'
 import { SYSCALL_NUMBERS, type SeccompArchitecture } from '../../adapters/shared/seccomp-syscalls'
 import { createExecgate, type Execgate } from '../../src'
 import { main } from '../../src/cli'
@@ -65,7 +71,8 @@ function runFilter(program: Buffer, data: { nr: number; arch: number; args?: num
 describe.each(['x86_64', 'aarch64'] as const)('the %s program', (programArch: SeccompArchitecture) => {
   const program = buildSeccompFilter(programArch)
   const numbers = SYSCALL_NUMBERS[programArch]
-  const decide = (nr: number, args?: number[], auditArch = AUDIT[programArch]!) => runFilter(program, { nr, arch: auditArch, ...(args ? { args } : {}) })
+  const decide = (nr: number, args?: number[], auditArch = AUDIT[programArch]!) =>
+    runFilter(program, { nr, arch: auditArch, ...(args ? { args } : {}) })
 
   test('every denied call answers EPERM; ordinary calls are allowed', () => {
     const denied = deniedSyscalls(programArch)
@@ -80,10 +87,12 @@ describe.each(['x86_64', 'aarch64'] as const)('the %s program', (programArch: Se
     const CLONE_THREAD_FLAGS = 0x3d0f00 // what glibc's pthread_create passes
     expect(decide(numbers.clone!, [CLONE_THREAD_FLAGS])).toBe(RET.ALLOW)
     expect(decide(numbers.clone!, [17 /* fork: SIGCHLD */])).toBe(RET.ALLOW)
-    for (const flag of [0x80, 0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000]) expect(decide(numbers.clone!, [flag | 17])).toBe(RET.EPERM)
+    for (const flag of [0x80, 0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000])
+      expect(decide(numbers.clone!, [flag | 17])).toBe(RET.EPERM)
     expect(decide(numbers.clone3!)).toBe(RET.ENOSYS)
     for (const value of [0, 8, 0x20000, 0x20008, 0xffffffff]) expect(decide(numbers.personality!, [value])).toBe(RET.ALLOW)
-    for (const value of [0x0040000 /* ADDR_NO_RANDOMIZE */, 0x0400000 /* READ_IMPLIES_EXEC */]) expect(decide(numbers.personality!, [value])).toBe(RET.EPERM)
+    for (const value of [0x0040000 /* ADDR_NO_RANDOMIZE */, 0x0400000 /* READ_IMPLIES_EXEC */])
+      expect(decide(numbers.personality!, [value])).toBe(RET.EPERM)
   })
 
   test('a call through another ABI kills the process; x32 calls are refused', () => {
@@ -94,10 +103,19 @@ describe.each(['x86_64', 'aarch64'] as const)('the %s program', (programArch: Se
 })
 
 // ---- the real kernel ----
-const BROAD = { ...DEFAULT_POLICY, wallTimeMs: 15_000, cpuTimeMs: 15_000, memoryMb: 256, maxProcesses: 32, allowedImports: ['ctypes', 'errno', 'os', 'platform', 'threading', 'subprocess', 'multiprocessing', 'json', 'sys'] }
+const BROAD = {
+  ...DEFAULT_POLICY,
+  wallTimeMs: 15_000,
+  cpuTimeMs: 15_000,
+  memoryMb: 256,
+  maxProcesses: 32,
+  allowedImports: ['ctypes', 'errno', 'os', 'platform', 'threading', 'subprocess', 'multiprocessing', 'json', 'sys'],
+}
 let execgate: Execgate
 beforeAll(async () => {
-  execgate = await createExecgate({ overrides: { execution: { enabled: ['process'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
+  execgate = await createExecgate({
+    overrides: { execution: { enabled: ['process'] }, readiness: { enabled: false }, log: { level: 'silent' } },
+  })
 }, 60_000)
 afterAll(() => execgate.dispose())
 
@@ -109,11 +127,19 @@ test(`cases whose call does not exist on ${arch}: ${absent.map((item) => item.id
   expect(absent.every((item) => SYSCALL_NUMBERS[arch][item.call] === undefined)).toBe(true)
 })
 
-test.each(runnable.map((item) => [item.id, item] as const))('%s: the call is refused and the run goes on', async (_id, item) => {
-  const result = await runCase(item)
-  expect({ status: result.status, stdout: result.stdout, stderr: result.stderr }).toEqual({ status: 'ok', stdout: expect.stringContaining(line(item)), stderr: result.stderr })
-  expect(result.stdout).toMatch(/still running\n$/)
-}, 60_000)
+test.each(runnable.map((item) => [item.id, item] as const))(
+  '%s: the call is refused and the run goes on',
+  async (_id, item) => {
+    const result = await runCase(item)
+    expect({ status: result.status, stdout: result.stdout, stderr: result.stderr }).toEqual({
+      status: 'ok',
+      stdout: expect.stringContaining(line(item)),
+      stderr: result.stderr,
+    })
+    expect(result.stdout).toMatch(/still running\n$/)
+  },
+  60_000,
+)
 
 async function runCase(item: SeccompCase) {
   return execgate.execute({ language: item.language, code: item.code, adapter: 'process' }, { basePolicy: BROAD })
@@ -122,36 +148,84 @@ async function runCase(item: SeccompCase) {
 /** The same probe under bubblewrap as the adapter starts it, minus `--seccomp`: the kernel's own answer. */
 function unfiltered(item: SeccompCase): string {
   const program = item.language === 'python' ? ['python3', '-I', '-c', item.code] : ['bash', '-c', item.code]
-  const binds = ['--ro-bind', '/usr', '/usr', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/bin', '/bin']
-  const child = spawnSync('bwrap', ['--unshare-all', '--die-with-parent', '--cap-drop', 'ALL', ...binds, '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', ...program], {
-    encoding: 'utf8',
-    env: { PATH: '/usr/bin:/bin' },
-    timeout: 30_000,
-    // As root, a uid nobody else's runs use: the adapter's uid pool may sweep its own uids at any moment.
-    ...(process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}),
-  })
+  const binds = [
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    '--symlink',
+    'usr/lib64',
+    '/lib64',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+  ]
+  const child = spawnSync(
+    'bwrap',
+    [
+      '--unshare-all',
+      '--die-with-parent',
+      '--cap-drop',
+      'ALL',
+      ...binds,
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--tmpfs',
+      '/tmp',
+      ...program,
+    ],
+    {
+      encoding: 'utf8',
+      env: { PATH: '/usr/bin:/bin' },
+      timeout: 30_000,
+      // As root, a uid nobody else's runs use: the adapter's uid pool may sweep its own uids at any moment.
+      ...(process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}),
+    },
+  )
   return `${child.stdout}${child.stderr}`
 }
 
-test.each(runnable.filter((item) => item.unfilteredDiffers).map((item) => [item.id, item] as const))('%s: without the filter the kernel answers otherwise (so the refusal is the filter\'s)', (_id, item) => {
-  const output = unfiltered(item)
-  expect(output).toContain('still running')
-  expect(output).not.toContain(line(item))
-})
+test.each(runnable.filter((item) => item.unfilteredDiffers).map((item) => [item.id, item] as const))(
+  "%s: without the filter the kernel answers otherwise (so the refusal is the filter's)",
+  (_id, item) => {
+    const output = unfiltered(item)
+    expect(output).toContain('still running')
+    expect(output).not.toContain(line(item))
+  },
+)
 
 test('python3, node and bash still do their ordinary work under the filter: threads, processes, pipes', async () => {
   const python = await execgate.execute(
-    { language: 'python', adapter: 'process', code: "import threading, subprocess, multiprocessing\nt = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\nprint(subprocess.run(['echo', 'child'], capture_output=True, text=True).stdout.strip())\nwith multiprocessing.Pool(2) as pool: print(sum(pool.map(abs, [-1, -2, -3])))" },
+    {
+      language: 'python',
+      adapter: 'process',
+      code: "import threading, subprocess, multiprocessing\nt = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\nprint(subprocess.run(['echo', 'child'], capture_output=True, text=True).stdout.strip())\nwith multiprocessing.Pool(2) as pool: print(sum(pool.map(abs, [-1, -2, -3])))",
+    },
     { basePolicy: BROAD },
   )
   expect([python.status, python.stdout]).toEqual(['ok', 'thread\nchild\n6\n'])
   // node starts threads (V8's platform workers) with clone after clone3's ENOSYS; GC and promises use them.
   const node = await execgate.execute(
-    { language: 'javascript', adapter: 'process', code: "(async () => { const big = new Array(2e6).fill(1).length; const parts = await Promise.all([20, 22].map(async (n) => n)); console.log('node', big); return parts[0] + parts[1] })()" },
+    {
+      language: 'javascript',
+      adapter: 'process',
+      code: "(async () => { const big = new Array(2e6).fill(1).length; const parts = await Promise.all([20, 22].map(async (n) => n)); console.log('node', big); return parts[0] + parts[1] })()",
+    },
     { basePolicy: BROAD },
   )
   expect([node.status, node.stdout, node.stderr, node.value]).toEqual(['ok', 'node 2000000\n', '', 42])
-  const bash = await execgate.execute({ language: 'bash', adapter: 'process', code: "seq 1 5 | (while read n; do echo $((n * n)); done) | paste -sd+ | bc 2>/dev/null || echo 55\ngrep '^Seccomp:' /proc/self/status" }, { basePolicy: BROAD })
+  const bash = await execgate.execute(
+    {
+      language: 'bash',
+      adapter: 'process',
+      code: "seq 1 5 | (while read n; do echo $((n * n)); done) | paste -sd+ | bc 2>/dev/null || echo 55\ngrep '^Seccomp:' /proc/self/status",
+    },
+    { basePolicy: BROAD },
+  )
   expect([bash.status, bash.stdout]).toEqual(['ok', '55\nSeccomp:\t2\n'])
 }, 120_000)
 
@@ -163,7 +237,28 @@ test('`execgate policy --adapter process` lists the denied calls; the adapter de
   const code = await main(['node', 'execgate', 'policy', '--adapter', 'process'], out)
   expect(code).toBe(0)
   expect(printed).toContain(`seccomp filter on every run: ${deniedSyscalls(arch).length} system calls answer EPERM:`)
-  for (const call of ['ptrace', 'keyctl', 'add_key', 'request_key', 'bpf', 'userfaultfd', 'perf_event_open', 'mount', 'umount2', 'pivot_root', 'unshare', 'setns', 'kexec_load', 'init_module', 'finit_module', 'delete_module', 'acct', 'swapon', 'reboot', 'open_by_handle_at']) {
+  for (const call of [
+    'ptrace',
+    'keyctl',
+    'add_key',
+    'request_key',
+    'bpf',
+    'userfaultfd',
+    'perf_event_open',
+    'mount',
+    'umount2',
+    'pivot_root',
+    'unshare',
+    'setns',
+    'kexec_load',
+    'init_module',
+    'finit_module',
+    'delete_module',
+    'acct',
+    'swapon',
+    'reboot',
+    'open_by_handle_at',
+  ]) {
     expect(printed).toMatch(new RegExp(`\\s${call}(\\s|$)`, 'm'))
   }
   expect(printed).toContain('clone: EPERM with a namespace flag')
@@ -173,13 +268,21 @@ test('`execgate policy --adapter process` lists the denied calls; the adapter de
 
 test("a run's record names the interpreters' versions once the adapter has learned them", async () => {
   // Learned in the background from the first run on; the availability check waits for them.
-  await execgate.adapters().find((item) => item.name === 'process')!.checkAvailability()
+  await execgate
+    .adapters()
+    .find((item) => item.name === 'process')!
+    .checkAvailability()
   const result = await execgate.execute({ language: 'python', adapter: 'process', code: '1' }, { basePolicy: BROAD })
   const { record } = await execgate.ledger.record(result.runId!)
-  expect(record.engines).toMatchObject({ node: process.version, python3: expect.stringMatching(/^3\.\d+\.\d+/), bash: expect.stringMatching(/^\d+\.\d+/), 'sandbox-node': expect.stringMatching(/^\d+\.\d+/) })
+  expect(record.engines).toMatchObject({
+    node: process.version,
+    python3: expect.stringMatching(/^3\.\d+\.\d+/),
+    bash: expect.stringMatching(/^\d+\.\d+/),
+    'sandbox-node': expect.stringMatching(/^\d+\.\d+/),
+  })
 }, 60_000)
 
-test('a process outside bubblewrap (a warm interpreter\'s forked child) installs the same filter with PYTHON_SECCOMP_LOADER', () => {
+test("a process outside bubblewrap (a warm interpreter's forked child) installs the same filter with PYTHON_SECCOMP_LOADER", () => {
   const numbers = SYSCALL_NUMBERS[arch]
   const code = `${PYTHON_SECCOMP_LOADER}
 import ctypes, errno, os, sys, threading

@@ -2,7 +2,18 @@
 // Runs 1,000 trivial executions on the compiled pyodide adapter in a fresh Node process and prints the host's RSS
 // after warm-up and after the runs (a separate process, so Jest's own memory does not blur the figure).
 const { PyodideAdapter } = require(process.argv[2])
-const policy = { wallTimeMs: 10000, cpuTimeMs: 10000, memoryMb: 128, outputBytes: 65536, network: 'none', filesystem: 'none', allowedImports: [], hostCalls: { maxCount: 0, maxTotalMs: 0 }, maxProcesses: 1, required: [] }
+const policy = {
+  wallTimeMs: 10000,
+  cpuTimeMs: 10000,
+  memoryMb: 128,
+  outputBytes: 65536,
+  network: 'none',
+  filesystem: 'none',
+  allowedImports: [],
+  hostCalls: { maxCount: 0, maxTotalMs: 0 },
+  maxProcesses: 1,
+  required: [],
+}
 const context = () => ({ traceId: 'rss', policy, signal: new AbortController().signal, deadline: performance.now() + 10000 })
 ;(async () => {
   const adapter = new PyodideAdapter({ poolSize: 2 })

@@ -45,7 +45,10 @@ describe('pyodide adapter: the process boundary, without the static check', () =
       fs.rmSync(CANARY_FILE, { force: true })
       const result = await adapter.execute({ language: 'python', code: payload.code }, contractContext({ wallTimeMs: 3000, memoryMb: 256 }))
       const text = [result.stdout, result.stderr, JSON.stringify(result.value) ?? '', result.error?.message ?? ''].join('\n')
-      expect({ id: payload.id, leaked: ['uid=', ENV_CANARY, 'root:x:0:0', 'CONNECTED', 'ESCAPED'].filter((needle) => text.includes(needle)) }).toEqual({ id: payload.id, leaked: [] })
+      expect({
+        id: payload.id,
+        leaked: ['uid=', ENV_CANARY, 'root:x:0:0', 'CONNECTED', 'ESCAPED'].filter((needle) => text.includes(needle)),
+      }).toEqual({ id: payload.id, leaked: [] })
       expect({ id: payload.id, canary: fs.existsSync(CANARY_FILE) }).toEqual({ id: payload.id, canary: false })
     }
   }, 300_000)
@@ -56,7 +59,7 @@ describe('pyodide adapter: the process boundary, without the static check', () =
       "print('env', len(Object.keys(process.env)))",
       "f = Object.constructor('try { return typeof require } catch (e) { return e.message }')",
       "print('require', f())",
-      "g = Object.constructor('try { process.binding(\"fs\"); return \"binding\" } catch (e) { return \"refused\" }')",
+      'g = Object.constructor(\'try { process.binding("fs"); return "binding" } catch (e) { return "refused" }\')',
       "print('binding', g())",
     ].join('\n')
     // Generous: the payloads before this one had processes killed, and waiting for a warm one counts here.
@@ -65,7 +68,10 @@ describe('pyodide adapter: the process boundary, without the static check', () =
   }, 60_000)
 
   test('a sleep and a swallowed KeyboardInterrupt end timeout', async () => {
-    for (const code of ['import time\ntime.sleep(3600)', 'while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass']) {
+    for (const code of [
+      'import time\ntime.sleep(3600)',
+      'while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass',
+    ]) {
       const result = await adapter.execute({ language: 'python', code }, contractContext({ wallTimeMs: 500 }))
       expect(result.status).toBe('timeout')
     }
@@ -78,9 +84,15 @@ describe('pyodide adapter: the process boundary, without the static check', () =
   }, 60_000)
 
   test('a run that poisons a module gets its process replaced', async () => {
-    await adapter.execute({ language: 'python', code: "import json\njson.dumps = lambda *a, **k: 'POISONED'" }, contractContext({ wallTimeMs: 30_000 }))
+    await adapter.execute(
+      { language: 'python', code: "import json\njson.dumps = lambda *a, **k: 'POISONED'" },
+      contractContext({ wallTimeMs: 30_000 }),
+    )
     for (let i = 0; i < 3; i++) {
-      const probe = await adapter.execute({ language: 'python', code: 'import json\njson.dumps([1])' }, contractContext({ wallTimeMs: 30_000 }))
+      const probe = await adapter.execute(
+        { language: 'python', code: 'import json\njson.dumps([1])' },
+        contractContext({ wallTimeMs: 30_000 }),
+      )
       expect(probe).toMatchObject({ status: 'ok', value: '[1]' })
     }
   }, 120_000)

@@ -26,9 +26,13 @@ describe.each(ADAPTERS)('%s: a MemoryError is memory_limit', (_name, create) => 
   const adapter = create()
   afterAll(() => adapter.dispose())
 
-  test.each(CASES)('%s', async (_case, code) => {
-    const result = await adapter.execute({ language: 'python', code }, contractContext({ memoryMb: 64, wallTimeMs: 30_000 }))
-    expect({ status: result.status, type: result.error?.type }).toEqual({ status: 'memory_limit', type: 'MemoryError' })
-    expect(result.error?.message).toMatch(/memory limit reached/)
-  }, 60_000)
+  test.each(CASES)(
+    '%s',
+    async (_case, code) => {
+      const result = await adapter.execute({ language: 'python', code }, contractContext({ memoryMb: 64, wallTimeMs: 30_000 }))
+      expect({ status: result.status, type: result.error?.type }).toEqual({ status: 'memory_limit', type: 'MemoryError' })
+      expect(result.error?.message).toMatch(/memory limit reached/)
+    },
+    60_000,
+  )
 })

@@ -18,7 +18,11 @@ describe('quickjs: what a memory bomb can make the host process hold', () => {
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 5)
     try {
       for (let run = 0; run < 3; run++) {
-        const result = await runChecked(adapter, { language: 'javascript', code: BOMB }, contractContext({ memoryMb: 64, wallTimeMs: 5000, cpuTimeMs: 5000 }))
+        const result = await runChecked(
+          adapter,
+          { language: 'javascript', code: BOMB },
+          contractContext({ memoryMb: 64, wallTimeMs: 5000, cpuTimeMs: 5000 }),
+        )
         expect(result.status).toBe('memory_limit')
       }
       // The replaced worker's memory goes with its thread; the next run starts on a fresh one.
@@ -37,8 +41,15 @@ describe('quickjs: what a memory bomb can make the host process hold', () => {
   // out before QuickJS's malloc limit, QuickJS threw `null`, and the run ended `error` with "Uncaught null".
   test('a policy allowing more than the ceiling still ends a bomb memory_limit, in words', async () => {
     const code = "const m = new Map();\nfor (let i = 0; ; i++) m.set(i, { i, s: 'v' + i });"
-    const result = await runChecked(adapter, { language: 'javascript', code }, contractContext({ memoryMb: 1024, wallTimeMs: 20_000, cpuTimeMs: 20_000 }))
-    expect({ status: result.status, message: result.error?.message }).toEqual({ status: 'memory_limit', message: expect.stringMatching(/out of memory/) })
+    const result = await runChecked(
+      adapter,
+      { language: 'javascript', code },
+      contractContext({ memoryMb: 1024, wallTimeMs: 20_000, cpuTimeMs: 20_000 }),
+    )
+    expect({ status: result.status, message: result.error?.message }).toEqual({
+      status: 'memory_limit',
+      message: expect.stringMatching(/out of memory/),
+    })
     const next = await runChecked(adapter, { language: 'javascript', code: '6 * 7' }, contractContext())
     expect(next).toMatchObject({ status: 'ok', value: 42 })
   }, 60_000)

@@ -37,7 +37,10 @@ describe('quickjs adapter', () => {
   afterAll(() => adapter.dispose())
 
   test('runs TypeScript by transpiling it first', async () => {
-    const result = await adapter.execute({ language: 'typescript', code: 'interface P { n: number }\nconst p: P = { n: 20 }\np.n + 1' }, contractContext())
+    const result = await adapter.execute(
+      { language: 'typescript', code: 'interface P { n: number }\nconst p: P = { n: 20 }\np.n + 1' },
+      contractContext(),
+    )
     expect(result).toMatchObject({ status: 'ok', value: 21 })
   })
 
@@ -47,7 +50,10 @@ describe('quickjs adapter', () => {
   })
 
   test('captures console.warn and console.error on stderr', async () => {
-    const result = await adapter.execute({ language: 'javascript', code: "console.warn('careful'); console.error('bad'); console.info('fine')" }, contractContext())
+    const result = await adapter.execute(
+      { language: 'javascript', code: "console.warn('careful'); console.error('bad'); console.info('fine')" },
+      contractContext(),
+    )
     expect(result.stderr).toBe('careful\nbad\n')
     expect(result.stdout).toBe('fine\n')
   })
@@ -70,7 +76,10 @@ describe('quickjs adapter', () => {
 
   test('host functions are async globals whose results cross as JSON', async () => {
     const result = await adapter.execute(
-      { language: 'javascript', code: "await write_file('a.txt', 'hi'); const v = await hostFn(); [await read_file('a.txt'), v.a, Object.getPrototypeOf(v) === Object.prototype]" },
+      {
+        language: 'javascript',
+        code: "await write_file('a.txt', 'hi'); const v = await hostFn(); [await read_file('a.txt'), v.a, Object.getPrototypeOf(v) === Object.prototype]",
+      },
       contractContext({}, { hostFunctions: new HostileHostFunctions() }),
     )
     expect(result).toMatchObject({ status: 'ok', value: ['hi', 1, true] })

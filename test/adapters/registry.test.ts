@@ -37,12 +37,15 @@ describe('adapter registry', () => {
   /** Every relative import in a TypeScript file, static or dynamic (`import(...)`, `require(...)`), resolved to a path. */
   function relativeImports(file: string): string[] {
     const text = fs.readFileSync(file, 'utf8')
-    const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*|require\s*\(\s*|import\s+)'(\.{1,2}\/[^']+)'/g)].map((match) => match[1])
+    const specifiers = [...text.matchAll(/(?:from\s+|import\s*\(\s*|require\s*\(\s*|import\s+)'(\.{1,2}\/[^']+)'/g)].map(
+      (match) => match[1],
+    )
     return specifiers.map((specifier) => path.resolve(path.dirname(file), specifier))
   }
 
   function sourceFiles(folder: string): string[] {
-    return fs.readdirSync(folder, { withFileTypes: true, recursive: true })
+    return fs
+      .readdirSync(folder, { withFileTypes: true, recursive: true })
       .filter((entry) => entry.isFile() && /\.(ts|js)$/.test(entry.name))
       .map((entry) => path.join(entry.parentPath, entry.name))
   }
@@ -97,7 +100,13 @@ describe('adapter registry', () => {
 
   test('an adapter built with no options takes the schema defaults (each written once, in options.ts)', async () => {
     const { withOptionDefaults } = await import('../../adapters/shared/option-schema')
-    expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.quickjs, { workers: 5, killGraceMs: undefined })).toEqual({ maxStackKiB: 256, workers: 5, killGraceMs: 50, maxMemoryMiB: 256, recycleAboveMiB: 128 })
+    expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.quickjs, { workers: 5, killGraceMs: undefined })).toEqual({
+      maxStackKiB: 256,
+      workers: 5,
+      killGraceMs: 50,
+      maxMemoryMiB: 256,
+      recycleAboveMiB: 128,
+    })
     expect(withOptionDefaults(ADAPTER_OPTION_SCHEMAS.process, {}).pythonPath).toBe('/usr/bin/python3')
   })
 })
@@ -122,6 +131,10 @@ describe('the hostile corpus reaches every adapter', () => {
       "  describeHostileCases({ adapter: 'process', language, notApplicable: { a: 'b' } })",
       '}',
     ].join('\n')
-    expect(hostileRunsIn(source, 'x.test.ts').map((run) => `${run.adapter} × ${run.language}`)).toEqual(['quickjs × javascript', 'process × python', 'process × bash'])
+    expect(hostileRunsIn(source, 'x.test.ts').map((run) => `${run.adapter} × ${run.language}`)).toEqual([
+      'quickjs × javascript',
+      'process × python',
+      'process × bash',
+    ])
   })
 })

@@ -29,7 +29,11 @@ describe('the process adapter estimates bash from what its own runs took', () =>
     const took: number[] = []
     for (let run = 0; run < 12; run++) {
       const started = performance.now()
-      const result = await runChecked(adapter, { language: 'bash', code: 'echo hi | wc -c' }, contractContext({ wallTimeMs: 5000, cpuTimeMs: 5000 }))
+      const result = await runChecked(
+        adapter,
+        { language: 'bash', code: 'echo hi | wc -c' },
+        contractContext({ wallTimeMs: 5000, cpuTimeMs: 5000 }),
+      )
       took.push(performance.now() - started)
       expect(result.status).toBe('ok')
     }

@@ -11,7 +11,13 @@ import { describeHostileCases, ownExecgate } from '../hostile/hostile-runner'
 describeAdapterContract('shell', () => new ShellAdapter())
 
 // The warm pool's processes (and replacements of killed members) are kept on purpose, not leftovers of a case.
-describeHostileCases({ adapter: 'shell', language: 'bash', hostFunctions: false, ...ownExecgate('shell'), poolProcess: /adapters\/shell\/child\.js/ })
+describeHostileCases({
+  adapter: 'shell',
+  language: 'bash',
+  hostFunctions: false,
+  ...ownExecgate('shell'),
+  poolProcess: /adapters\/shell\/child\.js/,
+})
 
 describe('shell adapter', () => {
   const adapter = new ShellAdapter()
@@ -57,31 +63,57 @@ describe('shell adapter', () => {
       const names = SHELL_BUILTINS.filter((name) => name !== '.' && name !== '[' && name !== ':')
       const result = await run(`for c in ${names.join(' ')}; do printf '%s=%s\\n' "$c" "$(type -t "$c")"; done`)
       expect(result.status).toBe('ok')
-      const kinds = Object.fromEntries(result.stdout.trim().split('\n').map((line) => line.split('=') as [string, string]))
+      const kinds = Object.fromEntries(
+        result.stdout
+          .trim()
+          .split('\n')
+          .map((line) => line.split('=') as [string, string]),
+      )
       for (const name of names) expect({ name, kind: kinds[name] }).toEqual({ name, kind: expect.stringMatching(/^(builtin|keyword)$/) })
       for (const optIn of ['python3', 'curl', 'sqlite3', 'js-exec', 'node']) {
         expect(shellUtilities()).not.toContain(optIn)
         const attempt = await run(`${optIn} --version`)
-        expect({ optIn, status: attempt.status, message: attempt.error?.message }).toEqual({ optIn, status: 'error', message: expect.stringContaining('code 127') })
+        expect({ optIn, status: attempt.status, message: attempt.error?.message }).toEqual({
+          optIn,
+          status: 'error',
+          message: expect.stringContaining('code 127'),
+        })
       }
     })
   })
 
-  describe('the workspace, with the policy\'s filesystem mode', () => {
+  describe("the workspace, with the policy's filesystem mode", () => {
     test('sandboxed: reads the files, and what it writes comes back', async () => {
       const result = await run('sort data.txt > sorted.txt; mkdir -p out && wc -l < data.txt > out/count; cat sorted.txt')
       expect(result).toMatchObject({ status: 'ok', stdout: 'apple\nfig\npear\n' })
-      expect(result.files).toEqual(expect.arrayContaining([{ path: 'sorted.txt', content: 'apple\nfig\npear\n' }, { path: 'out/count', content: '3\n' }]))
+      expect(result.files).toEqual(
+        expect.arrayContaining([
+          { path: 'sorted.txt', content: 'apple\nfig\npear\n' },
+          { path: 'out/count', content: '3\n' },
+        ]),
+      )
       expect(result.files?.map((file) => file.path)).not.toContain('data.txt') // unchanged files are not sent back
     })
 
     test('read_only: reads work, every change to /workspace is refused, /tmp is scratch', async () => {
       const reads = await run('grep -c p data.txt; echo t > /tmp/scratch && cat /tmp/scratch', 'read_only')
       expect(reads).toMatchObject({ status: 'ok', stdout: '2\nt\n' })
-      for (const write of ['echo x > new.txt', 'rm data.txt', 'mv data.txt other.txt', 'mkdir d', 'ln -s /tmp/x link', 'cp data.txt copy.txt', 'echo x >> data.txt']) {
+      for (const write of [
+        'echo x > new.txt',
+        'rm data.txt',
+        'mv data.txt other.txt',
+        'mkdir d',
+        'ln -s /tmp/x link',
+        'cp data.txt copy.txt',
+        'echo x >> data.txt',
+      ]) {
         // A command that fails exits 9; a refused redirection (`>`) stops the script with the reason.
         const result = await run(`${write} || exit 9`, 'read_only')
-        expect({ write, status: result.status, message: result.error?.message }).toEqual({ write, status: 'error', message: expect.stringMatching(/code 9|read-only file system/) })
+        expect({ write, status: result.status, message: result.error?.message }).toEqual({
+          write,
+          status: 'error',
+          message: expect.stringMatching(/code 9|read-only file system/),
+        })
         expect(result.files).toBeUndefined()
       }
       const link = await run('ln -s /workspace/data.txt /tmp/l; echo changed > /tmp/l; cat data.txt', 'read_only')
@@ -93,13 +125,19 @@ describe('shell adapter', () => {
       const read = await run('cat data.txt', 'none')
       expect(read).toMatchObject({ status: 'error', stderr: expect.stringMatching(/data\.txt: No such file/) })
       const write = await run('echo x > new.txt', 'none')
-      expect(write).toMatchObject({ status: 'error', error: { type: 'ReadOnlyFilesystem', message: expect.stringContaining('no filesystem access') } })
+      expect(write).toMatchObject({
+        status: 'error',
+        error: { type: 'ReadOnlyFilesystem', message: expect.stringContaining('no filesystem access') },
+      })
       const list = await run('touch a 2>/dev/null; ls -A | wc -l', 'none')
       expect(list).toMatchObject({ status: 'ok', stdout: expect.stringMatching(/^\s*0\n$/) })
     })
 
     test('the host filesystem is unreachable, whatever the path', async () => {
-      const result = await run('cat ../../etc/passwd /etc/passwd /proc/self/environ /proc/1/cmdline 2>&1; ls / ; cd ../../..; pwd; cat etc/hostname 2>&1', 'sandboxed')
+      const result = await run(
+        'cat ../../etc/passwd /etc/passwd /proc/self/environ /proc/1/cmdline 2>&1; ls / ; cd ../../..; pwd; cat etc/hostname 2>&1',
+        'sandboxed',
+      )
       const text = result.stdout + result.stderr
       expect(text).not.toContain('root:x:0:0')
       expect(text).not.toContain(process.env.PATH ?? 'no-path')
@@ -109,7 +147,12 @@ describe('shell adapter', () => {
 
   test('exit codes and stderr map onto the status vocabulary', async () => {
     const failed = await run('echo partial; echo "no such thing" >&2; exit 4')
-    expect(failed).toMatchObject({ status: 'error', stdout: 'partial\n', stderr: 'no such thing\n', error: { type: 'ExitError', message: 'the script exited with code 4: no such thing' } })
+    expect(failed).toMatchObject({
+      status: 'error',
+      stdout: 'partial\n',
+      stderr: 'no such thing\n',
+      error: { type: 'ExitError', message: 'the script exited with code 4: no such thing' },
+    })
     const missing = await run('frobnicate')
     expect(missing.error?.message).toMatch(/code 127: .*frobnicate/)
     const deep = await run('f() { f; }; f')
@@ -122,21 +165,40 @@ describe('shell adapter', () => {
   })
 
   test('a memory cap below what a worker needs is raised to the floor, not ignored', async () => {
-    const result = await runChecked(adapter, { language: 'bash', code: 'x=y; while true; do x="$x$x"; done' }, contractContext({ memoryMb: 16, wallTimeMs: 20_000 }))
+    const result = await runChecked(
+      adapter,
+      { language: 'bash', code: 'x=y; while true; do x="$x$x"; done' },
+      contractContext({ memoryMb: 16, wallTimeMs: 20_000 }),
+    )
     expect(result.status).toBe('memory_limit')
   })
 })
 
 describe('shell processes: the heap cap is the backstop', () => {
-  test('a script past the heap cap where just-bash\'s own limits would let it through kills its process alone: memory_limit, then a fresh process', async () => {
+  test("a script past the heap cap where just-bash's own limits would let it through kills its process alone: memory_limit, then a fresh process", async () => {
     const pool = new ShellProcessPool(48, 1)
     // just-bash's data limits are sized from memoryBytes: at 1 GiB they let a doubling string reach 128 MiB in a 48 MiB heap.
     const job = (id: number, script: string): ShellJob => ({
-      type: 'run', id, script, files: [], filesystem: 'none', remainingMs: 0, timeoutMs: 30_000, outputBytes: 65_536,
-      memoryBytes: 1024 ** 3, maxCallDepth: 100, maxIterations: 1e7, commands: shellUtilities(),
+      type: 'run',
+      id,
+      script,
+      files: [],
+      filesystem: 'none',
+      remainingMs: 0,
+      timeoutMs: 30_000,
+      outputBytes: 65_536,
+      memoryBytes: 1024 ** 3,
+      maxCallDepth: 100,
+      maxIterations: 1e7,
+      commands: shellUtilities(),
     })
     try {
-      const bomb = await runShellJob(pool, job(1, 'x=y; while true; do x="$x$x"; done'), contractContext({ wallTimeMs: 30_000, memoryMb: 48 }), 50)
+      const bomb = await runShellJob(
+        pool,
+        job(1, 'x=y; while true; do x="$x$x"; done'),
+        contractContext({ wallTimeMs: 30_000, memoryMb: 48 }),
+        50,
+      )
       expect(bomb).toMatchObject({ status: 'memory_limit', error: { type: 'MemoryError', message: expect.stringContaining('48 MiB') } })
       const next = await runShellJob(pool, job(2, 'echo ok'), contractContext({ wallTimeMs: 30_000 }), 50)
       expect(next).toMatchObject({ status: 'ok', stdout: 'ok\n' })
@@ -162,7 +224,11 @@ describe('cost model: which tier is faster, from the script and its input', () =
     expect(shell.estimateMs(pipeline, 'bash', { inputBytes: 40_000 })).toBeLessThan(processMs(pipeline, 40_000))
     expect(shell.estimateMs(pipeline, 'bash', { inputBytes: 440_000 })).toBeGreaterThan(processMs(pipeline, 440_000))
     // The estimate grows with the input and with the number of stages.
-    expect(shell.estimateMs(pipeline, 'bash', { inputBytes: 200_000 })).toBeGreaterThan(shell.estimateMs(pipeline, 'bash', { inputBytes: 100_000 }))
-    expect(shell.estimateMs(pipeline, 'bash', { inputBytes: 100_000 })).toBeGreaterThan(shell.estimateMs('wc -l data.csv', 'bash', { inputBytes: 100_000 }))
+    expect(shell.estimateMs(pipeline, 'bash', { inputBytes: 200_000 })).toBeGreaterThan(
+      shell.estimateMs(pipeline, 'bash', { inputBytes: 100_000 }),
+    )
+    expect(shell.estimateMs(pipeline, 'bash', { inputBytes: 100_000 })).toBeGreaterThan(
+      shell.estimateMs('wc -l data.csv', 'bash', { inputBytes: 100_000 }),
+    )
   })
 })

@@ -14,7 +14,9 @@ process.env.AWS_SECRET_ACCESS_KEY = 'execgate-test-secret'
 const MODEL = 'anthropic.claude-3-5-haiku-20241022-v1:0'
 let execgate: Execgate
 beforeAll(async () => {
-  execgate = await createExecgate({ overrides: { execution: { enabled: ['placeholder', 'quickjs', 'monty'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
+  execgate = await createExecgate({
+    overrides: { execution: { enabled: ['placeholder', 'quickjs', 'monty'] }, readiness: { enabled: false }, log: { level: 'silent' } },
+  })
 })
 afterAll(() => execgate.dispose())
 
@@ -31,7 +33,10 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     const { fake, llm } = await converse(['```python\nprices = [12.5, 7.25, 3.0]\nround(sum(prices) * 1.08, 2)\n```'])
     try {
       const handler = new CodeExecutionHandler(execgate, new CodeGenerator(llm, execgate, { baseDelayMs: 1 }), llm, { voiceBudgetMs: 5000 })
-      const response = await handler.handleComputationRequest({ description: "what's the total with 8% tax on 12.50, 7.25 and 3?", channel: 'voice' })
+      const response = await handler.handleComputationRequest({
+        description: "what's the total with 8% tax on 12.50, 7.25 and 3?",
+        channel: 'voice',
+      })
       expect(response).toMatchObject({ outcome: 'ok', text: 'The answer is 24.57.', generations: 1, language: 'python' })
       expect(response.text).not.toMatch(/[`*#]/)
       expect(fake.requests[0]).toMatchObject({ modelId: MODEL, system: expect.stringContaining('Imports allowed: math, json, datetime') })
@@ -45,7 +50,11 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     const { fake, llm } = await converse(['```python\nimport os\nos.listdir(".")\n```', '```python\nimport math\nmath.sqrt(2) * 10\n```'])
     try {
       const handler = new CodeExecutionHandler(execgate, new CodeGenerator(llm, execgate, { baseDelayMs: 1 }), llm)
-      const response = await handler.handleComputationRequest({ description: 'ten times the square root of two', channel: 'chat', showCode: true })
+      const response = await handler.handleComputationRequest({
+        description: 'ten times the square root of two',
+        channel: 'chat',
+        showCode: true,
+      })
       expect(response).toMatchObject({ outcome: 'ok', generations: 2 })
       expect(response.text).toContain('**Result:** `14.142135623730951`')
       expect(response.text).toContain('```python\nimport math')
@@ -57,7 +66,10 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
   })
 
   test('generated code that fails when run is regenerated with the execution error', async () => {
-    const { fake, llm } = await converse(['```javascript\nconst total = items.reduce((a, b) => a + b, 0)\ntotal\n```', '```javascript\nconst items = [3, 4]\nitems.reduce((a, b) => a + b, 0)\n```'])
+    const { fake, llm } = await converse([
+      '```javascript\nconst total = items.reduce((a, b) => a + b, 0)\ntotal\n```',
+      '```javascript\nconst items = [3, 4]\nitems.reduce((a, b) => a + b, 0)\n```',
+    ])
     try {
       const handler = new CodeExecutionHandler(execgate, new CodeGenerator(llm, execgate, { baseDelayMs: 1 }), llm)
       const response = await handler.handleComputationRequest({ description: 'add 3 and 4', language: 'javascript', channel: 'voice' })
@@ -69,13 +81,21 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
   })
 
   test('backends down: a verbal deferral that says how it would be done', async () => {
-    const placeholderOnly = await createExecgate({ overrides: { execution: { enabled: ['placeholder'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    const placeholderOnly = await createExecgate({
+      overrides: { execution: { enabled: ['placeholder'] }, readiness: { enabled: false }, log: { level: 'silent' } },
+    })
     const { fake, llm } = await converse(['Add the three prices, then multiply the sum by one point zero eight.'])
     try {
       const handler = new CodeExecutionHandler(placeholderOnly, undefined, llm)
-      const response = await handler.handleComputationRequest({ description: 'total with 8% tax on 12.50, 7.25 and 3', code: 'sum([12.5, 7.25, 3]) * 1.08', channel: 'voice' })
+      const response = await handler.handleComputationRequest({
+        description: 'total with 8% tax on 12.50, 7.25 and 3',
+        code: 'sum([12.5, 7.25, 3]) * 1.08',
+        channel: 'voice',
+      })
       expect(response.outcome).toBe('deferred')
-      expect(response.text).toBe("I can't run calculations right now. Here is how it would be done: Add the three prices, then multiply the sum by one point zero eight.")
+      expect(response.text).toBe(
+        "I can't run calculations right now. Here is how it would be done: Add the three prices, then multiply the sum by one point zero eight.",
+      )
     } finally {
       await fake.close()
       await placeholderOnly.dispose()
@@ -85,12 +105,23 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
   test('an error is one sentence, never a stack; a voice answer over budget says so and offers to continue', async () => {
     const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 300 })
     const failed = await handler.handleComputationRequest({ description: 'divide', code: '1 / 0', channel: 'voice' })
-    expect(failed).toMatchObject({ outcome: 'error', text: "I couldn't finish that: the calculation hit an error (ZeroDivisionError: division by zero)." })
-    const slow = await handler.handleComputationRequest({ description: 'spin', code: 'while (true) {}', language: 'javascript', channel: 'voice' })
+    expect(failed).toMatchObject({
+      outcome: 'error',
+      text: "I couldn't finish that: the calculation hit an error (ZeroDivisionError: division by zero).",
+    })
+    const slow = await handler.handleComputationRequest({
+      description: 'spin',
+      code: 'while (true) {}',
+      language: 'javascript',
+      channel: 'voice',
+    })
     expect(slow.outcome).toBe('over_budget')
     expect(slow.text).toMatch(/taking longer than I can wait/)
     expect(handler.cancelRequest(slow.continuation!)).toBe(true)
-    expect(await handler.continueRequest(slow.continuation!)).toMatchObject({ outcome: 'invalid_request', text: expect.stringContaining('nothing to continue') })
+    expect(await handler.continueRequest(slow.continuation!)).toMatchObject({
+      outcome: 'invalid_request',
+      text: expect.stringContaining('nothing to continue'),
+    })
   })
 
   test('over budget, the work goes on: continueRequest gives the answer once it is ready, once', async () => {
@@ -112,7 +143,10 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     expect(slow).toMatchObject({ outcome: 'over_budget', continuation: expect.any(String) })
     // The work ends by its 5 s time limit at the latest; the answer is then kept 100 ms.
     await new Promise((resolve) => setTimeout(resolve, 5500))
-    expect(await handler.continueRequest(slow.continuation!)).toMatchObject({ outcome: 'invalid_request', text: expect.stringContaining('finished more than 100 ms ago') })
+    expect(await handler.continueRequest(slow.continuation!)).toMatchObject({
+      outcome: 'invalid_request',
+      text: expect.stringContaining('finished more than 100 ms ago'),
+    })
   }, 20_000)
 
   test('over-budget answers are capped: past maxContinuations the oldest is cancelled and has nothing to continue', async () => {
@@ -121,7 +155,10 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
     const first = await handler.handleComputationRequest(spin)
     const second = await handler.handleComputationRequest(spin)
     expect([first.outcome, second.outcome]).toEqual(['over_budget', 'over_budget'])
-    expect(await handler.continueRequest(first.continuation!)).toMatchObject({ outcome: 'invalid_request', text: expect.stringContaining('nothing to continue') })
+    expect(await handler.continueRequest(first.continuation!)).toMatchObject({
+      outcome: 'invalid_request',
+      text: expect.stringContaining('nothing to continue'),
+    })
     expect(handler.cancelRequest(first.continuation!)).toBe(false)
     expect(handler.cancelRequest(second.continuation!)).toBe(true)
   })
@@ -143,9 +180,14 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
       // A generous voice budget: a warm pyodide run takes milliseconds; a cold one waits seconds for CPython to load.
       const voiceBudgetMs = 5_000
       const handler = new CodeExecutionHandler(gate, undefined, undefined, { voiceBudgetMs })
-      const classCode = 'class Basket:\n    def __init__(self, prices):\n        self.prices = prices\nround(sum(Basket([12.5, 7.25, 3.0]).prices) * 1.08, 2)'
+      const classCode =
+        'class Basket:\n    def __init__(self, prices):\n        self.prices = prices\nround(sum(Basket([12.5, 7.25, 3.0]).prices) * 1.08, 2)'
       const voice = await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })
-      expect(voice).toMatchObject({ outcome: 'ok', text: 'The answer is 24.57.', result: { adapter: 'process', fallbackFrom: { adapter: 'pyodide', reason: expect.stringContaining('still warming up') } } })
+      expect(voice).toMatchObject({
+        outcome: 'ok',
+        text: 'The answer is 24.57.',
+        result: { adapter: 'process', fallbackFrom: { adapter: 'pyodide', reason: expect.stringContaining('still warming up') } },
+      })
       // Chat has no budget: pyodide, the cheaper tier, runs it, waiting for its warm-up, and its route says so.
       const chat = await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'chat' })
       expect(chat.result?.adapter).toBe('pyodide')
@@ -153,7 +195,9 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
       // Once warm, its check measures a latency under the budget, and voice goes back to it.
       await gate.readiness.checkNow()
       expect(gate.readiness.health('pyodide').latencyMs).toBeLessThan(voiceBudgetMs)
-      expect((await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })).result?.adapter).toBe('pyodide')
+      expect(
+        (await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })).result?.adapter,
+      ).toBe('pyodide')
     } finally {
       await gate.dispose()
     }
@@ -183,7 +227,11 @@ describe('retry strategy and code extraction', () => {
     const strategy = new RetryStrategy({ maxAttempts: 3, baseDelayMs: 1, onFailure: (_error, attempt) => seen.push(attempt) })
     await expect(strategy.run(async (attempt) => (attempt < 3 ? Promise.reject(new Error('again')) : 'done'))).resolves.toBe('done')
     expect(seen).toEqual([1, 2])
-    expect(() => strategy.runSync(() => { throw new Error('always') })).toThrow('always')
+    expect(() =>
+      strategy.runSync(() => {
+        throw new Error('always')
+      }),
+    ).toThrow('always')
     expect(() => new RetryStrategy({ maxAttempts: 0 })).toThrow(/maxAttempts/)
   })
 

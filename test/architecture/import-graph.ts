@@ -37,7 +37,10 @@ export function importGraph(files: readonly string[]): Map<string, string[]> {
       .map((item) => item.fileName)
       .filter((specifier) => specifier.startsWith('.'))
       .map((specifier) => resolveRelative(file, specifier))
-      .filter((target): target is string => target !== undefined && (FOLDERS.some((folder) => target.startsWith(path.join(ROOT, folder) + path.sep))))
+      .filter(
+        (target): target is string =>
+          target !== undefined && FOLDERS.some((folder) => target.startsWith(path.join(ROOT, folder) + path.sep)),
+      )
     graph.set(file, [...new Set(targets)])
   }
   return graph

@@ -46,7 +46,12 @@ const ADAPTER_MAY_IMPORT = ['src/core/', 'src/workspace/', 'src/runtime/']
 
 function matches(relative: string, prefix: string): boolean {
   if (!prefix.includes('*')) return prefix.endsWith('/') ? relative.startsWith(prefix) : relative === prefix
-  const pattern = new RegExp(`^${prefix.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('[^/]+')}$`)
+  const pattern = new RegExp(
+    `^${prefix
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'))
+      .join('[^/]+')}$`,
+  )
   return pattern.test(relative)
 }
 
@@ -66,7 +71,12 @@ export function upwardImports(graph: ReadonlyMap<string, readonly string[]>, tab
       const toLayer = layerOf(to, table)
       if (fromLayer === undefined || toLayer === undefined) continue
       if (toLayer > fromLayer) found.push(`${from} (${fromLayer}) -> ${to} (${toLayer})`)
-      else if (fromLayer === layerOf('adapters/x/index.ts', table) && from.startsWith('adapters/') && to.startsWith('src/') && !ADAPTER_MAY_IMPORT.some((allowed) => to.startsWith(allowed))) {
+      else if (
+        fromLayer === layerOf('adapters/x/index.ts', table) &&
+        from.startsWith('adapters/') &&
+        to.startsWith('src/') &&
+        !ADAPTER_MAY_IMPORT.some((allowed) => to.startsWith(allowed))
+      ) {
         found.push(`${from} (adapter) -> ${to} (adapters see only ${ADAPTER_MAY_IMPORT.join(', ')})`)
       }
     }
@@ -101,7 +111,11 @@ describe('the layer table', () => {
       'src/server/app.ts (8) -> deploy/lambda/handler.ts (10)',
     ])
     // The graph holds type-only imports and re-exports too: what the pre-processor reads of type-only source.
-    const typeOnly = ts.preProcessFile("import type { Execgate } from '../index'\nexport type { Router } from '../routing/router'\n", true, true)
+    const typeOnly = ts.preProcessFile(
+      "import type { Execgate } from '../index'\nexport type { Router } from '../routing/router'\n",
+      true,
+      true,
+    )
     expect(typeOnly.importedFiles.map((item) => item.fileName)).toEqual(['../index', '../routing/router'])
     // …and of a real file: src/agents names the ExecutionService's options by type only.
     expect(importGraph([at('src/agents/code-runner.ts')]).get(at('src/agents/code-runner.ts'))).toContain(at('src/execution/types.ts'))
@@ -110,6 +124,8 @@ describe('the layer table', () => {
   it('places option declarations with the configuration and adapters above the runtime', () => {
     expect(layerOf('adapters/quickjs/options.ts')).toBe(layerOf('src/config/schema.ts'))
     expect(layerOf('adapters/quickjs/index.ts')).toBeGreaterThan(layerOf('src/runtime/worker-pool.ts')!)
-    expect(layerOf('deploy/lambda/handler.ts')).toBeGreaterThan(Math.max(...LAYERS.filter(([prefix]) => !prefix.startsWith('deploy/')).map(([, layer]) => layer)))
+    expect(layerOf('deploy/lambda/handler.ts')).toBeGreaterThan(
+      Math.max(...LAYERS.filter(([prefix]) => !prefix.startsWith('deploy/')).map(([, layer]) => layer)),
+    )
   })
 })

@@ -27,9 +27,27 @@ function environment(remote: boolean): NodeJS.ProcessEnv {
 }
 
 describe.each([false, true])('examples/agents (remote: %s)', (remote) => {
-  test.each(EXAMPLES)('%s calls execute_code and answers from its result', async (example) => {
-    const { stdout } = await run(process.execPath, [path.join('examples', 'agents', `${example}.mjs`)], { cwd: ROOT, env: environment(remote), timeout: 90_000 })
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { framework: string; where: string; toolCalls: number; answer: string }
-    expect(report).toEqual({ framework: example.replace(/-agent$/, ''), where: remote ? 'remote' : 'in-process', toolCalls: 1, answer: 'The total with tax is 53.73.' })
-  }, 120_000)
+  test.each(EXAMPLES)(
+    '%s calls execute_code and answers from its result',
+    async (example) => {
+      const { stdout } = await run(process.execPath, [path.join('examples', 'agents', `${example}.mjs`)], {
+        cwd: ROOT,
+        env: environment(remote),
+        timeout: 90_000,
+      })
+      const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+        framework: string
+        where: string
+        toolCalls: number
+        answer: string
+      }
+      expect(report).toEqual({
+        framework: example.replace(/-agent$/, ''),
+        where: remote ? 'remote' : 'in-process',
+        toolCalls: 1,
+        answer: 'The total with tax is 53.73.',
+      })
+    },
+    120_000,
+  )
 })

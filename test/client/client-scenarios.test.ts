@@ -1,5 +1,13 @@
 import { ExecgateClient, isExecgateClientError, type ExecutionEvent, type TaskStreamEvent } from '../../src/client'
-import { ACME_KEY, METERED_KEY, METERED_RATE, startDrainingServer, startServeProcess, type DrainingServer, type ServeProcess } from './serve-harness'
+import {
+  ACME_KEY,
+  METERED_KEY,
+  METERED_RATE,
+  startDrainingServer,
+  startServeProcess,
+  type DrainingServer,
+  type ServeProcess,
+} from './serve-harness'
 import scenarios from './scenarios.json'
 
 /**
@@ -50,24 +58,38 @@ const scenario: Record<string, () => Promise<void>> = {
 
   async stream() {
     const events: ExecutionEvent[] = []
-    for await (const event of client.stream({ language: 'javascript', code: 'console.log("one"); console.log("two"); 3' })) events.push(event)
+    for await (const event of client.stream({ language: 'javascript', code: 'console.log("one"); console.log("two"); 3' }))
+      events.push(event)
     const last = events.at(-1)!
     expect(last.type).toBe('result')
     expect(last.type === 'result' && last.result).toMatchObject({ status: 'ok', value: 3, stdout: 'one\ntwo\n' })
-    expect(events.slice(0, -1).map((event) => (event.type === 'result' ? '' : event.chunk)).join('')).toBe('one\ntwo\n')
+    expect(
+      events
+        .slice(0, -1)
+        .map((event) => (event.type === 'result' ? '' : event.chunk))
+        .join(''),
+    ).toBe('one\ntwo\n')
     // The same with a callback: execute streams when given onOutput.
     const chunks: string[] = []
-    const result = await client.execute({ language: 'javascript', code: 'console.log("hi"); 1' }, { onOutput: (_stream, chunk) => chunks.push(chunk) })
+    const result = await client.execute(
+      { language: 'javascript', code: 'console.log("hi"); 1' },
+      { onOutput: (_stream, chunk) => chunks.push(chunk) },
+    )
     expect(result).toMatchObject({ status: 'ok', value: 1 })
     expect(chunks.join('')).toBe('hi\n')
   },
 
   async task() {
-    const task = await client.tasks.submit({ request: { language: 'javascript', code: '21 * 2' }, intentId: 'client-scenario' }, { idempotencyKey: `client-${Date.now()}` })
+    const task = await client.tasks.submit(
+      { request: { language: 'javascript', code: '21 * 2' }, intentId: 'client-scenario' },
+      { idempotencyKey: `client-${Date.now()}` },
+    )
     expect(task.state).toBe('PENDING')
     const seen: TaskStreamEvent[] = []
     for await (const event of client.tasks.events(task.id)) seen.push(event)
-    expect(seen.filter((event) => event.type === 'transition').map((event) => event.type === 'transition' && event.event.to)).toEqual(expect.arrayContaining(['PENDING', 'RUNNING', 'COMPLETED']))
+    expect(seen.filter((event) => event.type === 'transition').map((event) => event.type === 'transition' && event.event.to)).toEqual(
+      expect.arrayContaining(['PENDING', 'RUNNING', 'COMPLETED']),
+    )
     const done = await client.tasks.wait(task.id)
     expect(done).toMatchObject({ state: 'COMPLETED', result: { status: 'ok', value: 42 } })
     const listed = await client.tasks.list({ intentId: 'client-scenario' })
@@ -80,14 +102,24 @@ const scenario: Record<string, () => Promise<void>> = {
       goal: 'the average order value',
       steps: [
         { id: 'orders', language: 'python', code: '[120.5, 80.0, 42.25, 310.0]' },
-        { id: 'average', language: 'javascript', dependsOn: ['orders'], code: 'const o = JSON.parse(await read_file("steps/orders/value.json")); o.reduce((a, b) => a + b, 0) / o.length' },
+        {
+          id: 'average',
+          language: 'javascript',
+          dependsOn: ['orders'],
+          code: 'const o = JSON.parse(await read_file("steps/orders/value.json")); o.reduce((a, b) => a + b, 0) / o.length',
+        },
       ],
     })
     expect(plan.state).toBe('RUNNING')
     const events = []
     for await (const event of client.plans.events(plan.id)) events.push(event)
     expect(events.at(-1)).toMatchObject({ type: 'plan', to: 'COMPLETED' })
-    expect(events.filter((event) => event.type === 'step' && event.to === 'COMPLETED').map((event) => event.type === 'step' && event.stepId).sort()).toEqual(['average', 'orders'])
+    expect(
+      events
+        .filter((event) => event.type === 'step' && event.to === 'COMPLETED')
+        .map((event) => event.type === 'step' && event.stepId)
+        .sort(),
+    ).toEqual(['average', 'orders'])
     const done = await client.plans.wait(plan.id)
     expect(done.state).toBe('COMPLETED')
     expect(done.steps.find((step) => step.id === 'average')?.result).toMatchObject({ status: 'ok', value: 138.1875 })
@@ -148,14 +180,26 @@ const scenario: Record<string, () => Promise<void>> = {
 
   async errors_by_code() {
     const stranger = new ExecgateClient({ url: server.url, apiKey: 'not-a-key-0123456789' })
-    expect(await stranger.execute({ language: 'javascript', code: '1' })).toMatchObject({ status: 'invalid_request', error: { code: 'EXECGATE_UNAUTHORIZED' } })
+    expect(await stranger.execute({ language: 'javascript', code: '1' })).toMatchObject({
+      status: 'invalid_request',
+      error: { code: 'EXECGATE_UNAUTHORIZED' },
+    })
     const unauthorized = await stranger.tasks.list().catch((error: unknown) => error)
-    expect(unauthorized).toMatchObject({ name: 'ExecgateClientError', code: 'EXECGATE_UNAUTHORIZED', status: 401, fault: 'client', retryable: false })
+    expect(unauthorized).toMatchObject({
+      name: 'ExecgateClientError',
+      code: 'EXECGATE_UNAUTHORIZED',
+      status: 401,
+      fault: 'client',
+      retryable: false,
+    })
     const missing = await client.tasks.cancel('no-such-task').catch((error: unknown) => error)
     expect(isExecgateClientError(missing, 'EXECGATE_NOT_FOUND')).toBe(true)
     expect(missing).toMatchObject({ status: 404, message: expect.stringContaining('no-such-task') })
     const nowhere = new ExecgateClient({ url: 'http://127.0.0.1:9', retry: { maxAttempts: 1 } })
-    expect(await nowhere.execute({ language: 'javascript', code: '1' })).toMatchObject({ status: 'unavailable', error: { code: 'EXECGATE_SERVER_UNREACHABLE' } })
+    expect(await nowhere.execute({ language: 'javascript', code: '1' })).toMatchObject({
+      status: 'unavailable',
+      error: { code: 'EXECGATE_SERVER_UNREACHABLE' },
+    })
     await expect(nowhere.languages()).rejects.toMatchObject({ code: 'EXECGATE_SERVER_UNREACHABLE', retryable: true, status: 0 })
   },
 
@@ -163,8 +207,18 @@ const scenario: Record<string, () => Promise<void>> = {
     // Tenant `metered` has 60 requests a minute: spend them without retrying, until the server says 429.
     const impatient = new ExecgateClient({ url: server.url, apiKey: METERED_KEY, retry: { maxAttempts: 1 } })
     let refused: unknown
-    for (let i = 0; i <= METERED_RATE && !refused; i++) refused = await impatient.languages().then(() => undefined, (error: unknown) => error)
-    expect(refused).toMatchObject({ code: 'EXECGATE_RATE_LIMITED', status: 429, retryable: true, retryAfterMs: expect.any(Number), attempts: 1 })
+    for (let i = 0; i <= METERED_RATE && !refused; i++)
+      refused = await impatient.languages().then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+    expect(refused).toMatchObject({
+      code: 'EXECGATE_RATE_LIMITED',
+      status: 429,
+      retryable: true,
+      retryAfterMs: expect.any(Number),
+      attempts: 1,
+    })
     // The same tenant with the default budget: the client waits out Retry-After and the run goes through.
     const statuses: number[] = []
     const patient = new ExecgateClient({ url: server.url, apiKey: METERED_KEY, fetch: recordingFetch(statuses) })
@@ -176,17 +230,34 @@ const scenario: Record<string, () => Promise<void>> = {
 
   async retry_503() {
     const statuses: number[] = []
-    const drained = new ExecgateClient({ url: draining.url, apiKey: ACME_KEY, fetch: recordingFetch(statuses), retry: { maxAttempts: 3, fallbackDelayMs: 50 } })
+    const drained = new ExecgateClient({
+      url: draining.url,
+      apiKey: ACME_KEY,
+      fetch: recordingFetch(statuses),
+      retry: { maxAttempts: 3, fallbackDelayMs: 50 },
+    })
     const result = await drained.execute({ language: 'javascript', code: '1' })
     expect(result).toMatchObject({ status: 'unavailable', error: { code: 'EXECGATE_SHUTTING_DOWN' } })
     expect(statuses).toEqual([503, 503, 503])
-    await expect(drained.tasks.submit({ request: { language: 'javascript', code: '1' } })).rejects.toMatchObject({ code: 'EXECGATE_SHUTTING_DOWN', status: 503, attempts: 3, retryable: true })
+    await expect(drained.tasks.submit({ request: { language: 'javascript', code: '1' } })).rejects.toMatchObject({
+      code: 'EXECGATE_SHUTTING_DOWN',
+      status: 503,
+      attempts: 3,
+      retryable: true,
+    })
   },
 
   async retry_budget() {
     // A Retry-After longer than what is left of the budget ends the call at once, with the wait the server asked for.
     const drainedMetered = new ExecgateClient({ url: server.url, apiKey: METERED_KEY, retry: { maxAttempts: 1 } })
-    for (let i = 0; i <= METERED_RATE; i++) if (await drainedMetered.languages().then(() => false, () => true)) break
+    for (let i = 0; i <= METERED_RATE; i++)
+      if (
+        await drainedMetered.languages().then(
+          () => false,
+          () => true,
+        )
+      )
+        break
     const statuses: number[] = []
     const hurried = new ExecgateClient({ url: server.url, apiKey: METERED_KEY, fetch: recordingFetch(statuses), retry: { budgetMs: 100 } })
     const error = await hurried.languages().catch((caught: unknown) => caught)
@@ -198,7 +269,10 @@ const scenario: Record<string, () => Promise<void>> = {
     const controller = new AbortController()
     const pending = client.execute({ language: 'javascript', code: busy(3000), timeoutMs: 5000 }, { signal: controller.signal })
     setTimeout(() => controller.abort(new Error('the caller hung up')), 200)
-    expect(await pending).toMatchObject({ status: 'cancelled', error: { code: 'EXECGATE_REQUEST_CANCELLED', message: expect.stringContaining('the caller hung up') } })
+    expect(await pending).toMatchObject({
+      status: 'cancelled',
+      error: { code: 'EXECGATE_REQUEST_CANCELLED', message: expect.stringContaining('the caller hung up') },
+    })
     // Cancelling during a retry's wait ends the call without waiting it out.
     const waiting = new AbortController()
     const drained = new ExecgateClient({ url: draining.url, apiKey: ACME_KEY, retry: { fallbackDelayMs: 60_000, budgetMs: 600_000 } })

@@ -12,13 +12,26 @@ import { openApiDocument } from '../../src/server/openapi'
  */
 
 type Schema = { $ref?: string; properties?: Record<string, unknown>; required?: string[]; additionalProperties?: boolean }
-type Operation = { parameters?: { name: string; in: string }[]; requestBody?: { content?: Record<string, { schema?: Schema }> }; responses: Record<string, { content?: Record<string, { schema?: Schema }> }> }
+type Operation = {
+  parameters?: { name: string; in: string }[]
+  requestBody?: { content?: Record<string, { schema?: Schema }> }
+  responses: Record<string, { content?: Record<string, { schema?: Schema }> }>
+}
 const document = openApiDocument() as { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } }
-const resolve = (schema: Schema | undefined): Schema | undefined => (schema?.$ref ? document.components.schemas[schema.$ref.replace('#/components/schemas/', '')] : schema)
-const operation = (name: RouteName): Operation | undefined => document.paths[CLIENT_ROUTES[name].path]?.[CLIENT_ROUTES[name].method.toLowerCase()]
+const resolve = (schema: Schema | undefined): Schema | undefined =>
+  schema?.$ref ? document.components.schemas[schema.$ref.replace('#/components/schemas/', '')] : schema
+const operation = (name: RouteName): Operation | undefined =>
+  document.paths[CLIENT_ROUTES[name].path]?.[CLIENT_ROUTES[name].method.toLowerCase()]
 
 /** Properties of an exported type of the client (name → optional?), as the compiler sees them. */
-const program = ts.createProgram([path.join(__dirname, '../../src/client/index.ts')], { strict: true, skipLibCheck: true, types: ['node'], moduleResolution: ts.ModuleResolutionKind.Node10, target: ts.ScriptTarget.ES2022, resolveJsonModule: true })
+const program = ts.createProgram([path.join(__dirname, '../../src/client/index.ts')], {
+  strict: true,
+  skipLibCheck: true,
+  types: ['node'],
+  moduleResolution: ts.ModuleResolutionKind.Node10,
+  target: ts.ScriptTarget.ES2022,
+  resolveJsonModule: true,
+})
 const checker = program.getTypeChecker()
 const clientModule = checker.getSymbolAtLocation(program.getSourceFile(path.join(__dirname, '../../src/client/index.ts'))!)!
 function propertiesOf(typeName: string): Map<string, boolean> {
@@ -30,8 +43,31 @@ function propertiesOf(typeName: string): Map<string, boolean> {
 }
 
 /** What each route sends and reads, by the client's type names (its methods' parameter and result types). */
-const BODIES: Partial<Record<RouteName, string>> = { execute: 'ExecutionRequest', submitTask: 'TaskSpec', resumeTask: 'ResumeChanges', runPlan: 'PlanSpec', startSandbox: 'SandboxStartOptions', execSandbox: 'SandboxExecRequest' }
-const RESULTS: Partial<Record<RouteName, string>> = { execute: 'ExecutionResult', execSandbox: 'ExecutionResult', submitTask: 'Task', getTask: 'Task', cancelTask: 'Task', suspendTask: 'Task', resumeTask: 'Task', runPlan: 'PlanView', getPlan: 'PlanView', cancelPlan: 'PlanView', suspendPlan: 'PlanView', resumePlan: 'PlanView', receipt: 'ReceiptEnvelope', planReceipt: 'ReceiptEnvelope', publicKey: 'LedgerPublicKey' }
+const BODIES: Partial<Record<RouteName, string>> = {
+  execute: 'ExecutionRequest',
+  submitTask: 'TaskSpec',
+  resumeTask: 'ResumeChanges',
+  runPlan: 'PlanSpec',
+  startSandbox: 'SandboxStartOptions',
+  execSandbox: 'SandboxExecRequest',
+}
+const RESULTS: Partial<Record<RouteName, string>> = {
+  execute: 'ExecutionResult',
+  execSandbox: 'ExecutionResult',
+  submitTask: 'Task',
+  getTask: 'Task',
+  cancelTask: 'Task',
+  suspendTask: 'Task',
+  resumeTask: 'Task',
+  runPlan: 'PlanView',
+  getPlan: 'PlanView',
+  cancelPlan: 'PlanView',
+  suspendPlan: 'PlanView',
+  resumePlan: 'PlanView',
+  receipt: 'ReceiptEnvelope',
+  planReceipt: 'ReceiptEnvelope',
+  publicKey: 'LedgerPublicKey',
+}
 const QUERIES: Partial<Record<RouteName, string[]>> = {
   listTasks: [...propertiesOf('ListOptions').keys(), 'intentId'],
   listPlans: [...propertiesOf('ListOptions').keys()],
@@ -41,12 +77,17 @@ const QUERIES: Partial<Record<RouteName, string[]>> = {
 }
 
 describe('execgate/client against the OpenAPI document', () => {
-  const required = Object.entries(CLIENT_ROUTES).filter(([, route]) => !('optional' in route)).map(([name]) => name as RouteName)
+  const required = Object.entries(CLIENT_ROUTES)
+    .filter(([, route]) => !('optional' in route))
+    .map(([name]) => name as RouteName)
 
   test('every route the client calls is in the document with its method', () => {
-    expect(required.filter((name) => !operation(name)).map((name) => `${CLIENT_ROUTES[name].method} ${CLIENT_ROUTES[name].path}`)).toEqual([])
+    expect(required.filter((name) => !operation(name)).map((name) => `${CLIENT_ROUTES[name].method} ${CLIENT_ROUTES[name].path}`)).toEqual(
+      [],
+    )
     // Routes of features still landing (receipts) are checked as soon as the server documents them.
-    for (const [name, route] of Object.entries(CLIENT_ROUTES)) if ('optional' in route && document.paths[route.path]) expect(operation(name as RouteName)).toBeDefined()
+    for (const [name, route] of Object.entries(CLIENT_ROUTES))
+      if ('optional' in route && document.paths[route.path]) expect(operation(name as RouteName)).toBeDefined()
   })
 
   test("the client's path parameters are the document's", () => {
@@ -54,14 +95,19 @@ describe('execgate/client against the OpenAPI document', () => {
       const op = operation(name)
       if (!op) continue
       const ours = [...CLIENT_ROUTES[name].path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]).sort()
-      const theirs = (op.parameters ?? []).filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name).sort()
+      const theirs = (op.parameters ?? [])
+        .filter((parameter) => parameter.in === 'path')
+        .map((parameter) => parameter.name)
+        .sort()
       expect({ name, parameters: theirs }).toEqual({ name, parameters: ours })
     }
   })
 
   test('every query parameter the client sends is declared', () => {
     for (const [name, sent] of Object.entries(QUERIES) as [RouteName, string[]][]) {
-      const declared = (operation(name)!.parameters ?? []).filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name)
+      const declared = (operation(name)!.parameters ?? [])
+        .filter((parameter) => parameter.in === 'query')
+        .map((parameter) => parameter.name)
       expect({ name, undeclared: sent.filter((query) => !declared.includes(query)) }).toEqual({ name, undeclared: [] })
     }
   })
@@ -75,7 +121,11 @@ describe('execgate/client against the OpenAPI document', () => {
       expect({ name, typeName, requiredButOptionalOrAbsent: missing }).toEqual({ name, typeName, requiredButOptionalOrAbsent: [] })
       if (schema!.properties) {
         const theirs = Object.keys(schema!.properties)
-        expect({ name, typeName, notInSchema: [...ours.keys()].filter((field) => !theirs.includes(field)) }).toEqual({ name, typeName, notInSchema: [] })
+        expect({ name, typeName, notInSchema: [...ours.keys()].filter((field) => !theirs.includes(field)) }).toEqual({
+          name,
+          typeName,
+          notInSchema: [],
+        })
         expect({ name, typeName, notInType: theirs.filter((field) => !ours.has(field)) }).toEqual({ name, typeName, notInType: [] })
       }
     }
@@ -87,7 +137,11 @@ describe('execgate/client against the OpenAPI document', () => {
       const schema = responses.map(([, response]) => resolve(response.content?.['application/json']?.schema)).find(Boolean)
       expect({ name, schema: !!schema?.required }).toEqual({ name, schema: true })
       const ours = propertiesOf(typeName)
-      expect({ name, typeName, notGuaranteed: schema!.required!.filter((field) => ours.get(field) !== false) }).toEqual({ name, typeName, notGuaranteed: [] })
+      expect({ name, typeName, notGuaranteed: schema!.required!.filter((field) => ours.get(field) !== false) }).toEqual({
+        name,
+        typeName,
+        notGuaranteed: [],
+      })
     }
   })
 

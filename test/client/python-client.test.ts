@@ -4,7 +4,15 @@ import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { CLIENT_ROUTES } from '../../src/client'
-import { ACME_KEY, METERED_KEY, METERED_RATE, startDrainingServer, startServeProcess, type DrainingServer, type ServeProcess } from './serve-harness'
+import {
+  ACME_KEY,
+  METERED_KEY,
+  METERED_RATE,
+  startDrainingServer,
+  startServeProcess,
+  type DrainingServer,
+  type ServeProcess,
+} from './serve-harness'
 import scenarios from './scenarios.json'
 
 /**
@@ -30,19 +38,35 @@ afterAll(async () => {
 
 test('python3 is there (scripts/setup/python-client.sh installs it)', async () => {
   const { stdout } = await run(PYTHON, ['--version']).catch(() => ({ stdout: '' }))
-  expect({ python: PYTHON, version: stdout.trim(), install: 'bash scripts/setup/python-client.sh' }).toMatchObject({ version: expect.stringMatching(/^Python 3\.(9|1\d)/) })
+  expect({ python: PYTHON, version: stdout.trim(), install: 'bash scripts/setup/python-client.sh' }).toMatchObject({
+    version: expect.stringMatching(/^Python 3\.(9|1\d)/),
+  })
 })
 
 test('the Python client calls exactly the routes the TypeScript client calls', async () => {
-  const { stdout } = await run(PYTHON, ['-c', 'import json; from execgate._routes import ROUTES; print(json.dumps(ROUTES))'], { cwd: CLIENT_DIR, env: { ...process.env, PYTHONPATH: path.join(CLIENT_DIR, 'src') } })
+  const { stdout } = await run(PYTHON, ['-c', 'import json; from execgate._routes import ROUTES; print(json.dumps(ROUTES))'], {
+    cwd: CLIENT_DIR,
+    env: { ...process.env, PYTHONPATH: path.join(CLIENT_DIR, 'src') },
+  })
   const python = JSON.parse(stdout) as Record<string, [string, string]>
-  expect(python).toEqual(Object.fromEntries(Object.entries(CLIENT_ROUTES).map(([name, route]) => [snake(name), [route.method, route.path]])))
+  expect(python).toEqual(
+    Object.fromEntries(Object.entries(CLIENT_ROUTES).map(([name, route]) => [snake(name), [route.method, route.path]])),
+  )
 })
 
 test('the scenario suite passes, sync and asyncio, against execgate serve', async () => {
   const child = spawn(PYTHON, ['-m', 'unittest', '-v', 'tests.test_scenarios'], {
     cwd: CLIENT_DIR,
-    env: { PATH: process.env.PATH ?? '', PYTHONPATH: path.join(CLIENT_DIR, 'src'), PYTHONDONTWRITEBYTECODE: '1', EXECGATE_URL: server.url, EXECGATE_API_KEY: ACME_KEY, EXECGATE_METERED_KEY: METERED_KEY, EXECGATE_METERED_RATE: String(METERED_RATE), EXECGATE_DRAINING_URL: draining.url },
+    env: {
+      PATH: process.env.PATH ?? '',
+      PYTHONPATH: path.join(CLIENT_DIR, 'src'),
+      PYTHONDONTWRITEBYTECODE: '1',
+      EXECGATE_URL: server.url,
+      EXECGATE_API_KEY: ACME_KEY,
+      EXECGATE_METERED_KEY: METERED_KEY,
+      EXECGATE_METERED_RATE: String(METERED_RATE),
+      EXECGATE_DRAINING_URL: draining.url,
+    },
   })
   let output = ''
   child.stdout.on('data', (data: Buffer) => (output += data.toString()))
@@ -61,7 +85,9 @@ test('pip install ./clients/python works offline into a fresh venv, and the inst
     // Build from a copy: pip must not write build files into the checkout.
     const source = path.join(venv, 'source')
     fs.cpSync(CLIENT_DIR, source, { recursive: true, filter: (item) => !item.includes('__pycache__') })
-    await run(path.join(venv, 'bin', 'pip'), ['install', '--no-index', '--disable-pip-version-check', '--quiet', source], { timeout: 120_000 })
+    await run(path.join(venv, 'bin', 'pip'), ['install', '--no-index', '--disable-pip-version-check', '--quiet', source], {
+      timeout: 120_000,
+    })
     const script = `import execgate; from execgate import ExecgateClient; r = ExecgateClient(${JSON.stringify(server.url)}, ${JSON.stringify(ACME_KEY)}).execute({"language": "python", "code": "6 * 7"}); print(execgate.__version__, r.status, r.value, execgate.__file__)`
     const { stdout } = await run(path.join(venv, 'bin', 'python'), ['-c', script], { cwd: venv, timeout: 60_000 })
     const [version, status, value, file] = stdout.trim().split(' ')

@@ -28,7 +28,8 @@ export interface ServeProcess {
 }
 
 export async function startServeProcess(): Promise<ServeProcess> {
-  if (!fs.existsSync(path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'index.js'))) throw new Error('dist/ is not built: run `npm run build` (npm test builds first)')
+  if (!fs.existsSync(path.join(__dirname, '..', '..', 'dist', 'src', 'cli', 'index.js')))
+    throw new Error('dist/ is not built: run `npm run build` (npm test builds first)')
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-client-'))
   const configFile = path.join(dataDir, 'config.json')
   fs.writeFileSync(
@@ -76,8 +77,20 @@ export interface DrainingServer {
 }
 
 export async function startDrainingServer(): Promise<DrainingServer> {
-  const execgate: Execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-draining-')) } } as never })
-  const { app, beginShutdown } = buildServer({ execgate, logger: execgate.container.get<Logger>(tokens.Logger), tenants: new Map([[ACME_KEY, { name: 'acme', profiles: [], ratePerMinute: 6000 }]]), bodyLimitBytes: 1_000_000 })
+  const execgate: Execgate = await createExecgate({
+    overrides: {
+      execution: { enabled: ['quickjs'] },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-draining-')) },
+    } as never,
+  })
+  const { app, beginShutdown } = buildServer({
+    execgate,
+    logger: execgate.container.get<Logger>(tokens.Logger),
+    tenants: new Map([[ACME_KEY, { name: 'acme', profiles: [], ratePerMinute: 6000 }]]),
+    bodyLimitBytes: 1_000_000,
+  })
   await app.listen({ host: '127.0.0.1', port: 0 })
   beginShutdown()
   const address = app.server.address() as { port: number }

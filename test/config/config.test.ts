@@ -15,14 +15,23 @@ function leaves(schema: object, prefix: string[] = []): string[][] {
 describe('configuration', () => {
   test('defaults follow the placeholder design', () => {
     const config = loadConfig({ env: {} })
-    expect(config.security.defaultPolicy).toMatchObject({ wallTimeMs: 5000, memoryMb: 128, outputBytes: 65536, network: 'none', filesystem: 'none', allowedImports: ['math', 'json', 'datetime'] })
+    expect(config.security.defaultPolicy).toMatchObject({
+      wallTimeMs: 5000,
+      memoryMb: 128,
+      outputBytes: 65536,
+      network: 'none',
+      filesystem: 'none',
+      allowedImports: ['math', 'json', 'datetime'],
+    })
     expect(config.execution.adapter).toBe('auto')
   })
 
   test('every key has an environment variable named after it', () => {
     expect(environmentName(['execution', 'adapter'])).toBe('EXECGATE_EXECUTION_ADAPTER')
     expect(environmentName(['security', 'defaultPolicy', 'wallTimeMs'])).toBe('EXECGATE_SECURITY_DEFAULT_POLICY_WALL_TIME_MS')
-    const config = loadConfig({ env: { EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB: '64', EXECGATE_SECURITY_DEFAULT_POLICY_ALLOWED_IMPORTS: 'math,re' } })
+    const config = loadConfig({
+      env: { EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB: '64', EXECGATE_SECURITY_DEFAULT_POLICY_ALLOWED_IMPORTS: 'math,re' },
+    })
     expect(config.security.defaultPolicy.memoryMb).toBe(64)
     expect(config.security.defaultPolicy.allowedImports).toEqual(['math', 're'])
   })
@@ -44,7 +53,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { EXECGATE_SECURITY_DEFAULT_POLICY_MEMORY_MB: '-5' } })).toThrow(
       /security\.defaultPolicy\.memoryMb: must be a positive integer: value was -5/,
     )
-    expect(() => loadConfig({ env: { EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'everything' } })).toThrow(/security\.defaultPolicy\.filesystem.*none.*read_only.*sandboxed/)
+    expect(() => loadConfig({ env: { EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'everything' } })).toThrow(
+      /security\.defaultPolicy\.filesystem.*none.*read_only.*sandboxed/,
+    )
   })
 
   test('an unknown key is refused', () => {
@@ -66,8 +77,18 @@ describe('configuration', () => {
   })
 
   test('switching execution.adapter through the environment changes the adapter with no code change', async () => {
-    for (const [adapter, status] of [['placeholder', 'not_implemented'], ['quickjs', 'ok']] as const) {
-      const execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_EXECUTION_ADAPTER: adapter, EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs', EXECGATE_LOG_LEVEL: 'silent' } })
+    for (const [adapter, status] of [
+      ['placeholder', 'not_implemented'],
+      ['quickjs', 'ok'],
+    ] as const) {
+      const execgate = await createExecgate({
+        env: {
+          EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR,
+          EXECGATE_EXECUTION_ADAPTER: adapter,
+          EXECGATE_EXECUTION_ENABLED: 'placeholder,quickjs',
+          EXECGATE_LOG_LEVEL: 'silent',
+        },
+      })
       try {
         const result = await execgate.execute({ language: 'javascript', code: '1 + 1' })
         expect({ adapter: result.adapter, status: result.status }).toEqual({ adapter, status })

@@ -10,7 +10,8 @@ import { ACME, GLOBEX, screenshots, startConsole, undocumentedRequests, type Con
 class SwitchableQuickJs extends QuickJsAdapter {
   static down = false
   override async checkAvailability(): Promise<Availability> {
-    if (SwitchableQuickJs.down) return { status: 'unavailable', reason: 'taken down by the console test', checkedAt: new Date().toISOString() }
+    if (SwitchableQuickJs.down)
+      return { status: 'unavailable', reason: 'taken down by the console test', checkedAt: new Date().toISOString() }
     return super.checkAvailability()
   }
 }
@@ -21,7 +22,10 @@ beforeAll(async () => {
     rebindSync(adapterToken('quickjs')).to(SwitchableQuickJs).inSingletonScope()
   })
   // execution.adapter pins unpinned runs to quickjs while it is available: its going down switches the active adapter.
-  fixture = await startConsole({ modules: [replaceQuickJs], overrides: { execution: { enabled: ['quickjs', 'monty', 'process'], adapter: 'quickjs' } } })
+  fixture = await startConsole({
+    modules: [replaceQuickJs],
+    overrides: { execution: { enabled: ['quickjs', 'monty', 'process'], adapter: 'quickjs' } },
+  })
   await fixture.execgate.checkNow()
 }, 90_000)
 afterAll(() => fixture?.close())
@@ -44,14 +48,18 @@ describe('the Adapters page', () => {
     for (const name of ['quickjs', 'monty', 'process']) {
       expect(await page.getAttribute(`tr[data-adapter=${name}] td.health`, 'data-state')).toBe('available')
     }
-    expect(await textOf(page, 'tr[data-adapter=quickjs]')).toMatch(/closed interactive 0, batch 0 2 slots, 1 kept for interactive interactive 0, batch 0$/)
+    expect(await textOf(page, 'tr[data-adapter=quickjs]')).toMatch(
+      /closed interactive 0, batch 0 2 slots, 1 kept for interactive interactive 0, batch 0$/,
+    )
     // Each cell says what the server's own explanation says, limit by limit.
     for (const name of ['quickjs', 'process']) {
       const rows = fixture.execgate.explainPolicy(name).rows
       const cells = await page.locator(`[data-testid=enforcement-table] td[data-adapter=${name}] .badge`).allTextContents()
       expect(cells).toEqual(rows.map((row) => row.enforcement))
     }
-    expect(await page.locator('[data-testid=enforcement-table] tbody th').allTextContents()).toEqual(fixture.execgate.explainPolicy('quickjs').rows.map((row) => row.limit))
+    expect(await page.locator('[data-testid=enforcement-table] tbody th').allTextContents()).toEqual(
+      fixture.execgate.explainPolicy('quickjs').rows.map((row) => row.limit),
+    )
   })
 
   test('shows an adapter going down and coming back, live, with the reasons on the readiness timeline', async () => {
@@ -67,7 +75,9 @@ describe('the Adapters page', () => {
     expect(await textOf(page, '[data-testid=active-adapter]')).toBe('auto (cheapest available)')
     await page.locator('[data-testid=timeline] li.timeline-switch').first().waitFor()
     const timeline = (await page.locator('[data-testid=timeline] li').allInnerTexts()).map((text) => text.replace(/\s+/g, ' '))
-    expect(timeline[0]).toMatch(/Active adapter quickjs → auto.*quickjs is unavailable \(taken down by the console test\); routing to the cheapest available adapter/)
+    expect(timeline[0]).toMatch(
+      /Active adapter quickjs → auto.*quickjs is unavailable \(taken down by the console test\); routing to the cheapest available adapter/,
+    )
     expect(timeline[1]).toMatch(/quickjs available → unavailable.*taken down by the console test/)
     await screenshots(page, 'adapters')
 
@@ -75,7 +85,9 @@ describe('the Adapters page', () => {
     await fixture.execgate.checkNow()
     await page.locator('tr[data-adapter=quickjs] td.health[data-state=available]').waitFor()
     await page.locator('[data-testid=active-adapter]', { hasText: /^quickjs$/ }).waitFor()
-    expect(await textOf(page, '[data-testid=timeline] li')).toMatch(/Active adapter auto → quickjs.*execution.adapter quickjs is available again/)
+    expect(await textOf(page, '[data-testid=timeline] li')).toMatch(
+      /Active adapter auto → quickjs.*execution.adapter quickjs is available again/,
+    )
   })
 })
 
@@ -99,7 +111,14 @@ describe('the Activity page', () => {
 
     const page = await fixture.open({ key: ACME, path: 'activity' })
     await page.locator('[data-testid=activity-total]', { hasText: String(runs.length) }).waitFor()
-    const rows = await page.$$eval('[data-testid=latency-table] tbody tr', (items) => items.map((row) => [...(row as any).cells].slice(0, 3).map((cell: any) => cell.textContent.trim()).join(' ')))
+    const rows = await page.$$eval('[data-testid=latency-table] tbody tr', (items) =>
+      items.map((row) =>
+        [...(row as any).cells]
+          .slice(0, 3)
+          .map((cell: any) => cell.textContent.trim())
+          .join(' '),
+      ),
+    )
     expect(rows.sort()).toEqual(['monty batch 3', 'process batch 1', 'quickjs batch 8', 'quickjs interactive 3'])
     expect(await page.locator('[data-testid=chart-statuses] rect.fill-ok').count()).toBeGreaterThan(0)
     expect(await page.locator('[data-testid=chart-statuses] rect.fill-error').count()).toBeGreaterThan(0)
@@ -116,12 +135,19 @@ describe('the Activity page', () => {
 
   test('GET /v1/activity refuses a bad window, naming the bounds', async () => {
     const response = await fixture.call('GET', '/v1/activity?windowSeconds=5')
-    expect(response).toEqual({ error: { code: 'EXECGATE_REQUEST_INVALID', message: '[execgate] invalid request: windowSeconds must be a whole number from 10 to 86400' } })
+    expect(response).toEqual({
+      error: {
+        code: 'EXECGATE_REQUEST_INVALID',
+        message: '[execgate] invalid request: windowSeconds must be a whole number from 10 to 86400',
+      },
+    })
   })
 })
 
 test('the pages asked only for documented public routes of their own server, with no script error', async () => {
   expect(await undocumentedRequests(fixture)).toEqual([])
-  expect([...fixture.requests]).toEqual(expect.arrayContaining(['GET /v1/adapters', 'GET /v1/readiness/events', 'GET /v1/adapters/quickjs/policy', 'GET /v1/activity']))
+  expect([...fixture.requests]).toEqual(
+    expect.arrayContaining(['GET /v1/adapters', 'GET /v1/readiness/events', 'GET /v1/adapters/quickjs/policy', 'GET /v1/activity']),
+  )
   expect(fixture.problems).toEqual([])
 })

@@ -22,7 +22,9 @@ export const CHROMIUM = '/usr/bin/chromium'
 const ROOT = path.resolve(__dirname, '..', '..')
 // The suite takes every screenshot on every run; they land in docs/console/ only with `npm run screenshots`, so an
 // ordinary test run leaves the working tree as it was (the PNGs hold timestamps and would always differ).
-export const SCREENSHOTS = process.env.EXECGATE_SCREENSHOTS_DIR ? path.resolve(ROOT, process.env.EXECGATE_SCREENSHOTS_DIR) : path.join(os.tmpdir(), 'execgate-console-screenshots')
+export const SCREENSHOTS = process.env.EXECGATE_SCREENSHOTS_DIR
+  ? path.resolve(ROOT, process.env.EXECGATE_SCREENSHOTS_DIR)
+  : path.join(os.tmpdir(), 'execgate-console-screenshots')
 
 export interface ConsoleFixture {
   execgate: Execgate
@@ -44,7 +46,9 @@ function buildConsole(): void {
   execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-console.mjs')], { cwd: ROOT, stdio: 'pipe' })
 }
 
-export async function startConsole(options: { modules?: ContainerModule[]; overrides?: Record<string, unknown> } = {}): Promise<ConsoleFixture> {
+export async function startConsole(
+  options: { modules?: ContainerModule[]; overrides?: Record<string, unknown> } = {},
+): Promise<ConsoleFixture> {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/setup/chromium.sh`)
   buildConsole()
   fs.mkdirSync(SCREENSHOTS, { recursive: true })
@@ -62,7 +66,17 @@ export async function startConsole(options: { modules?: ContainerModule[]; overr
     },
   })
   const server = await serve(execgate, { port: 0 }, false)
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-gpu'] })
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-gpu',
+    ],
+  })
   const contexts: BrowserContext[] = []
   const requests = new Set<string>()
   const problems: string[] = []
@@ -76,7 +90,12 @@ export async function startConsole(options: { modules?: ContainerModule[]; overr
     requests,
     problems,
     async open({ key, path: route = '' } = {}) {
-      const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light', locale: 'en-GB', timezoneId: 'UTC' })
+      const context = await browser.newContext({
+        viewport: { width: 1280, height: 800 },
+        colorScheme: 'light',
+        locale: 'en-GB',
+        timezoneId: 'UTC',
+      })
       contexts.push(context)
       // A key the user typed earlier in this tab's session.
       if (key) await context.addInitScript((value) => sessionStorage.setItem('execgate.apiKey', value), key)
@@ -88,13 +107,23 @@ export async function startConsole(options: { modules?: ContainerModule[]; overr
       })
       page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
       // Refused requests (401, 404, 409) are logged by the browser as "Failed to load resource": the tests cause them.
-      page.on('console', (message) => message.type() === 'error' && !message.text().startsWith('Failed to load resource') && problems.push(`console: ${message.text()}`))
+      page.on(
+        'console',
+        (message) =>
+          message.type() === 'error' &&
+          !message.text().startsWith('Failed to load resource') &&
+          problems.push(`console: ${message.text()}`),
+      )
       await page.goto(`${server.url}/console/${route ? `#/${route}` : ''}`)
       return page
     },
     closePages,
     async call(method, url, body, key = ACME) {
-      const response = await fetch(server.url + url, { method, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      const response = await fetch(server.url + url, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
       return response.json()
     },
     async close() {
@@ -123,7 +152,11 @@ export async function screenshots(page: Page, name: string): Promise<void> {
 export async function undocumentedRequests(fixture: ConsoleFixture): Promise<string[]> {
   const document = (await (await fetch(`${fixture.server.url}/docs/json`)).json()) as { paths: Record<string, Record<string, unknown>> }
   const routes = Object.entries(document.paths).flatMap(([template, methods]) =>
-    Object.keys(methods).map((method) => new RegExp(`^${method.toUpperCase()} ${template.replace(/\{path\}$/, '.+').replace(/\{[^}]+\}/g, '[^/]+')}$`)),
+    Object.keys(methods).map(
+      (method) => new RegExp(`^${method.toUpperCase()} ${template.replace(/\{path\}$/, '.+').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+    ),
   )
-  return [...fixture.requests].filter((request) => !/^GET \/console\/[\w.-]*$/.test(request) && !routes.some((route) => route.test(request)))
+  return [...fixture.requests].filter(
+    (request) => !/^GET \/console\/[\w.-]*$/.test(request) && !routes.some((route) => route.test(request)),
+  )
 }

@@ -44,7 +44,11 @@ describe('signing in', () => {
     await page.click('button[type=submit]')
     await page.locator('h1#page-title', { hasText: 'Run' }).waitFor()
     // Kept for the tab's session only: sessionStorage, never localStorage or a cookie.
-    expect(await page.evaluate(() => [sessionStorage.getItem('execgate.apiKey'), localStorage.length, document.cookie])).toEqual([ACME, 0, ''])
+    expect(await page.evaluate(() => [sessionStorage.getItem('execgate.apiKey'), localStorage.length, document.cookie])).toEqual([
+      ACME,
+      0,
+      '',
+    ])
   })
 
   test('a stored key the server no longer accepts returns to the sign-in with the reason', async () => {
@@ -63,14 +67,21 @@ describe('signing in', () => {
         const page = await fixture.open({ key })
         await page.locator(selector).first().waitFor({ state: 'attached' })
         // fromRequest leaves out the browser's own start of a navigation (a new renderer process for a new context).
-        samples.push(await page.evaluate(() => ({ usable: Math.round(performance.now()), fromRequest: Math.round(performance.now() - (performance as any).getEntriesByType('navigation')[0].requestStart) })))
+        samples.push(
+          await page.evaluate(() => ({
+            usable: Math.round(performance.now()),
+            fromRequest: Math.round(performance.now() - (performance as any).getEntriesByType('navigation')[0].requestStart),
+          })),
+        )
       }
       const median = (values: number[]) => values.sort((a, b) => a - b)[2]
       return `${samples.map((item) => item.usable).join(', ')} ms (median ${median(samples.map((item) => item.usable))}; from the request for the page: median ${median(samples.map((item) => item.fromRequest))})`
     }
     const login = await timing(undefined, '#api-key')
     const run = await timing(ACME, '#run-language option')
-    console.log(`[console] first render, 5 cold loads each, navigation start to usable: sign-in form ${login}; Run page with its languages and adapters loaded ${run}`)
+    console.log(
+      `[console] first render, 5 cold loads each, navigation start to usable: sign-in form ${login}; Run page with its languages and adapters loaded ${run}`,
+    )
     expect(run).toContain('median')
   })
 
@@ -143,7 +154,22 @@ describe('the keyboard', () => {
       await page.keyboard.press('Tab')
       names.push(await focusedName(page))
     }
-    expect(names).toEqual(['Skip to content', 'Run', 'Adapters', 'Activity', 'Tasks', 'Plans', 'Artifacts', 'Sandboxes', 'Sign out', 'Language', 'Adapter', 'Time limit (ms)', 'Memory (MiB)', 'Code'])
+    expect(names).toEqual([
+      'Skip to content',
+      'Run',
+      'Adapters',
+      'Activity',
+      'Tasks',
+      'Plans',
+      'Artifacts',
+      'Sandboxes',
+      'Sign out',
+      'Language',
+      'Adapter',
+      'Time limit (ms)',
+      'Memory (MiB)',
+      'Code',
+    ])
     // Focus is visible: the focused control draws an outline.
     expect(await page.evaluate(() => getComputedStyle(document.activeElement!.closest('.editor')!).outlineStyle)).toBe('solid')
     // In the editor Shift+Tab outdents; Escape first lets it move focus, as the hint under the editor says.

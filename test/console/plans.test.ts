@@ -18,7 +18,9 @@ const converse = new FakeConverse(replies)
 let fixture: ConsoleFixture
 beforeAll(async () => {
   const endpoint = await converse.listen()
-  fixture = await startConsole({ overrides: { fabric: { plans: { reflector: { modelId: 'anthropic.claude-3-5-haiku-20241022-v1:0', endpoint } } } } })
+  fixture = await startConsole({
+    overrides: { fabric: { plans: { reflector: { modelId: 'anthropic.claude-3-5-haiku-20241022-v1:0', endpoint } } } },
+  })
 }, 90_000)
 afterAll(async () => {
   await fixture?.close()
@@ -28,7 +30,8 @@ afterEach(() => fixture?.closePages())
 
 const busy = (ms: number) => `const t0 = Date.now(); while (Date.now() - t0 < ${ms}) {}`
 const planState = (page: Page, state: string) => page.locator(`.plan-state .badge[data-value=${state}]`).waitFor()
-const node = (page: Page, step: string, state: string) => page.locator(`[data-testid=plan-graph] g[data-node="${step}"][data-state=${state}]`)
+const node = (page: Page, step: string, state: string) =>
+  page.locator(`[data-testid=plan-graph] g[data-node="${step}"][data-state=${state}]`)
 
 /** Types a plan into the Submit page's editor and submits it. */
 async function submitPlan(page: Page, plan: unknown): Promise<void> {
@@ -38,7 +41,7 @@ async function submitPlan(page: Page, plan: unknown): Promise<void> {
   await page.click('button:text-is("Submit plan")')
 }
 
-test("a plan submitted as JSON shows its steps as a graph, the first one running, then completed, live", async () => {
+test('a plan submitted as JSON shows its steps as a graph, the first one running, then completed, live', async () => {
   const page = await fixture.open({ key: ACME, path: 'plans' })
   await submitPlan(page, {
     goal: 'double a slow number',
@@ -78,18 +81,38 @@ test("a plan submitted as JSON shows its steps as a graph, the first one running
     await cold.locator('[data-testid=plan-graph] g.node').first().waitFor({ state: 'attached' })
     samples.push(await cold.evaluate(() => Math.round(performance.now())))
   }
-  console.log(`[console] first render of a plan's page with its graph, 5 cold loads: ${samples.join(', ')} ms (median ${[...samples].sort((a, b) => a - b)[2]})`)
+  console.log(
+    `[console] first render of a plan's page with its graph, 5 cold loads: ${samples.join(', ')} ms (median ${[...samples].sort((a, b) => a - b)[2]})`,
+  )
 })
 
 test("a revised plan shows its versions, what the revision changed and why, and the reflector's answers", async () => {
   const report = { id: 'report', language: 'bash', dependsOn: ['average'], code: 'echo "average: $(cat steps/average/value.json)"' }
   // The reflector answers with the steps not completed: average fixed, report as it was.
-  replies.push(JSON.stringify({ note: 'orders has no sum(): add them up with reduce', steps: [{ id: 'average', language: 'javascript', dependsOn: ['orders'], code: 'const o = JSON.parse(await read_file("steps/orders/value.json"))\no.reduce((a, b) => a + b, 0) / o.length' }, report] }))
+  replies.push(
+    JSON.stringify({
+      note: 'orders has no sum(): add them up with reduce',
+      steps: [
+        {
+          id: 'average',
+          language: 'javascript',
+          dependsOn: ['orders'],
+          code: 'const o = JSON.parse(await read_file("steps/orders/value.json"))\no.reduce((a, b) => a + b, 0) / o.length',
+        },
+        report,
+      ],
+    }),
+  )
   const plan = await fixture.call('POST', '/v1/plans', {
     goal: 'the average order value',
     steps: [
       { id: 'orders', language: 'javascript', code: '[120, 80, 40]' },
-      { id: 'average', language: 'javascript', dependsOn: ['orders'], code: 'const o = JSON.parse(await read_file("steps/orders/value.json"))\no.sum() / o.length' },
+      {
+        id: 'average',
+        language: 'javascript',
+        dependsOn: ['orders'],
+        code: 'const o = JSON.parse(await read_file("steps/orders/value.json"))\no.sum() / o.length',
+      },
       report,
     ],
   })
@@ -100,24 +123,38 @@ test("a revised plan shows its versions, what the revision changed and why, and 
   await page.locator('[data-testid=plan-versions] > li[data-version="2"]').waitFor()
   expect(await versions.count()).toBe(2)
   const second = page.locator('[data-testid=plan-versions] > li[data-version="2"]')
-  expect((await second.innerText()).replace(/\s+/g, ' ')).toMatch(/Version 2 current .*Why: revision 1: step average failed: error: TypeError: .*not a function.*Reflector's note: orders has no sum\(\): add them up with reduce/)
-  const changes = Object.fromEntries(await second.locator('.changes > div').evaluateAll((items) => items.map((item: any) => [item.dataset.change, item.querySelector('dd').textContent.trim()])))
+  expect((await second.innerText()).replace(/\s+/g, ' ')).toMatch(
+    /Version 2 current .*Why: revision 1: step average failed: error: TypeError: .*not a function.*Reflector's note: orders has no sum\(\): add them up with reduce/,
+  )
+  const changes = Object.fromEntries(
+    await second
+      .locator('.changes > div')
+      .evaluateAll((items) => items.map((item: any) => [item.dataset.change, item.querySelector('dd').textContent.trim()])),
+  )
   expect(changes).toEqual({ added: 'none', removed: 'none', changed: 'average', reused: 'orders' })
   expect(await versions.first().locator('.reason').first().textContent()).toBe('Why: submitted')
   // What the change replaced: the old code beside the new.
   await second.locator('summary').click()
   expect(await second.locator('pre.code.removed').textContent()).toContain('o.sum()')
   expect(await second.locator('pre.code.added').textContent()).toContain('o.reduce(')
-  expect(await page.locator('[data-testid=plan-revisions] tbody tr').evaluateAll((rows) => rows.map((row: any) => row.innerText.replace(/\s+/g, ' ').trim()))).toEqual(['1 average accepted 2 orders has no sum(): add them up with reduce'])
+  expect(
+    await page
+      .locator('[data-testid=plan-revisions] tbody tr')
+      .evaluateAll((rows) => rows.map((row: any) => row.innerText.replace(/\s+/g, ' ').trim())),
+  ).toEqual(['1 average accepted 2 orders has no sum(): add them up with reduce'])
   // The current version's steps: orders kept its run from version 1.
   expect(await page.locator('[data-testid=plan-graph] g[data-node=orders] .node-detail').textContent()).toBe('COMPLETED · reused v1')
-  expect(await page.locator('[data-testid=step-table] tbody tr').evaluateAll((rows) => rows.map((row: any) => row.dataset.state))).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED'])
+  expect(await page.locator('[data-testid=step-table] tbody tr').evaluateAll((rows) => rows.map((row: any) => row.dataset.state))).toEqual([
+    'COMPLETED',
+    'COMPLETED',
+    'COMPLETED',
+  ])
   await page.locator('[data-testid=step-table] tr[data-step=report] button').click()
   await page.locator('[data-testid=step-detail] .output .stdout', { hasText: 'average: 80' }).waitFor()
   await screenshots(page, 'plan')
 })
 
-test('the list filters by state; a refused plan shows the server\'s reason; a running plan is cancelled', async () => {
+test("the list filters by state; a refused plan shows the server's reason; a running plan is cancelled", async () => {
   const page = await fixture.open({ key: ACME, path: 'plans' })
   // Not JSON: said where, before anything is sent.
   await submitPlan(page, '{ "steps": [ }')
@@ -126,13 +163,35 @@ test('the list filters by state; a refused plan shows the server\'s reason; a ru
   expect(await alert.innerText()).toMatch(/^Not submitted: the text is not JSON \(line 1, column 14\)/)
   expect(await page.getAttribute('.gutter-line[data-line="1"]', 'class')).toContain('has-finding')
   // A plan the server refuses: its own words.
-  await page.fill('#plan-json', JSON.stringify({ goal: 'a cycle', steps: [{ id: 'a', language: 'javascript', code: '1', dependsOn: ['b'] }, { id: 'b', language: 'javascript', code: '1', dependsOn: ['a'] }] }, null, 2))
+  await page.fill(
+    '#plan-json',
+    JSON.stringify(
+      {
+        goal: 'a cycle',
+        steps: [
+          { id: 'a', language: 'javascript', code: '1', dependsOn: ['b'] },
+          { id: 'b', language: 'javascript', code: '1', dependsOn: ['a'] },
+        ],
+      },
+      null,
+      2,
+    ),
+  )
   await page.click('button:text-is("Submit plan")')
   await page.locator('.error-message[role=alert]', { hasText: 'dependency cycle' }).waitFor()
   expect(await alert.innerText()).toMatch(/Not submitted: .*dependency cycle: a -> b -> a.*\(EXECGATE_REQUEST_INVALID\)/)
   await screenshots(page, 'plan-submit')
 
-  await page.fill('#plan-json', JSON.stringify({ goal: 'wait a while', steps: [{ id: 'nap', language: 'bash', code: 'sleep 4; echo woke' }, { id: 'after', language: 'javascript', dependsOn: ['nap'], code: '1' }] }))
+  await page.fill(
+    '#plan-json',
+    JSON.stringify({
+      goal: 'wait a while',
+      steps: [
+        { id: 'nap', language: 'bash', code: 'sleep 4; echo woke' },
+        { id: 'after', language: 'javascript', dependsOn: ['nap'], code: '1' },
+      ],
+    }),
+  )
   await page.click('button:text-is("Submit plan")')
   await page.waitForURL(/#\/plans\/[0-9a-f-]{36}$/)
   const napping = decodeURIComponent(new URL(page.url()).hash.replace('#/plans/', ''))
@@ -159,12 +218,20 @@ test('the list filters by state; a refused plan shows the server\'s reason; a ru
   // Another tenant's plan answers exactly like a missing one.
   const other = await fixture.open({ key: ACME, path: `plans/${foreign.id}` })
   await other.locator('.error-message[role=alert]').waitFor()
-  expect(await other.locator('.error-message[role=alert]').innerText()).toContain(`no plan "${foreign.id}" for tenant acme (EXECGATE_NOT_FOUND)`)
+  expect(await other.locator('.error-message[role=alert]').innerText()).toContain(
+    `no plan "${foreign.id}" for tenant acme (EXECGATE_NOT_FOUND)`,
+  )
 })
 
 // After the list's test, which counts the tenant's plans.
 test('Suspend holds a running plan (SUSPENDED, its running step suspended); Resume runs it on to COMPLETED', async () => {
-  const plan = await fixture.call('POST', '/v1/plans', { goal: 'hold on', steps: [{ id: 'slow', language: 'javascript', code: `${busy(1500)}; 21` }, { id: 'double', language: 'javascript', dependsOn: ['slow'], code: 'JSON.parse(await read_file("steps/slow/value.json")) * 2' }] })
+  const plan = await fixture.call('POST', '/v1/plans', {
+    goal: 'hold on',
+    steps: [
+      { id: 'slow', language: 'javascript', code: `${busy(1500)}; 21` },
+      { id: 'double', language: 'javascript', dependsOn: ['slow'], code: 'JSON.parse(await read_file("steps/slow/value.json")) * 2' },
+    ],
+  })
   const page = await fixture.open({ key: ACME, path: `plans/${plan.id}` })
   const button = (name: string) => page.locator(`.actions button:text-is("${name}")`)
   await node(page, 'slow', 'RUNNING').waitFor()
@@ -172,7 +239,11 @@ test('Suspend holds a running plan (SUSPENDED, its running step suspended); Resu
   await button('Suspend').click()
   await planState(page, 'SUSPENDED')
   await node(page, 'slow', 'SUSPENDED').waitFor()
-  expect([await button('Suspend').isDisabled(), await button('Resume').isDisabled(), await button('Cancel plan').isDisabled()]).toEqual([true, false, false])
+  expect([await button('Suspend').isDisabled(), await button('Resume').isDisabled(), await button('Cancel plan').isDisabled()]).toEqual([
+    true,
+    false,
+    false,
+  ])
   await button('Resume').click()
   await planState(page, 'COMPLETED')
   await node(page, 'double', 'COMPLETED').waitFor()
@@ -185,7 +256,8 @@ test('a wrong key on the Plans pages shows a clear message, never a blank page',
     await alert.waitFor()
     expect(await alert.textContent()).toMatch(/did not accept the API key: \[execgate\] the API key is not valid \(EXECGATE_UNAUTHORIZED\)/)
   }
-  for (const path of ['plans', 'plans/0b5c1d9e-0000-4000-8000-000000000000']) await refused(await fixture.open({ key: 'wrong-key-0123456789abcdef', path }))
+  for (const path of ['plans', 'plans/0b5c1d9e-0000-4000-8000-000000000000'])
+    await refused(await fixture.open({ key: 'wrong-key-0123456789abcdef', path }))
   // The Submit page asks nothing of the server until it submits: the refusal comes then.
   const page = await fixture.open({ key: 'wrong-key-0123456789abcdef', path: 'plans/new' })
   await page.click('button:text-is("Submit plan")')
@@ -194,7 +266,15 @@ test('a wrong key on the Plans pages shows a clear message, never a blank page',
 
 test('the pages asked only for documented public routes of their own server, with no script error', async () => {
   expect(await undocumentedRequests(fixture)).toEqual([])
-  const used = [/^POST \/v1\/plans$/, /^GET \/v1\/plans$/, /^GET \/v1\/plans\/[^/]+$/, /^GET \/v1\/plans\/[^/]+\/events$/, /^DELETE \/v1\/plans\/[^/]+$/, /^POST \/v1\/plans\/[^/]+\/suspend$/, /^POST \/v1\/plans\/[^/]+\/resume$/]
+  const used = [
+    /^POST \/v1\/plans$/,
+    /^GET \/v1\/plans$/,
+    /^GET \/v1\/plans\/[^/]+$/,
+    /^GET \/v1\/plans\/[^/]+\/events$/,
+    /^DELETE \/v1\/plans\/[^/]+$/,
+    /^POST \/v1\/plans\/[^/]+\/suspend$/,
+    /^POST \/v1\/plans\/[^/]+\/resume$/,
+  ]
   expect(used.filter((route) => ![...fixture.requests].some((request) => route.test(request)))).toEqual([])
   expect(fixture.problems).toEqual([])
 })

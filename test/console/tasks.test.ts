@@ -24,7 +24,8 @@ async function submitFromRunPage(page: Page, setUp: (page: Page) => Promise<void
 
 const stateOf = (page: Page) => page.getAttribute('.task-state .badge', 'data-value')
 const waitForState = (page: Page, state: string) => page.locator(`.task-state .badge[data-value=${state}]`).waitFor()
-const logOf = async (page: Page) => (await page.locator('[data-testid=action-log] li').allInnerTexts()).map((text) => text.replace(/\s+/g, ' '))
+const logOf = async (page: Page) =>
+  (await page.locator('[data-testid=action-log] li').allInnerTexts()).map((text) => text.replace(/\s+/g, ' '))
 
 test('a task submitted from the Run page completes, with its action log, and shows in the list under each filter', async () => {
   const page = await fixture.open({ key: ACME, path: 'run' })
@@ -35,15 +36,26 @@ test('a task submitted from the Run page completes, with its action log, and sho
   await waitForState(page, 'COMPLETED')
   await page.locator('.result[data-status=ok]').waitFor()
   expect(await page.locator('.result-value pre').textContent()).toBe('42')
-  expect(await page.locator('[data-testid=action-log] li').evaluateAll((items) => items.map((item) => item.getAttribute('data-to')))).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
+  expect(
+    await page.locator('[data-testid=action-log] li').evaluateAll((items) => items.map((item) => item.getAttribute('data-to'))),
+  ).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
   await screenshots(page, 'task')
 
-  const tagged = await fixture.call('POST', '/v1/tasks', { request: { language: 'python', code: 'sum(range(10))' }, intentId: 'console-intent' })
-  const foreign = await fixture.call('POST', '/v1/tasks', { request: { language: 'javascript', code: '1' }, intentId: 'console-intent' }, GLOBEX)
+  const tagged = await fixture.call('POST', '/v1/tasks', {
+    request: { language: 'python', code: 'sum(range(10))' },
+    intentId: 'console-intent',
+  })
+  const foreign = await fixture.call(
+    'POST',
+    '/v1/tasks',
+    { request: { language: 'javascript', code: '1' }, intentId: 'console-intent' },
+    GLOBEX,
+  )
   await page.click('nav a:text-is("Tasks")')
   await page.locator(`tr[data-task="${id}"][data-state=COMPLETED]`).waitFor()
   await page.locator(`tr[data-task="${tagged.id}"][data-state=COMPLETED]`).waitFor()
-  const listed = () => page.locator('[data-testid=task-table] tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-task')))
+  const listed = () =>
+    page.locator('[data-testid=task-table] tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-task')))
   // Newest first, and never another tenant's.
   expect(await listed()).toEqual([tagged.id, id])
   await screenshots(page, 'tasks')
@@ -78,7 +90,11 @@ test('a running task is suspended, resumed and cancelled from its page, its log 
   await waitForState(page, 'RUNNING')
   await page.locator('pre.output .stdout', { hasText: 'started' }).waitFor()
   const button = (name: string) => page.locator(`.actions button:text-is("${name}")`)
-  expect([await button('Resume').isDisabled(), await button('Suspend').isDisabled(), await button('Cancel task').isDisabled()]).toEqual([true, false, false])
+  expect([await button('Resume').isDisabled(), await button('Suspend').isDisabled(), await button('Cancel task').isDisabled()]).toEqual([
+    true,
+    false,
+    false,
+  ])
 
   await button('Suspend').click()
   await waitForState(page, 'SUSPENDED')
@@ -105,12 +121,20 @@ test('a running task is suspended, resumed and cancelled from its page, its log 
   await stale.evaluate(() => document.querySelectorAll('.actions button').forEach((item: any) => (item.disabled = false)))
   await stale.click('.actions button:text-is("Cancel task")')
   await stale.locator('.error-message[role=alert]').waitFor()
-  expect(await stale.locator('.error-message[role=alert]').innerText()).toMatch(/task .* is TERMINATED and cannot be .*\(EXECGATE_TASK_CONFLICT\)/)
+  expect(await stale.locator('.error-message[role=alert]').innerText()).toMatch(
+    /task .* is TERMINATED and cannot be .*\(EXECGATE_TASK_CONFLICT\)/,
+  )
 })
 
 test('the pages asked only for documented public routes of their own server, with no script error', async () => {
   expect(await undocumentedRequests(fixture)).toEqual([])
-  const used = [/^POST \/v1\/tasks$/, /^GET \/v1\/tasks$/, /^GET \/v1\/tasks\/[^/]+\/events$/, /^DELETE \/v1\/tasks\/[^/]+$/, /^POST \/v1\/tasks\/[^/]+\/(suspend|resume)$/]
+  const used = [
+    /^POST \/v1\/tasks$/,
+    /^GET \/v1\/tasks$/,
+    /^GET \/v1\/tasks\/[^/]+\/events$/,
+    /^DELETE \/v1\/tasks\/[^/]+$/,
+    /^POST \/v1\/tasks\/[^/]+\/(suspend|resume)$/,
+  ]
   expect(used.filter((route) => ![...fixture.requests].some((request) => route.test(request)))).toEqual([])
   expect(fixture.problems).toEqual([])
 })

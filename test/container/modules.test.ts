@@ -1,5 +1,13 @@
 import { ContainerModule } from 'inversify'
-import { createExecgate, adapterToken, tokens, type ExecutionListener, type ExecutionRequest, type ExecutionResult, type Execgate } from '../../src'
+import {
+  createExecgate,
+  adapterToken,
+  tokens,
+  type ExecutionListener,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Execgate,
+} from '../../src'
 import { QuickJsAdapter } from '../../adapters/quickjs'
 import { buildServer } from '../../src/server/app'
 import { createLogger } from '../../src/observability/logger'
@@ -37,7 +45,12 @@ describe('listeners bound in the container', () => {
 
   it('hear every result: a real run, a refusal before running, and a run on another adapter', async () => {
     const ran = await execgate.execute({ language: 'javascript', code: '6 * 7', traceId: 'listener-js' })
-    const refused = await execgate.execute({ language: 'javascript', code: 'while (true) {}', policy: { wallTimeMs: 10 ** 9 }, traceId: 'listener-loosen' })
+    const refused = await execgate.execute({
+      language: 'javascript',
+      code: 'while (true) {}',
+      policy: { wallTimeMs: 10 ** 9 },
+      traceId: 'listener-loosen',
+    })
     const python = await execgate.execute({ language: 'python', code: '1 + 1', traceId: 'listener-py' })
     expect([ran.value, refused.status, python.value]).toEqual([42, 'policy_violation', 2])
     expect(listener.heard).toEqual([
@@ -49,7 +62,11 @@ describe('listeners bound in the container', () => {
 
   it('bound after start-up hear later runs; one that throws does not stop the others', async () => {
     const late = new RecordingListener()
-    execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue({ onResult: () => { throw new Error('listener bug') } })
+    execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue({
+      onResult: () => {
+        throw new Error('listener bug')
+      },
+    })
     execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(late)
     const result = await execgate.execute({ language: 'javascript', code: '"late"' })
     expect(result.value).toBe('late')
@@ -64,7 +81,9 @@ describe('listeners bound in the container', () => {
     try {
       await logged.execute({ language: 'javascript', code: '1 + 2', traceId: 'logged-run' })
       const finished = lines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'execution finished')
-      expect(finished).toEqual([expect.objectContaining({ traceId: 'logged-run', status: 'ok', adapter: 'quickjs', language: 'javascript' })])
+      expect(finished).toEqual([
+        expect.objectContaining({ traceId: 'logged-run', status: 'ok', adapter: 'quickjs', language: 'javascript' }),
+      ])
       expect(lines.join('')).not.toContain('1 + 2')
     } finally {
       await logged.dispose()
@@ -77,7 +96,11 @@ describe('listeners bound in the container', () => {
     try {
       const address = app.server.address() as { port: number }
       const url = `http://127.0.0.1:${address.port}`
-      const http = await fetch(`${url}/v1/executions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ language: 'javascript', code: '2 + 2' }) })
+      const http = await fetch(`${url}/v1/executions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ language: 'javascript', code: '2 + 2' }),
+      })
       expect(((await http.json()) as { value: unknown }).value).toBe(4)
       // A library call on the same execgate: no HTTP route saw it, the listener did.
       await execgate.execute({ language: 'python', code: '3 + 3' })
@@ -88,7 +111,9 @@ describe('listeners bound in the container', () => {
       await app.close()
     }
     // Closed: the server's metrics no longer listen.
-    expect(execgate.container.getAll<ExecutionListener>(tokens.ExecutionListener).some((bound) => bound.constructor.name === 'ServerMetrics')).toBe(false)
+    expect(
+      execgate.container.getAll<ExecutionListener>(tokens.ExecutionListener).some((bound) => bound.constructor.name === 'ServerMetrics'),
+    ).toBe(false)
   }, 30_000)
 })
 

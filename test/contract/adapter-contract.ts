@@ -51,7 +51,11 @@ export function contractContext(policy: Partial<SecurityPolicy> = {}, extra: Par
 }
 
 /** Runs a request and asserts the result is well-formed, whatever its status. */
-export async function runChecked(adapter: CodeExecutionAdapter, request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+export async function runChecked(
+  adapter: CodeExecutionAdapter,
+  request: ExecutionRequest,
+  context: ExecutionContext,
+): Promise<ExecutionResult> {
   const result = await adapter.execute(request, context)
   expect(EXECUTION_STATUSES).toContain(result.status)
   expect(result.adapter).toBe(adapter.name)
@@ -65,8 +69,18 @@ export async function runChecked(adapter: CodeExecutionAdapter, request: Executi
 
 /** An ExecutionService around one adapter, without taking ownership of it (disposing stays with the test). */
 export function serviceFor(adapter: CodeExecutionAdapter, policy: SecurityPolicy = DEFAULT_POLICY): DefaultExecutionService {
-  const registry = { get: (name: string) => (name === adapter.name ? adapter : undefined), list: () => [adapter], knownNames: () => [adapter.name] }
-  return new DefaultExecutionService({ registry, router: new ConfigRouter(registry, adapter.name), basePolicy: policy, logger: createLogger('silent'), graceMs: 2000 })
+  const registry = {
+    get: (name: string) => (name === adapter.name ? adapter : undefined),
+    list: () => [adapter],
+    knownNames: () => [adapter.name],
+  }
+  return new DefaultExecutionService({
+    registry,
+    router: new ConfigRouter(registry, adapter.name),
+    basePolicy: policy,
+    logger: createLogger('silent'),
+    graceMs: 2000,
+  })
 }
 
 /** How each language calls the fixture host function `hostFn()` and shows `a` of its result. */
@@ -108,30 +122,38 @@ export function describeAdapterContract(
       for (const limit of POLICY_LIMITS) expect(['hard', 'soft', 'none']).toContain(adapter.capabilities.enforcement[limit])
     })
 
-    test('checkAvailability answers with a state and a time', async () => {
-      const availability = await adapter.checkAvailability()
-      expect(availability.status).toBe('available')
-      expect(Number.isNaN(Date.parse(availability.checkedAt))).toBe(false)
-    }, options.testTimeoutMs ?? 60_000)
+    test(
+      'checkAvailability answers with a state and a time',
+      async () => {
+        const availability = await adapter.checkAvailability()
+        expect(availability.status).toBe('available')
+        expect(Number.isNaN(Date.parse(availability.checkedAt))).toBe(false)
+      },
+      options.testTimeoutMs ?? 60_000,
+    )
 
     const languages = () => (options.languages ?? adapter.supportedLanguages()).filter((language) => SNIPPETS[language])
 
     // Languages are only known once the adapter exists, so each case loops over them inside the test.
     const eachLanguage = (title: string, body: (language: Language) => Promise<void>) =>
-      test(title, async () => {
-        const list = languages()
-        expect(list.length).toBeGreaterThan(0)
-        for (const language of list) {
-          if (adapter.capabilities.tier === 0) {
-            // Tier 0 runs nothing: every case must answer not_implemented with the fallback action.
-            const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.ok }, contractContext())
-            expect(result.status).toBe('not_implemented')
-            expect(result.fallbackAction).toBe('describe_computation_only')
-          } else {
-            await body(language)
+      test(
+        title,
+        async () => {
+          const list = languages()
+          expect(list.length).toBeGreaterThan(0)
+          for (const language of list) {
+            if (adapter.capabilities.tier === 0) {
+              // Tier 0 runs nothing: every case must answer not_implemented with the fallback action.
+              const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.ok }, contractContext())
+              expect(result.status).toBe('not_implemented')
+              expect(result.fallbackAction).toBe('describe_computation_only')
+            } else {
+              await body(language)
+            }
           }
-        }
-      }, options.testTimeoutMs ?? 60_000)
+        },
+        options.testTimeoutMs ?? 60_000,
+      )
 
     eachLanguage('runs a program and returns its output and value (ok)', async (language) => {
       const snippet = SNIPPETS[language]!
@@ -165,14 +187,22 @@ export function describeAdapterContract(
     })
 
     eachLanguage('stops a memory bomb (memory_limit, when memory is enforced hard)', async (language) => {
-      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.memoryBomb }, contractContext({ memoryMb, wallTimeMs: 10_000 }))
+      const result = await runChecked(
+        adapter,
+        { language, code: SNIPPETS[language]!.memoryBomb },
+        contractContext({ memoryMb, wallTimeMs: 10_000 }),
+      )
       if (adapter.capabilities.enforcement.memory === 'hard') expect(result.status).toBe('memory_limit')
       else expect(['memory_limit', 'timeout', 'error']).toContain(result.status)
     })
 
     eachLanguage('cuts an output flood at the cap, keeping head and tail (output_limit)', async (language) => {
       const outputBytes = 16 * 1024
-      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.outputFlood }, contractContext({ outputBytes, wallTimeMs: 10_000 }))
+      const result = await runChecked(
+        adapter,
+        { language, code: SNIPPETS[language]!.outputFlood },
+        contractContext({ outputBytes, wallTimeMs: 10_000 }),
+      )
       expect(result.status).toBe('output_limit')
       expect(result.truncated).toBe(true)
       expect(Buffer.byteLength(result.stdout)).toBeLessThan(outputBytes + 200)
@@ -197,7 +227,11 @@ export function describeAdapterContract(
       const controller = new AbortController()
       const timer = setTimeout(() => controller.abort(), 200)
       const wallTimeMs = adapter.capabilities.cancellable ? 10_000 : timeoutMs
-      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.infinite }, contractContext({ wallTimeMs }, { signal: controller.signal }))
+      const result = await runChecked(
+        adapter,
+        { language, code: SNIPPETS[language]!.infinite },
+        contractContext({ wallTimeMs }, { signal: controller.signal }),
+      )
       clearTimeout(timer)
       expect(result.status).toBe(adapter.capabilities.cancellable ? 'cancelled' : 'timeout')
     })
@@ -227,25 +261,42 @@ export function describeAdapterContract(
       // Every way of loosening (test/policy/loosenings.ts), each refused naming its limit, before anything runs.
       for (const item of loosenings(DEFAULT_POLICY)) {
         const loosened = await service.execute({ language, code: SNIPPETS[language]!.ok, ...item.request })
-        expect({ label: item.label, status: loosened.status, names: loosened.message?.includes(item.limit) }).toEqual({ label: item.label, status: 'policy_violation', names: true })
+        expect({ label: item.label, status: loosened.status, names: loosened.message?.includes(item.limit) }).toEqual({
+          label: item.label,
+          status: 'policy_violation',
+          names: true,
+        })
       }
       // Tighter by a hair on time: a remote emulator's run took over 4 s on a loaded machine, and what is checked here is
       // that a tightening is accepted, not how fast the backend is.
-      const tightened = await service.execute({ language, code: SNIPPETS[language]!.ok, timeoutMs: DEFAULT_POLICY.wallTimeMs - 1, memoryMb: 100 })
+      const tightened = await service.execute({
+        language,
+        code: SNIPPETS[language]!.ok,
+        timeoutMs: DEFAULT_POLICY.wallTimeMs - 1,
+        memoryMb: 100,
+      })
       expect({ status: tightened.status, message: tightened.message }).toEqual({ status: 'ok', message: undefined })
     })
 
     eachLanguage('capabilities are truthful: streaming delivers output while running', async (language) => {
       if (!adapter.capabilities.streaming) return
       const chunks: string[] = []
-      const result = await runChecked(adapter, { language, code: SNIPPETS[language]!.ok }, contractContext({}, { onOutput: (_stream, chunk) => chunks.push(chunk) }))
+      const result = await runChecked(
+        adapter,
+        { language, code: SNIPPETS[language]!.ok },
+        contractContext({}, { onOutput: (_stream, chunk) => chunks.push(chunk) }),
+      )
       expect(result.status).toBe('ok')
       expect(chunks.join('')).toContain('hello')
     })
 
     eachLanguage('capabilities are truthful: host functions can be called', async (language) => {
       if (!adapter.capabilities.hostFunctions || !HOST_CALL[language]) return
-      const result = await runChecked(adapter, { language, code: HOST_CALL[language]! }, contractContext({}, { hostFunctions: new HostileHostFunctions() }))
+      const result = await runChecked(
+        adapter,
+        { language, code: HOST_CALL[language]! },
+        contractContext({}, { hostFunctions: new HostileHostFunctions() }),
+      )
       expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: 42 })
     })
 
@@ -261,33 +312,48 @@ export function describeAdapterContract(
       await adapter.closeSession!(`${sessionId}-other`)
     })
 
-    test('capabilities are truthful: a sandbox keeps its files between execs, and closing it ends it', async () => {
-      if (!adapter.capabilities.sandboxes) return expect(adapter.openSandbox).toBeUndefined()
-      const policy = { ...DEFAULT_POLICY, filesystem: 'sandboxed' as const }
-      const sandbox = await adapter.openSandbox!({ id: `contract-${name}-${Date.now()}`, policy, limits: { maxFileBytes: 2 ** 20, maxTotalBytes: 8 * 2 ** 20, maxFiles: 100 } })
-      try {
-        expect(sandbox.languages.length).toBeGreaterThan(0)
-        if (sandbox.languages.includes('bash')) {
-          expect((await sandbox.exec({ language: 'bash', code: 'echo 42 > kept.txt; cd /' }, contractContext(policy))).status).toBe('ok')
-          expect(await sandbox.exec({ language: 'bash', code: 'pwd; cat kept.txt' }, contractContext(policy))).toMatchObject({ status: 'ok', stdout: '/workspace\n42\n' })
+    test(
+      'capabilities are truthful: a sandbox keeps its files between execs, and closing it ends it',
+      async () => {
+        if (!adapter.capabilities.sandboxes) return expect(adapter.openSandbox).toBeUndefined()
+        const policy = { ...DEFAULT_POLICY, filesystem: 'sandboxed' as const }
+        const sandbox = await adapter.openSandbox!({
+          id: `contract-${name}-${Date.now()}`,
+          policy,
+          limits: { maxFileBytes: 2 ** 20, maxTotalBytes: 8 * 2 ** 20, maxFiles: 100 },
+        })
+        try {
+          expect(sandbox.languages.length).toBeGreaterThan(0)
+          if (sandbox.languages.includes('bash')) {
+            expect((await sandbox.exec({ language: 'bash', code: 'echo 42 > kept.txt; cd /' }, contractContext(policy))).status).toBe('ok')
+            expect(await sandbox.exec({ language: 'bash', code: 'pwd; cat kept.txt' }, contractContext(policy))).toMatchObject({
+              status: 'ok',
+              stdout: '/workspace\n42\n',
+            })
+          }
+          await sandbox.writeFile('in/data.txt', Buffer.from('x'))
+          expect(Buffer.from((await sandbox.readFile('in/data.txt'))!).toString()).toBe('x')
+          expect((await sandbox.listFiles()).map((entry) => entry.path)).toContain('in/data.txt')
+          expect(await sandbox.deleteFile('in/data.txt')).toBe(true)
+          expect(await sandbox.readFile('in/data.txt')).toBeUndefined()
+        } finally {
+          await sandbox.close()
         }
-        await sandbox.writeFile('in/data.txt', Buffer.from('x'))
-        expect(Buffer.from((await sandbox.readFile('in/data.txt'))!).toString()).toBe('x')
-        expect((await sandbox.listFiles()).map((entry) => entry.path)).toContain('in/data.txt')
-        expect(await sandbox.deleteFile('in/data.txt')).toBe(true)
-        expect(await sandbox.readFile('in/data.txt')).toBeUndefined()
-      } finally {
-        await sandbox.close()
-      }
-      await expect(sandbox.close()).resolves.toBeUndefined()
-      const after = await sandbox.exec({ language: sandbox.languages[0]!, code: 'true' }, contractContext(policy))
-      expect(after.status).not.toBe('ok')
-    }, options.testTimeoutMs ?? 60_000)
+        await expect(sandbox.close()).resolves.toBeUndefined()
+        const after = await sandbox.exec({ language: sandbox.languages[0]!, code: 'true' }, contractContext(policy))
+        expect(after.status).not.toBe('ok')
+      },
+      options.testTimeoutMs ?? 60_000,
+    )
 
-    test('dispose can be called twice', async () => {
-      const fresh = await createAdapter()
-      await fresh.dispose()
-      await expect(fresh.dispose()).resolves.toBeUndefined()
-    }, options.testTimeoutMs ?? 60_000)
+    test(
+      'dispose can be called twice',
+      async () => {
+        const fresh = await createAdapter()
+        await fresh.dispose()
+        await expect(fresh.dispose()).resolves.toBeUndefined()
+      },
+      options.testTimeoutMs ?? 60_000,
+    )
   })
 }

@@ -2,8 +2,13 @@ import { ProcessAdapter } from '../../adapters/process'
 import { DATA_PACKAGE_NAMES } from '../../src/core'
 import { createExecgate, type Execgate } from '../../src'
 
-const INSTALL = 'bash scripts/setup/data-python.sh (Debian: apt-get install python3-numpy python3-pandas python3-scipy python3-matplotlib python3-sklearn python3-openpyxl)'
-const env = (enabled: string) => ({ EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_ENABLED: enabled })
+const INSTALL =
+  'bash scripts/setup/data-python.sh (Debian: apt-get install python3-numpy python3-pandas python3-scipy python3-matplotlib python3-sklearn python3-openpyxl)'
+const env = (enabled: string) => ({
+  EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR,
+  EXECGATE_LOG_LEVEL: 'silent',
+  EXECGATE_EXECUTION_ENABLED: enabled,
+})
 const SUM = "import pandas as pd\npd.DataFrame({'a': [1, 2, 3]}).a.sum()"
 
 describe('the data Python: packages as a capability, routing by what the code imports', () => {
@@ -31,7 +36,10 @@ describe('the data Python: packages as a capability, routing by what the code im
     })
 
     test('the defaults stay tight: a refused import names every refused module, the profile and the adapter that allow it', async () => {
-      const result = await execgate.execute({ language: 'python', code: 'import pandas as pd\nimport math\nimport numpy as np\npd.Series([1]).sum()' })
+      const result = await execgate.execute({
+        language: 'python',
+        code: 'import pandas as pd\nimport math\nimport numpy as np\npd.Series([1]).sum()',
+      })
       expect(result.status).toBe('policy_violation')
       expect(result.message).toContain('pandas (line 1), numpy (line 3)')
       expect(result.message).toContain('the policy profile "data" allows them')

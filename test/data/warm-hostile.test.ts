@@ -57,11 +57,14 @@ function sandboxProcesses(): number[] {
 
 describe('hostile corpus on the warm data interpreter (process tier)', () => {
   let execgate: Execgate
-  const run = (code: string, policy: SecurityPolicy = POLICY) => execgate.execute({ language: 'python', code, adapter: 'process' }, { basePolicy: policy })
+  const run = (code: string, policy: SecurityPolicy = POLICY) =>
+    execgate.execute({ language: 'python', code, adapter: 'process' }, { basePolicy: policy })
 
   beforeAll(async () => {
     process.env.HOSTILE_ENV_CANARY = ENV_CANARY
-    execgate = await createExecgate({ overrides: { execution: { enabled: ['process'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    execgate = await createExecgate({
+      overrides: { execution: { enabled: ['process'] }, readiness: { enabled: false }, log: { level: 'silent' } },
+    })
     const first = await run("import pandas\n'warm'", { ...POLICY, wallTimeMs: 60_000, cpuTimeMs: 60_000 })
     expect(first).toMatchObject({ status: 'ok', value: 'warm' })
   }, 120_000)
@@ -79,14 +82,17 @@ describe('hostile corpus on the warm data interpreter (process tier)', () => {
       let result = await run(hostile.code)
       // A memory bomb that writes its blocks can meet the clock before the memory limit on a loaded machine: its
       // expected limit must still be the one that stops it, given time to spare (as test/hostile's runner does).
-      if (hostile.category === 'memory-bomb' && result.status === 'timeout') result = await run(hostile.code, { ...POLICY, wallTimeMs: 20_000, cpuTimeMs: 20_000 })
+      if (hostile.category === 'memory-bomb' && result.status === 'timeout')
+        result = await run(hostile.code, { ...POLICY, wallTimeMs: 20_000, cpuTimeMs: 20_000 })
       const context = `case ${hostile.id} → ${result.status}: ${result.message ?? ''}\nstdout: ${result.stdout.slice(0, 300)}\nstderr: ${result.stderr.slice(-300)}`
       const { expect: expectations } = hostile
       if (expectations.status) expect({ status: result.status, context }).toEqual({ status: expectations.status, context })
       if (expectations.statusIn) expect({ ok: expectations.statusIn.includes(result.status), context }).toEqual({ ok: true, context })
       const text = allText(result)
-      for (const needle of expectations.contains ?? []) expect({ needle, found: text.includes(needle), context }).toEqual({ needle, found: true, context })
-      for (const needle of expectations.notContains ?? []) expect({ needle, found: text.includes(needle), context }).toEqual({ needle, found: false, context })
+      for (const needle of expectations.contains ?? [])
+        expect({ needle, found: text.includes(needle), context }).toEqual({ needle, found: true, context })
+      for (const needle of expectations.notContains ?? [])
+        expect({ needle, found: text.includes(needle), context }).toEqual({ needle, found: false, context })
       expect(text.includes(ENV_CANARY)).toBe(false)
       if (expectations.noLeftoverProcesses) {
         let left = sandboxProcesses()
@@ -96,7 +102,7 @@ describe('hostile corpus on the warm data interpreter (process tier)', () => {
         }
         expect(left).toEqual([])
       }
-      if (expectations.nextRunOk) expect(await run("import pandas\n1 + 1")).toMatchObject({ status: 'ok', value: 2 })
+      if (expectations.nextRunOk) expect(await run('import pandas\n1 + 1')).toMatchObject({ status: 'ok', value: 2 })
       if (expectations.crossRunIsolation) {
         const probe = await run(PROBE)
         expect({ status: probe.status, value: probe.value, stdout: probe.stdout }).toEqual({ status: 'ok', value: PROBE_VALUE, stdout: '' })

@@ -5,12 +5,21 @@ import path from 'node:path'
 const root = path.join(__dirname, '..', '..')
 
 function policy(env: Record<string, string>, json = false) {
-  const child = spawnSync(process.execPath, [path.join(root, 'bin', 'execgate.js'), 'policy', '--adapter', 'quickjs', ...(json ? ['--json'] : [])], {
-    cwd: root,
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH, EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_EXECUTION_ENABLED: 'quickjs', ...env },
-    timeout: 30_000,
-  })
+  const child = spawnSync(
+    process.execPath,
+    [path.join(root, 'bin', 'execgate.js'), 'policy', '--adapter', 'quickjs', ...(json ? ['--json'] : [])],
+    {
+      cwd: root,
+      encoding: 'utf8',
+      env: {
+        PATH: process.env.PATH,
+        EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR,
+        EXECGATE_EXECUTION_ENABLED: 'quickjs',
+        ...env,
+      },
+      timeout: 30_000,
+    },
+  )
   return { code: child.status, stdout: child.stdout, stderr: child.stderr }
 }
 
@@ -20,5 +29,8 @@ test('allowPrivateRanges is named in the policy output when set, and absent othe
   expect(plain.stdout).not.toContain('allowPrivateRanges')
   const exempted = policy({ EXECGATE_SECURITY_EGRESS_ALLOW_PRIVATE_RANGES: '127.0.0.0/8' })
   expect(exempted.stdout).toContain('WARNING: security.egress.allowPrivateRanges exempts 127.0.0.0/8')
-  expect(JSON.parse(policy({ EXECGATE_SECURITY_EGRESS_ALLOW_PRIVATE_RANGES: '127.0.0.0/8' }, true).stdout).egress).toMatchObject({ allowPrivateRanges: ['127.0.0.0/8'], maxRequests: 50 })
+  expect(JSON.parse(policy({ EXECGATE_SECURITY_EGRESS_ALLOW_PRIVATE_RANGES: '127.0.0.0/8' }, true).stdout).egress).toMatchObject({
+    allowPrivateRanges: ['127.0.0.0/8'],
+    maxRequests: 50,
+  })
 })

@@ -13,7 +13,13 @@ beforeAll(async () => {
 })
 afterAll(() => servers.close())
 
-const resolver = () => tableResolver({ 'api.example.test': '127.0.0.1', 'other.example.test': '127.0.0.1', 'metadata.example.test': '169.254.169.254', 'inside.example.test': '10.1.2.3' })
+const resolver = () =>
+  tableResolver({
+    'api.example.test': '127.0.0.1',
+    'other.example.test': '127.0.0.1',
+    'metadata.example.test': '169.254.169.254',
+    'inside.example.test': '10.1.2.3',
+  })
 const handles: EgressRunHandle[] = []
 const gateways: EgressGateway[] = []
 afterEach(async () => {
@@ -21,7 +27,10 @@ afterEach(async () => {
   for (const gateway of gateways.splice(0)) await gateway.dispose()
 })
 
-async function openRun(network: string[], options: ConstructorParameters<typeof EgressGateway>[0] = {}): Promise<{ handle: EgressRunHandle; socket: string }> {
+async function openRun(
+  network: string[],
+  options: ConstructorParameters<typeof EgressGateway>[0] = {},
+): Promise<{ handle: EgressRunHandle; socket: string }> {
   const gateway = new EgressGateway({ resolver: resolver(), allowPrivateRanges: ['127.0.0.0/8'], ...options })
   gateways.push(gateway)
   const handle = gateway.openRun(network)
@@ -34,7 +43,17 @@ test('an allowed GET goes through, and the run records it', async () => {
   const answer = await viaProxy(socket, `http://api.example.test:${servers.http.port}/hello?q=1`)
   expect(answer).toMatchObject({ status: 200, body: 'hello from loopback' })
   expect(handle.records()).toEqual([
-    expect.objectContaining({ method: 'GET', host: 'api.example.test', port: servers.http.port, url: `http://api.example.test:${servers.http.port}/hello`, status: 200, decision: 'allowed', rule: `api.example.test:${servers.http.port}`, bytesIn: 19, bytesOut: 0 }),
+    expect.objectContaining({
+      method: 'GET',
+      host: 'api.example.test',
+      port: servers.http.port,
+      url: `http://api.example.test:${servers.http.port}/hello`,
+      status: 200,
+      decision: 'allowed',
+      rule: `api.example.test:${servers.http.port}`,
+      bytesIn: 19,
+      bytesOut: 0,
+    }),
   ])
 })
 
@@ -51,7 +70,11 @@ test('a host no rule allows gets a 403 naming the rules, and a denied line in th
 
 test('without allowPrivateRanges loopback is refused, by name and by address', async () => {
   const { handle, socket } = await openRun(['*:*'], { allowPrivateRanges: [] })
-  for (const url of [`http://api.example.test:${servers.http.port}/hello`, `http://127.0.0.1:${servers.http.port}/hello`, `http://[::ffff:127.0.0.1]:${servers.http.port}/hello`]) {
+  for (const url of [
+    `http://api.example.test:${servers.http.port}/hello`,
+    `http://127.0.0.1:${servers.http.port}/hello`,
+    `http://[::ffff:127.0.0.1]:${servers.http.port}/hello`,
+  ]) {
     const answer = await viaProxy(socket, url)
     expect(answer.status).toBe(403)
     expect(answer.body).toMatch(/loopback 127\.0\.0\.0\/8/)
@@ -61,7 +84,9 @@ test('without allowPrivateRanges loopback is refused, by name and by address', a
 
 test('a name resolving to a private or metadata address is refused even under an allow-all rule', async () => {
   const { socket } = await openRun(['*:*'])
-  expect((await viaProxy(socket, 'http://metadata.example.test/latest/meta-data/')).body).toMatch(/169\.254\.169\.254 is in a link-local \(cloud metadata\)/)
+  expect((await viaProxy(socket, 'http://metadata.example.test/latest/meta-data/')).body).toMatch(
+    /169\.254\.169\.254 is in a link-local \(cloud metadata\)/,
+  )
   expect((await viaProxy(socket, 'http://inside.example.test/')).body).toMatch(/10\.1\.2\.3 is in a private 10\.0\.0\.0\/8/)
 })
 
@@ -69,7 +94,10 @@ test('CONNECT opens a tunnel for HTTPS with TLS end to end; another port is refu
   const { handle, socket } = await openRun([`api.example.test:${servers.https.port}`])
   const tunnel = await connectVia(socket, `api.example.test:${servers.https.port}`)
   expect(tunnel.status).toBe(200)
-  expect(await httpsOverTunnel(tunnel.socket!, 'api.example.test', '/hello', servers.caPem)).toEqual({ status: 200, body: 'hello from loopback' })
+  expect(await httpsOverTunnel(tunnel.socket!, 'api.example.test', '/hello', servers.caPem)).toEqual({
+    status: 200,
+    body: 'hello from loopback',
+  })
   const refused = await connectVia(socket, 'api.example.test:22')
   expect(refused.status).toBe(403)
   expect(refused.body).toContain('no network rule allows api.example.test:22')
@@ -93,8 +121,13 @@ test('a rule with methods allows only those methods, and no tunnel', async () =>
 })
 
 test('caps: requests, bytes in, and an upstream that never answers', async () => {
-  const { handle, socket } = await openRun([`api.example.test:${servers.http.port}`], { caps: { maxRequests: 3, maxBytesIn: 2000, maxConnectionMs: 300 } })
-  const big = await viaProxy(socket, `http://api.example.test:${servers.http.port}/big?bytes=100000`).catch((error: Error) => ({ status: -1, body: error.message }))
+  const { handle, socket } = await openRun([`api.example.test:${servers.http.port}`], {
+    caps: { maxRequests: 3, maxBytesIn: 2000, maxConnectionMs: 300 },
+  })
+  const big = await viaProxy(socket, `http://api.example.test:${servers.http.port}/big?bytes=100000`).catch((error: Error) => ({
+    status: -1,
+    body: error.message,
+  }))
   expect(big.body.length).toBeLessThan(100000)
   const hang = await viaProxy(socket, `http://api.example.test:${servers.http.port}/hang`)
   expect(hang.status).toBe(504)

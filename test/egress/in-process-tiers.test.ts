@@ -34,7 +34,12 @@ beforeAll(async () => {
       execution: { enabled: ['quickjs', 'monty'] },
       readiness: { enabled: false },
       log: { level: 'silent' },
-      security: { defaultPolicy: { network: [`*.example.test:${servers.https.port}`, `*.example.test:${servers.http.port}`, '*:80'], hostCalls: { maxCount: 100, maxTotalMs: 10_000 } } },
+      security: {
+        defaultPolicy: {
+          network: [`*.example.test:${servers.https.port}`, `*.example.test:${servers.http.port}`, '*:80'],
+          hostCalls: { maxCount: 100, maxTotalMs: 10_000 },
+        },
+      },
     },
     modules: [new ContainerModule(({ rebindSync }) => void rebindSync(tokens.EgressGateway).toConstantValue(gateway))],
   })
@@ -45,13 +50,23 @@ afterAll(async () => {
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-const js = (code: string, network?: string[]) => execgate.execute({ language: 'javascript', code, adapter: 'quickjs', ...(network ? { policy: { network } } : {}) })
+const js = (code: string, network?: string[]) =>
+  execgate.execute({ language: 'javascript', code, adapter: 'quickjs', ...(network ? { policy: { network } } : {}) })
 const py = (code: string) => execgate.execute({ language: 'python', code, adapter: 'monty' })
 
 test('quickjs: an HTTPS GET through the gateway, recorded in result.egress', async () => {
   const result = await js(`const r = await http_request('${servers.https.url}/hello'); [r.status, r.body]`)
   expect(result).toMatchObject({ status: 'ok', value: [200, 'hello from loopback'] })
-  expect(result.egress).toEqual([expect.objectContaining({ method: 'GET', host: 'api.example.test', port: servers.https.port, status: 200, decision: 'allowed', bytesIn: 19 })])
+  expect(result.egress).toEqual([
+    expect.objectContaining({
+      method: 'GET',
+      host: 'api.example.test',
+      port: servers.https.port,
+      status: 200,
+      decision: 'allowed',
+      bytesIn: 19,
+    }),
+  ])
 })
 
 test('monty: the same request from Python', async () => {
@@ -71,8 +86,15 @@ test('a refused request is an error inside the code, naming the rule, and a deni
 })
 
 test('a redirect to a private address is checked again and refused', async () => {
-  for (const target of ['http://169.254.169.254/latest/', 'http://[::ffff:169.254.169.254]/', 'http://2852039166/', 'http://0251.0376.0251.0376/']) {
-    const result = await js(`try { await http_request('${servers.https.url}/redirect?to=${encodeURIComponent(target)}'); 'followed' } catch (e) { e.message }`)
+  for (const target of [
+    'http://169.254.169.254/latest/',
+    'http://[::ffff:169.254.169.254]/',
+    'http://2852039166/',
+    'http://0251.0376.0251.0376/',
+  ]) {
+    const result = await js(
+      `try { await http_request('${servers.https.url}/redirect?to=${encodeURIComponent(target)}'); 'followed' } catch (e) { e.message }`,
+    )
     expect(result.value).toMatch(/refused: .*169\.254\.169\.254\)? is in a link-local/)
     expect(result.egress?.map((record) => record.decision)).toEqual(['allowed', 'denied'])
   }
@@ -98,20 +120,51 @@ test('the secret goes to its host only; the code never sees it', async () => {
 })
 
 test('a download past the byte cap is cut; a run without network has no http_request', async () => {
-  const big = await js(`try { await http_request('http://api.example.test:${servers.http.port}/big?bytes=20000000'); 'all' } catch (e) { e.message }`)
+  const big = await js(
+    `try { await http_request('http://api.example.test:${servers.http.port}/big?bytes=20000000'); 'all' } catch (e) { e.message }`,
+  )
   expect(big.value).toMatch(/maxBytesIn/)
-  const none = await execgate.execute({ language: 'javascript', code: 'typeof http_request', adapter: 'quickjs', policy: { network: 'none' } })
+  const none = await execgate.execute({
+    language: 'javascript',
+    code: 'typeof http_request',
+    adapter: 'quickjs',
+    policy: { network: 'none' },
+  })
   expect(none).toMatchObject({ status: 'ok', value: 'undefined' })
   expect(none.egress).toBeUndefined()
 })
 
 test('the hosts a run reached are PROV entities of its ledger record; refused ones are counted', async () => {
-  const result = await js(`await http_request('${servers.https.url}/hello'); await http_request('${servers.https.url}/hello'); try { await http_request('http://evil.test:81/') } catch {} 1`)
+  const result = await js(
+    `await http_request('${servers.https.url}/hello'); await http_request('${servers.https.url}/hello'); try { await http_request('http://evil.test:81/') } catch {} 1`,
+  )
   expect(result.status).toBe('ok')
   const prov = await execgate.ledger.provenance(result.runId!)
   const host = `host:api.example.test:${servers.https.port}`
-  expect(prov.entity[host]).toEqual({ 'prov:type': { $: 'execgate:Host', type: 'xsd:QName' }, 'prov:label': `api.example.test:${servers.https.port}`, 'execgate:host': 'api.example.test', 'execgate:port': servers.https.port })
-  expect(Object.values(prov.used)).toEqual(expect.arrayContaining([{ 'prov:activity': `run:${result.runId}`, 'prov:entity': host, 'prov:role': 'egress', 'execgate:requests': 2, 'execgate:bytesIn': 38, 'execgate:bytesOut': 0 }]))
+  expect(prov.entity[host]).toEqual({
+    'prov:type': { $: 'execgate:Host', type: 'xsd:QName' },
+    'prov:label': `api.example.test:${servers.https.port}`,
+    'execgate:host': 'api.example.test',
+    'execgate:port': servers.https.port,
+  })
+  expect(Object.values(prov.used)).toEqual(
+    expect.arrayContaining([
+      {
+        'prov:activity': `run:${result.runId}`,
+        'prov:entity': host,
+        'prov:role': 'egress',
+        'execgate:requests': 2,
+        'execgate:bytesIn': 38,
+        'execgate:bytesOut': 0,
+      },
+    ]),
+  )
   expect(prov.activity[`run:${result.runId}`]).toMatchObject({ 'execgate:egressDenied': 1, 'execgate:egressRequests': 3 })
-  expect((await execgate.ledger.record(result.runId!)).record).toMatchObject({ egress: [expect.objectContaining({ decision: 'allowed' }), expect.objectContaining({ decision: 'allowed' }), expect.objectContaining({ decision: 'denied', host: 'evil.test' })] })
+  expect((await execgate.ledger.record(result.runId!)).record).toMatchObject({
+    egress: [
+      expect.objectContaining({ decision: 'allowed' }),
+      expect.objectContaining({ decision: 'allowed' }),
+      expect.objectContaining({ decision: 'denied', host: 'evil.test' }),
+    ],
+  })
 })

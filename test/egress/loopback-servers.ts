@@ -33,10 +33,14 @@ function handler(seen: LoopbackServers['seen']): http.RequestListener {
         case '/echo':
           return response.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.concat(chunks))
         case '/redirect':
-          return response.writeHead(Number(url.searchParams.get('status') ?? 302), { location: url.searchParams.get('to') ?? '/hello' }).end()
+          return response
+            .writeHead(Number(url.searchParams.get('status') ?? 302), { location: url.searchParams.get('to') ?? '/hello' })
+            .end()
         case '/big': {
           const bytes = Number(url.searchParams.get('bytes') ?? 1024)
-          return response.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes) }).end(Buffer.alloc(bytes, 0x61))
+          return response
+            .writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(bytes) })
+            .end(Buffer.alloc(bytes, 0x61))
         }
         case '/hang':
           return // never answers: the gateway's connection cap must end it

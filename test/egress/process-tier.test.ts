@@ -15,7 +15,11 @@ const TOKEN = 'sk-proc-0123456789abcdef'
 beforeAll(async () => {
   servers = await startLoopbackServers()
   const gateway = new EgressGateway({
-    resolver: tableResolver({ 'api.example.test': '127.0.0.1', 'other.example.test': '127.0.0.1', 'metadata.example.test': '169.254.169.254' }),
+    resolver: tableResolver({
+      'api.example.test': '127.0.0.1',
+      'other.example.test': '127.0.0.1',
+      'metadata.example.test': '169.254.169.254',
+    }),
     allowPrivateRanges: ['127.0.0.0/8'],
     secrets: { api: { env: 'API_TOKEN', hosts: [`api.example.test:${servers.http.port}`] } },
     environment: { API_TOKEN: TOKEN },
@@ -49,7 +53,9 @@ const python = (code: string) => execgate.execute({ language: 'python', code, ad
 const node = (code: string) => execgate.execute({ language: 'javascript', code, adapter: 'process' })
 
 test("Python's urllib goes through the gateway; the record has the request", async () => {
-  const result = await python(`import urllib.request\nurllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode()`)
+  const result = await python(
+    `import urllib.request\nurllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode()`,
+  )
   expect(result).toMatchObject({ status: 'ok', value: 'hello from loopback' })
   expect(result.egress).toEqual([expect.objectContaining({ method: 'GET', host: 'api.example.test', status: 200, decision: 'allowed' })])
 }, 30_000)
@@ -57,7 +63,12 @@ test("Python's urllib goes through the gateway; the record has the request", asy
 test("Node's fetch goes through the gateway too", async () => {
   const result = await node(`fetch('http://api.example.test:${servers.http.port}/hello').then(async (r) => [r.status, await r.text()])`)
   expect(result).toMatchObject({ status: 'ok', value: [200, 'hello from loopback'] })
-  expect(result.egress?.[0]).toMatchObject({ method: 'GET', url: `http://api.example.test:${servers.http.port}/hello`, decision: 'allowed', status: 200 })
+  expect(result.egress?.[0]).toMatchObject({
+    method: 'GET',
+    url: `http://api.example.test:${servers.http.port}/hello`,
+    decision: 'allowed',
+    status: 200,
+  })
 }, 30_000)
 
 test('a refused host is an HTTP 403 inside the code, naming the rule', async () => {
@@ -69,7 +80,12 @@ except urllib.error.HTTPError as e:
     r = [e.code, e.read().decode()]
 r`)
   expect(result.status).toBe('ok')
-  expect(result.value).toEqual([403, expect.stringMatching(/egress refused: metadata\.example\.test resolves to 169\.254\.169\.254 is in a link-local .*rule: private address/)])
+  expect(result.value).toEqual([
+    403,
+    expect.stringMatching(
+      /egress refused: metadata\.example\.test resolves to 169\.254\.169\.254 is in a link-local .*rule: private address/,
+    ),
+  ])
   expect(result.egress).toEqual([expect.objectContaining({ decision: 'denied', rule: 'private address' })])
 }, 30_000)
 

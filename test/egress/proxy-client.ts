@@ -3,15 +3,24 @@ import type net from 'node:net'
 import tls from 'node:tls'
 
 /** A plain HTTP request through the gateway's proxy socket (absolute-form URL, as any proxy client sends). */
-export function viaProxy(socketPath: string, url: string, options: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+export function viaProxy(
+  socketPath: string,
+  url: string,
+  options: { method?: string; body?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url)
-    const request = http.request({ socketPath, method: options.method ?? 'GET', path: url, headers: { host: target.host, ...options.headers } }, (response) => {
-      const chunks: Buffer[] = []
-      response.on('data', (chunk: Buffer) => chunks.push(chunk))
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }))
-      response.on('error', reject)
-    })
+    const request = http.request(
+      { socketPath, method: options.method ?? 'GET', path: url, headers: { host: target.host, ...options.headers } },
+      (response) => {
+        const chunks: Buffer[] = []
+        response.on('data', (chunk: Buffer) => chunks.push(chunk))
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        )
+        response.on('error', reject)
+      },
+    )
     request.on('error', reject)
     request.end(options.body)
   })

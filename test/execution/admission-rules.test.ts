@@ -46,7 +46,12 @@ describe('adapters declare their slots from their own pool options', () => {
     const { MontyAdapter } = await import('../../adapters/monty')
     const { PyodideAdapter } = await import('../../adapters/pyodide')
     const { ProcessAdapter } = await import('../../adapters/process')
-    const adapters = [new QuickJsAdapter({ workers: 3 }), new MontyAdapter({ workers: 1 }), new PyodideAdapter({ poolSize: 4, warmOnStart: false }), new ProcessAdapter({ sandboxUids: '61000-61005' })]
+    const adapters = [
+      new QuickJsAdapter({ workers: 3 }),
+      new MontyAdapter({ workers: 1 }),
+      new PyodideAdapter({ poolSize: 4, warmOnStart: false }),
+      new ProcessAdapter({ sandboxUids: '61000-61005' }),
+    ]
     try {
       expect(adapters.map((adapter) => adapter.capabilities.concurrency)).toEqual([3, 1, 4, process.getuid?.() === 0 ? 6 : undefined])
     } finally {

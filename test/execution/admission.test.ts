@@ -20,7 +20,10 @@ async function createQuickJsExecgate(admission: Record<string, unknown> = {}): P
     } as never,
   })
   // Warm both workers, so the measured runs time the code, not a cold start.
-  await Promise.all([execgate.execute({ language: 'javascript', code: '1', lane: 'interactive' }), execgate.execute({ language: 'javascript', code: '1' })])
+  await Promise.all([
+    execgate.execute({ language: 'javascript', code: '1', lane: 'interactive' }),
+    execgate.execute({ language: 'javascript', code: '1' }),
+  ])
   return execgate
 }
 
@@ -45,7 +48,12 @@ describe('admission with real QuickJS workers', () => {
   afterAll(() => execgate.dispose())
 
   test('the adapter declares its slots and one is reserved for interactive runs', () => {
-    expect(quickjsAdmission(execgate)).toMatchObject({ slots: 2, reserved: 1, inUse: { interactive: 0, batch: 0 }, queued: { interactive: 0, batch: 0 } })
+    expect(quickjsAdmission(execgate)).toMatchObject({
+      slots: 2,
+      reserved: 1,
+      inUse: { interactive: 0, batch: 0 },
+      queued: { interactive: 0, batch: 0 },
+    })
   })
 
   test('the reserved share is never used by batch work, and an interactive run starts at once beside it', async () => {
@@ -65,7 +73,10 @@ describe('admission with real QuickJS workers', () => {
     expect(results.every((result) => result.status === 'ok')).toBe(true)
     expect(results.filter((result) => result.admission!.queuedMs > 200)).toHaveLength(2)
     // An order, not a clock: the interactive run, sent after both batch runs queued, waited less than either.
-    const queuedBatch = results.map((result) => result.admission!.queuedMs).sort((a, b) => a - b).slice(1)
+    const queuedBatch = results
+      .map((result) => result.admission!.queuedMs)
+      .sort((a, b) => a - b)
+      .slice(1)
     expect(queuedBatch.every((queuedMs) => interactive.admission!.queuedMs < queuedMs)).toBe(true)
   }, 30_000)
 
@@ -99,7 +110,12 @@ describe('admission with real QuickJS workers', () => {
 
   test('a queued run whose deadline passes ends timeout, says it never started, and never runs', async () => {
     let marked = 0
-    const mark: HostFunctionDefinition = { name: 'mark', description: 'records that the code ran', parameters: { type: 'array' }, handler: () => void (marked += 1) }
+    const mark: HostFunctionDefinition = {
+      name: 'mark',
+      description: 'records that the code ran',
+      parameters: { type: 'array' },
+      handler: () => void (marked += 1),
+    }
     // Held 3 s, twenty times the queued runs' bounds: they must be answered while it still runs (an order, not a clock).
     let holdingEnded = false
     const holding = execgate.execute({ language: 'javascript', code: busy(3000), lane: 'batch' }).finally(() => (holdingEnded = true))
@@ -154,7 +170,8 @@ describe('agent-type caps and tenant quotas', () => {
   })
 
   test("a tenant's concurrent runs wait, its queued runs past the quota are refused naming it", async () => {
-    const run = (code: string): Promise<ExecutionResult> => execgate.execute({ language: 'javascript', code, lane: 'interactive' }, { tenant: 'acme' })
+    const run = (code: string): Promise<ExecutionResult> =>
+      execgate.execute({ language: 'javascript', code, lane: 'interactive' }, { tenant: 'acme' })
     const first = run(busy(200))
     const second = run(busy(5))
     const third = await run('3')
@@ -170,7 +187,9 @@ describe('agent-type caps and tenant quotas', () => {
     const first = execgate.execute({ language: 'javascript', code: busy(1500), lane: 'interactive' }, { tenant: 'acme' })
     await until(() => quickjsAdmission(execgate).inUse.interactive === 1)
     let waitingEnded = false
-    const waiting = execgate.execute({ language: 'javascript', code: busy(5), lane: 'interactive' }, { tenant: 'acme' }).finally(() => (waitingEnded = true))
+    const waiting = execgate
+      .execute({ language: 'javascript', code: busy(5), lane: 'interactive' }, { tenant: 'acme' })
+      .finally(() => (waitingEnded = true))
     await until(() => quickjsAdmission(execgate).queued.interactive === 1)
     const batch = await execgate.execute({ language: 'javascript', code: '7', lane: 'batch' })
     expect(batch).toMatchObject({ status: 'ok', value: 7 })

@@ -34,7 +34,14 @@ class ScriptedAdapter implements CodeExecutionAdapter {
 }
 
 async function withService(adapter: CodeExecutionAdapter, body: (execgate: Execgate) => Promise<void>, graceMs = 200) {
-  const execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent', EXECGATE_EXECUTION_GRACE_MS: String(graceMs) }, adapters: [adapter] })
+  const execgate = await createExecgate({
+    env: {
+      EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR,
+      EXECGATE_LOG_LEVEL: 'silent',
+      EXECGATE_EXECUTION_GRACE_MS: String(graceMs),
+    },
+    adapters: [adapter],
+  })
   try {
     await body(execgate)
   } finally {
@@ -45,7 +52,10 @@ async function withService(adapter: CodeExecutionAdapter, body: (execgate: Execg
 describe('ExecutionService', () => {
   let execgate: Execgate
   beforeAll(async () => {
-    execgate = await createExecgate({ env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent' }, adapters: [new QuickJsAdapter()] })
+    execgate = await createExecgate({
+      env: { EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR, EXECGATE_LOG_LEVEL: 'silent' },
+      adapters: [new QuickJsAdapter()],
+    })
   })
   afterAll(() => execgate.dispose())
 
@@ -87,14 +97,17 @@ describe('ExecutionService', () => {
   })
 
   test('an adapter that throws gives internal_error with the cause', async () => {
-    await withService(new ScriptedAdapter(async () => {
-      throw new Error('backend exploded')
-    }), async (service) => {
-      const result = await service.execute({ language: 'javascript', code: '1' })
-      expect(result.status).toBe('internal_error')
-      expect(result.message).toContain('backend exploded')
-      expect(result.adapter).toBe('scripted')
-    })
+    await withService(
+      new ScriptedAdapter(async () => {
+        throw new Error('backend exploded')
+      }),
+      async (service) => {
+        const result = await service.execute({ language: 'javascript', code: '1' })
+        expect(result.status).toBe('internal_error')
+        expect(result.message).toContain('backend exploded')
+        expect(result.adapter).toBe('scripted')
+      },
+    )
   })
 
   test('an adapter that ignores its deadline is answered for with timeout after the grace period', async () => {
@@ -114,7 +127,10 @@ describe('ExecutionService', () => {
     }
     await withService(new ScriptedAdapter(streamThenHang('partial\n')), async (service) => {
       const chunks: string[] = []
-      const result = await service.execute({ language: 'javascript', code: '1', timeoutMs: 100 }, { onOutput: (_stream, chunk) => chunks.push(chunk) })
+      const result = await service.execute(
+        { language: 'javascript', code: '1', timeoutMs: 100 },
+        { onOutput: (_stream, chunk) => chunks.push(chunk) },
+      )
       expect(result).toMatchObject({ status: 'timeout', stdout: 'partial\n', truncated: false, error: { type: 'TimeoutError' } })
       expect(chunks).toEqual(['partial\n'])
     })
@@ -163,7 +179,10 @@ describe('ExecutionService', () => {
 
   test('streams output to onOutput as it is produced', async () => {
     const chunks: string[] = []
-    const result = await execgate.execute({ language: 'javascript', code: "console.log('a'); console.log('b')" }, { onOutput: (_s, chunk) => chunks.push(chunk) })
+    const result = await execgate.execute(
+      { language: 'javascript', code: "console.log('a'); console.log('b')" },
+      { onOutput: (_s, chunk) => chunks.push(chunk) },
+    )
     expect(result.stdout).toBe('a\nb\n')
     expect(chunks.join('')).toBe('a\nb\n')
   })

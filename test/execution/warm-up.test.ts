@@ -33,10 +33,17 @@ describe('createExecgate() resolves on the first tier; pyodide warms behind', ()
   it('while pyodide warms, a JavaScript run does not wait for it, and a Python run that needs it waits, saying so', async () => {
     const order: string[] = []
     const python = execgate.execute({ language: 'python', code: CLASS_PYTHON }).then((result) => (order.push('python'), result))
-    const javascript = execgate.execute({ language: 'javascript', code: '[3, 4].map((n) => n * n).reduce((a, b) => a + b)' }).then((result) => (order.push('javascript'), result))
+    const javascript = execgate
+      .execute({ language: 'javascript', code: '[3, 4].map((n) => n * n).reduce((a, b) => a + b)' })
+      .then((result) => (order.push('javascript'), result))
     const [py, js] = await Promise.all([python, javascript])
     expect(js).toMatchObject({ status: 'ok', adapter: 'quickjs', value: 25 })
-    expect(py).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 42, route: { escalatedFrom: 'monty', reason: expect.stringContaining('pyodide was still warming up: the run waited for it') } })
+    expect(py).toMatchObject({
+      status: 'ok',
+      adapter: 'pyodide',
+      value: 42,
+      route: { escalatedFrom: 'monty', reason: expect.stringContaining('pyodide was still warming up: the run waited for it') },
+    })
     expect(order).toEqual(['javascript', 'python'])
   }, 120_000)
 
@@ -101,11 +108,17 @@ describe('execgate serve while warming', () => {
     server = await serve(execgate, { port: 0 }, false)
     const [health, early] = await Promise.all([fetch(`${server.url}/healthz`), fetch(`${server.url}/readyz`)])
     expect(health.status).toBe(200)
-    expect({ status: early.status, body: await early.json() }).toEqual({ status: 503, body: { ready: false, warming: true, available: [] } })
+    expect({ status: early.status, body: await early.json() }).toEqual({
+      status: 503,
+      body: { ready: false, warming: true, available: [] },
+    })
     await execgate.ready()
     const late = await fetch(`${server.url}/readyz`)
     const pyodideWarmAtReady = warmth(execgate).pyodide
-    expect({ status: late.status, body: await late.json() }).toEqual({ status: 200, body: { ready: true, available: expect.arrayContaining(['quickjs', 'monty']) } })
+    expect({ status: late.status, body: await late.json() }).toEqual({
+      status: 200,
+      body: { ready: true, available: expect.arrayContaining(['quickjs', 'monty']) },
+    })
     expect(pyodideWarmAtReady).toBe(false)
   }, 120_000)
 })

@@ -21,12 +21,22 @@ const TASKS = 60
 function documentedFlushWindowMs(): number {
   const doc = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'ledger.md'), 'utf8').replace(/\s+/g, ' ')
   const match = /killed outright loses what it heard in its last (\d+) ms/.exec(doc)
-  if (!match) throw new Error('docs/ledger.md no longer states how much a killed process loses ("killed outright loses what it heard in its last N ms")')
+  if (!match)
+    throw new Error(
+      'docs/ledger.md no longer states how much a killed process loses ("killed outright loses what it heard in its last N ms")',
+    )
   return Number(match[1])
 }
 
 function startServe(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const env = { ...process.env, EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_FABRIC_CONCURRENCY: '2' }
+  const env = {
+    ...process.env,
+    EXECGATE_LOG_LEVEL: 'silent',
+    EXECGATE_READINESS_ENABLED: 'false',
+    EXECGATE_EXECUTION_ENABLED: 'quickjs',
+    EXECGATE_FABRIC_DATA_DIR: dataDir,
+    EXECGATE_FABRIC_CONCURRENCY: '2',
+  }
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] })
   return new Promise((resolve, reject) => {
     let text = ''
@@ -42,7 +52,11 @@ function startServe(dataDir: string): Promise<{ child: ChildProcess; url: string
 
 let baseUrl = ''
 async function api<T>(method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const response = await fetch(`${baseUrl}${url}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+  const response = await fetch(`${baseUrl}${url}`, {
+    method,
+    headers: body ? { 'content-type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  })
   const text = await response.text()
   return { status: response.status, json: (text ? JSON.parse(text) : undefined) as T }
 }
@@ -87,14 +101,24 @@ test(`kill -9 of execgate serve with ${TASKS} tasks and a plan in flight; after 
     expect(plan.status).toBe(201)
     const accepted: Task[] = []
     for (let index = 0; index < TASKS; index++) {
-      const submitted = await api<Task>('POST', '/v1/tasks', { request: { language: 'javascript', code: busy(40, String(index)) }, idempotencyKey: `serve-crash-${index}`, retryPolicy: { maxAttempts: 3 } })
+      const submitted = await api<Task>('POST', '/v1/tasks', {
+        request: { language: 'javascript', code: busy(40, String(index)) },
+        idempotencyKey: `serve-crash-${index}`,
+        retryPolicy: { maxAttempts: 3 },
+      })
       expect(submitted.status).toBe(201)
       accepted.push(submitted.json)
     }
     // Kill part-way: some tasks done, some running, the plan past its first step but not finished.
     const atKill = await until(
-      async () => ({ tasks: (await api<{ tasks: Task[] }>('GET', '/v1/tasks?limit=500')).json.tasks, plan: (await api<{ state: string; steps: Array<{ id: string; state: string }> }>('GET', `/v1/plans/${plan.json.id}`)).json }),
-      ({ tasks, plan: current }) => tasks.filter((task) => task.state === 'COMPLETED').length >= 5 && current.steps.some((step) => step.state === 'COMPLETED') && current.state === 'RUNNING',
+      async () => ({
+        tasks: (await api<{ tasks: Task[] }>('GET', '/v1/tasks?limit=500')).json.tasks,
+        plan: (await api<{ state: string; steps: Array<{ id: string; state: string }> }>('GET', `/v1/plans/${plan.json.id}`)).json,
+      }),
+      ({ tasks, plan: current }) =>
+        tasks.filter((task) => task.state === 'COMPLETED').length >= 5 &&
+        current.steps.some((step) => step.state === 'COMPLETED') &&
+        current.state === 'RUNNING',
       'tasks and the plan part-way',
     )
     expect(atKill.tasks.filter((task) => !ENDED.includes(task.state)).length).toBeGreaterThan(0)
@@ -107,25 +131,59 @@ test(`kill -9 of execgate serve with ${TASKS} tasks and a plan in flight; after 
     baseUrl = serve.url
     // Every accepted task completes, once.
     for (const task of accepted) {
-      const done = await until(async () => (await api<Task>('GET', `/v1/tasks/${task.id}`)).json, (current) => ENDED.includes(current.state), `task ${task.id}`)
-      expect({ id: task.id, state: done.state, value: done.result?.value }).toEqual({ id: task.id, state: 'COMPLETED', value: accepted.indexOf(task) })
+      const done = await until(
+        async () => (await api<Task>('GET', `/v1/tasks/${task.id}`)).json,
+        (current) => ENDED.includes(current.state),
+        `task ${task.id}`,
+      )
+      expect({ id: task.id, state: done.state, value: done.result?.value }).toEqual({
+        id: task.id,
+        state: 'COMPLETED',
+        value: accepted.indexOf(task),
+      })
       const events = await taskEvents(task.id)
-      expect({ id: task.id, completions: events.filter((event) => event.to === 'COMPLETED').length }).toEqual({ id: task.id, completions: 1 })
+      expect({ id: task.id, completions: events.filter((event) => event.to === 'COMPLETED').length }).toEqual({
+        id: task.id,
+        completions: 1,
+      })
     }
     // A client that did not hear back resubmits with the same keys: nothing new is created.
-    const again = await api<Task>('POST', '/v1/tasks', { request: { language: 'javascript', code: busy(40, '0') }, idempotencyKey: 'serve-crash-0' })
+    const again = await api<Task>('POST', '/v1/tasks', {
+      request: { language: 'javascript', code: busy(40, '0') },
+      idempotencyKey: 'serve-crash-0',
+    })
     expect(again.json.id).toBe(accepted[0]!.id)
     // The plan finishes; each step's task completed exactly once, and a step done before the kill was not run again.
-    const finished = await until(async () => (await api<{ state: string; versions: Array<{ steps: Array<{ id: string; taskId: string }> }>; steps: Array<{ id: string; state: string; result?: { value: unknown } }> }>('GET', `/v1/plans/${plan.json.id}`)).json, (current) => ENDED.includes(current.state), 'the plan')
-    expect({ state: finished.state, values: finished.steps.map((step) => step.result?.value) }).toEqual({ state: 'COMPLETED', values: [1, 2, 3, 4] })
+    const finished = await until(
+      async () =>
+        (
+          await api<{
+            state: string
+            versions: Array<{ steps: Array<{ id: string; taskId: string }> }>
+            steps: Array<{ id: string; state: string; result?: { value: unknown } }>
+          }>('GET', `/v1/plans/${plan.json.id}`)
+        ).json,
+      (current) => ENDED.includes(current.state),
+      'the plan',
+    )
+    expect({ state: finished.state, values: finished.steps.map((step) => step.result?.value) }).toEqual({
+      state: 'COMPLETED',
+      values: [1, 2, 3, 4],
+    })
     for (const step of finished.versions.at(-1)!.steps) {
       const events = await taskEvents(step.taskId)
-      expect({ step: step.id, completions: events.filter((event) => event.to === 'COMPLETED').length }).toEqual({ step: step.id, completions: 1 })
+      expect({ step: step.id, completions: events.filter((event) => event.to === 'COMPLETED').length }).toEqual({
+        step: step.id,
+        completions: 1,
+      })
     }
     const doneBeforeKill = atKill.plan.steps.filter((step) => step.state === 'COMPLETED').map((step) => step.id)
     for (const id of doneBeforeKill) {
       const taskId = finished.versions.at(-1)!.steps.find((step) => step.id === id)!.taskId
-      expect({ step: id, starts: (await taskEvents(taskId)).filter((event) => event.to === 'SPAWNING').length }).toEqual({ step: id, starts: 1 })
+      expect({ step: id, starts: (await taskEvents(taskId)).filter((event) => event.to === 'SPAWNING').length }).toEqual({
+        step: id,
+        starts: 1,
+      })
     }
     // The ledger: a run whose task had completed before the kill is recorded, unless it ended within the flush window.
     const windowMs = documentedFlushWindowMs()
@@ -141,7 +199,9 @@ test(`kill -9 of execgate serve with ${TASKS} tasks and a plan in flight; after 
     // And the restarted server records its own runs.
     const lastTask = (await api<Task>('GET', `/v1/tasks/${accepted.at(-1)!.id}`)).json
     expect((await api<unknown>('GET', `/v1/runs/${encodeURIComponent(String(lastTask.result!.runId))}/record`)).status).toBe(200)
-    process.stdout.write(`serve crash: ${completedBeforeKill.length} tasks completed before the kill, ${lost.length} of their runs missing from the ledger (window ${windowMs} ms); plan steps done before the kill: ${doneBeforeKill.join(', ')}\n`)
+    process.stdout.write(
+      `serve crash: ${completedBeforeKill.length} tasks completed before the kill, ${lost.length} of their runs missing from the ledger (window ${windowMs} ms); plan steps done before the kill: ${doneBeforeKill.join(', ')}\n`,
+    )
   } finally {
     if (serve.child.exitCode === null) serve.child.kill('SIGKILL')
     fs.rmSync(dataDir, { recursive: true, force: true })

@@ -55,7 +55,8 @@ export class FakeAgentCore {
     const failing = this.failures.findIndex((failure) => failure.operation === operation)
     if (failing !== -1) {
       const { name } = this.failures.splice(failing, 1)[0]!
-      const status = { ThrottlingException: 429, AccessDeniedException: 403, ResourceNotFoundException: 404, ValidationException: 400 }[name] ?? 500
+      const status =
+        { ThrottlingException: 429, AccessDeniedException: 403, ResourceNotFoundException: 404, ValidationException: 400 }[name] ?? 500
       return fail(status, name, `fake ${name}`)
     }
     if (interpreter !== 'aws.codeinterpreter.v1') return fail(404, 'ResourceNotFoundException', `code interpreter ${interpreter} not found`)
@@ -84,20 +85,57 @@ export class FakeAgentCore {
     if (body.name !== 'executeCode') return fail(400, 'ValidationException', `tool ${body.name} is not supported here`)
     const { language, code } = body.arguments ?? {}
     const runner = language === 'python' ? this.runners.python : language === 'javascript' ? this.runners.javascript : undefined
-    if (!runner || typeof code !== 'string') return fail(400, 'ValidationException', `arguments.language must be python or javascript (got ${language}) and arguments.code a string`)
+    if (!runner || typeof code !== 'string')
+      return fail(
+        400,
+        'ValidationException',
+        `arguments.language must be python or javascript (got ${language}) and arguments.code a string`,
+      )
     session.running = new AbortController()
     // AgentCore's interpreter imports anything: the allow-list is the bedrock adapter's own wrapper's to hold, so this
     // stand-in lets through what the hostile corpus's cases may be allowed (threading, socket, builtins…) besides
     // what the wrapper itself uses; bubblewrap stays around it.
-    const policy = { ...DEFAULT_POLICY, wallTimeMs: 30_000, cpuTimeMs: 30_000, memoryMb: 64, outputBytes: 1024 * 1024, allowedImports: ['base64', 'os', 'sys', 'json', 'math', 're', 'time', 'traceback', 'signal', '_signal', 'datetime', 'threading', 'socket', 'builtins'] }
-    const context: ExecutionContext = { traceId: `agentcore-${sessionId}`, policy, signal: session.running.signal, deadline: performance.now() + policy.wallTimeMs }
+    const policy = {
+      ...DEFAULT_POLICY,
+      wallTimeMs: 30_000,
+      cpuTimeMs: 30_000,
+      memoryMb: 64,
+      outputBytes: 1024 * 1024,
+      allowedImports: [
+        'base64',
+        'os',
+        'sys',
+        'json',
+        'math',
+        're',
+        'time',
+        'traceback',
+        'signal',
+        '_signal',
+        'datetime',
+        'threading',
+        'socket',
+        'builtins',
+      ],
+    }
+    const context: ExecutionContext = {
+      traceId: `agentcore-${sessionId}`,
+      policy,
+      signal: session.running.signal,
+      deadline: performance.now() + policy.wallTimeMs,
+    }
     const started = performance.now()
     const result = await runner.execute({ language, code }, context)
     session.running = undefined
     const stderr = result.stderr || (result.status === 'ok' ? '' : `${result.error?.type ?? result.status}: ${result.message ?? ''}\n`)
     const payload = {
       content: [{ type: 'text', text: result.stdout }],
-      structuredContent: { stdout: result.stdout, stderr, exitCode: result.status === 'ok' ? 0 : 1, executionTime: (performance.now() - started) / 1000 },
+      structuredContent: {
+        stdout: result.stdout,
+        stderr,
+        exitCode: result.status === 'ok' ? 0 : 1,
+        executionTime: (performance.now() - started) / 1000,
+      },
       isError: result.status !== 'ok',
     }
     const frame = this.codec.encode({

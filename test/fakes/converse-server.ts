@@ -37,7 +37,10 @@ export class FakeConverse {
       response.end(JSON.stringify({ message: `no route ${request.method} ${request.url}` }))
       return
     }
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { system?: Array<{ text: string }>; messages: Array<{ role: string; content: Array<{ text?: string }> }> }
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      system?: Array<{ text: string }>
+      messages: Array<{ role: string; content: Array<{ text?: string }> }>
+    }
     const recorded: RecordedConverse = {
       modelId: decodeURIComponent(match[1]!),
       system: (body.system ?? []).map((block) => block.text).join('\n'),
@@ -52,6 +55,13 @@ export class FakeConverse {
     }
     const text = typeof reply === 'function' ? await reply(recorded) : reply
     response.writeHead(200, { 'content-type': 'application/json' })
-    response.end(JSON.stringify({ output: { message: { role: 'assistant', content: [{ text }] } }, stopReason: 'end_turn', usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 }, metrics: { latencyMs: 1 } }))
+    response.end(
+      JSON.stringify({
+        output: { message: { role: 'assistant', content: [{ text }] } },
+        stopReason: 'end_turn',
+        usage: { inputTokens: 10, outputTokens: 10, totalTokens: 20 },
+        metrics: { latencyMs: 1 },
+      }),
+    )
   }
 }

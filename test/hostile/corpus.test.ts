@@ -4,7 +4,21 @@ import path from 'node:path'
 import { BASH_CORPUS_FILE, EXPECT_KEYS, PROJECT_CORPUS_FILE, type HostileCase } from './corpus'
 import { HOSTILE_POLICY, casePolicy, staticRefusals } from './case-policy'
 
-const CATEGORIES = ['escape', 'filesystem', 'infinite-loop', 'async', 'memory-bomb', 'prototype-pollution', 'recursion', 'network', 'fork-bomb', 'output-flood', 'resource-leak', 'encoding', 'timing']
+const CATEGORIES = [
+  'escape',
+  'filesystem',
+  'infinite-loop',
+  'async',
+  'memory-bomb',
+  'prototype-pollution',
+  'recursion',
+  'network',
+  'fork-bomb',
+  'output-flood',
+  'resource-leak',
+  'encoding',
+  'timing',
+]
 const CASE_KEYS = ['id', 'language', 'category', 'code', 'expect', 'policy', 'source', 'backends']
 const project = JSON.parse(fs.readFileSync(PROJECT_CORPUS_FILE, 'utf8')) as HostileCase[]
 
@@ -21,13 +35,15 @@ describe('the project hostile corpus (test/hostile/cases.json)', () => {
     for (const item of project) {
       if (seen.has(item.id)) problems.push(`${item.id}: id used twice`)
       seen.add(item.id)
-      if (!item.id.startsWith(item.language === 'javascript' ? 'js-' : 'py-')) problems.push(`${item.id}: id does not start with its language's prefix`)
+      if (!item.id.startsWith(item.language === 'javascript' ? 'js-' : 'py-'))
+        problems.push(`${item.id}: id does not start with its language's prefix`)
       if (!CATEGORIES.includes(item.category)) problems.push(`${item.id}: unknown category ${item.category}`)
       if (typeof item.source !== 'string' || item.source.length < 20) problems.push(`${item.id}: no source a reader can look up`)
       if (typeof item.code !== 'string' || !item.code.trim()) problems.push(`${item.id}: no code`)
       if (!Array.isArray(item.backends) || item.backends.length === 0) problems.push(`${item.id}: no backends`)
       for (const key of Object.keys(item).filter((key) => !CASE_KEYS.includes(key))) problems.push(`${item.id}: unknown field ${key}`)
-      for (const key of Object.keys(item.expect)) if (!(EXPECT_KEYS as readonly string[]).includes(key)) problems.push(`${item.id}: unknown expect key ${key}`)
+      for (const key of Object.keys(item.expect))
+        if (!(EXPECT_KEYS as readonly string[]).includes(key)) problems.push(`${item.id}: unknown expect key ${key}`)
       // A status alone proves nothing was contained; every case also checks an effect or the host's health.
       if (!Object.keys(item.expect).some((key) => key !== 'status' && key !== 'statusIn')) problems.push(`${item.id}: checks only a status`)
     }
@@ -45,7 +61,8 @@ describe('the project hostile corpus (test/hostile/cases.json)', () => {
       if (item.language !== 'bash' || !item.id.startsWith('bash-')) problems.push(`${item.id}: not a bash case with a bash- id`)
       if (typeof item.source !== 'string' || item.source.length < 20) problems.push(`${item.id}: no source a reader can look up`)
       if (typeof item.code !== 'string' || !item.code.trim()) problems.push(`${item.id}: no code`)
-      for (const key of Object.keys(item.expect)) if (!(EXPECT_KEYS as readonly string[]).includes(key)) problems.push(`${item.id}: unknown expect key ${key}`)
+      for (const key of Object.keys(item.expect))
+        if (!(EXPECT_KEYS as readonly string[]).includes(key)) problems.push(`${item.id}: unknown expect key ${key}`)
       if (!Object.keys(item.expect).some((key) => key !== 'status' && key !== 'statusIn')) problems.push(`${item.id}: checks only a status`)
     }
     expect(problems).toEqual([])
@@ -95,7 +112,9 @@ describe('the extra corpus beside the repository', () => {
     } finally {
       spy.mockRestore()
     }
-    expect(writes).toEqual([`hostile: no extra corpus at ${path.join(directory, 'absent', 'cases.json')}; running the project corpus only\n`])
+    expect(writes).toEqual([
+      `hostile: no extra corpus at ${path.join(directory, 'absent', 'cases.json')}; running the project corpus only\n`,
+    ])
   })
 })
 
@@ -107,11 +126,14 @@ describe("a case's policy (what it needs to reach the sandbox)", () => {
     for (const item of all.filter((entry) => entry.policy)) {
       const extra = Object.keys(item.policy!).filter((key) => key !== 'allowedImports' && key !== 'filesystem')
       if (extra.length) problems.push(`${item.id}: widens ${extra.join(', ')}`)
-      if (item.policy!.filesystem && !['read_only', 'sandboxed'].includes(item.policy!.filesystem)) problems.push(`${item.id}: filesystem ${item.policy!.filesystem}`)
-      if (!staticRefusals(item, item.language, HOSTILE_POLICY).length) problems.push(`${item.id}: HOSTILE_POLICY does not refuse it, so its policy widens nothing it needs`)
+      if (item.policy!.filesystem && !['read_only', 'sandboxed'].includes(item.policy!.filesystem))
+        problems.push(`${item.id}: filesystem ${item.policy!.filesystem}`)
+      if (!staticRefusals(item, item.language, HOSTILE_POLICY).length)
+        problems.push(`${item.id}: HOSTILE_POLICY does not refuse it, so its policy widens nothing it needs`)
       if (staticRefusals(item, item.language, casePolicy(item)).length) problems.push(`${item.id}: still refused under its own policy`)
       const limits = casePolicy(item)
-      if (limits.wallTimeMs !== HOSTILE_POLICY.wallTimeMs || limits.memoryMb !== HOSTILE_POLICY.memoryMb || limits.network !== 'none') problems.push(`${item.id}: a limit changed`)
+      if (limits.wallTimeMs !== HOSTILE_POLICY.wallTimeMs || limits.memoryMb !== HOSTILE_POLICY.memoryMb || limits.network !== 'none')
+        problems.push(`${item.id}: a limit changed`)
     }
     expect(problems).toEqual([])
     expect(all.filter((entry) => entry.policy).length).toBeGreaterThan(10)

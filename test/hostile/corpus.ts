@@ -93,7 +93,10 @@ export interface CorpusFiles {
  * The project's corpus, then the extra corpus's cases that are not already in it (same id, code and expectations):
  * an identical case would only run twice. Without the extra corpus, one line says so, once per test file.
  */
-export function hostileCorpora(language?: HostileCase['language'], files: CorpusFiles = { project: PROJECT_CORPUS_FILE, extra: EXTRA_CORPUS_FILE, bash: BASH_CORPUS_FILE }): HostileCorpus[] {
+export function hostileCorpora(
+  language?: HostileCase['language'],
+  files: CorpusFiles = { project: PROJECT_CORPUS_FILE, extra: EXTRA_CORPUS_FILE, bash: BASH_CORPUS_FILE },
+): HostileCorpus[] {
   const ofLanguage = (cases: HostileCase[]) => (language ? cases.filter((item) => item.language === language) : cases)
   const project = [...readCorpus(files.project), ...(files.bash ? readCorpus(files.bash) : [])]
   const corpora: HostileCorpus[] = [{ label: 'project corpus', cases: ofLanguage(project) }]
@@ -103,7 +106,10 @@ export function hostileCorpora(language?: HostileCase['language'], files: Corpus
     return corpora
   }
   const known = new Set(project.map(caseFingerprint))
-  corpora.push({ label: EXTRA_CORPUS_LABEL, cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))) })
+  corpora.push({
+    label: EXTRA_CORPUS_LABEL,
+    cases: ofLanguage(readCorpus(files.extra)).filter((item) => !known.has(caseFingerprint(item))),
+  })
   return corpora
 }
 

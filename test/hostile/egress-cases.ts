@@ -21,14 +21,35 @@ export interface EgressCase {
 export const EGRESS_CASES: EgressCase[] = [
   {
     id: 'ssrf-loopback-spellings',
-    source: 'OWASP SSRF Prevention Cheat Sheet ("bypassing IP filters"); PortSwigger "SSRF with blacklist-based input filter"; CVE-2021-22931/CVE-2023-24329 style parser differentials',
-    urls: ['http://127.0.0.2:{FORBIDDEN}/', 'http://2130706434:{FORBIDDEN}/', 'http://0x7f.0.0.2:{FORBIDDEN}/', 'http://0177.0.0.2:{FORBIDDEN}/', 'http://127.2:{FORBIDDEN}/', 'http://[::ffff:127.0.0.2]:{FORBIDDEN}/', 'http://[::ffff:7f00:2]:{FORBIDDEN}/', 'http://0.0.0.0:{FORBIDDEN}/', 'http://[::]:{FORBIDDEN}/', 'http://localhost:{FORBIDDEN}/'],
+    source:
+      'OWASP SSRF Prevention Cheat Sheet ("bypassing IP filters"); PortSwigger "SSRF with blacklist-based input filter"; CVE-2021-22931/CVE-2023-24329 style parser differentials',
+    urls: [
+      'http://127.0.0.2:{FORBIDDEN}/',
+      'http://2130706434:{FORBIDDEN}/',
+      'http://0x7f.0.0.2:{FORBIDDEN}/',
+      'http://0177.0.0.2:{FORBIDDEN}/',
+      'http://127.2:{FORBIDDEN}/',
+      'http://[::ffff:127.0.0.2]:{FORBIDDEN}/',
+      'http://[::ffff:7f00:2]:{FORBIDDEN}/',
+      'http://0.0.0.0:{FORBIDDEN}/',
+      'http://[::]:{FORBIDDEN}/',
+      'http://localhost:{FORBIDDEN}/',
+    ],
     reason: /loopback|unspecified|does not resolve/,
   },
   {
     id: 'ssrf-cloud-metadata',
-    source: 'AWS IMDS (169.254.169.254, fd00:ec2::254) as used in the Capital One breach (2019); HackTricks "Cloud SSRF"; GCP metadata.google.internal',
-    urls: ['http://169.254.169.254/latest/meta-data/iam/security-credentials/', 'http://[fd00:ec2::254]/latest/meta-data/', 'http://[::ffff:a9fe:a9fe]/', 'http://2852039166/', 'http://0xa9fea9fe/', 'http://0251.0376.0251.0376/', 'http://169.254.169.254.nip.io.example.test/'],
+    source:
+      'AWS IMDS (169.254.169.254, fd00:ec2::254) as used in the Capital One breach (2019); HackTricks "Cloud SSRF"; GCP metadata.google.internal',
+    urls: [
+      'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
+      'http://[fd00:ec2::254]/latest/meta-data/',
+      'http://[::ffff:a9fe:a9fe]/',
+      'http://2852039166/',
+      'http://0xa9fea9fe/',
+      'http://0251.0376.0251.0376/',
+      'http://169.254.169.254.nip.io.example.test/',
+    ],
     reason: /link-local|unique local|does not resolve/,
   },
   {
@@ -46,8 +67,13 @@ export const EGRESS_CASES: EgressCase[] = [
   },
   {
     id: 'redirect-to-private',
-    source: 'open redirect to an internal address (CVE-2022-0155 follow-redirects, CVE-2021-3779 and the GitLab/Grafana SSRF redirect reports)',
-    urls: ['http://api.example.test:{ALLOWED}/redirect?to=http%3A%2F%2F127.0.0.2%3A{FORBIDDEN}%2F', 'http://api.example.test:{ALLOWED}/redirect?status=307&to=http%3A%2F%2F169.254.169.254%2Flatest%2F', 'http://api.example.test:{ALLOWED}/redirect?to=http%3A%2F%2F%5B%3A%3Affff%3A127.0.0.2%5D%3A{FORBIDDEN}%2F'],
+    source:
+      'open redirect to an internal address (CVE-2022-0155 follow-redirects, CVE-2021-3779 and the GitLab/Grafana SSRF redirect reports)',
+    urls: [
+      'http://api.example.test:{ALLOWED}/redirect?to=http%3A%2F%2F127.0.0.2%3A{FORBIDDEN}%2F',
+      'http://api.example.test:{ALLOWED}/redirect?status=307&to=http%3A%2F%2F169.254.169.254%2Flatest%2F',
+      'http://api.example.test:{ALLOWED}/redirect?to=http%3A%2F%2F%5B%3A%3Affff%3A127.0.0.2%5D%3A{FORBIDDEN}%2F',
+    ],
     reason: /loopback|link-local/,
   },
   {
@@ -61,5 +87,8 @@ export const EGRESS_CASES: EgressCase[] = [
 
 /** Fills a case's placeholders. */
 export function fill(text: string, ports: { allowed: number; forbidden: number; https: number }): string {
-  return text.replace(/\{ALLOWED\}/g, String(ports.allowed)).replace(/\{FORBIDDEN\}/g, String(ports.forbidden)).replace(/\{HTTPS\}/g, String(ports.https))
+  return text
+    .replace(/\{ALLOWED\}/g, String(ports.allowed))
+    .replace(/\{FORBIDDEN\}/g, String(ports.forbidden))
+    .replace(/\{HTTPS\}/g, String(ports.https))
 }

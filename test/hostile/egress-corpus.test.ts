@@ -115,28 +115,40 @@ out`,
 } as const
 
 describe.each(Object.entries(DOORS))('hostile egress corpus: %s', (_door, probe) => {
-  test.each(EGRESS_CASES.map((item) => [item.id, item] as const))('%s holds', async (_id, item) => {
-    const urls = item.urls.map((url) => fill(url, ports))
-    const hitsBefore = internalHits.length
-    const result: ExecutionResult = await execgate.execute({ ...probe(urls), ...(item.network ? { policy: { network: item.network.map((rule) => fill(rule, ports)) } } : {}) } as ExecutionRequest)
-    expect(result.status).toBe('ok')
-    const outcomes = result.value as string[]
-    expect(outcomes).toHaveLength(urls.length)
-    outcomes.forEach((outcome, index) => {
-      if (item.allowed?.includes(index)) expect(outcome).toBe('200:hello from loopback')
-      else expect(outcome).not.toMatch(/^200:/)
-    })
-    expect(JSON.stringify(result)).not.toContain('FORBIDDEN-REACHED')
-    expect(internalHits.slice(hitsBefore)).toEqual([])
-    const denied = (result.egress ?? []).filter((record) => record.decision === 'denied')
-    // fetch refuses some ports itself (the Fetch standard's "bad port" list: 22, …) before the gateway sees them.
-    const refusedByClient = outcomes.filter((outcome) => /bad port/.test(outcome)).length
-    expect(denied.length + refusedByClient).toBe(urls.length - (item.allowed?.length ?? 0))
-    for (const record of denied) expect(record.reason).toMatch(item.reason)
-  }, 60_000)
+  test.each(EGRESS_CASES.map((item) => [item.id, item] as const))(
+    '%s holds',
+    async (_id, item) => {
+      const urls = item.urls.map((url) => fill(url, ports))
+      const hitsBefore = internalHits.length
+      const result: ExecutionResult = await execgate.execute({
+        ...probe(urls),
+        ...(item.network ? { policy: { network: item.network.map((rule) => fill(rule, ports)) } } : {}),
+      } as ExecutionRequest)
+      expect(result.status).toBe('ok')
+      const outcomes = result.value as string[]
+      expect(outcomes).toHaveLength(urls.length)
+      outcomes.forEach((outcome, index) => {
+        if (item.allowed?.includes(index)) expect(outcome).toBe('200:hello from loopback')
+        else expect(outcome).not.toMatch(/^200:/)
+      })
+      expect(JSON.stringify(result)).not.toContain('FORBIDDEN-REACHED')
+      expect(internalHits.slice(hitsBefore)).toEqual([])
+      const denied = (result.egress ?? []).filter((record) => record.decision === 'denied')
+      // fetch refuses some ports itself (the Fetch standard's "bad port" list: 22, …) before the gateway sees them.
+      const refusedByClient = outcomes.filter((outcome) => /bad port/.test(outcome)).length
+      expect(denied.length + refusedByClient).toBe(urls.length - (item.allowed?.length ?? 0))
+      for (const record of denied) expect(record.reason).toMatch(item.reason)
+    },
+    60_000,
+  )
 
   test('a download past the byte cap is cut, and the run goes on', async () => {
-    const result = await execgate.execute(probe([`http://api.example.test:${ports.allowed}/big?bytes=${8 * 1024 * 1024}`, `http://api.example.test:${ports.allowed}/hello`]) as ExecutionRequest)
+    const result = await execgate.execute(
+      probe([
+        `http://api.example.test:${ports.allowed}/big?bytes=${8 * 1024 * 1024}`,
+        `http://api.example.test:${ports.allowed}/hello`,
+      ]) as ExecutionRequest,
+    )
     expect(result.status).toBe('ok')
     // A client that reads only the start of the body may never notice the cut; the record shows it.
     const received = (result.egress ?? []).reduce((sum, record) => sum + record.bytesIn, 0)
@@ -154,7 +166,9 @@ describe.each(Object.entries(DOORS))('hostile egress corpus: %s', (_door, probe)
 
   test('the secret: added for its host only, never readable by the code, not in the output', async () => {
     const before = servers.seen.length
-    const result = await execgate.execute(probe([`http://api.example.test:${ports.allowed}/headers`, `http://other.example.test:${ports.allowed}/headers`]) as ExecutionRequest)
+    const result = await execgate.execute(
+      probe([`http://api.example.test:${ports.allowed}/headers`, `http://other.example.test:${ports.allowed}/headers`]) as ExecutionRequest,
+    )
     const seen = servers.seen.slice(before)
     expect(seen.map((request) => request.headers.authorization)).toEqual([`Bearer ${TOKEN}`, undefined])
     expect(JSON.stringify(result)).not.toContain(TOKEN)
@@ -162,7 +176,11 @@ describe.each(Object.entries(DOORS))('hostile egress corpus: %s', (_door, probe)
 })
 
 test('process: the environment and /proc hold no secret of the server', async () => {
-  const result = await execgate.execute({ adapter: 'process', language: 'bash', code: 'env; cat /proc/self/environ /proc/1/environ 2>/dev/null | tr "\\0" "\\n"; echo done' })
+  const result = await execgate.execute({
+    adapter: 'process',
+    language: 'bash',
+    code: 'env; cat /proc/self/environ /proc/1/environ 2>/dev/null | tr "\\0" "\\n"; echo done',
+  })
   expect(result).toMatchObject({ status: 'ok' })
   expect(result.stdout).toContain('HTTP_PROXY=http://127.0.0.1:3128')
   expect(result.stdout).not.toContain(TOKEN)

@@ -13,7 +13,10 @@ export class HostileHostFunctions extends RunHostFunctions {
         ...standardHostFunctions(),
         { name: 'hostFn', description: 'returns {a: 1}', parameters: { type: 'array', maxItems: 0 }, handler: () => ({ a: 1 }) },
       ],
-      { policy: { ...DEFAULT_POLICY, filesystem: 'sandboxed', hostCalls: { maxCount: 10_000, maxTotalMs: 10_000 } }, workspace: new MemoryWorkspace() },
+      {
+        policy: { ...DEFAULT_POLICY, filesystem: 'sandboxed', hostCalls: { maxCount: 10_000, maxTotalMs: 10_000 } },
+        workspace: new MemoryWorkspace(),
+      },
     )
   }
 }

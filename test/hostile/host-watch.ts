@@ -31,7 +31,9 @@ export function changedKeys(before: Map<string, unknown>, after: Map<string, unk
 }
 
 // Jest and Node set these on globalThis between tests by themselves.
-const IGNORED_GLOBAL_CHANGES = [/^globalThis\.(__coverage__|expect|jasmine|__jest|performance|crypto|fetch|navigator|WebAssembly|structuredClone|AbortController|Blob|BroadcastChannel|Buffer|DOMException|Event|EventTarget|FormData|Headers|MessageChannel|MessageEvent|MessagePort|Request|Response|TextDecoder|TextEncoder|URL|URLSearchParams|queueMicrotask|atob|btoa|setImmediate|clearImmediate|global)$/]
+const IGNORED_GLOBAL_CHANGES = [
+  /^globalThis\.(__coverage__|expect|jasmine|__jest|performance|crypto|fetch|navigator|WebAssembly|structuredClone|AbortController|Blob|BroadcastChannel|Buffer|DOMException|Event|EventTarget|FormData|Headers|MessageChannel|MessageEvent|MessagePort|Request|Response|TextDecoder|TextEncoder|URL|URLSearchParams|queueMicrotask|atob|btoa|setImmediate|clearImmediate|global)$/,
+]
 
 export function resourceCounts(): Map<string, number> {
   const counts = new Map<string, number>()
@@ -41,7 +43,8 @@ export function resourceCounts(): Map<string, number> {
 
 export function newResources(before: Map<string, number>): string[] {
   const grown: string[] = []
-  for (const [type, count] of resourceCounts()) if (count > (before.get(type) ?? 0)) grown.push(`${type} +${count - (before.get(type) ?? 0)}`)
+  for (const [type, count] of resourceCounts())
+    if (count > (before.get(type) ?? 0)) grown.push(`${type} +${count - (before.get(type) ?? 0)}`)
   return grown
 }
 

@@ -1,6 +1,14 @@
 import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
-import type { CodeExecutionAdapter, ExecutionContext, ExecutionRequest, ExecutionResult, HostFunctions, Language, SecurityPolicy } from '../../src/core'
+import type {
+  CodeExecutionAdapter,
+  ExecutionContext,
+  ExecutionRequest,
+  ExecutionResult,
+  HostFunctions,
+  Language,
+  SecurityPolicy,
+} from '../../src/core'
 import { createExecgate, type Execgate } from '../../src'
 import type { ExecuteOptions } from '../../src/execution/types'
 import { HostileHostFunctions } from './fixtures'
@@ -36,11 +44,17 @@ export interface HostileTarget {
  * A suite's own execgate with only `adapter` enabled, the readiness monitor off (its polls would start timers and
  * probes mid-case) and logs silent; `overrides` gives more config, such as the adapter's options.
  */
-export function ownExecgate(adapter: string, overrides: () => Record<string, unknown> = () => ({})): Pick<HostileSuiteOptions, 'target' | 'dispose'> {
+export function ownExecgate(
+  adapter: string,
+  overrides: () => Record<string, unknown> = () => ({}),
+): Pick<HostileSuiteOptions, 'target' | 'dispose'> {
   let execgate: Execgate | undefined
   return {
     // `overrides` is read when the suite starts: a fake service's endpoint is known only then.
-    target: async () => (execgate = await createExecgate({ overrides: { execution: { enabled: [adapter] }, readiness: { enabled: false }, log: { level: 'silent' }, ...overrides() } })),
+    target: async () =>
+      (execgate = await createExecgate({
+        overrides: { execution: { enabled: [adapter] }, readiness: { enabled: false }, log: { level: 'silent' }, ...overrides() },
+      })),
     dispose: async () => execgate?.dispose(),
   }
 }
@@ -87,8 +101,11 @@ export const ENV_CANARY = 'HOSTILE_ENV_CANARY_VALUE'
  */
 const FOLLOW_UP_POLICY_WALL_MS = 30_000
 
-
-const FOLLOW_UP_POLICY: SecurityPolicy = Object.freeze({ ...HOSTILE_POLICY, wallTimeMs: FOLLOW_UP_POLICY_WALL_MS, cpuTimeMs: FOLLOW_UP_POLICY_WALL_MS })
+const FOLLOW_UP_POLICY: SecurityPolicy = Object.freeze({
+  ...HOSTILE_POLICY,
+  wallTimeMs: FOLLOW_UP_POLICY_WALL_MS,
+  cpuTimeMs: FOLLOW_UP_POLICY_WALL_MS,
+})
 
 const TRIVIAL: Record<Language, string> = { javascript: '1 + 1', typescript: '1 + 1', python: '1 + 1', bash: 'echo $((1 + 1))' }
 const ISOLATION_PROBE: Record<Language, { code: string; expect: string }> = {
@@ -125,7 +142,10 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
       for (;;) {
         // With the cases' host functions, so the path the cases take (a worker, for some adapters) is the warm one.
         const hostFunctions = options.hostFunctions ? new HostileHostFunctions() : undefined
-        const warm = await target.execute({ language: options.language, code: TRIVIAL[options.language], adapter: options.adapter }, { basePolicy: HOSTILE_POLICY, hostFunctions })
+        const warm = await target.execute(
+          { language: options.language, code: TRIVIAL[options.language], adapter: options.adapter },
+          { basePolicy: HOSTILE_POLICY, hostFunctions },
+        )
         if (warm.status === 'ok' || Date.now() > warmUntil) break
         await sleep(250)
       }
@@ -147,7 +167,8 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
     }, 10_000)
 
     // Deliberate and visible: the skip reporter counts it, and test/setup/allowed-skips.json allows it.
-    if (!corpora.some((corpus) => corpus.label === EXTRA_CORPUS_LABEL)) test.skip(`extra corpus beside the repository is absent (${EXTRA_CORPUS_FILE}): its cases are not run`, () => undefined)
+    if (!corpora.some((corpus) => corpus.label === EXTRA_CORPUS_LABEL))
+      test.skip(`extra corpus beside the repository is absent (${EXTRA_CORPUS_FILE}): its cases are not run`, () => undefined)
 
     for (const corpus of corpora) {
       describe(corpus.label, () => {
@@ -175,9 +196,19 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
           // A case the static check refuses still meets the backend: it is sent to the adapter itself.
           const path = refusals.length ? 'on the adapter itself, past the static check' : 'through the service'
           const adjusted = options.adjusted?.[hostileCase.id] ? ` (adjusted here: ${options.adjusted[hostileCase.id]!.reason})` : ''
-          test(`${hostileCase.id} (${hostileCase.category}) holds ${path}${adjusted}`, async () => {
-            await runCase(hostileCase, options, () => target, () => baselinePids, refusals.length ? 'adapter' : 'service')
-          }, options.caseTimeoutMs ?? 30_000)
+          test(
+            `${hostileCase.id} (${hostileCase.category}) holds ${path}${adjusted}`,
+            async () => {
+              await runCase(
+                hostileCase,
+                options,
+                () => target,
+                () => baselinePids,
+                refusals.length ? 'adapter' : 'service',
+              )
+            },
+            options.caseTimeoutMs ?? 30_000,
+          )
         }
       })
     }
@@ -185,11 +216,20 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
 }
 
 /** Sent through the service under `policy`, the case is refused by the static check: nothing runs. */
-async function expectRefusedBeforeRunning(hostileCase: HostileCase, policy: SecurityPolicy, options: HostileSuiteOptions, getTarget: () => HostileTarget): Promise<void> {
+async function expectRefusedBeforeRunning(
+  hostileCase: HostileCase,
+  policy: SecurityPolicy,
+  options: HostileSuiteOptions,
+  getTarget: () => HostileTarget,
+): Promise<void> {
   const language = options.language
   expect(staticRefusals(hostileCase, language, policy).length).toBeGreaterThan(0)
   const result = await getTarget().execute({ language, code: hostileCase.code, adapter: options.adapter }, { basePolicy: policy })
-  expect({ status: result.status, stdout: result.stdout, ran: result.usage?.wallMs ?? 0 }).toEqual({ status: 'policy_violation', stdout: '', ran: 0 })
+  expect({ status: result.status, stdout: result.stdout, ran: result.usage?.wallMs ?? 0 }).toEqual({
+    status: 'policy_violation',
+    stdout: '',
+    ran: 0,
+  })
 }
 
 /**
@@ -197,17 +237,34 @@ async function expectRefusedBeforeRunning(hostileCase: HostileCase, policy: Secu
  * service's static check refuses, on the adapter itself with the same policy, so the backend's own containment is
  * what the expectations check.
  */
-function runner(path: 'service' | 'adapter', options: HostileSuiteOptions, target: HostileTarget, extra: { hostFunctions?: HostFunctions; onOutput: (stream: 'stdout' | 'stderr', chunk: string) => void }) {
+function runner(
+  path: 'service' | 'adapter',
+  options: HostileSuiteOptions,
+  target: HostileTarget,
+  extra: { hostFunctions?: HostFunctions; onOutput: (stream: 'stdout' | 'stderr', chunk: string) => void },
+) {
   return (request: ExecutionRequest, policy: SecurityPolicy): Promise<ExecutionResult> => {
     if (path === 'service') return target.execute(request, { basePolicy: policy, ...extra })
     const adapter = target.adapters().find((item) => item.name === options.adapter)
     if (!adapter) throw new Error(`the hostile target has no adapter ${options.adapter}`)
-    const context: ExecutionContext = { traceId: `hostile-${Math.random().toString(36).slice(2)}`, policy, signal: new AbortController().signal, deadline: performance.now() + policy.wallTimeMs, ...extra }
+    const context: ExecutionContext = {
+      traceId: `hostile-${Math.random().toString(36).slice(2)}`,
+      policy,
+      signal: new AbortController().signal,
+      deadline: performance.now() + policy.wallTimeMs,
+      ...extra,
+    }
     return adapter.execute(request, context)
   }
 }
 
-async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, getTarget: () => HostileTarget, baseline: () => Set<number>, path: 'service' | 'adapter'): Promise<void> {
+async function runCase(
+  hostileCase: HostileCase,
+  options: HostileSuiteOptions,
+  getTarget: () => HostileTarget,
+  baseline: () => Set<number>,
+  path: 'service' | 'adapter',
+): Promise<void> {
   const target = getTarget()
   const language = options.language
   const policy = casePolicy(hostileCase)
@@ -243,12 +300,24 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
   const context = `case ${hostileCase.id} → status ${result.status}, ${Math.round(wallMs)} ms, message: ${result.message ?? ''}\nstdout: ${result.stdout.slice(0, 300)}\nstderr: ${result.stderr.slice(0, 300)}`
 
   try {
-    if (expectations.status) expect({ ok: statuses([expectations.status]).includes(result.status), status: result.status, context }).toEqual({ ok: true, status: result.status, context })
+    if (expectations.status)
+      expect({ ok: statuses([expectations.status]).includes(result.status), status: result.status, context }).toEqual({
+        ok: true,
+        status: result.status,
+        context,
+      })
     // The status beside `ok`, so a failure's diff shows it (the context's first line may be folded away).
-    if (expectations.statusIn) expect({ ok: statuses(expectations.statusIn).includes(result.status), status: result.status, context }).toEqual({ ok: true, status: result.status, context })
+    if (expectations.statusIn)
+      expect({ ok: statuses(expectations.statusIn).includes(result.status), status: result.status, context }).toEqual({
+        ok: true,
+        status: result.status,
+        context,
+      })
     const text = allText(result)
-    for (const needle of expectations.contains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: true, needle, context })
-    for (const needle of expectations.notContains ?? []) expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: false, needle, context })
+    for (const needle of expectations.contains ?? [])
+      expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: true, needle, context })
+    for (const needle of expectations.notContains ?? [])
+      expect({ contains: text.includes(needle), needle, context }).toEqual({ contains: false, needle, context })
     expect(text.includes(ENV_CANARY)).toBe(false)
     if (expectations.maxOutputBytes) {
       const outputBytes = Buffer.byteLength(text)
@@ -301,7 +370,12 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
       await sleep(1000)
       // Named by command line, so a failure says what was left (a zombie's is empty).
       const leftovers = descendantPids()
-        .filter((pid) => !processesBefore.has(pid) && !(options.poolProcess && options.poolProcess.test(commandLine(pid))) && !TEST_INFRASTRUCTURE.test(commandLine(pid)))
+        .filter(
+          (pid) =>
+            !processesBefore.has(pid) &&
+            !(options.poolProcess && options.poolProcess.test(commandLine(pid))) &&
+            !TEST_INFRASTRUCTURE.test(commandLine(pid)),
+        )
         .map((pid) => `${pid} ${commandLine(pid) || '(no command line: exiting or a zombie)'}`)
       expect({ leftovers, context }).toEqual({ leftovers: [], context })
     }
@@ -310,11 +384,17 @@ async function runCase(hostileCase: HostileCase, options: HostileSuiteOptions, g
     }
     if (expectations.crossRunIsolation) {
       const probe = ISOLATION_PROBE[language]
-      const next = await target.execute({ language, code: probe.code, adapter: options.adapter, ...otherSession }, { basePolicy: FOLLOW_UP_POLICY })
+      const next = await target.execute(
+        { language, code: probe.code, adapter: options.adapter, ...otherSession },
+        { basePolicy: FOLLOW_UP_POLICY },
+      )
       expect({ status: next.status, stdout: next.stdout.trim() }).toEqual({ status: 'ok', stdout: probe.expect })
     }
     if (expectations.hostSurvives || expectations.nextRunOk) {
-      const next = await target.execute({ language, code: TRIVIAL[language], adapter: options.adapter, ...session }, { basePolicy: FOLLOW_UP_POLICY })
+      const next = await target.execute(
+        { language, code: TRIVIAL[language], adapter: options.adapter, ...session },
+        { basePolicy: FOLLOW_UP_POLICY },
+      )
       // A shell has no value: its trivial run prints 2.
       const value = hostileCase.language === 'bash' ? Number(next.stdout.trim()) : next.value
       expect({ status: next.status, value, message: next.message }).toEqual({ status: 'ok', value: 2, message: undefined })

@@ -15,7 +15,9 @@ export interface HostileRun {
  */
 export function declaredHostileRuns(testRoot: string): HostileRun[] {
   const runs: HostileRun[] = []
-  const files = fs.readdirSync(testRoot, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
+  const files = fs
+    .readdirSync(testRoot, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts'))
   for (const entry of files) {
     const file = path.join(entry.parentPath, entry.name)
     runs.push(...hostileRunsIn(fs.readFileSync(file, 'utf8'), path.relative(testRoot, file)))

@@ -35,13 +35,19 @@ test('every optional dependency of every locked package is in the lock (npm ci o
 test('the check finds a platform package that a lock written beside node_modules drops', () => {
   const dropped = structuredClone(lock)
   delete dropped.packages['node_modules/@pydantic/monty-darwin-arm64']
-  expect(missingOptionalDependencies(dropped)).toEqual([{ parent: 'node_modules/@pydantic/monty', name: '@pydantic/monty-darwin-arm64', spec: expect.any(String) }])
+  expect(missingOptionalDependencies(dropped)).toEqual([
+    { parent: 'node_modules/@pydantic/monty', name: '@pydantic/monty-darwin-arm64', spec: expect.any(String) },
+  ])
 })
 
 test('each platform package in the lock says which platform it is for, so npm skips it elsewhere without fetching it', () => {
   const platformPackages = Object.entries(lock.packages).filter(([location]) => /@pydantic\/monty-|@esbuild\//.test(location))
   expect(platformPackages.length).toBeGreaterThan(5)
   for (const [location, entry] of platformPackages) {
-    expect({ location, optional: entry.optional, hasPlatform: Boolean(entry.cpu ?? entry.os) }).toEqual({ location, optional: true, hasPlatform: true })
+    expect({ location, optional: entry.optional, hasPlatform: Boolean(entry.cpu ?? entry.os) }).toEqual({
+      location,
+      optional: true,
+      hasPlatform: true,
+    })
   }
 })

@@ -25,20 +25,38 @@ const optionalPackages = [...new Set(Object.values(OPTIONAL_BACKENDS).flatMap((b
 test('every optional backend package is an optional peer (and a dev dependency, for the tests), never a dependency', () => {
   expect(Object.keys(manifest.peerDependencies).sort()).toEqual(optionalPackages)
   for (const name of optionalPackages) {
-    expect({ name, optional: manifest.peerDependenciesMeta[name]?.optional, dev: Boolean(manifest.devDependencies[name]), dependency: Boolean(manifest.dependencies[name]) }).toEqual({ name, optional: true, dev: true, dependency: false })
+    expect({
+      name,
+      optional: manifest.peerDependenciesMeta[name]?.optional,
+      dev: Boolean(manifest.devDependencies[name]),
+      dependency: Boolean(manifest.dependencies[name]),
+    }).toEqual({ name, optional: true, dev: true, dependency: false })
   }
 })
 
 test('no source file loads an optional package except through importOptional/requireOptional (type imports are free)', () => {
   const offenders: string[] = []
   const walk = (dir: string): string[] =>
-    fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.name === 'node_modules' || entry.name === 'function' ? [] : entry.isDirectory() ? walk(path.join(dir, entry.name)) : entry.name.endsWith('.ts') ? [path.join(dir, entry.name)] : []))
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .flatMap((entry) =>
+        entry.name === 'node_modules' || entry.name === 'function'
+          ? []
+          : entry.isDirectory()
+            ? walk(path.join(dir, entry.name))
+            : entry.name.endsWith('.ts')
+              ? [path.join(dir, entry.name)]
+              : [],
+      )
   for (const file of [...walk(path.join(ROOT, 'src')), ...walk(path.join(ROOT, 'adapters'))]) {
     const text = fs.readFileSync(file, 'utf8')
     for (const name of optionalPackages) {
       const quoted = `'${name}'`
-      for (const line of text.split('\n').filter((l) => [`from ${quoted}`, `import(${quoted})`, `require(${quoted})`].some((load) => l.includes(load)))) {
-        const typeOnly = /^\s*import type /.test(line) || /typeof import\(/.test(line) || /^type \w+ = import\(/.test(line) || /^\s*(\/\/|\*)/.test(line)
+      for (const line of text
+        .split('\n')
+        .filter((l) => [`from ${quoted}`, `import(${quoted})`, `require(${quoted})`].some((load) => l.includes(load)))) {
+        const typeOnly =
+          /^\s*import type /.test(line) || /typeof import\(/.test(line) || /^type \w+ = import\(/.test(line) || /^\s*(\/\/|\*)/.test(line)
         const guarded = /(importOptional|requireOptional)\('[\w-]+', \(\) => (import|require)\(/.test(line)
         if (!typeOnly && !guarded) offenders.push(`${path.relative(ROOT, file)}: ${line.trim()}`)
       }
@@ -68,16 +86,22 @@ test('a package that is installed but fails to load keeps its own error', () => 
     thrown = error
   }
   expect(isExecgateError(thrown, 'EXECGATE_DEPENDENCY_MISSING')).toBe(true)
-  expect((thrown as Error).message).toBe('[execgate] the redis fabric store (fabric.store or fabric.ledger.store = redis) needs ioredis, bullmq, which is not installed: run `npm install ioredis bullmq`')
+  expect((thrown as Error).message).toBe(
+    '[execgate] the redis fabric store (fabric.store or fabric.ledger.store = redis) needs ioredis, bullmq, which is not installed: run `npm install ioredis bullmq`',
+  )
 })
 
 /** Runs `script` (CommonJS, TypeScript sources through ts-node) in a child where `hidden` packages are not installed. */
 async function withoutPackages(hidden: readonly string[], script: string): Promise<unknown> {
-  const { stdout } = await run(process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', path.join(__dirname, 'hide-packages.js'), '-e', script], {
-    cwd: ROOT,
-    env: { ...process.env, EXECGATE_TEST_HIDE_PACKAGES: hidden.join(','), TS_NODE_TRANSPILE_ONLY: 'true' },
-    timeout: 60_000,
-  })
+  const { stdout } = await run(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', '-r', path.join(__dirname, 'hide-packages.js'), '-e', script],
+    {
+      cwd: ROOT,
+      env: { ...process.env, EXECGATE_TEST_HIDE_PACKAGES: hidden.join(','), TS_NODE_TRANSPILE_ONLY: 'true' },
+      timeout: 60_000,
+    },
+  )
   return JSON.parse(stdout.trim().split('\n').pop()!)
 }
 

@@ -34,8 +34,14 @@ interface LockEntry {
  * always hold (ENOTCACHED).
  */
 function projectLock(tarballName: string, tarball: Buffer, registry: string): object {
-  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string>; bin: Record<string, string> }
-  const repositoryLock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    version: string
+    dependencies: Record<string, string>
+    bin: Record<string, string>
+  }
+  const repositoryLock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, LockEntry>
+  }
   const packages: Record<string, LockEntry> = {
     '': { name: 'execgate-pack-check', dependencies: { execgate: `file:${tarballName}` } },
     'node_modules/execgate': {
@@ -74,12 +80,19 @@ describe('the packed package', () => {
       .split('\n')
       .filter(Boolean)
       .map((entry) => entry.replace(/^package\//, ''))
-    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'execgate-pack-check', private: true, dependencies: { execgate: `file:${tarballName}` } }))
+    fs.writeFileSync(
+      path.join(project, 'package.json'),
+      JSON.stringify({ name: 'execgate-pack-check', private: true, dependencies: { execgate: `file:${tarballName}` } }),
+    )
     const registry = (await run('npm', ['config', 'get', 'registry'], { cwd: ROOT, timeout: 30_000 })).stdout.trim().replace(/\/?$/, '/')
     fs.writeFileSync(path.join(project, 'package-lock.json'), JSON.stringify(projectLock(tarballName, tarball, registry)))
     fs.copyFileSync(EXAMPLE, path.join(project, 'quickstart.mjs'))
     // --offline: from the cache only; a package the cache lacks fails the install instead of being downloaded.
-    await run('npm', ['install', '--offline', '--no-audit', '--no-fund'], { cwd: project, timeout: INSTALL_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 })
+    await run('npm', ['install', '--offline', '--no-audit', '--no-fund'], {
+      cwd: project,
+      timeout: INSTALL_TIMEOUT_MS,
+      maxBuffer: 16 * 1024 * 1024,
+    })
   }, INSTALL_TIMEOUT_MS + 120_000)
 
   afterAll(() => {
@@ -87,7 +100,21 @@ describe('the packed package', () => {
   })
 
   test('ships the build, the CLI, the config and the README, and nothing of the workshop', () => {
-    expect(shipped).toEqual(expect.arrayContaining(['package.json', 'README.md', 'bin/execgate.js', 'config/default.json', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/agents/index.js', 'dist/src/server/index.js', 'dist/adapters/quickjs/index.js', 'dist/adapters/pyodide/child.js', 'dist/console/index.html']))
+    expect(shipped).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'bin/execgate.js',
+        'config/default.json',
+        'dist/src/index.js',
+        'dist/src/index.d.ts',
+        'dist/src/agents/index.js',
+        'dist/src/server/index.js',
+        'dist/adapters/quickjs/index.js',
+        'dist/adapters/pyodide/child.js',
+        'dist/console/index.html',
+      ]),
+    )
     // The web console's bundle, named by its content hash.
     expect(shipped.filter((file) => /^dist\/console\/(console|styles)-[A-Z0-9]+\.(js|css)$/.test(file))).toHaveLength(2)
     const workshop = shipped.filter(
@@ -103,7 +130,11 @@ describe('the packed package', () => {
 
   test('the library example runs from the installed package with plain node: JavaScript, Python and a voice turn', async () => {
     const { stdout } = await run(process.execPath, ['quickstart.mjs'], { cwd: project, timeout: 60_000 })
-    expect(stdout.trim().split('\n')).toEqual(['javascript: ok 24.57 (quickjs)', 'python: ok 33.98 (monty)', 'voice: ok The answer is 33.98.'])
+    expect(stdout.trim().split('\n')).toEqual([
+      'javascript: ok 24.57 (quickjs)',
+      'python: ok 33.98 (monty)',
+      'voice: ok The answer is 33.98.',
+    ])
   }, 90_000)
 
   test('the installed package serves the web console from its own files', async () => {
@@ -135,12 +166,20 @@ describe('the packed package', () => {
       console.log(JSON.stringify({ shapes, internal, version: require('execgate/package.json').version }))`
     const { stdout } = await run(process.execPath, ['-e', script], { cwd: project, timeout: 60_000 })
     const { shapes, internal, version } = JSON.parse(stdout) as { shapes: Record<string, string[]>; internal: string; version: string }
-    expect(shapes['execgate']).toEqual(expect.arrayContaining(['createExecgate', 'loadConfig', 'ExecgateError', 'EXECUTION_REQUEST_SCHEMA', 'createResult']))
-    expect(shapes['execgate']!.filter((name) => ['WorkerPool', 'startWorker', 'LruCache', 'SessionStore', 'toWorkspaceFile'].includes(name))).toEqual([])
-    expect(shapes['execgate/agents']).toEqual(expect.arrayContaining(['CodeExecutionHandler', 'CodeGenerator', 'RetryStrategy', 'BedrockConverseProvider']))
+    expect(shapes['execgate']).toEqual(
+      expect.arrayContaining(['createExecgate', 'loadConfig', 'ExecgateError', 'EXECUTION_REQUEST_SCHEMA', 'createResult']),
+    )
+    expect(
+      shapes['execgate']!.filter((name) => ['WorkerPool', 'startWorker', 'LruCache', 'SessionStore', 'toWorkspaceFile'].includes(name)),
+    ).toEqual([])
+    expect(shapes['execgate/agents']).toEqual(
+      expect.arrayContaining(['CodeExecutionHandler', 'CodeGenerator', 'RetryStrategy', 'BedrockConverseProvider']),
+    )
     expect(shapes['execgate/server']).toEqual(expect.arrayContaining(['serve', 'buildServer', 'createMcpServer', 'serveMcpStdio']))
     // The HTTP client needs none of the frameworks' optional peers (execgate/ai-sdk etc. need theirs).
-    expect(shapes['execgate/client']).toEqual(expect.arrayContaining(['ExecgateClient', 'ExecgateClientError', 'isExecgateClientError', 'CLIENT_ROUTES']))
+    expect(shapes['execgate/client']).toEqual(
+      expect.arrayContaining(['ExecgateClient', 'ExecgateClientError', 'isExecgateClientError', 'CLIENT_ROUTES']),
+    )
     expect(shapes['execgate/adapters/quickjs']).toEqual(expect.arrayContaining(['QuickJsAdapter', 'createQuickJsAdapter']))
     expect(shapes['execgate/adapters/docker']).toEqual(expect.arrayContaining(['DockerAdapter']))
     expect(internal).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED')

@@ -24,8 +24,16 @@ export function loosenings(base: SecurityPolicy): Loosening[] {
     { label: 'policy.cpuTimeMs', request: { policy: { cpuTimeMs: base.cpuTimeMs + 1 } }, limit: 'cpuTimeMs' },
     { label: 'policy.outputBytes', request: { policy: { outputBytes: base.outputBytes + 1 } }, limit: 'outputBytes' },
     { label: 'policy.maxProcesses', request: { policy: { maxProcesses: base.maxProcesses + 1 } }, limit: 'maxProcesses' },
-    { label: 'policy.hostCalls.maxCount', request: { policy: { hostCalls: { maxCount: base.hostCalls.maxCount + 1 } } }, limit: 'hostCalls.maxCount' },
-    { label: 'policy.hostCalls.maxTotalMs', request: { policy: { hostCalls: { maxTotalMs: base.hostCalls.maxTotalMs + 1 } } }, limit: 'hostCalls.maxTotalMs' },
+    {
+      label: 'policy.hostCalls.maxCount',
+      request: { policy: { hostCalls: { maxCount: base.hostCalls.maxCount + 1 } } },
+      limit: 'hostCalls.maxCount',
+    },
+    {
+      label: 'policy.hostCalls.maxTotalMs',
+      request: { policy: { hostCalls: { maxTotalMs: base.hostCalls.maxTotalMs + 1 } } },
+      limit: 'hostCalls.maxTotalMs',
+    },
     { label: 'policy.network', request: { policy: { network: ['example.com'] } }, limit: 'network' },
     ...(filesystem ? [{ label: 'policy.filesystem', request: { policy: { filesystem } }, limit: 'filesystem' }] : []),
     { label: 'policy.allowedImports', request: { policy: { allowedImports: [...base.allowedImports, 'os'] } }, limit: 'allowedImports' },
@@ -33,4 +41,14 @@ export function loosenings(base: SecurityPolicy): Loosening[] {
 }
 
 /** The SecurityPolicy fields a request can loosen (every field but `required`, which only ever adds enforcement). */
-export const LOOSENABLE_FIELDS: ReadonlyArray<keyof SecurityPolicy> = ['wallTimeMs', 'cpuTimeMs', 'memoryMb', 'outputBytes', 'network', 'filesystem', 'allowedImports', 'hostCalls', 'maxProcesses']
+export const LOOSENABLE_FIELDS: ReadonlyArray<keyof SecurityPolicy> = [
+  'wallTimeMs',
+  'cpuTimeMs',
+  'memoryMb',
+  'outputBytes',
+  'network',
+  'filesystem',
+  'allowedImports',
+  'hostCalls',
+  'maxProcesses',
+]

@@ -23,7 +23,7 @@ describe('network rules', () => {
     expect(() => parseHostRule('*.')).toThrow(/wildcard/)
   })
 
-  test('a request may only narrow its caller\'s rules', () => {
+  test("a request may only narrow its caller's rules", () => {
     expect(rulesWithin(['api.example.com:443'], ['*.example.com'])).toBe(true)
     expect(rulesWithin(['GET api.example.com'], ['api.example.com'])).toBe(true)
     expect(rulesWithin(['api.example.com'], ['GET api.example.com'])).toBe(false)

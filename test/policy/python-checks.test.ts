@@ -1,7 +1,8 @@
 import { DEFAULT_POLICY, checkPython } from '../../src/policy'
 import { scanPython } from '../../src/runtime'
 
-const issues = (code: string, policy = DEFAULT_POLICY) => checkPython(code, policy).map((issue) => [issue.code, issue.line, issue.column, issue.message])
+const issues = (code: string, policy = DEFAULT_POLICY) =>
+  checkPython(code, policy).map((issue) => [issue.code, issue.line, issue.column, issue.message])
 
 describe('Python static checks', () => {
   test('allowed imports pass; others are refused with line and column', () => {

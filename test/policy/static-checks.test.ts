@@ -1,6 +1,7 @@
 import { DEFAULT_POLICY, staticCheck, staticValidationReport } from '../../src/policy'
 
-const codes = (language: 'javascript' | 'typescript', code: string) => staticCheck(language, code, DEFAULT_POLICY).map((issue) => [issue.code, issue.line, issue.column])
+const codes = (language: 'javascript' | 'typescript', code: string) =>
+  staticCheck(language, code, DEFAULT_POLICY).map((issue) => [issue.code, issue.line, issue.column])
 
 describe.each(['javascript', 'typescript'] as const)('static checks for %s', (language) => {
   test('an allowed program has no issues', () => {

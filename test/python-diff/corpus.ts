@@ -18,7 +18,10 @@ const CASE_MARKER = /^# case: ([a-z0-9-]+)$/
 export function loadPythonCorpus(): PythonCase[] {
   const cases: PythonCase[] = []
   const seen = new Set<string>()
-  for (const file of fs.readdirSync(CASES_DIR).filter((name) => name.endsWith('.py')).sort()) {
+  for (const file of fs
+    .readdirSync(CASES_DIR)
+    .filter((name) => name.endsWith('.py'))
+    .sort()) {
     let current: { id: string; lines: string[] } | undefined
     const flush = () => {
       if (!current) return

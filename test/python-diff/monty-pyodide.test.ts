@@ -52,7 +52,9 @@ describe('monty answers like CPython (pyodide) on the differential corpus', () =
   afterAll(async () => {
     await execgate.dispose() // disposes both adapters
     // One line of figures for whoever reads the run: how much of the corpus each path covers.
-    process.stdout.write(`python-diff: ${corpus.length} cases, ${seen.escalated} escalated by the scan, ${seen.same} same, ${seen.rerun} rerun on pyodide, ${seen.differs} known to differ\n`)
+    process.stdout.write(
+      `python-diff: ${corpus.length} cases, ${seen.escalated} escalated by the scan, ${seen.same} same, ${seen.rerun} rerun on pyodide, ${seen.differs} known to differ\n`,
+    )
   })
 
   test('the corpus is large enough to mean something, and every listed divergence names a case in it', () => {
@@ -61,31 +63,35 @@ describe('monty answers like CPython (pyodide) on the differential corpus', () =
     expect([...known.keys()].filter((id) => !ids.has(id))).toEqual([])
   })
 
-  test.each(corpus.map((item) => [item.id, item] as const))('%s', async (id, item) => {
-    const verdict = monty.canRun(item.code, 'python')
-    const listed = known.get(id)
-    if (!verdict.ok) {
-      // Routing sends it to pyodide before running: the user gets CPython's answer, so nothing to list.
-      expect({ id, listed: listed?.kind }).toEqual({ id, listed: undefined })
-      seen.escalated++
-      return
-    }
-    const fromMonty = answer(await monty.execute({ language: 'python', code: item.code }, context()))
-    const fromCPython = answer(await pyodide.execute({ language: 'python', code: item.code }, context()))
-    const same = JSON.stringify(fromMonty) === JSON.stringify(fromCPython)
-    if (!listed) {
-      expect({ id, ...fromMonty }).toEqual({ id, ...fromCPython })
-      seen.same++
-      return
-    }
-    // Listed: it must still differ (else take it off the list), and a `rerun` case must be one the service reruns.
-    expect({ id, stillDiffers: !same }).toEqual({ id, stillDiffers: true })
-    expect({ id, kind: listed.kind }).toEqual({ id, kind: fromMonty.status === 'error' ? 'rerun' : 'differs' })
-    if (listed.kind === 'rerun') {
-      // The service runs it again on pyodide: the user gets CPython's answer, and is told so.
-      const served = await execgate.execute({ language: 'python', code: item.code })
-      expect({ id, ...answer(served), rerunFrom: served.route?.rerunFrom }).toEqual({ id, ...fromCPython, rerunFrom: 'monty' })
-    }
-    seen[listed.kind]++
-  }, 60_000)
+  test.each(corpus.map((item) => [item.id, item] as const))(
+    '%s',
+    async (id, item) => {
+      const verdict = monty.canRun(item.code, 'python')
+      const listed = known.get(id)
+      if (!verdict.ok) {
+        // Routing sends it to pyodide before running: the user gets CPython's answer, so nothing to list.
+        expect({ id, listed: listed?.kind }).toEqual({ id, listed: undefined })
+        seen.escalated++
+        return
+      }
+      const fromMonty = answer(await monty.execute({ language: 'python', code: item.code }, context()))
+      const fromCPython = answer(await pyodide.execute({ language: 'python', code: item.code }, context()))
+      const same = JSON.stringify(fromMonty) === JSON.stringify(fromCPython)
+      if (!listed) {
+        expect({ id, ...fromMonty }).toEqual({ id, ...fromCPython })
+        seen.same++
+        return
+      }
+      // Listed: it must still differ (else take it off the list), and a `rerun` case must be one the service reruns.
+      expect({ id, stillDiffers: !same }).toEqual({ id, stillDiffers: true })
+      expect({ id, kind: listed.kind }).toEqual({ id, kind: fromMonty.status === 'error' ? 'rerun' : 'differs' })
+      if (listed.kind === 'rerun') {
+        // The service runs it again on pyodide: the user gets CPython's answer, and is told so.
+        const served = await execgate.execute({ language: 'python', code: item.code })
+        expect({ id, ...answer(served), rerunFrom: served.route?.rerunFrom }).toEqual({ id, ...fromCPython, rerunFrom: 'monty' })
+      }
+      seen[listed.kind]++
+    },
+    60_000,
+  )
 })

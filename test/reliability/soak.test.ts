@@ -11,13 +11,20 @@ const ROOT = path.resolve(__dirname, '..', '..')
 // huge print copied whole into the host (+865 MB).
 describe('soak: mixed and hostile traffic through execgate serve', () => {
   test('a one-minute soak: 0 failed requests, 0 leftover processes, server RSS bounded', () => {
-    const run = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'bench', 'soak.js'), '--minutes', '1', '--max-peak-mb', '1200', '--max-growth-mb', '250'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 170_000,
-    })
+    const run = spawnSync(
+      process.execPath,
+      [path.join(ROOT, 'dist', 'bench', 'soak.js'), '--minutes', '1', '--max-peak-mb', '1200', '--max-growth-mb', '250'],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 170_000,
+      },
+    )
     const output = `${run.stdout}\n${run.stderr}`
     expect(output).toMatch(/errors \(connection or 5xx\): 0; leftover processes: 0/)
-    expect({ status: run.status, verdict: output.match(/VERDICT: .*/)?.[0] }).toEqual({ status: 0, verdict: expect.stringMatching(/^VERDICT: PASS/) })
+    expect({ status: run.status, verdict: output.match(/VERDICT: .*/)?.[0] }).toEqual({
+      status: 0,
+      verdict: expect.stringMatching(/^VERDICT: PASS/),
+    })
   }, 180_000)
 })

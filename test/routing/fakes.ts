@@ -52,7 +52,9 @@ export class SwitchableAdapter implements CodeExecutionAdapter {
   async checkAvailability(): Promise<Availability> {
     if (this.checkDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.checkDelayMs))
     const checkedAt = new Date().toISOString()
-    return this.down ? { status: 'unavailable', reason: `${this.name} backend unreachable`, checkedAt } : { status: 'available', latencyMs: 1, checkedAt }
+    return this.down
+      ? { status: 'unavailable', reason: `${this.name} backend unreachable`, checkedAt }
+      : { status: 'available', latencyMs: 1, checkedAt }
   }
 
   // Warming the wrapper warms the QuickJS pool inside it, so createExecgate() hands back a wrapper whose first run

@@ -44,13 +44,19 @@ describe('routing by language and tier (real adapters)', () => {
   test('features the request needs narrow the choice: files need a workspace, a session needs sessions', async () => {
     const { DEFAULT_POLICY } = await import('../../src')
     const files = [{ path: 'in.txt', content: 'hello' }]
-    const result = await execgate.execute({ language: 'bash', code: 'cat in.txt', files }, { basePolicy: { ...DEFAULT_POLICY, filesystem: 'read_only' } })
+    const result = await execgate.execute(
+      { language: 'bash', code: 'cat in.txt', files },
+      { basePolicy: { ...DEFAULT_POLICY, filesystem: 'read_only' } },
+    )
     expect({ adapter: result.adapter, stdout: result.stdout }).toEqual({ adapter: 'process', stdout: 'hello' })
     const runners = await runnersWithoutPlaceholder()
     const noSessions = await runners.execute({ language: 'bash', code: 'echo 1', sessionId: 's1' })
     expect(noSessions.status).toBe('unavailable')
     expect(noSessions.message).toContain('no enabled adapter runs bash with sessions')
-    expect(await runners.execute({ language: 'javascript', code: '1', sessionId: 's1' })).toMatchObject({ status: 'ok', adapter: 'quickjs' })
+    expect(await runners.execute({ language: 'javascript', code: '1', sessionId: 's1' })).toMatchObject({
+      status: 'ok',
+      adapter: 'quickjs',
+    })
   })
 
   test('a required limit no adapter enforces is refused as policy_violation naming it', async () => {
@@ -69,11 +75,23 @@ describe('routing by language and tier (real adapters)', () => {
   })
 
   test('explainPolicy reports the enforcement table and required limits', () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module under test, read once here
-    const explanation = execgate.explainPolicy('process', { ...execgate.explainPolicy('quickjs') && (require('../../src').DEFAULT_POLICY), required: ['hostCalls', 'memory'] })
+    const explanation = execgate.explainPolicy('process', {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module under test, read once here
+      ...(execgate.explainPolicy('quickjs') && require('../../src').DEFAULT_POLICY),
+      required: ['hostCalls', 'memory'],
+    })
     expect(explanation.usable).toBe(false)
-    expect(explanation.rows.find((row) => row.limit === 'hostCalls')).toMatchObject({ enforcement: 'none', required: true, satisfied: false })
-    expect(explanation.rows.find((row) => row.limit === 'memory')).toMatchObject({ enforcement: 'hard', required: true, satisfied: true, setting: '128 MiB' })
+    expect(explanation.rows.find((row) => row.limit === 'hostCalls')).toMatchObject({
+      enforcement: 'none',
+      required: true,
+      satisfied: false,
+    })
+    expect(explanation.rows.find((row) => row.limit === 'memory')).toMatchObject({
+      enforcement: 'hard',
+      required: true,
+      satisfied: true,
+      setting: '128 MiB',
+    })
     expect(() => execgate.explainPolicy('nope')).toThrow(/unknown adapter "nope"/)
   })
 })
@@ -86,7 +104,10 @@ describe('fallback', () => {
     quickjs = new QuickJsAdapter()
     remote = new SwitchableAdapter('remote', new QuickJsAdapter(), 1)
     // The remote is listed first, so at equal tier it is chosen first.
-    execgate = await execgateWith({ execution: { fallback: ['quickjs'] }, routing: { breaker: { failures: 3, windowMs: 60_000, cooldownMs: 300 } } }, [remote, quickjs])
+    execgate = await execgateWith(
+      { execution: { fallback: ['quickjs'] }, routing: { breaker: { failures: 3, windowMs: 60_000, cooldownMs: 300 } } },
+      [remote, quickjs],
+    )
   })
   afterAll(async () => {
     await quickjs.dispose()
@@ -106,7 +127,11 @@ describe('fallback', () => {
   test('a crashing backend is rerouted', async () => {
     remote.crash = true
     const result = await execgate.execute({ language: 'javascript', code: '6 * 7' })
-    expect({ adapter: result.adapter, value: result.value, from: result.fallbackFrom?.adapter }).toEqual({ adapter: 'quickjs', value: 42, from: 'remote' })
+    expect({ adapter: result.adapter, value: result.value, from: result.fallbackFrom?.adapter }).toEqual({
+      adapter: 'quickjs',
+      value: 42,
+      from: 'remote',
+    })
     expect(result.fallbackFrom?.reason).toContain('remote backend crashed')
   })
 
@@ -118,8 +143,15 @@ describe('fallback', () => {
     ] as const) {
       const before = remote.calls
       // A fresh backend's first memory bomb touches new pages, slow on some VMs: time enough for the limit to bite.
-      const result = await execgate.execute({ language: 'javascript', code, policy }, { basePolicy: { ...DEFAULT_POLICY, wallTimeMs: 15_000, cpuTimeMs: 15_000 } })
-      expect({ status: result.status, adapter: result.adapter, fallbackFrom: result.fallbackFrom }).toEqual({ status, adapter: 'remote', fallbackFrom: undefined })
+      const result = await execgate.execute(
+        { language: 'javascript', code, policy },
+        { basePolicy: { ...DEFAULT_POLICY, wallTimeMs: 15_000, cpuTimeMs: 15_000 } },
+      )
+      expect({ status: result.status, adapter: result.adapter, fallbackFrom: result.fallbackFrom }).toEqual({
+        status,
+        adapter: 'remote',
+        fallbackFrom: undefined,
+      })
       expect(remote.calls).toBe(before + 1)
     }
   })
@@ -152,7 +184,10 @@ describe('readiness monitor', () => {
     const future = new SwitchableAdapter('future', new QuickJsAdapter(), 2)
     future.down = true
     const quickjs = new QuickJsAdapter()
-    const execgate = await execgateWith({ execution: { adapter: 'quickjs', futureAdapter: 'future' }, readiness: { enabled: false, unhealthyAfter: 1, healthyAfter: 1 } }, [quickjs, future])
+    const execgate = await execgateWith(
+      { execution: { adapter: 'quickjs', futureAdapter: 'future' }, readiness: { enabled: false, unhealthyAfter: 1, healthyAfter: 1 } },
+      [quickjs, future],
+    )
     const switches: SwitchEvent[] = []
     execgate.readiness.on('switch', (event) => switches.push(event))
     await execgate.checkNow()
@@ -165,7 +200,11 @@ describe('readiness monitor', () => {
     expect(switches).toEqual([expect.objectContaining({ from: 'quickjs', to: 'future', reason: 'the future adapter future is available' })])
     // A quickjs worker still starting adds "…was still warming up" to the reason: the switch is what is checked.
     const onFuture = await execgate.execute({ language: 'javascript', code: '6 * 7' })
-    expect({ adapter: onFuture.adapter, value: onFuture.value, reason: onFuture.route?.reason }).toEqual({ adapter: 'future', value: 42, reason: expect.stringMatching(/^the active adapter \(switched by the readiness monitor\)/) })
+    expect({ adapter: onFuture.adapter, value: onFuture.value, reason: onFuture.route?.reason }).toEqual({
+      adapter: 'future',
+      value: 42,
+      reason: expect.stringMatching(/^the active adapter \(switched by the readiness monitor\)/),
+    })
 
     future.down = true
     await execgate.checkNow()
@@ -179,7 +218,10 @@ describe('readiness monitor', () => {
   test('an unavailable configured adapter gives way to the cheapest available one', async () => {
     const primary = new SwitchableAdapter('primary', new QuickJsAdapter(), 2)
     const quickjs = new QuickJsAdapter()
-    const execgate = await execgateWith({ execution: { adapter: 'primary' }, readiness: { enabled: false, unhealthyAfter: 2, healthyAfter: 1 } }, [primary, quickjs])
+    const execgate = await execgateWith(
+      { execution: { adapter: 'primary' }, readiness: { enabled: false, unhealthyAfter: 2, healthyAfter: 1 } },
+      [primary, quickjs],
+    )
     primary.down = true
     await execgate.checkNow()
     // Hysteresis: one failed check after a good state is not enough... but the first check has no good state.
@@ -202,16 +244,26 @@ describe('readiness monitor', () => {
     starting.checkDelayMs = 300
     const missing = new SwitchableAdapter('missing', new QuickJsAdapter(), 2)
     missing.down = true
-    const execgate = await execgateWith({ readiness: { enabled: false, timeoutMs: 100, unhealthyAfter: 2, healthyAfter: 1 } }, [starting, missing])
+    const execgate = await execgateWith({ readiness: { enabled: false, timeoutMs: 100, unhealthyAfter: 2, healthyAfter: 1 } }, [
+      starting,
+      missing,
+    ])
     const first = await execgate.checkNow()
     const health = (name: string) => first.adapters.find((adapter) => adapter.name === name)!.health
-    expect(health('starting')).toMatchObject({ state: 'unknown', failuresInARow: 1, reason: 'the availability check took longer than 100 ms' })
+    expect(health('starting')).toMatchObject({
+      state: 'unknown',
+      failuresInARow: 1,
+      reason: 'the availability check took longer than 100 ms',
+    })
     expect(health('missing')).toMatchObject({ state: 'unavailable', reason: 'missing backend unreachable' })
     const result = await execgate.execute({ language: 'javascript', code: '6 * 7' })
     expect({ adapter: result.adapter, value: result.value }).toEqual({ adapter: 'starting', value: 42 })
     // Still no answer the second time: that is the hysteresis's two failures in a row.
     const second = await execgate.checkNow()
-    expect(second.adapters.find((adapter) => adapter.name === 'starting')!.health).toMatchObject({ state: 'unavailable', reason: 'the availability check took longer than 100 ms' })
+    expect(second.adapters.find((adapter) => adapter.name === 'starting')!.health).toMatchObject({
+      state: 'unavailable',
+      reason: 'the availability check took longer than 100 ms',
+    })
     await starting.dispose()
     await missing.dispose()
   })
@@ -239,7 +291,9 @@ describe('readiness monitor', () => {
   test('the schedule runs checks by itself', async () => {
     const quickjs = new QuickJsAdapter()
     const execgate = await execgateWith({ readiness: { enabled: true, schedule: '* * * * * *' } }, [quickjs])
-    const checked = await new Promise<string>((resolve) => execgate.readiness.once('health', (event) => resolve(`${event.adapter}: ${event.from} → ${event.to}`)))
+    const checked = await new Promise<string>((resolve) =>
+      execgate.readiness.once('health', (event) => resolve(`${event.adapter}: ${event.from} → ${event.to}`)),
+    )
     expect(checked).toBe('quickjs: unknown → available')
     await execgate.dispose()
     await quickjs.dispose()
@@ -251,7 +305,10 @@ describe('policy profiles', () => {
   beforeAll(async () => {
     execgate = await execgateWith({
       execution: { enabled: ['quickjs', 'monty'] },
-      security: { profiles: { analytics: { memoryMb: 512, wallTimeMs: 10_000 }, strict: { wallTimeMs: 1000, allowedImports: [] } }, languageProfiles: { python: 'analytics' } },
+      security: {
+        profiles: { analytics: { memoryMb: 512, wallTimeMs: 10_000 }, strict: { wallTimeMs: 1000, allowedImports: [] } },
+        languageProfiles: { python: 'analytics' },
+      },
     })
   })
 
@@ -266,25 +323,47 @@ describe('policy profiles', () => {
     const strict = await execgate.execute({ language: 'python', code: 'import math\n1' }, { profile: 'strict' })
     expect(strict.status).toBe('policy_violation')
     const unknown = await execgate.execute({ language: 'python', code: '1' }, { profile: 'gold' })
-    expect(unknown).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('no policy profile named "gold"; profiles: data, analytics, strict') })
+    expect(unknown).toMatchObject({
+      status: 'invalid_request',
+      message: expect.stringContaining('no policy profile named "gold"; profiles: data, analytics, strict'),
+    })
     expect(execgate.explainPolicy('monty', 'analytics').rows.find((row) => row.limit === 'memory')?.setting).toBe('512 MiB')
   })
 
   test('bad profiles stop start-up naming the key', async () => {
-    await expect(createExecgate({ overrides: { ...silent, security: { profiles: { x: { memoryMb: -1 } } } } })).rejects.toThrow(/security.profiles: profile x.memoryMb: must be >= 1/)
-    await expect(createExecgate({ overrides: { ...silent, security: { profiles: { x: { colour: 1 } as never } } } })).rejects.toThrow(/profile x.colour: is not a policy field/)
-    await expect(createExecgate({ overrides: { ...silent, security: { languageProfiles: { python: 'missing' } } } })).rejects.toThrow(/security.languageProfiles.python: no profile named "missing"/)
-    await expect(createExecgate({ overrides: { ...silent, routing: { tierOrder: [1, 1] } } })).rejects.toThrow(/routing.tierOrder: must list tiers 0-4/)
-    await expect(createExecgate({ overrides: { ...silent, readiness: { schedule: 'often' } } })).rejects.toThrow(/readiness.schedule: must be a node-cron schedule/)
-    await expect(createExecgate({ overrides: { ...silent, execution: { enabled: ['quickjs'], futureAdapter: 'monty' } } })).rejects.toThrow(/execution.futureAdapter: "monty" is not in execution.enabled/)
+    await expect(createExecgate({ overrides: { ...silent, security: { profiles: { x: { memoryMb: -1 } } } } })).rejects.toThrow(
+      /security.profiles: profile x.memoryMb: must be >= 1/,
+    )
+    await expect(createExecgate({ overrides: { ...silent, security: { profiles: { x: { colour: 1 } as never } } } })).rejects.toThrow(
+      /profile x.colour: is not a policy field/,
+    )
+    await expect(createExecgate({ overrides: { ...silent, security: { languageProfiles: { python: 'missing' } } } })).rejects.toThrow(
+      /security.languageProfiles.python: no profile named "missing"/,
+    )
+    await expect(createExecgate({ overrides: { ...silent, routing: { tierOrder: [1, 1] } } })).rejects.toThrow(
+      /routing.tierOrder: must list tiers 0-4/,
+    )
+    await expect(createExecgate({ overrides: { ...silent, readiness: { schedule: 'often' } } })).rejects.toThrow(
+      /readiness.schedule: must be a node-cron schedule/,
+    )
+    await expect(createExecgate({ overrides: { ...silent, execution: { enabled: ['quickjs'], futureAdapter: 'monty' } } })).rejects.toThrow(
+      /execution.futureAdapter: "monty" is not in execution.enabled/,
+    )
   })
 })
 
 describe('a latency budget', () => {
   test('passes over a pinned or cheaper adapter whose last readiness check took longer, and only then', async () => {
     const quickjs = new QuickJsAdapter({ workers: 1 })
-    const placeholderFree: CodeExecutionAdapter[] = [quickjs, (await runnersWithoutPlaceholder()).adapters().find((item) => item.name === 'process')!]
-    const registry = { get: (name: string) => placeholderFree.find((item) => item.name === name), list: () => placeholderFree, knownNames: () => placeholderFree.map((item) => item.name) }
+    const placeholderFree: CodeExecutionAdapter[] = [
+      quickjs,
+      (await runnersWithoutPlaceholder()).adapters().find((item) => item.name === 'process')!,
+    ]
+    const registry = {
+      get: (name: string) => placeholderFree.find((item) => item.name === name),
+      list: () => placeholderFree,
+      knownNames: () => placeholderFree.map((item) => item.name),
+    }
     const board = new HealthBoard({ unhealthyAfter: 1, healthyAfter: 1 })
     const checkedAt = new Date().toISOString()
     board.record('process', { status: 'available', latencyMs: 900, checkedAt })
@@ -295,15 +374,24 @@ describe('a latency budget', () => {
       expect(pinned.select(request, DEFAULT_POLICY).adapter?.name).toBe('process')
       expect(pinned.select(request, DEFAULT_POLICY, { latencyBudgetMs: 1000 }).adapter?.name).toBe('process')
       const fast = pinned.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })
-      expect(fast).toMatchObject({ adapter: { name: 'quickjs' }, skipped: { adapter: 'process', reason: 'its last readiness check took 900 ms, over the caller\'s 500 ms latency budget' } })
+      expect(fast).toMatchObject({
+        adapter: { name: 'quickjs' },
+        skipped: { adapter: 'process', reason: "its last readiness check took 900 ms, over the caller's 500 ms latency budget" },
+      })
       // The cheapest is slow, a dearer one fast: the dearer one, with the reason.
       board.record('quickjs', { status: 'available', latencyMs: 800, checkedAt })
       board.record('process', { status: 'available', latencyMs: 20, checkedAt })
       const auto = new ConfigRouter(registry, 'auto', { health: board })
-      expect(auto.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })).toMatchObject({ adapter: { name: 'process' }, reason: 'faster than quickjs for a 500 ms budget' })
+      expect(auto.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })).toMatchObject({
+        adapter: { name: 'process' },
+        reason: 'faster than quickjs for a 500 ms budget',
+      })
       // Everything slow: the usual order, nothing skipped.
       board.record('process', { status: 'available', latencyMs: 700, checkedAt })
-      expect(auto.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })).toMatchObject({ adapter: { name: 'quickjs' }, reason: 'cheapest available adapter for javascript' })
+      expect(auto.select(request, DEFAULT_POLICY, { latencyBudgetMs: 500 })).toMatchObject({
+        adapter: { name: 'quickjs' },
+        reason: 'cheapest available adapter for javascript',
+      })
     } finally {
       await quickjs.dispose()
     }

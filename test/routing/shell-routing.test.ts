@@ -7,7 +7,12 @@ describe('bash routing: the native shell or bubblewrap, by what the script needs
   let execgate: Execgate
   beforeAll(async () => {
     execgate = await createExecgate({
-      overrides: { execution: { enabled: ['placeholder', 'shell', 'process'], adapter: 'auto' }, readiness: { enabled: false }, log: { level: 'silent' }, security: { defaultPolicy: { filesystem: 'read_only' } } },
+      overrides: {
+        execution: { enabled: ['placeholder', 'shell', 'process'], adapter: 'auto' },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+        security: { defaultPolicy: { filesystem: 'read_only' } },
+      },
     })
   })
   afterAll(() => execgate.dispose())
@@ -19,16 +24,36 @@ describe('bash routing: the native shell or bubblewrap, by what the script needs
 
   test('a script needing a real program goes to the process tier, decided before it runs, and says why', async () => {
     const result = await execgate.execute({ language: 'bash', code: 'python3 -c "print(6 * 7)"' })
-    expect(result).toMatchObject({ status: 'ok', adapter: 'process', stdout: '42\n', route: { escalatedFrom: 'shell', reason: expect.stringContaining('`python3`') } })
+    expect(result).toMatchObject({
+      status: 'ok',
+      adapter: 'process',
+      stdout: '42\n',
+      route: { escalatedFrom: 'shell', reason: expect.stringContaining('`python3`') },
+    })
   })
 
   test('a small data pipeline stays on the shell; the same pipeline over 440 KB goes to bubblewrap, by estimate', async () => {
     const small = await execgate.execute({ language: 'bash', code: PIPELINE, files: [{ path: 'data.csv', content: csvOf(20_000) }] })
     expect(small).toMatchObject({ status: 'ok', adapter: 'shell' })
-    const large = await execgate.execute({ language: 'bash', code: PIPELINE, files: [{ path: 'data.csv', content: csvOf(440_000) }], timeoutMs: 5000 })
-    expect(large).toMatchObject({ status: 'ok', adapter: 'process', route: { reason: expect.stringMatching(/estimated faster: [\d.]+ ms on process against [\d.]+ ms on shell for 4\d\d KiB/) } })
+    const large = await execgate.execute({
+      language: 'bash',
+      code: PIPELINE,
+      files: [{ path: 'data.csv', content: csvOf(440_000) }],
+      timeoutMs: 5000,
+    })
+    expect(large).toMatchObject({
+      status: 'ok',
+      adapter: 'process',
+      route: { reason: expect.stringMatching(/estimated faster: [\d.]+ ms on process against [\d.]+ ms on shell for 4\d\d KiB/) },
+    })
     // Both tiers give the same answer for the same data (GNU `uniq -c` pads its counts to 7 columns, just-bash to 4).
-    const pinned = await execgate.execute({ language: 'bash', code: PIPELINE, files: [{ path: 'data.csv', content: csvOf(440_000) }], adapter: 'shell', timeoutMs: 5000 })
+    const pinned = await execgate.execute({
+      language: 'bash',
+      code: PIPELINE,
+      files: [{ path: 'data.csv', content: csvOf(440_000) }],
+      adapter: 'shell',
+      timeoutMs: 5000,
+    })
     const unpadded = (text: string) => text.replace(/^ +/gm, '')
     expect(pinned.status).toBe('ok')
     expect(unpadded(pinned.stdout)).toBe(unpadded(large.stdout))

@@ -18,7 +18,10 @@ beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-pool-'))
   good = path.join(dir, 'good.js')
   failing = path.join(dir, 'failing.js')
-  fs.writeFileSync(good, "process.on('message', (m) => process.send({ type: 'echo', text: m.text, pid: process.pid })); process.send({ type: 'ready' })\n")
+  fs.writeFileSync(
+    good,
+    "process.on('message', (m) => process.send({ type: 'echo', text: m.text, pid: process.pid })); process.send({ type: 'ready' })\n",
+  )
   fs.writeFileSync(failing, "process.send({ type: 'failed', reason: 'no interpreter here' }, () => process.exit(1))\n")
 })
 
@@ -34,7 +37,12 @@ class EchoProcess extends PooledChildProcess<Echo> {
 }
 
 function echoPool(module: string, size: number): Pool<EchoProcess> {
-  return new Pool<EchoProcess>({ size, start: (onExit) => new EchoProcess(module, onExit), cannotStart: 'echo children cannot start', disposed: 'the echo pool was disposed' })
+  return new Pool<EchoProcess>({
+    size,
+    start: (onExit) => new EchoProcess(module, onExit),
+    cannotStart: 'echo children cannot start',
+    disposed: 'the echo pool was disposed',
+  })
 }
 
 function ask(member: EchoProcess, text: string): Promise<Echo> {

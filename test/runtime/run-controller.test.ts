@@ -31,7 +31,10 @@ describe('RunController', () => {
     const { source, abort } = clock(5000)
     const events: string[] = []
     const started = performance.now()
-    const run = new RunController(source, { graceMs: 40 }).start({ onCancel: () => events.push('cancel'), onStop: (cause) => events.push(`stop:${cause}:${Math.round(performance.now() - started)}`) })
+    const run = new RunController(source, { graceMs: 40 }).start({
+      onCancel: () => events.push('cancel'),
+      onStop: (cause) => events.push(`stop:${cause}:${Math.round(performance.now() - started)}`),
+    })
     abort.abort()
     expect(events).toEqual(['cancel'])
     await sleep(80)
@@ -89,7 +92,10 @@ describe('RunController', () => {
   })
 
   test('every adapter answers a stop in the same words', () => {
-    expect(stoppedOutcome('timeout', 250)).toEqual({ status: 'timeout', error: { type: 'TimeoutError', message: 'execution passed the 250 ms time limit' } })
+    expect(stoppedOutcome('timeout', 250)).toEqual({
+      status: 'timeout',
+      error: { type: 'TimeoutError', message: 'execution passed the 250 ms time limit' },
+    })
     expect(stoppedOutcome('cancelled', 250).status).toBe('cancelled')
     expect(stoppedOutcome('output_limit', 250).error.type).toBe('OutputLimit')
   })

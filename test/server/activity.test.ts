@@ -3,7 +3,15 @@ import type { ExecutionRequest, ExecutionResult } from '../../src'
 
 /** The activity ring buffer and its summary (GET /v1/activity), as plain functions of their inputs. */
 
-const entry = (at: number, extra: Partial<ActivityEntry> = {}): ActivityEntry => ({ at, tenant: 'acme', adapter: 'quickjs', lane: 'batch', status: 'ok', durationMs: 10, ...extra })
+const entry = (at: number, extra: Partial<ActivityEntry> = {}): ActivityEntry => ({
+  at,
+  tenant: 'acme',
+  adapter: 'quickjs',
+  lane: 'batch',
+  status: 'ok',
+  durationMs: 10,
+  ...extra,
+})
 
 describe('ActivityRecorder', () => {
   test('keeps the last `capacity` runs in order, and says from when once it has dropped some', () => {
@@ -23,7 +31,20 @@ describe('ActivityRecorder', () => {
   test('hears a result with its tenant, adapter, lane (none when refused before admission), status and duration', () => {
     let now = 1000
     const recorder = new ActivityRecorder(10, () => now)
-    const result = (extra: Partial<ExecutionResult>) => ({ status: 'ok', adapter: 'monty', durationMs: 4.5, traceId: 't', stdout: '', stderr: '', truncated: false, stdoutBytes: 0, stderrBytes: 0, usage: {}, ...extra }) as ExecutionResult
+    const result = (extra: Partial<ExecutionResult>) =>
+      ({
+        status: 'ok',
+        adapter: 'monty',
+        durationMs: 4.5,
+        traceId: 't',
+        stdout: '',
+        stderr: '',
+        truncated: false,
+        stdoutBytes: 0,
+        stderrBytes: 0,
+        usage: {},
+        ...extra,
+      }) as ExecutionResult
     const request = { language: 'python', code: '1' } as ExecutionRequest
     recorder.onResult(result({ admission: { lane: 'interactive', priority: 0, queuedMs: 0 } }), request, { tenant: 'acme' })
     now = 2000
@@ -39,7 +60,13 @@ describe('summarizeActivity', () => {
   const now = 1_000_000 + 2_500 // half-way through a 5 s bucket
 
   test('buckets aligned to the bucket size, counts and statuses per bucket, runs outside the window left out', () => {
-    const entries = [entry(now - 400_000), entry(now - 9_000, { status: 'error' }), entry(now - 8_000), entry(now - 1_000, { status: 'timeout' }), entry(now - 500)]
+    const entries = [
+      entry(now - 400_000),
+      entry(now - 9_000, { status: 'error' }),
+      entry(now - 8_000),
+      entry(now - 1_000, { status: 'timeout' }),
+      entry(now - 500),
+    ]
     const summary = summarizeActivity(entries, { windowMs: 30_000, bucketMs: 5_000 }, now, 100)
     expect(summary.buckets.map((bucket) => bucket.startMs)).toEqual([975_000, 980_000, 985_000, 990_000, 995_000, 1_000_000])
     expect(summary.fromMs).toBe(975_000)
@@ -61,12 +88,17 @@ describe('summarizeActivity', () => {
       ['monty', 'interactive', 1, 7, 7],
     ])
     // 100 runs 100 ms apart from now - 20 s (982 500): 75 fall in the bucket starting at 980 000, the rest in the next.
-    expect(series[0]!.points.map((point) => [point.startMs, point.count])).toEqual([[980_000, 75], [990_000, 25]])
+    expect(series[0]!.points.map((point) => [point.startMs, point.count])).toEqual([
+      [980_000, 75],
+      [990_000, 25],
+    ])
     expect(series[1]!.points).toEqual([{ startMs: 1_000_000, count: 1, p50Ms: 7, p95Ms: 7 }])
   })
 
   test('says from when the record is complete when the buffer dropped runs inside the window', () => {
     expect(summarizeActivity([entry(now - 1000)], { windowMs: 60_000, bucketMs: 10_000 }, now, 1, now - 1000).knownSinceMs).toBe(now - 1000)
-    expect(summarizeActivity([entry(now - 1000)], { windowMs: 60_000, bucketMs: 10_000 }, now, 1, now - 120_000).knownSinceMs).toBeUndefined()
+    expect(
+      summarizeActivity([entry(now - 1000)], { windowMs: 60_000, bucketMs: 10_000 }, now, 1, now - 120_000).knownSinceMs,
+    ).toBeUndefined()
   })
 })

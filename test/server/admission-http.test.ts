@@ -19,7 +19,12 @@ beforeAll(async () => {
       readiness: { enabled: false },
       log: { level: 'silent' },
       adapters: { quickjs: { workers: 2 } },
-      admission: { interactiveShare: 0.5, queue: { interactive: 4, batch: 1 }, retryAfterMs: 2000, tenants: { globex: { maxConcurrent: 1, maxQueued: 0 } } },
+      admission: {
+        interactiveShare: 0.5,
+        queue: { interactive: 4, batch: 1 },
+        retryAfterMs: 2000,
+        tenants: { globex: { maxConcurrent: 1, maxQueued: 0 } },
+      },
       server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`] },
     } as never,
   })
@@ -29,7 +34,11 @@ beforeAll(async () => {
 afterAll(() => server.shutdown())
 
 async function post(key: string, body: unknown) {
-  const response = await fetch(`${server.url}/v1/executions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const response = await fetch(`${server.url}/v1/executions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
   return { status: response.status, retryAfter: response.headers.get('retry-after'), json: (await response.json()) as any }
 }
 
@@ -53,11 +62,19 @@ describe('admission over HTTP', () => {
     await until(async () => (await quickjsAdmission()).inUse.batch === 1)
     const queued = post(ACME, { language: 'javascript', code: '2', lane: 'batch' })
     await until(async () => (await quickjsAdmission()).queued.batch === 1)
-    expect(await quickjsAdmission()).toMatchObject({ slots: 2, reserved: 1, inUse: { interactive: 0, batch: 1 }, queued: { interactive: 0, batch: 1 } })
+    expect(await quickjsAdmission()).toMatchObject({
+      slots: 2,
+      reserved: 1,
+      inUse: { interactive: 0, batch: 1 },
+      queued: { interactive: 0, batch: 1 },
+    })
     const refused = await post(ACME, { language: 'javascript', code: '3', lane: 'batch' })
     expect(refused.status).toBe(429)
     expect(refused.retryAfter).toBe('2')
-    expect(refused.json.error).toMatchObject({ code: 'EXECGATE_QUEUE_FULL', message: expect.stringContaining('the batch queue for quickjs is full (1 waiting)') })
+    expect(refused.json.error).toMatchObject({
+      code: 'EXECGATE_QUEUE_FULL',
+      message: expect.stringContaining('the batch queue for quickjs is full (1 waiting)'),
+    })
     // The reserved slot still takes an interactive request at once.
     const interactive = await post(ACME, { language: 'javascript', code: '6 * 7', lane: 'interactive' })
     expect(interactive.status).toBe(200)

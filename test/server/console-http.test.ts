@@ -31,7 +31,11 @@ beforeAll(async () => {
       log: { level: 'silent' },
       fabric: { dataDir },
       security: { profiles: { strict: { wallTimeMs: 2000 }, roomy: { wallTimeMs: 10_000 } } },
-      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`], tenants: { acme: { profile: 'strict' }, globex: { profiles: ['roomy'] } }, activityCapacity: 50 },
+      server: {
+        apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`],
+        tenants: { acme: { profile: 'strict' }, globex: { profiles: ['roomy'] } },
+        activityCapacity: 50,
+      },
     },
   })
   server = await serve(execgate, { port: 0 }, false)
@@ -41,8 +45,21 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-async function call(url: string, { key, headers = {}, body, method = body === undefined ? 'GET' : 'POST' }: { key?: string; headers?: Record<string, string>; method?: string; body?: unknown } = {}) {
-  const response = await fetch(server.url + url, { method, redirect: 'manual', headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body ? { body: JSON.stringify(body) } : {}) })
+async function call(
+  url: string,
+  {
+    key,
+    headers = {},
+    body,
+    method = body === undefined ? 'GET' : 'POST',
+  }: { key?: string; headers?: Record<string, string>; method?: string; body?: unknown } = {},
+) {
+  const response = await fetch(server.url + url, {
+    method,
+    redirect: 'manual',
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  })
   const text = await response.text()
   return { status: response.status, headers: response.headers, text, json: /^[[{]/.test(text) ? JSON.parse(text) : undefined }
 }
@@ -67,7 +84,12 @@ describe('the console files', () => {
     const script = /src="\.\/([^"]+\.js)"/.exec(index)![1]!
     const style = /href="\.\/([^"]+\.css)"/.exec(index)![1]!
     const js = await fetch(`${server.url}/console/${script}`, { headers: { 'accept-encoding': 'gzip' } })
-    expect([js.headers.get('content-type'), js.headers.get('cache-control'), js.headers.get('content-encoding'), js.headers.get('x-content-type-options')]).toEqual(['text/javascript; charset=utf-8', 'public, max-age=31536000, immutable', 'gzip', 'nosniff'])
+    expect([
+      js.headers.get('content-type'),
+      js.headers.get('cache-control'),
+      js.headers.get('content-encoding'),
+      js.headers.get('x-content-type-options'),
+    ]).toEqual(['text/javascript; charset=utf-8', 'public, max-age=31536000, immutable', 'gzip', 'nosniff'])
     const body = await js.text() // fetch gunzips it
     expect(body).toBe(fs.readFileSync(path.join(ROOT, 'dist', 'console', script), 'utf8'))
     expect((await call(`/console/${style}`)).headers.get('content-type')).toBe('text/css; charset=utf-8')
@@ -85,12 +107,17 @@ describe('the console files', () => {
   test('a server whose console is not built says how to build it', async () => {
     const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-no-console-'))
     const app = Fastify()
-    app.setErrorHandler((error: Error & { code?: string }, _request, reply) => reply.code(404).send({ code: error.code, message: error.message }))
+    app.setErrorHandler((error: Error & { code?: string }, _request, reply) =>
+      reply.code(404).send({ code: error.code, message: error.message }),
+    )
     registerConsoleAssets(app, empty)
     try {
       await app.listen({ host: '127.0.0.1', port: 0 })
       const response = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/console/`)
-      expect(await response.json()).toEqual({ code: 'EXECGATE_NOT_FOUND', message: '[execgate] the console is not built: run npm run build (it bundles console/ into dist/console)' })
+      expect(await response.json()).toEqual({
+        code: 'EXECGATE_NOT_FOUND',
+        message: '[execgate] the console is not built: run npm run build (it bundles console/ into dist/console)',
+      })
     } finally {
       await app.close()
       fs.rmSync(empty, { recursive: true, force: true })
@@ -103,16 +130,24 @@ describe('the routes behind the console', () => {
     for (let index = 0; index < 2; index++) await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: `${index}` } })
     await call('/v1/executions', { key: ACME, body: { language: 'python', code: '1', lane: 'interactive' } })
     const task = (await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: '2' } } })).json
-    while ((await call(`/v1/tasks/${task.id}`, { key: ACME })).json.state !== 'COMPLETED') await new Promise((resolve) => setTimeout(resolve, 20))
+    while ((await call(`/v1/tasks/${task.id}`, { key: ACME })).json.state !== 'COMPLETED')
+      await new Promise((resolve) => setTimeout(resolve, 20))
     await call('/v1/executions', { key: GLOBEX, body: { language: 'javascript', code: 'throw new Error("x")' } })
     const acme = (await call('/v1/activity?windowSeconds=60&bucketSeconds=10', { key: ACME })).json
     expect(acme).toMatchObject({ capacity: 50, bucketMs: 10_000, total: 4, statuses: { ok: 4 } })
     expect(acme.buckets).toHaveLength(6)
-    expect(acme.series.map((series: { adapter: string; lane: string; count: number }) => [series.adapter, series.lane, series.count])).toEqual([['quickjs', 'batch', 3], ['monty', 'interactive', 1]])
+    expect(
+      acme.series.map((series: { adapter: string; lane: string; count: number }) => [series.adapter, series.lane, series.count]),
+    ).toEqual([
+      ['quickjs', 'batch', 3],
+      ['monty', 'interactive', 1],
+    ])
     const globex = (await call('/v1/activity', { key: GLOBEX })).json
     expect(globex).toMatchObject({ total: 1, statuses: { error: 1 }, bucketMs: 5_000 })
     expect((await call('/v1/activity')).status).toBe(401)
-    expect((await call('/v1/activity?bucketSeconds=1&windowSeconds=3600', { key: ACME })).json.error.message).toContain('at most 720 buckets')
+    expect((await call('/v1/activity?bucketSeconds=1&windowSeconds=3600', { key: ACME })).json.error.message).toContain(
+      'at most 720 buckets',
+    )
   })
 
   test('GET /v1/readiness/events: health changes and switches with their reasons, oldest first, bounded', async () => {
@@ -132,15 +167,26 @@ describe('the routes behind the console', () => {
   test("GET /v1/adapters/:name/policy: the tenant's policy, a profile it may use, never one it may not", async () => {
     const acme = (await call('/v1/adapters/quickjs/policy', { key: ACME })).json
     expect(acme).toMatchObject({ profile: 'strict', adapter: 'quickjs', usable: true })
-    expect(acme.rows.find((row: { limit: string }) => row.limit === 'wallTime')).toEqual({ limit: 'wallTime', setting: '2000 ms', enforcement: 'hard', required: false, satisfied: true })
-    expect(acme.rows.map((row: { limit: string; enforcement: string }) => [row.limit, row.enforcement])).toEqual(execgate.explainPolicy('quickjs', 'strict').rows.map((row) => [row.limit, row.enforcement]))
+    expect(acme.rows.find((row: { limit: string }) => row.limit === 'wallTime')).toEqual({
+      limit: 'wallTime',
+      setting: '2000 ms',
+      enforcement: 'hard',
+      required: false,
+      satisfied: true,
+    })
+    expect(acme.rows.map((row: { limit: string; enforcement: string }) => [row.limit, row.enforcement])).toEqual(
+      execgate.explainPolicy('quickjs', 'strict').rows.map((row) => [row.limit, row.enforcement]),
+    )
     const globexDefault = (await call('/v1/adapters/monty/policy', { key: GLOBEX })).json
     expect([globexDefault.profile, globexDefault.rows[0].setting]).toEqual([null, '5000 ms'])
     expect((await call('/v1/adapters/monty/policy?profile=roomy', { key: GLOBEX })).json.rows[0].setting).toBe('10000 ms')
     const forbidden = await call('/v1/adapters/monty/policy?profile=roomy', { key: ACME })
     expect([forbidden.status, forbidden.json.error.code]).toEqual([403, 'EXECGATE_FORBIDDEN'])
     const unknown = await call('/v1/adapters/pyodide/policy', { key: ACME })
-    expect([unknown.status, unknown.json.error.message]).toEqual([404, '[execgate] no adapter "pyodide" is enabled; enabled: quickjs, monty'])
+    expect([unknown.status, unknown.json.error.message]).toEqual([
+      404,
+      '[execgate] no adapter "pyodide" is enabled; enabled: quickjs, monty',
+    ])
   })
 
   test('GET /v1/tasks?order= takes oldest or newest only', async () => {
@@ -150,7 +196,18 @@ describe('the routes behind the console', () => {
 
   test('the OpenAPI document lists every route the console uses', async () => {
     const { paths } = (await call('/docs/json')).json
-    for (const route of ['/v1/activity', '/v1/readiness/events', '/v1/adapters/{name}/policy', '/v1/tasks', '/v1/tasks/{id}', '/v1/tasks/{id}/events', '/v1/tasks/{id}/suspend', '/v1/tasks/{id}/resume', '/console/']) expect(Object.keys(paths)).toContain(route)
+    for (const route of [
+      '/v1/activity',
+      '/v1/readiness/events',
+      '/v1/adapters/{name}/policy',
+      '/v1/tasks',
+      '/v1/tasks/{id}',
+      '/v1/tasks/{id}/events',
+      '/v1/tasks/{id}/suspend',
+      '/v1/tasks/{id}/resume',
+      '/console/',
+    ])
+      expect(Object.keys(paths)).toContain(route)
   })
 
   test('a closed server stops recording activity and listening to the readiness monitor', async () => {
@@ -159,7 +216,9 @@ describe('the routes behind the console', () => {
     // Health only: the server's metrics also listen to switches, and keep listening after it closes.
     const listeners = () => execgate.readiness.listenerCount('health')
     const before = listeners()
-    const recorders = () => execgate.container.getAll<ExecutionListener>(tokens.ExecutionListener).filter((listener) => listener instanceof ActivityRecorder).length
+    const recorders = () =>
+      execgate.container.getAll<ExecutionListener>(tokens.ExecutionListener).filter((listener) => listener instanceof ActivityRecorder)
+        .length
     const recordersBefore = recorders()
     const { app } = buildServer({ execgate, logger: createLogger('silent'), tenants: new Map(), bodyLimitBytes: 1 << 20 })
     expect([listeners(), recorders()]).toEqual([before + 1, recordersBefore + 1])

@@ -47,7 +47,10 @@ test('DELETE /v1/sandboxes/:id with a JSON content type and no body stops the sa
 
 test('suspend, resume and cancel POST/DELETE with a JSON content type and no body', async () => {
   // A task that runs a while: suspend takes a PENDING or RUNNING one, so it is in a state each action accepts.
-  const held = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 4000) {}; 1' } } })
+  const held = await call('/v1/tasks', {
+    key: ACME,
+    body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 4000) {}; 1' } },
+  })
   expect(held.status).toBe(201)
   const suspended = await call(`/v1/tasks/${held.json.id}/suspend`, { key: ACME, method: 'POST', headers: JSON_TYPE })
   expect([suspended.status, suspended.json.state]).toEqual([200, 'SUSPENDED'])
@@ -61,8 +64,16 @@ test('a body that is present is still JSON, parsed strictly: malformed and proto
   const malformed = await call('/v1/executions', { key: ACME, method: 'POST', headers: JSON_TYPE, raw: undefined, body: undefined })
   // No body on a route that needs one: the route's own validation answers, in execgate's error shape.
   expect([malformed.status, malformed.json.error.code]).toEqual([400, 'EXECGATE_REQUEST_INVALID'])
-  const broken = await fetch(`${server.url}/v1/executions`, { method: 'POST', headers: { ...JSON_TYPE, authorization: `Bearer ${ACME}` }, body: '{"language":' })
+  const broken = await fetch(`${server.url}/v1/executions`, {
+    method: 'POST',
+    headers: { ...JSON_TYPE, authorization: `Bearer ${ACME}` },
+    body: '{"language":',
+  })
   expect(broken.status).toBe(400)
-  const poisoned = await fetch(`${server.url}/v1/executions`, { method: 'POST', headers: { ...JSON_TYPE, authorization: `Bearer ${ACME}` }, body: '{"language":"javascript","code":"1","__proto__":{"x":1}}' })
+  const poisoned = await fetch(`${server.url}/v1/executions`, {
+    method: 'POST',
+    headers: { ...JSON_TYPE, authorization: `Bearer ${ACME}` },
+    body: '{"language":"javascript","code":"1","__proto__":{"x":1}}',
+  })
   expect(poisoned.status).toBe(400)
 })

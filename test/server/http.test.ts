@@ -15,7 +15,11 @@ beforeAll(async () => {
       readiness: { enabled: false },
       log: { level: 'silent' },
       security: { profiles: { strict: { wallTimeMs: 2000, memoryMb: 64, filesystem: 'sandboxed' }, roomy: { wallTimeMs: 10_000 } } },
-      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`, `initech=${INITECH}`], tenants: { acme: { profile: 'strict' }, initech: { profile: 'strict' }, globex: { ratePerMinute: 3, profiles: ['roomy'] } }, bodyLimitBytes: 64 * 1024 },
+      server: {
+        apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`, `initech=${INITECH}`],
+        tenants: { acme: { profile: 'strict' }, initech: { profile: 'strict' }, globex: { ratePerMinute: 3, profiles: ['roomy'] } },
+        bodyLimitBytes: 64 * 1024,
+      },
     },
   })
   server = await serve(execgate, { port: 0 }, false)
@@ -24,10 +28,17 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(() => server.shutdown())
 
-async function call(path: string, init: { method?: string; key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
+async function call(
+  path: string,
+  init: { method?: string; key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+) {
   const response = await fetch(server.url + path, {
     method: init.method ?? (init.body !== undefined || init.raw !== undefined ? 'POST' : 'GET'),
-    headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.body !== undefined || init.raw !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
+    headers: {
+      ...(init.key ? { authorization: `Bearer ${init.key}` } : {}),
+      ...(init.body !== undefined || init.raw !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...init.headers,
+    },
     body: init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
   })
   const text = await response.text()
@@ -49,15 +60,36 @@ describe('HTTP API over real HTTP on loopback', () => {
 
   test('request files are the workspace; a session keeps its workspace, and another tenant never sees it', async () => {
     const files = [{ path: 'orders.csv', content: 'tea,3.50\ncake,4.00\n' }]
-    const code = "const rows = (await read_file('orders.csv')).trim().split('\\n'); await write_file('total.txt', String(rows.length)); rows.length"
+    const code =
+      "const rows = (await read_file('orders.csv')).trim().split('\\n'); await write_file('total.txt', String(rows.length)); rows.length"
     const first = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code, files, sessionId: 'shop-1' } })
-    expect(first.json).toMatchObject({ status: 'ok', value: 2, files: [{ path: 'total.txt', content: '2' }], hostCalls: [{ name: 'read_file', ok: true }, { name: 'write_file', ok: true }] })
-    const later = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: "await read_file('total.txt')", sessionId: 'shop-1' } })
+    expect(first.json).toMatchObject({
+      status: 'ok',
+      value: 2,
+      files: [{ path: 'total.txt', content: '2' }],
+      hostCalls: [
+        { name: 'read_file', ok: true },
+        { name: 'write_file', ok: true },
+      ],
+    })
+    const later = await call('/v1/executions', {
+      key: ACME,
+      body: { language: 'javascript', code: "await read_file('total.txt')", sessionId: 'shop-1' },
+    })
     expect(later.json).toMatchObject({ status: 'ok', value: '2' })
-    const otherTenant = await call('/v1/executions', { key: INITECH, body: { language: 'javascript', code: "await list_files()", sessionId: 'shop-1' } })
+    const otherTenant = await call('/v1/executions', {
+      key: INITECH,
+      body: { language: 'javascript', code: 'await list_files()', sessionId: 'shop-1' },
+    })
     expect(otherTenant.json).toMatchObject({ status: 'ok', value: [] })
-    const badPath = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: '1', files: [{ path: '/etc/passwd', content: 'x' }] } })
-    expect(badPath.json).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('files[0].path: workspace path "/etc/passwd" refused: absolute paths must be inside /workspace') })
+    const badPath = await call('/v1/executions', {
+      key: ACME,
+      body: { language: 'javascript', code: '1', files: [{ path: '/etc/passwd', content: 'x' }] },
+    })
+    expect(badPath.json).toMatchObject({
+      status: 'invalid_request',
+      message: expect.stringContaining('files[0].path: workspace path "/etc/passwd" refused: absolute paths must be inside /workspace'),
+    })
   })
 
   test("a run's failure is still a 200 with its status; the tenant's profile applies", async () => {
@@ -68,7 +100,11 @@ describe('HTTP API over real HTTP on loopback', () => {
   })
 
   test('an incoming traceparent becomes the traceId', async () => {
-    const response = await call('/v1/executions', { key: ACME, body: { language: 'python', code: '1 + 1' }, headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } })
+    const response = await call('/v1/executions', {
+      key: ACME,
+      body: { language: 'python', code: '1 + 1' },
+      headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+    })
     expect(response.json).toMatchObject({ status: 'ok', value: 2, traceId: '0af7651916cd43dd8448eb211c80319c' })
     expect(traceIdFrom('00-00000000000000000000000000000000-b7ad6b7169203331-01')).toBeUndefined()
     expect(traceIdFrom('garbage')).toBeUndefined()
@@ -98,18 +134,34 @@ describe('HTTP API over real HTTP on loopback', () => {
   test('missing and wrong keys get 401; health, readiness, metrics and docs stay open', async () => {
     expect((await call('/v1/languages')).status).toBe(401)
     const wrong = await call('/v1/languages', { key: 'not-a-key-0123456789' })
-    expect({ status: wrong.status, code: wrong.json.error.code, message: wrong.json.error.message }).toEqual({ status: 401, code: 'EXECGATE_UNAUTHORIZED', message: '[execgate] the API key is not valid' })
+    expect({ status: wrong.status, code: wrong.json.error.code, message: wrong.json.error.message }).toEqual({
+      status: 401,
+      code: 'EXECGATE_UNAUTHORIZED',
+      message: '[execgate] the API key is not valid',
+    })
     expect((await call('/healthz')).json).toEqual({ status: 'up' })
     expect((await call('/readyz')).json).toMatchObject({ ready: true, available: expect.arrayContaining(['quickjs', 'monty']) })
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json read where it is compared
-    expect((await call('/docs/json')).json).toMatchObject({ openapi: '3.1.0', info: { version: require('../../package.json').version }, paths: { '/v1/executions': expect.any(Object) } })
+    expect((await call('/docs/json')).json).toMatchObject({
+      openapi: '3.1.0',
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json read where it is compared
+      info: { version: require('../../package.json').version },
+      paths: { '/v1/executions': expect.any(Object) },
+    })
   })
 
   test('a policy profile the tenant may not use gets 403; one it may use applies', async () => {
-    const forbidden = await call('/v1/executions', { key: ACME, body: { language: 'python', code: '1' }, headers: { 'x-execgate-profile': 'roomy' } })
+    const forbidden = await call('/v1/executions', {
+      key: ACME,
+      body: { language: 'python', code: '1' },
+      headers: { 'x-execgate-profile': 'roomy' },
+    })
     expect({ status: forbidden.status, code: forbidden.json.error.code }).toEqual({ status: 403, code: 'EXECGATE_FORBIDDEN' })
     expect(forbidden.json.error.message).toContain('tenant acme may not use the policy profile "roomy"')
-    const allowed = await call('/v1/executions', { key: GLOBEX, body: { language: 'python', code: '1', timeoutMs: 8000 }, headers: { 'x-execgate-profile': 'roomy' } })
+    const allowed = await call('/v1/executions', {
+      key: GLOBEX,
+      body: { language: 'python', code: '1', timeoutMs: 8000 },
+      headers: { 'x-execgate-profile': 'roomy' },
+    })
     expect(allowed.json).toMatchObject({ status: 'ok' })
   })
 
@@ -130,11 +182,23 @@ describe('HTTP API over real HTTP on loopback', () => {
   })
 
   test('streaming: with Accept: text/event-stream, output events come first and the result last', async () => {
-    const response = await call('/v1/executions', { key: ACME, body: { language: 'python', code: "print('a')\nprint('b')\n7" }, headers: { accept: 'text/event-stream' } })
+    const response = await call('/v1/executions', {
+      key: ACME,
+      body: { language: 'python', code: "print('a')\nprint('b')\n7" },
+      headers: { accept: 'text/event-stream' },
+    })
     expect(response.headers.get('content-type')).toContain('text/event-stream')
-    const events = response.text.trim().split('\n\n').map((block) => ({ event: /^event: (.*)$/m.exec(block)?.[1], data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!) }))
+    const events = response.text
+      .trim()
+      .split('\n\n')
+      .map((block) => ({ event: /^event: (.*)$/m.exec(block)?.[1], data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!) }))
     expect(events.at(-1)).toMatchObject({ event: 'result', data: { status: 'ok', value: 7 } })
-    expect(events.filter((item) => item.event === 'stdout').map((item) => item.data.chunk).join('')).toBe('a\nb\n')
+    expect(
+      events
+        .filter((item) => item.event === 'stdout')
+        .map((item) => item.data.chunk)
+        .join(''),
+    ).toBe('a\nb\n')
   })
 
   test('over the rate limit: 429 with Retry-After', async () => {
@@ -161,7 +225,7 @@ describe('HTTP API over real HTTP on loopback', () => {
     expect(text).toContain('execgate_adapter_health{adapter="quickjs"}')
   })
 
-  test('/metrics shows the ledger\'s write queue: records written, waiting and lost', async () => {
+  test("/metrics shows the ledger's write queue: records written, waiting and lost", async () => {
     await execgate.ledger.flush()
     const text = (await call('/metrics')).text
     expect(Number(/^execgate_ledger_records_written_total (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0)
@@ -172,11 +236,17 @@ describe('HTTP API over real HTTP on loopback', () => {
 
 describe('an open server', () => {
   test('without keys it binds loopback only, even when asked for all interfaces', async () => {
-    const open = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    const open = await createExecgate({
+      overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } },
+    })
     const running = await serve(open, { host: '0.0.0.0', port: 0 }, false)
     try {
       expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
-      const response = await fetch(`${running.url}/v1/executions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ language: 'javascript', code: '1 + 1' }) })
+      const response = await fetch(`${running.url}/v1/executions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ language: 'javascript', code: '1 + 1' }),
+      })
       expect(await response.json()).toMatchObject({ status: 'ok', value: 2 })
     } finally {
       await running.shutdown()
@@ -184,9 +254,15 @@ describe('an open server', () => {
   })
 
   test('graceful shutdown lets a run in flight finish and refuses new ones', async () => {
-    const open = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
+    const open = await createExecgate({
+      overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } },
+    })
     const running = await serve(open, { port: 0 }, false)
-    const inFlight = fetch(`${running.url}/v1/executions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ language: 'javascript', code: 'const end = Date.now() + 500; while (Date.now() < end) {} 42' }) })
+    const inFlight = fetch(`${running.url}/v1/executions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ language: 'javascript', code: 'const end = Date.now() + 500; while (Date.now() < end) {} 42' }),
+    })
     await new Promise((resolve) => setTimeout(resolve, 100))
     const stopping = running.shutdown()
     expect(await (await inFlight).json()).toMatchObject({ status: 'ok', value: 42 })
@@ -195,7 +271,7 @@ describe('an open server', () => {
 })
 
 describe('sessions belong to their tenant', () => {
-  test('the same session id from two tenants names two sessions; neither can close the other\'s', async () => {
+  test("the same session id from two tenants names two sessions; neither can close the other's", async () => {
     const { SwitchableAdapter } = await import('../routing/fakes')
     const { QuickJsAdapter } = await import('../../adapters/quickjs')
     // A session-keeping adapter that records the session ids it is given.
@@ -205,11 +281,21 @@ describe('sessions belong to their tenant', () => {
     Object.defineProperty(sessions, 'capabilities', { value: { ...sessions.capabilities, sessions: true } })
     const execute = sessions.execute.bind(sessions)
     sessions.execute = async (request, context) => (request.sessionId && seen.push(request.sessionId), execute(request, context))
-    ;(sessions as unknown as { closeSession(id: string): Promise<boolean> }).closeSession = async (id) => (seen.includes(id) && !closed.includes(id) ? (closed.push(id), true) : false)
-    const gate = await createExecgate({ adapters: [sessions], overrides: { readiness: { enabled: false }, log: { level: 'silent' }, server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`] } } })
+    ;(sessions as unknown as { closeSession(id: string): Promise<boolean> }).closeSession = async (id) =>
+      seen.includes(id) && !closed.includes(id) ? (closed.push(id), true) : false
+    const gate = await createExecgate({
+      adapters: [sessions],
+      overrides: { readiness: { enabled: false }, log: { level: 'silent' }, server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`] } },
+    })
     const running = await serve(gate, { port: 0 }, false)
-    const post = (key: string) => fetch(`${running.url}/v1/executions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ language: 'javascript', code: '1', sessionId: 'chat-1' }) })
-    const remove = (key: string) => fetch(`${running.url}/v1/sessions/chat-1`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } })
+    const post = (key: string) =>
+      fetch(`${running.url}/v1/executions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ language: 'javascript', code: '1', sessionId: 'chat-1' }),
+      })
+    const remove = (key: string) =>
+      fetch(`${running.url}/v1/sessions/chat-1`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } })
     try {
       expect(((await (await post(ACME)).json()) as { status: string }).status).toBe('ok')
       expect(seen).toEqual(['acme:chat-1'])

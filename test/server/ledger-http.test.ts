@@ -54,7 +54,7 @@ async function call(url: string, key: string, body?: unknown) {
 
 const report = (total: number) => `await write_file('report.csv', 'total\\n${total}\\n'); ${total}`
 
-test('a tenant reads its run\'s provenance, record, artifacts and lineage; the other tenant gets 404 for each', async () => {
+test("a tenant reads its run's provenance, record, artifacts and lineage; the other tenant gets 404 for each", async () => {
   const run = await call('/v1/executions', ACME, { language: 'javascript', code: report(7) })
   expect(run.json).toMatchObject({ status: 'ok', runId: expect.any(String) })
   const runId = run.json.runId as string
@@ -66,7 +66,10 @@ test('a tenant reads its run\'s provenance, record, artifacts and lineage; the o
   expect(Object.values(provenance.json.agent)).toHaveLength(2)
   expect(provenance.json.agent['tenant:acme']).toBeDefined()
   const record = await call(`/v1/runs/${runId}/record`, ACME)
-  expect(record.json).toMatchObject({ seq: 1, record: { tenant: 'acme', outputs: [{ path: 'report.csv', sha256: csv, mediaType: 'text/csv' }] } })
+  expect(record.json).toMatchObject({
+    seq: 1,
+    record: { tenant: 'acme', outputs: [{ path: 'report.csv', sha256: csv, mediaType: 'text/csv' }] },
+  })
   // The API key is never part of what is recorded.
   expect(record.bytes.toString()).not.toContain(ACME)
 
@@ -86,25 +89,32 @@ test('a tenant reads its run\'s provenance, record, artifacts and lineage; the o
   }
 })
 
-test('bytes both tenants produced are each one\'s through its own records; lineage shows only its own runs', async () => {
+test("bytes both tenants produced are each one's through its own records; lineage shows only its own runs", async () => {
   const acme = await call('/v1/executions', ACME, { language: 'javascript', code: report(9) })
   const globex = await call('/v1/executions', GLOBEX, { language: 'javascript', code: report(9) })
   const csv = sha256('total\n9\n')
-  for (const [key, run] of [[ACME, acme], [GLOBEX, globex]] as const) {
+  for (const [key, run] of [
+    [ACME, acme],
+    [GLOBEX, globex],
+  ] as const) {
     expect((await call(`/v1/artifacts/${csv}`, key)).bytes.toString()).toBe('total\n9\n')
     const lineage = await call(`/v1/artifacts/${csv}/lineage`, key)
     expect(lineage.json.ancestors.activities.map((activity: { id: string }) => activity.id)).toEqual([run.json.runId])
   }
 })
 
-test('export in both formats and verify are the tenant\'s own; bad input is a 400', async () => {
+test("export in both formats and verify are the tenant's own; bad input is a 400", async () => {
   await call('/v1/executions', GLOBEX, { language: 'javascript', code: '40 + 2' })
   const prov = await call('/v1/ledger/export?format=prov-json', GLOBEX)
   expect(Object.keys(prov.json.activity).length).toBeGreaterThan(0)
   expect(JSON.stringify(prov.json)).not.toContain('tenant:acme')
   const events = await call('/v1/ledger/export?format=openlineage&limit=100', GLOBEX)
   expect(events.json.every((event: { job: { namespace: string } }) => event.job.namespace === 'execgate://globex')).toBe(true)
-  expect(events.json[0]).toMatchObject({ eventType: 'COMPLETE', schemaURL: expect.stringContaining('openlineage.io'), run: { runId: expect.any(String) } })
+  expect(events.json[0]).toMatchObject({
+    eventType: 'COMPLETE',
+    schemaURL: expect.stringContaining('openlineage.io'),
+    run: { runId: expect.any(String) },
+  })
   const verify = await call('/v1/ledger/verify', GLOBEX)
   expect(verify.json).toMatchObject({ tenant: 'globex', ok: true, records: events.json.length })
   expect((await call('/v1/ledger/export?format=xml', GLOBEX)).json.error.code).toBe('EXECGATE_REQUEST_INVALID')
@@ -114,5 +124,13 @@ test('export in both formats and verify are the tenant\'s own; bad input is a 40
 
 test('the OpenAPI document lists the ledger routes', async () => {
   const document = (await (await fetch(`${server.url}/docs/json`)).json()) as { paths: Record<string, unknown> }
-  expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/v1/artifacts/{sha256}', '/v1/artifacts/{sha256}/lineage', '/v1/runs/{id}/provenance', '/v1/ledger/export', '/v1/ledger/verify']))
+  expect(Object.keys(document.paths)).toEqual(
+    expect.arrayContaining([
+      '/v1/artifacts/{sha256}',
+      '/v1/artifacts/{sha256}/lineage',
+      '/v1/runs/{id}/provenance',
+      '/v1/ledger/export',
+      '/v1/ledger/verify',
+    ]),
+  )
 })

@@ -12,7 +12,18 @@ async function exercise(client: Client): Promise<void> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json read where it is compared
   expect(client.getServerVersion()).toMatchObject({ name: 'execgate', version: require('../../package.json').version })
   const tools = await client.listTools()
-  expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['execute_code', 'get_plan', 'get_task', 'list_languages', 'sandbox_exec', 'sandbox_start', 'sandbox_stop', 'submit_plan', 'submit_task', 'validate_code'])
+  expect(tools.tools.map((tool) => tool.name).sort()).toEqual([
+    'execute_code',
+    'get_plan',
+    'get_task',
+    'list_languages',
+    'sandbox_exec',
+    'sandbox_start',
+    'sandbox_stop',
+    'submit_plan',
+    'submit_task',
+    'validate_code',
+  ])
   const execute = tools.tools.find((tool) => tool.name === 'execute_code')!
   expect(execute.inputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['language', 'code']) })
 
@@ -42,7 +53,13 @@ describe('MCP server, exercised by the SDK client', () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [path.join(__dirname, '../../bin/execgate.js'), 'mcp'],
-      env: { PATH: process.env.PATH ?? '', EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR!, EXECGATE_EXECUTION_ENABLED: 'quickjs,monty', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_LOG_LEVEL: 'silent' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR!,
+        EXECGATE_EXECUTION_ENABLED: 'quickjs,monty',
+        EXECGATE_READINESS_ENABLED: 'false',
+        EXECGATE_LOG_LEVEL: 'silent',
+      },
       stderr: 'pipe',
     })
     const client = new Client({ name: 'execgate-test', version: '1.0.0' })
@@ -58,13 +75,22 @@ describe('MCP server, exercised by the SDK client', () => {
     let execgate: Execgate
     let server: RunningServer
     beforeAll(async () => {
-      execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs', 'monty'] }, readiness: { enabled: false }, log: { level: 'silent' }, server: { apiKeys: [`acme=${KEY}`] } } })
+      execgate = await createExecgate({
+        overrides: {
+          execution: { enabled: ['quickjs', 'monty'] },
+          readiness: { enabled: false },
+          log: { level: 'silent' },
+          server: { apiKeys: [`acme=${KEY}`] },
+        },
+      })
       server = await serve(execgate, { port: 0 }, false)
     }, 60_000)
     afterAll(() => server.shutdown())
 
     test('with a key, every tool works', async () => {
-      const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${KEY}` } } })
+      const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${KEY}` } },
+      })
       const client = new Client({ name: 'execgate-test', version: '1.0.0' })
       await client.connect(transport)
       try {
@@ -76,7 +102,9 @@ describe('MCP server, exercised by the SDK client', () => {
 
     test('without a key the client cannot connect', async () => {
       const client = new Client({ name: 'execgate-test', version: '1.0.0' })
-      await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)))).rejects.toThrow(/401|EXECGATE_UNAUTHORIZED|API key/)
+      await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)))).rejects.toThrow(
+        /401|EXECGATE_UNAUTHORIZED|API key/,
+      )
     }, 30_000)
   })
 })

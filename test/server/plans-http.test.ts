@@ -50,7 +50,11 @@ function sse(text: string) {
     .split('\n\n')
     .filter(Boolean)
     .map((block) => {
-      const field = (name: string) => block.split('\n').find((line) => line.startsWith(`${name}: `))?.slice(name.length + 2)
+      const field = (name: string) =>
+        block
+          .split('\n')
+          .find((line) => line.startsWith(`${name}: `))
+          ?.slice(name.length + 2)
       return { id: Number(field('id')), type: field('event'), data: JSON.parse(field('data') ?? 'null') }
     })
 }
@@ -71,13 +75,29 @@ test('POST /v1/plans answers 201; GET shows steps, versions and what a revision 
   expect(events.every((event) => event.data.seq === event.id && event.data.type === event.type)).toBe(true)
   const plans = events.filter((event) => event.type === 'plan').map((event) => `${event.data.from}>${event.data.to}`)
   expect(plans).toEqual(['null>RUNNING', 'RUNNING>REVISING', 'REVISING>RUNNING', 'RUNNING>COMPLETED'])
-  expect(events.filter((event) => event.type === 'revision').map((event) => [event.data.accepted, event.data.changes])).toEqual([[true, { added: [], removed: [], changed: ['b'], reused: ['a'] }]])
+  expect(events.filter((event) => event.type === 'revision').map((event) => [event.data.accepted, event.data.changes])).toEqual([
+    [true, { added: [], removed: [], changed: ['b'], reused: ['a'] }],
+  ])
   const plan = (await call(`/v1/plans/${created.json.id}`, { key: ACME })).json
-  expect(plan).toMatchObject({ state: 'COMPLETED', version: 2, steps: [{ id: 'a', state: 'COMPLETED', reusedFrom: 1 }, { id: 'b', state: 'COMPLETED', result: { value: 42 } }] })
-  expect(plan.versions[1]).toMatchObject({ version: 2, note: 'use the input', changes: { changed: ['b'], reused: ['a'] }, reason: expect.stringMatching(/^revision 1: step b failed: error: ReferenceError/) })
+  expect(plan).toMatchObject({
+    state: 'COMPLETED',
+    version: 2,
+    steps: [
+      { id: 'a', state: 'COMPLETED', reusedFrom: 1 },
+      { id: 'b', state: 'COMPLETED', result: { value: 42 } },
+    ],
+  })
+  expect(plan.versions[1]).toMatchObject({
+    version: 2,
+    note: 'use the input',
+    changes: { changed: ['b'], reused: ['a'] },
+    reason: expect.stringMatching(/^revision 1: step b failed: error: ReferenceError/),
+  })
   expect(plan.owner).toBeUndefined()
   // Last-Event-ID resumes after what was seen.
-  const resumed = sse((await call(`/v1/plans/${created.json.id}/events`, { key: ACME, headers: { 'last-event-id': String(events.at(-3)!.id) } })).text)
+  const resumed = sse(
+    (await call(`/v1/plans/${created.json.id}/events`, { key: ACME, headers: { 'last-event-id': String(events.at(-3)!.id) } })).text,
+  )
   expect(resumed.map((event) => event.id)).toEqual(events.slice(-2).map((event) => event.id))
 })
 
@@ -86,7 +106,11 @@ test("another tenant's plan answers 404 like a missing one; lists are the tenant
   const second = await call('/v1/plans', { key: GLOBEX, body: { steps: [js('only', '2')] } })
   const missing = await call('/v1/plans/no-such-plan', { key: ACME })
   expect(missing.status).toBe(404)
-  for (const [method, suffix] of [['GET', ''], ['DELETE', ''], ['GET', '/events']] as const) {
+  for (const [method, suffix] of [
+    ['GET', ''],
+    ['DELETE', ''],
+    ['GET', '/events'],
+  ] as const) {
     const foreign = await call(`/v1/plans/${first.json.id}${suffix}`, { key: ACME, method })
     expect(foreign.status).toBe(404)
     expect(foreign.json.error.code).toBe('EXECGATE_NOT_FOUND')
@@ -102,13 +126,18 @@ test("another tenant's plan answers 404 like a missing one; lists are the tenant
   expect(newest.json.plans.map((item: { id: string }) => item.id)).toEqual([second.json.id])
   const older = await call(`/v1/plans?order=newest&limit=1&cursor=${newest.json.nextCursor}`, { key: GLOBEX })
   expect([older.json.plans.map((item: { id: string }) => item.id), older.json.nextCursor]).toEqual([[first.json.id], undefined])
-  expect((await call('/v1/plans?order=random', { key: GLOBEX })).json.error.message).toBe('[execgate] invalid request: order must be oldest or newest')
+  expect((await call('/v1/plans?order=random', { key: GLOBEX })).json.error.message).toBe(
+    '[execgate] invalid request: order must be oldest or newest',
+  )
   expect((await call('/v1/plans', { key: ACME })).json.plans.map((item: { id: string }) => item.id)).not.toContain(first.json.id)
   expect((await call('/v1/plans?state=DONE', { key: ACME })).status).toBe(400)
 })
 
 test('DELETE terminates the plan and its running step; again is 409; a bad plan is 400 naming the problem', async () => {
-  const created = await call('/v1/plans', { key: ACME, body: { steps: [js('slow', 'const t = Date.now(); while (Date.now() - t < 3000) {}; 1'), js('after', '1', ['slow'])] } })
+  const created = await call('/v1/plans', {
+    key: ACME,
+    body: { steps: [js('slow', 'const t = Date.now(); while (Date.now() - t < 3000) {}; 1'), js('after', '1', ['slow'])] },
+  })
   for (;;) {
     const plan = (await call(`/v1/plans/${created.json.id}`, { key: ACME })).json
     if (plan.steps[0].state === 'RUNNING') break
@@ -126,14 +155,32 @@ test('DELETE terminates the plan and its running step; again is 409; a bad plan 
 
 test("MCP submit_plan and get_plan, as the calling tenant's plans", async () => {
   const client = new Client({ name: 'execgate-test', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${GLOBEX}` } } }))
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${GLOBEX}` } } }),
+  )
   try {
-    const submitted = await client.callTool({ name: 'submit_plan', arguments: { steps: [{ id: 'x', language: 'python', code: '6 * 7' }, { id: 'y', language: 'javascript', code: 'JSON.parse(await read_file("steps/x/value.json")) + 1', dependsOn: ['x'] }] } })
+    const submitted = await client.callTool({
+      name: 'submit_plan',
+      arguments: {
+        steps: [
+          { id: 'x', language: 'python', code: '6 * 7' },
+          { id: 'y', language: 'javascript', code: 'JSON.parse(await read_file("steps/x/value.json")) + 1', dependsOn: ['x'] },
+        ],
+      },
+    })
     const id = (submitted.structuredContent as { id: string }).id
     expect(submitted.structuredContent).toMatchObject({ state: 'RUNNING', tenant: 'globex' })
     const got = await client.callTool({ name: 'get_plan', arguments: { id, waitMs: 10_000 } })
-    expect(got.structuredContent).toMatchObject({ state: 'COMPLETED', steps: [{ id: 'x', result: { value: 42 } }, { id: 'y', result: { value: 43 } }] })
-    expect((got.content as Array<{ text: string }>)[0]!.text).toBe(`plan ${id} is COMPLETED (version 1, 0 of 3 revisions used): every step completed (version 1)\n- x: COMPLETED value: 42\n- y: COMPLETED value: 43`)
+    expect(got.structuredContent).toMatchObject({
+      state: 'COMPLETED',
+      steps: [
+        { id: 'x', result: { value: 42 } },
+        { id: 'y', result: { value: 43 } },
+      ],
+    })
+    expect((got.content as Array<{ text: string }>)[0]!.text).toBe(
+      `plan ${id} is COMPLETED (version 1, 0 of 3 revisions used): every step completed (version 1)\n- x: COMPLETED value: 42\n- y: COMPLETED value: 43`,
+    )
     expect((await call(`/v1/plans/${id}`, { key: ACME })).status).toBe(404)
   } finally {
     await client.close()

@@ -13,7 +13,17 @@ import { loosenings } from '../policy/loosenings'
  * suspended or resumed (404, as a missing task). Real server on loopback, real quickjs, real SQLite task store.
  */
 
-const TIGHT = { wallTimeMs: 3000, cpuTimeMs: 3000, memoryMb: 64, outputBytes: 32 * 1024, maxProcesses: 4, hostCalls: { maxCount: 20, maxTotalMs: 1000 }, network: 'none' as const, filesystem: 'read_only' as const, allowedImports: ['math', 'json'] }
+const TIGHT = {
+  wallTimeMs: 3000,
+  cpuTimeMs: 3000,
+  memoryMb: 64,
+  outputBytes: 32 * 1024,
+  maxProcesses: 4,
+  hostCalls: { maxCount: 20, maxTotalMs: 1000 },
+  network: 'none' as const,
+  filesystem: 'read_only' as const,
+  allowedImports: ['math', 'json'],
+}
 
 let execgate: Execgate
 let server: RunningServer
@@ -49,49 +59,114 @@ async function settled(id: string, key: string) {
 }
 
 test('the table loosens every limit of the tenant profile', () => {
-  expect(loosenings(tight()).map((item) => item.limit)).toEqual(['wallTimeMs', 'wallTimeMs', 'memoryMb', 'memoryMb', 'cpuTimeMs', 'outputBytes', 'maxProcesses', 'hostCalls.maxCount', 'hostCalls.maxTotalMs', 'network', 'filesystem', 'allowedImports'])
+  expect(loosenings(tight()).map((item) => item.limit)).toEqual([
+    'wallTimeMs',
+    'wallTimeMs',
+    'memoryMb',
+    'memoryMb',
+    'cpuTimeMs',
+    'outputBytes',
+    'maxProcesses',
+    'hostCalls.maxCount',
+    'hostCalls.maxTotalMs',
+    'network',
+    'filesystem',
+    'allowedImports',
+  ])
 })
 
 describe('POST /v1/executions with a body that loosens the profile', () => {
-  test.each(loosenings({ ...DEFAULT_POLICY, ...TIGHT }).map((item) => [item.label, item] as const))('%s: policy_violation naming the limit, nothing run', async (_label, item) => {
-    const marker = `ran-${item.label}`
-    const response = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: `console.log(${JSON.stringify(marker)}); 1`, ...item.request } })
-    expect({ http: response.status, status: response.json.status, stdout: response.json.stdout }).toEqual({ http: 200, status: 'policy_violation', stdout: '' })
-    expect(response.json.message).toContain(item.limit)
-    expect(response.json.message).toContain('may only tighten')
-  })
+  test.each(loosenings({ ...DEFAULT_POLICY, ...TIGHT }).map((item) => [item.label, item] as const))(
+    '%s: policy_violation naming the limit, nothing run',
+    async (_label, item) => {
+      const marker = `ran-${item.label}`
+      const response = await call('/v1/executions', {
+        key: ACME,
+        body: { language: 'javascript', code: `console.log(${JSON.stringify(marker)}); 1`, ...item.request },
+      })
+      expect({ http: response.status, status: response.json.status, stdout: response.json.stdout }).toEqual({
+        http: 200,
+        status: 'policy_violation',
+        stdout: '',
+      })
+      expect(response.json.message).toContain(item.limit)
+      expect(response.json.message).toContain('may only tighten')
+    },
+  )
 
   test('the same limits, tightened, run', async () => {
-    const response = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: '6 * 7', timeoutMs: 2000, memoryMb: 32, policy: { outputBytes: 1024, allowedImports: ['math'], hostCalls: { maxCount: 1 } } } })
+    const response = await call('/v1/executions', {
+      key: ACME,
+      body: {
+        language: 'javascript',
+        code: '6 * 7',
+        timeoutMs: 2000,
+        memoryMb: 32,
+        policy: { outputBytes: 1024, allowedImports: ['math'], hostCalls: { maxCount: 1 } },
+      },
+    })
     expect(response.json).toMatchObject({ status: 'ok', value: 42 })
   })
 })
 
 describe('tasks stay inside the tenant profile', () => {
-  test.each(loosenings({ ...DEFAULT_POLICY, ...TIGHT }).map((item) => [item.label, item] as const))('a task whose request loosens %s is refused or ends policy_violation (TERMINATED, docs/tasks.md), never run', async (_label, item) => {
-    const marker = `task-ran-${item.label}`
-    const created = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: `console.log(${JSON.stringify(marker)}); 1`, ...item.request } } })
-    if (created.status !== 201) {
-      expect({ status: created.status, names: String(created.json.error?.message).includes(item.limit) }).toEqual({ status: 400, names: true })
-      return
-    }
-    const done = await settled(created.json.id, ACME)
-    expect({ state: done.state, status: done.result?.status, stdout: done.result?.stdout ?? '' }).toEqual({ state: 'TERMINATED', status: 'policy_violation', stdout: '' })
-    expect(done.result.message).toContain(item.limit)
-  })
+  test.each(loosenings({ ...DEFAULT_POLICY, ...TIGHT }).map((item) => [item.label, item] as const))(
+    'a task whose request loosens %s is refused or ends policy_violation (TERMINATED, docs/tasks.md), never run',
+    async (_label, item) => {
+      const marker = `task-ran-${item.label}`
+      const created = await call('/v1/tasks', {
+        key: ACME,
+        body: { request: { language: 'javascript', code: `console.log(${JSON.stringify(marker)}); 1`, ...item.request } },
+      })
+      if (created.status !== 201) {
+        expect({ status: created.status, names: String(created.json.error?.message).includes(item.limit) }).toEqual({
+          status: 400,
+          names: true,
+        })
+        return
+      }
+      const done = await settled(created.json.id, ACME)
+      expect({ state: done.state, status: done.result?.status, stdout: done.result?.stdout ?? '' }).toEqual({
+        state: 'TERMINATED',
+        status: 'policy_violation',
+        stdout: '',
+      })
+      expect(done.result.message).toContain(item.limit)
+    },
+  )
 
   test('resuming with looser limits than the profile allows does not run past them; within them, it runs', async () => {
-    const blockers = await Promise.all([0, 1, 2, 3].map(() => call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 500) {}; 1' } } })))
-    const queued = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: 'console.log("resumed-run"); 2' } } })
+    const blockers = await Promise.all(
+      [0, 1, 2, 3].map(() =>
+        call('/v1/tasks', {
+          key: ACME,
+          body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 500) {}; 1' } },
+        }),
+      ),
+    )
+    const queued = await call('/v1/tasks', {
+      key: ACME,
+      body: { request: { language: 'javascript', code: 'console.log("resumed-run"); 2' } },
+    })
     expect((await call(`/v1/tasks/${queued.json.id}/suspend`, { key: ACME, method: 'POST' })).json.state).toBe('SUSPENDED')
-    const loosened = await call(`/v1/tasks/${queued.json.id}/resume`, { key: ACME, body: { memoryMb: TIGHT.memoryMb * 4, timeoutMs: TIGHT.wallTimeMs * 4 } })
+    const loosened = await call(`/v1/tasks/${queued.json.id}/resume`, {
+      key: ACME,
+      body: { memoryMb: TIGHT.memoryMb * 4, timeoutMs: TIGHT.wallTimeMs * 4 },
+    })
     if (loosened.status === 200) {
       // Accepted for resumption, it still runs under the profile: refused before running, naming the limit.
       const done = await settled(queued.json.id, ACME)
-      expect({ state: done.state, status: done.result?.status, stdout: done.result?.stdout ?? '' }).toEqual({ state: 'TERMINATED', status: 'policy_violation', stdout: '' })
+      expect({ state: done.state, status: done.result?.status, stdout: done.result?.stdout ?? '' }).toEqual({
+        state: 'TERMINATED',
+        status: 'policy_violation',
+        stdout: '',
+      })
       expect(done.result.message).toMatch(/wallTimeMs|memoryMb/)
     } else {
-      expect({ status: loosened.status, names: /wallTimeMs|memoryMb/.test(String(loosened.json.error?.message)) }).toEqual({ status: 400, names: true })
+      expect({ status: loosened.status, names: /wallTimeMs|memoryMb/.test(String(loosened.json.error?.message)) }).toEqual({
+        status: 400,
+        names: true,
+      })
       expect((await call(`/v1/tasks/${queued.json.id}`, { key: ACME })).json.state).toBe('SUSPENDED')
       const tightened = await call(`/v1/tasks/${queued.json.id}/resume`, { key: ACME, body: { timeoutMs: 1000 } })
       expect(tightened.json.state).toBe('PENDING')
@@ -101,7 +176,14 @@ describe('tasks stay inside the tenant profile', () => {
   }, 60_000)
 
   test("another tenant's task cannot be suspended, resumed or cancelled: 404, as a missing one, and nothing changes", async () => {
-    const blockers = await Promise.all([0, 1, 2, 3].map(() => call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 500) {}; 1' } } })))
+    const blockers = await Promise.all(
+      [0, 1, 2, 3].map(() =>
+        call('/v1/tasks', {
+          key: ACME,
+          body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 500) {}; 1' } },
+        }),
+      ),
+    )
     const mine = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: '3' } } })
     const id = mine.json.id as string
     const steal = await call(`/v1/tasks/${id}/suspend`, { key: GLOBEX, method: 'POST' })

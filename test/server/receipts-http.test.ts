@@ -59,7 +59,11 @@ test("a run's receipt: an in-toto Statement in a DSSE envelope, signed with the 
   const runId = run.json.runId as string
 
   const keyAnswer = await call('/v1/ledger/public-key', { key: ACME })
-  expect(keyAnswer.json).toMatchObject({ algorithm: 'ed25519', keyid: expect.stringMatching(/^[0-9a-f]{64}$/), publicKeyPem: expect.stringContaining('BEGIN PUBLIC KEY') })
+  expect(keyAnswer.json).toMatchObject({
+    algorithm: 'ed25519',
+    keyid: expect.stringMatching(/^[0-9a-f]{64}$/),
+    publicKeyPem: expect.stringContaining('BEGIN PUBLIC KEY'),
+  })
   const publicKey = createPublicKey(keyAnswer.json.publicKeyPem)
   expect(sha(publicKey.export({ format: 'der', type: 'spki' }))).toBe(keyAnswer.json.keyid)
   const pem = await call('/v1/ledger/public-key', { key: ACME, headers: { accept: 'application/x-pem-file' } })
@@ -70,7 +74,10 @@ test("a run's receipt: an in-toto Statement in a DSSE envelope, signed with the 
   const answer = await call(`/v1/runs/${runId}/receipt`, { key: ACME })
   expect(answer.status).toBe(200)
   const envelope = answer.json
-  expect(envelope).toMatchObject({ payloadType: 'application/vnd.in-toto+json', signatures: [{ keyid: keyAnswer.json.keyid, sig: expect.any(String) }] })
+  expect(envelope).toMatchObject({
+    payloadType: 'application/vnd.in-toto+json',
+    signatures: [{ keyid: keyAnswer.json.keyid, sig: expect.any(String) }],
+  })
   const payload = Buffer.from(envelope.payload, 'base64')
   expect(verify(null, pae(envelope.payloadType, payload), publicKey, Buffer.from(envelope.signatures[0].sig, 'base64'))).toBe(true)
 
@@ -114,7 +121,8 @@ test("a run's receipt: an in-toto Statement in a DSSE envelope, signed with the 
 })
 
 test('a changed byte, a swapped payload type, another key: each fails with a reason, in the library and the built CLI offline', async () => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js')))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does)')
   const run = await call('/v1/executions', { key: GLOBEX, body: { language: 'javascript', code: '6 * 7' } })
   const envelope = (await call(`/v1/runs/${run.json.runId}/receipt`, { key: GLOBEX })).json
   const serverKey = (await call('/v1/ledger/public-key', { key: GLOBEX })).json.publicKeyPem as string
@@ -127,9 +135,20 @@ test('a changed byte, a swapped payload type, another key: each fails with a rea
   const tampered = { ...envelope, payload: changed.toString('base64') }
   const retyped = { ...envelope, payloadType: 'application/json' }
 
-  expect(verifyReceipt(tampered, serverKey)).toEqual({ ok: false, reason: expect.stringMatching(/no signature verifies with key [0-9a-f]{64}: the payload, its type or the signature was changed/) })
-  expect(verifyReceipt(retyped, serverKey)).toEqual({ ok: false, reason: 'the payloadType is "application/json", not "application/vnd.in-toto+json"' })
-  expect(verifyReceipt(envelope, otherKey)).toEqual({ ok: false, reason: expect.stringMatching(/no signature by the given key [0-9a-f]{64}: the receipt names key [0-9a-f]{64} \(signed with another key\)/) })
+  expect(verifyReceipt(tampered, serverKey)).toEqual({
+    ok: false,
+    reason: expect.stringMatching(/no signature verifies with key [0-9a-f]{64}: the payload, its type or the signature was changed/),
+  })
+  expect(verifyReceipt(retyped, serverKey)).toEqual({
+    ok: false,
+    reason: 'the payloadType is "application/json", not "application/vnd.in-toto+json"',
+  })
+  expect(verifyReceipt(envelope, otherKey)).toEqual({
+    ok: false,
+    reason: expect.stringMatching(
+      /no signature by the given key [0-9a-f]{64}: the receipt names key [0-9a-f]{64} \(signed with another key\)/,
+    ),
+  })
 
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-receipt-files-'))
   try {
@@ -137,9 +156,20 @@ test('a changed byte, a swapped payload type, another key: each fails with a rea
       fs.writeFileSync(path.join(folder, name), typeof content === 'string' ? content : JSON.stringify(content))
       return path.join(folder, name)
     }
-    const files = { good: write('good.json', envelope), tampered: write('tampered.json', tampered), key: write('key.pem', serverKey), other: write('other.pem', otherKey) }
+    const files = {
+      good: write('good.json', envelope),
+      tampered: write('tampered.json', tampered),
+      key: write('key.pem', serverKey),
+      other: write('other.pem', otherKey),
+    }
     // No config, no data directory, no server: the CLI needs only the two files.
-    const cli = (args: string[]) => spawnSync(process.execPath, [path.join(root, 'bin', 'execgate.js'), 'ledger', 'verify-receipt', ...args], { cwd: folder, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 60_000 })
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, [path.join(root, 'bin', 'execgate.js'), 'ledger', 'verify-receipt', ...args], {
+        cwd: folder,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '' },
+        timeout: 60_000,
+      })
     const good = cli([files.good, '--key', files.key])
     expect(good.status).toBe(0)
     expect(good.stdout).toMatch(new RegExp(`^ok: run ${run.json.runId} \\(ok on quickjs, tenant globex`))
@@ -154,8 +184,14 @@ test('a changed byte, a swapped payload type, another key: each fails with a rea
 }, 60_000)
 
 test("a plan's receipt covers its steps' run receipts by digest; the CLI checks step files against it", async () => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js'))) throw new Error('dist/ is missing: run `npm run build` (npm test does)')
-  const step = (id: string, code: string, dependsOn?: string[]) => ({ id, language: 'javascript', code, ...(dependsOn ? { dependsOn } : {}) })
+  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js')))
+    throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+  const step = (id: string, code: string, dependsOn?: string[]) => ({
+    id,
+    language: 'javascript',
+    code,
+    ...(dependsOn ? { dependsOn } : {}),
+  })
   const created = await call('/v1/plans', { key: ACME, body: { goal: 'two steps', steps: [step('a', '20'), step('b', '22 + 20', ['a'])] } })
   expect(created.status).toBe(201)
   const planId = created.json.id as string
@@ -167,15 +203,22 @@ test("a plan's receipt covers its steps' run receipts by digest; the CLI checks 
   const envelope = (await call(`/v1/plans/${planId}/receipt`, { key: ACME })).json
   const serverKey = (await call('/v1/ledger/public-key', { key: ACME })).json.publicKeyPem as string
   const payload = Buffer.from(envelope.payload, 'base64')
-  expect(verify(null, pae(envelope.payloadType, payload), createPublicKey(serverKey), Buffer.from(envelope.signatures[0].sig, 'base64'))).toBe(true)
+  expect(
+    verify(null, pae(envelope.payloadType, payload), createPublicKey(serverKey), Buffer.from(envelope.signatures[0].sig, 'base64')),
+  ).toBe(true)
   const statement = JSON.parse(payload.toString())
   expect(statement.predicateType).toBe('https://execgate.dev/receipt/plan/v1')
   expect(statement.predicate).toMatchObject({ planId, tenant: 'acme', versions: [{ version: 1 }] })
   const steps = statement.predicate.steps as { runId: string; stepId: string; receiptSha256: string; status: string }[]
-  expect(steps.map((item) => [item.stepId, item.status]).sort()).toEqual([['a', 'ok'], ['b', 'ok']])
+  expect(steps.map((item) => [item.stepId, item.status]).sort()).toEqual([
+    ['a', 'ok'],
+    ['b', 'ok'],
+  ])
 
   // Each step's own receipt is a subject of the plan's, by the digest of its signed payload.
-  const subjects = new Map<string, string>(statement.subject.map((item: { name: string; digest: { sha256: string } }) => [item.name, item.digest.sha256]))
+  const subjects = new Map<string, string>(
+    statement.subject.map((item: { name: string; digest: { sha256: string } }) => [item.name, item.digest.sha256]),
+  )
   const stepReceipts = []
   for (const item of steps) {
     const stepEnvelope = (await call(`/v1/runs/${item.runId}/receipt`, { key: ACME })).json
@@ -193,23 +236,49 @@ test("a plan's receipt covers its steps' run receipts by digest; the CLI checks 
       fs.writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content))
       return file
     }
-    const files = { plan: write('plan.json', envelope), a: write('a.json', stepReceipts[0]), b: write('b.json', stepReceipts[1]), key: write('key.pem', serverKey) }
+    const files = {
+      plan: write('plan.json', envelope),
+      a: write('a.json', stepReceipts[0]),
+      b: write('b.json', stepReceipts[1]),
+      key: write('key.pem', serverKey),
+    }
     const other = (await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: '1' } })).json.runId as string
     const stranger = write('stranger.json', (await call(`/v1/runs/${other}/receipt`, { key: ACME })).json)
-    const cli = (args: string[]) => spawnSync(process.execPath, [path.join(root, 'bin', 'execgate.js'), 'ledger', 'verify-receipt', ...args], { cwd: folder, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 60_000 })
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, [path.join(root, 'bin', 'execgate.js'), 'ledger', 'verify-receipt', ...args], {
+        cwd: folder,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '' },
+        timeout: 60_000,
+      })
     const ok = cli([files.plan, '--key', files.key, '--step', files.a, files.b])
-    expect([ok.status, ok.stdout]).toEqual([0, expect.stringMatching(new RegExp(`^ok: plan ${planId} \\(tenant acme, 2 step run\\(s\\)\\)`))])
+    expect([ok.status, ok.stdout]).toEqual([
+      0,
+      expect.stringMatching(new RegExp(`^ok: plan ${planId} \\(tenant acme, 2 step run\\(s\\)\\)`)),
+    ])
     const notAStep = cli([files.plan, '--key', files.key, '--step', files.a, stranger])
-    expect([notAStep.status, notAStep.stdout]).toEqual([1, expect.stringContaining(`stranger.json (run ${other}) is not one of the plan's step receipts`)])
+    expect([notAStep.status, notAStep.stdout]).toEqual([
+      1,
+      expect.stringContaining(`stranger.json (run ${other}) is not one of the plan's step receipts`),
+    ])
   } finally {
     fs.rmSync(folder, { recursive: true, force: true })
   }
 }, 60_000)
 
 test('the OpenAPI document lists the receipt routes with the envelope schema', async () => {
-  const document = (await (await fetch(`${server.url}/docs/json`)).json()) as { paths: Record<string, { get: { responses: Record<string, { content?: Record<string, { schema?: { required?: string[] } }> }> } }> }
-  for (const route of ['/v1/runs/{id}/receipt', '/v1/plans/{id}/receipt']) {
-    expect(document.paths[route]?.get.responses['200']?.content?.['application/json']?.schema?.required).toEqual(['payload', 'payloadType', 'signatures'])
+  const document = (await (await fetch(`${server.url}/docs/json`)).json()) as {
+    paths: Record<string, { get: { responses: Record<string, { content?: Record<string, { schema?: { required?: string[] } }> }> } }>
   }
-  expect(Object.keys(document.paths['/v1/ledger/public-key']!.get.responses['200']!.content!)).toEqual(['application/json', 'application/x-pem-file'])
+  for (const route of ['/v1/runs/{id}/receipt', '/v1/plans/{id}/receipt']) {
+    expect(document.paths[route]?.get.responses['200']?.content?.['application/json']?.schema?.required).toEqual([
+      'payload',
+      'payloadType',
+      'signatures',
+    ])
+  }
+  expect(Object.keys(document.paths['/v1/ledger/public-key']!.get.responses['200']!.content!)).toEqual([
+    'application/json',
+    'application/x-pem-file',
+  ])
 })

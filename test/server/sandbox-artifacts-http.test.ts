@@ -42,7 +42,10 @@ const start = async (key: string, body: unknown = { adapter: 'shell' }) => call(
 
 test('save a file to the ledger, fetch it as an artifact, start another sandbox with it and PUT it by digest', async () => {
   const first = (await start(ACME)).json.id as string
-  expect((await call(`/v1/sandboxes/${first}/exec`, { key: ACME, body: { command: 'mkdir -p out && echo "total 42" > out/summary.txt' } })).json.status).toBe('ok')
+  expect(
+    (await call(`/v1/sandboxes/${first}/exec`, { key: ACME, body: { command: 'mkdir -p out && echo "total 42" > out/summary.txt' } })).json
+      .status,
+  ).toBe('ok')
   const saved = await call(`/v1/sandboxes/${first}/artifacts`, { key: ACME, body: { path: 'out/summary.txt' } })
   const digest = createHash('sha256').update('total 42\n').digest('hex')
   expect(saved.status).toBe(201)
@@ -77,7 +80,11 @@ test("another tenant's artifact answers 404 exactly like an unknown digest, on s
     const started = await start(GLOBEX, { adapter: 'shell', files: [{ path: 'x', sha256: sha }] })
     const put = await call(`/v1/sandboxes/${globex}/files/x?sha256=${sha}`, { key: GLOBEX, method: 'PUT' })
     const served = await call(`/v1/artifacts/${sha}`, { key: GLOBEX })
-    return [started, put, served].map((answer) => ({ status: answer.status, code: answer.json?.error?.code, message: answer.json?.error?.message.replace(sha, '<digest>') }))
+    return [started, put, served].map((answer) => ({
+      status: answer.status,
+      code: answer.json?.error?.code,
+      message: answer.json?.error?.message.replace(sha, '<digest>'),
+    }))
   }
   const foreign = await answers(digest)
   expect(foreign).toEqual(await answers(UNKNOWN))
@@ -86,9 +93,15 @@ test("another tenant's artifact answers 404 exactly like an unknown digest, on s
 
   // Saving from another tenant's sandbox is a missing sandbox; a missing file is a missing file.
   expect((await call(`/v1/sandboxes/${acme}/artifacts`, { key: GLOBEX, body: { path: 'secret.txt' } })).status).toBe(404)
-  expect(await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { path: 'nope.txt' } })).toMatchObject({ status: 404, json: { error: { message: expect.stringContaining('no file "nope.txt"') } } })
+  expect(await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { path: 'nope.txt' } })).toMatchObject({
+    status: 404,
+    json: { error: { message: expect.stringContaining('no file "nope.txt"') } },
+  })
   expect((await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { file: 'secret.txt' } })).status).toBe(400)
-  expect(await start(ACME, { files: [{ path: 'x', content: 'x', sha256: UNKNOWN }] })).toMatchObject({ status: 400, json: { error: { message: expect.stringContaining('files[0] needs either content or sha256') } } })
+  expect(await start(ACME, { files: [{ path: 'x', content: 'x', sha256: UNKNOWN }] })).toMatchObject({
+    status: 400,
+    json: { error: { message: expect.stringContaining('files[0] needs either content or sha256') } },
+  })
   await Promise.all([
     call(`/v1/sandboxes/${acme}`, { key: ACME, method: 'DELETE' }),
     call(`/v1/sandboxes/${globex}`, { key: GLOBEX, method: 'DELETE' }),
@@ -96,13 +109,30 @@ test("another tenant's artifact answers 404 exactly like an unknown digest, on s
 })
 
 test('with the ledger off, saving answers 501 EXECGATE_LEDGER_DISABLED', async () => {
-  const off = await createExecgate({ overrides: { execution: { enabled: ['shell'] }, fabric: { dataDir, ledger: { enabled: false } }, readiness: { enabled: false }, log: { level: 'silent' } } })
+  const off = await createExecgate({
+    overrides: {
+      execution: { enabled: ['shell'] },
+      fabric: { dataDir, ledger: { enabled: false } },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+    },
+  })
   const offServer = await serve(off, { port: 0 }, false)
   try {
-    const id = ((await (await fetch(`${offServer.url}/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { id: string }).id
-    const saved = await fetch(`${offServer.url}/v1/sandboxes/${id}/artifacts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: 'a.txt' }) })
+    const id = (
+      (await (
+        await fetch(`${offServer.url}/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      ).json()) as { id: string }
+    ).id
+    const saved = await fetch(`${offServer.url}/v1/sandboxes/${id}/artifacts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ path: 'a.txt' }),
+    })
     expect(saved.status).toBe(501)
-    expect(await saved.json()).toMatchObject({ error: { code: 'EXECGATE_LEDGER_DISABLED', message: expect.stringContaining('fabric.ledger.enabled is false') } })
+    expect(await saved.json()).toMatchObject({
+      error: { code: 'EXECGATE_LEDGER_DISABLED', message: expect.stringContaining('fabric.ledger.enabled is false') },
+    })
   } finally {
     await offServer.shutdown()
   }

@@ -10,7 +10,6 @@ import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
 /** The sandbox routes and MCP tools over real HTTP on loopback, on the native shell and bubblewrap, with two tenants. */
 
-
 let execgate: Execgate
 let server: RunningServer
 let root: string
@@ -38,14 +37,26 @@ afterAll(async () => {
 const call = httpCaller(() => server.url)
 
 test('start, exec (state kept, cd not), inspect, list and stop a sandbox', async () => {
-  const created = await call('/v1/sandboxes', { key: ACME, body: { adapter: 'process', idleTimeoutMs: 60_000, files: [{ path: 'data.csv', content: 'a,1\nb,2\n' }] } })
+  const created = await call('/v1/sandboxes', {
+    key: ACME,
+    body: { adapter: 'process', idleTimeoutMs: 60_000, files: [{ path: 'data.csv', content: 'a,1\nb,2\n' }] },
+  })
   expect(created.status).toBe(201)
   const id = created.json.id as string
   expect(created.headers.get('location')).toBe(`/v1/sandboxes/${id}`)
-  expect(created.json).toMatchObject({ tenant: 'acme', adapter: 'process', idleTimeoutMs: 60_000, execs: 0, languages: ['bash', 'python', 'javascript'] })
+  expect(created.json).toMatchObject({
+    tenant: 'acme',
+    adapter: 'process',
+    idleTimeoutMs: 60_000,
+    execs: 0,
+    languages: ['bash', 'python', 'javascript'],
+  })
   const first = await call(`/v1/sandboxes/${id}/exec`, { key: ACME, body: { command: 'cut -d, -f2 data.csv > col.txt && cd /tmp && pwd' } })
   expect(first.json).toMatchObject({ status: 'ok', stdout: '/tmp\n', adapter: 'process' })
-  const second = await call(`/v1/sandboxes/${id}/exec`, { key: ACME, body: { language: 'python', code: "sum(int(x) for x in open('col.txt').read().split())" } })
+  const second = await call(`/v1/sandboxes/${id}/exec`, {
+    key: ACME,
+    body: { language: 'python', code: "sum(int(x) for x in open('col.txt').read().split())" },
+  })
   expect(second.json).toMatchObject({ status: 'ok', value: 3 })
   expect((await call(`/v1/sandboxes/${id}`, { key: ACME })).json).toMatchObject({ id, execs: 2 })
   expect((await call('/v1/sandboxes', { key: ACME })).json.sandboxes.map((item: { id: string }) => item.id)).toContain(id)
@@ -55,18 +66,38 @@ test('start, exec (state kept, cd not), inspect, list and stop a sandbox', async
   expect(foldersUnder(root)).not.toContain(id)
   // The OpenAPI document has the routes, with the bodies the server validates.
   const document = (await call('/docs/json')).json
-  expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/v1/sandboxes', '/v1/sandboxes/{id}', '/v1/sandboxes/{id}/exec', '/v1/sandboxes/{id}/files', '/v1/sandboxes/{id}/files/{path}']))
+  expect(Object.keys(document.paths)).toEqual(
+    expect.arrayContaining([
+      '/v1/sandboxes',
+      '/v1/sandboxes/{id}',
+      '/v1/sandboxes/{id}/exec',
+      '/v1/sandboxes/{id}/files',
+      '/v1/sandboxes/{id}/files/{path}',
+    ]),
+  )
   expect(document.paths['/v1/sandboxes/{id}/exec'].post.requestBody.content['application/json'].schema.properties).toHaveProperty('command')
 })
 
 test('exec streams as server-sent events: stdout and stderr as produced, the result last', async () => {
   const id = (await call('/v1/sandboxes', { key: ACME, body: { adapter: 'process' } })).json.id
-  const streamed = await call(`/v1/sandboxes/${id}/exec`, { key: ACME, body: { command: 'echo one; sleep 0.2; echo two >&2; exit 3' }, headers: { accept: 'text/event-stream' } })
+  const streamed = await call(`/v1/sandboxes/${id}/exec`, {
+    key: ACME,
+    body: { command: 'echo one; sleep 0.2; echo two >&2; exit 3' },
+    headers: { accept: 'text/event-stream' },
+  })
   expect(streamed.headers.get('content-type')).toBe('text/event-stream')
-  const events = streamed.text.trim().split('\n\n').map((block) => ({ event: /^event: (.*)$/m.exec(block)![1], data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!) }))
+  const events = streamed.text
+    .trim()
+    .split('\n\n')
+    .map((block) => ({ event: /^event: (.*)$/m.exec(block)![1], data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!) }))
   expect(events.map((item) => item.event)).toEqual(['stdout', 'stderr', 'result'])
   expect(events[0]!.data).toEqual({ chunk: 'one\n' })
-  expect(events[2]!.data).toMatchObject({ status: 'error', stdout: 'one\n', stderr: 'two\n', error: { message: expect.stringContaining('exited with code 3') } })
+  expect(events[2]!.data).toMatchObject({
+    status: 'error',
+    stdout: 'one\n',
+    stderr: 'two\n',
+    error: { message: expect.stringContaining('exited with code 3') },
+  })
   await call(`/v1/sandboxes/${id}`, { key: ACME, method: 'DELETE' })
 })
 
@@ -75,8 +106,20 @@ test('files: PUT raw bytes, GET them back, list, DELETE; missing files and bad p
   const bytes = Buffer.from([0, 1, 2, 0xff, 0x7b])
   expect((await call(`/v1/sandboxes/${id}/files/in/blob.bin`, { key: ACME, method: 'PUT', raw: bytes })).status).toBe(204)
   // A JSON file is a file like any other: its bytes, not a parsed body.
-  expect((await call(`/v1/sandboxes/${id}/files/order.json`, { key: ACME, method: 'PUT', raw: Buffer.from('{"items":[{"price":3},{"price":4}]}'), headers: { 'content-type': 'application/json' } })).status).toBe(204)
-  const total = await call(`/v1/sandboxes/${id}/exec`, { key: ACME, body: { command: "jq '[.items[].price] | add' order.json > total.txt; cat total.txt" } })
+  expect(
+    (
+      await call(`/v1/sandboxes/${id}/files/order.json`, {
+        key: ACME,
+        method: 'PUT',
+        raw: Buffer.from('{"items":[{"price":3},{"price":4}]}'),
+        headers: { 'content-type': 'application/json' },
+      })
+    ).status,
+  ).toBe(204)
+  const total = await call(`/v1/sandboxes/${id}/exec`, {
+    key: ACME,
+    body: { command: "jq '[.items[].price] | add' order.json > total.txt; cat total.txt" },
+  })
   expect(total.json).toMatchObject({ status: 'ok', stdout: '7\n' })
   const back = await call(`/v1/sandboxes/${id}/files/in/blob.bin`, { key: ACME })
   expect(back.headers.get('content-type')).toBe('application/octet-stream')
@@ -127,13 +170,24 @@ test('the per-tenant cap answers 429 EXECGATE_SANDBOX_LIMIT; bad bodies answer 4
   // Another tenant is not affected.
   const acme = await call('/v1/sandboxes', { key: ACME, body: { adapter: 'shell' } })
   expect(acme.status).toBe(201)
-  expect((await call('/v1/sandboxes', { key: ACME, body: { adapter: 5 } })).json).toMatchObject({ error: { code: 'EXECGATE_REQUEST_INVALID', message: expect.stringContaining('adapter') } })
-  expect((await call('/v1/sandboxes', { key: ACME, body: { image: 'x' } })).json).toMatchObject({ error: { message: expect.stringContaining('image is not a known field') } })
+  expect((await call('/v1/sandboxes', { key: ACME, body: { adapter: 5 } })).json).toMatchObject({
+    error: { code: 'EXECGATE_REQUEST_INVALID', message: expect.stringContaining('adapter') },
+  })
+  expect((await call('/v1/sandboxes', { key: ACME, body: { image: 'x' } })).json).toMatchObject({
+    error: { message: expect.stringContaining('image is not a known field') },
+  })
   expect((await call(`/v1/sandboxes/${ids[0]}/exec`, { key: GLOBEX, body: { cmd: 'ls' } })).status).toBe(400)
-  expect((await call(`/v1/sandboxes/${ids[0]}/exec`, { key: GLOBEX, body: { command: 'ls', timeoutMs: -1 } })).json).toMatchObject({ error: { message: expect.stringContaining('timeoutMs') } })
+  expect((await call(`/v1/sandboxes/${ids[0]}/exec`, { key: GLOBEX, body: { command: 'ls', timeoutMs: -1 } })).json).toMatchObject({
+    error: { message: expect.stringContaining('timeoutMs') },
+  })
   const unsupported = await call('/v1/sandboxes', { key: ACME, body: { adapter: 'quickjs' } })
   expect(unsupported.status).toBe(400)
-  expect(unsupported.json).toMatchObject({ error: { code: 'EXECGATE_SANDBOX_UNSUPPORTED', message: expect.stringContaining('enabled adapters that host sandboxes: shell, process') } })
+  expect(unsupported.json).toMatchObject({
+    error: {
+      code: 'EXECGATE_SANDBOX_UNSUPPORTED',
+      message: expect.stringContaining('enabled adapters that host sandboxes: shell, process'),
+    },
+  })
   expect((await call('/v1/sandboxes', { body: {} })).status).toBe(401)
   for (const id of ids) await call(`/v1/sandboxes/${id}`, { key: GLOBEX, method: 'DELETE' })
   await call(`/v1/sandboxes/${acme.json.id}`, { key: ACME, method: 'DELETE' })
@@ -142,19 +196,31 @@ test('the per-tenant cap answers 429 EXECGATE_SANDBOX_LIMIT; bad bodies answer 4
 test('MCP tools start, exec in and stop a sandbox, scoped to the tenant', async () => {
   const connect = async (key: string) => {
     const client = new Client({ name: 'sandbox-test', version: '0.0.0' })
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }))
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }),
+    )
     return client
   }
   const acme = await connect(ACME)
   const globex = await connect(GLOBEX)
   try {
-    const started = await acme.callTool({ name: 'sandbox_start', arguments: { adapter: 'shell', files: [{ path: 'notes.txt', content: 'b\na\nb\n' }] } })
+    const started = await acme.callTool({
+      name: 'sandbox_start',
+      arguments: { adapter: 'shell', files: [{ path: 'notes.txt', content: 'b\na\nb\n' }] },
+    })
     const id = (started.structuredContent as { id: string }).id
     expect((started.content as Array<{ text: string }>)[0]!.text).toContain(`sandbox ${id} on shell`)
-    const sorted = await acme.callTool({ name: 'sandbox_exec', arguments: { sandboxId: id, command: 'sort notes.txt | uniq -c > counts.txt' } })
+    const sorted = await acme.callTool({
+      name: 'sandbox_exec',
+      arguments: { sandboxId: id, command: 'sort notes.txt | uniq -c > counts.txt' },
+    })
     expect(sorted.isError).toBe(false)
     const read = await acme.callTool({ name: 'sandbox_exec', arguments: { sandboxId: id, command: 'cat counts.txt' } })
-    expect(read.structuredContent).toMatchObject({ status: 'ok', stdout: expect.stringMatching(/1 a\n\s+2 b\n$/), admission: { lane: 'interactive' } })
+    expect(read.structuredContent).toMatchObject({
+      status: 'ok',
+      stdout: expect.stringMatching(/1 a\n\s+2 b\n$/),
+      admission: { lane: 'interactive' },
+    })
     const foreign = await globex.callTool({ name: 'sandbox_exec', arguments: { sandboxId: id, command: 'cat counts.txt' } })
     expect(foreign.isError).toBe(true)
     expect((foreign.content as Array<{ text: string }>)[0]!.text).toBe(`no sandbox "${id}"; start one with sandbox_start`)
@@ -169,10 +235,19 @@ test('MCP tools start, exec in and stop a sandbox, scoped to the tenant', async 
 
 test('closing the server stops the sandboxes it served, and frees their folders', async () => {
   const own = await createExecgate({
-    overrides: { execution: { enabled: ['process'] }, adapters: { process: { persistentDir: path.join(root, 'close') } }, readiness: { enabled: false }, log: { level: 'silent' } },
+    overrides: {
+      execution: { enabled: ['process'] },
+      adapters: { process: { persistentDir: path.join(root, 'close') } },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+    },
   })
   const running = await serve(own, { port: 0 }, false)
-  const created = await fetch(`${running.url}/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  const created = await fetch(`${running.url}/v1/sandboxes`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  })
   const { id } = (await created.json()) as { id: string }
   expect(foldersUnder(path.join(root, 'close'))).toEqual([id])
   await running.shutdown()

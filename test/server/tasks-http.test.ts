@@ -9,7 +9,6 @@ import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
 /** The task routes over real HTTP on loopback, on a real SQLite store, with two tenants. */
 
-
 let execgate: Execgate
 let server: RunningServer
 let dataDir: string
@@ -45,7 +44,10 @@ async function settled(id: string, key: string) {
 }
 
 test('POST /v1/tasks answers 201 with the task; GET shows it COMPLETED with its result; the events stream as SSE', async () => {
-  const created = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: 'console.log("hi"); 6 * 7' }, intentId: 'intent-http' } })
+  const created = await call('/v1/tasks', {
+    key: ACME,
+    body: { request: { language: 'javascript', code: 'console.log("hi"); 6 * 7' }, intentId: 'intent-http' },
+  })
   expect(created.status).toBe(201)
   expect(created.headers.get('location')).toBe(`/v1/tasks/${created.json.id}`)
   expect(created.json).toMatchObject({ state: 'PENDING', tenant: 'acme', intentId: 'intent-http', lane: 'batch' })
@@ -53,12 +55,18 @@ test('POST /v1/tasks answers 201 with the task; GET shows it COMPLETED with its 
   expect(done).toMatchObject({ state: 'COMPLETED', result: { status: 'ok', value: 42, stdout: 'hi\n' } })
   const events = await call(`/v1/tasks/${created.json.id}/events`, { key: ACME })
   expect(events.headers.get('content-type')).toBe('text/event-stream')
-  const transitions = events.text.split('\n\n').filter((block) => block.includes('event: transition')).map((block) => JSON.parse(block.split('data: ')[1]!).to)
+  const transitions = events.text
+    .split('\n\n')
+    .filter((block) => block.includes('event: transition'))
+    .map((block) => JSON.parse(block.split('data: ')[1]!).to)
   expect(transitions).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
 })
 
 test('a live SSE stream carries the transitions as they happen and the output, and ends with the task', async () => {
-  const created = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 300) {}; console.log("out"); 1' } } })
+  const created = await call('/v1/tasks', {
+    key: ACME,
+    body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 300) {}; console.log("out"); 1' } },
+  })
   const stream = await call(`/v1/tasks/${created.json.id}/events`, { key: ACME })
   expect(stream.text).toContain('event: transition')
   expect(stream.text).toMatch(/"to":"COMPLETED"/)
@@ -86,11 +94,21 @@ test('Idempotency-Key returns the same task; list filters by state and intentId 
 })
 
 test('suspend, resume with another limit, DELETE terminates; a conflict answers 409', async () => {
-  const blockers = await Promise.all([0, 1, 2, 3].map(() => call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 300) {}; 1' } } })))
+  const blockers = await Promise.all(
+    [0, 1, 2, 3].map(() =>
+      call('/v1/tasks', {
+        key: ACME,
+        body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 300) {}; 1' } },
+      }),
+    ),
+  )
   const queued = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: '2' } } })
   const doomed = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: '3' } } })
   expect((await call(`/v1/tasks/${queued.json.id}/suspend`, { key: ACME, method: 'POST' })).json.state).toBe('SUSPENDED')
-  expect((await call(`/v1/tasks/${doomed.json.id}`, { key: ACME, method: 'DELETE' })).json).toMatchObject({ state: 'TERMINATED', reason: 'cancelled by the caller' })
+  expect((await call(`/v1/tasks/${doomed.json.id}`, { key: ACME, method: 'DELETE' })).json).toMatchObject({
+    state: 'TERMINATED',
+    reason: 'cancelled by the caller',
+  })
   const conflict = await call(`/v1/tasks/${doomed.json.id}`, { key: ACME, method: 'DELETE' })
   expect(conflict.status).toBe(409)
   expect(conflict.json.error.code).toBe('EXECGATE_TASK_CONFLICT')
@@ -111,7 +129,9 @@ test('a bad task is 400 naming the field; so is an unknown dependency', async ()
 
 test("MCP submit_task and get_task, as the calling tenant's tasks", async () => {
   const client = new Client({ name: 'execgate-test', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${GLOBEX}` } } }))
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${GLOBEX}` } } }),
+  )
   try {
     const submitted = await client.callTool({ name: 'submit_task', arguments: { language: 'python', code: '2 ** 10', priority: 3 } })
     const id = (submitted.structuredContent as { id: string }).id

@@ -29,7 +29,14 @@ export async function startS3Server(): Promise<S3Server> {
   const endpoint = `http://127.0.0.1:${port}`
   return {
     endpoint,
-    settings: (bucket, prefix = '') => ({ bucket, prefix, endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } }),
+    settings: (bucket, prefix = '') => ({
+      bucket,
+      prefix,
+      endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+    }),
     async stop() {
       await server.close()
       fs.rmSync(directory, { recursive: true, force: true })

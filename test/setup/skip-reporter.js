@@ -20,13 +20,17 @@ class SkipReporter {
   onRunComplete(_contexts, results) {
     const skipped = []
     for (const file of results.testResults) {
-      if (file.skipped) skipped.push({ name: `${path.relative(process.cwd(), file.testFilePath)} (the whole file)`, file: file.testFilePath })
-      for (const test of file.testResults) if (NOT_RUN.has(test.status)) skipped.push({ name: `${path.relative(process.cwd(), file.testFilePath)} › ${test.fullName}` })
+      if (file.skipped)
+        skipped.push({ name: `${path.relative(process.cwd(), file.testFilePath)} (the whole file)`, file: file.testFilePath })
+      for (const test of file.testResults)
+        if (NOT_RUN.has(test.status)) skipped.push({ name: `${path.relative(process.cwd(), file.testFilePath)} › ${test.fullName}` })
     }
     const narrowed = Boolean(this.globalConfig.testNamePattern)
     const unexpected = skipped.filter((item) => !this.allowed.some((entry) => entry.pattern.test(item.name)))
     const allowedCount = skipped.length - unexpected.length
-    process.stdout.write(`\nskipped tests: ${skipped.length} (${allowedCount} on the allow-list test/setup/allowed-skips.json${narrowed ? ', run narrowed by -t' : ''})\n`)
+    process.stdout.write(
+      `\nskipped tests: ${skipped.length} (${allowedCount} on the allow-list test/setup/allowed-skips.json${narrowed ? ', run narrowed by -t' : ''})\n`,
+    )
     if (!narrowed) for (const item of unexpected.slice(0, 50)) process.stdout.write(`  skipped, not allowed: ${item.name}\n`)
     if (!narrowed && unexpected.length > 50) process.stdout.write(`  … and ${unexpected.length - 50} more\n`)
     if (process.env.EXECGATE_TEST_FAIL_ON_SKIP === '1' && !narrowed && unexpected.length) {

@@ -22,19 +22,43 @@ const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0
 function scriptedModel(calls: readonly { language: string; code: string }[]) {
   return new MockLanguageModelV3({
     doGenerate: async (options) => {
-      const results = (options.prompt as ModelMessage[]).flatMap((message) => (message.role === 'tool' ? message.content : [])).filter((part) => part.type === 'tool-result')
+      const results = (options.prompt as ModelMessage[])
+        .flatMap((message) => (message.role === 'tool' ? message.content : []))
+        .filter((part) => part.type === 'tool-result')
       if (results.length < calls.length) {
-        return { content: [{ type: 'tool-call', toolCallId: `call-${results.length + 1}`, toolName: 'execute_code', input: JSON.stringify(calls[results.length]) }], finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] }
+        return {
+          content: [
+            {
+              type: 'tool-call',
+              toolCallId: `call-${results.length + 1}`,
+              toolName: 'execute_code',
+              input: JSON.stringify(calls[results.length]),
+            },
+          ],
+          finishReason: { unified: 'tool-calls', raw: undefined },
+          usage,
+          warnings: [],
+        }
       }
       const last = results.at(-1)!.output as { type: string; value: unknown }
-      return { content: [{ type: 'text', text: `the tool said ${JSON.stringify(last)}` }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] }
+      return {
+        content: [{ type: 'text', text: `the tool said ${JSON.stringify(last)}` }],
+        finishReason: { unified: 'stop', raw: undefined },
+        usage,
+        warnings: [],
+      }
     },
   })
 }
 
 async function loop(options: CodeToolOptions, calls: readonly { language: string; code: string }[]) {
   const model = scriptedModel(calls)
-  const result = await generateText({ model, tools: { execute_code: executeCodeTool(options) }, stopWhen: stepCountIs(calls.length + 2), prompt: 'compute it' })
+  const result = await generateText({
+    model,
+    tools: { execute_code: executeCodeTool(options) },
+    stopWhen: stepCountIs(calls.length + 2),
+    prompt: 'compute it',
+  })
   return { result, model }
 }
 
@@ -47,7 +71,11 @@ describe.each(['in-process', 'remote'] as const)('execgate/ai-sdk (%s)', (mode) 
     expect(result.steps[0]!.toolResults[0]!.output).toEqual({ status: 'ok', output: 'orders: 2\n', value: 42 })
     // What the model received in its second prompt: the JSON tool output, no images.
     expect(result.text).toBe('the tool said {"type":"json","value":{"status":"ok","output":"orders: 2\\n","value":42}}')
-    expect(model.doGenerateCalls[0]!.tools?.[0]).toMatchObject({ type: 'function', name: 'execute_code', inputSchema: { required: ['language', 'code'] } })
+    expect(model.doGenerateCalls[0]!.tools?.[0]).toMatchObject({
+      type: 'function',
+      name: 'execute_code',
+      inputSchema: { required: ['language', 'code'] },
+    })
   })
 
   test('code that raises comes back as status error with the exception, not as a thrown tool error', async () => {
@@ -74,6 +102,16 @@ describe.each(['in-process', 'remote'] as const)('execgate/ai-sdk (%s)', (mode) 
 test('images a run made reach the model as image content (toModelOutput)', async () => {
   const png = Buffer.from('89504e470d0a1a0a', 'hex').toString('base64')
   const tool = executeCodeTool({ execgate: backends.execgate })
-  const output = await tool.toModelOutput!({ toolCallId: 'c', input: SUM_CALL, output: { status: 'ok', output: '', images: [{ mimeType: 'image/png', data: png }] } })
-  expect(output).toEqual({ type: 'content', value: [{ type: 'text', text: '{"status":"ok","output":"","images":["image 1 (image/png, 8 bytes)"]}' }, { type: 'image-data', data: png, mediaType: 'image/png' }] })
+  const output = await tool.toModelOutput!({
+    toolCallId: 'c',
+    input: SUM_CALL,
+    output: { status: 'ok', output: '', images: [{ mimeType: 'image/png', data: png }] },
+  })
+  expect(output).toEqual({
+    type: 'content',
+    value: [
+      { type: 'text', text: '{"status":"ok","output":"","images":["image 1 (image/png, 8 bytes)"]}' },
+      { type: 'image-data', data: png, mediaType: 'image/png' },
+    ],
+  })
 })

@@ -36,7 +36,10 @@ class ScriptedChatModel extends BaseChatModel {
     const results = messages.filter((message) => ToolMessage.isInstance(message))
     const message =
       results.length < this.calls.length
-        ? new AIMessage({ content: '', tool_calls: [{ id: `call-${results.length + 1}`, name: 'execute_code', args: this.calls[results.length]!, type: 'tool_call' }] })
+        ? new AIMessage({
+            content: '',
+            tool_calls: [{ id: `call-${results.length + 1}`, name: 'execute_code', args: this.calls[results.length]!, type: 'tool_call' }],
+          })
         : new AIMessage(`the tool said ${String(results.at(-1)!.content)}`)
     return { generations: [{ text: typeof message.content === 'string' ? message.content : '', message }] }
   }
@@ -67,10 +70,17 @@ describe.each(['in-process', 'remote'] as const)('execgate/langchain (%s)', (mod
 
   test("the model's call runs; the ToolMessage carries the answer as content and the result as artifact", async () => {
     const { answer, model, toolMessages } = await loop({ execgate: runner() }, [SUM_CALL])
-    expect(toolMessages[0]).toMatchObject({ tool_call_id: 'call-1', name: 'execute_code', content: '{"status":"ok","output":"orders: 2\\n","value":42}' })
+    expect(toolMessages[0]).toMatchObject({
+      tool_call_id: 'call-1',
+      name: 'execute_code',
+      content: '{"status":"ok","output":"orders: 2\\n","value":42}',
+    })
     expect(toolMessages[0]!.artifact).toMatchObject({ status: 'ok', value: 42, adapter: 'monty', runId: expect.any(String) })
     expect(answer).toBe('the tool said {"status":"ok","output":"orders: 2\\n","value":42}')
-    expect(model.boundTools[0]).toMatchObject({ type: 'function', function: { name: 'execute_code', parameters: { required: ['language', 'code'] } } })
+    expect(model.boundTools[0]).toMatchObject({
+      type: 'function',
+      function: { name: 'execute_code', parameters: { required: ['language', 'code'] } },
+    })
   })
 
   test('code that raises comes back as status error with the exception', async () => {

@@ -13,15 +13,24 @@ import { SANDBOX_CALLS, SESSION_CALLS, SUM_CALL, KEY, startToolBackends, type To
 let backends: ToolBackends
 let url: string
 beforeAll(async () => {
-  if (!fs.existsSync(path.join(__dirname, '../../dist/src/tools/mastra.js'))) throw new Error('dist/ is not built: run `npm run build` (npm test builds first)')
+  if (!fs.existsSync(path.join(__dirname, '../../dist/src/tools/mastra.js')))
+    throw new Error('dist/ is not built: run `npm run build` (npm test builds first)')
   backends = await startToolBackends()
   url = backends.url
 }, 60_000)
 afterAll(() => backends?.stop())
 
-function loop(mode: 'in-process' | 'remote', bind: 'none' | 'session' | 'sandbox', calls: readonly object[]): Promise<{ text: string; outputs: string[]; toolNames: string[] }> {
+function loop(
+  mode: 'in-process' | 'remote',
+  bind: 'none' | 'session' | 'sandbox',
+  calls: readonly object[],
+): Promise<{ text: string; outputs: string[]; toolNames: string[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(__dirname, 'mastra-loop.mjs'), JSON.stringify({ mode, url, apiKey: KEY, bind, calls })], { cwd: path.join(__dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      [path.join(__dirname, 'mastra-loop.mjs'), JSON.stringify({ mode, url, apiKey: KEY, bind, calls })],
+      { cwd: path.join(__dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (data: Buffer) => (stdout += data.toString()))
@@ -39,7 +48,10 @@ describe.each(['in-process', 'remote'] as const)('execgate/mastra (%s)', (mode) 
     const { text, outputs, toolNames } = await loop(mode, 'none', [SUM_CALL])
     expect(toolNames).toEqual(['execute_code'])
     expect(outputs.map((output) => JSON.parse(output))).toEqual([{ status: 'ok', output: 'orders: 2\n', value: 42 }])
-    expect(JSON.parse(text.replace('the tool said ', ''))).toEqual({ type: 'text', value: '{"status":"ok","output":"orders: 2\\n","value":42}' })
+    expect(JSON.parse(text.replace('the tool said ', ''))).toEqual({
+      type: 'text',
+      value: '{"status":"ok","output":"orders: 2\\n","value":42}',
+    })
   }, 60_000)
 
   test('code that raises comes back as status error with the exception', async () => {

@@ -27,10 +27,26 @@ class ScriptedModel implements Model {
     this.requests.push(request)
     const results = (Array.isArray(request.input) ? (request.input as Item[]) : []).filter((item) => item.type === 'function_call_result')
     if (results.length < this.calls.length) {
-      return { usage: new Usage(), output: [{ type: 'function_call', callId: `call-${results.length + 1}`, name: 'execute_code', arguments: JSON.stringify(this.calls[results.length]), status: 'completed' }] }
+      return {
+        usage: new Usage(),
+        output: [
+          {
+            type: 'function_call',
+            callId: `call-${results.length + 1}`,
+            name: 'execute_code',
+            arguments: JSON.stringify(this.calls[results.length]),
+            status: 'completed',
+          },
+        ],
+      }
     }
     const last = results.at(-1)!.output as { type: string; text: string }
-    return { usage: new Usage(), output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `the tool said ${last.text}` }] }] }
+    return {
+      usage: new Usage(),
+      output: [
+        { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `the tool said ${last.text}` }] },
+      ],
+    }
   }
 
   // eslint-disable-next-line require-yield -- the Runner's non-streamed run never asks for a stream
@@ -43,7 +59,9 @@ async function loop(options: CodeToolOptions, calls: readonly { language: string
   const model = new ScriptedModel(calls)
   const agent = new Agent({ name: 'analyst', instructions: 'compute exactly', model, tools: [executeCodeTool(options)] })
   const result = await new Runner({ tracingDisabled: true }).run(agent, 'compute it', { maxTurns: calls.length + 2 })
-  const outputs = result.newItems.filter((item) => item.type === 'tool_call_output_item').map((item) => JSON.parse((item as unknown as { output: string }).output) as Record<string, unknown>)
+  const outputs = result.newItems
+    .filter((item) => item.type === 'tool_call_output_item')
+    .map((item) => JSON.parse((item as unknown as { output: string }).output) as Record<string, unknown>)
   return { result, model, outputs }
 }
 
@@ -54,7 +72,12 @@ describe.each(['in-process', 'remote'] as const)('execgate/openai-agents (%s)', 
     const { result, model, outputs } = await loop({ execgate: runner() }, [SUM_CALL])
     expect(outputs).toEqual([{ status: 'ok', output: 'orders: 2\n', value: 42 }])
     expect(result.finalOutput).toBe('the tool said {"status":"ok","output":"orders: 2\\n","value":42}')
-    expect(model.requests[0]!.tools[0]).toMatchObject({ type: 'function', name: 'execute_code', strict: true, parameters: { required: ['language', 'code'] } })
+    expect(model.requests[0]!.tools[0]).toMatchObject({
+      type: 'function',
+      name: 'execute_code',
+      strict: true,
+      parameters: { required: ['language', 'code'] },
+    })
   })
 
   test('code that raises comes back as status error with the exception', async () => {

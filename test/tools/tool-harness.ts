@@ -26,7 +26,14 @@ export interface ToolBackends {
 export async function startToolBackends(): Promise<ToolBackends> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-tools-'))
   const execgate = await createExecgate({
-    overrides: { execution: { enabled: ['quickjs', 'monty', 'shell'] }, sandboxes: { adapter: 'shell' }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir }, server: { apiKeys: [`tools=${KEY}`] } } as never,
+    overrides: {
+      execution: { enabled: ['quickjs', 'monty', 'shell'] },
+      sandboxes: { adapter: 'shell' },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { dataDir },
+      server: { apiKeys: [`tools=${KEY}`] },
+    } as never,
   })
   const server: RunningServer = await serve(execgate, { port: 0, host: '127.0.0.1' }, false)
   const client = new ExecgateClient({ url: server.url, apiKey: KEY })

@@ -3,7 +3,15 @@ import { NodeHttpHandler } from '@smithy/node-http-handler'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { createExecgate, DirectoryLayer, MemoryWorkspace, OverlayWorkspace, type Execgate, type ExecutionRequest, type HostFunctionDefinition } from '../../src'
+import {
+  createExecgate,
+  DirectoryLayer,
+  MemoryWorkspace,
+  OverlayWorkspace,
+  type Execgate,
+  type ExecutionRequest,
+  type HostFunctionDefinition,
+} from '../../src'
 import { BedrockConverseProvider } from '../../src/agents/llm'
 import { FakeConverse } from '../fakes/converse-server'
 
@@ -86,7 +94,10 @@ beforeAll(async () => {
   fs.symlinkSync(path.join(outside, 'secret.txt'), path.join(root, 'leak.txt'))
   converse = new FakeConverse([])
   const endpoint = await converse.listen()
-  llm = new BedrockConverseProvider({ modelId: 'test-model', client: new BedrockRuntimeClient({ region: 'us-east-1', endpoint, requestHandler: new NodeHttpHandler() }) })
+  llm = new BedrockConverseProvider({
+    modelId: 'test-model',
+    client: new BedrockRuntimeClient({ region: 'us-east-1', endpoint, requestHandler: new NodeHttpHandler() }),
+  })
 })
 
 afterAll(async () => {
@@ -166,7 +177,12 @@ describe.each([
   })
 
   test("request files are the run's workspace when the caller gives none", async () => {
-    const result = await execgate.execute({ language, adapter, code: snippets.read!, files: [{ path: 'readme.md', content: 'from the request' }] })
+    const result = await execgate.execute({
+      language,
+      adapter,
+      code: snippets.read!,
+      files: [{ path: 'readme.md', content: 'from the request' }],
+    })
     expect(result).toMatchObject({ status: 'ok', value: 'from the request' })
   })
 })
@@ -188,16 +204,23 @@ kinds`
 test('pyodide runs what monty cannot (a class) with host functions, and keeps a session between calls', async () => {
   const workspace = overlay()
   const first = await execgate.execute(
-    { language: 'python', sessionId: 'hf-1', code: "class Basket:\n    def __init__(self, rows):\n        self.rows = rows\nbasket = Basket(read_file('data/prices.csv').splitlines()[1:])\ncount = len(basket.rows)\ncount" },
+    {
+      language: 'python',
+      sessionId: 'hf-1',
+      code: "class Basket:\n    def __init__(self, rows):\n        self.rows = rows\nbasket = Basket(read_file('data/prices.csv').splitlines()[1:])\ncount = len(basket.rows)\ncount",
+    },
     { workspace },
   )
   expect(first).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 2 })
-  const second = await execgate.execute({ language: 'python', sessionId: 'hf-1', code: "write_file('count.txt', str(count))\ncount * 10" }, { workspace })
+  const second = await execgate.execute(
+    { language: 'python', sessionId: 'hf-1', code: "write_file('count.txt', str(count))\ncount * 10" },
+    { workspace },
+  )
   expect(second).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 20 })
   expect((await workspace.overlay.read('count.txt'))?.toString()).toBe('2')
 })
 
-test("pyodide: code that reaches the host channel itself gets no more than the functions it was offered", async () => {
+test('pyodide: code that reaches the host channel itself gets no more than the functions it was offered', async () => {
   // The wrapper's closure holds the JavaScript function that writes host-call requests; calling it directly with a
   // function the run was not offered (price_of is registered, but this code never names it), or with arguments
   // that are not a JSON list, is refused like any other call.
@@ -208,12 +231,18 @@ for name, args in [('price' + '_of', '["tea", 2]'), ('exec_shell', '[]'), ('read
 seen`
   const result = await execgate.execute({ language: 'python', adapter: 'pyodide', code }, { workspace: overlay() })
   expect(result.status).toBe('ok')
-  const replies = (result.value as string[]).map((text) => JSON.parse(text) as { ok: boolean; exception?: string; message?: string; value?: unknown })
+  const replies = (result.value as string[]).map(
+    (text) => JSON.parse(text) as { ok: boolean; exception?: string; message?: string; value?: unknown },
+  )
   expect(replies[0]).toMatchObject({ ok: false, exception: 'TypeError', message: expect.stringContaining('price_of') })
   expect(replies[1]).toMatchObject({ ok: false, exception: 'TypeError', message: expect.stringContaining('exec_shell') })
   expect(replies[2]).toMatchObject({ ok: false, exception: 'TypeError', message: expect.stringContaining('JSON list') })
   expect(replies[3]).toEqual({ ok: true, value: 'stable readme' })
-  expect(result.hostCalls?.map((call) => [call.name, call.ok])).toEqual([['price_of', false], ['exec_shell', false], ['read_file', true]])
+  expect(result.hostCalls?.map((call) => [call.name, call.ok])).toEqual([
+    ['price_of', false],
+    ['exec_shell', false],
+    ['read_file', true],
+  ])
 })
 
 describe('backends with real files (process)', () => {
@@ -229,6 +258,16 @@ describe('backends with real files (process)', () => {
 })
 
 test('a bad request file path is invalid_request naming the field', async () => {
-  const result = await execgate.execute({ language: 'javascript', code: '1', files: [{ path: 'ok.txt', content: '' }, { path: '../x', content: 'y' }] })
-  expect(result).toMatchObject({ status: 'invalid_request', message: expect.stringContaining('files[1].path: workspace path "../x" refused') })
+  const result = await execgate.execute({
+    language: 'javascript',
+    code: '1',
+    files: [
+      { path: 'ok.txt', content: '' },
+      { path: '../x', content: 'y' },
+    ],
+  })
+  expect(result).toMatchObject({
+    status: 'invalid_request',
+    message: expect.stringContaining('files[1].path: workspace path "../x" refused'),
+  })
 })

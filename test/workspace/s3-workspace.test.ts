@@ -38,8 +38,16 @@ describe('S3Workspace', () => {
     expect((await workspace.read('data/b.bin'))!.equals(binary)).toBe(true)
     expect((await workspace.read('a.txt'))!.toString()).toBe('hello')
     expect(await workspace.read('missing.txt')).toBeUndefined()
-    expect(await workspace.list()).toEqual([{ path: 'a.txt', size: 5 }, { path: 'data/b.bin', size: 5 }])
-    expect(workspace.changes().map((change) => change.path).sort()).toEqual(['a.txt', 'data/b.bin'])
+    expect(await workspace.list()).toEqual([
+      { path: 'a.txt', size: 5 },
+      { path: 'data/b.bin', size: 5 },
+    ])
+    expect(
+      workspace
+        .changes()
+        .map((change) => change.path)
+        .sort(),
+    ).toEqual(['a.txt', 'data/b.bin'])
   })
 
   test('what one workspace wrote, another over the same prefix reads (a restart, another node)', async () => {
@@ -59,7 +67,10 @@ describe('S3Workspace', () => {
     await expect(workspace.write('more.txt', Buffer.alloc(50))).rejects.toThrow(/would bring the workspace to 110 bytes/)
     await workspace.write('dir/x.txt', Buffer.alloc(10))
     await expect(workspace.write('third.txt', Buffer.alloc(1))).rejects.toThrow(/limit of 2 files/)
-    expect(await workspace.list()).toEqual([{ path: 'dir/x.txt', size: 10 }, { path: 'old.txt', size: 60 }])
+    expect(await workspace.list()).toEqual([
+      { path: 'dir/x.txt', size: 10 },
+      { path: 'old.txt', size: 60 },
+    ])
     const roomy = new S3Workspace(where)
     await expect(roomy.write('dir', Buffer.alloc(1))).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_PATH' })
     await expect(roomy.write('old.txt/inner', Buffer.alloc(1))).rejects.toThrow(/old\.txt is a file, not a directory/)
@@ -118,12 +129,20 @@ describe('session workspaces in the bucket (fabric.workspaces: s3)', () => {
 
   test('a file one call writes, the next call reads, on another execgate over the same bucket; closing clears it', async () => {
     const first = await open('deploy/')
-    const wrote = await first.execute({ language: 'javascript', code: `await write_file('state.json', JSON.stringify({ step: 1 })); 'saved'`, sessionId: 's-1' })
+    const wrote = await first.execute({
+      language: 'javascript',
+      code: `await write_file('state.json', JSON.stringify({ step: 1 })); 'saved'`,
+      sessionId: 's-1',
+    })
     expect(wrote).toMatchObject({ status: 'ok', value: 'saved' })
     const keys = (await new S3Objects(s3.settings(BUCKET, 'deploy/')).list()).map((entry) => entry.key)
     expect(keys).toEqual(['workspaces/sessions/s-1/state.json'])
     const second = await open('deploy/')
-    const read = await second.execute({ language: 'javascript', code: `JSON.parse(await read_file('state.json')).step + 1`, sessionId: 's-1' })
+    const read = await second.execute({
+      language: 'javascript',
+      code: `JSON.parse(await read_file('state.json')).step + 1`,
+      sessionId: 's-1',
+    })
     expect(read).toMatchObject({ status: 'ok', value: 2 })
     expect(await second.closeSession('s-1')).toBe(true)
     // Closing removes the files in the background: wait until the bucket says so.
@@ -134,8 +153,17 @@ describe('session workspaces in the bucket (fabric.workspaces: s3)', () => {
   })
 
   test('without a bucket named, s3 workspaces stop start-up naming the key', async () => {
-    await expect(createExecgate({ env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_WORKSPACES: 's3', EXECGATE_FABRIC_DATA_DIR: dataDir }, warm: false })).rejects.toThrow(
-      /fabric\.workspaces is "s3" but fabric\.s3\.bucket is empty/,
-    )
+    await expect(
+      createExecgate({
+        env: {
+          EXECGATE_LOG_LEVEL: 'silent',
+          EXECGATE_READINESS_ENABLED: 'false',
+          EXECGATE_EXECUTION_ENABLED: 'quickjs',
+          EXECGATE_FABRIC_WORKSPACES: 's3',
+          EXECGATE_FABRIC_DATA_DIR: dataDir,
+        },
+        warm: false,
+      }),
+    ).rejects.toThrow(/fabric\.workspaces is "s3" but fabric\.s3\.bucket is empty/)
   })
 })

@@ -36,7 +36,9 @@ describe('workspace paths', () => {
     ['', 'empty'],
     ['/workspace', 'the workspace root'],
   ])('%j is refused: %s', (given, reason) => {
-    expect(() => normalizeWorkspacePath(given)).toThrow(expect.objectContaining({ code: 'EXECGATE_WORKSPACE_PATH', message: expect.stringContaining(reason) }))
+    expect(() => normalizeWorkspacePath(given)).toThrow(
+      expect.objectContaining({ code: 'EXECGATE_WORKSPACE_PATH', message: expect.stringContaining(reason) }),
+    )
   })
 
   test('a non-string path names its type', () => {
@@ -71,9 +73,14 @@ describe('globs', () => {
 describe('memory and overlay workspaces', () => {
   test('size limits hold per file, in total and in count', async () => {
     const workspace = new MemoryWorkspace({ maxFileBytes: 10, maxTotalBytes: 15, maxFiles: 2 })
-    await expect(workspace.write('big', Buffer.alloc(11))).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_LIMIT', message: expect.stringContaining('limited to 10 bytes') })
+    await expect(workspace.write('big', Buffer.alloc(11))).rejects.toMatchObject({
+      code: 'EXECGATE_WORKSPACE_LIMIT',
+      message: expect.stringContaining('limited to 10 bytes'),
+    })
     await workspace.write('a', Buffer.alloc(10))
-    await expect(workspace.write('b', Buffer.alloc(6))).rejects.toMatchObject({ message: expect.stringContaining('bring the workspace to 16 bytes') })
+    await expect(workspace.write('b', Buffer.alloc(6))).rejects.toMatchObject({
+      message: expect.stringContaining('bring the workspace to 16 bytes'),
+    })
     await workspace.write('b', Buffer.alloc(5))
     await expect(workspace.write('c', Buffer.alloc(0))).rejects.toMatchObject({ message: expect.stringContaining('limit of 2 files') })
     await workspace.write('a', Buffer.alloc(1))
@@ -84,7 +91,9 @@ describe('memory and overlay workspaces', () => {
     const workspace = new MemoryWorkspace()
     await workspace.write('dir/a', Buffer.from('x'))
     await expect(workspace.write('dir', Buffer.from('y'))).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_PATH' })
-    await expect(workspace.write('dir/a/b', Buffer.from('y'))).rejects.toMatchObject({ message: expect.stringContaining('dir/a is a file') })
+    await expect(workspace.write('dir/a/b', Buffer.from('y'))).rejects.toMatchObject({
+      message: expect.stringContaining('dir/a is a file'),
+    })
   })
 
   describe('over a host directory', () => {
@@ -116,13 +125,27 @@ describe('memory and overlay workspaces', () => {
       expect((await workspace.read('readme.md'))?.toString()).toBe('overlay readme')
       expect(fs.readFileSync(path.join(root, 'readme.md'), 'utf8')).toBe('stable readme')
       expect(fs.existsSync(path.join(root, 'out'))).toBe(false)
-      expect(workspace.changes().map((change) => change.path).sort()).toEqual(['out/total.txt', 'readme.md'])
-      expect((await workspace.list()).map((entry) => entry.path)).toEqual(['data/prices.csv', 'huge.bin', 'inside-link.csv', 'out/total.txt', 'readme.md'])
+      expect(
+        workspace
+          .changes()
+          .map((change) => change.path)
+          .sort(),
+      ).toEqual(['out/total.txt', 'readme.md'])
+      expect((await workspace.list()).map((entry) => entry.path)).toEqual([
+        'data/prices.csv',
+        'huge.bin',
+        'inside-link.csv',
+        'out/total.txt',
+        'readme.md',
+      ])
     })
 
     test('links that leave the root are refused on read and left out of listings; links inside work', async () => {
       const layer = new DirectoryLayer(root, 1024)
-      await expect(layer.read('leak.txt')).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_PATH', message: expect.stringContaining('leads outside the workspace') })
+      await expect(layer.read('leak.txt')).rejects.toMatchObject({
+        code: 'EXECGATE_WORKSPACE_PATH',
+        message: expect.stringContaining('leads outside the workspace'),
+      })
       await expect(layer.read('leakdir/secret.txt')).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_PATH' })
       expect((await layer.read('inside-link.csv'))?.toString()).toContain('tea,3.50')
       const listed = (await layer.list()).map((entry) => entry.path)
@@ -147,17 +170,31 @@ describe('run host functions', () => {
   test('arguments are checked against the schema, naming the argument', async () => {
     const host = new RunHostFunctions([echo], { policy: sandboxed, workspace: new MemoryWorkspace() })
     await expect(host.call('price_of', ['tea', 2])).resolves.toBe(7)
-    await expect(host.call('price_of', ['tea', 0])).rejects.toMatchObject({ code: 'EXECGATE_HOST_CALL_ARGS', message: '[execgate] price_of: argument 2 must be >= 1' })
+    await expect(host.call('price_of', ['tea', 0])).rejects.toMatchObject({
+      code: 'EXECGATE_HOST_CALL_ARGS',
+      message: '[execgate] price_of: argument 2 must be >= 1',
+    })
     await expect(host.call('price_of', ['tea'])).rejects.toMatchObject({ message: '[execgate] price_of: needs at least 2 argument(s)' })
     await expect(host.call('nope', [])).rejects.toMatchObject({ code: 'EXECGATE_HOST_CALL_UNKNOWN' })
-    expect(host.records.map((record) => [record.name, record.ok])).toEqual([['price_of', true], ['price_of', false], ['price_of', false], ['nope', false]])
+    expect(host.records.map((record) => [record.name, record.ok])).toEqual([
+      ['price_of', true],
+      ['price_of', false],
+      ['price_of', false],
+      ['nope', false],
+    ])
   })
 
   test('the call count budget ends with EXECGATE_HOST_CALL_BUDGET', async () => {
-    const host = new RunHostFunctions([echo], { policy: { ...sandboxed, hostCalls: { maxCount: 2, maxTotalMs: 1000 } }, workspace: new MemoryWorkspace() })
+    const host = new RunHostFunctions([echo], {
+      policy: { ...sandboxed, hostCalls: { maxCount: 2, maxTotalMs: 1000 } },
+      workspace: new MemoryWorkspace(),
+    })
     await host.call('price_of', ['a', 1])
     await host.call('price_of', ['a', 1])
-    await expect(host.call('price_of', ['a', 1])).rejects.toMatchObject({ code: 'EXECGATE_HOST_CALL_BUDGET', message: expect.stringContaining('allows 2 host calls') })
+    await expect(host.call('price_of', ['a', 1])).rejects.toMatchObject({
+      code: 'EXECGATE_HOST_CALL_BUDGET',
+      message: expect.stringContaining('allows 2 host calls'),
+    })
   })
 
   test('the time budget stops a slow call when the budget runs out, and its signal aborts', async () => {
@@ -168,8 +205,14 @@ describe('run host functions', () => {
       parameters: { type: 'array', maxItems: 0 },
       handler: (_args, call) => new Promise((resolve) => call.signal.addEventListener('abort', () => resolve((aborted = true)))),
     }
-    const host = new RunHostFunctions([slow], { policy: { ...sandboxed, hostCalls: { maxCount: 10, maxTotalMs: 50 } }, workspace: new MemoryWorkspace() })
-    await expect(host.call('slow', [])).rejects.toMatchObject({ code: 'EXECGATE_HOST_CALL_BUDGET', message: expect.stringContaining('50 ms') })
+    const host = new RunHostFunctions([slow], {
+      policy: { ...sandboxed, hostCalls: { maxCount: 10, maxTotalMs: 50 } },
+      workspace: new MemoryWorkspace(),
+    })
+    await expect(host.call('slow', [])).rejects.toMatchObject({
+      code: 'EXECGATE_HOST_CALL_BUDGET',
+      message: expect.stringContaining('50 ms'),
+    })
     expect(aborted).toBe(true)
     await expect(host.call('slow', [])).rejects.toMatchObject({ code: 'EXECGATE_HOST_CALL_BUDGET' })
   })
@@ -178,11 +221,17 @@ describe('run host functions', () => {
     const workspace = new MemoryWorkspace()
     await workspace.write('a.txt', Buffer.from('hello'))
     const none = new RunHostFunctions(standardHostFunctions(), { policy: { ...sandboxed, filesystem: 'none' }, workspace })
-    await expect(none.call('read_file', ['a.txt'])).rejects.toMatchObject({ code: 'EXECGATE_HOST_CALL_DENIED', message: expect.stringContaining('"none"') })
+    await expect(none.call('read_file', ['a.txt'])).rejects.toMatchObject({
+      code: 'EXECGATE_HOST_CALL_DENIED',
+      message: expect.stringContaining('"none"'),
+    })
     await expect(none.call('submit_result', [1])).resolves.toBeNull()
     const readOnly = new RunHostFunctions(standardHostFunctions(), { policy: { ...sandboxed, filesystem: 'read_only' }, workspace })
     await expect(readOnly.call('read_file', ['a.txt'])).resolves.toBe('hello')
-    await expect(readOnly.call('write_file', ['b.txt', 'x'])).rejects.toMatchObject({ code: 'EXECGATE_HOST_CALL_DENIED', message: expect.stringContaining('writes need "sandboxed"') })
+    await expect(readOnly.call('write_file', ['b.txt', 'x'])).rejects.toMatchObject({
+      code: 'EXECGATE_HOST_CALL_DENIED',
+      message: expect.stringContaining('writes need "sandboxed"'),
+    })
     expect(await workspace.read('b.txt')).toBeUndefined()
   })
 
@@ -191,12 +240,18 @@ describe('run host functions', () => {
     await workspace.write('logs/a.log', Buffer.from('ok\nERROR (a+)+ disk\nok\n'))
     await workspace.write('logs/b.txt', Buffer.from('ERROR (a+)+ elsewhere'))
     const host = new RunHostFunctions(standardHostFunctions(), { policy: sandboxed, workspace })
-    await expect(host.call('search_content', ['(a+)+', '*.log'])).resolves.toEqual([{ path: 'logs/a.log', line: 2, text: 'ERROR (a+)+ disk' }])
+    await expect(host.call('search_content', ['(a+)+', '*.log'])).resolves.toEqual([
+      { path: 'logs/a.log', line: 2, text: 'ERROR (a+)+ disk' },
+    ])
   })
 
   test('definitions are checked before use', () => {
-    expect(() => checkHostFunctionDefinition({ ...echo, name: 'bad name' })).toThrow('host function "bad name" cannot be registered: name must be an identifier')
-    expect(() => checkHostFunctionDefinition({ ...echo, parameters: { type: 'nonsense' } })).toThrow('parameters is not a valid JSON schema')
+    expect(() => checkHostFunctionDefinition({ ...echo, name: 'bad name' })).toThrow(
+      'host function "bad name" cannot be registered: name must be an identifier',
+    )
+    expect(() => checkHostFunctionDefinition({ ...echo, parameters: { type: 'nonsense' } })).toThrow(
+      'parameters is not a valid JSON schema',
+    )
     expect(() => checkHostFunctionDefinition({ ...echo, handler: undefined as never })).toThrow('handler must be a function')
   })
 })

@@ -69,7 +69,10 @@ function frame(xDomain: [number, number], values: number[], scale: 'linear' | 'l
   const [low, high] = [yTicks[0]!, yTicks[yTicks.length - 1]!]
   const y =
     scale === 'log'
-      ? (value: number) => MARGIN.top + plotHeight - ((Math.log10(Math.max(value, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * plotHeight
+      ? (value: number) =>
+          MARGIN.top +
+          plotHeight -
+          ((Math.log10(Math.max(value, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * plotHeight
       : (value: number) => MARGIN.top + plotHeight - (value / high) * plotHeight
   const xTicks = Array.from({ length: 5 }, (_, index) => from + ((to - from) * index) / 4)
   return { width, height, x, y, yTicks, xTicks }
@@ -84,10 +87,30 @@ function Axes({ frame: f, formatY }: { frame: Frame; formatY: (value: number) =>
   `
 }
 
-function Chart({ id, title, description, size, children }: { id: string; title: string; description: string; size: ReturnType<typeof useWidth> & { height: number }; children: unknown }) {
+function Chart({
+  id,
+  title,
+  description,
+  size,
+  children,
+}: {
+  id: string
+  title: string
+  description: string
+  size: ReturnType<typeof useWidth> & { height: number }
+  children: unknown
+}) {
   return html`
     <div class="chart-box" ref=${size.ref}>
-      <svg class="chart" width=${size.width} height=${size.height} viewBox=${`0 0 ${size.width} ${size.height}`} role="img" aria-labelledby=${`${id}-title ${id}-desc`} data-testid=${id}>
+      <svg
+        class="chart"
+        width=${size.width}
+        height=${size.height}
+        viewBox=${`0 0 ${size.width} ${size.height}`}
+        role="img"
+        aria-labelledby=${`${id}-title ${id}-desc`}
+        data-testid=${id}
+      >
         <title id=${`${id}-title`}>${title}</title>
         <desc id=${`${id}-desc`}>${description}</desc>
         ${children}
@@ -123,13 +146,22 @@ export interface LineChartProps {
 /** Lines over time, broken where a bucket had no data; a point with no neighbour is drawn as a dot. */
 export function LineChart({ id, title, description, series, xDomain, step, scale = 'linear', formatY, height = 200 }: LineChartProps) {
   const size = useWidth()
-  const f = frame(xDomain, series.flatMap((item) => item.points.map((point) => point.y)), scale, size.width, height)
+  const f = frame(
+    xDomain,
+    series.flatMap((item) => item.points.map((point) => point.y)),
+    scale,
+    size.width,
+    height,
+  )
   const at = (point: { x: number; y: number }) => `${f.x(point.x).toFixed(1)},${f.y(point.y).toFixed(1)}`
   return html`<${Chart} id=${id} title=${title} description=${description} size=${{ ...size, height }}>
     <${Axes} frame=${f} formatY=${formatY} />
-    ${series.map((item) => html`<g class=${`series series-${item.colour % 8}${item.dashed ? ' dashed' : ''}`} data-series=${item.name}>
-      ${runsOf(item.points, step).map((run) => (run.length > 1 ? html`<polyline points=${run.map(at).join(' ')} />` : html`<circle cx=${f.x(run[0]!.x).toFixed(1)} cy=${f.y(run[0]!.y).toFixed(1)} r="3" />`))}
-    </g>`)}
+    ${series.map(
+      (item) =>
+        html`<g class=${`series series-${item.colour % 8}${item.dashed ? ' dashed' : ''}`} data-series=${item.name}>
+          ${runsOf(item.points, step).map((run) => (run.length > 1 ? html`<polyline points=${run.map(at).join(' ')} />` : html`<circle cx=${f.x(run[0]!.x).toFixed(1)} cy=${f.y(run[0]!.y).toFixed(1)} r="3" />`))}
+        </g>`,
+    )}
   <//>`
 }
 
@@ -146,18 +178,32 @@ export interface StackedBarsProps {
 /** A bar per bucket, stacked by key; the colour class is `fill-<key>`. */
 export function StackedBars({ id, title, description, xDomain, bucketMs, buckets, height = 200 }: StackedBarsProps) {
   const size = useWidth()
-  const f = frame(xDomain, buckets.map((bucket) => bucket.parts.reduce((sum, part) => sum + part.value, 0)), 'linear', size.width, height)
+  const f = frame(
+    xDomain,
+    buckets.map((bucket) => bucket.parts.reduce((sum, part) => sum + part.value, 0)),
+    'linear',
+    size.width,
+    height,
+  )
   const barWidth = Math.max(1, f.x(xDomain[0] + bucketMs) - f.x(xDomain[0]) - 1)
   return html`<${Chart} id=${id} title=${title} description=${description} size=${{ ...size, height }}>
     <${Axes} frame=${f} formatY=${(value: number) => String(value)} />
     ${buckets.map((bucket) => {
       let base = 0
-      return bucket.parts.filter((part) => part.value > 0).map((part) => {
-        const top = f.y(base + part.value)
-        const bottom = f.y(base)
-        base += part.value
-        return html`<rect class=${`bar fill-${part.key}`} x=${f.x(bucket.x).toFixed(1)} y=${top.toFixed(1)} width=${barWidth.toFixed(1)} height=${Math.max(0, bottom - top).toFixed(1)} />`
-      })
+      return bucket.parts
+        .filter((part) => part.value > 0)
+        .map((part) => {
+          const top = f.y(base + part.value)
+          const bottom = f.y(base)
+          base += part.value
+          return html`<rect
+            class=${`bar fill-${part.key}`}
+            x=${f.x(bucket.x).toFixed(1)}
+            y=${top.toFixed(1)}
+            width=${barWidth.toFixed(1)}
+            height=${Math.max(0, bottom - top).toFixed(1)}
+          />`
+        })
     })}
   <//>`
 }

@@ -51,7 +51,8 @@ function indentLines(textarea: HTMLTextAreaElement, indent: string, outdent: boo
 export function focusAt(textarea: HTMLTextAreaElement, line: number, column = 1): void {
   const lines = textarea.value.split('\n')
   const row = Math.min(Math.max(line, 1), lines.length)
-  const offset = lines.slice(0, row - 1).reduce((sum, text) => sum + text.length + 1, 0) + Math.min(Math.max(column - 1, 0), lines[row - 1]!.length)
+  const offset =
+    lines.slice(0, row - 1).reduce((sum, text) => sum + text.length + 1, 0) + Math.min(Math.max(column - 1, 0), lines[row - 1]!.length)
   textarea.focus()
   textarea.setSelectionRange(offset, offset)
   const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 20
@@ -101,7 +102,13 @@ export function CodeEditor({ id, label, value, onChange, indent, findings = [], 
             ${Array.from({ length: lineCount }, (_, index) => {
               const marks = byLine.get(index + 1)
               const severity = marks?.some((mark) => mark.severity === 'error') ? 'error' : 'warning'
-              return html`<div class=${marks ? `gutter-line has-finding finding-${severity}` : 'gutter-line'} data-line=${index + 1} title=${marks?.map((mark) => mark.message).join('\n')}>${index + 1}</div>`
+              return html`<div
+                class=${marks ? `gutter-line has-finding finding-${severity}` : 'gutter-line'}
+                data-line=${index + 1}
+                title=${marks?.map((mark) => mark.message).join('\n')}
+              >
+                ${index + 1}
+              </div>`
             })}
           </div>
         </div>

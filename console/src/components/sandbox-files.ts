@@ -11,7 +11,8 @@ const VIEW_CHARS = 64 * 1024
 type Viewed = { path: string; text?: string; binary?: boolean; size: number }
 
 /** A workspace path in a URL: each segment encoded, the slashes kept (the route's `*path` may hold folders). */
-const filePath = (sandboxId: string, path: string) => `/v1/sandboxes/${encodeURIComponent(sandboxId)}/files/${path.split('/').map(encodeURIComponent).join('/')}`
+const filePath = (sandboxId: string, path: string) =>
+  `/v1/sandboxes/${encodeURIComponent(sandboxId)}/files/${path.split('/').map(encodeURIComponent).join('/')}`
 
 /** Text when the bytes are UTF-8 without NULs; undefined for anything else. */
 async function textOf(blob: Blob): Promise<string | undefined> {
@@ -36,7 +37,9 @@ export function SandboxFiles({ api, sandboxId, version }: { api: ApiClient; sand
   const [busy, setBusy] = useState<string>()
   const [ownVersion, setOwnVersion] = useState(0)
   useEffect(() => {
-    api.get<{ files: { path: string; size: number }[] }>(`/v1/sandboxes/${encodeURIComponent(sandboxId)}/files`).then((answer) => (setFiles(answer.files), setError(undefined)), setError)
+    api
+      .get<{ files: { path: string; size: number }[] }>(`/v1/sandboxes/${encodeURIComponent(sandboxId)}/files`)
+      .then((answer) => (setFiles(answer.files), setError(undefined)), setError)
   }, [api, sandboxId, version, ownVersion])
 
   const act = async (label: string, action: () => Promise<void>) => {
@@ -55,7 +58,8 @@ export function SandboxFiles({ api, sandboxId, version }: { api: ApiClient; sand
       const text = await textOf(await api.bytes(filePath(sandboxId, path)))
       setViewed(text === undefined ? { path, size, binary: true } : { path, size, text })
     })
-  const download = (path: string) => act(`download ${path}`, async () => saveBlob(await api.bytes(filePath(sandboxId, path)), path.split('/').pop()!))
+  const download = (path: string) =>
+    act(`download ${path}`, async () => saveBlob(await api.bytes(filePath(sandboxId, path)), path.split('/').pop()!))
   const remove = (path: string) =>
     act(`delete ${path}`, async () => {
       await api.request('DELETE', filePath(sandboxId, path))
@@ -78,42 +82,94 @@ export function SandboxFiles({ api, sandboxId, version }: { api: ApiClient; sand
 
   return html`
     <${ErrorMessage} error=${error} />
-    ${!files
-      ? error ? null : html`<${Loading} what="files" />`
-      : files.length === 0
-        ? html`<p data-testid="no-files">The workspace is empty.</p>`
-        : html`<div class="table-scroll">
-            <table class="data" data-testid="file-table">
-              <caption class="visually-hidden">Files in the sandbox's workspace</caption>
-              <thead><tr><th scope="col">Path</th><th scope="col">Size</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-              <tbody>
-                ${files.map((file) => html`<tr data-file=${file.path}>
-                  <th scope="row"><code>${file.path}</code></th>
-                  <td>${formatBytes(file.size)}</td>
-                  <td class="row-actions">
-                    <button type="button" class="link" onClick=${() => view(file.path, file.size)} aria-label=${`View ${file.path}`}>View</button>
-                    <button type="button" class="link" onClick=${() => download(file.path)} aria-label=${`Download ${file.path}`}>Download</button>
-                    <button type="button" class="link danger" disabled=${busy === `delete ${file.path}`} onClick=${() => remove(file.path)} aria-label=${`Delete ${file.path}`}>Delete</button>
-                  </td>
-                </tr>`)}
-              </tbody>
-            </table>
-          </div>`}
+    ${
+      !files
+        ? error
+          ? null
+          : html`<${Loading} what="files" />`
+        : files.length === 0
+          ? html`<p data-testid="no-files">The workspace is empty.</p>`
+          : html`<div class="table-scroll">
+              <table class="data" data-testid="file-table">
+                <caption class="visually-hidden">
+                  Files in the sandbox's workspace
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Path</th>
+                    <th scope="col">Size</th>
+                    <th scope="col"><span class="visually-hidden">Actions</span></th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${files.map(
+                    (file) =>
+                      html`<tr data-file=${file.path}>
+                        <th scope="row"><code>${file.path}</code></th>
+                        <td>${formatBytes(file.size)}</td>
+                        <td class="row-actions">
+                          <button type="button" class="link" onClick=${() => view(file.path, file.size)} aria-label=${`View ${file.path}`}>
+                            View
+                          </button>
+                          <button type="button" class="link" onClick=${() => download(file.path)} aria-label=${`Download ${file.path}`}>
+                            Download
+                          </button>
+                          <button
+                            type="button"
+                            class="link danger"
+                            disabled=${busy === `delete ${file.path}`}
+                            onClick=${() => remove(file.path)}
+                            aria-label=${`Delete ${file.path}`}
+                          >
+                            Delete
+                          </button>
+                        </td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+    }
     <div class="actions"><button type="button" onClick=${() => setOwnVersion((value) => value + 1)}>Refresh files</button></div>
-    ${viewed
-      ? html`<div class="file-view" data-testid="file-view">
-          <h3>${viewed.path} <span class="muted small">${formatBytes(viewed.size)}</span> <button type="button" class="link" onClick=${() => setViewed(undefined)}>Close</button></h3>
-          ${viewed.binary ? html`<p class="muted">Not UTF-8 text: download it to look inside.</p>` : html`<pre class="output" tabindex="0" aria-label=${`Content of ${viewed.path}`}>${viewed.text!.slice(0, VIEW_CHARS)}</pre>${viewed.text!.length > VIEW_CHARS ? html`<p class="hint">Showing the first ${formatBytes(VIEW_CHARS)}.</p>` : null}`}
-        </div>`
-      : null}
+    ${
+      viewed
+        ? html`<div class="file-view" data-testid="file-view">
+            <h3>
+              ${viewed.path} <span class="muted small">${formatBytes(viewed.size)}</span>
+              <button type="button" class="link" onClick=${() => setViewed(undefined)}>Close</button>
+            </h3>
+            ${
+              viewed.binary
+                ? html`<p class="muted">Not UTF-8 text: download it to look inside.</p>`
+                : html`<pre class="output" tabindex="0" aria-label=${`Content of ${viewed.path}`}>${viewed.text!.slice(0, VIEW_CHARS)}</pre>
+                    ${viewed.text!.length > VIEW_CHARS ? html`<p class="hint">Showing the first ${formatBytes(VIEW_CHARS)}.</p>` : null}`
+            }
+          </div>`
+        : null
+    }
     <form class="controls upload" onSubmit=${send} aria-label="Upload a file">
       <div class="field">
         <label for="upload-file">File to upload</label>
-        <input id="upload-file" type="file" onChange=${(event: Event) => { const chosen = (event.currentTarget as HTMLInputElement).files?.[0]; setUpload(chosen); if (chosen && !uploadPath) setUploadPath(chosen.name) }} />
+        <input
+          id="upload-file"
+          type="file"
+          onChange=${(event: Event) => {
+            const chosen = (event.currentTarget as HTMLInputElement).files?.[0]
+            setUpload(chosen)
+            if (chosen && !uploadPath) setUploadPath(chosen.name)
+          }}
+        />
       </div>
       <div class="field">
         <label for="upload-path">Save as (workspace path)</label>
-        <input id="upload-path" value=${uploadPath} spellcheck=${false} autocomplete="off" placeholder="the file's name" onInput=${(event: Event) => setUploadPath((event.currentTarget as HTMLInputElement).value)} />
+        <input
+          id="upload-path"
+          value=${uploadPath}
+          spellcheck=${false}
+          autocomplete="off"
+          placeholder="the file's name"
+          onInput=${(event: Event) => setUploadPath((event.currentTarget as HTMLInputElement).value)}
+        />
       </div>
       <button type="submit" disabled=${busy === 'upload'}>${busy === 'upload' ? 'Uploading…' : 'Upload'}</button>
     </form>

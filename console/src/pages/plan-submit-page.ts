@@ -12,9 +12,26 @@ const SAMPLE = JSON.stringify(
   {
     goal: 'The average order value, and a line saying it',
     steps: [
-      { id: 'orders', description: 'the orders', language: 'python', code: "import json\norders = [120.5, 80.0, 42.25, 310.0]\nwrite_file('orders.json', json.dumps(orders))\nlen(orders)" },
-      { id: 'average', description: 'the mean order value', language: 'javascript', dependsOn: ['orders'], code: "const orders = JSON.parse(await read_file('steps/orders/files/orders.json'))\nMath.round(orders.reduce((a, b) => a + b, 0) / orders.length * 100) / 100" },
-      { id: 'report', description: 'one line for people', language: 'bash', dependsOn: ['orders', 'average'], code: 'echo "$(cat steps/orders/value.json) orders, average $(cat steps/average/value.json)"' },
+      {
+        id: 'orders',
+        description: 'the orders',
+        language: 'python',
+        code: "import json\norders = [120.5, 80.0, 42.25, 310.0]\nwrite_file('orders.json', json.dumps(orders))\nlen(orders)",
+      },
+      {
+        id: 'average',
+        description: 'the mean order value',
+        language: 'javascript',
+        dependsOn: ['orders'],
+        code: "const orders = JSON.parse(await read_file('steps/orders/files/orders.json'))\nMath.round(orders.reduce((a, b) => a + b, 0) / orders.length * 100) / 100",
+      },
+      {
+        id: 'report',
+        description: 'one line for people',
+        language: 'bash',
+        dependsOn: ['orders', 'average'],
+        code: 'echo "$(cat steps/orders/value.json) orders, average $(cat steps/average/value.json)"',
+      },
     ],
   },
   null,
@@ -68,12 +85,44 @@ export function PlanSubmitPage({ api }: PageProps) {
   return html`
     <p><a href=${href('plans')}>← All plans</a></p>
     <h1 id="page-title" tabindex="-1">Submit a plan</h1>
-    <p class="lede">The plan as JSON: <code>goal</code>, <code>steps</code> (each with <code>id</code>, <code>language</code>, <code>code</code> and optional <code>dependsOn</code>, <code>description</code>, <code>limits</code>), <code>maxRevisions</code>, <code>priority</code>, <code>lane</code>. A step reads what a step it depends on produced under <code>${'steps/<id>/'}</code>. The server checks the plan and answers why it refuses one.</p>
-    <form onSubmit=${(event: Event) => { event.preventDefault(); void submit() }}>
-      <${CodeEditor} id="plan-json" label="Plan (JSON)" value=${text} onChange=${(value: string) => { setText(value); setFinding(undefined) }} indent="  " findings=${finding ? [finding] : []} onRun=${submit} runVerb="submits" textareaRef=${textarea} />
+    <p class="lede">
+      The plan as JSON: <code>goal</code>, <code>steps</code> (each with <code>id</code>, <code>language</code>, <code>code</code> and
+      optional <code>dependsOn</code>, <code>description</code>, <code>limits</code>), <code>maxRevisions</code>, <code>priority</code>,
+      <code>lane</code>. A step reads what a step it depends on produced under <code>${'steps/<id>/'}</code>. The server checks the plan and
+      answers why it refuses one.
+    </p>
+    <form
+      onSubmit=${(event: Event) => {
+        event.preventDefault()
+        void submit()
+      }}
+    >
+      <${CodeEditor}
+        id="plan-json"
+        label="Plan (JSON)"
+        value=${text}
+        onChange=${(value: string) => {
+          setText(value)
+          setFinding(undefined)
+        }}
+        indent="  "
+        findings=${finding ? [finding] : []}
+        onRun=${submit}
+        runVerb="submits"
+        textareaRef=${textarea}
+      />
       <div class="actions">
         <button type="submit" class="primary" disabled=${sending}>${sending ? 'Submitting…' : 'Submit plan'}</button>
-        <button type="button" onClick=${() => { setText(SAMPLE); setFinding(undefined); setError(undefined) }}>Reset to the example</button>
+        <button
+          type="button"
+          onClick=${() => {
+            setText(SAMPLE)
+            setFinding(undefined)
+            setError(undefined)
+          }}
+        >
+          Reset to the example
+        </button>
       </div>
     </form>
     <${ErrorMessage} error=${error} context="Not submitted" />

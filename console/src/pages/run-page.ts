@@ -10,13 +10,19 @@ import type { PageProps } from '../pages'
 
 const SAMPLES: Record<Language, string> = {
   javascript: "const prices = [12.5, 7.25, 3]\nconsole.log('items:', prices.length)\nprices.reduce((sum, price) => sum + price, 0)",
-  typescript: "const prices: number[] = [12.5, 7.25, 3]\nconsole.log('items:', prices.length)\nprices.reduce((sum, price) => sum + price, 0)",
+  typescript:
+    "const prices: number[] = [12.5, 7.25, 3]\nconsole.log('items:', prices.length)\nprices.reduce((sum, price) => sum + price, 0)",
   python: "prices = [12.5, 7.25, 3]\nprint('items:', len(prices))\nround(sum(prices) * 1.08, 2)",
   bash: 'for item in tea cake scone; do\n  echo "item: $item"\ndone',
 }
 
 /** The page's form, kept while the user visits other pages (for this tab's life only, like the key). */
-const draft: { language?: Language; code: Partial<Record<Language, string>>; adapter: string; timeoutMs: string; memoryMb: string } = { code: {}, adapter: '', timeoutMs: '', memoryMb: '' }
+const draft: { language?: Language; code: Partial<Record<Language, string>>; adapter: string; timeoutMs: string; memoryMb: string } = {
+  code: {},
+  adapter: '',
+  timeoutMs: '',
+  memoryMb: '',
+}
 
 type Chunk = { stream: 'stdout' | 'stderr'; text: string }
 
@@ -37,13 +43,16 @@ export function RunPage({ api }: PageProps) {
   const textarea = useRef<HTMLTextAreaElement>(null)
 
   useEffect(() => {
-    Promise.all([api.get<{ languages: Language[] }>('/v1/languages'), api.get<ExecgateStatus>('/v1/adapters')]).then(([found, adapters]) => {
-      setLanguages(found.languages)
-      setStatus(adapters)
-      const chosen = language && found.languages.includes(language) ? language : found.languages[0]
-      setLanguage(chosen)
-      if (chosen) setCode(draft.code[chosen] ?? SAMPLES[chosen])
-    }, setError)
+    Promise.all([api.get<{ languages: Language[] }>('/v1/languages'), api.get<ExecgateStatus>('/v1/adapters')]).then(
+      ([found, adapters]) => {
+        setLanguages(found.languages)
+        setStatus(adapters)
+        const chosen = language && found.languages.includes(language) ? language : found.languages[0]
+        setLanguage(chosen)
+        if (chosen) setCode(draft.code[chosen] ?? SAMPLES[chosen])
+      },
+      setError,
+    )
   }, [api])
   useEffect(() => () => running?.abort(), [running])
   Object.assign(draft, { language, adapter, timeoutMs, memoryMb })
@@ -75,11 +84,17 @@ export function RunPage({ api }: PageProps) {
     setResult(undefined)
     setError(undefined)
     try {
-      await api.stream('POST', '/v1/executions', (event) => {
-        const data = JSON.parse(event.data) as { chunk?: string } & ExecutionResult
-        if (event.event === 'result') setResult(data)
-        else if (event.event === 'stdout' || event.event === 'stderr') setChunks((before) => [...before, { stream: event.event as Chunk['stream'], text: data.chunk ?? '' }])
-      }, { body: request('interactive'), signal: controller.signal })
+      await api.stream(
+        'POST',
+        '/v1/executions',
+        (event) => {
+          const data = JSON.parse(event.data) as { chunk?: string } & ExecutionResult
+          if (event.event === 'result') setResult(data)
+          else if (event.event === 'stdout' || event.event === 'stderr')
+            setChunks((before) => [...before, { stream: event.event as Chunk['stream'], text: data.chunk ?? '' }])
+        },
+        { body: request('interactive'), signal: controller.signal },
+      )
     } catch (failure) {
       setError((failure as Error).name === 'AbortError' ? new Error('stopped: the run was cancelled when the stream closed') : failure)
     } finally {
@@ -108,37 +123,78 @@ export function RunPage({ api }: PageProps) {
     }
   }
 
-  const findings: EditorFinding[] = (report?.issues ?? []).filter((issue) => issue.line !== undefined).map((issue) => ({ line: issue.line!, column: issue.column, message: issue.message, severity: issue.severity }))
+  const findings: EditorFinding[] = (report?.issues ?? [])
+    .filter((issue) => issue.line !== undefined)
+    .map((issue) => ({ line: issue.line!, column: issue.column, message: issue.message, severity: issue.severity }))
   const adapterChoices = status?.adapters.filter((item) => !language || item.languages.includes(language)) ?? []
 
   return html`
     <h1 id="page-title" tabindex="-1">Run</h1>
     <p class="lede">Run code through POST /v1/executions with its output streamed as it is produced; validate it without running it.</p>
-    <form class="run-form" onSubmit=${(event: Event) => { event.preventDefault(); void run() }}>
+    <form
+      class="run-form"
+      onSubmit=${(event: Event) => {
+        event.preventDefault()
+        void run()
+      }}
+    >
       <div class="controls">
         <div class="field">
           <label for="run-language">Language</label>
-          <select id="run-language" value=${language} onChange=${(event: Event) => changeLanguage((event.currentTarget as HTMLSelectElement).value as Language)}>
+          <select
+            id="run-language"
+            value=${language}
+            onChange=${(event: Event) => changeLanguage((event.currentTarget as HTMLSelectElement).value as Language)}
+          >
             ${languages.map((item) => html`<option value=${item}>${item}</option>`)}
           </select>
         </div>
         <div class="field">
           <label for="run-adapter">Adapter</label>
-          <select id="run-adapter" value=${adapter} onChange=${(event: Event) => setAdapter((event.currentTarget as HTMLSelectElement).value)}>
+          <select
+            id="run-adapter"
+            value=${adapter}
+            onChange=${(event: Event) => setAdapter((event.currentTarget as HTMLSelectElement).value)}
+          >
             <option value="">automatic (routing chooses)</option>
             ${adapterChoices.map((item) => html`<option value=${item.name}>${item.name}${item.health.state === 'unavailable' ? ' (unavailable)' : ''}</option>`)}
           </select>
         </div>
         <div class="field">
           <label for="run-timeout">Time limit (ms)</label>
-          <input id="run-timeout" type="number" step="1" inputmode="numeric" placeholder="policy's" value=${timeoutMs} onInput=${(event: Event) => setTimeoutMs((event.currentTarget as HTMLInputElement).value)} />
+          <input
+            id="run-timeout"
+            type="number"
+            step="1"
+            inputmode="numeric"
+            placeholder="policy's"
+            value=${timeoutMs}
+            onInput=${(event: Event) => setTimeoutMs((event.currentTarget as HTMLInputElement).value)}
+          />
         </div>
         <div class="field">
           <label for="run-memory">Memory (MiB)</label>
-          <input id="run-memory" type="number" step="1" inputmode="numeric" placeholder="policy's" value=${memoryMb} onInput=${(event: Event) => setMemoryMb((event.currentTarget as HTMLInputElement).value)} />
+          <input
+            id="run-memory"
+            type="number"
+            step="1"
+            inputmode="numeric"
+            placeholder="policy's"
+            value=${memoryMb}
+            onInput=${(event: Event) => setMemoryMb((event.currentTarget as HTMLInputElement).value)}
+          />
         </div>
       </div>
-      <${CodeEditor} id="run-code" label="Code" value=${code} onChange=${setCode} indent=${language === 'python' ? '    ' : '  '} findings=${findings} onRun=${run} textareaRef=${textarea} />
+      <${CodeEditor}
+        id="run-code"
+        label="Code"
+        value=${code}
+        onChange=${setCode}
+        indent=${language === 'python' ? '    ' : '  '}
+        findings=${findings}
+        onRun=${run}
+        textareaRef=${textarea}
+      />
       <div class="actions">
         <button type="submit" class="primary" disabled=${!language || !!running}>${running ? 'Running…' : 'Run'}</button>
         ${running ? html`<button type="button" onClick=${() => running.abort()}>Stop</button>` : null}
@@ -150,9 +206,17 @@ export function RunPage({ api }: PageProps) {
     ${report ? html`<${Findings} report=${report} onPick=${(line: number, column?: number) => textarea.current && focusAt(textarea.current, line, column)} />` : null}
     <section aria-labelledby="output-title" class="panel">
       <h2 id="output-title">Output</h2>
-      <pre class="output" role="log" aria-live="polite" aria-busy=${running ? 'true' : 'false'} data-testid="run-output">${chunks.length === 0 ? html`<span class="muted">${running ? 'Waiting for output…' : 'Nothing yet.'}</span>` : chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre>
+      <pre class="output" role="log" aria-live="polite" aria-busy=${running ? 'true' : 'false'} data-testid="run-output">
+${chunks.length === 0 ? html`<span class="muted">${running ? 'Waiting for output…' : 'Nothing yet.'}</span>` : chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre>
     </section>
-    ${result ? html`<section aria-labelledby="result-title" class="panel"><h2 id="result-title">Result</h2><${ResultView} result=${result} />${result.runId ? html`<${ProducedArtifacts} api=${api} runId=${result.runId} />` : null}</section>` : null}
+    ${
+      result
+        ? html`<section aria-labelledby="result-title" class="panel">
+            <h2 id="result-title">Result</h2>
+            <${ResultView} result=${result} />${result.runId ? html`<${ProducedArtifacts} api=${api} runId=${result.runId} />` : null}
+          </section>`
+        : null
+    }
   `
 }
 
@@ -160,16 +224,28 @@ function Findings({ report, onPick }: { report: ValidationReport; onPick: (line:
   return html`
     <section aria-labelledby="findings-title" class="panel findings" data-valid=${String(report.valid)}>
       <h2 id="findings-title">Validation</h2>
-      ${report.issues.length === 0
-        ? html`<p role="status">No findings: ${report.implemented ? `the code passes ${report.validator}'s checks.` : `${report.validator} cannot validate ${report.language}.`}</p>`
-        : html`<ul role="list">
-            ${report.issues.map((issue) => html`<li class=${`finding finding-${issue.severity}`}>
-              ${issue.line !== undefined
-                ? html`<button type="button" class="link" onClick=${() => onPick(issue.line!, issue.column)}>Line ${issue.line}${issue.column !== undefined ? `, column ${issue.column}` : ''}</button>`
-                : html`<span>Whole program</span>`}
-              <span class="finding-severity">${issue.severity}</span> <code>${issue.code}</code> ${issue.message}
-            </li>`)}
-          </ul>`}
+      ${
+        report.issues.length === 0
+          ? html`<p role="status">
+              No findings:
+              ${report.implemented ? `the code passes ${report.validator}'s checks.` : `${report.validator} cannot validate ${report.language}.`}
+            </p>`
+          : html`<ul role="list">
+              ${report.issues.map(
+                (issue) =>
+                  html`<li class=${`finding finding-${issue.severity}`}>
+                    ${
+                      issue.line !== undefined
+                        ? html`<button type="button" class="link" onClick=${() => onPick(issue.line!, issue.column)}>
+                            Line ${issue.line}${issue.column !== undefined ? `, column ${issue.column}` : ''}
+                          </button>`
+                        : html`<span>Whole program</span>`
+                    }
+                    <span class="finding-severity">${issue.severity}</span> <code>${issue.code}</code> ${issue.message}
+                  </li>`,
+              )}
+            </ul>`
+      }
     </section>
   `
 }

@@ -1,6 +1,15 @@
 import { availableParallelism } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import { ExecgateError, errorResult, refusal, type CodeExecutionAdapter, type ExecutionRequest, type ExecutionResult, type Lane, type SecurityPolicy } from '../../core'
+import {
+  ExecgateError,
+  errorResult,
+  refusal,
+  type CodeExecutionAdapter,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Lane,
+  type SecurityPolicy,
+} from '../../core'
 import { reservedSlots, resolveLane, type TenantAdmission } from './lanes'
 import { checkAgentTypeLimits, checkCpuQuota, TenantUsage, type AgentTypeProfile } from './quotas'
 import { SlotPool } from './slot-pool'
@@ -84,13 +93,21 @@ export class AdmissionController {
   private idle: (() => void) | undefined
   private drained: Promise<void> | undefined
 
-  constructor(private readonly options: AdmissionOptions, adapters: readonly CodeExecutionAdapter[] = []) {
+  constructor(
+    private readonly options: AdmissionOptions,
+    adapters: readonly CodeExecutionAdapter[] = [],
+  ) {
     this.inProcessBatchLimit = options.inProcessBatchRuns > 0 ? options.inProcessBatchRuns : availableParallelism()
     for (const adapter of adapters) this.stateOf(adapter)
   }
 
   /** A ticket to run `request` on `adapter` now or after a wait, or the result that refuses it. Never rejects. */
-  async acquire(adapter: CodeExecutionAdapter, request: ExecutionRequest, policy: SecurityPolicy, caller: AdmissionCaller = {}): Promise<AdmissionTicket | ExecutionResult> {
+  async acquire(
+    adapter: CodeExecutionAdapter,
+    request: ExecutionRequest,
+    policy: SecurityPolicy,
+    caller: AdmissionCaller = {},
+  ): Promise<AdmissionTicket | ExecutionResult> {
     if (this.closed) return this.shuttingDown()
     const tenantSettings = caller.tenant === undefined ? undefined : this.options.tenants[caller.tenant]
     const lane = resolveLane(request.lane, tenantSettings, this.options.defaultLane)
@@ -98,12 +115,26 @@ export class AdmissionController {
     const agentType = request.agentType
     if (agentType !== undefined) {
       const profile = this.options.agentTypes[agentType]
-      if (!profile) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_AGENT_TYPE_UNKNOWN', { name: agentType, known: Object.keys(this.options.agentTypes).join(', ') || 'none' }))
+      if (!profile)
+        return errorResult(
+          'invalid_request',
+          SERVICE,
+          new ExecgateError('EXECGATE_AGENT_TYPE_UNKNOWN', {
+            name: agentType,
+            known: Object.keys(this.options.agentTypes).join(', ') || 'none',
+          }),
+        )
       const over = checkAgentTypeLimits(agentType, profile, policy)
       if (over) return errorResult('policy_violation', SERVICE, over)
       const running = this.agentRunning.get(agentType) ?? 0
       if (profile.maxConcurrent !== undefined && running >= profile.maxConcurrent) {
-        return this.refuse(new ExecgateError('EXECGATE_QUOTA_EXCEEDED', { quota: `admission.agentTypes.${agentType}.maxConcurrent`, detail: `agent type ${agentType} already has ${running} of its ${profile.maxConcurrent} concurrent runs`, retryAfter: this.retryAfterSeconds() }))
+        return this.refuse(
+          new ExecgateError('EXECGATE_QUOTA_EXCEEDED', {
+            quota: `admission.agentTypes.${agentType}.maxConcurrent`,
+            detail: `agent type ${agentType} already has ${running} of its ${profile.maxConcurrent} concurrent runs`,
+            retryAfter: this.retryAfterSeconds(),
+          }),
+        )
       }
     }
     const usage = caller.tenant === undefined ? undefined : this.usageOf(caller.tenant)
@@ -115,11 +146,19 @@ export class AdmissionController {
     if (ahead === 0 && this.canStart(state, waiter)) return this.start(state, waiter)
     const queue = state.queues[lane]
     if (queue.full) {
-      return this.refuse(new ExecgateError('EXECGATE_QUEUE_FULL', { lane, adapter: adapter.name, limit: queue.limit, retryAfter: this.retryAfterSeconds() }))
+      return this.refuse(
+        new ExecgateError('EXECGATE_QUEUE_FULL', { lane, adapter: adapter.name, limit: queue.limit, retryAfter: this.retryAfterSeconds() }),
+      )
     }
     const maxQueued = tenantSettings?.maxQueued
     if (usage && maxQueued !== undefined && usage.queued >= maxQueued) {
-      return this.refuse(new ExecgateError('EXECGATE_QUOTA_EXCEEDED', { quota: `admission.tenants.${caller.tenant}.maxQueued`, detail: `tenant ${caller.tenant} already has ${usage.queued} runs waiting, its limit`, retryAfter: this.retryAfterSeconds() }))
+      return this.refuse(
+        new ExecgateError('EXECGATE_QUOTA_EXCEEDED', {
+          quota: `admission.tenants.${caller.tenant}.maxQueued`,
+          detail: `tenant ${caller.tenant} already has ${usage.queued} runs waiting, its limit`,
+          retryAfter: this.retryAfterSeconds(),
+        }),
+      )
     }
     return this.wait(queue, waiter, adapter.name, Math.min(request.maxQueueMs ?? Infinity, policy.wallTimeMs), caller.signal)
   }
@@ -154,7 +193,13 @@ export class AdmissionController {
     await this.drained
   }
 
-  private wait(queue: WaitQueue<Waiter>, waiter: Waiter, adapterName: string, boundMs: number, signal: AbortSignal | undefined): Promise<AdmissionTicket | ExecutionResult> {
+  private wait(
+    queue: WaitQueue<Waiter>,
+    waiter: Waiter,
+    adapterName: string,
+    boundMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<AdmissionTicket | ExecutionResult> {
     return new Promise((resolve) => {
       const leave = () => {
         clearTimeout(timer)
@@ -166,12 +211,26 @@ export class AdmissionController {
         if (!queue.remove(waiter)) return
         leave()
         const waitedMs = Math.round(performance.now() - waiter.enqueuedAt)
-        resolve(errorResult('timeout', SERVICE, new ExecgateError('EXECGATE_QUEUE_TIMEOUT', { waitedMs, lane: waiter.lane, adapter: adapterName, boundMs }), { retryAfterMs: this.options.retryAfterMs }))
+        resolve(
+          errorResult(
+            'timeout',
+            SERVICE,
+            new ExecgateError('EXECGATE_QUEUE_TIMEOUT', { waitedMs, lane: waiter.lane, adapter: adapterName, boundMs }),
+            { retryAfterMs: this.options.retryAfterMs },
+          ),
+        )
       }, boundMs)
       const onAbort = () => {
         if (!queue.remove(waiter)) return
         leave()
-        resolve(refusal('cancelled', SERVICE, `[execgate] the run was cancelled by the caller while it waited in the ${waiter.lane} queue for ${adapterName}; it never started`, 'Cancelled'))
+        resolve(
+          refusal(
+            'cancelled',
+            SERVICE,
+            `[execgate] the run was cancelled by the caller while it waited in the ${waiter.lane} queue for ${adapterName}; it never started`,
+            'Cancelled',
+          ),
+        )
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       waiter.grant = (ticket) => {
@@ -237,7 +296,11 @@ export class AdmissionController {
     for (const lane of ['interactive', 'batch'] as const) {
       for (const state of this.adapters.values()) {
         const queue = state.queues[lane]
-        for (let waiter = queue.takeFirst((item) => this.canStart(state, item)); waiter; waiter = queue.takeFirst((item) => this.canStart(state, item))) {
+        for (
+          let waiter = queue.takeFirst((item) => this.canStart(state, item));
+          waiter;
+          waiter = queue.takeFirst((item) => this.canStart(state, item))
+        ) {
           waiter.grant(this.start(state, waiter))
         }
       }

@@ -60,7 +60,11 @@ export class TenantUsage {
 }
 
 /** The tenant's per-minute CPU quota, refused with its name and when it frees up; undefined when there is room. */
-export function checkCpuQuota(tenant: string, settings: TenantAdmission | undefined, usage: TenantUsage | undefined): ExecgateError | undefined {
+export function checkCpuQuota(
+  tenant: string,
+  settings: TenantAdmission | undefined,
+  usage: TenantUsage | undefined,
+): ExecgateError | undefined {
   const limit = settings?.cpuMsPerMinute
   if (!limit || !usage) return undefined
   const { used, freeInMs } = usage.cpuInWindow(limit)
@@ -82,7 +86,10 @@ export function checkAgentTypeLimits(name: string, profile: AgentTypeProfile, po
   for (const [key, asked, what] of caps) {
     const cap = profile[key]
     if (cap !== undefined && asked > cap) {
-      return new ExecgateError('EXECGATE_QUOTA_LIMIT', { quota: `admission.agentTypes.${name}.${key}`, detail: `the run's policy asks for ${what} ${asked}, over the agent type's cap of ${cap}; ask for less (timeoutMs, memoryMb)` })
+      return new ExecgateError('EXECGATE_QUOTA_LIMIT', {
+        quota: `admission.agentTypes.${name}.${key}`,
+        detail: `the run's policy asks for ${what} ${asked}, over the agent type's cap of ${cap}; ask for less (timeoutMs, memoryMb)`,
+      })
     }
   }
   return undefined

@@ -49,19 +49,26 @@ export async function verifyChain(source: ChainSource): Promise<VerifyReport> {
     const records = await source.page(previous.seq, PAGE)
     for (const record of records) {
       const expected = previous.seq + 1
-      if (record.seq !== expected) return report({ seq: expected, reason: `record ${expected} is missing: the chain goes from ${previous.seq} to ${record.seq}` })
+      if (record.seq !== expected)
+        return report({ seq: expected, reason: `record ${expected} is missing: the chain goes from ${previous.seq} to ${record.seq}` })
       let body: RecordBody
       try {
         body = parseBody(record)
       } catch {
         return report({ seq: record.seq, id: record.id, reason: 'its body is not valid JSON' })
       }
-      if (sha256(record.body) !== record.hash) return report({ seq: record.seq, id: record.id, reason: 'its content does not match its hash (the record was edited)' })
+      if (sha256(record.body) !== record.hash)
+        return report({ seq: record.seq, id: record.id, reason: 'its content does not match its hash (the record was edited)' })
       if (body.seq !== record.seq) return report({ seq: record.seq, id: record.id, reason: `its body says seq ${body.seq}` })
       if (body.prevHash !== previous.hash) {
-        return report({ seq: record.seq, id: record.id, reason: `its prevHash does not match the hash of record ${previous.seq} (that record was edited or replaced)` })
+        return report({
+          seq: record.seq,
+          id: record.id,
+          reason: `its prevHash does not match the hash of record ${previous.seq} (that record was edited or replaced)`,
+        })
       }
-      if (body.entry?.tenant !== source.tenant) return report({ seq: record.seq, id: record.id, reason: `it belongs to tenant ${String(body.entry?.tenant)}` })
+      if (body.entry?.tenant !== source.tenant)
+        return report({ seq: record.seq, id: record.id, reason: `it belongs to tenant ${String(body.entry?.tenant)}` })
       previous = { seq: record.seq, hash: record.hash }
       count++
     }
@@ -70,7 +77,13 @@ export async function verifyChain(source: ChainSource): Promise<VerifyReport> {
   const head = source.head ?? start
   if (head.seq !== previous.seq || head.hash !== previous.hash) {
     const seq = Math.min(head.seq, previous.seq + 1)
-    return report({ seq, reason: head.seq > previous.seq ? `records ${previous.seq + 1} to ${head.seq} are missing (the head is ${head.seq})` : `the head (${head.seq}) does not match the last record (${previous.seq})` })
+    return report({
+      seq,
+      reason:
+        head.seq > previous.seq
+          ? `records ${previous.seq + 1} to ${head.seq} are missing (the head is ${head.seq})`
+          : `the head (${head.seq}) does not match the last record (${previous.seq})`,
+    })
   }
   return report()
 }

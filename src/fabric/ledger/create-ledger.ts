@@ -12,7 +12,24 @@ export function disabledLedger(): LedgerService {
   const off = async (): Promise<never> => {
     throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
   }
-  return { provenance: off, record: off, receipt: off, planReceipt: off, publicKey: off, lineage: off, artifact: off, verify: off, export: off, recordPlanVersion: off, queuePlanVersion: off, recordSandboxFile: off, tenants: off, applyRetention: off, flush: async () => undefined, close: async () => undefined }
+  return {
+    provenance: off,
+    record: off,
+    receipt: off,
+    planReceipt: off,
+    publicKey: off,
+    lineage: off,
+    artifact: off,
+    verify: off,
+    export: off,
+    recordPlanVersion: off,
+    queuePlanVersion: off,
+    recordSandboxFile: off,
+    tenants: off,
+    applyRetention: off,
+    flush: async () => undefined,
+    close: async () => undefined,
+  }
 }
 
 /** The ledger the config describes; stores open at first use. A bad storage setting throws here, at start-up. */
@@ -25,7 +42,11 @@ export function createLedger(fabric: LedgerFabricSettings, options: { execgateVe
     execgateVersion: options.execgateVersion,
     outputThresholdBytes: fabric.ledger.outputThresholdBytes,
     signingKey: () => loadSigningKey(fabric.ledger.signing.key, fabric.dataDir),
-    retention: { maxAgeDays: retention.maxAgeDays, maxBytesPerTenant: retention.maxBytesPerTenant, intervalMinutes: retention.intervalMinutes },
+    retention: {
+      maxAgeDays: retention.maxAgeDays,
+      maxBytesPerTenant: retention.maxBytesPerTenant,
+      intervalMinutes: retention.intervalMinutes,
+    },
     queueLimit: fabric.ledger.queueLimit,
     ...(options.logger ? { logger: options.logger } : {}),
     // In a worker thread: hashing and writes off the result's path (docs/ledger.md, "How it stays cheap").
@@ -33,7 +54,11 @@ export function createLedger(fabric: LedgerFabricSettings, options: { execgateVe
       ? {
           writer: ({ onLost }) =>
             new ThreadedLedgerWriter(
-              { fabric: JSON.parse(JSON.stringify(fabric)) as unknown, execgateVersion: options.execgateVersion, outputThresholdBytes: fabric.ledger.outputThresholdBytes },
+              {
+                fabric: JSON.parse(JSON.stringify(fabric)) as unknown,
+                execgateVersion: options.execgateVersion,
+                outputThresholdBytes: fabric.ledger.outputThresholdBytes,
+              },
               { onLost, ...(options.logger ? { logger: options.logger } : {}) },
             ),
         }

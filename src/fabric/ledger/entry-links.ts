@@ -27,7 +27,9 @@ export function linksOf(entry: LedgerEntry): ArtifactLink[] {
     ...entry.outputs.map((ref) => link(ref, 'output')),
     ...streamLink('stdout', entry.stdout),
     ...streamLink('stderr', entry.stderr),
-    ...(entry.value ? [{ sha256: entry.value.sha256, role: 'value' as const, path: 'value', size: entry.value.size, mediaType: JSON_MEDIA_TYPE }] : []),
+    ...(entry.value
+      ? [{ sha256: entry.value.sha256, role: 'value' as const, path: 'value', size: entry.value.size, mediaType: JSON_MEDIA_TYPE }]
+      : []),
   ]
 }
 

@@ -38,8 +38,15 @@ export class LedgerQueries {
   constructor(private readonly stores: () => { records: LedgerRecordStore; blobs: BlobStore }) {}
 
   static digest(sha256: string): string {
-    const normalised = typeof sha256 === 'string' ? sha256.trim().toLowerCase().replace(/^sha256:/, '') : ''
-    if (!DIGEST.test(normalised)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'an artifact is named by its SHA-256: 64 hexadecimal characters' })
+    const normalised =
+      typeof sha256 === 'string'
+        ? sha256
+            .trim()
+            .toLowerCase()
+            .replace(/^sha256:/, '')
+        : ''
+    if (!DIGEST.test(normalised))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'an artifact is named by its SHA-256: 64 hexadecimal characters' })
     return normalised
   }
 
@@ -48,9 +55,11 @@ export class LedgerQueries {
   }
 
   async record(runId: string, tenant: string): Promise<RunProvenanceRecord> {
-    const stored = typeof runId === 'string' && runId && !runId.startsWith('plan:') ? await this.stores().records.byId(tenant, runId) : undefined
+    const stored =
+      typeof runId === 'string' && runId && !runId.startsWith('plan:') ? await this.stores().records.byId(tenant, runId) : undefined
     const body = stored ? parseBody(stored) : undefined
-    if (!stored || body?.entry.kind !== 'run') throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no run "${runId}" for tenant ${tenant}` })
+    if (!stored || body?.entry.kind !== 'run')
+      throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no run "${runId}" for tenant ${tenant}` })
     return { record: body.entry, seq: stored.seq, hash: stored.hash, prevHash: body.prevHash }
   }
 
@@ -75,12 +84,13 @@ export class LedgerQueries {
   }
 
   async export(format: ExportFormat, tenant: string, options: ExportOptions): Promise<ProvDocument | OpenLineageRunEvent[]> {
-    if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `format must be one of: ${EXPORT_FORMATS.join(', ')}` })
+    if (!(EXPORT_FORMATS as readonly string[]).includes(format))
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `format must be one of: ${EXPORT_FORMATS.join(', ')}` })
     const limit = Math.max(1, Math.min(options.limit ?? EXPORT_LIMIT, EXPORT_LIMIT))
     const builder = new ProvDocumentBuilder()
     const events: OpenLineageRunEvent[] = []
     let after = options.afterSeq ?? (await this.stores().records.checkpoint(tenant))?.seq ?? 0
-    for (let taken = 0; taken < limit; ) {
+    for (let taken = 0; taken < limit;) {
       const records = await this.stores().records.page(tenant, after, Math.min(PAGE, limit - taken))
       for (const stored of records) {
         const { entry } = parseBody(stored)

@@ -119,19 +119,34 @@ export class LedgerWriter {
       if (item.kind === 'sandbox_file') {
         const { file } = item.entry
         writes.set(file.sha256, { sha256: file.sha256, bytes: asBuffer(item.bytes), mediaType: file.mediaType })
-        drafts.push({ tenant: item.entry.tenant, id: sandboxFileId(item.entry.sandboxId, file.path, file.sha256), recordedAt: Date.now(), entry: item.entry })
+        drafts.push({
+          tenant: item.entry.tenant,
+          id: sandboxFileId(item.entry.sandboxId, file.path, file.sha256),
+          recordedAt: Date.now(),
+          entry: item.entry,
+        })
         continue
       }
       if (item.kind === 'plan') {
         const { entry } = item
-        const previous = entry.previousVersion !== undefined ? await this.planDocument(item.tenant, entry.planId, entry.previousVersion) : undefined
+        const previous =
+          entry.previousVersion !== undefined ? await this.planDocument(item.tenant, entry.planId, entry.previousVersion) : undefined
         this.planDocuments.set(`${item.tenant}\n${planVersionId(entry.planId, entry.version)}`, entry.document)
         writes.set(entry.document.sha256, { sha256: entry.document.sha256, bytes: asBuffer(item.bytes), mediaType: JSON_MEDIA_TYPE })
-        drafts.push({ tenant: item.tenant, id: planVersionId(entry.planId, entry.version), recordedAt: Date.now(), entry: { ...entry, ...(previous ? { previousDocument: previous } : {}) } })
+        drafts.push({
+          tenant: item.tenant,
+          id: planVersionId(entry.planId, entry.version),
+          recordedAt: Date.now(),
+          entry: { ...entry, ...(previous ? { previousDocument: previous } : {}) },
+        })
         continue
       }
       const tenant = item.captured.run.tenant ?? DEFAULT_TENANT
-      const { entry, blobs: runBlobs } = describeRun(item.captured, { tenant, execgateVersion: this.options.execgateVersion, outputThresholdBytes: this.options.outputThresholdBytes })
+      const { entry, blobs: runBlobs } = describeRun(item.captured, {
+        tenant,
+        execgateVersion: this.options.execgateVersion,
+        outputThresholdBytes: this.options.outputThresholdBytes,
+      })
       if (entry.planId !== undefined && entry.planVersion !== undefined) {
         const document = await this.planDocument(tenant, entry.planId, entry.planVersion)
         if (document) entry.planDocument = document
@@ -166,7 +181,12 @@ export class LedgerWriter {
     if (this.closed) return
     this.closed = true
     clearTimeout(this.retry)
-    await this.flush().catch((error) => this.options.logger?.error({ err: describeError(error), lost: this.queue.length }, 'ledger records could not be written before close'))
+    await this.flush().catch((error) =>
+      this.options.logger?.error(
+        { err: describeError(error), lost: this.queue.length },
+        'ledger records could not be written before close',
+      ),
+    )
     if (this.options.ownsStores !== false) await this.stores?.records.close()
   }
 }

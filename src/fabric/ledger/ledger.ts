@@ -1,4 +1,12 @@
-import { ExecgateError, describeError, type ExecutionListener, type ExecutionListenerContext, type ExecutionRequest, type ExecutionResult, type RunInfo } from '../../core'
+import {
+  ExecgateError,
+  describeError,
+  type ExecutionListener,
+  type ExecutionListenerContext,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type RunInfo,
+} from '../../core'
 import type { Logger } from '../../observability/logger'
 import type { BlobStore } from './blob-store'
 import { parseBody, verifyChain } from './chain'
@@ -9,13 +17,22 @@ import { LedgerQueries, type ArtifactContent, type ExportOptions, type RunProven
 import type { ProvDocument } from './prov-json'
 import type { OpenLineageRunEvent } from './openlineage'
 import type { LedgerRecordStore } from './record-store'
-import { applyRetention, type RetentionPolicy, type RetentionReport } from './retention'
+import type { RetentionPolicy, RetentionReport } from './retention'
 import { canonicalJson, captureRun, sha256 } from './run-capture'
 import { JSON_MEDIA_TYPE, mediaTypeOf } from './media-types'
 import type { DsseEnvelope } from './receipts/dsse'
 import { ReceiptIssuer, type LedgerPublicKey } from './receipts/receipt-issuer'
 import type { SigningKey } from './receipts/signing-key'
-import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, PlanVersionRecord, SandboxFileInput, SandboxFileRecord, VerifyReport } from './types'
+import type {
+  ArtifactRef,
+  ExportFormat,
+  LedgerCaller,
+  PlanVersionInput,
+  PlanVersionRecord,
+  SandboxFileInput,
+  SandboxFileRecord,
+  VerifyReport,
+} from './types'
 
 export { DEFAULT_TENANT } from './ledger-writer'
 
@@ -152,7 +169,8 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   }
 
   private loadSigningKey(): SigningKey {
-    if (!this.options.signingKey) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: 'this ledger has no receipt-signing key (fabric.ledger.signing.key)' })
+    if (!this.options.signingKey)
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: 'this ledger has no receipt-signing key (fabric.ledger.signing.key)' })
     return this.options.signingKey()
   }
 
@@ -162,7 +180,12 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   }
 
   stats(): LedgerStats {
-    return { queued: this.pending.length + this.posted - this.writer.written, written: this.writer.written, lost: this.lost, queueLimit: this.queueLimit }
+    return {
+      queued: this.pending.length + this.posted - this.writer.written,
+      written: this.writer.written,
+      lost: this.lost,
+      queueLimit: this.queueLimit,
+    }
   }
 
   onResult(result: ExecutionResult, request: ExecutionRequest, context?: ExecutionListenerContext | RunInfo): void {
@@ -180,7 +203,10 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     this.lostSinceLog += count
     const now = Date.now()
     if (now - this.lostLoggedAt < LOST_LOG_MS) return
-    this.options.logger?.error({ lost: this.lostSinceLog, lostTotal: this.lost, queued: this.stats().queued, queueLimit: this.queueLimit }, `ledger records lost: ${why} (fabric.ledger.queueLimit)`)
+    this.options.logger?.error(
+      { lost: this.lostSinceLog, lostTotal: this.lost, queued: this.stats().queued, queueLimit: this.queueLimit },
+      `ledger records lost: ${why} (fabric.ledger.queueLimit)`,
+    )
     this.lostLoggedAt = now
     this.lostSinceLog = 0
   }
@@ -222,7 +248,11 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     // Recorded before (a retry of the merge)? The first record stands, and is what is answered.
     const stored = await this.open().records.byId(item.tenant, planVersionId(input.planId, input.version))
     const recorded = stored ? parseBody(stored).entry : undefined
-    return { id: planVersionId(input.planId, input.version), seq: stored?.seq ?? 0, document: recorded?.kind === 'plan_version' ? recorded.document : item.entry.document }
+    return {
+      id: planVersionId(input.planId, input.version),
+      seq: stored?.seq ?? 0,
+      document: recorded?.kind === 'plan_version' ? recorded.document : item.entry.document,
+    }
   }
 
   private planVersionItem(input: PlanVersionInput): Extract<LedgerItem, { kind: 'plan' }> {
@@ -231,7 +261,12 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     }
     const tenant = input.tenant ?? DEFAULT_TENANT
     const bytes = Buffer.from(canonicalJson(input.document ?? null))
-    const document: ArtifactRef = { path: `plan-${input.planId}-v${input.version}.json`, sha256: sha256(bytes), size: bytes.length, mediaType: JSON_MEDIA_TYPE }
+    const document: ArtifactRef = {
+      path: `plan-${input.planId}-v${input.version}.json`,
+      sha256: sha256(bytes),
+      size: bytes.length,
+      mediaType: JSON_MEDIA_TYPE,
+    }
     const entry: Omit<PlanVersionRecord, 'previousDocument'> = {
       kind: 'plan_version',
       tenant,
@@ -247,12 +282,31 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   }
 
   async recordSandboxFile(input: SandboxFileInput): Promise<{ id: string; seq: number; file: ArtifactRef }> {
-    if (typeof input?.sandboxId !== 'string' || !input.sandboxId || typeof input.path !== 'string' || !input.path || !Buffer.isBuffer(input.content)) {
+    if (
+      typeof input?.sandboxId !== 'string' ||
+      !input.sandboxId ||
+      typeof input.path !== 'string' ||
+      !input.path ||
+      !Buffer.isBuffer(input.content)
+    ) {
       throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a sandbox file needs a sandboxId, a path and its content' })
     }
     const tenant = input.tenant ?? DEFAULT_TENANT
-    const file: ArtifactRef = { path: input.path, sha256: sha256(input.content), size: input.content.length, mediaType: mediaTypeOf(input.path) }
-    const entry: SandboxFileRecord = { kind: 'sandbox_file', tenant, sandboxId: input.sandboxId, adapter: input.adapter, file, execgateVersion: this.options.execgateVersion, recordedAt: new Date().toISOString() }
+    const file: ArtifactRef = {
+      path: input.path,
+      sha256: sha256(input.content),
+      size: input.content.length,
+      mediaType: mediaTypeOf(input.path),
+    }
+    const entry: SandboxFileRecord = {
+      kind: 'sandbox_file',
+      tenant,
+      sandboxId: input.sandboxId,
+      adapter: input.adapter,
+      file,
+      execgateVersion: this.options.execgateVersion,
+      recordedAt: new Date().toISOString(),
+    }
     this.pending.push({ kind: 'sandbox_file', entry, bytes: input.content })
     // Written before it answers: the caller may name the digest (a sandbox's files, GET /v1/artifacts) at once.
     await this.flush()
@@ -303,7 +357,12 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     const tenant = caller.tenant ?? DEFAULT_TENANT
     const { records } = this.open()
     const [head, checkpoint] = await Promise.all([records.head(tenant), records.checkpoint(tenant)])
-    return verifyChain({ tenant, ...(head ? { head } : {}), ...(checkpoint ? { checkpoint } : {}), page: (after, limit) => records.page(tenant, after, limit) })
+    return verifyChain({
+      tenant,
+      ...(head ? { head } : {}),
+      ...(checkpoint ? { checkpoint } : {}),
+      page: (after, limit) => records.page(tenant, after, limit),
+    })
   }
 
   async tenants(): Promise<string[]> {
@@ -314,7 +373,11 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
   export(format: 'prov-json', caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument>
   export(format: 'openlineage', caller?: LedgerCaller, options?: ExportOptions): Promise<OpenLineageRunEvent[]>
   export(format: ExportFormat, caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument | OpenLineageRunEvent[]>
-  async export(format: ExportFormat, caller: LedgerCaller = {}, options: ExportOptions = {}): Promise<ProvDocument | OpenLineageRunEvent[]> {
+  async export(
+    format: ExportFormat,
+    caller: LedgerCaller = {},
+    options: ExportOptions = {},
+  ): Promise<ProvDocument | OpenLineageRunEvent[]> {
     await this.flush()
     return this.queries.export(format, caller.tenant ?? DEFAULT_TENANT, options)
   }
@@ -330,7 +393,12 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     if (this.closed) return
     this.closed = true
     clearInterval(this.retentionTimer)
-    await this.flush().catch((error) => this.options.logger?.error({ err: describeError(error), lost: this.stats().queued }, 'ledger records could not be written before close'))
+    await this.flush().catch((error) =>
+      this.options.logger?.error(
+        { err: describeError(error), lost: this.stats().queued },
+        'ledger records could not be written before close',
+      ),
+    )
     await this.writer.close()
     await this.stores?.records.close()
   }

@@ -63,8 +63,17 @@ export interface LineageLimits {
 }
 
 function summary(id: string, entry: LedgerEntry): ActivitySummary {
-  if (entry.kind === 'sandbox_file') return { id, kind: entry.kind, sandboxId: entry.sandboxId, adapter: entry.adapter, startedAt: entry.recordedAt }
-  if (entry.kind === 'plan_version') return { id, kind: entry.kind, planId: entry.planId, planVersion: entry.version, startedAt: entry.recordedAt, codeSha256: entry.document.sha256 }
+  if (entry.kind === 'sandbox_file')
+    return { id, kind: entry.kind, sandboxId: entry.sandboxId, adapter: entry.adapter, startedAt: entry.recordedAt }
+  if (entry.kind === 'plan_version')
+    return {
+      id,
+      kind: entry.kind,
+      planId: entry.planId,
+      planVersion: entry.version,
+      startedAt: entry.recordedAt,
+      codeSha256: entry.document.sha256,
+    }
   return {
     id,
     kind: entry.kind,
@@ -105,7 +114,13 @@ class GraphBuilder {
  * artifact to the records that generated it and on to what they used; `descendants` from an artifact to the records
  * that used it and on to what they generated. Tenant-scoped: only the tenant's records are read.
  */
-async function walk(store: LedgerRecordStore, tenant: string, start: string, direction: 'ancestors' | 'descendants', limits: Required<LineageLimits>) {
+async function walk(
+  store: LedgerRecordStore,
+  tenant: string,
+  start: string,
+  direction: 'ancestors' | 'descendants',
+  limits: Required<LineageLimits>,
+) {
   const graph = new GraphBuilder()
   const seenArtifacts = new Set([start])
   const seenRecords = new Set<number>()
@@ -116,7 +131,9 @@ async function walk(store: LedgerRecordStore, tenant: string, start: string, dir
       truncated = true
       break
     }
-    let seqs = (await store.linkedSeqs(tenant, frontier, direction === 'ancestors' ? 'generated' : 'used')).filter((seq) => !seenRecords.has(seq))
+    let seqs = (await store.linkedSeqs(tenant, frontier, direction === 'ancestors' ? 'generated' : 'used')).filter(
+      (seq) => !seenRecords.has(seq),
+    )
     if (seqs.length === 0) break
     if (seenRecords.size + seqs.length > limits.maxActivities) {
       seqs = seqs.slice(0, Math.max(0, limits.maxActivities - seenRecords.size))
@@ -148,11 +165,19 @@ async function walk(store: LedgerRecordStore, tenant: string, start: string, dir
 }
 
 /** The lineage of one of the tenant's artifacts; undefined when none of the tenant's records names it. */
-export async function traceLineage(store: LedgerRecordStore, tenant: string, sha256: string, limits: LineageLimits = {}): Promise<Lineage | undefined> {
+export async function traceLineage(
+  store: LedgerRecordStore,
+  tenant: string,
+  sha256: string,
+  limits: LineageLimits = {},
+): Promise<Lineage | undefined> {
   const link = await store.artifact(tenant, sha256)
   if (!link) return undefined
   const bounded = { maxDepth: limits.maxDepth ?? 32, maxActivities: limits.maxActivities ?? 1000 }
-  const [ancestors, descendants] = await Promise.all([walk(store, tenant, sha256, 'ancestors', bounded), walk(store, tenant, sha256, 'descendants', bounded)])
+  const [ancestors, descendants] = await Promise.all([
+    walk(store, tenant, sha256, 'ancestors', bounded),
+    walk(store, tenant, sha256, 'descendants', bounded),
+  ])
   return {
     artifact: { sha256, size: link.size, mediaType: link.mediaType, paths: [link.path] },
     ancestors: ancestors.graph,

@@ -26,8 +26,17 @@ export interface LedgerFabricSettings {
 
 /** The bucket `fabric.s3` names, for the ledger's blobs and bucket-backed workspaces; a missing bucket stops start-up. */
 export function s3SettingsFrom(s3: DeepReadonly<S3Config>, key: string): S3Settings {
-  if (!s3.bucket) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `${key} is "s3" but fabric.s3.bucket is empty: name the bucket (EXECGATE_FABRIC_S3_BUCKET)` })
-  return { bucket: s3.bucket, prefix: s3.prefix, ...(s3.endpoint ? { endpoint: s3.endpoint } : {}), region: s3.region, forcePathStyle: s3.forcePathStyle }
+  if (!s3.bucket)
+    throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+      detail: `${key} is "s3" but fabric.s3.bucket is empty: name the bucket (EXECGATE_FABRIC_S3_BUCKET)`,
+    })
+  return {
+    bucket: s3.bucket,
+    prefix: s3.prefix,
+    ...(s3.endpoint ? { endpoint: s3.endpoint } : {}),
+    region: s3.region,
+    forcePathStyle: s3.forcePathStyle,
+  }
 }
 
 export function openRecordStore(fabric: LedgerFabricSettings): LedgerRecordStore {
@@ -36,7 +45,11 @@ export function openRecordStore(fabric: LedgerFabricSettings): LedgerRecordStore
   // Loaded only for this store: the embedded default never loads ioredis.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  return new RedisLedgerStore({ redis: new Redis(fabric.redisUrl, { maxRetriesPerRequest: 3 }), prefix: `${fabric.redisPrefix}:ledger`, ownsConnection: true })
+  return new RedisLedgerStore({
+    redis: new Redis(fabric.redisUrl, { maxRetriesPerRequest: 3 }),
+    prefix: `${fabric.redisPrefix}:ledger`,
+    ownsConnection: true,
+  })
 }
 
 export function openBlobStore(fabric: LedgerFabricSettings): BlobStore {

@@ -55,9 +55,21 @@ export function openLineageEvent(entry: RunRecord): OpenLineageRunEvent {
     run: {
       runId: entry.runId,
       facets: {
-        nominalTime: { _producer: producer, _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet', nominalStartTime: entry.startedAt, nominalEndTime: entry.endedAt },
+        nominalTime: {
+          _producer: producer,
+          _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet',
+          nominalStartTime: entry.startedAt,
+          nominalEndTime: entry.endedAt,
+        },
         ...(entry.error
-          ? { errorMessage: { _producer: producer, _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet', message: entry.error.code ? `${entry.error.type} (${entry.error.code})` : entry.error.type, programmingLanguage: entry.language ?? 'unknown' } }
+          ? {
+              errorMessage: {
+                _producer: producer,
+                _schemaURL: 'https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet',
+                message: entry.error.code ? `${entry.error.type} (${entry.error.code})` : entry.error.type,
+                programmingLanguage: entry.language ?? 'unknown',
+              },
+            }
           : {}),
         execgate_run: facet({
           status: entry.status,
@@ -84,11 +96,21 @@ export function openLineageEvent(entry: RunRecord): OpenLineageRunEvent {
       namespace,
       name: jobName(entry),
       facets: {
-        jobType: { _producer: producer, _schemaURL: 'https://openlineage.io/spec/facets/2-0-3/JobTypeJobFacet.json#/$defs/JobTypeJobFacet', processingType: 'BATCH', integration: 'EXECGATE', jobType: entry.planId !== undefined ? 'PLAN_STEP' : entry.taskId !== undefined ? 'TASK' : 'EXECUTION' },
+        jobType: {
+          _producer: producer,
+          _schemaURL: 'https://openlineage.io/spec/facets/2-0-3/JobTypeJobFacet.json#/$defs/JobTypeJobFacet',
+          processingType: 'BATCH',
+          integration: 'EXECGATE',
+          jobType: entry.planId !== undefined ? 'PLAN_STEP' : entry.taskId !== undefined ? 'TASK' : 'EXECUTION',
+        },
         execgate_code: facet({ language: entry.language, sha256: entry.code.sha256, size: entry.code.size }),
       },
     },
-    inputs: [dataset(entry.code, 'code'), ...entry.inputs.map((ref) => dataset(ref, 'input')), ...(entry.planDocument ? [dataset(entry.planDocument, 'plan')] : [])],
+    inputs: [
+      dataset(entry.code, 'code'),
+      ...entry.inputs.map((ref) => dataset(ref, 'input')),
+      ...(entry.planDocument ? [dataset(entry.planDocument, 'plan')] : []),
+    ],
     outputs,
   }
 }

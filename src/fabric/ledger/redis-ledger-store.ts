@@ -108,7 +108,13 @@ export class RedisLedgerStore implements LedgerRecordStore {
   }
 
   private async chain(tenant: string): Promise<{ head?: ChainPoint; checkpoint?: ChainPoint }> {
-    const [headSeq, headHash, checkpointSeq, checkpointHash] = await this.redis.hmget(this.key('chain', tenant), 'head_seq', 'head_hash', 'checkpoint_seq', 'checkpoint_hash')
+    const [headSeq, headHash, checkpointSeq, checkpointHash] = await this.redis.hmget(
+      this.key('chain', tenant),
+      'head_seq',
+      'head_hash',
+      'checkpoint_seq',
+      'checkpoint_hash',
+    )
     return {
       ...(headSeq != null && headHash != null ? { head: { seq: Number(headSeq), hash: headHash } } : {}),
       ...(checkpointSeq != null && checkpointHash != null ? { checkpoint: { seq: Number(checkpointSeq), hash: checkpointHash } } : {}),
@@ -121,9 +127,10 @@ export class RedisLedgerStore implements LedgerRecordStore {
     const stored = new Map<RecordDraft, StoredRecord>()
     for (const [tenant, group] of byTenant) {
       for (let attempt = 0; ; attempt++) {
-        if (attempt >= CAS_ATTEMPTS) throw new Error(`[execgate] [ledger] could not append to tenant ${tenant}'s chain: ${CAS_ATTEMPTS} other appends came first`)
+        if (attempt >= CAS_ATTEMPTS)
+          throw new Error(`[execgate] [ledger] could not append to tenant ${tenant}'s chain: ${CAS_ATTEMPTS} other appends came first`)
         const { head, checkpoint } = await this.chain(tenant)
-        let tip = head && head.seq > (checkpoint?.seq ?? 0) ? head : checkpoint ?? GENESIS
+        let tip = head && head.seq > (checkpoint?.seq ?? 0) ? head : (checkpoint ?? GENESIS)
         const expect = tip.seq
         const seen = await this.redis.hmget(this.key('ids', tenant), ...group.map((draft) => draft.id))
         const fresh: StoredRecord[] = []
@@ -175,7 +182,9 @@ export class RedisLedgerStore implements LedgerRecordStore {
   async bySeq(tenant: string, seqs: readonly number[]): Promise<StoredRecord[]> {
     if (seqs.length === 0) return []
     const raws = await this.redis.hmget(this.key('records', tenant), ...seqs.map(String))
-    return seqs.map((seq, index) => this.toRecord(tenant, seq, raws[index])).filter((record): record is StoredRecord => record !== undefined)
+    return seqs
+      .map((seq, index) => this.toRecord(tenant, seq, raws[index]))
+      .filter((record): record is StoredRecord => record !== undefined)
   }
 
   async page(tenant: string, afterSeq: number, limit: number): Promise<StoredRecord[]> {
@@ -218,7 +227,13 @@ export class RedisLedgerStore implements LedgerRecordStore {
     const last = records.find((record) => record.seq === seq)
     if (!last) return []
     const removed = records.map((record) => ({ seq: record.seq, id: record.id, links: scriptLinks(JSON.parse(record.body) as RecordBody) }))
-    await this.redis.eval(REMOVE, 0, this.prefix, encodeURIComponent(tenant), JSON.stringify({ records: removed, checkpoint: { seq: last.seq, hash: last.hash } }))
+    await this.redis.eval(
+      REMOVE,
+      0,
+      this.prefix,
+      encodeURIComponent(tenant),
+      JSON.stringify({ records: removed, checkpoint: { seq: last.seq, hash: last.hash } }),
+    )
     return [...new Set(removed.flatMap((record) => record.links.map((link) => link.sha)))]
   }
 

@@ -27,7 +27,7 @@ const PAGE = 1000
  */
 async function oldestCovering(store: LedgerRecordStore, tenant: string, after: number, excess: number): Promise<number> {
   let counted = 0
-  for (let from = after; ; ) {
+  for (let from = after; ;) {
     const records = await store.page(tenant, from, PAGE)
     for (const record of records) {
       const distinct = new Map(linksOf(parseBody(record).entry).map((link) => [link.sha256, link.size]))
@@ -46,7 +46,13 @@ async function oldestCovering(store: LedgerRecordStore, tenant: string, after: n
  * it. The caller serialises this with its own appends (the ledger runs it on its write queue), so a blob cannot be
  * referenced afresh between the check and the delete.
  */
-export async function applyRetention(store: LedgerRecordStore, blobs: BlobStore, policy: RetentionPolicy, now = Date.now(), only?: readonly string[]): Promise<RetentionReport> {
+export async function applyRetention(
+  store: LedgerRecordStore,
+  blobs: BlobStore,
+  policy: RetentionPolicy,
+  now = Date.now(),
+  only?: readonly string[],
+): Promise<RetentionReport> {
   const report: RetentionReport = { tenants: [], removedBlobs: [] }
   const candidates = new Set<string>()
   for (const tenant of only ?? (await store.tenants())) {
@@ -55,7 +61,7 @@ export async function applyRetention(store: LedgerRecordStore, blobs: BlobStore,
     if (policy.maxAgeDays > 0) {
       const cutoff = now - policy.maxAgeDays * DAY_MS
       // The oldest records, up to the first one young enough to keep (a prefix, never a hole in the chain).
-      scan: for (let after = start; ; ) {
+      scan: for (let after = start; ;) {
         const records = await store.page(tenant, after, PAGE)
         for (const record of records) {
           if (parseBody(record).recordedAt >= cutoff) break scan
@@ -75,7 +81,12 @@ export async function applyRetention(store: LedgerRecordStore, blobs: BlobStore,
       }
     }
     const checkpoint = await store.checkpoint(tenant)
-    report.tenants.push({ tenant, removedRecords: through - start, ...(checkpoint ? { checkpoint } : {}), bytes: await store.tenantBytes(tenant) })
+    report.tenants.push({
+      tenant,
+      removedRecords: through - start,
+      ...(checkpoint ? { checkpoint } : {}),
+      bytes: await store.tenantBytes(tenant),
+    })
   }
   for (const sha of candidates) if (!(await store.referenced(sha))) report.removedBlobs.push(sha)
   await blobs.delete(report.removedBlobs)

@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto'
 // Single files, not the core's index: the writer thread loads this module, and starts faster without the rest.
-import { LANGUAGES, type EgressRecord, type ExecutionRequest, type ExecutionResult, type Language, type SecurityPolicy, type WorkspaceFile } from '../../core/types'
+import {
+  LANGUAGES,
+  type EgressRecord,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Language,
+  type SecurityPolicy,
+  type WorkspaceFile,
+} from '../../core/types'
 import type { RunInfo } from '../../core/adapter'
 import { workspaceFileBytes } from '../../core/workspace-files'
 import { JSON_MEDIA_TYPE, TEXT_PLAIN, codeMediaType, mediaTypeOf } from './media-types'
@@ -41,7 +49,10 @@ export interface CapturedRun {
 function files(list: unknown): WorkspaceFile[] {
   if (!Array.isArray(list)) return []
   return list
-    .filter((file): file is WorkspaceFile => typeof file === 'object' && file !== null && typeof file.path === 'string' && typeof file.content === 'string')
+    .filter(
+      (file): file is WorkspaceFile =>
+        typeof file === 'object' && file !== null && typeof file.path === 'string' && typeof file.content === 'string',
+    )
     .map((file) => ({ path: file.path, content: file.content, ...(file.encoding ? { encoding: file.encoding } : {}) }))
 }
 
@@ -87,7 +98,10 @@ export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
   if (typeof value === 'object' && value !== null) {
     const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined)
-    return `{${entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`
+    return `{${entries
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`)
+      .join(',')}}`
   }
   return JSON.stringify(value) ?? 'null'
 }
@@ -150,7 +164,10 @@ function stream(name: 'stdout' | 'stderr', text: string, thresholdBytes: number,
 }
 
 /** The run's provenance record, and the blobs it references. */
-export function describeRun(captured: CapturedRun, settings: { tenant: string; execgateVersion: string; outputThresholdBytes: number }): { entry: RunRecord; blobs: BlobWrite[] } {
+export function describeRun(
+  captured: CapturedRun,
+  settings: { tenant: string; execgateVersion: string; outputThresholdBytes: number },
+): { entry: RunRecord; blobs: BlobWrite[] } {
   const blobs = new Map<string, BlobWrite>()
   const { run } = captured
   const provenance = run.provenance ?? {}

@@ -97,10 +97,14 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
     this.settledBefore = this.posted
     this.writtenHere = 0
     if (!this.closed || lost > 0) {
-      this.options.logger?.error({ exitCode: code, lost }, 'the ledger writer thread ended; records it had not written are lost (the next run starts a new one)')
+      this.options.logger?.error(
+        { exitCode: code, lost },
+        'the ledger writer thread ended; records it had not written are lost (the next run starts a new one)',
+      )
       if (lost > 0) this.options.onLost?.(lost)
     }
-    for (const request of this.requests.values()) request.reject(new ExecgateError('EXECGATE_LEDGER_UNAVAILABLE', { detail: `the writer thread ended (exit code ${code})` }))
+    for (const request of this.requests.values())
+      request.reject(new ExecgateError('EXECGATE_LEDGER_UNAVAILABLE', { detail: `the writer thread ended (exit code ${code})` }))
     this.requests.clear()
   }
 
@@ -127,7 +131,13 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
   }
 
   applyRetention(policy: RetentionPolicy, now?: number, tenants?: string[]): Promise<RetentionReport> {
-    return this.ask<RetentionReport>({ op: 'retention', id: this.nextId++, policy, ...(now !== undefined ? { now } : {}), ...(tenants ? { tenants } : {}) })
+    return this.ask<RetentionReport>({
+      op: 'retention',
+      id: this.nextId++,
+      policy,
+      ...(now !== undefined ? { now } : {}),
+      ...(tenants ? { tenants } : {}),
+    })
   }
 
   async close(): Promise<void> {

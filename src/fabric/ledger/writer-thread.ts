@@ -13,7 +13,8 @@ const port = parentPort!
 const data = workerData as WriterThreadData
 const send = (reply: WriterReply) => port.postMessage(reply)
 
-const log = (level: 'warn' | 'error') => (fields: object | string, msg?: string) => send({ op: 'log', level, fields: typeof fields === 'string' ? { msg: fields } : fields, msg: msg ?? '' })
+const log = (level: 'warn' | 'error') => (fields: object | string, msg?: string) =>
+  send({ op: 'log', level, fields: typeof fields === 'string' ? { msg: fields } : fields, msg: msg ?? '' })
 const logger = { warn: log('warn'), error: log('error') } as unknown as Logger
 
 const writer = new LedgerWriter({

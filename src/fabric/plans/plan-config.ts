@@ -24,7 +24,15 @@ export function planServiceOptionsFrom(
   llm?: LlmProvider,
 ): Pick<PlanServiceOptions, 'settings' | 'reflector' | 'storeKind' | 'dataDir'> {
   const { plans } = fabric
-  const model = llm ?? (plans.reflector.modelId ? new BedrockConverseProvider({ modelId: plans.reflector.modelId, region: plans.reflector.region, ...(plans.reflector.endpoint ? { endpoint: plans.reflector.endpoint } : {}) }) : undefined)
+  const model =
+    llm ??
+    (plans.reflector.modelId
+      ? new BedrockConverseProvider({
+          modelId: plans.reflector.modelId,
+          region: plans.reflector.region,
+          ...(plans.reflector.endpoint ? { endpoint: plans.reflector.endpoint } : {}),
+        })
+      : undefined)
   return {
     storeKind: fabric.store,
     dataDir: fabric.dataDir,

@@ -129,7 +129,8 @@ export class PlanEngine {
       const plan = await this.options.store.get(id)
       if (!plan || isPlanFinal(plan.state)) return
       for (const task of (await this.tasksOf(plan)).values()) {
-        if (task.state !== 'COMPLETED' && task.state !== 'FAILED' && task.state !== 'TERMINATED') await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} ${reason}`)
+        if (task.state !== 'COMPLETED' && task.state !== 'FAILED' && task.state !== 'TERMINATED')
+          await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} ${reason}`)
       }
       ended = await this.finish(plan, 'TERMINATED', reason)
     }).finally(() => this.cancelling.delete(id))
@@ -147,7 +148,11 @@ export class PlanEngine {
     await this.serial(id, async () => {
       let plan = await this.options.store.get(id)
       // A write another process got to first (a compare-and-set lost) reads the plan again.
-      while (plan?.state === from && !(turned = await this.write(plan, { state: to, reason }, [{ type: 'plan', at: '', version: plan.version, from, to, reason }]))) plan = await this.options.store.get(id)
+      while (
+        plan?.state === from &&
+        !(turned = await this.write(plan, { state: to, reason }, [{ type: 'plan', at: '', version: plan.version, from, to, reason }]))
+      )
+        plan = await this.options.store.get(id)
       if (turned) await this.align(turned, await this.tasksOf(turned))
     })
     if (turned) this.kick(id)
@@ -220,13 +225,18 @@ export class PlanEngine {
     if (plan.state === 'RUNNING') {
       if (await this.align(plan, tasks)) return this.kick(id) // steps it held while suspended, if a resume was cut short
       if (version.steps.some((step) => !tasks.has(step.taskId))) return this.submitTasks(plan) // a crash between the version and its tasks
-      const failed = version.steps.filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined).sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]
+      const failed = version.steps
+        .filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined)
+        .sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]
       if (!failed) {
-        if (version.steps.every((step) => tasks.get(step.taskId)!.state === 'COMPLETED')) await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks)
+        if (version.steps.every((step) => tasks.get(step.taskId)!.state === 'COMPLETED'))
+          await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks)
         return
       }
       const reason = `step ${failed.id} failed: ${failureOf(tasks.get(failed.taskId)!)}`
-      const paused = await this.write(plan, { state: 'REVISING', reason, failedStep: failed.id, owner: this.owner }, [{ type: 'plan', at: '', version: plan.version, from: 'RUNNING', to: 'REVISING', reason }])
+      const paused = await this.write(plan, { state: 'REVISING', reason, failedStep: failed.id, owner: this.owner }, [
+        { type: 'plan', at: '', version: plan.version, from: 'RUNNING', to: 'REVISING', reason },
+      ])
       if (!paused) return this.kick(id)
       plan = paused
     }
@@ -239,7 +249,8 @@ export class PlanEngine {
     // Paused: steps not started are not started; started ones (running, or between retries) may finish.
     for (const step of version.steps) {
       const task = tasks.get(step.taskId)!
-      if (task.state === 'PENDING' && task.attempts === 0) await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} paused: ${plan.reason}`)
+      if (task.state === 'PENDING' && task.attempts === 0)
+        await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} paused: ${plan.reason}`)
     }
     tasks = await this.tasksOf(plan)
     await this.mirror(plan, tasks)
@@ -252,11 +263,18 @@ export class PlanEngine {
     const failedTask = tasks.get(currentVersion(plan).steps.find((step) => step.id === plan.failedStep)!.taskId)!
     const error = `step ${plan.failedStep} failed: ${failureOf(failedTask)}`
     const { reflector } = this.options
-    if (!reflector) return void (await this.finish(plan, 'FAILED', `${error}; no reflector is configured (fabric.plans.reflector.modelId), so the plan was not revised`))
+    if (!reflector)
+      return void (await this.finish(
+        plan,
+        'FAILED',
+        `${error}; no reflector is configured (fabric.plans.reflector.modelId), so the plan was not revised`,
+      ))
     while (plan.revisions.length < plan.maxRevisions && !this.cancelling.has(plan.id)) {
       const controller = new AbortController()
       this.revising.set(plan.id, controller)
-      const reply = await reflector.revise(revisionContext(plan, tasks, this.options.settings.allowedImports), controller.signal).finally(() => this.revising.delete(plan.id))
+      const reply = await reflector
+        .revise(revisionContext(plan, tasks, this.options.settings.allowedImports), controller.signal)
+        .finally(() => this.revising.delete(plan.id))
       // Cancelled, or this process is stopping: a restart asks again (an unanswered question is not counted).
       if (controller.signal.aborted || this.stopped || this.cancelling.has(plan.id)) return
       const completed = await this.completedTasks(plan)
@@ -265,22 +283,50 @@ export class PlanEngine {
       const at = new Date().toISOString()
       if (decision.problem !== undefined) {
         const refused = { attempt, at, stepId: plan.failedStep!, accepted: false, reason: decision.problem }
-        const next = await this.write(plan, { revisions: [...plan.revisions, refused] }, [{ type: 'revision', at, version: plan.version, attempt, accepted: false, stepId: refused.stepId, reason: refused.reason }])
+        const next = await this.write(plan, { revisions: [...plan.revisions, refused] }, [
+          { type: 'revision', at, version: plan.version, attempt, accepted: false, stepId: refused.stepId, reason: refused.reason },
+        ])
         if (!next) return this.kick(plan.id)
         plan = next
         continue
       }
       // What stays of the old version ends here (a suspended step is revised, not resumed).
-      for (const task of tasks.values()) if (task.state === 'SUSPENDED') await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${plan.id} revised to version ${plan.version + 1}`)
+      for (const task of tasks.values())
+        if (task.state === 'SUSPENDED')
+          await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${plan.id} revised to version ${plan.version + 1}`)
       await this.mirror(plan, await this.tasksOf(plan))
       const note = (reply.problem === undefined ? reply.note : undefined) ?? 'revised by the reflector'
-      const version: PlanVersion = { version: plan.version + 1, createdAt: at, reason: `revision ${attempt}: ${error}`, note, steps: decision.records, changes: decision.changes }
+      const version: PlanVersion = {
+        version: plan.version + 1,
+        createdAt: at,
+        reason: `revision ${attempt}: ${error}`,
+        note,
+        steps: decision.records,
+        changes: decision.changes,
+      }
       const reason = `revised to version ${version.version} after ${error}`
       const next = await this.write(
         plan,
-        { state: 'RUNNING', reason, version: version.version, versions: [...plan.versions, version], revisions: [...plan.revisions, { attempt, at, stepId: plan.failedStep!, accepted: true, version: version.version, reason: note }], failedStep: undefined, owner: undefined },
+        {
+          state: 'RUNNING',
+          reason,
+          version: version.version,
+          versions: [...plan.versions, version],
+          revisions: [...plan.revisions, { attempt, at, stepId: plan.failedStep!, accepted: true, version: version.version, reason: note }],
+          failedStep: undefined,
+          owner: undefined,
+        },
         [
-          { type: 'revision', at, version: version.version, attempt, accepted: true, stepId: plan.failedStep!, reason: note, changes: decision.changes },
+          {
+            type: 'revision',
+            at,
+            version: version.version,
+            attempt,
+            accepted: true,
+            stepId: plan.failedStep!,
+            reason: note,
+            changes: decision.changes,
+          },
           { type: 'plan', at, version: version.version, from: 'REVISING', to: 'RUNNING', reason },
         ],
       )
@@ -297,7 +343,9 @@ export class PlanEngine {
   /** Every completed task of the plan's versions: runs a revision may keep. */
   private async completedTasks(plan: Plan): Promise<Map<string, Task>> {
     const ids = [...new Set(plan.versions.flatMap((version) => version.steps.map((step) => step.taskId)))]
-    return new Map((await this.options.tasks.scheduler.store.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]))
+    return new Map(
+      (await this.options.tasks.scheduler.store.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]),
+    )
   }
 
   /**
@@ -308,17 +356,25 @@ export class PlanEngine {
   private async submitTasks(plan: Plan, fresh = false): Promise<void> {
     const version = currentVersion(plan)
     await this.recordVersion(plan, version)
-    const existing = new Set(fresh ? [] : (await this.options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id))
+    const existing = new Set(
+      fresh ? [] : (await this.options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id),
+    )
     const steps = version.steps.filter((step) => !existing.has(step.taskId))
     if (steps.length === 0) return
     const { workspaceAccess } = this.options.settings
     // A step's bucket prefix is its own in this version: a retry empties it, a revision's rerun gets another.
     const prefixes = new Map(steps.map((step) => [step.taskId, stepWorkspacePrefix(plan.id, step.id, version.version)]))
-    const workspaceOf = plan.workspace === 's3' ? (taskId: string) => ({ kind: 'bucket' as const, prefix: prefixes.get(taskId)! }) : undefined
+    const workspaceOf =
+      plan.workspace === 's3' ? (taskId: string) => ({ kind: 'bucket' as const, prefix: prefixes.get(taskId)! }) : undefined
     // Their first log entries reach the plan's log with the next copy, in the task log's order like every other.
     await this.options.tasks.scheduler.submit(
       steps.map((step) => taskSpecFor(plan, version, step)),
-      { tenant: plan.tenant, ...(plan.profile ? { profile: plan.profile } : {}), ...(workspaceAccess ? { workspaceAccess } : {}), ...(workspaceOf ? { workspaceOf } : {}) },
+      {
+        tenant: plan.tenant,
+        ...(plan.profile ? { profile: plan.profile } : {}),
+        ...(workspaceAccess ? { workspaceAccess } : {}),
+        ...(workspaceOf ? { workspaceOf } : {}),
+      },
     )
   }
 
@@ -330,7 +386,10 @@ export class PlanEngine {
     try {
       await this.options.recordVersion?.(planVersionRecord(plan, version))
     } catch (error) {
-      this.options.logger?.warn({ planId: plan.id, version: version.version, err: describeError(error) }, 'the plan version was not recorded in the ledger yet')
+      this.options.logger?.warn(
+        { planId: plan.id, version: version.version, err: describeError(error) },
+        'the plan version was not recorded in the ledger yet',
+      )
     }
   }
 
@@ -342,7 +401,11 @@ export class PlanEngine {
     for (;;) {
       await this.mirror(plan, tasks ?? (await this.tasksOf(plan)))
       tasks = undefined
-      const ended = await this.write(plan, { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) }, [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }])
+      const ended = await this.write(
+        plan,
+        { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) },
+        [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }],
+      )
       if (ended) return ended
       const again = await this.options.store.get(plan.id)
       if (!again || isPlanFinal(again.state)) return undefined
@@ -355,7 +418,10 @@ export class PlanEngine {
     const at = new Date().toISOString()
     const next: Plan = { ...plan, ...patch, rev: plan.rev + 1, updatedAt: at }
     for (const key of Object.keys(patch) as (keyof Plan)[]) if (patch[key] === undefined) delete next[key]
-    const written = await this.options.store.update(next, events.map((event) => ({ ...event, at: event.at || at })))
+    const written = await this.options.store.update(
+      next,
+      events.map((event) => ({ ...event, at: event.at || at })),
+    )
     if (!written) return undefined
     this.announce(written)
     return next

@@ -27,7 +27,11 @@ export function currentVersion(plan: Pick<Plan, 'versions' | 'version'>): PlanVe
 
 /** The first error a step's check reports, as a sentence naming the step and the line; undefined when it passes. */
 export function stepCheckProblem(rules: RevisionRules, plan: Pick<Plan, 'tenant' | 'profile'>, step: PlanStepSpec): string | undefined {
-  const report = rules.check(requestFor(step), { tenant: plan.tenant, ...(plan.profile ? { profile: plan.profile } : {}), ...(rules.workspaceAccess ? { workspaceAccess: rules.workspaceAccess } : {}) })
+  const report = rules.check(requestFor(step), {
+    tenant: plan.tenant,
+    ...(plan.profile ? { profile: plan.profile } : {}),
+    ...(rules.workspaceAccess ? { workspaceAccess: rules.workspaceAccess } : {}),
+  })
   const issue = report.issues.find((item) => item.severity === 'error')
   if (!issue) return undefined
   return `step "${step.id}": ${issue.message}${issue.line ? ` (line ${issue.line})` : ''}`
@@ -37,7 +41,9 @@ export function stepCheckProblem(rules: RevisionRules, plan: Pick<Plan, 'tenant'
 export function revisionContext(plan: Plan, tasks: ReadonlyMap<string, Task>, allowedImports: readonly string[]): RevisionContext {
   const version = currentVersion(plan)
   const withTasks = version.steps.flatMap((step) => (tasks.has(step.taskId) ? [{ step, task: tasks.get(step.taskId)! }] : []))
-  const failed = withTasks.filter(({ task }) => failureOf(task) !== undefined).sort((a, b) => Number(b.step.id === plan.failedStep) - Number(a.step.id === plan.failedStep))
+  const failed = withTasks
+    .filter(({ task }) => failureOf(task) !== undefined)
+    .sort((a, b) => Number(b.step.id === plan.failedStep) - Number(a.step.id === plan.failedStep))
   // The refusals of this round: the refused attempts since the last accepted one.
   const lastAccepted = plan.revisions.map((revision) => revision.accepted).lastIndexOf(true)
   return {
@@ -51,13 +57,19 @@ export function revisionContext(plan: Plan, tasks: ReadonlyMap<string, Task>, al
   }
 }
 
-export type RevisionDecision = { records: PlanStepRecord[]; changes: PlanChanges; problem?: undefined } | { problem: string; records?: undefined }
+export type RevisionDecision =
+  { records: PlanStepRecord[]; changes: PlanChanges; problem?: undefined } | { problem: string; records?: undefined }
 
 /**
  * Decides a reply: the next version is the current version's completed steps (kept unless the reply lists them
  * again) and the reply's steps. `completed` holds every completed task of the plan's versions, for reuse.
  */
-export function decideRevision(rules: RevisionRules, plan: Plan, reply: readonly PlanStepSpec[], completed: ReadonlyMap<string, Task>): RevisionDecision {
+export function decideRevision(
+  rules: RevisionRules,
+  plan: Plan,
+  reply: readonly PlanStepSpec[],
+  completed: ReadonlyMap<string, Task>,
+): RevisionDecision {
   const version = currentVersion(plan)
   const replied = new Set<string>()
   for (const step of reply) {
@@ -68,7 +80,8 @@ export function decideRevision(rules: RevisionRules, plan: Plan, reply: readonly
   const steps = [...kept, ...reply.map(specOf)]
   const graph = findGraphProblem(steps)
   if (graph) return { problem: graph }
-  if (steps.length > rules.maxSteps) return { problem: `the revised plan has ${steps.length} steps; at most ${rules.maxSteps} are allowed (fabric.plans.maxSteps)` }
+  if (steps.length > rules.maxSteps)
+    return { problem: `the revised plan has ${steps.length} steps; at most ${rules.maxSteps} are allowed (fabric.plans.maxSteps)` }
   const records = recordsFor(plan, steps, plan.version + 1, completed)
   for (const record of records) {
     if (record.reusedFrom !== undefined) continue

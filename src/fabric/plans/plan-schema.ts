@@ -126,10 +126,12 @@ export function findPlanProblem(spec: unknown, bounds: { maxSteps: number; maxRe
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return 'the plan must be an object'
   if (!validatePlan(spec)) return describe(validatePlan.errors?.[0], 'plan')
   const plan = spec as PlanSpec
-  if (plan.steps.length > bounds.maxSteps) return `the plan has ${plan.steps.length} steps; at most ${bounds.maxSteps} are allowed (fabric.plans.maxSteps)`
+  if (plan.steps.length > bounds.maxSteps)
+    return `the plan has ${plan.steps.length} steps; at most ${bounds.maxSteps} are allowed (fabric.plans.maxSteps)`
   if (plan.maxRevisions !== undefined && plan.maxRevisions > bounds.maxRevisions) {
     return `maxRevisions ${plan.maxRevisions} is above the allowed ${bounds.maxRevisions} (fabric.plans.maxRevisions); a plan may only lower it`
   }
-  if (plan.workspace === 's3' && !bounds.bucket) return 'workspace "s3" needs a bucket, and fabric.s3.bucket is empty (EXECGATE_FABRIC_S3_BUCKET)'
+  if (plan.workspace === 's3' && !bounds.bucket)
+    return 'workspace "s3" needs a bucket, and fabric.s3.bucket is empty (EXECGATE_FABRIC_S3_BUCKET)'
   return findGraphProblem(plan.steps)
 }

@@ -39,7 +39,10 @@ export interface PlanService {
   suspend(id: string, caller?: TaskCaller): Promise<PlanView>
   /** SUSPENDED → RUNNING: the steps it suspended run again, completed ones are kept; EXECGATE_PLAN_CONFLICT from another state. */
   resume(id: string, caller?: TaskCaller): Promise<PlanView>
-  list(filter?: { state?: PlanState; limit?: number; cursor?: string; order?: 'oldest' | 'newest' }, caller?: TaskCaller): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
+  list(
+    filter?: { state?: PlanState; limit?: number; cursor?: string; order?: 'oldest' | 'newest' },
+    caller?: TaskCaller,
+  ): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
   /** The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends. */
   events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanEvent>
   /** Starts driving plans now (continuing those a stopped process left) instead of at the first call. */
@@ -91,18 +94,30 @@ export function unsupportedPlanService(storeKind: string): PlanService {
 export function createPlanService(options: PlanServiceOptions): PlanService {
   if ((options.storeKind ?? 'sqlite') !== 'sqlite' && !options.store) return unsupportedPlanService(options.storeKind!)
   const store = options.store ?? new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
-  const engine = new PlanEngine({ store, tasks: options.tasks, check: options.check, settings: options.settings, reflector: options.reflector, recordVersion: options.recordVersion, logger: options.logger, tickMs: options.tickMs })
+  const engine = new PlanEngine({
+    store,
+    tasks: options.tasks,
+    check: options.check,
+    settings: options.settings,
+    reflector: options.reflector,
+    recordVersion: options.recordVersion,
+    logger: options.logger,
+    tickMs: options.tickMs,
+  })
   const tickMs = options.tickMs ?? 1000
   const tenantOf = (caller: TaskCaller = {}) => caller.tenant ?? DEFAULT_TENANT
   // Another tenant's plan answers exactly like a missing one, so ids never leak across tenants.
   const owned = async (id: string, caller?: TaskCaller): Promise<Plan> => {
     const plan = await store.get(id)
-    if (!plan || plan.tenant !== tenantOf(caller)) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no plan "${id}" for tenant ${tenantOf(caller)}` })
+    if (!plan || plan.tenant !== tenantOf(caller))
+      throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no plan "${id}" for tenant ${tenantOf(caller)}` })
     return plan
   }
   const view = async (plan: Plan): Promise<PlanView> => {
     const version = currentVersion(plan)
-    const tasks = new Map((await options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]))
+    const tasks = new Map(
+      (await options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]),
+    )
     const { owner: _owner, rev: _rev, ...rest } = plan
     return { ...rest, steps: stepViews(version, tasks) }
   }
@@ -151,21 +166,32 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       await ready()
       const plan = await owned(id, caller)
       const ended = await engine.cancel(id)
-      if (!ended) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state, action: 'cancelled' })
+      if (!ended)
+        throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state, action: 'cancelled' })
       return view(ended)
     },
     async suspend(id, caller) {
       await ready()
       const plan = await owned(id, caller)
       const suspended = await engine.suspend(id)
-      if (!suspended) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state, action: 'suspended (only RUNNING plans can)' })
+      if (!suspended)
+        throw new ExecgateError('EXECGATE_PLAN_CONFLICT', {
+          id,
+          state: (await store.get(id))?.state ?? plan.state,
+          action: 'suspended (only RUNNING plans can)',
+        })
       return view(suspended)
     },
     async resume(id, caller) {
       await ready()
       const plan = await owned(id, caller)
       const resumed = await engine.resume(id)
-      if (!resumed) throw new ExecgateError('EXECGATE_PLAN_CONFLICT', { id, state: (await store.get(id))?.state ?? plan.state, action: 'resumed (only SUSPENDED plans can)' })
+      if (!resumed)
+        throw new ExecgateError('EXECGATE_PLAN_CONFLICT', {
+          id,
+          state: (await store.get(id))?.state ?? plan.state,
+          action: 'resumed (only SUSPENDED plans can)',
+        })
       return view(resumed)
     },
     async list(filter = {}, caller) {

@@ -75,7 +75,12 @@ export function requestFor(step: PlanStepSpec): ExecutionRequest {
  * dependencies are the very runs it read then (so its inputs are the same); otherwise it gets a task of this version.
  * `completed` holds the tasks of earlier versions that completed.
  */
-export function recordsFor(plan: Pick<Plan, 'id' | 'versions'>, steps: readonly PlanStepSpec[], version: number, completed: ReadonlyMap<string, Task>): PlanStepRecord[] {
+export function recordsFor(
+  plan: Pick<Plan, 'id' | 'versions'>,
+  steps: readonly PlanStepSpec[],
+  version: number,
+  completed: ReadonlyMap<string, Task>,
+): PlanStepRecord[] {
   const records = new Map<string, PlanStepRecord>()
   for (const step of dependencyOrder(steps.map(specOf))) {
     const digest = stepDigest(step)
@@ -105,7 +110,12 @@ export function taskSpecFor(plan: Pick<Plan, 'id' | 'priority' | 'lane'>, versio
     request: requestFor(record),
     priority: plan.priority,
     lane: plan.lane,
-    ...(dependencies.length ? { dependencies, dependencyPaths: Object.fromEntries((record.dependsOn ?? []).map((id) => [byId.get(id)!.taskId, `${STEP_INPUT_ROOT}/${id}`])) } : {}),
+    ...(dependencies.length
+      ? {
+          dependencies,
+          dependencyPaths: Object.fromEntries((record.dependsOn ?? []).map((id) => [byId.get(id)!.taskId, `${STEP_INPUT_ROOT}/${id}`])),
+        }
+      : {}),
     ...(record.limits?.maxAttempts ? { retryPolicy: { maxAttempts: record.limits.maxAttempts } } : {}),
     provenance: { planId: plan.id, planVersion: version.version, stepId: record.id },
   }

@@ -28,7 +28,12 @@ const STARTING_POLL_MS = 25
  * Makes the plan's current steps match its state: SUSPENDED holds every pending or running one, RUNNING resumes every
  * one it held. `tasks` are the plan's tasks as just read, `read` reads them again. Resolves with whether a task moved.
  */
-export async function alignSteps(scheduler: Pick<TaskScheduler, 'suspend' | 'resume'>, plan: Plan, tasks: ReadonlyMap<string, Task>, read: () => Promise<ReadonlyMap<string, Task>>): Promise<boolean> {
+export async function alignSteps(
+  scheduler: Pick<TaskScheduler, 'suspend' | 'resume'>,
+  plan: Plan,
+  tasks: ReadonlyMap<string, Task>,
+  read: () => Promise<ReadonlyMap<string, Task>>,
+): Promise<boolean> {
   const taskIds = plan.versions.at(-1)!.steps.map((step) => step.taskId)
   let moved = false
   if (plan.state === 'RUNNING') {
@@ -42,7 +47,8 @@ export async function alignSteps(scheduler: Pick<TaskScheduler, 'suspend' | 'res
   for (const until = Date.now() + STARTING_WAIT_MS; ; tasks = await read()) {
     for (const id of taskIds) {
       const task = tasks.get(id)
-      if (task && (task.state === 'PENDING' || task.state === 'RUNNING')) moved = !!(await scheduler.suspend(id, suspensionReason(plan.id))) || moved
+      if (task && (task.state === 'PENDING' || task.state === 'RUNNING'))
+        moved = !!(await scheduler.suspend(id, suspensionReason(plan.id))) || moved
     }
     // A step caught between its claim and its run (SPAWNING) is held once it runs: looked at again shortly.
     if (!taskIds.some((id) => tasks.get(id)?.state === 'SPAWNING') || Date.now() >= until) return moved

@@ -161,7 +161,16 @@ export interface PlanView extends Omit<Plan, 'owner' | 'rev'> {
  */
 export type PlanEvent = { seq: number; planId: string; at: string; version: number } & (
   | { type: 'plan'; from: PlanState | null; to: PlanState; reason: string }
-  | { type: 'step'; stepId: string; taskId: string; from: TaskState | null; to: TaskState; reason: string; attempt: number; taskSeq: number }
+  | {
+      type: 'step'
+      stepId: string
+      taskId: string
+      from: TaskState | null
+      to: TaskState
+      reason: string
+      attempt: number
+      taskSeq: number
+    }
   | { type: 'revision'; attempt: number; accepted: boolean; stepId: string; reason: string; changes?: PlanChanges }
 )
 

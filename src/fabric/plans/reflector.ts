@@ -68,7 +68,11 @@ function userMessage(context: RevisionContext): string {
     'Code:',
     fenced(step.code),
     `Why it failed: ${task.reason}`,
-    ...(task.result?.error ? [`Exception: ${task.result.error.type}: ${task.result.error.message}${task.result.error.line ? ` (line ${task.result.error.line})` : ''}`] : []),
+    ...(task.result?.error
+      ? [
+          `Exception: ${task.result.error.type}: ${task.result.error.message}${task.result.error.line ? ` (line ${task.result.error.line})` : ''}`,
+        ]
+      : []),
     `stdout (end): ${tail(task.result?.stdout)}`,
     `stderr (end): ${tail(task.result?.stderr)}`,
   ]
@@ -82,7 +86,13 @@ function userMessage(context: RevisionContext): string {
     '',
     ...(first ? failure(first) : []),
     ...others.flatMap((other) => ['', ...failure(other)]),
-    ...(context.refusals.length ? ['', 'Your earlier replies were refused; do not repeat these mistakes:', ...context.refusals.map((reason, index) => `${index + 1}. ${reason}`)] : []),
+    ...(context.refusals.length
+      ? [
+          '',
+          'Your earlier replies were refused; do not repeat these mistakes:',
+          ...context.refusals.map((reason, index) => `${index + 1}. ${reason}`),
+        ]
+      : []),
     '',
     'Reply with the JSON object for the steps that have not completed.',
   ]
@@ -121,7 +131,8 @@ export function parseRevisionReply(reply: string): RevisionReply {
     return { problem: `unparseable reply: ${describeError(error)}` }
   }
   const body = Array.isArray(parsed) ? { steps: parsed } : (parsed as { steps?: unknown; note?: unknown })
-  if (typeof body !== 'object' || body === null || !Array.isArray(body.steps)) return { problem: 'unparseable reply: it has no "steps" array' }
+  if (typeof body !== 'object' || body === null || !Array.isArray(body.steps))
+    return { problem: 'unparseable reply: it has no "steps" array' }
   for (const [index, step] of body.steps.entries()) {
     const problem = findStepProblem(step)
     if (problem) return { problem: `steps[${index}]: ${problem}` }
@@ -144,7 +155,12 @@ export class Reflector {
   async revise(context: RevisionContext, signal?: AbortSignal): Promise<RevisionReply> {
     let reply: string
     try {
-      reply = await this.llm.complete({ system: systemPrompt(context.allowedImports), messages: [{ role: 'user', text: userMessage(context) }], maxTokens: this.options.maxTokens ?? 4096, signal })
+      reply = await this.llm.complete({
+        system: systemPrompt(context.allowedImports),
+        messages: [{ role: 'user', text: userMessage(context) }],
+        maxTokens: this.options.maxTokens ?? 4096,
+        signal,
+      })
     } catch (error) {
       return { problem: `the reflector did not answer: ${describeError(error)}` }
     }

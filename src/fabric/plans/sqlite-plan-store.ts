@@ -57,7 +57,9 @@ export class SqlitePlanStore implements PlanStore {
       event: prepare('INSERT INTO plan_events (plan_id, task_id, task_seq, body) VALUES (?, NULL, NULL, ?)'),
       mirrorEvent: prepare('INSERT OR IGNORE INTO plan_events (plan_id, task_id, task_seq, body) VALUES (?, ?, ?, ?)'),
       events: prepare('SELECT seq, plan_id, body FROM plan_events WHERE plan_id = ? AND seq > ? ORDER BY seq'),
-      mirrored: prepare('SELECT task_id, MAX(task_seq) AS last FROM plan_events WHERE plan_id = ? AND task_id IS NOT NULL GROUP BY task_id'),
+      mirrored: prepare(
+        'SELECT task_id, MAX(task_seq) AS last FROM plan_events WHERE plan_id = ? AND task_id IS NOT NULL GROUP BY task_id',
+      ),
       active: prepare(`SELECT body FROM plans WHERE state IN ('RUNNING', 'REVISING', 'SUSPENDED') ORDER BY seq`),
     }
     const append = (planId: string, events: readonly NewPlanEvent[]) =>
@@ -92,7 +94,9 @@ export class SqlitePlanStore implements PlanStore {
     const clauses = ['tenant = ?', newest ? 'seq < ?' : 'seq > ?']
     const params: unknown[] = [filter.tenant, Number(filter.cursor ?? 0) || (newest ? Number.MAX_SAFE_INTEGER : 0)]
     if (filter.state) (clauses.push('state = ?'), params.push(filter.state))
-    const rows = this.db.prepare(`SELECT seq, body FROM plans WHERE ${clauses.join(' AND ')} ORDER BY seq ${newest ? 'DESC' : 'ASC'} LIMIT ?`).all(...params, limit + 1) as { seq: number; body: string }[]
+    const rows = this.db
+      .prepare(`SELECT seq, body FROM plans WHERE ${clauses.join(' AND ')} ORDER BY seq ${newest ? 'DESC' : 'ASC'} LIMIT ?`)
+      .all(...params, limit + 1) as { seq: number; body: string }[]
     const page = rows.slice(0, limit)
     return { plans: page.map((row) => parse(row)!), ...(rows.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
   }

@@ -32,7 +32,18 @@ export class StepLogMirror {
       if (!stepId || !planVersion || seen.get(task.id) === signature) continue
       // Read after the task: its log holds at least what brought it to the state it was read in.
       for (const event of await this.tasks.events(task.id, upTo.get(task.id) ?? 0)) {
-        fresh.push({ type: 'step', at: event.at, version: planVersion, stepId, taskId: task.id, from: event.from, to: event.to, reason: event.reason, attempt: event.attempt, taskSeq: event.seq })
+        fresh.push({
+          type: 'step',
+          at: event.at,
+          version: planVersion,
+          stepId,
+          taskId: task.id,
+          from: event.from,
+          to: event.to,
+          reason: event.reason,
+          attempt: event.attempt,
+          taskSeq: event.seq,
+        })
       }
       seen.set(task.id, signature)
     }

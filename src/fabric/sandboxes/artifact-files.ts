@@ -12,8 +12,10 @@ export function isArtifactFile(file: SandboxFile): file is Extract<SandboxFile, 
  */
 export async function sandboxFileBytes(file: SandboxFile, tenant: string, artifacts: SandboxArtifactStore | undefined): Promise<Buffer> {
   if (!isArtifactFile(file)) return workspaceFileBytes(file)
-  if ('content' in file && (file as { content?: unknown }).content !== undefined) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${file.path}: give either content or sha256, not both` })
-  if (typeof file.sha256 !== 'string') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${file.path}: sha256 must be a string` })
+  if ('content' in file && (file as { content?: unknown }).content !== undefined)
+    throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${file.path}: give either content or sha256, not both` })
+  if (typeof file.sha256 !== 'string')
+    throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `${file.path}: sha256 must be a string` })
   if (!artifacts) throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
   return artifacts.read(file.sha256, tenant)
 }

@@ -1,2 +1,15 @@
 export { SandboxManager, type SandboxManagerOptions } from './sandbox-manager'
-export type { ArtifactFile, SandboxArtifactStore, SandboxFile, SavedArtifact, Sandbox, SandboxCaller, SandboxExecOptions, SandboxExecRequest, SandboxInfo, SandboxService, SandboxSettings, SandboxStartOptions } from './sandbox-types'
+export type {
+  ArtifactFile,
+  SandboxArtifactStore,
+  SandboxFile,
+  SavedArtifact,
+  Sandbox,
+  SandboxCaller,
+  SandboxExecOptions,
+  SandboxExecRequest,
+  SandboxInfo,
+  SandboxService,
+  SandboxSettings,
+  SandboxStartOptions,
+} from './sandbox-types'

@@ -17,7 +17,15 @@ import {
 import { sandboxFileBytes } from './artifact-files'
 import type { ExecuteOptions } from '../../execution/types'
 import { normalizeWorkspacePath } from '../../workspace'
-import type { Sandbox, SandboxArtifactStore, SandboxExecOptions, SandboxExecRequest, SandboxFile, SandboxInfo, SavedArtifact } from './sandbox-types'
+import type {
+  Sandbox,
+  SandboxArtifactStore,
+  SandboxExecOptions,
+  SandboxExecRequest,
+  SandboxFile,
+  SandboxInfo,
+  SavedArtifact,
+} from './sandbox-types'
 
 /** What a live sandbox needs from its manager. */
 export interface LiveSandboxHost {
@@ -113,15 +121,21 @@ export class LiveSandbox implements Sandbox {
     if (!this.live) return errorResult('invalid_request', this.adapter, this.stoppedError())
     return this.serial(async () => {
       if (!this.live) return errorResult('invalid_request', this.adapter, this.stoppedError())
-      if (options.signal?.aborted) return refusal('cancelled', this.adapter, `[execgate] the exec was cancelled before it started in sandbox ${this.id}`, 'Cancelled')
+      if (options.signal?.aborted)
+        return refusal('cancelled', this.adapter, `[execgate] the exec was cancelled before it started in sandbox ${this.id}`, 'Cancelled')
       for (const [index, file] of (request.files ?? []).entries()) {
         try {
           await this.handle.writeFile(normalizeWorkspacePath(file.path), await this.bytesOf(file))
         } catch (error) {
           // An unknown artifact, or the ledger off, answers with its own code, as the file calls do.
-          if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED')) return errorResult('invalid_request', this.adapter, error)
+          if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED'))
+            return errorResult('invalid_request', this.adapter, error)
           const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
-          return errorResult('invalid_request', this.adapter, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}]: ${message}` }))
+          return errorResult(
+            'invalid_request',
+            this.adapter,
+            new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}]: ${message}` }),
+          )
         }
       }
       const signal = options.signal ? AbortSignal.any([options.signal, this.life.signal]) : this.life.signal
@@ -151,7 +165,13 @@ export class LiveSandbox implements Sandbox {
           ...(request.lane ? { lane: request.lane } : {}),
           ...(request.priority !== undefined ? { priority: request.priority } : {}),
         },
-        { basePolicy: this.policy, sandbox: { id: this.id, adapter: this.adapter, handle }, tenant: this.tenant, signal, ...(options.onOutput ? { onOutput: options.onOutput } : {}) },
+        {
+          basePolicy: this.policy,
+          sandbox: { id: this.id, adapter: this.adapter, handle },
+          tenant: this.tenant,
+          signal,
+          ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        },
       )
       await inAdapter
       return result
@@ -171,9 +191,18 @@ export class LiveSandbox implements Sandbox {
 
   async writeFile(path: string, content: string | Uint8Array | { sha256: string }): Promise<void> {
     const relative = normalizeWorkspacePath(path)
-    if (typeof content !== 'string' && !(content instanceof Uint8Array) && typeof content?.sha256 !== 'string') throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a file is a string, bytes, or { sha256 } of an artifact' })
-    const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content instanceof Uint8Array ? content : await this.bytesOf({ path: relative, sha256: content.sha256 })
-    if (bytes.byteLength > this.host.maxFileBytes) throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', { detail: `${relative} is ${bytes.byteLength} bytes; a file may hold ${this.host.maxFileBytes} (workspace.maxFileBytes)` })
+    if (typeof content !== 'string' && !(content instanceof Uint8Array) && typeof content?.sha256 !== 'string')
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a file is a string, bytes, or { sha256 } of an artifact' })
+    const bytes =
+      typeof content === 'string'
+        ? Buffer.from(content, 'utf8')
+        : content instanceof Uint8Array
+          ? content
+          : await this.bytesOf({ path: relative, sha256: content.sha256 })
+    if (bytes.byteLength > this.host.maxFileBytes)
+      throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+        detail: `${relative} is ${bytes.byteLength} bytes; a file may hold ${this.host.maxFileBytes} (workspace.maxFileBytes)`,
+      })
     return this.fileCall(() => this.handle.writeFile(relative, bytes))
   }
 
@@ -210,7 +239,13 @@ export class LiveSandbox implements Sandbox {
     // Said before the file is read: with the ledger off, no file could ever be saved.
     if (!this.host.artifacts) throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
     const content = await this.readFile(path)
-    return this.host.artifacts.save({ tenant: this.tenant, sandboxId: this.id, adapter: this.adapter, path: normalizeWorkspacePath(path), content })
+    return this.host.artifacts.save({
+      tenant: this.tenant,
+      sandboxId: this.id,
+      adapter: this.adapter,
+      path: normalizeWorkspacePath(path),
+      content,
+    })
   }
 
   stop(): Promise<void> {
@@ -246,7 +281,8 @@ function execProblem(request: SandboxExecRequest): string | undefined {
   if (typeof request !== 'object' || request === null) return 'an exec is a command string or { command } or { language, code }'
   if (request.command !== undefined) {
     if (typeof request.command !== 'string' || !request.command.trim()) return 'command must be a non-empty string'
-    if (request.code !== undefined || (request.language !== undefined && request.language !== 'bash')) return 'give either command, or language and code'
+    if (request.code !== undefined || (request.language !== undefined && request.language !== 'bash'))
+      return 'give either command, or language and code'
     return undefined
   }
   if (typeof request.code !== 'string' || !request.code) return 'command, or language and code, is required'

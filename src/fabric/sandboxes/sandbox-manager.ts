@@ -16,7 +16,15 @@ import { unenforcedRequirement } from '../../routing/config-router'
 import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
 import { sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
-import type { Sandbox, SandboxArtifactStore, SandboxCaller, SandboxInfo, SandboxService, SandboxSettings, SandboxStartOptions } from './sandbox-types'
+import type {
+  Sandbox,
+  SandboxArtifactStore,
+  SandboxCaller,
+  SandboxInfo,
+  SandboxService,
+  SandboxSettings,
+  SandboxStartOptions,
+} from './sandbox-types'
 
 export interface SandboxManagerOptions {
   registry: AdapterRegistry
@@ -77,15 +85,22 @@ export class SandboxManager implements SandboxService {
     const capable = this.capable()
     const known = capable.map((adapter) => adapter.name).join(', ') || 'none'
     if (name === 'auto') {
-      if (!capable[0]) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name: 'auto', detail: 'no enabled adapter hosts sandboxes (execution.enabled)', known })
+      if (!capable[0])
+        throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', {
+          name: 'auto',
+          detail: 'no enabled adapter hosts sandboxes (execution.enabled)',
+          known,
+        })
       return capable[0]
     }
     const adapter = this.options.registry.get(name)
     if (!adapter) {
-      if (!this.options.registry.knownNames().includes(name)) throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: this.options.registry.knownNames().join(', ') })
+      if (!this.options.registry.knownNames().includes(name))
+        throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: this.options.registry.knownNames().join(', ') })
       throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it is not enabled (execution.enabled)', known })
     }
-    if (!adapter.capabilities.sandboxes || !adapter.openSandbox) throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it has no sandboxes capability', known })
+    if (!adapter.capabilities.sandboxes || !adapter.openSandbox)
+      throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it has no sandboxes capability', known })
     return adapter
   }
 
@@ -93,7 +108,10 @@ export class SandboxManager implements SandboxService {
   private policyFor(options: SandboxStartOptions, caller: SandboxCaller, adapter: CodeExecutionAdapter): SecurityPolicy {
     const base = { ...this.options.basePolicy(caller.profile), filesystem: this.options.settings.filesystem }
     const resolution = resolvePolicy(base, options)
-    if (!resolution.policy) throw new ExecgateError('EXECGATE_POLICY_LOOSENED', { detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, '') })
+    if (!resolution.policy)
+      throw new ExecgateError('EXECGATE_POLICY_LOOSENED', {
+        detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, ''),
+      })
     const limit = unenforcedRequirement(adapter, resolution.policy)
     if (limit) throw new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit, detail: `${adapter.name} does not enforce it` })
     return resolution.policy
@@ -103,7 +121,9 @@ export class SandboxManager implements SandboxService {
     const { idleTimeoutMs, maxIdleTimeoutMs } = this.options.settings
     if (asked === undefined) return Math.min(idleTimeoutMs, maxIdleTimeoutMs)
     if (!Number.isInteger(asked) || asked < 1 || asked > maxIdleTimeoutMs) {
-      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `idleTimeoutMs must be a whole number of ms from 1 to ${maxIdleTimeoutMs} (sandboxes.maxIdleTimeoutMs)` })
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
+        detail: `idleTimeoutMs must be a whole number of ms from 1 to ${maxIdleTimeoutMs} (sandboxes.maxIdleTimeoutMs)`,
+      })
     }
     return asked
   }
@@ -121,13 +141,16 @@ export class SandboxManager implements SandboxService {
         files.push({ path: normalizeWorkspacePath(file.path), content: await sandboxFileBytes(file, tenant, this.options.artifacts) })
       } catch (error) {
         if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED')) throw error
-        throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}]: ${describeError(error).replace(/^\[execgate\] /, '')}` })
+        throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
+          detail: `files[${index}]: ${describeError(error).replace(/^\[execgate\] /, '')}`,
+        })
       }
     }
     await (this.swept ??= this.sweep())
     // Counted before the backend opens: two starts at once cannot both take the last place.
     const { maxPerTenant } = this.options.settings
-    const held = [...this.live.values()].filter((sandbox) => sandbox.live && sandbox.tenant === tenant).length + (this.starting.get(tenant) ?? 0)
+    const held =
+      [...this.live.values()].filter((sandbox) => sandbox.live && sandbox.tenant === tenant).length + (this.starting.get(tenant) ?? 0)
     if (held >= maxPerTenant) throw new ExecgateError('EXECGATE_SANDBOX_LIMIT', { tenant, limit: maxPerTenant })
     this.starting.set(tenant, (this.starting.get(tenant) ?? 0) + 1)
     const id = `sb-${randomBytes(10).toString('hex')}`
@@ -161,7 +184,11 @@ export class SandboxManager implements SandboxService {
 
   private forget(sandbox: LiveSandbox, reason: string, error?: unknown): void {
     this.live.delete(sandbox.id)
-    if (error) this.options.logger?.warn({ sandbox: sandbox.id, tenant: sandbox.tenant, reason, err: describeError(error) }, 'sandbox stopped; its backend was not closed cleanly (the next start sweeps it)')
+    if (error)
+      this.options.logger?.warn(
+        { sandbox: sandbox.id, tenant: sandbox.tenant, reason, err: describeError(error) },
+        'sandbox stopped; its backend was not closed cleanly (the next start sweeps it)',
+      )
     else this.options.logger?.info({ sandbox: sandbox.id, tenant: sandbox.tenant, reason }, 'sandbox stopped')
   }
 

@@ -1,4 +1,14 @@
-import type { ExecutionResult, FilesystemAccess, Lane, Language, OutputStream, PolicyOverrides, SandboxFileEntry, SecurityPolicy, WorkspaceFile } from '../../core'
+import type {
+  ExecutionResult,
+  FilesystemAccess,
+  Lane,
+  Language,
+  OutputStream,
+  PolicyOverrides,
+  SandboxFileEntry,
+  SecurityPolicy,
+  WorkspaceFile,
+} from '../../core'
 
 /** Who is asking: every call names a tenant, and a tenant only ever sees its own sandboxes. */
 export interface SandboxCaller {

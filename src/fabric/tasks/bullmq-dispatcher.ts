@@ -66,13 +66,17 @@ export class BullmqDispatcher implements TaskDispatcher {
   async dispatch(task: Task): Promise<void> {
     const queue = await this.openQueue()
     const delay = Math.max(0, task.notBefore - Date.now())
-    await queue.add('task', { taskId: task.id }, {
-      priority: bullmqPriority(task.priority),
-      ...(delay > 0 ? { delay } : {}),
-      // The task store keeps the record; the queue only carries the announcement.
-      removeOnComplete: true,
-      removeOnFail: true,
-    })
+    await queue.add(
+      'task',
+      { taskId: task.id },
+      {
+        priority: bullmqPriority(task.priority),
+        ...(delay > 0 ? { delay } : {}),
+        // The task store keeps the record; the queue only carries the announcement.
+        removeOnComplete: true,
+        removeOnFail: true,
+      },
+    )
   }
 
   async consume(run: (taskId: string) => Promise<void>, concurrency: number): Promise<void> {

@@ -9,7 +9,11 @@ export const DEPENDENCY_ROOT = 'deps'
  * JSON, and every file it wrote, under `deps/<taskId>/` or the folder the task's `dependencyPaths` gives that
  * dependency. Reading them needs a policy whose filesystem access is `read_only` or more (or the submitter's grant).
  */
-export function withDependencyInputs(request: ExecutionRequest, dependencies: readonly Task[], paths: Readonly<Record<string, string>> = {}): ExecutionRequest {
+export function withDependencyInputs(
+  request: ExecutionRequest,
+  dependencies: readonly Task[],
+  paths: Readonly<Record<string, string>> = {},
+): ExecutionRequest {
   if (dependencies.length === 0) return request
   const files: WorkspaceFile[] = [...(request.files ?? [])]
   for (const dependency of dependencies) {

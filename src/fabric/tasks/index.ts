@@ -1,5 +1,20 @@
-export { createTaskService, taskServiceOptionsFrom, SQLITE_FILE_NAME, type FabricSettings, type TaskService, type TaskServiceOptions, type TaskCaller } from './task-service'
-export { TaskScheduler, defaultOwnerAlive, type TaskSchedulerOptions, type TaskStreamItem, type ResumeChanges, type ExecuteFunction } from './task-scheduler'
+export {
+  createTaskService,
+  taskServiceOptionsFrom,
+  SQLITE_FILE_NAME,
+  type FabricSettings,
+  type TaskService,
+  type TaskServiceOptions,
+  type TaskCaller,
+} from './task-service'
+export {
+  TaskScheduler,
+  defaultOwnerAlive,
+  type TaskSchedulerOptions,
+  type TaskStreamItem,
+  type ResumeChanges,
+  type ExecuteFunction,
+} from './task-scheduler'
 export { SqliteTaskStore, type SqliteTaskStoreOptions } from './sqlite-task-store'
 export { RedisTaskStore, type RedisTaskStoreOptions } from './redis-task-store'
 export { BullmqDispatcher, bullmqPriority, type TaskDispatcher, type BullmqDispatcherOptions } from './bullmq-dispatcher'

@@ -46,7 +46,7 @@ function retryOr(task: Task, kind: 'backend' | 'error', reason: string, random?:
     const delayMs = backoffDelay(task.retryPolicy, task.attempts, random)
     return { kind: 'retry', reason: `${reason}; retry ${task.attempts + 1}/${task.retryPolicy.maxAttempts} in ${delayMs} ms`, delayMs }
   }
-  const why = task.retryPolicy.retryOn.includes(kind) ? `after ${task.attempts} attempts` : 'not retryable by the task\'s retry policy'
+  const why = task.retryPolicy.retryOn.includes(kind) ? `after ${task.attempts} attempts` : "not retryable by the task's retry policy"
   return { kind: 'fail', reason: `${reason} (${why})` }
 }
 

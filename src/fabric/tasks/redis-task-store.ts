@@ -88,7 +88,15 @@ export class RedisTaskStore implements TaskStore {
     const firstEvent = (await this.redis.incrby(this.key('eventSeq'), fresh.length)) - fresh.length + 1
     const write = this.redis.multi()
     fresh.forEach((task, index) => {
-      const event: TaskEvent = { seq: firstEvent + index, taskId: task.id, at: task.createdAt, from: null, to: task.state, reason, attempt: 0 }
+      const event: TaskEvent = {
+        seq: firstEvent + index,
+        taskId: task.id,
+        at: task.createdAt,
+        from: null,
+        to: task.state,
+        reason,
+        attempt: 0,
+      }
       write.set(this.key('task', task.id), JSON.stringify(task))
       write.zadd(this.key('tenant', task.tenant), firstSeq + index, task.id)
       write.sadd(this.key('state', task.state), task.id)
@@ -144,7 +152,15 @@ export class RedisTaskStore implements TaskStore {
       if (!current || !from.includes(current.task.state)) return undefined
       const at = new Date().toISOString()
       const task: Task = { ...current.task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
-      const eventTemplate = JSON.stringify({ seq: 0, taskId: id, at, from: current.task.state, to: change.to, reason: change.reason, attempt: task.attempts })
+      const eventTemplate = JSON.stringify({
+        seq: 0,
+        taskId: id,
+        at,
+        from: current.task.state,
+        to: change.to,
+        reason: change.reason,
+        attempt: task.attempts,
+      })
       // The event's seq comes from the script's counter: `%d` stands where JSON has the placeholder 0.
       const template = eventTemplate.replaceAll('%', '%%').replace('{"seq":0,', '{"seq":%d,')
       const seq = (await this.redis.eval(
@@ -162,7 +178,11 @@ export class RedisTaskStore implements TaskStore {
         deadlineScore(task),
         id,
       )) as number
-      if (seq >= 0) return { task, event: { seq, taskId: id, at, from: current.task.state, to: change.to, reason: change.reason, attempt: task.attempts } }
+      if (seq >= 0)
+        return {
+          task,
+          event: { seq, taskId: id, at, from: current.task.state, to: change.to, reason: change.reason, attempt: task.attempts },
+        }
     }
     return undefined
   }

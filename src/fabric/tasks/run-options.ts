@@ -9,7 +9,13 @@ import type { Task } from './task-types'
  * task runs like any other, and the workspace it keeps in the bucket, if any. This is the one place that maps a task
  * onto a run.
  */
-export function runInputsFor(task: Task, request: ExecutionRequest, signal: AbortSignal, onOutput: ExecuteOptions['onOutput'], workspace?: Workspace): { request: ExecutionRequest; options: ExecuteOptions } {
+export function runInputsFor(
+  task: Task,
+  request: ExecutionRequest,
+  signal: AbortSignal,
+  onOutput: ExecuteOptions['onOutput'],
+  workspace?: Workspace,
+): { request: ExecutionRequest; options: ExecuteOptions } {
   return {
     request: { ...request, lane: task.lane, priority: task.priority },
     options: {

@@ -74,19 +74,26 @@ export class SqliteTaskStore implements TaskStore {
   private readonly db: Database
   private readonly statements: Record<string, Statement>
   private readonly insertMany: (tasks: readonly Task[], reason: string) => Task[]
-  private readonly transitionOne: (id: string, from: readonly TaskState[], change: TaskChange) => { task: Task; event: TaskEvent } | undefined
+  private readonly transitionOne: (
+    id: string,
+    from: readonly TaskState[],
+    change: TaskChange,
+  ) => { task: Task; event: TaskEvent } | undefined
 
   constructor(options: SqliteTaskStoreOptions) {
     this.db = openSqlite(options.file, SCHEMA, options.driver)
     const prepare = (sql: string) => this.db.prepare(sql)
     this.statements = {
-      insert: prepare(`INSERT INTO tasks (id, tenant, state, priority, ready, not_before, deadline_at, attempts, intent_id, idempotency_key, body)
+      insert:
+        prepare(`INSERT INTO tasks (id, tenant, state, priority, ready, not_before, deadline_at, attempts, intent_id, idempotency_key, body)
         VALUES (@id, @tenant, @state, @priority, @ready, @notBefore, @deadlineAt, @attempts, @intentId, @idempotencyKey, @body)`),
       byKey: prepare('SELECT body FROM tasks WHERE tenant = ? AND idempotency_key = ?'),
       get: prepare('SELECT body FROM tasks WHERE id = ?'),
       dependency: prepare('INSERT OR IGNORE INTO task_dependencies (depends_on, task_id) VALUES (?, ?)'),
       event: prepare('INSERT INTO task_events (task_id, at, from_state, to_state, reason, attempt) VALUES (?, ?, ?, ?, ?, ?)'),
-      update: prepare('UPDATE tasks SET state = @state, ready = @ready, not_before = @notBefore, attempts = @attempts, body = @body WHERE id = @id'),
+      update: prepare(
+        'UPDATE tasks SET state = @state, ready = @ready, not_before = @notBefore, attempts = @attempts, body = @body WHERE id = @id',
+      ),
       due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY priority DESC, seq LIMIT ?`),
       expired: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND attempts = 0 AND deadline_at IS NOT NULL AND deadline_at < ?`),
       dependents: prepare('SELECT t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ?'),
@@ -121,13 +128,28 @@ export class SqliteTaskStore implements TaskStore {
       const task: Task = { ...current, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
       this.write(task)
       const info = this.statements.event!.run(id, at, current.state, change.to, change.reason, task.attempts)
-      const event: TaskEvent = { seq: Number(info.lastInsertRowid), taskId: id, at, from: current.state, to: change.to, reason: change.reason, attempt: task.attempts }
+      const event: TaskEvent = {
+        seq: Number(info.lastInsertRowid),
+        taskId: id,
+        at,
+        from: current.state,
+        to: change.to,
+        reason: change.reason,
+        attempt: task.attempts,
+      }
       return { task, event }
     })
   }
 
   private write(task: Task): void {
-    this.statements.update!.run({ id: task.id, state: task.state, ready: task.ready ? 1 : 0, notBefore: task.notBefore, attempts: task.attempts, body: JSON.stringify(task) })
+    this.statements.update!.run({
+      id: task.id,
+      state: task.state,
+      ready: task.ready ? 1 : 0,
+      notBefore: task.notBefore,
+      attempts: task.attempts,
+      body: JSON.stringify(task),
+    })
   }
 
   async insert(tasks: readonly Task[], reason: string): Promise<Task[]> {
@@ -149,7 +171,9 @@ export class SqliteTaskStore implements TaskStore {
     const params: unknown[] = [filter.tenant, Number(filter.cursor ?? 0) || (newest ? Number.MAX_SAFE_INTEGER : 0)]
     if (filter.state) (clauses.push('state = ?'), params.push(filter.state))
     if (filter.intentId) (clauses.push('intent_id = ?'), params.push(filter.intentId))
-    const rows = this.db.prepare(`SELECT seq, body FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY seq ${newest ? 'DESC' : 'ASC'} LIMIT ?`).all(...params, limit + 1) as { seq: number; body: string }[]
+    const rows = this.db
+      .prepare(`SELECT seq, body FROM tasks WHERE ${clauses.join(' AND ')} ORDER BY seq ${newest ? 'DESC' : 'ASC'} LIMIT ?`)
+      .all(...params, limit + 1) as { seq: number; body: string }[]
     const page = rows.slice(0, limit)
     return { tasks: page.map((row) => parse(row)!), ...(rows.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
   }
@@ -175,7 +199,10 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async inStates(states: readonly TaskState[]): Promise<Task[]> {
-    return this.db.prepare(`SELECT body FROM tasks WHERE state IN (${states.map(() => '?').join(', ')}) ORDER BY seq`).all(...states).map((row) => parse(row)!)
+    return this.db
+      .prepare(`SELECT body FROM tasks WHERE state IN (${states.map(() => '?').join(', ')}) ORDER BY seq`)
+      .all(...states)
+      .map((row) => parse(row)!)
   }
 
   async dependentsOf(id: string): Promise<Task[]> {

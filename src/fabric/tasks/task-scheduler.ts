@@ -40,7 +40,8 @@ export interface TaskSchedulerOptions {
 }
 
 /** What `events()` yields: transitions from the action log, and output while this process runs the task. */
-export type TaskStreamItem = { type: 'transition'; event: TaskEvent } | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
+export type TaskStreamItem =
+  { type: 'transition'; event: TaskEvent } | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
 
 /** Changes a resumed task may bring: other limits or another adapter (the failure table's "resumable"). */
 export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'adapter' | 'policy'>
@@ -218,7 +219,9 @@ export class TaskScheduler {
     if (!task || task.state !== 'PENDING' || !task.ready) return
     // Handed over while this process stops, or early: announced again so another process (or a later time) runs it.
     if (this.stopped || task.notBefore > Date.now()) return this.options.dispatcher?.dispatch(task)
-    await (await this.claim(task))?.settled
+    await (
+      await this.claim(task)
+    )?.settled
   }
 
   /** Starts due tasks while slots are free; one pump at a time, re-run when woken meanwhile. */
@@ -230,7 +233,7 @@ export class TaskScheduler {
     }
     this.pumping = this.pump().finally(() => {
       this.pumping = undefined
-      if (this.again) (this.again = false), this.wake()
+      if (this.again) ((this.again = false), this.wake())
     })
   }
 
@@ -266,7 +269,11 @@ export class TaskScheduler {
       return undefined
     }
     const attempt = task.attempts + 1
-    const claimed = await this.move(task.id, ['PENDING'], { to: 'SPAWNING', reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`, patch: { attempts: attempt, owner: this.owner } })
+    const claimed = await this.move(task.id, ['PENDING'], {
+      to: 'SPAWNING',
+      reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`,
+      patch: { attempts: attempt, owner: this.owner },
+    })
     if (!claimed) return undefined
     const controller = new AbortController()
     this.running.set(task.id, controller)
@@ -281,29 +288,44 @@ export class TaskScheduler {
   private async run(task: Task, controller: AbortController): Promise<void> {
     try {
       const dependencies = await this.store.getMany(task.dependencies)
-      const request = withDependencyInputs({ ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) }, dependencies, task.dependencyPaths)
+      const request = withDependencyInputs(
+        { ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) },
+        dependencies,
+        task.dependencyPaths,
+      )
       const running = await this.move(task.id, ['SPAWNING'], { to: 'RUNNING', reason: 'started' })
       if (!running) return
-      const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
+      const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
+        this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
       const run = runInputsFor(running, request, controller.signal, onOutput, await this.workspaceOf(running))
       const result = await this.options.execute(run.request, run.options)
       if (controller.signal.aborted) {
         // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
-        if (controller.signal.reason === SHUTDOWN) await this.move(task.id, ['RUNNING'], { to: 'PENDING', reason: 'interrupted by a shutdown; runs again', patch: { attempts: running.attempts - 1, owner: undefined } })
+        if (controller.signal.reason === SHUTDOWN)
+          await this.move(task.id, ['RUNNING'], {
+            to: 'PENDING',
+            reason: 'interrupted by a shutdown; runs again',
+            patch: { attempts: running.attempts - 1, owner: undefined },
+          })
         // Cancelled or suspended meanwhile: that transition already happened.
         return
       }
       await this.settle(running, result, outcomeOf(running, result))
     } catch (error) {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
-      await this.move(task.id, ['SPAWNING', 'RUNNING'], { to: 'FAILED', reason: `internal error: ${describeError(error)}` }).catch(() => undefined)
+      await this.move(task.id, ['SPAWNING', 'RUNNING'], { to: 'FAILED', reason: `internal error: ${describeError(error)}` }).catch(
+        () => undefined,
+      )
     }
   }
 
   /** The task's own workspace outside memory, when it keeps one; a process that cannot open it fails the run saying why. */
   private async workspaceOf(task: Task): Promise<Workspace | undefined> {
     if (!task.workspace) return undefined
-    if (!this.options.workspaceFor) throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `task ${task.id} keeps its workspace in the bucket (${task.workspace.prefix}), and this process has no bucket: set fabric.s3.bucket (EXECGATE_FABRIC_S3_BUCKET)` })
+    if (!this.options.workspaceFor)
+      throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+        detail: `task ${task.id} keeps its workspace in the bucket (${task.workspace.prefix}), and this process has no bucket: set fabric.s3.bucket (EXECGATE_FABRIC_S3_BUCKET)`,
+      })
     return this.options.workspaceFor(task)
   }
 
@@ -315,7 +337,11 @@ export class TaskScheduler {
         await this.move(task.id, from, { to: 'COMPLETED', reason: 'completed', patch: { ...withResult, owner: undefined } })
         return
       case 'retry':
-        await this.move(task.id, from, { to: 'PENDING', reason: outcome.reason, patch: { ...withResult, owner: undefined, notBefore: Date.now() + outcome.delayMs } })
+        await this.move(task.id, from, {
+          to: 'PENDING',
+          reason: outcome.reason,
+          patch: { ...withResult, owner: undefined, notBefore: Date.now() + outcome.delayMs },
+        })
         return
       case 'suspend':
         await this.move(task.id, from, { to: 'SUSPENDED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
@@ -331,11 +357,16 @@ export class TaskScheduler {
   /** One transition, announced, with its consequences for dependents. */
   private async move(id: string, from: readonly TaskState[], change: TaskChange): Promise<Task | undefined> {
     // Only transitions the lifecycle draws: a caller asking for another one gets undefined, like a lost race.
-    const moved = await this.store.transition(id, from.filter((state) => canTransition(state, change.to)), change)
+    const moved = await this.store.transition(
+      id,
+      from.filter((state) => canTransition(state, change.to)),
+      change,
+    )
     if (!moved) return undefined
     this.emitter.emit('transition', moved.event, moved.task)
     if (moved.task.state === 'PENDING' && moved.task.ready) await this.announce(moved.task)
-    if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED') await this.afterEnd(moved.task)
+    if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED')
+      await this.afterEnd(moved.task)
     return moved.task
   }
 
@@ -344,7 +375,11 @@ export class TaskScheduler {
     for (const dependent of await this.store.dependentsOf(task.id)) {
       if (isFinal(dependent.state)) continue
       if (task.state === 'COMPLETED') await this.refreshReadiness(dependent)
-      else await this.move(dependent.id, ['PENDING', 'SUSPENDED'], { to: 'TERMINATED', reason: `dependency ${task.id} ${task.state}: ${task.reason}` })
+      else
+        await this.move(dependent.id, ['PENDING', 'SUSPENDED'], {
+          to: 'TERMINATED',
+          reason: `dependency ${task.id} ${task.state}: ${task.reason}`,
+        })
     }
     if (task.state === 'COMPLETED') this.wake()
   }
@@ -353,7 +388,10 @@ export class TaskScheduler {
     const dependencies = await this.store.getMany(task.dependencies)
     const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
     if (failed) {
-      await this.move(task.id, ['PENDING', 'SUSPENDED'], { to: 'TERMINATED', reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}` })
+      await this.move(task.id, ['PENDING', 'SUSPENDED'], {
+        to: 'TERMINATED',
+        reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}`,
+      })
     } else if (dependencies.length === task.dependencies.length && dependencies.every((dependency) => dependency.state === 'COMPLETED')) {
       const ready = await this.store.update(task.id, task.state, { ready: true })
       if (ready?.state === 'PENDING') await this.announce(ready)

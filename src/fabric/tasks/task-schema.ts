@@ -23,11 +23,20 @@ export const TASK_SPEC_SCHEMA = {
     requirements: {
       type: 'object',
       additionalProperties: false,
-      properties: { compute: { type: 'number', exclusiveMinimum: 0 }, memoryBytes: { type: 'integer', minimum: 1 }, network: { type: 'boolean' } },
+      properties: {
+        compute: { type: 'number', exclusiveMinimum: 0 },
+        memoryBytes: { type: 'integer', minimum: 1 },
+        network: { type: 'boolean' },
+      },
     },
     dependencies: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: ID_PATTERN } },
     // Relative folders of plain names: no `..`, no leading `/`, nothing the workspace would refuse.
-    dependencyPaths: { type: 'object', maxProperties: 1000, propertyNames: { pattern: ID_PATTERN }, additionalProperties: { type: 'string', pattern: '^(?!.*(^|/)\\.{1,2}(/|$))[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,7}$', maxLength: 256 } },
+    dependencyPaths: {
+      type: 'object',
+      maxProperties: 1000,
+      propertyNames: { pattern: ID_PATTERN },
+      additionalProperties: { type: 'string', pattern: '^(?!.*(^|/)\\.{1,2}(/|$))[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,7}$', maxLength: 256 },
+    },
     timeoutMs: { type: 'integer', minimum: 1 },
     retryPolicy: {
       type: 'object',
@@ -46,7 +55,11 @@ export const TASK_SPEC_SCHEMA = {
     provenance: {
       type: 'object',
       additionalProperties: false,
-      properties: { planId: { type: 'string', pattern: ID_PATTERN }, planVersion: { type: 'integer', minimum: 1 }, stepId: { type: 'string', pattern: ID_PATTERN } },
+      properties: {
+        planId: { type: 'string', pattern: ID_PATTERN },
+        planVersion: { type: 'integer', minimum: 1 },
+        stepId: { type: 'string', pattern: ID_PATTERN },
+      },
     },
   },
 } as const
@@ -75,7 +88,8 @@ export function findTaskProblem(spec: unknown): string | undefined {
     return `${field} ${error.message ?? 'is invalid'}`
   }
   const task = spec as TaskSpec
-  if (task.deadline !== undefined && !/^\d{4}-\d{2}-\d{2}T/.test(task.deadline)) return `deadline must be an ISO 8601 date-time, got "${task.deadline}"`
+  if (task.deadline !== undefined && !/^\d{4}-\d{2}-\d{2}T/.test(task.deadline))
+    return `deadline must be an ISO 8601 date-time, got "${task.deadline}"`
   if (task.deadline !== undefined && Number.isNaN(Date.parse(task.deadline))) return `deadline is not a valid date-time: "${task.deadline}"`
   const unlisted = Object.keys(task.dependencyPaths ?? {}).find((id) => !(task.dependencies ?? []).includes(id))
   if (unlisted) return `dependencyPaths names "${unlisted}", which is not in dependencies`
@@ -83,6 +97,7 @@ export function findTaskProblem(spec: unknown): string | undefined {
   const shared = folders.find((folder, index) => folders.indexOf(folder) !== index)
   if (shared) return `dependencyPaths gives two dependencies the same folder "${shared}"`
   const policy = task.retryPolicy
-  if (policy?.baseDelayMs !== undefined && policy.maxDelayMs !== undefined && policy.maxDelayMs < policy.baseDelayMs) return 'retryPolicy.maxDelayMs must be at least retryPolicy.baseDelayMs'
+  if (policy?.baseDelayMs !== undefined && policy.maxDelayMs !== undefined && policy.maxDelayMs < policy.baseDelayMs)
+    return 'retryPolicy.maxDelayMs must be at least retryPolicy.baseDelayMs'
   return undefined
 }

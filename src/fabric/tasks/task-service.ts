@@ -75,7 +75,10 @@ export interface FabricSettings {
 export function taskServiceOptionsFrom(fabric: FabricSettings): Pick<TaskServiceOptions, 'backend' | 'dataDir' | 'concurrency'> {
   return {
     dataDir: fabric.dataDir,
-    backend: fabric.store === 'redis' ? { kind: 'redis', url: fabric.redisUrl, prefix: fabric.redisPrefix, leaseMs: fabric.leaseMs } : { kind: 'sqlite' },
+    backend:
+      fabric.store === 'redis'
+        ? { kind: 'redis', url: fabric.redisUrl, prefix: fabric.redisPrefix, leaseMs: fabric.leaseMs }
+        : { kind: 'sqlite' },
     concurrency: fabric.concurrency,
   }
 }
@@ -83,14 +86,23 @@ export function taskServiceOptionsFrom(fabric: FabricSettings): Pick<TaskService
 function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?: TaskDispatcher } {
   if (options.store) return { store: options.store, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) }
   const backend = options.backend ?? { kind: 'sqlite' }
-  if (backend.kind === 'sqlite') return { store: new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) }) }
+  if (backend.kind === 'sqlite')
+    return { store: new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) }) }
   // Loaded only for this store: the embedded default never loads ioredis.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
   const prefix = backend.prefix ?? 'execgate'
   return {
-    store: new RedisTaskStore({ redis: new Redis(backend.url, { maxRetriesPerRequest: 3 }), prefix: `${prefix}:tasks`, ownsConnection: true }),
-    dispatcher: new BullmqDispatcher({ url: backend.url, queue: `${prefix}-tasks`, ...(backend.leaseMs ? { leaseMs: backend.leaseMs } : {}) }),
+    store: new RedisTaskStore({
+      redis: new Redis(backend.url, { maxRetriesPerRequest: 3 }),
+      prefix: `${prefix}:tasks`,
+      ownsConnection: true,
+    }),
+    dispatcher: new BullmqDispatcher({
+      url: backend.url,
+      queue: `${prefix}-tasks`,
+      ...(backend.leaseMs ? { leaseMs: backend.leaseMs } : {}),
+    }),
   }
 }
 
@@ -100,12 +112,24 @@ function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?
  */
 export function createTaskService(options: TaskServiceOptions): TaskService {
   const { store, dispatcher } = openStore(options)
-  const scheduler = new TaskScheduler({ store, dispatcher, execute: options.execute, logger: options.logger, concurrency: options.concurrency, tickMs: options.tickMs, workspaceFor: options.workspaceFor })
-  const submitter = (caller: TaskCaller = {}): Submitter => ({ tenant: caller.tenant ?? DEFAULT_TENANT, ...(caller.profile ? { profile: caller.profile } : {}) })
+  const scheduler = new TaskScheduler({
+    store,
+    dispatcher,
+    execute: options.execute,
+    logger: options.logger,
+    concurrency: options.concurrency,
+    tickMs: options.tickMs,
+    workspaceFor: options.workspaceFor,
+  })
+  const submitter = (caller: TaskCaller = {}): Submitter => ({
+    tenant: caller.tenant ?? DEFAULT_TENANT,
+    ...(caller.profile ? { profile: caller.profile } : {}),
+  })
   // Another tenant's task answers exactly like a missing one, so ids never leak across tenants.
   const owned = async (id: string, caller: TaskCaller = {}): Promise<Task> => {
     const task = await store.get(id)
-    if (!task || task.tenant !== submitter(caller).tenant) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no task "${id}" for tenant ${submitter(caller).tenant}` })
+    if (!task || task.tenant !== submitter(caller).tenant)
+      throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no task "${id}" for tenant ${submitter(caller).tenant}` })
     return task
   }
   const conflict = (task: Task, action: string) => new ExecgateError('EXECGATE_TASK_CONFLICT', { id: task.id, state: task.state, action })

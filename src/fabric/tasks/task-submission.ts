@@ -59,12 +59,19 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
   }
   const taken = await store.getMany([...ids.keys()])
   // An idempotent resubmission may name its own earlier id; any other reuse of an id is refused.
-  const reused = taken.find((task) => !withIds.some((spec) => spec.id === task.id && spec.idempotencyKey && spec.idempotencyKey === task.idempotencyKey && task.tenant === submitter.tenant))
+  const reused = taken.find(
+    (task) =>
+      !withIds.some(
+        (spec) =>
+          spec.id === task.id && spec.idempotencyKey && spec.idempotencyKey === task.idempotencyKey && task.tenant === submitter.tenant,
+      ),
+  )
   if (reused) throw invalid(`task id "${reused.id}" is already taken`)
   const external = [...new Set(withIds.flatMap((spec) => spec.dependencies ?? []).filter((id) => !ids.has(id)))]
   const found = new Map((await store.getMany(external)).filter((task) => task.tenant === submitter.tenant).map((task) => [task.id, task]))
   const unknown = external.filter((id) => !found.has(id))
-  if (unknown.length > 0) throw invalid(`unknown dependency ${unknown.map((id) => `"${id}"`).join(', ')}: no such task for tenant ${submitter.tenant}`)
+  if (unknown.length > 0)
+    throw invalid(`unknown dependency ${unknown.map((id) => `"${id}"`).join(', ')}: no such task for tenant ${submitter.tenant}`)
   const cycle = findCycle(ids)
   if (cycle) throw invalid(`dependency cycle: ${cycle.join(' -> ')}`)
   const at = new Date(now).toISOString()

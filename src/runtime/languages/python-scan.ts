@@ -174,7 +174,13 @@ function scanUncached(code: string): PythonScan {
     switch (token.text) {
       case 'import': {
         // `import a.b as c, d` — or the tail of `from x import y`, handled below.
-        if (tokens.slice(0, i).reverse().find((t) => t.kind === 'newline' || t.text === ';' || t.text === 'from')?.text === 'from') break
+        if (
+          tokens
+            .slice(0, i)
+            .reverse()
+            .find((t) => t.kind === 'newline' || t.text === ';' || t.text === 'from')?.text === 'from'
+        )
+          break
         let j = i + 1
         for (;;) {
           const { name, end } = dottedName(tokens, j)
@@ -188,7 +194,8 @@ function scanUncached(code: string): PythonScan {
       }
       case 'from': {
         const { name, end } = dottedName(tokens, i + 1)
-        if (tokens[end]?.text === 'import' && name && !name.startsWith('.')) imports.push({ name, line: tokens[i + 1]!.line, column: tokens[i + 1]!.column })
+        if (tokens[end]?.text === 'import' && name && !name.startsWith('.'))
+          imports.push({ name, line: tokens[i + 1]!.line, column: tokens[i + 1]!.column })
         break
       }
       case 'class':

@@ -39,7 +39,13 @@ describe.each(['directory', 's3'] as const)('%s blob store', (kind) => {
       const objects = new S3Objects(s3.settings(BUCKET, 'ledger/'))
       await objects.ensureBucket()
       store = new S3BlobStore(objects)
-      env = { EXECGATE_FABRIC_LEDGER_BLOBS: 's3', EXECGATE_FABRIC_S3_BUCKET: BUCKET, EXECGATE_FABRIC_S3_PREFIX: 'ledger/', EXECGATE_FABRIC_S3_ENDPOINT: s3.endpoint, EXECGATE_FABRIC_S3_FORCE_PATH_STYLE: 'true' }
+      env = {
+        EXECGATE_FABRIC_LEDGER_BLOBS: 's3',
+        EXECGATE_FABRIC_S3_BUCKET: BUCKET,
+        EXECGATE_FABRIC_S3_PREFIX: 'ledger/',
+        EXECGATE_FABRIC_S3_ENDPOINT: s3.endpoint,
+        EXECGATE_FABRIC_S3_FORCE_PATH_STYLE: 'true',
+      }
       // The SDK's default credential chain, as a deployment gives it (config never holds credentials).
       process.env.AWS_ACCESS_KEY_ID = 'S3RVER'
       process.env.AWS_SECRET_ACCESS_KEY = 'S3RVER'
@@ -47,7 +53,14 @@ describe.each(['directory', 's3'] as const)('%s blob store', (kind) => {
       store = new DirectoryBlobStore(path.join(dataDir, 'blobs'))
     }
     execgate = await createExecgate({
-      env: { ...env, EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'sandboxed' },
+      env: {
+        ...env,
+        EXECGATE_LOG_LEVEL: 'silent',
+        EXECGATE_READINESS_ENABLED: 'false',
+        EXECGATE_EXECUTION_ENABLED: 'quickjs',
+        EXECGATE_FABRIC_DATA_DIR: dataDir,
+        EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'sandboxed',
+      },
     })
   })
 
@@ -83,11 +96,19 @@ describe.each(['directory', 's3'] as const)('%s blob store', (kind) => {
     await expect(store.put('ab/../cd', Buffer.from('x'), 'text/plain')).rejects.toThrow(/not a SHA-256 digest/)
   })
 
-  test('a run\'s files, long stdout and value are kept here, once each, and read back through the ledger', async () => {
+  test("a run's files, long stdout and value are kept here, once each, and read back through the ledger", async () => {
     const binary = randomBytes(64 * 1024).toString('base64')
     const code = `await write_file('report.csv', 'region,total\\nnorth,10\\n'); console.log('x'.repeat(4000)); ({ rows: 1 })`
-    const first = await execgate.execute({ language: 'javascript', code, files: [{ path: 'input.bin', content: binary, encoding: 'base64' }] })
-    const second = await execgate.execute({ language: 'javascript', code, files: [{ path: 'input.bin', content: binary, encoding: 'base64' }] })
+    const first = await execgate.execute({
+      language: 'javascript',
+      code,
+      files: [{ path: 'input.bin', content: binary, encoding: 'base64' }],
+    })
+    const second = await execgate.execute({
+      language: 'javascript',
+      code,
+      files: [{ path: 'input.bin', content: binary, encoding: 'base64' }],
+    })
     expect([first.status, second.status]).toEqual(['ok', 'ok'])
     const { record } = await execgate.ledger.record(second.runId!)
     const csv = record.outputs.find((output) => output.path === 'report.csv')!
@@ -100,6 +121,7 @@ describe.each(['directory', 's3'] as const)('%s blob store', (kind) => {
     expect(JSON.parse((await execgate.ledger.artifact(record.value!.sha256)).content.toString())).toEqual({ rows: 1 })
     // Two runs, the same five artifacts (code, input, csv, stdout, value): stored once each.
     const names = await stored()
-    for (const digest of [record.code.sha256, input.sha256, csv.sha256, record.stdout.sha256, record.value!.sha256]) expect(names.filter((name) => name === digest)).toHaveLength(1)
+    for (const digest of [record.code.sha256, input.sha256, csv.sha256, record.stdout.sha256, record.value!.sha256])
+      expect(names.filter((name) => name === digest)).toHaveLength(1)
   })
 })

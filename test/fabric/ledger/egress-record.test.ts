@@ -14,7 +14,11 @@ let execgate: Execgate
 
 beforeAll(async () => {
   servers = await startLoopbackServers()
-  const gateway = new EgressGateway({ resolver: tableResolver({ 'api.example.test': '127.0.0.1' }), allowPrivateRanges: ['127.0.0.0/8'], extraCa: [servers.caPem] })
+  const gateway = new EgressGateway({
+    resolver: tableResolver({ 'api.example.test': '127.0.0.1' }),
+    allowPrivateRanges: ['127.0.0.0/8'],
+    extraCa: [servers.caPem],
+  })
   execgate = await createExecgate({
     overrides: {
       execution: { enabled: ['quickjs'] },
@@ -32,7 +36,10 @@ afterAll(async () => {
 
 test('the hosts a run reached are in its record, its PROV-JSON and its signed receipt; refusals are counted', async () => {
   const url = `${servers.https.url}/hello`
-  const result = await execgate.execute({ language: 'javascript', code: `const a = await http_request('${url}'); const b = await http_request('${url}'); let refused = ''; try { await http_request('http://evil.test:81/') } catch (e) { refused = 'refused' } [a.status, b.status, refused]` })
+  const result = await execgate.execute({
+    language: 'javascript',
+    code: `const a = await http_request('${url}'); const b = await http_request('${url}'); let refused = ''; try { await http_request('http://evil.test:81/') } catch (e) { refused = 'refused' } [a.status, b.status, refused]`,
+  })
   expect(result).toMatchObject({ status: 'ok', value: [200, 200, 'refused'] })
   expect(result.egress).toHaveLength(3)
 
@@ -41,10 +48,19 @@ test('the hosts a run reached are in its record, its PROV-JSON and its signed re
 
   const prov = await execgate.ledger.provenance(result.runId!)
   const host = `host:api.example.test:${servers.https.port}`
-  expect(prov.entity[host]).toMatchObject({ 'prov:type': { $: 'execgate:Host' }, 'execgate:host': 'api.example.test', 'execgate:port': servers.https.port })
+  expect(prov.entity[host]).toMatchObject({
+    'prov:type': { $: 'execgate:Host' },
+    'execgate:host': 'api.example.test',
+    'execgate:port': servers.https.port,
+  })
   expect(Object.keys(prov.entity).filter((id) => id.startsWith('host:'))).toEqual([host]) // the refused host was never reached
   const used = Object.values(prov.used).find((relation) => relation['prov:entity'] === host)
-  expect(used).toMatchObject({ 'prov:activity': `run:${result.runId}`, 'prov:role': 'egress', 'execgate:requests': 2, 'execgate:bytesIn': 2 * 19 })
+  expect(used).toMatchObject({
+    'prov:activity': `run:${result.runId}`,
+    'prov:role': 'egress',
+    'execgate:requests': 2,
+    'execgate:bytesIn': 2 * 19,
+  })
   expect(prov.activity[`run:${result.runId}`]).toMatchObject({ 'execgate:egressRequests': 3, 'execgate:egressDenied': 1 })
 
   const verified = verifyReceipt(await execgate.ledger.receipt(result.runId!), (await execgate.ledger.publicKey()).publicKeyPem)

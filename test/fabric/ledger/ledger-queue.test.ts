@@ -25,7 +25,8 @@ function heldBack(store: SqliteLedgerStore): { store: LedgerRecordStore; release
 function recordingLogger(): { logger: Logger; errors: { fields: Record<string, unknown>; msg: string }[] } {
   const errors: { fields: Record<string, unknown>; msg: string }[] = []
   const logger = {
-    error: (fields: object | string, msg?: string) => errors.push({ fields: typeof fields === 'string' ? {} : (fields as Record<string, unknown>), msg: msg ?? String(fields) }),
+    error: (fields: object | string, msg?: string) =>
+      errors.push({ fields: typeof fields === 'string' ? {} : (fields as Record<string, unknown>), msg: msg ?? String(fields) }),
     warn: () => undefined,
     info: () => undefined,
     debug: () => undefined,
@@ -37,7 +38,18 @@ function recordingLogger(): { logger: Logger; errors: { fields: Record<string, u
 }
 
 function run(index: number): { result: ExecutionResult; info: RunInfo } {
-  const result = { status: 'ok', adapter: 'quickjs', traceId: `trace-${index}`, runId: `run-${index}`, stdout: '', stderr: '', value: index, durationMs: 1, truncated: false, usage: { wallMs: 1 } } as unknown as ExecutionResult
+  const result = {
+    status: 'ok',
+    adapter: 'quickjs',
+    traceId: `trace-${index}`,
+    runId: `run-${index}`,
+    stdout: '',
+    stderr: '',
+    value: index,
+    durationMs: 1,
+    truncated: false,
+    usage: { wallMs: 1 },
+  } as unknown as ExecutionResult
   return { result, info: { runId: `run-${index}`, startedAt: Date.now(), endedAt: Date.now() } }
 }
 
@@ -46,7 +58,13 @@ test('a writer that fell behind: records past the queue limit are counted and lo
   const sqlite = new SqliteLedgerStore({ file: path.join(dir, 'ledger.sqlite') })
   const { store, release } = heldBack(sqlite)
   const { logger, errors } = recordingLogger()
-  const ledger = new ArtifactLedger({ openRecords: () => store, openBlobs: () => new DirectoryBlobStore(path.join(dir, 'blobs')), execgateVersion: 'test', queueLimit: 5, logger })
+  const ledger = new ArtifactLedger({
+    openRecords: () => store,
+    openBlobs: () => new DirectoryBlobStore(path.join(dir, 'blobs')),
+    execgateVersion: 'test',
+    queueLimit: 5,
+    logger,
+  })
   try {
     for (let index = 0; index < 8; index++) {
       const { result, info } = run(index)

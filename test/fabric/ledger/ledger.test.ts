@@ -40,12 +40,18 @@ afterAll(async () => {
 
 /** Every run and artifact reachable upward from an artifact. */
 function ancestorsOf(lineage: Lineage) {
-  return { runs: lineage.ancestors.activities.map((activity) => activity.id), artifacts: lineage.ancestors.entities.map((entity) => entity.sha256) }
+  return {
+    runs: lineage.ancestors.activities.map((activity) => activity.id),
+    artifacts: lineage.ancestors.entities.map((entity) => entity.sha256),
+  }
 }
 
-test('a run\'s record: who, where, under which policy, when, with which inputs and outputs, and no code or output in it', async () => {
+test("a run's record: who, where, under which policy, when, with which inputs and outputs, and no code or output in it", async () => {
   const code = `const text = await read_file('in.txt'); await write_file('out/summary.json', JSON.stringify({ words: text.split(' ').length })); console.error('note'); 42`
-  const result = await execgate.execute({ language: 'javascript', code, files: [{ path: 'in.txt', content: 'one two three' }], agentType: 'research', stdin: 'ignored' }, { tenant: 'acme' })
+  const result = await execgate.execute(
+    { language: 'javascript', code, files: [{ path: 'in.txt', content: 'one two three' }], agentType: 'research', stdin: 'ignored' },
+    { tenant: 'acme' },
+  )
   expect(result).toMatchObject({ status: 'ok', value: 42 })
   expect(result.runId).toMatch(/^[0-9a-f-]{36}$/)
   const { record, seq, prevHash } = await execgate.ledger.record(result.runId!, { tenant: 'acme' })
@@ -97,7 +103,7 @@ test('every call is its own run, whatever traceId the caller sends; refused requ
   expect(record.language).toBeUndefined()
 })
 
-test('a task chain: the file task 2 wrote traces back through task 1\'s file to the code of both', async () => {
+test("a task chain: the file task 2 wrote traces back through task 1's file to the code of both", async () => {
   const producer = `await write_file('numbers.txt', '3 4 5'); 'written'`
   const consumer = `const numbers = (await read_file('deps/t-produce/files/numbers.txt')).split(' ').map(Number); await write_file('total.txt', String(numbers.reduce((a, b) => a + b))); 'summed'`
   await execgate.tasks.submitMany([
@@ -130,9 +136,17 @@ test('a task chain: the file task 2 wrote traces back through task 1\'s file to 
   expect(below.descendants.entities.map((entity) => entity.sha256)).toEqual(expect.arrayContaining([total.sha256, sha256('"summed"')]))
 })
 
-test('a file a session\'s call read from its workspace is an input, linked to the earlier call that wrote it', async () => {
-  const wrote = await execgate.execute({ language: 'javascript', code: `await write_file('draft.txt', 'v1'); 1`, sessionId: 'ledger-session' })
-  const read = await execgate.execute({ language: 'javascript', code: `(await read_file('draft.txt')).length`, sessionId: 'ledger-session' })
+test("a file a session's call read from its workspace is an input, linked to the earlier call that wrote it", async () => {
+  const wrote = await execgate.execute({
+    language: 'javascript',
+    code: `await write_file('draft.txt', 'v1'); 1`,
+    sessionId: 'ledger-session',
+  })
+  const read = await execgate.execute({
+    language: 'javascript',
+    code: `(await read_file('draft.txt')).length`,
+    sessionId: 'ledger-session',
+  })
   expect(read).toMatchObject({ status: 'ok', value: 2 })
   const { record } = await execgate.ledger.record(read.runId!)
   expect(record.inputs).toEqual([{ path: 'draft.txt', sha256: sha256('v1'), size: 2, mediaType: 'text/plain' }])
@@ -140,8 +154,11 @@ test('a file a session\'s call read from its workspace is an input, linked to th
   expect(lineage.ancestors.activities.map((activity) => activity.id)).toEqual(expect.arrayContaining([read.runId, wrote.runId]))
 })
 
-test('each attempt of a retried task is its own record; the task\'s result names the last', async () => {
-  const task = await execgate.tasks.submit({ request: { language: 'python', code: 'raise ValueError("not yet")' }, retryPolicy: { maxAttempts: 2, retryOn: ['error'], baseDelayMs: 10, jitter: false } })
+test("each attempt of a retried task is its own record; the task's result names the last", async () => {
+  const task = await execgate.tasks.submit({
+    request: { language: 'python', code: 'raise ValueError("not yet")' },
+    retryPolicy: { maxAttempts: 2, retryOn: ['error'], baseDelayMs: 10, jitter: false },
+  })
   const failed = await execgate.tasks.wait(task.id, { timeoutMs: 30_000 })
   expect(failed).toMatchObject({ state: 'FAILED', attempts: 2 })
   const exported = await execgate.ledger.export('openlineage')
@@ -149,25 +166,53 @@ test('each attempt of a retried task is its own record; the task\'s result names
   expect(attempts.map((event) => (event.run.facets.execgate_run as { attempt: number }).attempt)).toEqual([1, 2])
   expect(new Set(attempts.map((event) => event.run.runId)).size).toBe(2)
   expect(attempts[1]!.run.runId).toBe(failed.result!.runId)
-  expect(attempts[1]).toMatchObject({ eventType: 'FAIL', job: { namespace: 'execgate://local', name: `task.${task.id}` }, run: { facets: { errorMessage: { message: 'ValueError' } } } })
+  expect(attempts[1]).toMatchObject({
+    eventType: 'FAIL',
+    job: { namespace: 'execgate://local', name: `task.${task.id}` },
+    run: { facets: { errorMessage: { message: 'ValueError' } } },
+  })
 })
 
-test('plan versions: a step\'s run is associated with its version\'s document, which is a revision of the one before', async () => {
-  const v1 = await execgate.ledger.recordPlanVersion({ planId: 'p-1', version: 1, document: { steps: [{ id: 'a', code: 'fails()' }] }, reason: 'submitted' })
-  const v2 = await execgate.ledger.recordPlanVersion({ planId: 'p-1', version: 2, previousVersion: 1, document: { steps: [{ id: 'a', code: '2 + 2' }] }, reason: 'revised after step a failed' })
+test("plan versions: a step's run is associated with its version's document, which is a revision of the one before", async () => {
+  const v1 = await execgate.ledger.recordPlanVersion({
+    planId: 'p-1',
+    version: 1,
+    document: { steps: [{ id: 'a', code: 'fails()' }] },
+    reason: 'submitted',
+  })
+  const v2 = await execgate.ledger.recordPlanVersion({
+    planId: 'p-1',
+    version: 2,
+    previousVersion: 1,
+    document: { steps: [{ id: 'a', code: '2 + 2' }] },
+    reason: 'revised after step a failed',
+  })
   expect(v2.id).toBe('plan:p-1@2')
-  const step = await execgate.execute({ language: 'javascript', code: '2 + 2' }, { provenance: { planId: 'p-1', planVersion: 2, stepId: 'a' } })
+  const step = await execgate.execute(
+    { language: 'javascript', code: '2 + 2' },
+    { provenance: { planId: 'p-1', planVersion: 2, stepId: 'a' } },
+  )
   const { record } = await execgate.ledger.record(step.runId!)
   expect(record).toMatchObject({ planId: 'p-1', planVersion: 2, stepId: 'a', planDocument: { sha256: v2.document.sha256 } })
   const prov = await execgate.ledger.provenance(step.runId!)
   const associations = Object.values(prov.wasAssociatedWith)
-  expect(associations).toEqual([{ 'prov:activity': `run:${step.runId}`, 'prov:agent': 'adapter:quickjs', 'prov:plan': `sha256:${v2.document.sha256}` }])
+  expect(associations).toEqual([
+    { 'prov:activity': `run:${step.runId}`, 'prov:agent': 'adapter:quickjs', 'prov:plan': `sha256:${v2.document.sha256}` },
+  ])
   expect(Object.values(prov.wasDerivedFrom)).toEqual(
-    expect.arrayContaining([{ 'prov:generatedEntity': `sha256:${v2.document.sha256}`, 'prov:usedEntity': `sha256:${v1.document.sha256}`, 'prov:type': { $: 'prov:Revision', type: 'xsd:QName' } }]),
+    expect.arrayContaining([
+      {
+        'prov:generatedEntity': `sha256:${v2.document.sha256}`,
+        'prov:usedEntity': `sha256:${v1.document.sha256}`,
+        'prov:type': { $: 'prov:Revision', type: 'xsd:QName' },
+      },
+    ]),
   )
   const lineage = await execgate.ledger.lineage(record.value!.sha256)
   expect(lineage.ancestors.activities.map((activity) => activity.id)).toEqual(expect.arrayContaining([step.runId, 'plan:p-1@2']))
-  expect(lineage.ancestors.entities.map((entity) => entity.sha256)).toEqual(expect.arrayContaining([v2.document.sha256, v1.document.sha256]))
+  expect(lineage.ancestors.entities.map((entity) => entity.sha256)).toEqual(
+    expect.arrayContaining([v2.document.sha256, v1.document.sha256]),
+  )
 })
 
 test('a queued plan version is written with the runs after it, ahead of them, once however often it is queued', async () => {
@@ -176,21 +221,35 @@ test('a queued plan version is written with the runs after it, ahead of them, on
   await execgate.ledger.queuePlanVersion({ planId: 'p-queued', version: 1, document, reason: 'submitted' })
   await execgate.ledger.queuePlanVersion({ planId: 'p-queued', version: 1, document, reason: 'submitted' })
   // Nothing waited for a write: the step's run is heard right after, in the same batch.
-  const step = await execgate.execute({ language: 'javascript', code: '6 * 7' }, { provenance: { planId: 'p-queued', planVersion: 1, stepId: 'a' } })
+  const step = await execgate.execute(
+    { language: 'javascript', code: '6 * 7' },
+    { provenance: { planId: 'p-queued', planVersion: 1, stepId: 'a' } },
+  )
   const { record } = await execgate.ledger.record(step.runId!)
   const version = await execgate.ledger.recordPlanVersion({ planId: 'p-queued', version: 1, document, reason: 'submitted' })
   expect(record).toMatchObject({ planId: 'p-queued', planVersion: 1, planDocument: { sha256: version.document.sha256 } })
   // One record for the version (queued twice, recorded a third time) and one for the run; the chain still verifies.
   expect(await execgate.ledger.verify()).toMatchObject({ ok: true, records: before.records + 2 })
-  await expect(execgate.ledger.queuePlanVersion({ planId: '', version: 1, document, reason: 'x' })).rejects.toMatchObject({ code: 'EXECGATE_REQUEST_INVALID' })
+  await expect(execgate.ledger.queuePlanVersion({ planId: '', version: 1, document, reason: 'x' })).rejects.toMatchObject({
+    code: 'EXECGATE_REQUEST_INVALID',
+  })
 })
 
 test('PROV-JSON of a run: activity, entities, agents and the PROV relations between them', async () => {
-  const result = await execgate.execute({ language: 'javascript', code: `await write_file('b.txt', (await read_file('a.txt')).toUpperCase())`, files: [{ path: 'a.txt', content: 'abc' }] })
+  const result = await execgate.execute({
+    language: 'javascript',
+    code: `await write_file('b.txt', (await read_file('a.txt')).toUpperCase())`,
+    files: [{ path: 'a.txt', content: 'abc' }],
+  })
   const prov = await execgate.ledger.provenance(result.runId!)
   const run = `run:${result.runId}`
   expect(prov.prefix).toMatchObject({ run: 'urn:execgate:run:', sha256: 'urn:sha256:' })
-  expect(prov.activity[run]).toMatchObject({ 'prov:startTime': expect.any(String), 'prov:endTime': expect.any(String), 'execgate:status': 'ok', 'execgate:adapter': 'quickjs' })
+  expect(prov.activity[run]).toMatchObject({
+    'prov:startTime': expect.any(String),
+    'prov:endTime': expect.any(String),
+    'execgate:status': 'ok',
+    'execgate:adapter': 'quickjs',
+  })
   expect(prov.agent['adapter:quickjs']).toMatchObject({ 'prov:type': { $: 'prov:SoftwareAgent', type: 'xsd:QName' } })
   const [a, b] = [`sha256:${sha256('abc')}`, `sha256:${sha256('ABC')}`]
   expect(prov.entity[b]).toMatchObject({ 'prov:label': 'b.txt', 'execgate:size': 3 })
@@ -200,8 +259,12 @@ test('PROV-JSON of a run: activity, entities, agents and the PROV relations betw
     { 'prov:entity': b, 'prov:activity': run, 'prov:time': expect.any(String) },
     { 'prov:entity': `sha256:${sha256('3')}`, 'prov:activity': run, 'prov:time': expect.any(String) },
   ])
-  expect(Object.values(prov.wasDerivedFrom)).toEqual(expect.arrayContaining([{ 'prov:generatedEntity': b, 'prov:usedEntity': a, 'prov:activity': run }]))
-  expect(Object.values(prov.actedOnBehalfOf)).toEqual([{ 'prov:delegate': 'adapter:quickjs', 'prov:responsible': 'tenant:local', 'prov:activity': run }])
+  expect(Object.values(prov.wasDerivedFrom)).toEqual(
+    expect.arrayContaining([{ 'prov:generatedEntity': b, 'prov:usedEntity': a, 'prov:activity': run }]),
+  )
+  expect(Object.values(prov.actedOnBehalfOf)).toEqual([
+    { 'prov:delegate': 'adapter:quickjs', 'prov:responsible': 'tenant:local', 'prov:activity': run },
+  ])
 })
 
 test('a run that fell back to another adapter is one record naming both', async () => {
@@ -225,7 +288,9 @@ test('a run that fell back to another adapter is one record naming both', async 
 async function filledLedger(runs: number): Promise<{ dir: string; results: ExecutionResult[] }> {
   const dir = tempDir()
   const gate = await createExecgate({ env: env(dir) })
-  const results = await Promise.all(Array.from({ length: runs }, (_, i) => gate.execute({ language: 'javascript', code: `await write_file('n.txt', '${i}'); ${i}` })))
+  const results = await Promise.all(
+    Array.from({ length: runs }, (_, i) => gate.execute({ language: 'javascript', code: `await write_file('n.txt', '${i}'); ${i}` })),
+  )
   // No flush, no query: dispose alone must leave every record on disk.
   await gate.dispose()
   return { dir, results }

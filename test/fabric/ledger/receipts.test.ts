@@ -34,7 +34,11 @@ describe.each(['sqlite', 'redis'] as const)('receipts from the %s record store',
         execution: { enabled: ['quickjs'] },
         readiness: { enabled: false },
         log: { level: 'silent' },
-        fabric: { dataDir, ledger: { store, signing: { key: keyFile() } }, ...(redis ? { redisUrl: redis.url, redisPrefix: `receipts-${process.pid}` } : {}) },
+        fabric: {
+          dataDir,
+          ledger: { store, signing: { key: keyFile() } },
+          ...(redis ? { redisUrl: redis.url, redisPrefix: `receipts-${process.pid}` } : {}),
+        },
       },
     })
   }, 60_000)
@@ -52,20 +56,38 @@ describe.each(['sqlite', 'redis'] as const)('receipts from the %s record store',
     // No key was generated: the configured one signs.
     expect(fs.existsSync(path.join(execgate.config.fabric.dataDir, 'ledger-signing-key.pem'))).toBe(false)
     const payload = Buffer.from(envelope.payload, 'base64')
-    expect(verify(null, pae(envelope.payloadType, payload), createPublicKey(publicKey.publicKeyPem), Buffer.from(envelope.signatures[0]!.sig, 'base64'))).toBe(true)
+    expect(
+      verify(
+        null,
+        pae(envelope.payloadType, payload),
+        createPublicKey(publicKey.publicKeyPem),
+        Buffer.from(envelope.signatures[0]!.sig, 'base64'),
+      ),
+    ).toBe(true)
     const { predicate, subject } = JSON.parse(payload.toString())
     const stored = await execgate.ledger.record(result.runId!)
     expect(predicate.ledger).toEqual({ seq: stored.seq, hash: stored.hash, prevHash: stored.prevHash })
     expect(subject).toContainEqual(expect.objectContaining({ name: 'value', digest: { sha256: sha('[2,4,6]') } }))
-    expect(await execgate.ledger.receipt(result.runId!, { tenant: 'someone-else' }).catch((error: { code: string }) => error.code)).toBe('EXECGATE_NOT_FOUND')
+    expect(await execgate.ledger.receipt(result.runId!, { tenant: 'someone-else' }).catch((error: { code: string }) => error.code)).toBe(
+      'EXECGATE_NOT_FOUND',
+    )
   })
 
   test("a plan's receipt covers every run of its steps, attempts included, and nothing else", async () => {
     const planId = `plan-${store}`
     await execgate.ledger.recordPlanVersion({ planId, version: 1, document: { steps: ['a', 'b'] }, reason: 'submitted' })
     const runs = []
-    for (const [stepId, attempt, code] of [['a', 1, 'throw new Error("flaky")'], ['a', 2, '1'], ['b', 1, '2']] as const) {
-      runs.push(await execgate.execute({ language: 'javascript', code }, { provenance: { planId, planVersion: 1, stepId, taskId: `task-${stepId}`, attempt } }))
+    for (const [stepId, attempt, code] of [
+      ['a', 1, 'throw new Error("flaky")'],
+      ['a', 2, '1'],
+      ['b', 1, '2'],
+    ] as const) {
+      runs.push(
+        await execgate.execute(
+          { language: 'javascript', code },
+          { provenance: { planId, planVersion: 1, stepId, taskId: `task-${stepId}`, attempt } },
+        ),
+      )
     }
     // Another plan with the same document, and a run outside any plan: neither is this plan's.
     await execgate.ledger.recordPlanVersion({ planId: 'other', version: 1, document: { steps: ['a', 'b'] } })
@@ -76,14 +98,23 @@ describe.each(['sqlite', 'redis'] as const)('receipts from the %s record store',
     const verified = verifyReceipt(envelope, (await execgate.ledger.publicKey()).publicKeyPem)
     if (!verified.ok) throw new Error(verified.reason)
     expect(verified.kind).toBe('plan')
-    const predicate = verified.statement.predicate as { steps: { runId: string; stepId: string; attempt: number; status: string; receiptSha256: string }[]; versions: { version: number; reason: string }[] }
+    const predicate = verified.statement.predicate as {
+      steps: { runId: string; stepId: string; attempt: number; status: string; receiptSha256: string }[]
+      versions: { version: number; reason: string }[]
+    }
     expect(predicate.versions).toEqual([expect.objectContaining({ version: 1, reason: 'submitted' })])
-    expect(predicate.steps.map((step) => [step.stepId, step.attempt, step.status])).toEqual([['a', 1, 'error'], ['a', 2, 'ok'], ['b', 1, 'ok']])
+    expect(predicate.steps.map((step) => [step.stepId, step.attempt, step.status])).toEqual([
+      ['a', 1, 'error'],
+      ['a', 2, 'ok'],
+      ['b', 1, 'ok'],
+    ])
     for (const [index, run] of runs.entries()) {
       const stepReceipt = await execgate.ledger.receipt(run.runId!)
       const digest = sha(Buffer.from(stepReceipt.payload, 'base64'))
       expect(predicate.steps[index]).toMatchObject({ runId: run.runId, receiptSha256: digest })
-      expect(verified.statement.subject).toContainEqual(expect.objectContaining({ name: `receipts/${run.runId}`, digest: { sha256: digest } }))
+      expect(verified.statement.subject).toContainEqual(
+        expect.objectContaining({ name: `receipts/${run.runId}`, digest: { sha256: digest } }),
+      )
     }
     expect(await execgate.ledger.planReceipt('no-such-plan').catch((error: { code: string }) => error.code)).toBe('EXECGATE_NOT_FOUND')
   })
@@ -91,10 +122,20 @@ describe.each(['sqlite', 'redis'] as const)('receipts from the %s record store',
 
 test('a configured key file that does not exist stops the receipt with the key and what to do, rather than a new key', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-receipts-nokey-'))
-  const execgate = await createExecgate({ overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir, ledger: { signing: { key: path.join(dataDir, 'missing.pem') } } } } })
+  const execgate = await createExecgate({
+    overrides: {
+      execution: { enabled: ['quickjs'] },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { dataDir, ledger: { signing: { key: path.join(dataDir, 'missing.pem') } } },
+    },
+  })
   try {
     const result = await execgate.execute({ language: 'javascript', code: '1' })
-    await expect(execgate.ledger.receipt(result.runId!)).rejects.toMatchObject({ code: 'EXECGATE_CONFIG_INVALID', message: expect.stringContaining(`cannot read ${path.join(dataDir, 'missing.pem')} (ENOENT)`) })
+    await expect(execgate.ledger.receipt(result.runId!)).rejects.toMatchObject({
+      code: 'EXECGATE_CONFIG_INVALID',
+      message: expect.stringContaining(`cannot read ${path.join(dataDir, 'missing.pem')} (ENOENT)`),
+    })
     expect(fs.readdirSync(execgate.config.fabric.dataDir).filter((name) => name.endsWith('.pem'))).toEqual([])
   } finally {
     await execgate.dispose()

@@ -64,7 +64,13 @@ describe.each(kinds)('%s ledger store', (kind) => {
       else {
         const row = db.prepare('SELECT body FROM ledger_records WHERE tenant = ? AND seq = ?').get(tenant, seq) as { body: string }
         const body = row.body.replace('"status":"ok"', '"status":"error"')
-        db.prepare('UPDATE ledger_records SET body = ?, hash = CASE WHEN ? THEN ? ELSE hash END WHERE tenant = ? AND seq = ?').run(body, change === 'rehash' ? 1 : 0, sha256(body), tenant, seq)
+        db.prepare('UPDATE ledger_records SET body = ?, hash = CASE WHEN ? THEN ? ELSE hash END WHERE tenant = ? AND seq = ?').run(
+          body,
+          change === 'rehash' ? 1 : 0,
+          sha256(body),
+          tenant,
+          seq,
+        )
       }
       db.close()
       return
@@ -82,7 +88,12 @@ describe.each(kinds)('%s ledger store', (kind) => {
   }
 
   const verify = async (target: LedgerRecordStore, tenant: string) =>
-    verifyChain({ tenant, head: await target.head(tenant), checkpoint: await target.checkpoint(tenant), page: (after, limit) => target.page(tenant, after, limit) })
+    verifyChain({
+      tenant,
+      head: await target.head(tenant),
+      checkpoint: await target.checkpoint(tenant),
+      page: (after, limit) => target.page(tenant, after, limit),
+    })
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-ledger-store-'))
@@ -105,7 +116,11 @@ describe.each(kinds)('%s ledger store', (kind) => {
 
   test('each tenant has its own chain: seq from 1, each record carrying the hash of the one before', async () => {
     const stored = await store.append([draft('a', 'r1'), draft('b', 'r2'), draft('a', 'r3')])
-    expect(stored.map((record) => [record.tenant, record.seq])).toEqual([['a', 1], ['b', 1], ['a', 2]])
+    expect(stored.map((record) => [record.tenant, record.seq])).toEqual([
+      ['a', 1],
+      ['b', 1],
+      ['a', 2],
+    ])
     expect(JSON.parse(stored[2]!.body).prevHash).toBe(stored[0]!.hash)
     expect(JSON.parse(stored[0]!.body).prevHash).toBe('')
     expect(stored.every((record) => record.hash === sha256(record.body))).toBe(true)
@@ -123,7 +138,7 @@ describe.each(kinds)('%s ledger store', (kind) => {
     expect((await store.append([draft('b', 'same')]))[0]!.seq).toBe(1)
   })
 
-  test('reads are the tenant\'s own: ids, artifacts and links of another tenant are not there', async () => {
+  test("reads are the tenant's own: ids, artifacts and links of another tenant are not there", async () => {
     await store.append([draft('a', 'r1', { inputs: ['shared input'], outputs: ['a result'] }), draft('b', 'r2', { outputs: ['b result'] })])
     expect(await store.byId('b', 'r1')).toBeUndefined()
     expect((await store.byId('a', 'r1'))?.seq).toBe(1)
@@ -142,13 +157,23 @@ describe.each(kinds)('%s ledger store', (kind) => {
     }
     const edited = await fill('edited')
     await tamper('edited', 'a', 2, 'edit')
-    expect(await verify(edited, 'a')).toMatchObject({ ok: false, records: 1, broken: { seq: 2, id: 'r2', reason: expect.stringMatching(/does not match its hash/) } })
+    expect(await verify(edited, 'a')).toMatchObject({
+      ok: false,
+      records: 1,
+      broken: { seq: 2, id: 'r2', reason: expect.stringMatching(/does not match its hash/) },
+    })
     const rehashed = await fill('rehashed')
     await tamper('rehashed', 'a', 2, 'rehash')
-    expect(await verify(rehashed, 'a')).toMatchObject({ ok: false, broken: { seq: 3, reason: expect.stringMatching(/prevHash does not match the hash of record 2/) } })
+    expect(await verify(rehashed, 'a')).toMatchObject({
+      ok: false,
+      broken: { seq: 3, reason: expect.stringMatching(/prevHash does not match the hash of record 2/) },
+    })
     const deleted = await fill('deleted')
     await tamper('deleted', 'a', 3, 'delete')
-    expect(await verify(deleted, 'a')).toMatchObject({ ok: false, broken: { seq: 3, reason: expect.stringMatching(/record 3 is missing/) } })
+    expect(await verify(deleted, 'a')).toMatchObject({
+      ok: false,
+      broken: { seq: 3, reason: expect.stringMatching(/record 3 is missing/) },
+    })
     const truncated = await fill('truncated')
     await tamper('truncated', 'a', 4, 'delete')
     expect(await verify(truncated, 'a')).toMatchObject({ ok: false, broken: { seq: 4, reason: expect.stringMatching(/missing/) } })
@@ -162,7 +187,11 @@ describe.each(kinds)('%s ledger store', (kind) => {
       draft('a', 'r3', { inputs: ['kept'] }),
       draft('b', 'b1', { outputs: ['old only'] }),
     ])
-    expect(await store.tenantBytes('a')).toBe(Buffer.byteLength('old only') + Buffer.byteLength('kept') + ['r1', 'r2', 'r3'].reduce((sum, id) => sum + Buffer.byteLength(`code of ${id}`), 0))
+    expect(await store.tenantBytes('a')).toBe(
+      Buffer.byteLength('old only') +
+        Buffer.byteLength('kept') +
+        ['r1', 'r2', 'r3'].reduce((sum, id) => sum + Buffer.byteLength(`code of ${id}`), 0),
+    )
     const removed = await store.removeThrough('a', 2)
     expect(removed).toEqual(expect.arrayContaining([sha256('old only'), sha256('kept'), sha256('code of r1')]))
     expect(await store.checkpoint('a')).toEqual({ seq: 2, hash: stored[1]!.hash })
@@ -210,9 +239,16 @@ describe('a deployment on the redis fabric', () => {
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
-  test('records every node\'s runs in the one Redis (fabric.ledger.store auto), where any node reads them', async () => {
+  test("records every node's runs in the one Redis (fabric.ledger.store auto), where any node reads them", async () => {
     const { createExecgate } = await import('../../../src')
-    const env = { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_STORE: 'redis', EXECGATE_FABRIC_REDIS_URL: redis.url, EXECGATE_FABRIC_DATA_DIR: dataDir }
+    const env = {
+      EXECGATE_LOG_LEVEL: 'silent',
+      EXECGATE_READINESS_ENABLED: 'false',
+      EXECGATE_EXECUTION_ENABLED: 'quickjs',
+      EXECGATE_FABRIC_STORE: 'redis',
+      EXECGATE_FABRIC_REDIS_URL: redis.url,
+      EXECGATE_FABRIC_DATA_DIR: dataDir,
+    }
     const [nodeA, nodeB] = await Promise.all([createExecgate({ env }), createExecgate({ env })])
     try {
       const ranOnA = await nodeA.execute({ language: 'javascript', code: '6 * 7' }, { tenant: 'acme' })

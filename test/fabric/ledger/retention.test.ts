@@ -18,7 +18,13 @@ const write = (file: string, content: string) => `await write_file(${JSON.string
 beforeEach(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-retention-'))
   execgate = await createExecgate({
-    env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'sandboxed' },
+    env: {
+      EXECGATE_LOG_LEVEL: 'silent',
+      EXECGATE_READINESS_ENABLED: 'false',
+      EXECGATE_EXECUTION_ENABLED: 'quickjs',
+      EXECGATE_FABRIC_DATA_DIR: dataDir,
+      EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'sandboxed',
+    },
   })
 })
 afterEach(async () => {
@@ -27,7 +33,10 @@ afterEach(async () => {
 })
 
 test('by age: old records go, a blob a kept record (or another tenant) still references stays, the chain still verifies', async () => {
-  const old = await execgate.execute({ language: 'javascript', code: write('a.txt', 'shared by content') + '; ' + write('b.txt', 'only the old run') + '; ' + write('c.txt', 'also made by tenant b') })
+  const old = await execgate.execute({
+    language: 'javascript',
+    code: write('a.txt', 'shared by content') + '; ' + write('b.txt', 'only the old run') + '; ' + write('c.txt', 'also made by tenant b'),
+  })
   const otherTenant = await execgate.execute({ language: 'javascript', code: write('c.txt', 'also made by tenant b') }, { tenant: 'b' })
   await execgate.ledger.flush()
   await new Promise((resolve) => setTimeout(resolve, 20))
@@ -35,8 +44,14 @@ test('by age: old records go, a blob a kept record (or another tenant) still ref
   await new Promise((resolve) => setTimeout(resolve, 20))
   const kept = await execgate.execute({ language: 'javascript', code: write('again.txt', 'shared by content') })
   await execgate.ledger.flush()
-  const report = await execgate.ledger.applyRetention({ policy: { maxAgeDays: 1, maxBytesPerTenant: 0 }, now: cutoff + 86_400_000, tenant: 'local' })
-  expect(report.tenants).toEqual([expect.objectContaining({ tenant: 'local', removedRecords: 1, checkpoint: { seq: 1, hash: expect.any(String) } })])
+  const report = await execgate.ledger.applyRetention({
+    policy: { maxAgeDays: 1, maxBytesPerTenant: 0 },
+    now: cutoff + 86_400_000,
+    tenant: 'local',
+  })
+  expect(report.tenants).toEqual([
+    expect.objectContaining({ tenant: 'local', removedRecords: 1, checkpoint: { seq: 1, hash: expect.any(String) } }),
+  ])
   // The old run's own file and its code are gone; the shared file (kept run) and tenant b's file stay.
   expect(report.removedBlobs).toEqual(expect.arrayContaining([sha256('only the old run')]))
   expect(report.removedBlobs).not.toContain(sha256('shared by content'))
@@ -48,7 +63,9 @@ test('by age: old records go, a blob a kept record (or another tenant) still ref
   expect((await execgate.ledger.artifact(sha256('shared by content'))).content.toString()).toBe('shared by content')
   // Tenant b's file is b's, through b's own record: local no longer has a record naming it.
   await expect(execgate.ledger.artifact(sha256('also made by tenant b'))).rejects.toMatchObject({ code: 'EXECGATE_NOT_FOUND' })
-  expect((await execgate.ledger.artifact(sha256('also made by tenant b'), { tenant: 'b' })).content.toString()).toBe('also made by tenant b')
+  expect((await execgate.ledger.artifact(sha256('also made by tenant b'), { tenant: 'b' })).content.toString()).toBe(
+    'also made by tenant b',
+  )
   expect((await execgate.ledger.record(otherTenant.runId!, { tenant: 'b' })).seq).toBe(1)
   expect(await execgate.ledger.verify()).toMatchObject({ ok: true, records: 1, checkpoint: { seq: 1 } })
   // The chain goes on from its head.

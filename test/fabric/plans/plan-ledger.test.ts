@@ -39,17 +39,27 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({ id, language: 'javascript', code, ...(dependsOn ? { dependsOn } : {}) })
+const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({
+  id,
+  language: 'javascript',
+  code,
+  ...(dependsOn ? { dependsOn } : {}),
+})
 
 const BASE = 'await write_file("note.txt", "ten"); 10'
 const BROKEN = 'const n = JSON.parse(await read_file("steps/base/value.json")); twice(n)'
-const FIXED = 'const n = JSON.parse(await read_file("steps/base/value.json")); const word = await read_file("steps/base/files/note.txt"); await write_file("double.txt", word + " twice"); n * 2'
-const REPORT = 'const d = await read_file("steps/double/files/double.txt"); await write_file("report.txt", d + "!"); JSON.parse(await read_file("steps/double/value.json")) + 1'
+const FIXED =
+  'const n = JSON.parse(await read_file("steps/base/value.json")); const word = await read_file("steps/base/files/note.txt"); await write_file("double.txt", word + " twice"); n * 2'
+const REPORT =
+  'const d = await read_file("steps/double/files/double.txt"); await write_file("report.txt", d + "!"); JSON.parse(await read_file("steps/double/value.json")) + 1'
 
 /** Runs a plan whose second step fails in version 1 and is fixed by the scripted reflector in version 2. */
 async function revisedPlan(): Promise<PlanView> {
   replies.push(JSON.stringify({ note: 'twice does not exist', steps: [js('double', FIXED, ['base']), js('report', REPORT, ['double'])] }))
-  const plan = await execgate.plans.run({ goal: 'twice ten, plus one', steps: [js('base', BASE), js('double', BROKEN, ['base']), js('report', REPORT, ['double'])] })
+  const plan = await execgate.plans.run({
+    goal: 'twice ten, plus one',
+    steps: [js('base', BASE), js('double', BROKEN, ['base']), js('report', REPORT, ['double'])],
+  })
   const done = await execgate.plans.wait(plan.id, { timeoutMs: 60_000 })
   expect(done).toMatchObject({ state: 'COMPLETED', version: 2 })
   return done
@@ -67,14 +77,21 @@ test('a step run of version 2 names its version; version 2 is a revision of vers
   expect(double).toMatchObject({ planId: done.id, planVersion: 2, stepId: 'double', taskId: done.steps[1]!.taskId })
   expect(double.planDocument).toMatchObject({ path: `plan-${done.id}-v2.json`, mediaType: 'application/json' })
   // The version's document is the plan as that version held it: the fixed step's code is in it, the broken one's is not.
-  const document = JSON.parse((await execgate.ledger.artifact(double.planDocument!.sha256)).content.toString('utf8')) as { planId: string; version: number; steps: PlanStepSpec[]; changes: unknown }
+  const document = JSON.parse((await execgate.ledger.artifact(double.planDocument!.sha256)).content.toString('utf8')) as {
+    planId: string
+    version: number
+    steps: PlanStepSpec[]
+    changes: unknown
+  }
   expect(document).toMatchObject({ planId: done.id, version: 2, changes: { changed: ['double'], reused: ['base'] } })
   expect(document.steps.map((step) => step.code)).toEqual([BASE, FIXED, REPORT])
 
   const prov = await execgate.ledger.provenance(double.runId)
   const planEntity = `sha256:${double.planDocument!.sha256}`
   expect(prov.entity[planEntity]).toMatchObject({ 'prov:type': { $: 'prov:Plan' }, 'execgate:planId': done.id, 'execgate:planVersion': 2 })
-  expect(Object.values(prov.wasAssociatedWith)).toContainEqual(expect.objectContaining({ 'prov:activity': `run:${double.runId}`, 'prov:plan': planEntity }))
+  expect(Object.values(prov.wasAssociatedWith)).toContainEqual(
+    expect.objectContaining({ 'prov:activity': `run:${double.runId}`, 'prov:plan': planEntity }),
+  )
   const revision = Object.values(prov.wasDerivedFrom).find((relation) => relation['prov:generatedEntity'] === planEntity)
   expect(revision).toMatchObject({ 'prov:type': { $: 'prov:Revision' } })
   const previous = prov.entity[revision!['prov:usedEntity'] as string]
@@ -90,10 +107,14 @@ test('a step run of version 2 names its version; version 2 is a revision of vers
   // The whole chain of the tenant's records is intact with the plan versions in it.
   expect(await execgate.ledger.verify()).toMatchObject({ ok: true })
   const exported = await execgate.ledger.export('prov-json')
-  expect(Object.values(exported.wasDerivedFrom).filter((relation) => relation['prov:generatedEntity'] === planEntity && (relation['prov:type'] as { $: string })?.$ === 'prov:Revision')).toHaveLength(1)
+  expect(
+    Object.values(exported.wasDerivedFrom).filter(
+      (relation) => relation['prov:generatedEntity'] === planEntity && (relation['prov:type'] as { $: string })?.$ === 'prov:Revision',
+    ),
+  ).toHaveLength(1)
 })
 
-test('every artifact of a plan traces back to the code that produced it, step one\'s output included', async () => {
+test("every artifact of a plan traces back to the code that produced it, step one's output included", async () => {
   const done = await revisedPlan()
   const records = new Map<string, RunRecord>()
   for (const step of ['base', 'double', 'report']) records.set(step, await recordOf(done, step))
@@ -106,7 +127,9 @@ test('every artifact of a plan traces back to the code that produced it, step on
   const inputs = new Map(double.inputs.map((input) => [input.path, input.sha256]))
   expect(inputs.get('steps/base/files/note.txt')).toBe(sha256('ten'))
   expect(inputs.get('steps/base/value.json')).toBe(records.get('base')!.value!.sha256)
-  expect(new Map(records.get('report')!.inputs.map((input) => [input.path, input.sha256])).get('steps/double/files/double.txt')).toBe(sha256('ten twice'))
+  expect(new Map(records.get('report')!.inputs.map((input) => [input.path, input.sha256])).get('steps/double/files/double.txt')).toBe(
+    sha256('ten twice'),
+  )
 
   for (const [stepId, record] of records) {
     const artifacts = [...record.outputs.map((output) => output.sha256), record.value!.sha256]
@@ -114,8 +137,17 @@ test('every artifact of a plan traces back to the code that produced it, step on
     for (const artifact of artifacts) {
       const lineage = await execgate.ledger.lineage(artifact)
       const producer = lineage.ancestors.activities.find((activity) => activity.id === record.runId)
-      expect({ stepId, artifact, producer }).toEqual({ stepId, artifact, producer: expect.objectContaining({ stepId, codeSha256: record.code.sha256 }) })
-      expect(lineage.ancestors.relations).toContainEqual({ relation: 'used', activity: record.runId, entity: record.code.sha256, role: 'code' })
+      expect({ stepId, artifact, producer }).toEqual({
+        stepId,
+        artifact,
+        producer: expect.objectContaining({ stepId, codeSha256: record.code.sha256 }),
+      })
+      expect(lineage.ancestors.relations).toContainEqual({
+        relation: 'used',
+        activity: record.runId,
+        entity: record.code.sha256,
+        role: 'code',
+      })
       // The step's code is the code the plan gave it.
       const code = (await execgate.ledger.artifact(record.code.sha256)).content.toString('utf8')
       expect(done.steps.find((step) => step.id === stepId)!.code).toBe(code)

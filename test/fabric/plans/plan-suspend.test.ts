@@ -50,10 +50,21 @@ afterAll(async () => {
   for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({ id, language: 'javascript', code, ...(dependsOn ? { dependsOn } : {}) })
+const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({
+  id,
+  language: 'javascript',
+  code,
+  ...(dependsOn ? { dependsOn } : {}),
+})
 const busy = (ms: number) => `const t0 = Date.now(); while (Date.now() - t0 < ${ms}) {}`
 /** first (quick) → slow (busy for a while) → last: slow is the step running when the plan is suspended. */
-const chain = () => ({ steps: [js('first', '20'), js('slow', `${busy(1500)}; JSON.parse(await read_file("steps/first/value.json")) + 1`, ['first']), js('last', 'JSON.parse(await read_file("steps/slow/value.json")) * 2', ['slow'])] })
+const chain = () => ({
+  steps: [
+    js('first', '20'),
+    js('slow', `${busy(1500)}; JSON.parse(await read_file("steps/first/value.json")) + 1`, ['first']),
+    js('last', 'JSON.parse(await read_file("steps/slow/value.json")) * 2', ['slow']),
+  ],
+})
 
 async function untilStepRunning(target: Execgate, planId: string, stepId: string): Promise<void> {
   for (;;) {
@@ -70,7 +81,8 @@ async function eventsOf(target: Execgate, id: string): Promise<PlanEvent[]> {
 }
 
 const planMoves = (events: PlanEvent[]) => events.flatMap((event) => (event.type === 'plan' ? [`${event.from}>${event.to}`] : []))
-const runsOf = (events: PlanEvent[], stepId: string) => events.filter((event) => event.type === 'step' && event.stepId === stepId && event.to === 'RUNNING').length
+const runsOf = (events: PlanEvent[], stepId: string) =>
+  events.filter((event) => event.type === 'step' && event.stepId === stepId && event.to === 'RUNNING').length
 const states = (plan: PlanView) => plan.steps.map((step) => step.state)
 
 describe('plans.suspend and plans.resume', () => {
@@ -107,15 +119,28 @@ describe('plans.suspend and plans.resume', () => {
 
   test('suspend of a plan not RUNNING and resume of one not SUSPENDED are conflicts; cancel of a suspended plan terminates it', async () => {
     const plan = await execgate.plans.run(chain())
-    await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({ code: 'EXECGATE_PLAN_CONFLICT', message: `[execgate] plan ${plan.id} is RUNNING and cannot be resumed (only SUSPENDED plans can)` })
+    await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({
+      code: 'EXECGATE_PLAN_CONFLICT',
+      message: `[execgate] plan ${plan.id} is RUNNING and cannot be resumed (only SUSPENDED plans can)`,
+    })
     await execgate.plans.suspend(plan.id)
-    await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({ code: 'EXECGATE_PLAN_CONFLICT', message: `[execgate] plan ${plan.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)` })
+    await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({
+      code: 'EXECGATE_PLAN_CONFLICT',
+      message: `[execgate] plan ${plan.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`,
+    })
     const cancelled = await execgate.plans.cancel(plan.id)
     expect(cancelled.state).toBe('TERMINATED')
     expect(cancelled.steps.every((step) => step.state === 'COMPLETED' || step.state === 'TERMINATED')).toBe(true)
-    await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({ code: 'EXECGATE_PLAN_CONFLICT', message: `[execgate] plan ${plan.id} is TERMINATED and cannot be resumed (only SUSPENDED plans can)` })
-    await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({ message: `[execgate] plan ${plan.id} is TERMINATED and cannot be suspended (only RUNNING plans can)` })
-    await expect(execgate.plans.cancel(plan.id)).rejects.toMatchObject({ message: `[execgate] plan ${plan.id} is TERMINATED and cannot be cancelled` })
+    await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({
+      code: 'EXECGATE_PLAN_CONFLICT',
+      message: `[execgate] plan ${plan.id} is TERMINATED and cannot be resumed (only SUSPENDED plans can)`,
+    })
+    await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({
+      message: `[execgate] plan ${plan.id} is TERMINATED and cannot be suspended (only RUNNING plans can)`,
+    })
+    await expect(execgate.plans.cancel(plan.id)).rejects.toMatchObject({
+      message: `[execgate] plan ${plan.id} is TERMINATED and cannot be cancelled`,
+    })
     const events = await eventsOf(execgate, plan.id)
     expect(planMoves(events)).toEqual(['null>RUNNING', 'RUNNING>SUSPENDED', 'SUSPENDED>TERMINATED'])
   }, 30_000)
@@ -124,8 +149,14 @@ describe('plans.suspend and plans.resume', () => {
     const plan = await execgate.plans.run(chain(), { tenant: 'acme' })
     try {
       for (const action of ['suspend', 'resume'] as const) {
-        await expect(execgate.plans[action](plan.id, { tenant: 'globex' })).rejects.toMatchObject({ code: 'EXECGATE_NOT_FOUND', message: `[execgate] no plan "${plan.id}" for tenant globex` })
-        await expect(execgate.plans[action]('no-such-plan', { tenant: 'globex' })).rejects.toMatchObject({ code: 'EXECGATE_NOT_FOUND', message: '[execgate] no plan "no-such-plan" for tenant globex' })
+        await expect(execgate.plans[action](plan.id, { tenant: 'globex' })).rejects.toMatchObject({
+          code: 'EXECGATE_NOT_FOUND',
+          message: `[execgate] no plan "${plan.id}" for tenant globex`,
+        })
+        await expect(execgate.plans[action]('no-such-plan', { tenant: 'globex' })).rejects.toMatchObject({
+          code: 'EXECGATE_NOT_FOUND',
+          message: '[execgate] no plan "no-such-plan" for tenant globex',
+        })
       }
       expect((await execgate.plans.get(plan.id, { tenant: 'acme' }))?.state).not.toBe('SUSPENDED')
     } finally {

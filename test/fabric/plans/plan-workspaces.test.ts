@@ -38,7 +38,8 @@ async function open(workspaces: 'memory' | 's3', dataDir = tempDir()): Promise<E
   return gate
 }
 
-const bucketKeys = async (prefix: string) => (await new S3Objects(s3.settings(BUCKET, 'execgate/')).list(prefix)).map((entry) => entry.key.slice(prefix.length)).sort()
+const bucketKeys = async (prefix: string) =>
+  (await new S3Objects(s3.settings(BUCKET, 'execgate/')).list(prefix)).map((entry) => entry.key.slice(prefix.length)).sort()
 
 beforeAll(async () => {
   s3 = await startS3Server()
@@ -57,7 +58,12 @@ afterAll(async () => {
 
 const STEPS: PlanStepSpec[] = [
   { id: 'extract', language: 'javascript', code: 'await write_file("rows.csv", "a,1\\nb,2\\nc,3\\n"); 3' },
-  { id: 'count', language: 'bash', dependsOn: ['extract'], code: 'wc -l < steps/extract/files/rows.csv | tr -d " " > count.txt; cat count.txt' },
+  {
+    id: 'count',
+    language: 'bash',
+    dependsOn: ['extract'],
+    code: 'wc -l < steps/extract/files/rows.csv | tr -d " " > count.txt; cat count.txt',
+  },
 ]
 
 test('each step runs in its own prefix of the bucket, which keeps what it was given and what it wrote', async () => {
@@ -69,12 +75,20 @@ test('each step runs in its own prefix of the bucket, which keeps what it was gi
   // The steps read and wrote files under the default policy (filesystem: none): the grant reached their bucket workspace.
   expect(done.steps.map((step) => step.result?.status)).toEqual(['ok', 'ok'])
   expect(done.steps[1]!.result!.stdout).toBe('3\n')
-  expect(await bucketKeys(`workspaces/plans/${plan.id}/`)).toEqual(['count/v1/count.txt', 'count/v1/steps/extract/files/rows.csv', 'count/v1/steps/extract/value.json', 'extract/v1/rows.csv'])
+  expect(await bucketKeys(`workspaces/plans/${plan.id}/`)).toEqual([
+    'count/v1/count.txt',
+    'count/v1/steps/extract/files/rows.csv',
+    'count/v1/steps/extract/value.json',
+    'extract/v1/rows.csv',
+  ])
   const objects = new S3Objects(s3.settings(BUCKET, `execgate/workspaces/plans/${plan.id}/`))
   expect((await objects.get('count/v1/count.txt'))!.body.toString()).toBe('3\n')
   // Dependents still get their inputs as files of their request: the ledger links them to what produced them.
   const count = (await execgate.ledger.record(done.steps[1]!.result!.runId!)).record
-  expect(count.inputs.map((input) => [input.path, input.sha256])).toContainEqual(['steps/extract/files/rows.csv', sha256('a,1\nb,2\nc,3\n')])
+  expect(count.inputs.map((input) => [input.path, input.sha256])).toContainEqual([
+    'steps/extract/files/rows.csv',
+    sha256('a,1\nb,2\nc,3\n'),
+  ])
   expect(count.outputs.map((output) => output.path)).toEqual(['count.txt'])
 })
 
@@ -94,7 +108,7 @@ test('a plan chooses its workspace over the configured default, either way', asy
   expect(await bucketKeys(`workspaces/plans/${optedOut.id}/`)).toEqual([])
 })
 
-test('after a restart on the same data dir and bucket, the plan and its steps\' files are still found', async () => {
+test("after a restart on the same data dir and bucket, the plan and its steps' files are still found", async () => {
   const dataDir = tempDir()
   const before = await open('s3', dataDir)
   const plan = await before.plans.run({ steps: STEPS })
@@ -109,10 +123,15 @@ test('after a restart on the same data dir and bucket, the plan and its steps\' 
   expect(found?.workspace).toBe('s3')
   // Nothing ran again: the same runs, and the files they left in the bucket.
   expect(found?.steps.map((step) => step.result?.runId)).toEqual(done.steps.map((step) => step.result?.runId))
-  expect(await bucketKeys(`workspaces/plans/${plan.id}/`)).toEqual(['count/v1/count.txt', 'count/v1/steps/extract/files/rows.csv', 'count/v1/steps/extract/value.json', 'extract/v1/rows.csv'])
+  expect(await bucketKeys(`workspaces/plans/${plan.id}/`)).toEqual([
+    'count/v1/count.txt',
+    'count/v1/steps/extract/files/rows.csv',
+    'count/v1/steps/extract/value.json',
+    'extract/v1/rows.csv',
+  ])
 })
 
-test('tenants do not reach each other\'s plans or their files in the bucket', async () => {
+test("tenants do not reach each other's plans or their files in the bucket", async () => {
   const execgate = await open('s3')
   const mine = await execgate.plans.run({ steps: STEPS }, { tenant: 'acme' })
   expect((await execgate.plans.wait(mine.id, { tenant: 'acme', timeoutMs: 60_000 })).state).toBe('COMPLETED')
@@ -124,7 +143,15 @@ test('tenants do not reach each other\'s plans or their files in the bucket', as
   expect((foreign as Error).message.replace(mine.id, 'ID')).toBe((missing as Error).message.replace('no-such-plan', 'ID'))
   // A step of the other tenant's plan sees only its own prefix: its workspace's root is that prefix, not the bucket.
   const snoop = await execgate.plans.run(
-    { steps: [{ id: 'snoop', language: 'bash', code: `ls -R / ; cat ../../../${mine.id}/extract/v1/rows.csv /plans/${mine.id}/extract/v1/rows.csv 2>/dev/null; true` }] },
+    {
+      steps: [
+        {
+          id: 'snoop',
+          language: 'bash',
+          code: `ls -R / ; cat ../../../${mine.id}/extract/v1/rows.csv /plans/${mine.id}/extract/v1/rows.csv 2>/dev/null; true`,
+        },
+      ],
+    },
     { tenant: 'globex' },
   )
   const snooped = await execgate.plans.wait(snoop.id, { tenant: 'globex', timeoutMs: 60_000 })
@@ -144,13 +171,30 @@ test('an attempt starts from an empty prefix: what an earlier attempt left is go
 })
 
 test('without a bucket, a plan asking for one is refused, and so is a default of s3 at start-up', async () => {
-  const noBucket = await createExecgate({ warm: false, overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { dataDir: tempDir() } } })
+  const noBucket = await createExecgate({
+    warm: false,
+    overrides: {
+      execution: { enabled: ['quickjs'] },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { dataDir: tempDir() },
+    },
+  })
   gates.push(noBucket)
   const refused = await noBucket.plans.run({ steps: STEPS, workspace: 's3' }).catch((error: unknown) => error)
   expect(isExecgateError(refused, 'EXECGATE_REQUEST_INVALID')).toBe(true)
   expect((refused as Error).message).toContain('workspace "s3" needs a bucket, and fabric.s3.bucket is empty (EXECGATE_FABRIC_S3_BUCKET)')
   await expect(
-    createExecgate({ warm: false, env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_PLANS_WORKSPACES: 's3', EXECGATE_FABRIC_DATA_DIR: tempDir() } }),
+    createExecgate({
+      warm: false,
+      env: {
+        EXECGATE_LOG_LEVEL: 'silent',
+        EXECGATE_READINESS_ENABLED: 'false',
+        EXECGATE_EXECUTION_ENABLED: 'quickjs',
+        EXECGATE_FABRIC_PLANS_WORKSPACES: 's3',
+        EXECGATE_FABRIC_DATA_DIR: tempDir(),
+      },
+    }),
   ).rejects.toThrow(/fabric\.plans\.workspaces is "s3" but fabric\.s3\.bucket is empty/)
 })
 
@@ -159,7 +203,10 @@ test('a workspace that is neither memory nor s3 is refused, in a plan and in the
   const refused = await execgate.plans.run({ steps: STEPS, workspace: 'disk' } as never).catch((error: unknown) => error)
   expect(isExecgateError(refused, 'EXECGATE_REQUEST_INVALID')).toBe(true)
   expect((refused as Error).message).toMatch(/workspace/)
-  const badConfig = await createExecgate({ warm: false, env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_FABRIC_PLANS_WORKSPACES: 'disk', EXECGATE_FABRIC_DATA_DIR: tempDir() } }).catch((error: unknown) => error)
+  const badConfig = await createExecgate({
+    warm: false,
+    env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_FABRIC_PLANS_WORKSPACES: 'disk', EXECGATE_FABRIC_DATA_DIR: tempDir() },
+  }).catch((error: unknown) => error)
   expect(isExecgateError(badConfig, 'EXECGATE_CONFIG_INVALID')).toBe(true)
   expect((badConfig as Error).message).toMatch(/fabric\.plans\.workspaces/)
 })

@@ -60,7 +60,12 @@ beforeEach(() => {
   converse.requests.length = 0
 })
 
-const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({ id, language: 'javascript', code, ...(dependsOn ? { dependsOn } : {}) })
+const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({
+  id,
+  language: 'javascript',
+  code,
+  ...(dependsOn ? { dependsOn } : {}),
+})
 const reply = (steps: PlanStepSpec[], note = 'fixed it') => JSON.stringify({ note, steps })
 const busy = (ms: number) => `const t0 = Date.now(); while (Date.now() - t0 < ${ms}) {}`
 
@@ -70,7 +75,8 @@ async function eventsOf(target: Execgate, id: string): Promise<PlanEvent[]> {
   return events
 }
 
-const runsOf = (events: PlanEvent[], stepId: string) => events.filter((event) => event.type === 'step' && event.stepId === stepId && event.to === 'RUNNING').length
+const runsOf = (events: PlanEvent[], stepId: string) =>
+  events.filter((event) => event.type === 'step' && event.stepId === stepId && event.to === 'RUNNING').length
 
 describe('a plan runs its steps as tasks', () => {
   test('outputs reach dependents at steps/<id>/value.json and steps/<id>/files/<path>, in python, javascript and bash', async () => {
@@ -78,7 +84,11 @@ describe('a plan runs its steps as tasks', () => {
       goal: 'add up the rows',
       steps: [
         { id: 'extract', language: 'python', code: 'write_file("extra.txt", "4")\n[1, 2, 3]', description: 'the rows' },
-        js('total', 'const rows = JSON.parse(await read_file("steps/extract/value.json")); ({ sum: rows.reduce((a, b) => a + b, 0) + Number(await read_file("steps/extract/files/extra.txt")), seen: await list_files() })', ['extract']),
+        js(
+          'total',
+          'const rows = JSON.parse(await read_file("steps/extract/value.json")); ({ sum: rows.reduce((a, b) => a + b, 0) + Number(await read_file("steps/extract/files/extra.txt")), seen: await list_files() })',
+          ['extract'],
+        ),
         { id: 'report', language: 'bash', code: 'echo "total: $(cat steps/total/value.json)"', dependsOn: ['total'] },
       ],
     })
@@ -116,12 +126,14 @@ describe('a plan runs its steps as tasks', () => {
     expect(await refused({ steps: [js('a', '1', ['b']), js('b', '1', ['a'])] })).toContain('dependency cycle: a -> b -> a')
     expect(await refused({ steps: [js('a', '1', ['nope'])] })).toContain('unknown dependency: step "a" depends on "nope"')
     expect(await refused({ steps: [{ id: 'a', language: 'python', code: 'import os\nos.getcwd()' }] })).toMatch(/step "a": .*os/)
-    expect(await refused({ steps: [{ ...js('a', '1'), limits: { timeoutMs: 999_999 } }] })).toContain('wallTimeMs 999999 is above the allowed 5000')
+    expect(await refused({ steps: [{ ...js('a', '1'), limits: { timeoutMs: 999_999 } }] })).toContain(
+      'wallTimeMs 999999 is above the allowed 5000',
+    )
     expect(await refused({ steps: [js('a', '1')], maxRevisions: 9 })).toContain('maxRevisions 9 is above the allowed 4')
     expect(await refused({ steps: [{ ...js('a', '1'), extra: true } as PlanStepSpec] })).toContain('steps[0].extra is not a known field')
   })
 
-  test('plans are the tenant\'s: another tenant gets nothing, lists only its own', async () => {
+  test("plans are the tenant's: another tenant gets nothing, lists only its own", async () => {
     const plan = await execgate.plans.run({ steps: [js('a', '1')] }, { tenant: 'acme' })
     expect(await execgate.plans.get(plan.id, { tenant: 'globex' })).toBeUndefined()
     await expect(execgate.plans.cancel(plan.id, { tenant: 'globex' })).rejects.toMatchObject({ code: 'EXECGATE_NOT_FOUND' })
@@ -136,9 +148,20 @@ describe('a plan runs its steps as tasks', () => {
     const listener = net.createServer((socket) => (connections++, socket.destroy()))
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve))
     const redisUrl = `redis://127.0.0.1:${(listener.address() as net.AddressInfo).port}`
-    const onRedis = await createExecgate({ warm: false, overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' }, fabric: { store: 'redis', redisUrl } } })
+    const onRedis = await createExecgate({
+      warm: false,
+      overrides: {
+        execution: { enabled: ['quickjs'] },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+        fabric: { store: 'redis', redisUrl },
+      },
+    })
     try {
-      const refusal = { code: 'EXECGATE_PLANS_UNSUPPORTED', message: '[execgate] plans need the embedded store (fabric.store = sqlite); this execgate uses redis' }
+      const refusal = {
+        code: 'EXECGATE_PLANS_UNSUPPORTED',
+        message: '[execgate] plans need the embedded store (fabric.store = sqlite); this execgate uses redis',
+      }
       await expect(onRedis.plans.run({ steps: [js('a', '1')] })).rejects.toMatchObject(refusal)
       await expect(onRedis.plans.get('x')).rejects.toMatchObject(refusal)
       await expect(onRedis.plans.events('x').next()).rejects.toMatchObject(refusal)
@@ -166,20 +189,37 @@ describe('a plan runs its steps as tasks', () => {
 describe('the fix-plan loop', () => {
   test('a failed second step is revised by the reflector and the plan completes; step one ran exactly once', async () => {
     const fixed = js('double', 'const n = JSON.parse(await read_file("steps/base/value.json")); n * 2', ['base'])
-    replies.push(reply([fixed, js('report', 'JSON.parse(await read_file("steps/double/value.json")) + 1', ['double'])], 'double was calling a function that does not exist'))
+    replies.push(
+      reply(
+        [fixed, js('report', 'JSON.parse(await read_file("steps/double/value.json")) + 1', ['double'])],
+        'double was calling a function that does not exist',
+      ),
+    )
     const plan = await execgate.plans.run({
       goal: 'twice ten, plus one',
-      steps: [js('base', 'write_file("note.txt", "ten"); 10'), js('double', 'const n = JSON.parse(await read_file("steps/base/value.json")); twice(n)', ['base']), js('report', 'JSON.parse(await read_file("steps/double/value.json")) + 1', ['double'])],
+      steps: [
+        js('base', 'write_file("note.txt", "ten"); 10'),
+        js('double', 'const n = JSON.parse(await read_file("steps/base/value.json")); twice(n)', ['base']),
+        js('report', 'JSON.parse(await read_file("steps/double/value.json")) + 1', ['double']),
+      ],
     })
     const done = await execgate.plans.wait(plan.id)
     expect(done).toMatchObject({ state: 'COMPLETED', version: 2 })
-    expect(done.steps.map((step) => [step.id, step.state, step.result?.value])).toEqual([['base', 'COMPLETED', 10], ['double', 'COMPLETED', 20], ['report', 'COMPLETED', 21]])
+    expect(done.steps.map((step) => [step.id, step.state, step.result?.value])).toEqual([
+      ['base', 'COMPLETED', 10],
+      ['double', 'COMPLETED', 20],
+      ['report', 'COMPLETED', 21],
+    ])
     // Step one: the same task in both versions, one run.
     expect(done.versions[1]!.steps[0]).toMatchObject({ id: 'base', taskId: done.versions[0]!.steps[0]!.taskId, reusedFrom: 1 })
     expect((await execgate.tasks.get(done.steps[0]!.taskId))?.attempts).toBe(1)
     const events = await eventsOf(execgate, plan.id)
     expect(runsOf(events, 'base')).toBe(1)
-    expect(done.versions[1]).toMatchObject({ version: 2, note: 'double was calling a function that does not exist', changes: { added: [], removed: [], changed: ['double'], reused: ['base'] } })
+    expect(done.versions[1]).toMatchObject({
+      version: 2,
+      note: 'double was calling a function that does not exist',
+      changes: { added: [], removed: [], changed: ['double'], reused: ['base'] },
+    })
     expect(done.versions[1]!.reason).toMatch(/^revision 1: step double failed: error: ReferenceError: .*twice/)
     expect(done.revisions).toEqual([expect.objectContaining({ attempt: 1, stepId: 'double', accepted: true, version: 2 })])
     expect((await execgate.tasks.get(done.steps[1]!.taskId))?.provenance).toEqual({ planId: plan.id, planVersion: 2, stepId: 'double' })
@@ -195,7 +235,7 @@ describe('the fix-plan loop', () => {
     expect(converse.requests[0]!.system).toContain('steps/<id>/value.json')
   })
 
-  test('the plan\'s events are in order: steps, the pause, the revision, the new version, the end', async () => {
+  test("the plan's events are in order: steps, the pause, the revision, the new version, the end", async () => {
     replies.push(reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) + 1', ['a'])]))
     const plan = await execgate.plans.run({ steps: [js('a', '1'), js('b', 'throw new Error("nope")', ['a']), js('c', '3')] })
     const events = await eventsOf(execgate, plan.id)
@@ -212,7 +252,9 @@ describe('the fix-plan loop', () => {
     expect(failed < paused && paused < revised && revised < resumed && resumed < rerun).toBe(true)
     // Each task's transitions follow each other: every event starts where the one before it ended.
     for (const taskId of new Set(events.flatMap((event) => (event.type === 'step' ? [event.taskId] : [])))) {
-      const steps = events.filter((event): event is Extract<PlanEvent, { type: 'step' }> => event.type === 'step' && event.taskId === taskId)
+      const steps = events.filter(
+        (event): event is Extract<PlanEvent, { type: 'step' }> => event.type === 'step' && event.taskId === taskId,
+      )
       steps.forEach((event, index) => expect(event.from).toBe(index === 0 ? null : steps[index - 1]!.to))
     }
   })
@@ -236,7 +278,12 @@ describe('the fix-plan loop', () => {
     expect(converse.requests[1]!.messages[0]!.text).toContain('1. dependency cycle: b -> c -> b')
     expect(converse.requests[3]!.messages[0]!.text).toContain('3. unknown dependency')
     const revisionEvents = (await eventsOf(execgate, plan.id)).filter((event) => event.type === 'revision')
-    expect(revisionEvents.map((event) => event.type === 'revision' && [event.attempt, event.accepted])).toEqual([[1, false], [2, false], [3, false], [4, true]])
+    expect(revisionEvents.map((event) => event.type === 'revision' && [event.attempt, event.accepted])).toEqual([
+      [1, false],
+      [2, false],
+      [3, false],
+      [4, true],
+    ])
   })
 
   test('out of revisions: the plan ends FAILED naming the step and its last error', async () => {
@@ -245,7 +292,10 @@ describe('the fix-plan loop', () => {
     const done = await execgate.plans.wait(plan.id)
     expect(done).toMatchObject({ state: 'FAILED', failedStep: 'b', version: 2 })
     expect(done.reason).toMatch(/^step b failed: error: Error: boom again.*; no revision left \(2 of 2 used\)$/)
-    expect(done.revisions.map((revision) => [revision.accepted, revision.reason])).toEqual([[false, 'unparseable reply: no JSON object in it'], [true, 'fixed it']])
+    expect(done.revisions.map((revision) => [revision.accepted, revision.reason])).toEqual([
+      [false, 'unparseable reply: no JSON object in it'],
+      [true, 'fixed it'],
+    ])
     expect(converse.requests).toHaveLength(2)
   })
 
@@ -280,7 +330,9 @@ describe('without a reflector, and across a restart', () => {
 
   test('a restart mid-plan continues it: the interrupted step runs again, its dependent after it', async () => {
     const first = await open(dataDir)
-    const plan = await first.plans.run({ steps: [js('slow', `${busy(1500)}; 20`), js('next', 'JSON.parse(await read_file("steps/slow/value.json")) + 1', ['slow'])] })
+    const plan = await first.plans.run({
+      steps: [js('slow', `${busy(1500)}; 20`), js('next', 'JSON.parse(await read_file("steps/slow/value.json")) + 1', ['slow'])],
+    })
     for await (const event of first.plans.events(plan.id)) if (event.type === 'step' && event.to === 'RUNNING') break
     await first.dispose()
     const second = await open(dataDir)
@@ -289,7 +341,16 @@ describe('without a reflector, and across a restart', () => {
       expect(done.state).toBe('COMPLETED')
       expect(done.steps.map((step) => step.result?.value)).toEqual([20, 21])
       const events = await eventsOf(second, plan.id)
-      expect(events.some((event) => event.type === 'step' && event.stepId === 'slow' && event.from === 'RUNNING' && event.to === 'PENDING' && /shutdown/.test(event.reason))).toBe(true)
+      expect(
+        events.some(
+          (event) =>
+            event.type === 'step' &&
+            event.stepId === 'slow' &&
+            event.from === 'RUNNING' &&
+            event.to === 'PENDING' &&
+            /shutdown/.test(event.reason),
+        ),
+      ).toBe(true)
       expect(runsOf(events, 'slow')).toBe(2)
       expect(runsOf(events, 'next')).toBe(1)
     } finally {
@@ -303,7 +364,10 @@ describe('without a reflector, and across a restart', () => {
     let asked!: () => void
     const question = new Promise<void>((resolve) => (asked = resolve))
     // The first question is never answered: the process stops while it waits.
-    replies.push(() => (asked(), new Promise<string>(() => undefined)), reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) * 2', ['a'])]))
+    replies.push(
+      () => (asked(), new Promise<string>(() => undefined)),
+      reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) * 2', ['a'])]),
+    )
     const first = await open(revisingDir, endpoint)
     const plan = await first.plans.run({ steps: [js('a', '21'), js('b', 'throw new Error("first try")', ['a'])] })
     await question
@@ -312,7 +376,14 @@ describe('without a reflector, and across a restart', () => {
     const second = await open(revisingDir, endpoint)
     try {
       const done = await second.plans.wait(plan.id)
-      expect(done).toMatchObject({ state: 'COMPLETED', version: 2, steps: [{ id: 'a', reusedFrom: 1 }, { id: 'b', result: { value: 42 } }] })
+      expect(done).toMatchObject({
+        state: 'COMPLETED',
+        version: 2,
+        steps: [
+          { id: 'a', reusedFrom: 1 },
+          { id: 'b', result: { value: 42 } },
+        ],
+      })
       expect(done.revisions).toEqual([expect.objectContaining({ attempt: 1, accepted: true })])
       expect(converse.requests).toHaveLength(2)
       expect(runsOf(await eventsOf(second, plan.id), 'a')).toBe(1)

@@ -32,7 +32,8 @@ let root: string
 
 beforeAll(async () => {
   const availability = await new DockerAdapter({ socketPath: PODMAN_SOCKET }).checkAvailability()
-  if (availability.status !== 'available') throw new Error(`the docker adapter's engine is not ready (run scripts/setup/podman.sh): ${availability.reason}`)
+  if (availability.status !== 'available')
+    throw new Error(`the docker adapter's engine is not ready (run scripts/setup/podman.sh): ${availability.reason}`)
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-sandboxes-test-'))
   execgate = await createExecgate({
     overrides: {
@@ -64,7 +65,11 @@ function expectStatus(result: ExecutionResult, status: ExecutionResult['status']
 describe.each(BACKENDS)('$adapter sandbox', (backend) => {
   let sandbox: Sandbox
   beforeAll(async () => {
-    sandbox = await execgate.sandboxes.start({ adapter: backend.adapter, policy: { maxProcesses: 8 }, files: [{ path: 'data.csv', content: 'date,price\n2026-01-02,5\n2025-03-04,7\n2026-05-06,11\n' }] })
+    sandbox = await execgate.sandboxes.start({
+      adapter: backend.adapter,
+      policy: { maxProcesses: 8 },
+      files: [{ path: 'data.csv', content: 'date,price\n2026-01-02,5\n2025-03-04,7\n2026-05-06,11\n' }],
+    })
   }, 60_000)
   afterAll(() => sandbox?.stop())
 
@@ -167,7 +172,9 @@ describe.each(BACKENDS)('$adapter sandbox', (backend) => {
   if (backend.streams) {
     test('output streams while the exec runs', async () => {
       const chunks: string[] = []
-      const result = await sandbox.exec('echo one; sleep 0.3; echo two >&2', { onOutput: (stream, chunk) => chunks.push(`${stream}:${chunk}`) })
+      const result = await sandbox.exec('echo one; sleep 0.3; echo two >&2', {
+        onOutput: (stream, chunk) => chunks.push(`${stream}:${chunk}`),
+      })
       expectStatus(result, 'ok')
       expect(chunks).toEqual(['stdout:one\n', 'stderr:two\n'])
     })
@@ -175,7 +182,10 @@ describe.each(BACKENDS)('$adapter sandbox', (backend) => {
 
   if (backend.programs) {
     test('Python and JavaScript run in the same workspace, under the import allow-list', async () => {
-      const python = await sandbox.exec({ language: 'python', code: "open('from-python.txt', 'w').write('py')\nsum(int(line.split(',')[1]) for line in open('data.csv').read().splitlines()[1:])" })
+      const python = await sandbox.exec({
+        language: 'python',
+        code: "open('from-python.txt', 'w').write('py')\nsum(int(line.split(',')[1]) for line in open('data.csv').read().splitlines()[1:])",
+      })
       expectStatus(python, 'ok')
       expect(python.value).toBe(23)
       expect((await sandbox.exec('cat from-python.txt')).stdout).toBe('py')
@@ -219,7 +229,12 @@ describe.each(BACKENDS)('$adapter sandbox', (backend) => {
 
 test('dispose stops every sandbox and leaves nothing behind', async () => {
   const own = await createExecgate({
-    overrides: { execution: { enabled: ['shell', 'process', 'docker'] }, adapters: { docker: { socketPath: PODMAN_SOCKET }, process: { persistentDir: path.join(root, 'dispose') } }, readiness: { enabled: false }, log: { level: 'silent' } },
+    overrides: {
+      execution: { enabled: ['shell', 'process', 'docker'] },
+      adapters: { docker: { socketPath: PODMAN_SOCKET }, process: { persistentDir: path.join(root, 'dispose') } },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+    },
   })
   const started = await Promise.all(['shell', 'process', 'docker'].map((adapter) => own.sandboxes.start({ adapter })))
   const uids = foldersUnder(path.join(root, 'dispose')).map((folder) => uidOf(path.join(root, 'dispose', folder))!)

@@ -8,7 +8,13 @@ import { serve } from '../../../src/server/serve'
 async function main(): Promise<void> {
   const [persistentDir, socketPath] = [process.argv[2]!, process.argv[3]!]
   const execgate = await createExecgate({
-    overrides: { execution: { enabled: ['shell', 'process', 'docker'] }, adapters: { docker: { socketPath }, process: { persistentDir } }, readiness: { enabled: false }, log: { level: 'silent' }, security: { defaultPolicy: { wallTimeMs: 60_000, cpuTimeMs: 60_000 } } },
+    overrides: {
+      execution: { enabled: ['shell', 'process', 'docker'] },
+      adapters: { docker: { socketPath }, process: { persistentDir } },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      security: { defaultPolicy: { wallTimeMs: 60_000, cpuTimeMs: 60_000 } },
+    },
   })
   const server = await serve(execgate, { port: 0 }, false)
   const sandboxes = await Promise.all(['process', 'docker'].map((adapter) => execgate.sandboxes.start({ adapter, timeoutMs: 60_000 })))

@@ -13,9 +13,18 @@ import { PODMAN_SOCKET, containersOf, foldersUnder, mountsUnder, processesOfUids
  */
 test('a killed server leaves nothing running after the next start', async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-sandbox-crash-'))
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'crash-child.ts'), root, PODMAN_SOCKET], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'crash-child.ts'), root, PODMAN_SOCKET],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  )
   const bystander = await createExecgate({
-    overrides: { execution: { enabled: ['process', 'docker'] }, adapters: { docker: { socketPath: PODMAN_SOCKET }, process: { persistentDir: root } }, readiness: { enabled: false }, log: { level: 'silent' } },
+    overrides: {
+      execution: { enabled: ['process', 'docker'] },
+      adapters: { docker: { socketPath: PODMAN_SOCKET }, process: { persistentDir: root } },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+    },
   })
   try {
     const ready = await new Promise<{ url: string; ids: string[] }>((resolve, reject) => {
@@ -42,12 +51,19 @@ test('a killed server leaves nothing running after the next start', async () => 
     expect(mountsUnder(path.join(root, processId))).toHaveLength(1)
 
     const next = await createExecgate({
-      overrides: { execution: { enabled: ['shell', 'process', 'docker'] }, adapters: { docker: { socketPath: PODMAN_SOCKET }, process: { persistentDir: root } }, readiness: { enabled: false }, log: { level: 'silent' } },
+      overrides: {
+        execution: { enabled: ['shell', 'process', 'docker'] },
+        adapters: { docker: { socketPath: PODMAN_SOCKET }, process: { persistentDir: root } },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+      },
     })
     const server = await serve(next, { port: 0 }, false)
     try {
       // serve() sweeps at start, without waiting for a first sandbox.
-      expect(await until(async () => (await containersOf([dockerId])).length === 0 && !foldersUnder(root).includes(processId), 30_000)).toBe(true)
+      expect(
+        await until(async () => (await containersOf([dockerId])).length === 0 && !foldersUnder(root).includes(processId), 30_000),
+      ).toBe(true)
       expect(mountsUnder(path.join(root, processId))).toEqual([])
       expect(processesOfUids([uid])).toEqual([])
       // The bystander's sandboxes are untouched and still work.

@@ -53,16 +53,24 @@ test('round trip: an exec writes a file, saveArtifact stores it, a second sandbo
   expect(artifact.content.toString()).toBe(CSV)
   const lineage = await execgate.ledger.lineage(saved.sha256, { tenant: 'acme' })
   expect(lineage.ancestors.activities).toEqual([expect.objectContaining({ kind: 'sandbox_file', sandboxId: first.id, adapter: 'shell' })])
-  expect(lineage.ancestors.relations).toEqual([expect.objectContaining({ relation: 'wasGeneratedBy', entity: saved.sha256, role: 'output' })])
+  expect(lineage.ancestors.relations).toEqual([
+    expect.objectContaining({ relation: 'wasGeneratedBy', entity: saved.sha256, role: 'output' }),
+  ])
   const prov = await execgate.ledger.export('prov-json', { tenant: 'acme' })
   expect(prov.activity[`sandbox:${first.id}`]).toMatchObject({ 'execgate:sandboxId': first.id })
   expect((await execgate.ledger.verify({ tenant: 'acme' })).ok).toBe(true)
 
   // A second sandbox, on another backend, starts with it; writeFile and an exec's files take a digest too.
-  const second = await execgate.sandboxes.start({ adapter: 'process', files: [{ path: 'in/data.csv', sha256: `sha256:${saved.sha256.toUpperCase()}` }] }, { tenant: 'acme' })
+  const second = await execgate.sandboxes.start(
+    { adapter: 'process', files: [{ path: 'in/data.csv', sha256: `sha256:${saved.sha256.toUpperCase()}` }] },
+    { tenant: 'acme' },
+  )
   try {
     await second.writeFile('copy.csv', { sha256: saved.sha256 })
-    const read = await second.exec({ command: `total=0; while IFS=, read -r region sales; do [ "$region" = region ] || total=$((total + sales)); done < in/data.csv; echo $total; cmp in/data.csv copy.csv && cmp copy.csv late.csv && echo same`, files: [{ path: 'late.csv', sha256: saved.sha256 }] })
+    const read = await second.exec({
+      command: `total=0; while IFS=, read -r region sales; do [ "$region" = region ] || total=$((total + sales)); done < in/data.csv; echo $total; cmp in/data.csv copy.csv && cmp copy.csv late.csv && echo same`,
+      files: [{ path: 'late.csv', sha256: saved.sha256 }],
+    })
     expect(read).toMatchObject({ status: 'ok', stdout: '8\nsame\n', stderr: '' })
   } finally {
     await second.stop()
@@ -92,7 +100,10 @@ test("tenants: another tenant's artifact answers exactly like an unknown digest,
         () => undefined,
         (error: Error) => error,
       )
-      return [started, written, executed.error, served].map((error) => ({ code: (error as { code?: string } | undefined)?.code, message: error?.message.replace(digest, '<digest>') }))
+      return [started, written, executed.error, served].map((error) => ({
+        code: (error as { code?: string } | undefined)?.code,
+        message: error?.message.replace(digest, '<digest>'),
+      }))
     }
     const foreignToGlobex = await refusals(globex, 'globex', acmeFile.sha256)
     const unknownToGlobex = await refusals(globex, 'globex', UNKNOWN)
@@ -113,8 +124,13 @@ test("tenants: another tenant's artifact answers exactly like an unknown digest,
 }, 60_000)
 
 test('refusals in words: a malformed digest, content and sha256 together, a missing file to save', async () => {
-  await expect(execgate.sandboxes.start({ files: [{ path: 'a', sha256: 'not-a-digest' }] }, { tenant: 'acme' })).rejects.toMatchObject({ code: 'EXECGATE_REQUEST_INVALID', message: expect.stringContaining('files[0]') })
-  await expect(execgate.sandboxes.start({ files: [{ path: 'a', sha256: UNKNOWN, content: 'x' } as never] }, { tenant: 'acme' })).rejects.toMatchObject({ code: 'EXECGATE_REQUEST_INVALID', message: expect.stringContaining('not both') })
+  await expect(execgate.sandboxes.start({ files: [{ path: 'a', sha256: 'not-a-digest' }] }, { tenant: 'acme' })).rejects.toMatchObject({
+    code: 'EXECGATE_REQUEST_INVALID',
+    message: expect.stringContaining('files[0]'),
+  })
+  await expect(
+    execgate.sandboxes.start({ files: [{ path: 'a', sha256: UNKNOWN, content: 'x' } as never] }, { tenant: 'acme' }),
+  ).rejects.toMatchObject({ code: 'EXECGATE_REQUEST_INVALID', message: expect.stringContaining('not both') })
   const sandbox = await execgate.sandboxes.start({ adapter: 'shell' }, { tenant: 'acme' })
   try {
     await expect(sandbox.saveArtifact('missing.txt')).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_NOT_FOUND' })
@@ -125,16 +141,29 @@ test('refusals in words: a malformed digest, content and sha256 together, a miss
 })
 
 test('with the ledger off, files by digest and saveArtifact answer EXECGATE_LEDGER_DISABLED', async () => {
-  const off = await createExecgate({ overrides: { execution: { enabled: ['shell'] }, fabric: { dataDir, ledger: { enabled: false } }, readiness: { enabled: false }, log: { level: 'silent' } } })
+  const off = await createExecgate({
+    overrides: {
+      execution: { enabled: ['shell'] },
+      fabric: { dataDir, ledger: { enabled: false } },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+    },
+  })
   try {
-    await expect(off.sandboxes.start({ files: [{ path: 'a', sha256: UNKNOWN }] })).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED', message: expect.stringContaining('fabric.ledger.enabled is false') })
+    await expect(off.sandboxes.start({ files: [{ path: 'a', sha256: UNKNOWN }] })).rejects.toMatchObject({
+      code: 'EXECGATE_LEDGER_DISABLED',
+      message: expect.stringContaining('fabric.ledger.enabled is false'),
+    })
     const sandbox = await off.sandboxes.start()
     await sandbox.writeFile('a.txt', 'a')
     await expect(sandbox.saveArtifact('a.txt')).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
     // Said before the file is looked for: no file could ever be saved.
     await expect(sandbox.saveArtifact('missing.txt')).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
     await expect(sandbox.writeFile('b.txt', { sha256: UNKNOWN })).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
-    expect(await sandbox.exec({ command: 'cat b.txt', files: [{ path: 'b.txt', sha256: UNKNOWN }] })).toMatchObject({ status: 'invalid_request', error: { code: 'EXECGATE_LEDGER_DISABLED' } })
+    expect(await sandbox.exec({ command: 'cat b.txt', files: [{ path: 'b.txt', sha256: UNKNOWN }] })).toMatchObject({
+      status: 'invalid_request',
+      error: { code: 'EXECGATE_LEDGER_DISABLED' },
+    })
   } finally {
     await off.dispose()
   }

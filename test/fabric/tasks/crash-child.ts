@@ -8,7 +8,13 @@ import { crashTestSpecs } from './crash-specs'
 async function main(): Promise<void> {
   const [dataDir, count] = [process.argv[2]!, Number(process.argv[3])]
   const execgate = await createExecgate({
-    env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_FABRIC_CONCURRENCY: '4' },
+    env: {
+      EXECGATE_LOG_LEVEL: 'silent',
+      EXECGATE_READINESS_ENABLED: 'false',
+      EXECGATE_EXECUTION_ENABLED: 'quickjs',
+      EXECGATE_FABRIC_DATA_DIR: dataDir,
+      EXECGATE_FABRIC_CONCURRENCY: '4',
+    },
   })
   await execgate.execute({ language: 'javascript', code: '1' })
   await execgate.tasks.submitMany(crashTestSpecs(count))

@@ -19,10 +19,18 @@ interface Counts {
 
 function countStates(file: string): Counts {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const Database = require('libsql') as new (file: string, options: { readonly: boolean }) => { prepare(sql: string): { all(): unknown[] }; close(): void }
+  const Database = require('libsql') as new (
+    file: string,
+    options: { readonly: boolean },
+  ) => { prepare(sql: string): { all(): unknown[] }; close(): void }
   const db = new Database(file, { readonly: true })
   try {
-    return Object.fromEntries((db.prepare('SELECT state, count(*) AS n FROM tasks GROUP BY state').all() as { state: string; n: number }[]).map((row) => [row.state, row.n]))
+    return Object.fromEntries(
+      (db.prepare('SELECT state, count(*) AS n FROM tasks GROUP BY state').all() as { state: string; n: number }[]).map((row) => [
+        row.state,
+        row.n,
+      ]),
+    )
   } finally {
     db.close()
   }
@@ -31,7 +39,11 @@ function countStates(file: string): Counts {
 test(`kill -9 with ${COUNT} tasks in flight, restart: 0 lost, 0 completed twice`, async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-crash-'))
   const file = path.join(dataDir, SQLITE_FILE_NAME)
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'crash-child.ts'), dataDir, String(COUNT)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(
+    process.execPath,
+    ['-r', 'ts-node/register/transpile-only', path.join(__dirname, 'crash-child.ts'), dataDir, String(COUNT)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  )
   try {
     await new Promise<void>((resolve, reject) => {
       child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('submitted') && resolve())
@@ -51,7 +63,14 @@ test(`kill -9 with ${COUNT} tasks in flight, restart: 0 lost, 0 completed twice`
     expect(atKill.PENDING ?? 0).toBeGreaterThan(0)
     expect(inFlight).toBeGreaterThan(0)
 
-    const execgate = await createExecgate({ env: { EXECGATE_LOG_LEVEL: 'silent', EXECGATE_READINESS_ENABLED: 'false', EXECGATE_EXECUTION_ENABLED: 'quickjs', EXECGATE_FABRIC_DATA_DIR: dataDir } })
+    const execgate = await createExecgate({
+      env: {
+        EXECGATE_LOG_LEVEL: 'silent',
+        EXECGATE_READINESS_ENABLED: 'false',
+        EXECGATE_EXECUTION_ENABLED: 'quickjs',
+        EXECGATE_FABRIC_DATA_DIR: dataDir,
+      },
+    })
     try {
       // A client that did not hear back resubmits everything with the same keys: nothing new is created.
       const again = await execgate.tasks.submitMany(crashTestSpecs(COUNT))

@@ -56,7 +56,11 @@ async function startWorker(): Promise<ChildProcess> {
 }
 
 async function api<T>(method: string, url: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${baseUrl}${url}`, { method, headers: body ? { 'content-type': 'application/json' } : {}, body: body ? JSON.stringify(body) : undefined })
+  const response = await fetch(`${baseUrl}${url}`, {
+    method,
+    headers: body ? { 'content-type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  })
   const text = await response.text()
   if (!response.ok) throw new Error(`${method} ${url}: ${response.status} ${text}`)
   return JSON.parse(text) as T
@@ -83,7 +87,8 @@ async function events(id: string): Promise<TaskEvent[]> {
 }
 
 const busy = (ms: number) => `const t = Date.now(); while (Date.now() - t < ${ms}) {}; ${ms}`
-const submit = (code: string, extra: Record<string, unknown> = {}) => api<Task>('POST', '/v1/tasks', { request: { language: 'javascript', code, timeoutMs: 5000 }, ...extra })
+const submit = (code: string, extra: Record<string, unknown> = {}) =>
+  api<Task>('POST', '/v1/tasks', { request: { language: 'javascript', code, timeoutMs: 5000 }, ...extra })
 
 run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
   beforeAll(async () => {
@@ -116,21 +121,28 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
     const done = await until(submitted.id, (task) => task.state === 'COMPLETED')
     expect(done).toMatchObject({ attempts: 2, result: { status: 'ok', value: 2500 } })
     const log = await events(submitted.id)
-    expect(log.map((event) => event.reason)).toContainEqual(expect.stringMatching(/^the process running it stopped mid-run; retry 2\/3 in \d+ ms$/))
+    expect(log.map((event) => event.reason)).toContainEqual(
+      expect.stringMatching(/^the process running it stopped mid-run; retry 2\/3 in \d+ ms$/),
+    )
     // A fresh worker takes the dead one's place for the next test.
     workers.splice(workers.indexOf(victim!), 1)
     await startWorker()
   }, 60_000)
 
   test('kill -9 of a worker with many tasks in flight: every accepted task completes exactly once', async () => {
-    const accepted = await Promise.all(Array.from({ length: 16 }, (_, index) => submit(busy(200 + index), { retryPolicy: { maxAttempts: 3 }, idempotencyKey: `worker-crash-${index}` })))
+    const accepted = await Promise.all(
+      Array.from({ length: 16 }, (_, index) =>
+        submit(busy(200 + index), { retryPolicy: { maxAttempts: 3 }, idempotencyKey: `worker-crash-${index}` }),
+      ),
+    )
     // Both workers busy and some tasks done: then one of them dies mid-task.
     let victimPid = 0
-    for (const deadline = Date.now() + 30_000; !victimPid; ) {
+    for (const deadline = Date.now() + 30_000; !victimPid;) {
       if (Date.now() > deadline) throw new Error('the workers never ran the tasks')
       const states = await Promise.all(accepted.map((task) => api<Task>('GET', `/v1/tasks/${task.id}`)))
       const running = states.filter((task) => task.state === 'RUNNING' && task.owner)
-      if (states.some((task) => task.state === 'COMPLETED') && running.length) victimPid = Number(running[0]!.owner!.slice(running[0]!.owner!.lastIndexOf(':') + 1))
+      if (states.some((task) => task.state === 'COMPLETED') && running.length)
+        victimPid = Number(running[0]!.owner!.slice(running[0]!.owner!.lastIndexOf(':') + 1))
       else await new Promise((resolve) => setTimeout(resolve, 20))
     }
     const victim = workers.find((worker) => worker.pid === victimPid)!
@@ -141,7 +153,10 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
     for (const [index, task] of accepted.entries()) {
       const done = await until(task.id, (current) => ['COMPLETED', 'FAILED', 'TERMINATED'].includes(current.state), 60_000)
       expect({ index, state: done.state, value: done.result?.value }).toEqual({ index, state: 'COMPLETED', value: 200 + index })
-      expect({ index, completions: (await events(task.id)).filter((event) => event.to === 'COMPLETED').length }).toEqual({ index, completions: 1 })
+      expect({ index, completions: (await events(task.id)).filter((event) => event.to === 'COMPLETED').length }).toEqual({
+        index,
+        completions: 1,
+      })
     }
   }, 120_000)
 
@@ -152,7 +167,10 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
     const queued = await Promise.all(priorities.map((priority) => submit(busy(150), { priority })))
     await Promise.all(queued.map((task) => until(task.id, (done) => done.state === 'COMPLETED')))
     const startSeq = await Promise.all(queued.map(async (task) => (await events(task.id)).find((event) => event.to === 'SPAWNING')!.seq))
-    const startOrder = priorities.map((priority, index) => ({ priority, seq: startSeq[index]! })).sort((a, b) => a.seq - b.seq).map((entry) => entry.priority)
+    const startOrder = priorities
+      .map((priority, index) => ({ priority, seq: startSeq[index]! }))
+      .sort((a, b) => a.seq - b.seq)
+      .map((entry) => entry.priority)
     // Two workers take two at a time, so within a pair the claims may land in either order.
     expect(new Set(startOrder.slice(0, 2))).toEqual(new Set([6, 5]))
     expect(new Set(startOrder.slice(2, 4))).toEqual(new Set([4, 3]))

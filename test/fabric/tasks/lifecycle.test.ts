@@ -1,5 +1,13 @@
 import { createResult, type ExecutionResult, type ExecutionStatus } from '../../../src/core'
-import { SqliteTaskStore, TaskScheduler, backoffDelay, canTransition, outcomeOf, DEFAULT_RETRY_POLICY, type Task } from '../../../src/fabric/tasks'
+import {
+  SqliteTaskStore,
+  TaskScheduler,
+  backoffDelay,
+  canTransition,
+  outcomeOf,
+  DEFAULT_RETRY_POLICY,
+  type Task,
+} from '../../../src/fabric/tasks'
 
 /** The failure table and backoff as pure rules (a unit test of error mapping: results are built, not run). */
 
@@ -70,11 +78,17 @@ test('a backend that answers unavailable is retried with backoff and the task co
   })
   await scheduler.start()
   try {
-    const [submitted] = await scheduler.submit([{ request: { language: 'javascript', code: '1' }, retryPolicy: { baseDelayMs: 30, jitter: false } }], { tenant: 'local' })
+    const [submitted] = await scheduler.submit(
+      [{ request: { language: 'javascript', code: '1' }, retryPolicy: { baseDelayMs: 30, jitter: false } }],
+      { tenant: 'local' },
+    )
     const done = await scheduler.wait(submitted!.id)
     expect(done).toMatchObject({ state: 'COMPLETED', attempts: 3 })
     const retries = (await store.events(submitted!.id)).filter((event) => event.from === 'RUNNING' && event.to === 'PENDING')
-    expect(retries.map((event) => event.reason)).toEqual(['unavailable: it was unavailable; retry 2/3 in 30 ms', 'unavailable: it was unavailable; retry 3/3 in 60 ms'])
+    expect(retries.map((event) => event.reason)).toEqual([
+      'unavailable: it was unavailable; retry 2/3 in 30 ms',
+      'unavailable: it was unavailable; retry 3/3 in 60 ms',
+    ])
   } finally {
     await scheduler.stop()
     await store.close()

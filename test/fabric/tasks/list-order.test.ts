@@ -12,7 +12,23 @@ import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 
 function taskOf(id: string, tenant: string): Task {
   const at = new Date().toISOString()
-  return { id, tenant, state: 'PENDING', request: { language: 'javascript', code: '1' }, priority: 0, requirements: {}, dependencies: [], retryPolicy: { ...DEFAULT_RETRY_POLICY }, lane: 'batch', attempts: 0, ready: true, notBefore: 0, reason: 'submitted', createdAt: at, updatedAt: at }
+  return {
+    id,
+    tenant,
+    state: 'PENDING',
+    request: { language: 'javascript', code: '1' },
+    priority: 0,
+    requirements: {},
+    dependencies: [],
+    retryPolicy: { ...DEFAULT_RETRY_POLICY },
+    lane: 'batch',
+    attempts: 0,
+    ready: true,
+    notBefore: 0,
+    reason: 'submitted',
+    createdAt: at,
+    updatedAt: at,
+  }
 }
 
 async function pages(store: TaskStore, filter: Omit<Parameters<TaskStore['list']>[0], 'cursor'>): Promise<string[][]> {
@@ -34,14 +50,20 @@ function describeOrder(kind: string, open: () => Promise<{ store: TaskStore; clo
     beforeAll(async () => {
       ;({ store, close } = await open())
       // Interleaved with another tenant's, which no listing of acme's may show.
-      for (const [index, id] of mine.entries()) await store.insert([taskOf(id, 'acme'), ...(index % 3 === 0 ? [taskOf(`other-${index}`, 'globex')] : [])], 'submitted')
-      for (const id of ['t-2', 't-5', 't-6']) await store.transition(id, ['PENDING'], { to: 'SUSPENDED', reason: 'suspended by the caller' })
+      for (const [index, id] of mine.entries())
+        await store.insert([taskOf(id, 'acme'), ...(index % 3 === 0 ? [taskOf(`other-${index}`, 'globex')] : [])], 'submitted')
+      for (const id of ['t-2', 't-5', 't-6'])
+        await store.transition(id, ['PENDING'], { to: 'SUSPENDED', reason: 'suspended by the caller' })
     }, 30_000)
     afterAll(() => close())
 
     test('oldest first by default, newest first on request, each paged by its cursor', async () => {
       expect(await pages(store, { tenant: 'acme', limit: 3 })).toEqual([['t-1', 't-2', 't-3'], ['t-4', 't-5', 't-6'], ['t-7']])
-      expect(await pages(store, { tenant: 'acme', limit: 3, order: 'newest' })).toEqual([['t-7', 't-6', 't-5'], ['t-4', 't-3', 't-2'], ['t-1']])
+      expect(await pages(store, { tenant: 'acme', limit: 3, order: 'newest' })).toEqual([
+        ['t-7', 't-6', 't-5'],
+        ['t-4', 't-3', 't-2'],
+        ['t-1'],
+      ])
     })
 
     test('newest first with a state filter, across pages', async () => {
@@ -58,11 +80,8 @@ describeOrder('sqlite', async () => {
 })
 
 let redis: RedisServer | undefined
-describeOrder(
-  'redis',
-  async () => {
-    redis = await startRedisServer()
-    const store = new RedisTaskStore({ redis: new Redis(redis.url), ownsConnection: true, prefix: 'list-order' })
-    return { store, close: async () => (await store.close(), await redis?.stop()) }
-  },
-)
+describeOrder('redis', async () => {
+  redis = await startRedisServer()
+  const store = new RedisTaskStore({ redis: new Redis(redis.url), ownsConnection: true, prefix: 'list-order' })
+  return { store, close: async () => (await store.close(), await redis?.stop()) }
+})

@@ -3,7 +3,15 @@ import os from 'node:os'
 import path from 'node:path'
 import { createExecgate, type Execgate } from '../../../src'
 import { Redis } from 'ioredis'
-import { RedisTaskStore, SqliteTaskStore, SQLITE_FILE_NAME, createTaskService, type Task, type TaskServiceOptions, type TaskStore } from '../../../src/fabric/tasks'
+import {
+  RedisTaskStore,
+  SqliteTaskStore,
+  SQLITE_FILE_NAME,
+  createTaskService,
+  type Task,
+  type TaskServiceOptions,
+  type TaskStore,
+} from '../../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 
 /**
@@ -16,7 +24,6 @@ import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 const stores = ['sqlite', 'redis'] as const
 
 describe.each(stores)('%s store', (storeKind) => {
-
   let dataDir: string
   let execgate: Execgate
   let redis: RedisServer | undefined
@@ -26,7 +33,9 @@ describe.each(stores)('%s store', (storeKind) => {
     storeKind === 'redis' ? { backend: { kind: 'redis', url: redis!.url, prefix: `t${++prefixes}`, leaseMs: 2000 } } : { dataDir }
   /** A second connection to the store the suite's execgate uses. */
   const secondConnection = (): TaskStore =>
-    storeKind === 'redis' ? new RedisTaskStore({ redis: new Redis(redis!.url), prefix: 'execgate:tasks', ownsConnection: true }) : new SqliteTaskStore({ file: path.join(dataDir, SQLITE_FILE_NAME) })
+    storeKind === 'redis'
+      ? new RedisTaskStore({ redis: new Redis(redis!.url), prefix: 'execgate:tasks', ownsConnection: true })
+      : new SqliteTaskStore({ file: path.join(dataDir, SQLITE_FILE_NAME) })
 
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-tasks-'))
@@ -98,7 +107,9 @@ describe.each(stores)('%s store', (storeKind) => {
     })
 
     test('timeout: terminated and logged, never retried', async () => {
-      const task = await execgate.tasks.submit(js('while (true) {}', { timeoutMs: 200, retryPolicy: { retryOn: ['backend', 'error'], baseDelayMs: 10 } }))
+      const task = await execgate.tasks.submit(
+        js('while (true) {}', { timeoutMs: 200, retryPolicy: { retryOn: ['backend', 'error'], baseDelayMs: 10 } }),
+      )
       const done = await execgate.tasks.wait(task.id)
       expect(done.state).toBe('TERMINATED')
       expect(done.reason).toMatch(/^timeout/)
@@ -106,7 +117,9 @@ describe.each(stores)('%s store', (storeKind) => {
     })
 
     test('policy violation: terminated at once, never retried', async () => {
-      const task = await execgate.tasks.submit(js('eval("1")', { retryPolicy: { retryOn: ['backend', 'error'], maxAttempts: 5, baseDelayMs: 10 } }))
+      const task = await execgate.tasks.submit(
+        js('eval("1")', { retryPolicy: { retryOn: ['backend', 'error'], maxAttempts: 5, baseDelayMs: 10 } }),
+      )
       const done = await execgate.tasks.wait(task.id)
       expect(done.state).toBe('TERMINATED')
       expect(done.reason).toMatch(/^policy_violation/)
@@ -114,7 +127,9 @@ describe.each(stores)('%s store', (storeKind) => {
     })
 
     test('resource exhaustion: suspended, then resumed with a higher limit it completes', async () => {
-      const task = await execgate.tasks.submit({ request: { language: 'javascript', code: 'new Uint8Array(40 * 1024 * 1024).length', memoryMb: 16 } })
+      const task = await execgate.tasks.submit({
+        request: { language: 'javascript', code: 'new Uint8Array(40 * 1024 * 1024).length', memoryMb: 16 },
+      })
       const suspended = await execgate.tasks.wait(task.id)
       expect(suspended.state).toBe('SUSPENDED')
       expect(suspended.reason).toMatch(/^resource_exhaustion \(memory_limit\)/)
@@ -122,7 +137,16 @@ describe.each(stores)('%s store', (storeKind) => {
       const done = await execgate.tasks.wait(task.id)
       expect(done.state).toBe('COMPLETED')
       expect(done.result?.value).toBe(40 * 1024 * 1024)
-      expect(await log(done)).toEqual(['->PENDING', 'PENDING>SPAWNING', 'SPAWNING>RUNNING', 'RUNNING>SUSPENDED', 'SUSPENDED>PENDING', 'PENDING>SPAWNING', 'SPAWNING>RUNNING', 'RUNNING>COMPLETED'])
+      expect(await log(done)).toEqual([
+        '->PENDING',
+        'PENDING>SPAWNING',
+        'SPAWNING>RUNNING',
+        'RUNNING>SUSPENDED',
+        'SUSPENDED>PENDING',
+        'PENDING>SPAWNING',
+        'SPAWNING>RUNNING',
+        'RUNNING>COMPLETED',
+      ])
     })
 
     test("a user's exception fails at once by default; with retryOn error it is retried with backoff up to maxAttempts", async () => {
@@ -131,7 +155,15 @@ describe.each(stores)('%s store', (storeKind) => {
       expect(once.attempts).toBe(1)
       expect(once.reason).toMatch(/boom.*not retryable/)
       const started = Date.now()
-      const retried = await execgate.tasks.wait((await execgate.tasks.submit(js('throw new Error("boom")', { retryPolicy: { retryOn: ['error'], maxAttempts: 3, backoff: 'linear', baseDelayMs: 100, jitter: false } }))).id)
+      const retried = await execgate.tasks.wait(
+        (
+          await execgate.tasks.submit(
+            js('throw new Error("boom")', {
+              retryPolicy: { retryOn: ['error'], maxAttempts: 3, backoff: 'linear', baseDelayMs: 100, jitter: false },
+            }),
+          )
+        ).id,
+      )
       expect(retried.state).toBe('FAILED')
       expect(retried.attempts).toBe(3)
       // Linear backoff: 100 ms then 200 ms between the attempts.
@@ -141,10 +173,13 @@ describe.each(stores)('%s store', (storeKind) => {
   })
 
   describe('dependencies, deadlines, priority', () => {
-    test("a dependent starts after its dependency completed and reads its value and files under deps/<id>/", async () => {
+    test('a dependent starts after its dependency completed and reads its value and files under deps/<id>/', async () => {
       const [first, second] = await execgate.tasks.submitMany([
         { id: 'producer-1', ...js('await write_file("out.txt", "hello"); 21') },
-        js('const v = JSON.parse(await read_file("deps/producer-1/value.json")); (await read_file("deps/producer-1/files/out.txt")) + ":" + v * 2', { dependencies: ['producer-1'] }),
+        js(
+          'const v = JSON.parse(await read_file("deps/producer-1/value.json")); (await read_file("deps/producer-1/files/out.txt")) + ":" + v * 2',
+          { dependencies: ['producer-1'] },
+        ),
       ])
       const done = await execgate.tasks.wait(second!.id)
       expect([done.state, done.reason]).toEqual(['COMPLETED', 'completed'])
@@ -167,7 +202,12 @@ describe.each(stores)('%s store', (storeKind) => {
     })
 
     test('cycles and unknown dependencies are refused at submission, and nothing of the batch is stored', async () => {
-      await expect(execgate.tasks.submitMany([{ id: 'cycle-a', ...js('1', { dependencies: ['cycle-b'] }) }, { id: 'cycle-b', ...js('1', { dependencies: ['cycle-a'] }) }])).rejects.toThrow(/dependency cycle: cycle-a -> cycle-b -> cycle-a/)
+      await expect(
+        execgate.tasks.submitMany([
+          { id: 'cycle-a', ...js('1', { dependencies: ['cycle-b'] }) },
+          { id: 'cycle-b', ...js('1', { dependencies: ['cycle-a'] }) },
+        ]),
+      ).rejects.toThrow(/dependency cycle: cycle-a -> cycle-b -> cycle-a/)
       await expect(execgate.tasks.submit(js('1', { dependencies: ['no-such-task'] }))).rejects.toThrow(/unknown dependency "no-such-task"/)
       expect(await execgate.tasks.get('cycle-a')).toBeUndefined()
     })
@@ -193,7 +233,8 @@ describe.each(stores)('%s store', (storeKind) => {
       const low = await execgate.tasks.submit(js('1', { priority: 1 }))
       const high = await execgate.tasks.submit(js('1', { priority: 10 }))
       await Promise.all([...blockers, low, high].map((task) => execgate.tasks.wait(task.id)))
-      const startOf = async (task: Task) => (await execgate.tasks.scheduler.store.events(task.id)).find((event) => event.to === 'SPAWNING')!.seq
+      const startOf = async (task: Task) =>
+        (await execgate.tasks.scheduler.store.events(task.id)).find((event) => event.to === 'SPAWNING')!.seq
       expect(await startOf(high)).toBeLessThan(await startOf(low))
     })
   })
@@ -238,18 +279,26 @@ describe.each(stores)('%s store', (storeKind) => {
       const task = await execgate.tasks.submit(js('console.log("working"); 1'))
       const items = []
       for await (const item of execgate.tasks.events(task.id)) items.push(item)
-      expect(items.filter((item) => item.type === 'transition').map((item) => item.type === 'transition' && item.event.to)).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
+      expect(items.filter((item) => item.type === 'transition').map((item) => item.type === 'transition' && item.event.to)).toEqual([
+        'PENDING',
+        'SPAWNING',
+        'RUNNING',
+        'COMPLETED',
+      ])
     })
 
     test('an invalid task is refused naming the field', async () => {
-      await expect(execgate.tasks.submit({ request: { language: 'javascript', code: '1' }, priority: 1.5 } as never)).rejects.toThrow(/priority must be integer/)
+      await expect(execgate.tasks.submit({ request: { language: 'javascript', code: '1' }, priority: 1.5 } as never)).rejects.toThrow(
+        /priority must be integer/,
+      )
       await expect(execgate.tasks.submit(js('1', { deadline: 'tomorrow' }))).rejects.toThrow(/deadline must be an ISO 8601/)
     })
   })
 
   test('a shutdown that stops a run queues the task again without spending an attempt; the next process completes it', async () => {
     const shutdownDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-tasks-shutdown-'))
-    const execute = (request: Parameters<Execgate['execute']>[0], options: Parameters<Execgate['execute']>[1]) => execgate.execute(request, options)
+    const execute = (request: Parameters<Execgate['execute']>[0], options: Parameters<Execgate['execute']>[1]) =>
+      execgate.execute(request, options)
     const backend = storeKind === 'redis' ? backendFor() : { dataDir: shutdownDir }
     try {
       const first = createTaskService({ execute, ...backend })

@@ -58,10 +58,12 @@ export type EnvelopeCheck = { ok: true; payload: Buffer; keyid: string } | { ok:
  * payload. Says why not in words: malformed, or no signature by this key (a changed byte, another key).
  */
 export function verifyEnvelope(envelope: unknown, publicKey: KeyObject | string, expectedPayloadType?: string): EnvelopeCheck {
-  if (typeof envelope !== 'object' || envelope === null) return { ok: false, reason: 'not a DSSE envelope (expected a JSON object with payload, payloadType and signatures)' }
+  if (typeof envelope !== 'object' || envelope === null)
+    return { ok: false, reason: 'not a DSSE envelope (expected a JSON object with payload, payloadType and signatures)' }
   const { payload, payloadType, signatures } = envelope as Partial<DsseEnvelope>
   if (typeof payloadType !== 'string') return { ok: false, reason: 'the envelope has no payloadType' }
-  if (expectedPayloadType !== undefined && payloadType !== expectedPayloadType) return { ok: false, reason: `the payloadType is "${payloadType}", not "${expectedPayloadType}"` }
+  if (expectedPayloadType !== undefined && payloadType !== expectedPayloadType)
+    return { ok: false, reason: `the payloadType is "${payloadType}", not "${expectedPayloadType}"` }
   const body = decodeBase64(payload)
   if (!body) return { ok: false, reason: 'the envelope payload is not base64' }
   if (!Array.isArray(signatures) || signatures.length === 0) return { ok: false, reason: 'the envelope has no signatures' }
@@ -71,16 +73,22 @@ export function verifyEnvelope(envelope: unknown, publicKey: KeyObject | string,
   } catch (error) {
     return { ok: false, reason: `the public key cannot be read: ${(error as Error).message}` }
   }
-  if (key.asymmetricKeyType !== 'ed25519') return { ok: false, reason: `the public key is ${key.asymmetricKeyType ?? 'not an asymmetric key'}, not Ed25519` }
+  if (key.asymmetricKeyType !== 'ed25519')
+    return { ok: false, reason: `the public key is ${key.asymmetricKeyType ?? 'not an asymmetric key'}, not Ed25519` }
   const keyid = keyIdOf(key)
   const message = preAuthEncoding(payloadType, body)
   for (const signature of signatures) {
     const sig = decodeBase64((signature as Partial<DsseSignature> | null)?.sig)
     if (sig && sig.length === 64 && verify(null, message, key, sig)) return { ok: true, payload: body, keyid }
   }
-  const named = signatures.map((signature) => (signature as Partial<DsseSignature> | null)?.keyid).filter((id): id is string => typeof id === 'string' && id !== '')
+  const named = signatures
+    .map((signature) => (signature as Partial<DsseSignature> | null)?.keyid)
+    .filter((id): id is string => typeof id === 'string' && id !== '')
   if (named.length > 0 && !named.includes(keyid)) {
-    return { ok: false, reason: `no signature by the given key ${keyid}: the receipt names key ${named.join(', ')} (signed with another key)` }
+    return {
+      ok: false,
+      reason: `no signature by the given key ${keyid}: the receipt names key ${named.join(', ')} (signed with another key)`,
+    }
   }
   return { ok: false, reason: `no signature verifies with key ${keyid}: the payload, its type or the signature was changed` }
 }

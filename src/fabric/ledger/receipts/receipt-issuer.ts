@@ -6,7 +6,15 @@ import type { LedgerRecordStore } from '../record-store'
 import type { PlanVersionRecord, RunRecord, StoredRecord } from '../types'
 import { signEnvelope, type DsseEnvelope } from './dsse'
 import type { SigningKey } from './signing-key'
-import { IN_TOTO_PAYLOAD_TYPE, payloadDigest, planStatement, runStatement, statementBytes, type ChainPlace, type PlanStepEntry } from './statement'
+import {
+  IN_TOTO_PAYLOAD_TYPE,
+  payloadDigest,
+  planStatement,
+  runStatement,
+  statementBytes,
+  type ChainPlace,
+  type PlanStepEntry,
+} from './statement'
 
 /** The server's public key as `GET /v1/ledger/public-key` answers it. */
 export interface LedgerPublicKey {
@@ -48,7 +56,8 @@ export class ReceiptIssuer {
   }
 
   async plan(planId: string, tenant: string): Promise<DsseEnvelope> {
-    if (typeof planId !== 'string' || !planId) throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a plan receipt needs the plan id' })
+    if (typeof planId !== 'string' || !planId)
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a plan receipt needs the plan id' })
     const store = this.records()
     const versions: { record: PlanVersionRecord; place: ChainPlace }[] = []
     for (let version = 1, misses = 0; ; version++) {
@@ -60,7 +69,8 @@ export class ReceiptIssuer {
       }
       versions.push({ record: entry, place: placeOf(stored) })
     }
-    if (versions.length === 0) throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no recorded plan "${planId}" for tenant ${tenant}` })
+    if (versions.length === 0)
+      throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no recorded plan "${planId}" for tenant ${tenant}` })
     // A step's run names its version's document as its plan (role `plan`): the runs that used those documents.
     const seqs = await store.linkedSeqs(tenant, [...new Set(versions.map(({ record }) => record.document.sha256))], 'used')
     const runs = (await store.bySeq(tenant, [...new Set(seqs)]))

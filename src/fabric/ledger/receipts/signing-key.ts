@@ -21,10 +21,16 @@ function fromPrivatePem(pem: string, file: string): SigningKey {
   try {
     privateKey = createPrivateKey(pem)
   } catch (error) {
-    throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `fabric.ledger.signing.key: ${file} is not a PEM private key (${(error as Error).message})` }, { cause: error })
+    throw new ExecgateError(
+      'EXECGATE_CONFIG_INVALID',
+      { detail: `fabric.ledger.signing.key: ${file} is not a PEM private key (${(error as Error).message})` },
+      { cause: error },
+    )
   }
   if (privateKey.asymmetricKeyType !== 'ed25519') {
-    throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `fabric.ledger.signing.key: ${file} holds a ${privateKey.asymmetricKeyType} key; receipts are signed with Ed25519` })
+    throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
+      detail: `fabric.ledger.signing.key: ${file} holds a ${privateKey.asymmetricKeyType} key; receipts are signed with Ed25519`,
+    })
   }
   const publicKey = createPublicKey(privateKey)
   return { privateKey, publicKey, publicKeyPem: publicKey.export({ format: 'pem', type: 'spki' }).toString(), keyid: keyIdOf(publicKey) }
@@ -60,7 +66,13 @@ export function loadSigningKey(configured: string, dataDir: string): SigningKey 
   try {
     pem = fs.readFileSync(file, 'utf8')
   } catch (error) {
-    throw new ExecgateError('EXECGATE_CONFIG_INVALID', { detail: `fabric.ledger.signing.key: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); name an Ed25519 PEM private key, or leave it empty to generate one in fabric.dataDir` }, { cause: error })
+    throw new ExecgateError(
+      'EXECGATE_CONFIG_INVALID',
+      {
+        detail: `fabric.ledger.signing.key: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); name an Ed25519 PEM private key, or leave it empty to generate one in fabric.dataDir`,
+      },
+      { cause: error },
+    )
   }
   return fromPrivatePem(pem, file)
 }

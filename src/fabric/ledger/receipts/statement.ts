@@ -71,16 +71,35 @@ export interface RunPredicate {
 const file = (ref: ArtifactRef) => ({ path: ref.path, sha256: ref.sha256, size: ref.size, mediaType: ref.mediaType })
 
 function streamSubject(name: 'stdout' | 'stderr', digest: StreamDigest): ResourceDescriptor {
-  return { name, digest: { sha256: digest.sha256 }, mediaType: 'text/plain; charset=utf-8', annotations: { size: digest.size, stored: digest.stored } }
+  return {
+    name,
+    digest: { sha256: digest.sha256 },
+    mediaType: 'text/plain; charset=utf-8',
+    annotations: { size: digest.size, stored: digest.stored },
+  }
 }
 
 /** Subjects: what the run produced, by digest. Files as `files/<workspace path>`, then `stdout`, `stderr`, `value`. */
 function runSubjects(record: RunRecord): ResourceDescriptor[] {
   return [
-    ...record.outputs.map((ref) => ({ name: `files/${ref.path}`, digest: { sha256: ref.sha256 }, mediaType: ref.mediaType, annotations: { size: ref.size } })),
+    ...record.outputs.map((ref) => ({
+      name: `files/${ref.path}`,
+      digest: { sha256: ref.sha256 },
+      mediaType: ref.mediaType,
+      annotations: { size: ref.size },
+    })),
     streamSubject('stdout', record.stdout),
     streamSubject('stderr', record.stderr),
-    ...(record.value ? [{ name: 'value', digest: { sha256: record.value.sha256 }, mediaType: 'application/json', annotations: { size: record.value.size } }] : []),
+    ...(record.value
+      ? [
+          {
+            name: 'value',
+            digest: { sha256: record.value.sha256 },
+            mediaType: 'application/json',
+            annotations: { size: record.value.size },
+          },
+        ]
+      : []),
   ]
 }
 
@@ -95,7 +114,15 @@ export function runStatement(record: RunRecord, place: ChainPlace): Statement<Ru
     ...(record.tier !== undefined ? { tier: record.tier } : {}),
     ...(record.language ? { language: record.language } : {}),
     code: { sha256: record.code.sha256, size: record.code.size, mediaType: record.code.mediaType },
-    ...(record.policySha256 ? { policy: { sha256: record.policySha256, ...(record.policy ? { resolved: record.policy } : {}), ...(record.limits ? { limits: record.limits } : {}) } } : {}),
+    ...(record.policySha256
+      ? {
+          policy: {
+            sha256: record.policySha256,
+            ...(record.policy ? { resolved: record.policy } : {}),
+            ...(record.limits ? { limits: record.limits } : {}),
+          },
+        }
+      : {}),
     egress: record.egress ?? [],
     engines: { execgate: record.execgateVersion, ...record.engines },
     startedAt: record.startedAt,
@@ -132,7 +159,14 @@ export interface PlanStepEntry {
 export interface PlanPredicate {
   planId: string
   tenant: string
-  versions: { version: number; previousVersion?: number; reason?: string; recordedAt: string; document: { sha256: string; size: number }; ledger: ChainPlace }[]
+  versions: {
+    version: number
+    previousVersion?: number
+    reason?: string
+    recordedAt: string
+    document: { sha256: string; size: number }
+    ledger: ChainPlace
+  }[]
   steps: PlanStepEntry[]
 }
 
@@ -140,10 +174,25 @@ export interface PlanPredicate {
  * A plan's statement: its subjects are its steps' run receipts (by the digest of each receipt's payload, the signed
  * bytes) and its versions' documents; the predicate says which step and attempt each receipt is.
  */
-export function planStatement(planId: string, tenant: string, versions: readonly { record: PlanVersionRecord; place: ChainPlace }[], steps: readonly PlanStepEntry[]): Statement<PlanPredicate> {
+export function planStatement(
+  planId: string,
+  tenant: string,
+  versions: readonly { record: PlanVersionRecord; place: ChainPlace }[],
+  steps: readonly PlanStepEntry[],
+): Statement<PlanPredicate> {
   const subject: ResourceDescriptor[] = [
-    ...versions.map(({ record }) => ({ name: `plan/v${record.version}.json`, digest: { sha256: record.document.sha256 }, mediaType: record.document.mediaType, annotations: { size: record.document.size } })),
-    ...steps.map((step) => ({ name: `receipts/${step.runId}`, digest: { sha256: step.receiptSha256 }, mediaType: IN_TOTO_PAYLOAD_TYPE, ...(step.stepId ? { annotations: { stepId: step.stepId } } : {}) })),
+    ...versions.map(({ record }) => ({
+      name: `plan/v${record.version}.json`,
+      digest: { sha256: record.document.sha256 },
+      mediaType: record.document.mediaType,
+      annotations: { size: record.document.size },
+    })),
+    ...steps.map((step) => ({
+      name: `receipts/${step.runId}`,
+      digest: { sha256: step.receiptSha256 },
+      mediaType: IN_TOTO_PAYLOAD_TYPE,
+      ...(step.stepId ? { annotations: { stepId: step.stepId } } : {}),
+    })),
   ]
   const predicate: PlanPredicate = {
     planId,
