@@ -57,11 +57,12 @@ async function serveReady(): Promise<Measurement> {
   for (let round = 0; round < ROUNDS; round++) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-serve-'))
     const started = performance.now()
-    const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], { env: { ...process.env, EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], { env: { ...process.env, EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_LOG_LEVEL: 'info' }, stdio: ['ignore', 'ignore', 'pipe'] })
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let text = ''
-        child.stdout.on('data', (chunk: Buffer) => {
+        // The logger writes to stderr: the "execgate serving" line carries the URL.
+        child.stderr.on('data', (chunk: Buffer) => {
           text += chunk.toString()
           const match = /"url":"(http:\/\/[^"]+)"/.exec(text)
           if (match) resolve(match[1]!)
