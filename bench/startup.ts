@@ -72,12 +72,13 @@ async function serveReady(): Promise<Measurement> {
     const started = performance.now()
     const child = spawn(process.execPath, [bin, 'serve', '--port', '0'], {
       env: { ...process.env, EXECGATE_FABRIC_DATA_DIR: dataDir, EXECGATE_LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', 'ignore', 'pipe'],
     })
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let text = ''
-        child.stdout.on('data', (chunk: Buffer) => {
+        // The logger writes to stderr: the "execgate serving" line carries the URL.
+        child.stderr.on('data', (chunk: Buffer) => {
           text += chunk.toString()
           const match = /"url":"(http:\/\/[^"]+)"/.exec(text)
           if (match) resolve(match[1]!)
