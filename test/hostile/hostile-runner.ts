@@ -151,9 +151,10 @@ export function describeHostileCases(options: HostileSuiteOptions): void {
       }
       baselinePids = new Set(descendantPids())
     }, 180_000)
+    // Disposing removes every container or process the cases left to the adapter: minutes on a loaded machine.
     afterAll(async () => {
       await options.dispose?.()
-    }, 60_000)
+    }, 180_000)
 
     test('every not-applicable and adjusted entry names a real case', () => {
       const ids = new Set(corpora.flatMap((corpus) => corpus.cases.map((item) => item.id)))
