@@ -172,7 +172,10 @@ export class BedrockAdapter implements CodeExecutionAdapter {
         (status === 'error'
           ? { type: 'ExitError', message: `the code exited with code ${exitCode}: ${stderr.trim().split('\n').pop() ?? ''}` }
           : undefined)
-      if (error && (error.type === 'MemoryError' || /out of memory|Allocation failed/i.test(error.message))) {
+      // With no report the interpreter died: its stderr says why, and the telling line is not always the last (V8
+      // prints a native stack after "JavaScript heap out of memory"; a C++ allocation failure says std::bad_alloc).
+      const outOfMemory = /out of memory|Allocation failed|std::bad_alloc|MemoryError/i
+      if (error && (error.type === 'MemoryError' || outOfMemory.test(error.message) || (!report && outOfMemory.test(stderr)))) {
         status = 'memory_limit'
         error.message = `memory limit reached: ${error.message}`
       }
