@@ -442,6 +442,11 @@ export async function main(
 ): Promise<number> {
   let exitCode = 0
   const program = buildProgram(out, (code) => onExitCode((exitCode = code)))
+  // A command awaits pools, threads and sockets that are unref'd while idle (so a library user's process can end);
+  // if every handle is unref'd at one moment mid-command, Node would end the process there with exit code 0 and
+  // nothing printed (seen in CI: `plan suspend`, `run --fs none`). This ref'd timer keeps the CLI alive until the
+  // command's promise settles.
+  const keepAlive = setInterval(() => undefined, 1 << 30)
   try {
     await program.parseAsync(argv)
   } catch (error) {
@@ -453,6 +458,8 @@ export async function main(
     }
     process.stderr.write(`${isExecgateError(error) ? error.message : `[execgate] ${describeError(error)}`}\n`)
     return isExecgateError(error) && error.fault === 'client' ? EXIT_USAGE : 1
+  } finally {
+    clearInterval(keepAlive)
   }
   return exitCode
 }
