@@ -32,25 +32,28 @@ describe('bash routing: the native shell or bubblewrap, by what the script needs
     })
   })
 
-  test('a small data pipeline stays on the shell; the same pipeline over 440 KB goes to bubblewrap, by estimate', async () => {
+  test('a small data pipeline stays on the shell; the same pipeline over 900 KB goes to bubblewrap, by estimate', async () => {
     const small = await execgate.execute({ language: 'bash', code: PIPELINE, files: [{ path: 'data.csv', content: csvOf(20_000) }] })
     expect(small).toMatchObject({ status: 'ok', adapter: 'shell' })
     const large = await execgate.execute({
       language: 'bash',
       code: PIPELINE,
-      files: [{ path: 'data.csv', content: csvOf(440_000) }],
+      files: [{ path: 'data.csv', content: csvOf(900_000) }],
       timeoutMs: 5000,
     })
+    // 900 KB (under the 1 MB file limit), not the crossover's few hundred KB: the process tier's start-up is learned from its runs and grows with
+    // the machine's load (bubblewrap's start at a load average of 25 kept 440 KB on the shell); here the per-byte
+    // difference (30 against 4 ns per byte and stage) outweighs any start-up this machine has shown.
     expect(large).toMatchObject({
       status: 'ok',
       adapter: 'process',
-      route: { reason: expect.stringMatching(/estimated faster: [\d.]+ ms on process against [\d.]+ ms on shell for 4\d\d KiB/) },
+      route: { reason: expect.stringMatching(/estimated faster: [\d.]+ ms on process against [\d.]+ ms on shell for \d+ KiB/) },
     })
     // Both tiers give the same answer for the same data (GNU `uniq -c` pads its counts to 7 columns, just-bash to 4).
     const pinned = await execgate.execute({
       language: 'bash',
       code: PIPELINE,
-      files: [{ path: 'data.csv', content: csvOf(440_000) }],
+      files: [{ path: 'data.csv', content: csvOf(900_000) }],
       adapter: 'shell',
       timeoutMs: 5000,
     })
