@@ -212,13 +212,11 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       const refusedWith = result.error?.code ? ADMISSION_REFUSAL_STATUS[result.error.code as ErrorCode] : undefined
       if (refusedWith && result.status === 'unavailable') {
         reply.header('Retry-After', String(Math.max(1, Math.ceil((result.retryAfterMs ?? 1000) / 1000))))
-        return reply
-          .code(refusedWith)
-          .send({
-            error: { code: result.error!.code, message: result.message },
-            traceId: result.traceId,
-            retryAfterMs: result.retryAfterMs,
-          })
+        return reply.code(refusedWith).send({
+          error: { code: result.error!.code, message: result.message },
+          traceId: result.traceId,
+          retryAfterMs: result.retryAfterMs,
+        })
       }
       return result
     }
