@@ -42,6 +42,16 @@ for (const language of ['python', 'javascript', 'typescript'] as const) {
     ...ownExecgate('bedrock', () => ({ adapters: { bedrock: adapterOptions() } })),
     caseTimeoutMs: 60_000,
     notApplicable: {},
+    adjusted:
+      language === 'javascript'
+        ? {
+            'js-mem-map-objects': {
+              expect: { statusIn: ['memory_limit', 'timeout', 'error'] },
+              reason:
+                "the stand-in's inner interpreter can end without a report when its heap is exhausted (seen once at load 25); contained: hostSurvives and nextRunOk still checked",
+            },
+          }
+        : {},
   })
 }
 

@@ -34,6 +34,15 @@ const BASH_ADJUSTED = {
   },
 }
 
+/** Node under the sandbox's address-space rlimit: a refused mapping can end V8 with SIGSEGV instead of its own message. */
+const JAVASCRIPT_ADJUSTED = {
+  'js-mem-map-objects': {
+    expect: { statusIn: ['memory_limit', 'timeout', 'error'] },
+    reason:
+      'V8 may die of SIGSEGV when the rlimit refuses a mapping (seen once at load 25); contained: hostSurvives and nextRunOk still checked',
+  },
+}
+
 for (const language of ['python', 'javascript', 'bash'] as const) {
   describeHostileCases({
     adapter: 'process',
@@ -41,7 +50,7 @@ for (const language of ['python', 'javascript', 'bash'] as const) {
     hostFunctions: false,
     ...ownExecgate('process'),
     notApplicable: {},
-    adjusted: language === 'bash' ? BASH_ADJUSTED : {},
+    adjusted: language === 'bash' ? BASH_ADJUSTED : language === 'javascript' ? JAVASCRIPT_ADJUSTED : {},
   })
 }
 
