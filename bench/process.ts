@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process'
 import { createExecgate } from '../src'
 import { measureInterleaved, ratio, type BenchSection } from './harness'
 
-const RAW_BWRAP = [
+/** A bare bubblewrap sandbox like the process tier's, for the raw side of the process and seccomp sections. */
+export const RAW_BWRAP = [
   '--unshare-all',
   '--as-pid-1',
   '--die-with-parent',

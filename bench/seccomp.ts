@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { hostSeccompFilter } from '../adapters/shared/seccomp-filter'
 import { measureInterleaved, ratio, type BenchSection } from './harness'
+import { RAW_BWRAP } from './process'
 
 /**
  * What the process tier's seccomp filter costs: the same raw bubblewrap sandbox with and without `--seccomp`, on a
@@ -8,33 +9,6 @@ import { measureInterleaved, ratio, type BenchSection } from './harness'
  * filter's ~70 BPF instructions on each call).
  */
 
-const RAW_BWRAP = [
-  '--unshare-all',
-  '--as-pid-1',
-  '--die-with-parent',
-  '--new-session',
-  '--clearenv',
-  '--ro-bind',
-  '/usr',
-  '/usr',
-  '--symlink',
-  'usr/bin',
-  '/bin',
-  '--symlink',
-  'usr/lib',
-  '/lib',
-  '--symlink',
-  'usr/lib64',
-  '/lib64',
-  '--proc',
-  '/proc',
-  '--dev',
-  '/dev',
-  '--tmpfs',
-  '/workspace',
-  '--chdir',
-  '/workspace',
-]
 const SYSCALLS = 200_000
 const PROGRAMS = {
   print: 'print(2)',

@@ -1,7 +1,7 @@
 import type { ExecutionRequest, ExecutionResult, FilesystemAccess, WorkspaceFile } from '../../core'
 
 /**
- * A durable task's data: the seed's schema (../shared/seeds/001, "Task Schema") in our words, plus what the
+ * A durable task's data: the execution fabric design's task schema in our words, plus what the
  * scheduler records about it. Every store keeps exactly these shapes, so the scheduler's rules hold for all.
  */
 
