@@ -38,35 +38,21 @@ export function App() {
 
   if (auth.state === 'checking') return html`<main id="main" class="centered"><p role="status">Connecting to execgate…</p></main>`
   if (auth.state === 'unreachable') {
-    return html`<main id="main" class="centered">
-      <div class="error-message" role="alert"><strong>The console cannot reach the server:</strong> ${auth.message}</div>
-      <button
-        type="button"
-        onClick=${() => {
-          setAuth({ state: 'checking' })
-          connect(storedKey())
-        }}
-      >
-        Try again
-      </button>
-    </main>`
+    return html`<main id="main" class="centered"><div class="error-message" role="alert"><strong>The console cannot reach the server:</strong> ${auth.message}</div><button type="button" onClick=${() => {
+      setAuth({ state: 'checking' })
+      connect(storedKey())
+    }}>Try again</button></main>`
   }
   if (auth.state === 'login') {
-    return html`<${LoginPage}
-      message=${auth.message}
-      onSignedIn=${(key: string) => {
-        storeKey(key)
-        setAuth({ state: 'in', key })
-      }}
-    />`
+    return html`<${LoginPage} message=${auth.message} onSignedIn=${(key: string) => {
+      storeKey(key)
+      setAuth({ state: 'in', key })
+    }} />`
   }
-  return html`<${Shell}
-    authKey=${auth.key}
-    onSignOut=${(message?: string) => {
-      storeKey(undefined)
-      setAuth({ state: 'login', ...(message ? { message } : {}) })
-    }}
-  />`
+  return html`<${Shell} authKey=${auth.key} onSignOut=${(message?: string) => {
+    storeKey(undefined)
+    setAuth({ state: 'login', ...(message ? { message } : {}) })
+  }} />`
 }
 
 function Shell({ authKey, onSignOut }: { authKey: string | undefined; onSignOut: (message?: string) => void }) {
@@ -85,15 +71,10 @@ function Shell({ authKey, onSignOut }: { authKey: string | undefined; onSignOut:
   const Page = found?.page.component
 
   return html`
-    <a
-      class="skip-link"
-      href="#main"
-      onClick=${(event: Event) => {
-        event.preventDefault()
-        document.getElementById('main')?.focus()
-      }}
-      >Skip to content</a
-    >
+    <a class="skip-link" href="#main" onClick=${(event: Event) => {
+      event.preventDefault()
+      document.getElementById('main')?.focus()
+    }}>Skip to content</a>
     <header class="top-bar">
       <span class="brand">execgate <span class="muted">console</span></span>
       <nav aria-label="Console pages">

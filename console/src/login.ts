@@ -42,23 +42,10 @@ export function LoginPage({ message, onSignedIn }: { message?: string; onSignedI
     <main id="main" class="login" tabindex="-1">
       <form class="login-card" onSubmit=${submit} aria-describedby="login-help">
         <h1 id="page-title">execgate console</h1>
-        <p id="login-help">
-          Sign in with an API key of this server. The key stays in this browser tab for this session only (sessionStorage) and goes to the
-          server as <code>Authorization: Bearer</code>.
-        </p>
+        <p id="login-help">Sign in with an API key of this server. The key stays in this browser tab for this session only (sessionStorage) and goes to the server as <code>Authorization: Bearer</code>.</p>
         <div class="field">
           <label for="api-key">API key</label>
-          <input
-            id="api-key"
-            ref=${input}
-            type="password"
-            autocomplete="off"
-            spellcheck=${false}
-            value=${key}
-            aria-invalid=${problem ? 'true' : undefined}
-            aria-describedby=${problem ? 'login-problem' : undefined}
-            onInput=${(event: Event) => setKey((event.currentTarget as HTMLInputElement).value)}
-          />
+          <input id="api-key" ref=${input} type="password" autocomplete="off" spellcheck=${false} value=${key} aria-invalid=${problem ? 'true' : undefined} aria-describedby=${problem ? 'login-problem' : undefined} onInput=${(event: Event) => setKey((event.currentTarget as HTMLInputElement).value)} />
         </div>
         ${problem ? html`<div id="login-problem" class="error-message" role="alert">${problem}</div>` : null}
         <button type="submit" class="primary" disabled=${checking}>${checking ? 'Checking…' : 'Sign in'}</button>

@@ -102,15 +102,7 @@ function Chart({
 }) {
   return html`
     <div class="chart-box" ref=${size.ref}>
-      <svg
-        class="chart"
-        width=${size.width}
-        height=${size.height}
-        viewBox=${`0 0 ${size.width} ${size.height}`}
-        role="img"
-        aria-labelledby=${`${id}-title ${id}-desc`}
-        data-testid=${id}
-      >
+      <svg class="chart" width=${size.width} height=${size.height} viewBox=${`0 0 ${size.width} ${size.height}`} role="img" aria-labelledby=${`${id}-title ${id}-desc`} data-testid=${id}>
         <title id=${`${id}-title`}>${title}</title>
         <desc id=${`${id}-desc`}>${description}</desc>
         ${children}
@@ -157,10 +149,9 @@ export function LineChart({ id, title, description, series, xDomain, step, scale
   return html`<${Chart} id=${id} title=${title} description=${description} size=${{ ...size, height }}>
     <${Axes} frame=${f} formatY=${formatY} />
     ${series.map(
-      (item) =>
-        html`<g class=${`series series-${item.colour % 8}${item.dashed ? ' dashed' : ''}`} data-series=${item.name}>
-          ${runsOf(item.points, step).map((run) => (run.length > 1 ? html`<polyline points=${run.map(at).join(' ')} />` : html`<circle cx=${f.x(run[0]!.x).toFixed(1)} cy=${f.y(run[0]!.y).toFixed(1)} r="3" />`))}
-        </g>`,
+      (item) => html`<g class=${`series series-${item.colour % 8}${item.dashed ? ' dashed' : ''}`} data-series=${item.name}>
+      ${runsOf(item.points, step).map((run) => (run.length > 1 ? html`<polyline points=${run.map(at).join(' ')} />` : html`<circle cx=${f.x(run[0]!.x).toFixed(1)} cy=${f.y(run[0]!.y).toFixed(1)} r="3" />`))}
+    </g>`,
     )}
   <//>`
 }
@@ -196,13 +187,7 @@ export function StackedBars({ id, title, description, xDomain, bucketMs, buckets
           const top = f.y(base + part.value)
           const bottom = f.y(base)
           base += part.value
-          return html`<rect
-            class=${`bar fill-${part.key}`}
-            x=${f.x(bucket.x).toFixed(1)}
-            y=${top.toFixed(1)}
-            width=${barWidth.toFixed(1)}
-            height=${Math.max(0, bottom - top).toFixed(1)}
-          />`
+          return html`<rect class=${`bar fill-${part.key}`} x=${f.x(bucket.x).toFixed(1)} y=${top.toFixed(1)} width=${barWidth.toFixed(1)} height=${Math.max(0, bottom - top).toFixed(1)} />`
         })
     })}
   <//>`

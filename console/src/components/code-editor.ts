@@ -102,13 +102,7 @@ export function CodeEditor({ id, label, value, onChange, indent, findings = [], 
             ${Array.from({ length: lineCount }, (_, index) => {
               const marks = byLine.get(index + 1)
               const severity = marks?.some((mark) => mark.severity === 'error') ? 'error' : 'warning'
-              return html`<div
-                class=${marks ? `gutter-line has-finding finding-${severity}` : 'gutter-line'}
-                data-line=${index + 1}
-                title=${marks?.map((mark) => mark.message).join('\n')}
-              >
-                ${index + 1}
-              </div>`
+              return html`<div class=${marks ? `gutter-line has-finding finding-${severity}` : 'gutter-line'} data-line=${index + 1} title=${marks?.map((mark) => mark.message).join('\n')}>${index + 1}</div>`
             })}
           </div>
         </div>

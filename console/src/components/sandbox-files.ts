@@ -90,86 +90,46 @@ export function SandboxFiles({ api, sandboxId, version }: { api: ApiClient; sand
         : files.length === 0
           ? html`<p data-testid="no-files">The workspace is empty.</p>`
           : html`<div class="table-scroll">
-              <table class="data" data-testid="file-table">
-                <caption class="visually-hidden">
-                  Files in the sandbox's workspace
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Path</th>
-                    <th scope="col">Size</th>
-                    <th scope="col"><span class="visually-hidden">Actions</span></th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${files.map(
-                    (file) =>
-                      html`<tr data-file=${file.path}>
-                        <th scope="row"><code>${file.path}</code></th>
-                        <td>${formatBytes(file.size)}</td>
-                        <td class="row-actions">
-                          <button type="button" class="link" onClick=${() => view(file.path, file.size)} aria-label=${`View ${file.path}`}>
-                            View
-                          </button>
-                          <button type="button" class="link" onClick=${() => download(file.path)} aria-label=${`Download ${file.path}`}>
-                            Download
-                          </button>
-                          <button
-                            type="button"
-                            class="link danger"
-                            disabled=${busy === `delete ${file.path}`}
-                            onClick=${() => remove(file.path)}
-                            aria-label=${`Delete ${file.path}`}
-                          >
-                            Delete
-                          </button>
-                        </td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`
+            <table class="data" data-testid="file-table">
+              <caption class="visually-hidden">Files in the sandbox's workspace</caption>
+              <thead><tr><th scope="col">Path</th><th scope="col">Size</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+              <tbody>
+                ${files.map(
+                  (file) => html`<tr data-file=${file.path}>
+                  <th scope="row"><code>${file.path}</code></th>
+                  <td>${formatBytes(file.size)}</td>
+                  <td class="row-actions">
+                    <button type="button" class="link" onClick=${() => view(file.path, file.size)} aria-label=${`View ${file.path}`}>View</button>
+                    <button type="button" class="link" onClick=${() => download(file.path)} aria-label=${`Download ${file.path}`}>Download</button>
+                    <button type="button" class="link danger" disabled=${busy === `delete ${file.path}`} onClick=${() => remove(file.path)} aria-label=${`Delete ${file.path}`}>Delete</button>
+                  </td>
+                </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
     }
     <div class="actions"><button type="button" onClick=${() => setOwnVersion((value) => value + 1)}>Refresh files</button></div>
     ${
       viewed
         ? html`<div class="file-view" data-testid="file-view">
-            <h3>
-              ${viewed.path} <span class="muted small">${formatBytes(viewed.size)}</span>
-              <button type="button" class="link" onClick=${() => setViewed(undefined)}>Close</button>
-            </h3>
-            ${
-              viewed.binary
-                ? html`<p class="muted">Not UTF-8 text: download it to look inside.</p>`
-                : html`<pre class="output" tabindex="0" aria-label=${`Content of ${viewed.path}`}>${viewed.text!.slice(0, VIEW_CHARS)}</pre>
-                    ${viewed.text!.length > VIEW_CHARS ? html`<p class="hint">Showing the first ${formatBytes(VIEW_CHARS)}.</p>` : null}`
-            }
-          </div>`
+          <h3>${viewed.path} <span class="muted small">${formatBytes(viewed.size)}</span> <button type="button" class="link" onClick=${() => setViewed(undefined)}>Close</button></h3>
+          ${viewed.binary ? html`<p class="muted">Not UTF-8 text: download it to look inside.</p>` : html`<pre class="output" tabindex="0" aria-label=${`Content of ${viewed.path}`}>${viewed.text!.slice(0, VIEW_CHARS)}</pre>${viewed.text!.length > VIEW_CHARS ? html`<p class="hint">Showing the first ${formatBytes(VIEW_CHARS)}.</p>` : null}`}
+        </div>`
         : null
     }
     <form class="controls upload" onSubmit=${send} aria-label="Upload a file">
       <div class="field">
         <label for="upload-file">File to upload</label>
-        <input
-          id="upload-file"
-          type="file"
-          onChange=${(event: Event) => {
-            const chosen = (event.currentTarget as HTMLInputElement).files?.[0]
-            setUpload(chosen)
-            if (chosen && !uploadPath) setUploadPath(chosen.name)
-          }}
-        />
+        <input id="upload-file" type="file" onChange=${(event: Event) => {
+          const chosen = (event.currentTarget as HTMLInputElement).files?.[0]
+          setUpload(chosen)
+          if (chosen && !uploadPath) setUploadPath(chosen.name)
+        }} />
       </div>
       <div class="field">
         <label for="upload-path">Save as (workspace path)</label>
-        <input
-          id="upload-path"
-          value=${uploadPath}
-          spellcheck=${false}
-          autocomplete="off"
-          placeholder="the file's name"
-          onInput=${(event: Event) => setUploadPath((event.currentTarget as HTMLInputElement).value)}
-        />
+        <input id="upload-path" value=${uploadPath} spellcheck=${false} autocomplete="off" placeholder="the file's name" onInput=${(event: Event) => setUploadPath((event.currentTarget as HTMLInputElement).value)} />
       </div>
       <button type="submit" disabled=${busy === 'upload'}>${busy === 'upload' ? 'Uploading…' : 'Upload'}</button>
     </form>

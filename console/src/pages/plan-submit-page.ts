@@ -85,44 +85,22 @@ export function PlanSubmitPage({ api }: PageProps) {
   return html`
     <p><a href=${href('plans')}>← All plans</a></p>
     <h1 id="page-title" tabindex="-1">Submit a plan</h1>
-    <p class="lede">
-      The plan as JSON: <code>goal</code>, <code>steps</code> (each with <code>id</code>, <code>language</code>, <code>code</code> and
-      optional <code>dependsOn</code>, <code>description</code>, <code>limits</code>), <code>maxRevisions</code>, <code>priority</code>,
-      <code>lane</code>. A step reads what a step it depends on produced under <code>${'steps/<id>/'}</code>. The server checks the plan and
-      answers why it refuses one.
-    </p>
-    <form
-      onSubmit=${(event: Event) => {
-        event.preventDefault()
-        void submit()
-      }}
-    >
-      <${CodeEditor}
-        id="plan-json"
-        label="Plan (JSON)"
-        value=${text}
-        onChange=${(value: string) => {
-          setText(value)
-          setFinding(undefined)
-        }}
-        indent="  "
-        findings=${finding ? [finding] : []}
-        onRun=${submit}
-        runVerb="submits"
-        textareaRef=${textarea}
-      />
+    <p class="lede">The plan as JSON: <code>goal</code>, <code>steps</code> (each with <code>id</code>, <code>language</code>, <code>code</code> and optional <code>dependsOn</code>, <code>description</code>, <code>limits</code>), <code>maxRevisions</code>, <code>priority</code>, <code>lane</code>. A step reads what a step it depends on produced under <code>${'steps/<id>/'}</code>. The server checks the plan and answers why it refuses one.</p>
+    <form onSubmit=${(event: Event) => {
+      event.preventDefault()
+      void submit()
+    }}>
+      <${CodeEditor} id="plan-json" label="Plan (JSON)" value=${text} onChange=${(value: string) => {
+        setText(value)
+        setFinding(undefined)
+      }} indent="  " findings=${finding ? [finding] : []} onRun=${submit} runVerb="submits" textareaRef=${textarea} />
       <div class="actions">
         <button type="submit" class="primary" disabled=${sending}>${sending ? 'Submitting…' : 'Submit plan'}</button>
-        <button
-          type="button"
-          onClick=${() => {
-            setText(SAMPLE)
-            setFinding(undefined)
-            setError(undefined)
-          }}
-        >
-          Reset to the example
-        </button>
+        <button type="button" onClick=${() => {
+          setText(SAMPLE)
+          setFinding(undefined)
+          setError(undefined)
+        }}>Reset to the example</button>
       </div>
     </form>
     <${ErrorMessage} error=${error} context="Not submitted" />
