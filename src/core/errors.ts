@@ -79,11 +79,6 @@ export const ERROR_CODES = {
   EXECGATE_NOT_FOUND: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_TASK_CONFLICT: { fault: 'client', retryable: false, template: 'task {id} is {state} and cannot be {action}' },
   EXECGATE_PLAN_CONFLICT: { fault: 'client', retryable: false, template: 'plan {id} is {state} and cannot be {action}' },
-  EXECGATE_PLANS_UNSUPPORTED: {
-    fault: 'client',
-    retryable: false,
-    template: 'plans need the embedded store (fabric.store = sqlite); this execgate uses {store}',
-  },
   EXECGATE_BODY_TOO_LARGE: { fault: 'client', retryable: false, template: 'the request body is over the {limit}-byte limit' },
   EXECGATE_QUEUE_FULL: {
     fault: 'backend',
