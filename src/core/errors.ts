@@ -90,11 +90,6 @@ export const ERROR_CODES = {
     template: 'task {id} was not resumed and stays SUSPENDED: {reason}',
   },
   EXECGATE_PLAN_CONFLICT: { fault: 'client', retryable: false, template: 'plan {id} is {state} and cannot be {action}' },
-  EXECGATE_PLANS_UNSUPPORTED: {
-    fault: 'client',
-    retryable: false,
-    template: 'plans need the embedded store (fabric.store = sqlite); this execgate uses {store}',
-  },
   EXECGATE_BODY_TOO_LARGE: { fault: 'client', retryable: false, template: 'the request body is over the {limit}-byte limit' },
   EXECGATE_QUEUE_FULL: {
     fault: 'backend',
