@@ -271,7 +271,12 @@ export class LiveSandbox implements Sandbox {
   }
 
   private async archive(reason: SandboxSnapshot['reason']): Promise<SandboxSnapshot> {
-    const snapshot = await takeSnapshot(this.handle, { id: this.id, tenant: this.tenant, adapter: this.adapter }, reason, this.host.artifacts!)
+    const snapshot = await takeSnapshot(
+      this.handle,
+      { id: this.id, tenant: this.tenant, adapter: this.adapter },
+      reason,
+      this.host.artifacts!,
+    )
     this.latestSnapshot = snapshot
     this.host.snapshotTaken(this, snapshot)
     return snapshot

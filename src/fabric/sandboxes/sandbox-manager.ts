@@ -167,9 +167,15 @@ export class SandboxManager implements SandboxService {
         artifacts: this.options.artifacts,
         snapshotOn: { stop: this.options.settings.snapshotOnStop, idle: this.options.settings.snapshotOnIdle },
         snapshotTaken: (taken, snapshot) =>
-          this.options.logger?.info({ sandbox: taken.id, tenant: taken.tenant, snapshot: snapshot.id, reason: snapshot.reason }, 'sandbox snapshot'),
+          this.options.logger?.info(
+            { sandbox: taken.id, tenant: taken.tenant, snapshot: snapshot.id, reason: snapshot.reason },
+            'sandbox snapshot',
+          ),
         snapshotFailed: (failed, error) =>
-          this.options.logger?.warn({ sandbox: failed.id, tenant: failed.tenant, err: describeError(error) }, 'automatic sandbox snapshot failed'),
+          this.options.logger?.warn(
+            { sandbox: failed.id, tenant: failed.tenant, err: describeError(error) },
+            'automatic sandbox snapshot failed',
+          ),
       })
       this.live.set(id, sandbox)
       try {

@@ -84,7 +84,14 @@ export interface SavedArtifact {
 export interface SandboxArtifactStore {
   read(sha256: string, tenant: string): Promise<Buffer>
   /** `snapshot: true` records the archive as the sandbox's snapshot rather than a file it saved. */
-  save(file: { tenant: string; sandboxId: string; adapter: string; path: string; content: Buffer; snapshot?: boolean }): Promise<SavedArtifact>
+  save(file: {
+    tenant: string
+    sandboxId: string
+    adapter: string
+    path: string
+    content: Buffer
+    snapshot?: boolean
+  }): Promise<SavedArtifact>
 }
 
 /** One exec: a shell command, or a program in a language the sandbox runs. */

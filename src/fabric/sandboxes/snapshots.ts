@@ -62,7 +62,6 @@ export async function snapshotFiles(
   if (!artifacts) throw new ExecgateError('EXECGATE_LEDGER_DISABLED')
   const archive = await artifacts.read(digest, tenant)
   const actual = createHash('sha256').update(archive).digest('hex')
-  if (actual !== digest)
-    throw new ExecgateError('EXECGATE_SNAPSHOT_CORRUPT', { id: digest, detail: `its bytes have SHA-256 ${actual}` })
+  if (actual !== digest) throw new ExecgateError('EXECGATE_SNAPSHOT_CORRUPT', { id: digest, detail: `its bytes have SHA-256 ${actual}` })
   return readArchive(archive).map((file) => ({ path: normalizeWorkspacePath(file.path), content: Buffer.from(file.content) }))
 }

@@ -57,45 +57,49 @@ test('the archive is deterministic, a plain tar, and reads back what was written
   expect(listed).toEqual([long, 'a/bin.dat', 'b.txt'].sort())
 })
 
-test.each(['shell', 'process'])('%s: snapshot, restore by digest, fork while the original runs', async (adapter) => {
-  const original = await execgate.sandboxes.start({ adapter }, { tenant: 'acme' })
-  try {
-    await original.writeFile('data/bin.dat', BINARY)
-    expect((await original.exec('mkdir -p notes && echo one > notes/a.txt && echo two > b.txt')).status).toBe('ok')
-    const snapshot = await original.snapshot()
-    expect(snapshot).toMatchObject({ sandboxId: original.id, adapter, files: 3, reason: 'requested' })
-    expect(original.info().lastSnapshot).toEqual(snapshot)
-    // Content-addressed: the id is the archive's SHA-256, and the blob store holds it under that name.
-    const stored = await execgate.ledger.artifact(snapshot.id, { tenant: 'acme' })
-    expect(sha256(stored.content)).toBe(snapshot.id)
-    expect(stored.content.length).toBe(snapshot.bytes)
-    expect(stored.mediaType).toBe('application/x-tar')
-    // Recorded with the sandbox as its source.
-    const lineage = await execgate.ledger.lineage(snapshot.id, { tenant: 'acme' })
-    // (The shell's and the process's workspaces here are the same files, so the same archive: both sandboxes are sources.)
-    expect(lineage.ancestors.activities).toEqual(
-      expect.arrayContaining([expect.objectContaining({ kind: 'sandbox_file', sandboxId: original.id, adapter })]),
-    )
-    // The same workspace is the same snapshot.
-    expect((await original.snapshot()).id).toBe(snapshot.id)
-
-    // A fork: started from the snapshot while the original runs on; each changes apart from the other.
-    const fork = await execgate.sandboxes.start({ adapter, from: snapshot.id }, { tenant: 'acme' })
+test.each(['shell', 'process'])(
+  '%s: snapshot, restore by digest, fork while the original runs',
+  async (adapter) => {
+    const original = await execgate.sandboxes.start({ adapter }, { tenant: 'acme' })
     try {
-      expect(await fork.listFiles()).toEqual(await original.listFiles())
-      expect((await fork.readFile('data/bin.dat')).equals(BINARY)).toBe(true)
-      expect((await fork.exec('cat notes/a.txt b.txt')).stdout).toBe('one\ntwo\n')
-      expect((await fork.exec('echo fork > b.txt')).status).toBe('ok')
-      expect((await original.exec('echo original > b.txt; rm notes/a.txt')).status).toBe('ok')
-      expect((await fork.exec('cat b.txt notes/a.txt')).stdout).toBe('fork\none\n')
-      expect((await original.exec('cat b.txt')).stdout).toBe('original\n')
+      await original.writeFile('data/bin.dat', BINARY)
+      expect((await original.exec('mkdir -p notes && echo one > notes/a.txt && echo two > b.txt')).status).toBe('ok')
+      const snapshot = await original.snapshot()
+      expect(snapshot).toMatchObject({ sandboxId: original.id, adapter, files: 3, reason: 'requested' })
+      expect(original.info().lastSnapshot).toEqual(snapshot)
+      // Content-addressed: the id is the archive's SHA-256, and the blob store holds it under that name.
+      const stored = await execgate.ledger.artifact(snapshot.id, { tenant: 'acme' })
+      expect(sha256(stored.content)).toBe(snapshot.id)
+      expect(stored.content.length).toBe(snapshot.bytes)
+      expect(stored.mediaType).toBe('application/x-tar')
+      // Recorded with the sandbox as its source.
+      const lineage = await execgate.ledger.lineage(snapshot.id, { tenant: 'acme' })
+      // (The shell's and the process's workspaces here are the same files, so the same archive: both sandboxes are sources.)
+      expect(lineage.ancestors.activities).toEqual(
+        expect.arrayContaining([expect.objectContaining({ kind: 'sandbox_file', sandboxId: original.id, adapter })]),
+      )
+      // The same workspace is the same snapshot.
+      expect((await original.snapshot()).id).toBe(snapshot.id)
+
+      // A fork: started from the snapshot while the original runs on; each changes apart from the other.
+      const fork = await execgate.sandboxes.start({ adapter, from: snapshot.id }, { tenant: 'acme' })
+      try {
+        expect(await fork.listFiles()).toEqual(await original.listFiles())
+        expect((await fork.readFile('data/bin.dat')).equals(BINARY)).toBe(true)
+        expect((await fork.exec('cat notes/a.txt b.txt')).stdout).toBe('one\ntwo\n')
+        expect((await fork.exec('echo fork > b.txt')).status).toBe('ok')
+        expect((await original.exec('echo original > b.txt; rm notes/a.txt')).status).toBe('ok')
+        expect((await fork.exec('cat b.txt notes/a.txt')).stdout).toBe('fork\none\n')
+        expect((await original.exec('cat b.txt')).stdout).toBe('original\n')
+      } finally {
+        await fork.stop()
+      }
     } finally {
-      await fork.stop()
+      await original.stop()
     }
-  } finally {
-    await original.stop()
-  }
-}, 60_000)
+  },
+  60_000,
+)
 
 test("tenants: another tenant's snapshot answers exactly like one nobody took", async () => {
   const acme = await execgate.sandboxes.start({ adapter: 'shell' }, { tenant: 'acme' })
@@ -111,7 +115,9 @@ test("tenants: another tenant's snapshot answers exactly like one nobody took", 
     expect(foreign).toEqual(await refusal('e'.repeat(64)))
     expect(foreign.code).toBe('EXECGATE_NOT_FOUND')
     expect(execgate.sandboxes.list({ tenant: 'globex' })).toEqual([])
-    const bad = await execgate.sandboxes.start({ from: 'not-a-digest' }, { tenant: 'acme' }).catch((error: Error & { code?: string }) => error)
+    const bad = await execgate.sandboxes
+      .start({ from: 'not-a-digest' }, { tenant: 'acme' })
+      .catch((error: Error & { code?: string }) => error)
     expect(bad).toMatchObject({ code: 'EXECGATE_REQUEST_INVALID' })
   } finally {
     await acme.stop()
