@@ -114,6 +114,11 @@ export const ERROR_CODES = {
     template: 'no sandbox on {name}: {detail}; enabled adapters that host sandboxes: {known}',
   },
   EXECGATE_SANDBOX_STOPPED: { fault: 'client', retryable: false, template: 'sandbox {id} is stopped ({reason}); start a new one' },
+  EXECGATE_SNAPSHOT_CORRUPT: {
+    fault: 'backend',
+    retryable: false,
+    template: 'snapshot {id} does not match its digest: {detail}; it was not restored',
+  },
   EXECGATE_SERVER_UNREACHABLE: { fault: 'backend', retryable: true, template: 'cannot reach the execgate server at {url}: {detail}' },
   EXECGATE_REQUEST_CANCELLED: { fault: 'client', retryable: false, template: 'the request was cancelled: {detail}' },
   EXECGATE_RESPONSE_INVALID: {
