@@ -9,7 +9,7 @@ import { EGRESS_CASES, fill } from './egress-cases'
 
 /**
  * The hostile egress corpus (egress-cases.ts) on every tier with network: quickjs and monty through `http_request`,
- * process and docker through the proxy socket with Python's urllib and Node's fetch. The operator's policy is the worst case,
+ * pyodide's urllib (carried by `http_request`), process and docker through the proxy socket with Python's urllib and Node's fetch. The operator's policy is the worst case,
  * `*:*`, so the address check and the caps are what hold; an internal server on 127.0.0.2 must never see a request.
  */
 const TOKEN = 'hostile-egress-token-5f2a9c'
@@ -61,7 +61,7 @@ beforeAll(async () => {
   })
   execgate = await createExecgate({
     overrides: {
-      execution: { enabled: ['quickjs', 'monty', 'process', 'docker'] },
+      execution: { enabled: ['quickjs', 'monty', 'pyodide', 'process', 'docker'] },
       adapters: { docker: { socketPath: DOCKER_SOCKET } },
       readiness: { enabled: false },
       log: { level: 'silent' },
@@ -121,6 +121,7 @@ const DOORS = {
     language: 'python' as const,
     code: `out = []\nfor u in ${JSON.stringify(urls)}:\n    try:\n        r = http_request(u)\n        out.append(str(r['status']) + ':' + r['body'][:200])\n    except Exception as e:\n        out.append('refused:' + str(e))\nout`,
   }),
+  'pyodide python urllib': (urls: string[]) => ({ adapter: 'pyodide', ...urllibProbe(urls) }),
   'process python urllib': (urls: string[]) => ({ adapter: 'process', ...urllibProbe(urls) }),
   'process node fetch': (urls: string[]) => ({ adapter: 'process', ...fetchProbe(urls) }),
   'docker python urllib': (urls: string[]) => ({ adapter: 'docker', ...urllibProbe(urls) }),
