@@ -148,7 +148,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
         ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', DOCKER_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
         : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', DOCKER_NODE_RUNNER]
     const egress = context.egress
-      ? containerEgress((this.egressFiles ??= writeEgressBridgeFiles()), (await context.egress.endpoint()).socketPath, language)
+      ? containerEgress((this.egressFiles ??= writeEgressBridgeFiles()), await context.egress.endpoint(), language)
       : undefined
     const spec: Docker.ContainerCreateOptions = {
       Image: language === 'python' ? this.settings.pythonImage : this.settings.nodeImage,

@@ -14,7 +14,12 @@ export const EGRESS_PATHS = {
   forwarder: '/run/execgate/egress-forwarder.py',
   nodePreload: '/run/execgate/egress-fetch.js',
   undici: '/run/execgate/undici',
+  /** The system's CAs and the gateway's (TLS re-termination for secret hosts): the sandbox's trust store. */
+  caBundle: '/run/execgate/ca-bundle.pem',
 } as const
+
+/** Variables that make OpenSSL (Python's ssl, curl), requests and Node trust the bundle at EGRESS_PATHS.caBundle. */
+export const TRUST_VARIABLES = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS'] as const
 
 export const EGRESS_PROXY_URL = 'http://127.0.0.1:3128'
 

@@ -97,7 +97,9 @@ test('a run whose policy allows no network: the helpers refuse, and the next run
   )
   expect(closed).toMatchObject({ status: 'ok', value: expect.stringMatching(/network access is not allowed/) })
   expect(closed.egress).toBeUndefined()
-  const open = await python(`import urllib.request\nurllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode()`)
+  const open = await python(
+    `import urllib.request\nurllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode()`,
+  )
   expect(open).toMatchObject({ status: 'ok', value: 'hello from loopback' })
 }, 60_000)
 
