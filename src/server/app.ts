@@ -20,6 +20,7 @@ import { registerConsoleAssets } from './console-assets'
 import { registerLedgerRoutes } from './ledger-routes'
 import { registerPlanRoutes } from './plan-routes'
 import { registerSandboxRoutes } from './sandbox-routes'
+import { registerPolicyRoutes } from './policy-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -39,7 +40,6 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_NOT_FOUND: 404,
   EXECGATE_TASK_CONFLICT: 409,
   EXECGATE_PLAN_CONFLICT: 409,
-  EXECGATE_PLANS_UNSUPPORTED: 501,
   EXECGATE_BODY_TOO_LARGE: 413,
   EXECGATE_RATE_LIMITED: 429,
   EXECGATE_SHUTTING_DOWN: 503,
@@ -47,6 +47,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_LEDGER_DISABLED: 501,
   EXECGATE_SANDBOX_LIMIT: 429,
   EXECGATE_SANDBOX_STOPPED: 404,
+  EXECGATE_SNAPSHOT_CORRUPT: 502,
   EXECGATE_WORKSPACE_NOT_FOUND: 404,
   EXECGATE_ADAPTER_UNAVAILABLE: 503,
   EXECGATE_DEPENDENCY_MISSING: 501,
@@ -258,6 +259,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   registerLedgerRoutes(app, execgate)
   registerPlanRoutes(app, execgate)
   registerSandboxRoutes(app, execgate)
+  registerPolicyRoutes(app, execgate, { tenants })
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {
