@@ -314,8 +314,14 @@ export function describeAdapterContract(
           expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: 42 })
           expect(host.records.map((record) => record.name)).toEqual(['hostFn'])
         } else {
-          // Declared absent: the function is not there for the code, so calling it fails as the code's own error.
-          const result = await runChecked(adapter, { language, code: code ?? 'hostFn' }, contractContext({}, { hostFunctions: host }))
+          // Declared absent: the function is not there for the code, so calling it fails as the code's own error. A
+          // generous limit: the outcome does not depend on time, and a remote stand-in's cold start on a loaded machine
+          // must not turn it into a timeout.
+          const result = await runChecked(
+            adapter,
+            { language, code: code ?? 'hostFn' },
+            contractContext({ wallTimeMs: 30_000 }, { hostFunctions: host }),
+          )
           expect(result.status).toBe('error')
           expect(host.records).toEqual([])
         }
