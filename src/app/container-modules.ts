@@ -153,6 +153,7 @@ export function executionModule(
           basePolicy: policyFromConfig(config),
           profiles: profilesFromConfig(config),
           languageProfiles: config.security.languageProfiles,
+          requestFiles: config.security.requestFiles,
           logger,
           listeners: [new ContainerListeners(container, logger)],
           graceMs: config.execution.graceMs,

@@ -152,6 +152,12 @@ export interface ExecgateConfig {
     profiles: Record<string, PolicyOverrides>
     /** Profile applied to each language's requests, e.g. `{"python": "data-science"}`. @default {} @env EXECGATE_SECURITY_LANGUAGE_PROFILES (JSON) */
     languageProfiles: Record<string, string>
+    /**
+     * Files a request sends: `read` lets its code read them (a fresh workspace holding only them, read-only) even
+     * under a policy with `filesystem: none`; `refuse` refuses such a request before it runs, naming the profiles
+     * that would allow it. @default 'read' @env EXECGATE_SECURITY_REQUEST_FILES
+     */
+    requestFiles: 'read' | 'refuse'
     /** The egress gateway's per-run caps and its test-only private-range exemption (docs/network.md). */
     egress: EgressConfig
     /**
@@ -300,6 +306,11 @@ export const CONFIG_SCHEMA = {
   security: {
     profiles: { doc: 'Named policy profiles (JSON object)', format: Object, default: {} },
     languageProfiles: { doc: 'Profile per language (JSON object)', format: Object, default: {} },
+    requestFiles: {
+      doc: 'Whether code may read the files its own request sent (read) or such requests are refused (refuse)',
+      format: ['read', 'refuse'],
+      default: 'read',
+    },
     egress: EGRESS_SCHEMA,
     secrets: { doc: 'Secrets the egress gateway adds to requests (JSON object)', format: Object, default: {} },
     defaultPolicy: {

@@ -29,6 +29,12 @@ export const ERROR_CODES = {
     retryable: false,
     template: 'the policy requires {limit} to be enforced, and {detail}',
   },
+  EXECGATE_FILES_NOT_READABLE: {
+    fault: 'client',
+    retryable: false,
+    template:
+      'the request sends files ({files}) that {policy} may not read (filesystem "none", and security.requestFiles is "refuse"); {allow}',
+  },
   EXECGATE_PROFILE_UNKNOWN: { fault: 'client', retryable: false, template: 'no policy profile named "{name}"; profiles: {known}' },
   EXECGATE_ADAPTER_UNKNOWN: {
     fault: 'client',

@@ -32,6 +32,9 @@ export const POLICY_OVERRIDES_SCHEMA = {
   },
 } as const
 
+/** Every field of a resolved `SecurityPolicy` (the override schema's properties are the same names). */
+export const SECURITY_POLICY_FIELDS = Object.keys(POLICY_OVERRIDES_SCHEMA.properties) as (keyof typeof POLICY_OVERRIDES_SCHEMA.properties)[]
+
 export const WORKSPACE_FILE_SCHEMA = {
   type: 'object',
   additionalProperties: false,

@@ -232,6 +232,8 @@ export interface ExecutionResult {
     escalatedFrom?: string
     /** The adapter whose `error` was run again here (a language-subset interpreter's gap, not the code's fault). */
     rerunFrom?: string
+    /** On a run refused before it ran (`adapter: execgate`): the adapter routing would have sent it to. */
+    wouldHaveUsed?: string
   }
   /** Workspace files after the run, when the backend collects them. */
   files?: WorkspaceFile[]

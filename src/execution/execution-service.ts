@@ -1,10 +1,9 @@
-import { describeImportRefusal } from './import-refusal'
+import { staticRefusal } from './static-refusal'
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
-  createResult,
   describeError,
   errorResult,
   refusal,
@@ -21,7 +20,7 @@ import {
   type ValidationReport,
 } from '../core'
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../runtime'
-import { staticCheck, staticValidationReport } from '../policy'
+import { staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
 import type { RouteDecision, Router } from '../routing/router'
 import type { ExecuteOptions, ExecutionService, SandboxTarget } from './types'
@@ -44,6 +43,8 @@ export interface ExecutionServiceOptions {
   /** Named policies (`security.profiles`, already merged over the default) and the one each language starts from. */
   profiles?: Readonly<Record<string, SecurityPolicy>>
   languageProfiles?: Readonly<Partial<Record<Language, string>>>
+  /** `security.requestFiles`: code reads the files its own request sent (`read`, the default), or such requests are refused. */
+  requestFiles?: 'read' | 'refuse'
   listeners?: readonly ExecutionListener[]
   /** Time past the deadline an adapter gets to answer before the service answers `timeout` for it. */
   graceMs: number
@@ -155,35 +156,13 @@ export class DefaultExecutionService implements ExecutionService {
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
     const resolution = callerPolicy(request, options, this.options)
-    if (resolution.refusal) return resolution.refusal
+    if (resolution.refusal)
+      return this.withRouteNotTaken(resolution.refusal, request, options, options.basePolicy ?? this.options.basePolicy)
     const policy = resolution.policy
     resolved.policy = policy
     // 3. static validation
-    const issues = staticCheck(request.language, request.code, policy).filter((item) => item.severity === 'error')
-    if (issues.length > 0) {
-      const first = issues[0]!
-      const where = first.line ? ` (line ${first.line}, column ${first.column})` : ''
-      if (first.code === 'syntax') {
-        return createResult('error', SERVICE, {
-          message: `${first.message}${where}`,
-          error: { type: 'SyntaxError', message: first.message, line: first.line, column: first.column },
-        })
-      }
-      const imports = describeImportRefusal(issues, policy, this.options.profiles ?? {}, this.options.registry)
-      if (imports) {
-        return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: imports }), {
-          error: { type: 'PolicyViolation', message: imports, line: first.line, column: first.column },
-        })
-      }
-      return errorResult(
-        'policy_violation',
-        SERVICE,
-        new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${first.message}${where}` }),
-        {
-          error: { type: 'PolicyViolation', message: first.message, line: first.line, column: first.column },
-        },
-      )
-    }
+    const refused = staticRefusal(request, policy, this.options.profiles ?? {}, this.options.registry)
+    if (refused) return refused.status === 'policy_violation' ? this.withRouteNotTaken(refused, request, options, policy) : refused
     // 4. route, 5. run, 8. fall back
     const tried: string[] = []
     const hints = {
@@ -239,6 +218,29 @@ export class DefaultExecutionService implements ExecutionService {
       fallbackFrom = { adapter: adapter.name, reason: result.message ?? result.status }
       decision = next
     }
+  }
+
+  /**
+   * A run refused before routing still says where it would have run: the adapter routing picks for it under the policy
+   * (`route.wouldHaveUsed`), so a caller learns the tier as well as what to change.
+   */
+  private withRouteNotTaken(
+    result: ExecutionResult,
+    request: ExecutionRequest,
+    options: ExecuteOptions,
+    policy: SecurityPolicy,
+  ): ExecutionResult {
+    try {
+      const decision = options.sandbox ? this.sandboxRoute(options.sandbox, request) : this.options.router.select(request, policy)
+      if (decision.adapter)
+        result.route = {
+          reason: `refused before it ran; routing would have used ${decision.adapter.name} (${decision.reason})`,
+          wouldHaveUsed: decision.adapter.name,
+        }
+    } catch {
+      // Routing a refused request is only advice: a router that cannot route it leaves the refusal as it was.
+    }
+    return result
   }
 
   /** Step 4 for a sandbox's exec: its own adapter, if that is enabled and the sandbox runs the language. */

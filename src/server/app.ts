@@ -20,6 +20,7 @@ import { registerConsoleAssets } from './console-assets'
 import { registerLedgerRoutes } from './ledger-routes'
 import { registerPlanRoutes } from './plan-routes'
 import { registerSandboxRoutes } from './sandbox-routes'
+import { registerPolicyRoutes } from './policy-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -259,6 +260,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   registerLedgerRoutes(app, execgate)
   registerPlanRoutes(app, execgate)
   registerSandboxRoutes(app, execgate)
+  registerPolicyRoutes(app, execgate, { tenants })
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {

@@ -5,6 +5,7 @@ import { OBSERVATION_PATHS } from './openapi-observation'
 import { TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
 import { LEDGER_PATHS } from './openapi-ledger'
 import { sandboxOpenApiPaths } from './sandbox-schemas'
+import { POLICY_PATHS, POLICY_SCHEMAS } from './openapi-policy'
 
 const errorBody = {
   type: 'object',
@@ -130,6 +131,7 @@ export function openApiDocument(): object {
         },
         Error: errorBody,
         ...TASK_SCHEMAS,
+        ...POLICY_SCHEMAS,
         PlanSpec: (({ $id: _id, ...plan }) => plan)(PLAN_SPEC_SCHEMA),
         Plan: {
           type: 'object',
@@ -201,6 +203,7 @@ export function openApiDocument(): object {
       },
       ...TASK_PATHS,
       ...OBSERVATION_PATHS,
+      ...POLICY_PATHS,
       ...LEDGER_PATHS,
       '/console/': {
         get: {
