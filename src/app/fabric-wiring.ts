@@ -3,7 +3,7 @@ import { ExecgateError, type AdapterRegistry, type LlmProvider } from '../core'
 import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
-import { createPlanService, planServiceOptionsFrom, unsupportedPlanService, type PlanService } from '../fabric/plans'
+import { createPlanService, planServiceOptionsFrom, type PlanService } from '../fabric/plans'
 import { SandboxManager } from '../fabric/sandboxes'
 import { bucketTaskWorkspaces, createTaskService, taskServiceOptionsFrom, type Task, type TaskService } from '../fabric/tasks'
 import type { Logger } from '../observability/logger'
@@ -69,8 +69,6 @@ export function planServiceFor(
   options: { run?: boolean; reflector?: LlmProvider } = {},
 ): PlanService {
   const { config, ledger } = parts
-  // Refused without opening the other store's connection: plans need the embedded one.
-  if (config.fabric.store !== 'sqlite') return unsupportedPlanService(config.fabric.store)
   return createPlanService({
     tasks,
     check: (request, checkOptions) => parts.service.check(request, checkOptions),

@@ -40,7 +40,6 @@ const planPaths = {
       requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/PlanSpec' } } } },
       responses: {
         '201': { description: 'the plan, RUNNING', ...planBody },
-        '501': { description: 'plans need the embedded store (EXECGATE_PLANS_UNSUPPORTED)' },
         ...errorResponses,
       },
     },
