@@ -56,6 +56,8 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
   const workspaceFor = taskWorkspaces(parts.config)
   return createTaskService({
     execute: (request, options) => parts.service.execute(request, options),
+    // A resume that loosens the task's profile is refused at the resume, not found when the task runs.
+    check: (request, options) => parts.service.check(request, options),
     ...taskServiceOptionsFrom(parts.config.fabric),
     run,
     logger: parts.logger,

@@ -40,6 +40,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_NOT_FOUND: 404,
   EXECGATE_TASK_CONFLICT: 409,
   EXECGATE_PLAN_CONFLICT: 409,
+  EXECGATE_RESUME_REFUSED: 400,
   EXECGATE_BODY_TOO_LARGE: 413,
   EXECGATE_RATE_LIMITED: 429,
   EXECGATE_SHUTTING_DOWN: 503,
@@ -232,6 +233,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       tenant,
       onOutput: (stream, chunk) => send(stream, { chunk }),
     })
+    result.outputs?.forEach((output, index) => send('output', { index, output }))
     send('result', result)
     reply.raw.end()
   })

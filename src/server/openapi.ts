@@ -87,6 +87,7 @@ const planPaths = {
       parameters: [idParameter],
       responses: {
         '200': { description: 'the plan, RUNNING', ...planBody },
+        '400': { description: 'a body with fields: a plan resumes without changes (EXECGATE_REQUEST_INVALID)' },
         '404': { description: 'no such plan for this tenant' },
         '409': { description: 'the plan is not SUSPENDED' },
       },
@@ -143,7 +144,8 @@ export function openApiDocument(): object {
     paths: {
       '/v1/executions': {
         post: {
-          summary: 'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced and the result last',
+          summary:
+            'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced, an output event per rich output, and the result last',
           parameters: [
             {
               name: 'traceparent',
