@@ -231,6 +231,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       tenant,
       onOutput: (stream, chunk) => send(stream, { chunk }),
     })
+    result.outputs?.forEach((output, index) => send('output', { index, output }))
     send('result', result)
     reply.raw.end()
   })

@@ -86,6 +86,7 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
     const result = await sandbox.exec(exec, { signal: controller.signal, onOutput: (stream, chunk) => send(stream, { chunk }) })
+    result.outputs?.forEach((output, index) => send('output', { index, output }))
     send('result', result)
     reply.raw.end()
   })
