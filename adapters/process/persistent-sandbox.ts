@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import {
+  outputResultFields,
   OutputCapture,
   createResult,
   describeError,
@@ -13,9 +14,10 @@ import {
   type SandboxFileEntry,
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
+import { reportLimitBytes } from '../shared/python-outputs'
 import { classifyExit } from './classify'
 import { releaseDirectory, type SandboxDirectory } from './sandbox-directories'
-import { sandboxCommand, type SandboxPlan } from './sandbox'
+import { sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox } from './spawn-sandbox'
 import { sweep as killProcessesOf } from './uid-pool'
 import { WorkspaceDirectory } from './workspace-directory'
@@ -26,8 +28,9 @@ const LANGUAGES: readonly ProcessLanguage[] = ['bash', 'python', 'javascript']
 /**
  * A persistent sandbox on the process tier: a folder on the host (a tmpfs of its own as root) and, as root, a uid
  * of its own for the sandbox's life. Each exec is a fresh bubblewrap run, exactly as a one-shot run is (namespaces,
- * read-only /usr, no network, the exec's rlimits), with that folder bound at /workspace instead of an empty tmpfs: the
- * files stay, the processes end with the exec (its pid namespace dies with its first process).
+ * read-only /usr, the exec's rlimits, and no network but the egress gateway's socket when the exec's policy — the
+ * sandbox's, or tighter — allows any), with that folder bound at /workspace instead of an empty tmpfs: the files stay,
+ * the processes end with the exec (its pid namespace dies with its first process).
  */
 export class ProcessSandbox implements AdapterSandbox {
   readonly languages: readonly Language[] = LANGUAGES
@@ -42,6 +45,8 @@ export class ProcessSandbox implements AdapterSandbox {
     /** Prepares what a language's run needs once (the compiled Python runner). */
     private readonly prepare: (language: ProcessLanguage) => void,
     private readonly onClosed: () => void,
+    /** The exec's way out through the egress gateway, when its policy allows any network (egress-bridge.ts). */
+    private readonly egressFor: (context: ExecutionContext) => Promise<Pick<RunShape, 'egress'>>,
   ) {
     this.files = new WorkspaceDirectory(directory.workspace, directory.uid, maxFileBytes)
   }
@@ -62,7 +67,15 @@ export class ProcessSandbox implements AdapterSandbox {
       this.prepare(language)
       const command = sandboxCommand(
         { ...this.plan, dedicatedUid: uid !== undefined },
-        { language, policy, mode: 'run', withFiles: false, collectFiles: false, persistentWorkspace: this.directory.workspace },
+        {
+          language,
+          policy,
+          mode: 'run',
+          withFiles: false,
+          collectFiles: false,
+          persistentWorkspace: this.directory.workspace,
+          ...(await this.egressFor(context)),
+        },
       )
       const run = await spawnSandbox({
         ...command,
@@ -72,7 +85,7 @@ export class ProcessSandbox implements AdapterSandbox {
         collectFiles: false,
         controller: new RunController(context),
         output,
-        reportLimitBytes: policy.outputBytes + 4096,
+        reportLimitBytes: reportLimitBytes(policy),
         archiveLimitBytes: 0,
       })
       // A kill may leave stragglers for a moment; the next exec (and the host's file operations) must find none.
@@ -80,11 +93,14 @@ export class ProcessSandbox implements AdapterSandbox {
       const outcome = classifyExit(run, policy, output.finish().stderr)
       const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
       const captured = output.finish(valueBytes(returned))
-      const status: ExecutionStatus = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+      const rich = outputResultFields(outcome.status, outcome.outputs, outcome.outputsOmitted, policy, 'process')
+      const status: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
       return createResult(status, 'process', {
         ...captured,
         value: returned,
         error: outcome.error,
+        ...(rich.message ? { message: rich.message } : {}),
+        ...(rich.outputs ? { outputs: rich.outputs } : {}),
         usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
       })
     } catch (error) {

@@ -72,10 +72,22 @@ export interface ExecgateConfig {
     retryAfterMs: number
     /**
      * Per tenant: `{"acme": {"lane": "batch", "defaultLane": "interactive", "maxConcurrent": 4, "maxQueued": 16,
-     * "cpuMsPerMinute": 60000}}`; `lane` fixes the lane, `defaultLane` applies when a request names none.
+     * "cpuMsPerMinute": 60000, "egressRequestsPerMinute": 600, "egressBytesPerMinute": 104857600}}`; `lane` fixes the
+     * lane, `defaultLane` applies when a request names none; the egress quotas refuse runs with network once spent.
      * @default {} @env EXECGATE_ADMISSION_TENANTS (JSON)
      */
-    tenants: Record<string, { lane?: Lane; defaultLane?: Lane; maxConcurrent?: number; maxQueued?: number; cpuMsPerMinute?: number }>
+    tenants: Record<
+      string,
+      {
+        lane?: Lane
+        defaultLane?: Lane
+        maxConcurrent?: number
+        maxQueued?: number
+        cpuMsPerMinute?: number
+        egressRequestsPerMinute?: number
+        egressBytesPerMinute?: number
+      }
+    >
     /**
      * Agent-type profiles a request selects with `agentType`: `{"planning": {"maxConcurrent": 1, "maxWallTimeMs":
      * 1800000, "maxCpuTimeMs": 1800000, "maxMemoryMb": 2048}}`. @default research, planning, execution (the
@@ -189,6 +201,10 @@ export interface ExecgateConfig {
       }
       /** @default 32 @env EXECGATE_SECURITY_DEFAULT_POLICY_MAX_PROCESSES */
       maxProcesses: number
+      /** Rich outputs (images, tables, display items) per run. @default 10 @env EXECGATE_SECURITY_DEFAULT_POLICY_MAX_OUTPUTS */
+      maxOutputs: number
+      /** Bytes of all rich outputs of a run together. @default 2097152 @env EXECGATE_SECURITY_DEFAULT_POLICY_OUTPUTS_BYTES */
+      outputsBytes: number
       /** Limits an adapter must enforce to run a request. @default [] @env EXECGATE_SECURITY_DEFAULT_POLICY_REQUIRED */
       required: PolicyLimit[]
     }
@@ -333,6 +349,8 @@ export const CONFIG_SCHEMA = {
         maxTotalMs: { doc: 'Total host-call time per run (ms)', format: formats.nonNegativeInt, default: 2000 },
       },
       maxProcesses: { doc: 'Processes per run (OS sandboxes)', format: formats.positiveInt, default: 32 },
+      maxOutputs: { doc: 'Rich outputs (images, tables) per run', format: formats.nonNegativeInt, default: 10 },
+      outputsBytes: { doc: 'Bytes of all rich outputs of a run', format: formats.nonNegativeInt, default: 2 * 1024 * 1024 },
       required: { doc: 'Limits an adapter must enforce', format: formats.limitList, default: [] },
     },
   },
