@@ -247,6 +247,7 @@ const PUBLIC_API: Record<string, readonly string[]> = {
     'SandboxFile',
     'SandboxFileEntry',
     'SandboxInfo',
+    'SandboxSnapshot',
     'SandboxStartOptions',
     'SavedArtifact',
     'SseMessage',
