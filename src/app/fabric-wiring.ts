@@ -71,6 +71,8 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
   const dispatcher = openTaskDispatcher(settings)
   return createTaskService({
     execute: (request, options) => parts.service.execute(request, options),
+    // A resume that loosens the task's profile is refused at the resume, not found when the task runs.
+    check: (request, options) => parts.service.check(request, options),
     ...settings,
     store: parts.taskStore(),
     ...(dispatcher ? { dispatcher } : {}),

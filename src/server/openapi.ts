@@ -87,6 +87,7 @@ const planPaths = {
       parameters: [idParameter],
       responses: {
         '200': { description: 'the plan, RUNNING', ...planBody },
+        '400': { description: 'a body with fields: a plan resumes without changes (EXECGATE_REQUEST_INVALID)' },
         '404': { description: 'no such plan for this tenant' },
         '409': { description: 'the plan is not SUSPENDED' },
       },
