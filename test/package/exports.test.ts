@@ -42,6 +42,8 @@ const CONTRACT = [
   'Language',
   'LANGUAGES',
   'NetworkAccess',
+  'Output',
+  'OutputKind',
   'OutputStream',
   'POLICY_LIMITS',
   'PolicyLimit',
