@@ -40,3 +40,6 @@ export const EgressGateway = Symbol('EgressGateway')
 
 /** The artifact ledger (provenance records and artifacts); also bound as an `ExecutionListener`: `LedgerService` of src/fabric/ledger. */
 export const Ledger = Symbol('Ledger')
+
+/** Files uploaded once and named by digest (`PUT /v1/files`): `UploadStore` of src/fabric/files. */
+export const Uploads = Symbol('Uploads')
