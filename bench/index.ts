@@ -34,6 +34,7 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   ledger: () => import('./ledger'),
   plans: () => import('./plans'),
   sandboxes: () => import('./sandboxes'),
+  snapshots: () => import('./snapshots'),
   data: () => import('./data'),
   limits: () => import('./limits'),
   egress: () => import('./egress'),

@@ -2,6 +2,8 @@ import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { loadConfig } from '../src/config/load'
+import { policyFromConfig } from '../src/policy'
 
 /** `execgate task …` and `execgate worker`, the real built CLI on a real SQLite store in a temp dir. */
 const root = path.join(__dirname, '..')
@@ -60,6 +62,35 @@ test('bad input is exit 2 with the reason: an unknown dependency, an unknown tas
   const missing = execgate(['task', 'get', 'nope'])
   expect(missing.code).toBe(2)
   expect(missing.stderr).toMatch(/no task "nope"/)
+})
+
+test('task resume takes other limits, and refuses limits looser than the policy: exit 2 naming it, the task stays SUSPENDED', () => {
+  const base = policyFromConfig(loadConfig())
+  // Nothing runs tasks between these commands (no --wait, no worker): the task is PENDING, then SUSPENDED, for sure.
+  const queued = JSON.parse(execgate(['task', 'submit', 'answer.js', '--json']).stdout)
+  expect(execgate(['task', 'suspend', queued.id]).stdout).toMatch(new RegExp(`^${queued.id}  SUSPENDED `))
+  const loosened: Array<[string[], string]> = [
+    [['--timeout-ms', String(base.wallTimeMs + 1)], 'wallTimeMs'],
+    [['--memory-mb', String(base.memoryMb + 1)], 'memoryMb'],
+    [['--policy', JSON.stringify({ hostCalls: { maxTotalMs: base.hostCalls.maxTotalMs + 1 } })], 'hostCalls.maxTotalMs'],
+    [['--policy', JSON.stringify({ network: ['example.com'] })], 'network'],
+  ]
+  for (const [flags, limit] of loosened) {
+    const refused = execgate(['task', 'resume', queued.id, ...flags])
+    expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 2, stdout: '' })
+    expect(refused.stderr).toContain(
+      `task ${queued.id} was not resumed and stays SUSPENDED: the request may only tighten the policy: ${limit}`,
+    )
+  }
+  expect(execgate(['task', 'resume', queued.id, '--policy', '[1]']).stderr).toContain('--policy must be a JSON object')
+  expect(JSON.parse(execgate(['task', 'get', queued.id, '--json']).stdout)).toMatchObject({ state: 'SUSPENDED', attempts: 0 })
+  const resumed = JSON.parse(
+    execgate(['task', 'resume', queued.id, '--timeout-ms', '2000', '--policy', '{"outputBytes":1024}', '--json']).stdout,
+  )
+  expect(resumed).toMatchObject({ state: 'PENDING', request: { timeoutMs: 2000, policy: { outputBytes: 1024 } } })
+  const waited = execgate(['task', 'wait', queued.id])
+  expect(waited.code).toBe(0)
+  expect(waited.stdout).toMatch(/COMPLETED .* value: 42\nthinking\n$/)
 })
 
 test('execgate worker runs the tasks others queue, and stops on SIGTERM', async () => {

@@ -20,7 +20,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { BEDROCK_OPTIONS_SCHEMA, type BedrockAdapterOptions, type BedrockOptions } from './options'
-import { loadTypeScript } from '../../src/runtime'
+import { stripTypeScript } from '../../src/runtime'
 import { RECORD_SEPARATOR, parseReport } from '../shared/run-report'
 import { mapAwsError } from './map-error'
 import { wrapJavaScript, wrapPython } from './wrap'
@@ -235,10 +235,8 @@ export class BedrockAdapter implements CodeExecutionAdapter {
   ): Promise<{ language: 'python' | 'javascript'; code: string }> {
     if (request.language === 'python') return { language: 'python', code: wrapPython(request.code, nonce, allowedImports) }
     let source = request.code
-    if (request.language === 'typescript') {
-      const ts = loadTypeScript()
-      source = ts.transpileModule(source, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.None } }).outputText
-    }
+    // Code that does not parse goes as it is: the interpreter answers its SyntaxError, as for JavaScript.
+    if (request.language === 'typescript') source = stripTypeScript(source).javascript ?? source
     return { language: 'javascript', code: wrapJavaScript(source, nonce) }
   }
 

@@ -28,6 +28,8 @@ import { runContainer } from './container-run'
 import { classify } from './classify'
 import { DockerSandbox, sweepSandboxContainers } from './sandbox'
 import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
+import { containerEgress } from './container-egress'
+import { writeEgressBridgeFiles, type EgressBridgeFiles } from '../shared/egress-bridge'
 
 export const NAME = 'docker'
 
@@ -58,6 +60,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
   private client?: Docker
   private readonly running = new Set<Promise<unknown>>()
   private readonly sandboxes = new Set<DockerSandbox>()
+  /** The egress bridge's forwarder and preload, written at the first run with network. */
+  private egressFiles?: EgressBridgeFiles
 
   constructor(options: DockerAdapterOptions = {}) {
     this.settings = withOptionDefaults(DOCKER_OPTIONS_SCHEMA, options)
@@ -65,7 +69,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
     this.capabilities = {
       languages: LANGUAGES,
       tier: 4,
-      isolation: 'a container per run: namespaces, cgroup memory and pids limits, read-only root, no network, no capabilities',
+      isolation:
+        'a container per run: namespaces, cgroup memory and pids limits, read-only root, no network but the egress gateway, no capabilities',
       enforcement: enforcementTable({
         wallTime: 'hard',
         cpuTime: 'hard',
@@ -81,7 +86,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
       workspace: true,
       fileMounts: true,
       streaming: true,
-      network: false,
+      // Only through the egress gateway's proxy socket bound into a container without network (container-egress.ts).
+      network: true,
       cancellable: true,
       sandboxes: true,
       packages: Object.freeze(
@@ -143,11 +149,15 @@ export class DockerAdapter implements CodeExecutionAdapter {
       language === 'python'
         ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', DOCKER_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
         : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', DOCKER_NODE_RUNNER]
+    const egress = context.egress
+      ? containerEgress((this.egressFiles ??= writeEgressBridgeFiles()), await context.egress.endpoint(), language)
+      : undefined
     const spec: Docker.ContainerCreateOptions = {
       Image: language === 'python' ? this.settings.pythonImage : this.settings.nodeImage,
       // As in the process adapter, RLIMIT_DATA too: the cgroup counts only touched pages, so a huge untouched
       // ArrayBuffer or wasm memory would pass it. Set by a shell inside, since runc's own start-up needs more.
-      Cmd: ['/bin/sh', '-c', `ulimit -d ${policy.memoryMb * 1024} && exec "$@"`, 'launcher', ...argv],
+      // A run with network starts the egress forwarder first, as the process tier's launcher does.
+      Cmd: ['/bin/sh', '-c', `ulimit -d ${policy.memoryMb * 1024} || exit 126; ${egress?.startLine ?? ''}\nexec "$@"`, 'launcher', ...argv],
       Entrypoint: [],
       Env: [
         'PATH=/usr/bin:/bin',
@@ -157,6 +167,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
         'MPLCONFIGDIR=/tmp/matplotlib',
         `EXECGATE_NONCE=${nonce}`,
         ...payload,
+        ...(egress?.env ?? []),
       ],
       User: this.settings.user,
       WorkingDir: '/workspace',
@@ -170,8 +181,9 @@ export class DockerAdapter implements CodeExecutionAdapter {
         Memory: memory,
         MemorySwap: memory, // equal: no swap, so the limit is the limit
         // The code's processes, plus node's own threads.
-        PidsLimit: policy.maxProcesses + (language === 'javascript' ? 16 : 4),
+        PidsLimit: policy.maxProcesses + (language === 'javascript' ? 16 : 4) + (egress ? 1 : 0),
         ReadonlyRootfs: true,
+        ...(egress ? { Binds: egress.binds } : {}),
         Tmpfs: { '/workspace': `rw,size=${this.settings.workspaceMb}m,mode=1777`, '/tmp': 'rw,size=16m,mode=1777' },
         // Uploads bound read-only from the upload store over the workspace's tmpfs: a 100 MB CSV never passes
         // through the environment (the payload's limit) or a copy.

@@ -234,7 +234,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private async egressFor(context: ExecutionContext): Promise<Pick<RunShape, 'egress'>> {
     if (!context.egress) return {}
     this.egressFiles ??= writeEgressBridgeFiles()
-    return { egress: { socketPath: (await context.egress.endpoint()).socketPath, files: this.egressFiles } }
+    const endpoint = await context.egress.endpoint()
+    return {
+      egress: {
+        socketPath: endpoint.socketPath,
+        files: this.egressFiles,
+        ...(endpoint.caBundlePath ? { caBundlePath: endpoint.caBundlePath } : {}),
+      },
+    }
   }
 
   /** Acquires a uid (the wait does not count against the code's time), runs, then makes sure the uid is empty. */

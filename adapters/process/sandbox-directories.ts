@@ -5,6 +5,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { ExecgateError } from '../../src/core'
 import { currentOwner, formatOwner, ownerMayBeAlive, parseOwner } from '../shared/sandbox-owner'
+import { abandonedClaims, claimAbandoned, releaseUidClaim, tryClaimUid } from './uid-claims'
 import { sweep as killProcessesOf } from './uid-pool'
 
 const run = promisify(execFile)
@@ -31,7 +32,6 @@ export interface SandboxDirectory {
 const OWNER_FILE = 'owner'
 /** A folder younger than this without an owner file is being made by another process, not left by a crash. */
 const CLAIM_GRACE_MS = 60_000
-const UID_CLAIMS = path.join(os.tmpdir(), 'execgate-sandbox-uids')
 
 export function sandboxRoot(configured: string): string {
   return configured || path.join(os.tmpdir(), 'execgate-sandboxes')
@@ -52,33 +52,24 @@ function abandoned(file: string, madeAt: string): boolean {
 }
 
 /** Claims the first free uid of the range for this process; a claim a dead process left is cleaned up and taken. */
-function claimUid(range: { first: number; last: number }): Promise<number> {
-  fs.mkdirSync(UID_CLAIMS, { recursive: true, mode: 0o700 })
-  const owner = `${formatOwner(currentOwner())}\n`
-  return (async () => {
-    for (let uid = range.first; uid <= range.last; uid++) {
-      const claim = path.join(UID_CLAIMS, `uid-${uid}`)
-      for (let attempt = 0; attempt < 2; attempt++) {
-        try {
-          fs.writeFileSync(claim, owner, { flag: 'wx', mode: 0o600 })
-          return uid
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0 || !abandoned(claim, claim)) break
-          await releaseUid(uid)
-        }
-      }
+async function claimUid(range: { first: number; last: number }): Promise<number> {
+  for (let uid = range.first; uid <= range.last; uid++) {
+    if (tryClaimUid(uid)) return uid
+    if (claimAbandoned(uid)) {
+      await releaseUid(uid)
+      if (tryClaimUid(uid)) return uid
     }
-    throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', {
-      name: 'process',
-      detail: `every uid of adapters.process.persistentUids (${range.first}-${range.last}) holds a live sandbox`,
-    })
-  })()
+  }
+  throw new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', {
+    name: 'process',
+    detail: `every uid of adapters.process.persistentUids (${range.first}-${range.last}) holds a live sandbox`,
+  })
 }
 
 /** Ends every process of the uid, then frees its claim. */
 async function releaseUid(uid: number): Promise<void> {
   await killProcessesOf(uid)
-  fs.rmSync(path.join(UID_CLAIMS, `uid-${uid}`), { force: true })
+  releaseUidClaim(uid)
 }
 
 /** Makes a sandbox's folder (and, as root, claims its uid and mounts its workspace). */
@@ -157,11 +148,7 @@ export async function sweepDirectories(root: string): Promise<number> {
       () => undefined,
     )
   }
-  for (const entry of safeReaddir(UID_CLAIMS)) {
-    const uid = Number(/^uid-(\d+)$/.exec(entry)?.[1])
-    if (!uid || !abandoned(path.join(UID_CLAIMS, entry), path.join(UID_CLAIMS, entry))) continue
-    await releaseUid(uid).catch(() => undefined)
-  }
+  for (const uid of abandonedClaims()) await releaseUid(uid).catch(() => undefined)
   return released
 }
 

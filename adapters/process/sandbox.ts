@@ -37,7 +37,7 @@ export interface RunShape {
   /** Runs in a child of the warm data interpreter (adapters/process/warm-python.ts) instead of a fresh bwrap. */
   warm?: boolean
   /** The egress gateway's proxy socket for this run and the bridge's files: the run's only way out (egress-bridge.ts). */
-  egress?: { socketPath: string; files: EgressBridgeFiles }
+  egress?: { socketPath: string; files: EgressBridgeFiles; caBundlePath?: string }
   /** Uploaded files bound read-only into the workspace from the upload store (never copied, never collected back). */
   mounts?: readonly FileMount[]
 }
@@ -220,7 +220,9 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     SANDBOX_PATHS.code,
     ...(plan.pythonRunnerPyc && shape.language === 'python' ? ['--ro-bind', plan.pythonRunnerPyc, RUNNER_PYC] : []),
     ...(shape.withFiles ? ['--ro-bind-data', String(FD.filesIn), SANDBOX_PATHS.filesIn] : []),
-    ...(shape.egress ? egressBridgeArgs(shape.egress.files, shape.egress.socketPath, plan.interpreters.python, shape.language) : []),
+    ...(shape.egress
+      ? egressBridgeArgs(shape.egress.files, shape.egress.socketPath, plan.interpreters.python, shape.language, shape.egress.caBundlePath)
+      : []),
     '--chdir',
     SANDBOX_PATHS.workspace,
     // Installed by bwrap after it has made the namespaces (which need unshare and mount), before the launcher runs.

@@ -1,20 +1,30 @@
 import fs from 'node:fs'
+import { claimAbandoned, releaseUidClaim, tryClaimUid } from './uid-claims'
+
+/** How often a run waiting for a uid looks again for one another process (or another pool here) released. */
+const POLL_MS = 10
+/** How often a waiting run looks for claims a dead process left. */
+const RECLAIM_MS = 1000
 
 /**
  * Host uids for sandboxes, one per concurrent run: RLIMIT_NPROC counts every process of a uid, so a uid shared
- * between runs (or with the host) would make one run's cap depend on the others. A uid is only handed out again
- * once no process of it is left.
+ * between runs (or with the host) would make one run's cap depend on the others. Each uid is claimed host-wide
+ * (uid-claims.ts) for the run's life, so two execgate processes with the same range never share one, and a uid is
+ * only handed out again once no process of it is left.
  */
 export class UidPool {
-  private readonly free: number[]
   private readonly waiting: Array<(uid: number) => void> = []
+  private next = 0
+  private reclaimedAt = -Infinity
 
-  /** Uids in the pool: runs that can go at once. */
+  /** Uids in the pool: runs that can go at once (when no other process on the host uses the same range). */
   readonly capacity: number
 
-  constructor(first: number, last: number) {
-    this.free = Array.from({ length: last - first + 1 }, (_, index) => first + index)
-    this.capacity = this.free.length
+  constructor(
+    private readonly first: number,
+    last: number,
+  ) {
+    this.capacity = last - first + 1
   }
 
   static parse(range: string): UidPool {
@@ -22,33 +32,71 @@ export class UidPool {
     return new UidPool(first, last)
   }
 
-  /** A free uid now, or undefined when every one is in use. */
+  /** A free uid now, claimed host-wide, or undefined when every one is in use. */
   tryAcquire(): number | undefined {
-    return this.free.shift()
+    for (let step = 0; step < this.capacity; step++) {
+      const uid = this.first + ((this.next + step) % this.capacity)
+      if (tryClaimUid(uid)) {
+        this.next = (uid - this.first + 1) % this.capacity
+        return uid
+      }
+    }
+    return undefined
   }
 
+  /** A uid as soon as one is free: released here, released by another process, or abandoned by a dead one. */
   acquire(signal?: AbortSignal): Promise<number> {
-    const uid = this.free.shift()
+    const uid = this.tryAcquire()
     if (uid !== undefined) return Promise.resolve(uid)
+    if (signal?.aborted) return Promise.reject(new Error('the run was cancelled or passed its deadline before a sandbox uid was free'))
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
+      let timer: NodeJS.Timeout | undefined
+      let settled = false
+      const finish = () => {
+        settled = true
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
         const index = this.waiting.indexOf(take)
         if (index !== -1) this.waiting.splice(index, 1)
+      }
+      const onAbort = () => {
+        finish()
         reject(new Error('no sandbox uid became free before the run was cancelled or passed its deadline'))
       }
       const take = (freed: number) => {
-        signal?.removeEventListener('abort', onAbort)
+        finish()
         resolve(freed)
+      }
+      const look = async () => {
+        const found = this.tryAcquire() ?? (await this.reclaim())
+        // Settled meanwhile (a uid handed over here, or the wait aborted): what was found goes back.
+        if (settled) return found === undefined ? undefined : this.release(found)
+        if (found !== undefined) return take(found)
+        timer = setTimeout(() => void look(), POLL_MS)
       }
       this.waiting.push(take)
       signal?.addEventListener('abort', onAbort, { once: true })
+      timer = setTimeout(() => void look(), POLL_MS)
     })
   }
 
+  /** Takes a uid of this range whose claim a dead process left, once its processes are gone (at most once a second). */
+  private async reclaim(): Promise<number | undefined> {
+    if (performance.now() - this.reclaimedAt < RECLAIM_MS) return undefined
+    this.reclaimedAt = performance.now()
+    for (let uid = this.first; uid < this.first + this.capacity; uid++) {
+      if (!claimAbandoned(uid) || !(await sweep(uid))) continue
+      releaseUidClaim(uid)
+      if (tryClaimUid(uid)) return uid
+    }
+    return undefined
+  }
+
+  /** Gives the uid to a run of this pool that waits for one, or frees its claim for every process on the host. */
   release(uid: number): void {
-    const next = this.waiting.shift()
-    if (next) next(uid)
-    else this.free.push(uid)
+    const waiter = this.waiting.shift()
+    if (waiter) waiter(uid)
+    else releaseUidClaim(uid)
   }
 }
 

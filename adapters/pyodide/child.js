@@ -40,6 +40,93 @@ function closeTheBridge() {
 // Python side: fresh globals per run, the value of the last expression, and a check that no module or builtin
 // was changed for the next run (a run that changes them gets its process recycled).
 const PRELUDE = `
+def _execgate_network():
+    import io, email.message, urllib.request, urllib.response, urllib.error
+    import pyodide.http
+
+    def install(egress):
+        def request(url, method='GET', headers=None, body=None):
+            call = egress['call']
+            if call is None:
+                raise PermissionError("network access is not allowed by this run's policy (network: 'none')")
+            options = {'method': method or 'GET'}
+            if headers:
+                options['headers'] = {str(k): str(v) for k, v in dict(headers).items()}
+            if body is not None:
+                options['body'] = body if isinstance(body, str) else bytes(body).decode('utf-8')
+            return call(str(url), options)
+
+        def open_url(url):
+            return io.StringIO(request(url)['body'])
+
+        class FetchResponse:
+            def __init__(self, answer):
+                self._answer = answer
+                self.status = answer['status']
+                self.ok = 200 <= self.status < 300
+                self.status_text = ''
+                self.url = answer['url']
+                self.redirected = answer['redirected']
+                self.headers = dict(answer['headers'])
+                self.body_used = False
+                self.type = 'basic'
+
+            def raise_for_status(self):
+                if not self.ok:
+                    raise OSError(f'{self.status} error for url: {self.url}')
+
+            async def string(self):
+                return self._answer['body']
+
+            async def text(self):
+                return self._answer['body']
+
+            async def json(self, **kwargs):
+                import json
+                return json.loads(self._answer['body'], **kwargs)
+
+            async def bytes(self):
+                return self._answer['body'].encode('utf-8')
+
+            async def memoryview(self):
+                return memoryview(self._answer['body'].encode('utf-8'))
+
+        async def pyfetch(url, **kwargs):
+            return FetchResponse(request(url, kwargs.get('method', 'GET'), kwargs.get('headers'), kwargs.get('body')))
+
+        class GatewayHandler(urllib.request.BaseHandler):
+            def http_open(self, req):
+                try:
+                    answer = request(req.full_url, req.get_method(), dict(req.header_items()), req.data)
+                except Exception as error:
+                    raise urllib.error.URLError(str(error)) from None
+                headers = email.message.Message()
+                for name, value in answer['headers'].items():
+                    headers[name] = value
+                response = urllib.response.addinfourl(io.BytesIO(answer['body'].encode('utf-8')), headers, answer['url'], answer['status'])
+                response.msg = ''
+                return response
+
+            https_open = http_open
+
+        # The host function follows redirects itself (each hop checked again): no redirect handler here.
+        opener = urllib.request.OpenerDirector()
+        for handler in (GatewayHandler(), urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor(), urllib.request.UnknownHandler()):
+            opener.add_handler(handler)
+        urllib.request.install_opener(opener)
+        # Caches the first request fills lazily (urllib.parse's compiled patterns; the warnings registry of tempfile,
+        # whose file wrapper an HTTPError's body is), filled now: otherwise the check after every run with a request
+        # sees a changed module and replaces the process (a cold start).
+        warm = urllib.request.Request('http://warm.invalid/')
+        (warm.host, warm.type)
+        import tempfile
+        tempfile.__dict__.setdefault('__warningregistry__', {})
+        pyodide.http.open_url = open_url
+        pyodide.http.pyfetch = pyfetch
+
+    return install
+
+
 def _execgate_setup():
     import sys, builtins, json, pickle, base64, types
     from pyodide.code import eval_code_async
@@ -112,15 +199,23 @@ def _execgate_setup():
         call_host.__name__ = call_host.__qualname__ = name
         return call_host
 
+    # Network through the egress gateway (docs/network.md): pyodide's http helpers and urllib are steered, once and
+    # here (so the module check below takes them as the baseline), to the run's http_request host function. The
+    # run's caller lives in this closure only; without one (a run whose policy allows no network) they refuse.
+    egress = {'call': None}
+    _execgate_network()(egress)
+
     async def run(code, state=None, keep=False, host_names='[]', host_call=None):
         scope = {'__name__': '__main__', '__builtins__': builtins}
         for name in json.loads(host_names):
             scope[name] = host_function(name, host_call)
+        egress['call'] = scope.get('http_request')
         if state:
             restore(scope, state)
         try:
             value = await eval_code_async(code, scope, return_mode='last_expr', filename='main.py')
         finally:
+            egress['call'] = None
             # A last line without a newline stays in sys.stdout's buffer: out now, or the next run would print it.
             for stream in (sys.stdout, sys.stderr):
                 try:
@@ -167,6 +262,7 @@ def _execgate_setup():
     return run, poisoned, parse
 
 _execgate_hooks = _execgate_setup()
+del _execgate_network
 `
 
 async function main() {

@@ -65,9 +65,12 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     sessions: true,
     // Synchronous for the code, as on monty: the child blocks on a pipe until the adapter answers.
     hostFunctions: true,
+    // urllib and pyodide.http call it for the code (child.js), when the run's policy allows network.
+    implicitHostFunctions: ['http_request'],
     workspace: true,
     streaming: true,
-    network: false,
+    // pyodide.http (pyfetch, open_url) and urllib go through the run's http_request host function (child.js).
+    network: true,
     cancellable: true,
   }
   private readonly pool: PyodideProcessPool

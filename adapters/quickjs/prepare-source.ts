@@ -1,5 +1,4 @@
-import { LruCache } from '../../src/runtime'
-import { loadTypeScript } from '../../src/runtime'
+import { LruCache, transpileTypeScript } from '../../src/runtime'
 
 /**
  * Turns a request's code into a QuickJS global script whose completion value is the run's value. TypeScript
@@ -11,14 +10,6 @@ export interface PreparedSource {
   script: string
   /** Evaluate with JS_EVAL_FLAG_ASYNC: the result is a promise of `{ value }`. */
   async: boolean
-}
-
-export function transpileTypeScript(code: string): string {
-  const ts = loadTypeScript()
-  return ts.transpileModule(code, {
-    compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, removeComments: false, sourceMap: false },
-    reportDiagnostics: false,
-  }).outputText
 }
 
 // A transpile takes milliseconds; TypeScript sent again (a retry, the same formula) is transpiled once.

@@ -10,6 +10,7 @@ export type SessionState = Record<string, SessionEntry>
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 const RESERVED_PREFIX = '__execgate'
+const GLOBAL_NAMES = new Set(['globalThis', 'self'])
 
 function patternNames(node: acorn.Pattern | null | undefined, into: Set<string>): void {
   if (!node) return
@@ -19,6 +20,18 @@ function patternNames(node: acorn.Pattern | null | undefined, into: Set<string>)
   else if (node.type === 'ArrayPattern') for (const element of node.elements) patternNames(element, into)
   else if (node.type === 'RestElement') patternNames(node.argument, into)
   else if (node.type === 'AssignmentPattern') patternNames(node.left, into)
+}
+
+/** The global a top-level assignment sets: `x = …`, `globalThis.x = …` or `globalThis['x'] = …` (also `this.` and `self.`). */
+function assignedGlobal(left: acorn.Pattern | acorn.MemberExpression): string | undefined {
+  if (left.type === 'Identifier') return left.name
+  if (left.type !== 'MemberExpression') return undefined
+  const target = left.object
+  const isGlobal = target.type === 'ThisExpression' || (target.type === 'Identifier' && GLOBAL_NAMES.has(target.name))
+  if (!isGlobal) return undefined
+  if (!left.computed && left.property.type === 'Identifier') return left.property.name
+  if (left.computed && left.property.type === 'Literal' && typeof left.property.value === 'string') return left.property.value
+  return undefined
 }
 
 /** Names the script declares (or assigns) at top level; unparsable code declares nothing. */
@@ -34,12 +47,9 @@ export function topLevelNames(script: string): string[] {
     if (statement.type === 'VariableDeclaration') for (const declaration of statement.declarations) patternNames(declaration.id, names)
     else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id)
       names.add(statement.id.name)
-    else if (
-      statement.type === 'ExpressionStatement' &&
-      statement.expression.type === 'AssignmentExpression' &&
-      statement.expression.left.type === 'Identifier'
-    ) {
-      names.add(statement.expression.left.name)
+    else if (statement.type === 'ExpressionStatement' && statement.expression.type === 'AssignmentExpression') {
+      const name = assignedGlobal(statement.expression.left)
+      if (name) names.add(name)
     }
   }
   return [...names].filter((name) => IDENTIFIER.test(name) && !name.startsWith(RESERVED_PREFIX))

@@ -19,14 +19,14 @@ export interface ShellScriptScan {
 }
 
 import { LruCache } from '../../src/runtime/lru-cache'
+import { requireJustBash } from './just-bash'
 
 type AstNode = { type?: string; [key: string]: unknown }
 type Parse = (script: string) => AstNode
 
 let parser: Parse | undefined
 function parseScript(script: string): AstNode {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  parser ??= (require('just-bash') as { parse: Parse }).parse
+  parser ??= requireJustBash<{ parse: Parse }>().parse
   return parser(script)
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { type ExecutionContext, type ExecutionErrorInfo, type ExecutionStatus, type WorkspaceFile } from '../../src/core'
 import { Pool, PooledChildProcess, RunController, stoppedOutcome } from '../../src/runtime'
+import { locateJustBash } from '../shared/just-bash'
 import type { ShellJob, ShellWorkspaceChanges } from './protocol'
 
 export interface ShellResultMessage {
@@ -21,24 +22,18 @@ function childScript(): string {
   return fs.existsSync(here) ? here : path.resolve(__dirname, '..', '..', '..', 'adapters', 'shell', 'child.js')
 }
 
-/** just-bash's CommonJS entry and the node_modules folder it (and its dependencies) load from. */
-function justBash(): { entry: string; modules: string } {
-  const entry = fs.realpathSync(require.resolve('just-bash'))
-  return { entry, modules: entry.slice(0, entry.lastIndexOf(`${path.sep}node_modules${path.sep}`) + `${path.sep}node_modules`.length) }
-}
-
 /** One warm shell process with a heap cap of its own, under Node's permission model. */
 export class ShellProcess extends PooledChildProcess<ShellResultMessage> {
   constructor(heapMb: number, onExit: (process: ShellProcess, reason: string) => void) {
     const script = childScript()
-    const { entry, modules } = justBash()
+    const { entry, folder } = locateJustBash()
     super(
       {
         module: script,
         args: [entry],
         execArgv: [
           '--experimental-permission',
-          `--allow-fs-read=${modules}${path.sep}`,
+          `--allow-fs-read=${folder}${path.sep}`,
           `--allow-fs-read=${script}`,
           '--no-warnings',
           `--max-old-space-size=${heapMb}`,

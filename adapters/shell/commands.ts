@@ -4,6 +4,8 @@
  * plus the shell's builtins and keywords. Loaded on first use: just-bash costs nothing until a shell runs.
  */
 
+import { requireJustBash } from '../shared/just-bash'
+
 /** Opt-ins that stay off whatever just-bash's registry lists. */
 const OFF = new Set(['sqlite3', 'curl', 'wget', 'python', 'python3', 'js-exec', 'node'])
 
@@ -65,8 +67,9 @@ let utilities: string[] | undefined
 
 /** just-bash utilities the native shell registers (`commands` in its options). */
 export function shellUtilities(): string[] {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  utilities ??= (require('just-bash') as Registry).getCommandNames().filter((name) => !OFF.has(name))
+  utilities ??= requireJustBash<Registry>()
+    .getCommandNames()
+    .filter((name) => !OFF.has(name))
   return utilities
 }
 

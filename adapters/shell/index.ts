@@ -25,7 +25,7 @@ import { withOptionDefaults } from '../shared/option-schema'
 import { SHELL_OPTIONS_SCHEMA, type ShellOptionsConfig } from './options'
 import type { ShellJob, ShellWorkspaceChanges } from './protocol'
 import { ShellSandbox } from './sandbox'
-import { packageVersions } from '../shared/engine-versions'
+import { locateJustBash } from '../shared/just-bash'
 
 export const NAME = 'shell'
 
@@ -45,6 +45,17 @@ const WARM_UP_MEMORY_MB = 128
 /** The default policy's memory: the pool most runs use, which the first availability probe warms. */
 const PROBE_MEMORY_MB = 128
 
+/** `{ 'just-bash': version }` for receipts, bundled or installed alike; none when it cannot be found (unavailable). */
+function justBashEngine(): Readonly<Record<string, string>> {
+  try {
+    const { version } = locateJustBash()
+    const engines: Record<string, string> = version ? { 'just-bash': version } : {}
+    return Object.freeze(engines)
+  } catch {
+    return Object.freeze({})
+  }
+}
+
 type ShellPool = ShellProcessPool
 
 /**
@@ -59,7 +70,7 @@ type ShellPool = ShellProcessPool
 export class ShellAdapter implements CodeExecutionAdapter {
   readonly name = NAME
   readonly capabilities: AdapterCapabilities = {
-    engines: packageVersions(['just-bash']),
+    engines: justBashEngine(),
     languages: LANGUAGES,
     tier: 1,
     isolation: 'just-bash interpreter in a permission-restricted Node process: in-memory filesystem, no network, V8 heap cap',

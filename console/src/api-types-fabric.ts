@@ -203,4 +203,16 @@ export interface SandboxInfo {
   idleTimeoutMs: number
   execs: number
   policy: Record<string, unknown>
+  lastSnapshot?: SandboxSnapshot
+}
+
+/** POST /v1/sandboxes/:id/snapshots: the workspace as a tar in the ledger, restored by POST /v1/sandboxes { from }. */
+export interface SandboxSnapshot {
+  id: string
+  sandboxId: string
+  adapter: string
+  files: number
+  bytes: number
+  createdAt: string
+  reason: 'requested' | 'stop' | 'idle'
 }

@@ -21,7 +21,7 @@ import type { BreakerState } from '../readiness/circuit-breaker'
 import * as tokens from './tokens'
 import { AdapterWarmUp } from './warm-up'
 import type { TaskService } from '../fabric/tasks'
-import { unsupportedPlanService, type PlanService } from '../fabric/plans'
+import type { PlanService } from '../fabric/plans'
 import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from './fabric-wiring'
 import type { LlmProvider } from '../core/llm'
 import type { AdmissionController, AdmissionStatus } from '../execution/admission/admission-controller'
@@ -203,11 +203,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       return taskService()
     },
     get plans() {
-      // With the redis store, refused without opening a task service's connection: plans need the embedded one.
-      return (plans ??=
-        config.fabric.store === 'sqlite'
-          ? planServiceFor(fabric, taskService(), { reflector: options.reflector })
-          : unsupportedPlanService(config.fabric.store))
+      return (plans ??= planServiceFor(fabric, taskService(), { reflector: options.reflector }))
     },
     ledger,
     uploads,

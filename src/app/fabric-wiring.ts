@@ -3,7 +3,7 @@ import { ExecgateError, type AdapterRegistry, type LlmProvider } from '../core'
 import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
-import { createPlanService, planServiceOptionsFrom, unsupportedPlanService, type PlanService } from '../fabric/plans'
+import { createPlanService, planServiceOptionsFrom, type PlanService } from '../fabric/plans'
 import { SandboxManager } from '../fabric/sandboxes'
 import { bucketTaskWorkspaces, createTaskService, taskServiceOptionsFrom, type Task, type TaskService } from '../fabric/tasks'
 import type { Logger } from '../observability/logger'
@@ -55,6 +55,8 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
   const workspaceFor = taskWorkspaces(parts.config)
   return createTaskService({
     execute: (request, options) => parts.service.execute(request, options),
+    // A resume that loosens the task's profile is refused at the resume, not found when the task runs.
+    check: (request, options) => parts.service.check(request, options),
     ...taskServiceOptionsFrom(parts.config.fabric),
     run,
     logger: parts.logger,
@@ -69,8 +71,6 @@ export function planServiceFor(
   options: { run?: boolean; reflector?: LlmProvider } = {},
 ): PlanService {
   const { config, ledger } = parts
-  // Refused without opening the other store's connection: plans need the embedded one.
-  if (config.fabric.store !== 'sqlite') return unsupportedPlanService(config.fabric.store)
   return createPlanService({
     tasks,
     check: (request, checkOptions) => parts.service.check(request, checkOptions),

@@ -392,7 +392,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
         const running = await serve(execgate, { host: flags.host, port: flags.port })
         // Queued tasks (and those a crash interrupted) run from the start, not from the first task request.
         await execgate.tasks.start()
-        if (execgate.config.fabric.store === 'sqlite') await execgate.plans.start()
+        await execgate.plans.start()
         process.stderr.write(`[execgate] serving on ${running.url}\n`)
         // An operator's (and the soak's) way to see what the server keeps: with node --expose-gc, SIGUSR2 runs a full GC.
         const gc = (globalThis as { gc?: () => void }).gc

@@ -3,11 +3,11 @@ import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, LANGUAGES, type ExecutionResult, type Language } from '../core'
 import { loadConfig } from '../config/load'
-import type { SandboxInfo, SavedArtifact } from '../fabric/sandboxes'
+import type { SandboxInfo, SandboxSnapshot, SavedArtifact } from '../fabric/sandboxes'
 import { createExecgate } from '../index'
 
 /**
- * `execgate sandbox start|exec|cp|save|stop|list`. A sandbox lives in the process that started it, and each CLI command
+ * `execgate sandbox start|exec|cp|save|snapshot|stop|list`. A sandbox lives in the process that started it, and each CLI command
  * is a process of its own, so these talk to a running `execgate serve` over HTTP (`--url`, or EXECGATE_URL; its key
  * in `--key` or EXECGATE_API_KEY). `exec --local` is the exception: it starts a sandbox in this process, copies files
  * in, runs each command given in turn in it, copies files out, and stops it, all in one command.
@@ -120,9 +120,11 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
     .option('--timeout <ms>', 'time limit of each exec', positive('--timeout'))
     .option('--memory <mib>', 'memory limit of each exec', positive('--memory'))
     .option('--idle-timeout <ms>', 'stop it after this long without a call', positive('--idle-timeout'))
-    .action(async (flags: RemoteFlags & { adapter?: string; timeout?: number; memory?: number; idleTimeout?: number }) => {
+    .option('--from <snapshot>', "a snapshot's id (execgate sandbox snapshot): start with its files")
+    .action(async (flags: RemoteFlags & { adapter?: string; timeout?: number; memory?: number; idleTimeout?: number; from?: string }) => {
       const call = remote(flags)
       const body = {
+        ...(flags.from ? { from: flags.from } : {}),
         ...(flags.adapter ? { adapter: flags.adapter } : {}),
         ...(flags.timeout ? { timeoutMs: flags.timeout } : {}),
         ...(flags.memory ? { memoryMb: flags.memory } : {}),
@@ -241,6 +243,17 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
         await remote(flags)('POST', `/v1/sandboxes/${encodeURIComponent(id)}/artifacts`, { path: file })
       ).json()) as SavedArtifact
       out.write(flags.json ? `${JSON.stringify(saved, null, 2)}\n` : `${saved.sha256}\n`)
+    })
+
+  remoteOptions(
+    sandbox
+      .command('snapshot')
+      .description("snapshot a sandbox's files into the ledger and print the snapshot's id (sandbox start --from <id> restores it)"),
+  )
+    .argument('<id>')
+    .action(async (id: string, flags: RemoteFlags) => {
+      const snapshot = (await (await remote(flags)('POST', `/v1/sandboxes/${encodeURIComponent(id)}/snapshots`)).json()) as SandboxSnapshot
+      out.write(flags.json ? `${JSON.stringify(snapshot, null, 2)}\n` : `${snapshot.id}\n`)
     })
 
   remoteOptions(sandbox.command('stop').description('stop a sandbox and delete its workspace'))

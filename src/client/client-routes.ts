@@ -31,6 +31,7 @@ export const CLIENT_ROUTES = {
   stopSandbox: { method: 'DELETE', path: '/v1/sandboxes/{id}' },
   execSandbox: { method: 'POST', path: '/v1/sandboxes/{id}/exec' },
   saveSandboxArtifact: { method: 'POST', path: '/v1/sandboxes/{id}/artifacts' },
+  snapshotSandbox: { method: 'POST', path: '/v1/sandboxes/{id}/snapshots' },
   listSandboxFiles: { method: 'GET', path: '/v1/sandboxes/{id}/files' },
   readSandboxFile: { method: 'GET', path: '/v1/sandboxes/{id}/files/{path}' },
   writeSandboxFile: { method: 'PUT', path: '/v1/sandboxes/{id}/files/{path}' },

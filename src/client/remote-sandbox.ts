@@ -1,4 +1,4 @@
-import type { ExecutionResult, SandboxExecRequest, SandboxFileEntry, SandboxInfo, SavedArtifact } from './client-types'
+import type { ExecutionResult, SandboxExecRequest, SandboxFileEntry, SandboxInfo, SandboxSnapshot, SavedArtifact } from './client-types'
 import { isExecgateClientError } from './client-error'
 import { resultFromError } from './error-result'
 import type { CallOptions, HttpTransport } from './http-transport'
@@ -80,6 +80,11 @@ export class RemoteSandbox {
   /** Stores the file in the artifact ledger; `client.files.get(sha256)` then reads it. */
   async saveArtifact(path: string, options?: CallOptions): Promise<SavedArtifact> {
     return this.http.json<SavedArtifact>('saveSandboxArtifact', { params: { id: this.id }, json: { path } }, options)
+  }
+
+  /** Snapshots the workspace into the ledger; `client.sandboxes.start({ from: snapshot.id })` restores it on any node. */
+  async snapshot(options?: CallOptions): Promise<SandboxSnapshot> {
+    return this.http.json<SandboxSnapshot>('snapshotSandbox', { params: { id: this.id } }, options)
   }
 
   async stop(options?: CallOptions): Promise<void> {

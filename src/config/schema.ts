@@ -226,6 +226,17 @@ export interface ExecgateConfig {
      * @env EXECGATE_SANDBOXES_FILESYSTEM
      */
     filesystem: FilesystemAccess
+    /**
+     * Snapshot a sandbox's workspace into the ledger when its caller stops it, so `start({ from })` can take it up
+     * again (docs/sandboxes.md#snapshots); nothing is taken with the ledger off. @default false
+     * @env EXECGATE_SANDBOXES_SNAPSHOT_ON_STOP
+     */
+    snapshotOnStop: boolean
+    /**
+     * Snapshot a sandbox's workspace into the ledger when it reaches its idle timeout, so the work of a caller that
+     * went away is not lost; nothing is taken with the ledger off. @default true @env EXECGATE_SANDBOXES_SNAPSHOT_ON_IDLE
+     */
+    snapshotOnIdle: boolean
   }
   /** Durable tasks, the artifact ledger, plans and bucket-backed workspaces (src/config/fabric-schema.ts). */
   fabric: FabricConfig
@@ -340,6 +351,8 @@ export const CONFIG_SCHEMA = {
     idleTimeoutMs: { doc: 'Idle time before a sandbox is stopped (ms)', format: formats.positiveInt, default: 600_000 },
     maxIdleTimeoutMs: { doc: 'Longest idle timeout a start may ask for (ms)', format: formats.positiveInt, default: 3_600_000 },
     filesystem: { doc: 'Filesystem access of sandboxes to their own workspace', format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
+    snapshotOnStop: { doc: "Snapshot a sandbox's workspace when its caller stops it", format: Boolean, default: false },
+    snapshotOnIdle: { doc: "Snapshot a sandbox's workspace when it reaches its idle timeout", format: Boolean, default: true },
   },
   fabric: FABRIC_SCHEMA,
   adapters: ADAPTER_OPTION_SCHEMAS,

@@ -76,6 +76,8 @@ export interface EgressEndpoint {
   readonly socketPath: string
   /** PEM of the CA the gateway re-terminates TLS with, for hosts that get a secret; the sandbox trusts it. */
   readonly caCertificatePem?: string
+  /** Host path of a PEM file with the system's CAs and that CA, to bind into the sandbox as its trust store. */
+  readonly caBundlePath?: string
 }
 
 /** What a request needs beyond its code, for `canRun`. */

@@ -100,12 +100,12 @@ export const ERROR_CODES = {
   },
   EXECGATE_NOT_FOUND: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_TASK_CONFLICT: { fault: 'client', retryable: false, template: 'task {id} is {state} and cannot be {action}' },
-  EXECGATE_PLAN_CONFLICT: { fault: 'client', retryable: false, template: 'plan {id} is {state} and cannot be {action}' },
-  EXECGATE_PLANS_UNSUPPORTED: {
+  EXECGATE_RESUME_REFUSED: {
     fault: 'client',
     retryable: false,
-    template: 'plans need the embedded store (fabric.store = sqlite); this execgate uses {store}',
+    template: 'task {id} was not resumed and stays SUSPENDED: {reason}',
   },
+  EXECGATE_PLAN_CONFLICT: { fault: 'client', retryable: false, template: 'plan {id} is {state} and cannot be {action}' },
   EXECGATE_BODY_TOO_LARGE: { fault: 'client', retryable: false, template: 'the request body is over the {limit}-byte limit' },
   EXECGATE_QUEUE_FULL: {
     fault: 'backend',
@@ -135,6 +135,11 @@ export const ERROR_CODES = {
     template: 'no sandbox on {name}: {detail}; enabled adapters that host sandboxes: {known}',
   },
   EXECGATE_SANDBOX_STOPPED: { fault: 'client', retryable: false, template: 'sandbox {id} is stopped ({reason}); start a new one' },
+  EXECGATE_SNAPSHOT_CORRUPT: {
+    fault: 'backend',
+    retryable: false,
+    template: 'snapshot {id} does not match its digest: {detail}; it was not restored',
+  },
   EXECGATE_SERVER_UNREACHABLE: { fault: 'backend', retryable: true, template: 'cannot reach the execgate server at {url}: {detail}' },
   EXECGATE_REQUEST_CANCELLED: { fault: 'client', retryable: false, template: 'the request was cancelled: {detail}' },
   EXECGATE_RESPONSE_INVALID: {

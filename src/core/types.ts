@@ -302,6 +302,11 @@ export interface AdapterCapabilities {
   readonly sessions: boolean
   /** Sandboxed code can call host functions from the context. */
   readonly hostFunctions: boolean
+  /**
+   * Host functions the engine's own libraries call for the code (pyodide's urllib and `pyodide.http` call
+   * `http_request`), so they are offered even when the code does not name them. @default []
+   */
+  readonly implicitHostFunctions?: readonly string[]
   /** Request `files` reach the code (as host functions or as real files). */
   readonly workspace: boolean
   /**

@@ -1,26 +1,10 @@
 import http from 'node:http'
 import type net from 'node:net'
-import { connectGranted, EgressRun, type EgressGrant } from './egress-run'
-import { SecretScrubber, secretHeaders, type LoadedSecret } from './secrets'
-
-/** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1), and the proxy's own. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'proxy-connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-])
-
-function forwardedHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
-  const out: http.OutgoingHttpHeaders = {}
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value
-  return out
-}
+import { connectGranted, EgressRun } from './egress-run'
+import { forwardRequest } from './forward-request'
+import { refusalBody } from './proxy-words'
+import { hasSecretFor, type LoadedSecret } from './secrets'
+import type { SecretTlsTerminator } from './tls-termination'
 
 /** `host:port` of a CONNECT line (`[::1]:443` for IPv6), or undefined. */
 function parseAuthority(authority: string | undefined): { host: string; port: number } | undefined {
@@ -28,10 +12,6 @@ function parseAuthority(authority: string | undefined): { host: string; port: nu
   if (!match) return undefined
   const port = Number(match[2])
   return port >= 1 && port <= 65535 ? { host: match[1]!, port } : undefined
-}
-
-function refusalBody(reason: string, rule?: string): string {
-  return `[execgate] egress refused: ${reason}${rule ? ` (rule: ${rule})` : ''}\n`
 }
 
 /**
@@ -43,7 +23,11 @@ export class ForwardProxy {
   private readonly server = http.createServer()
   private readonly runs = new WeakMap<net.Socket, EgressRun>()
 
-  constructor(private readonly secrets: readonly LoadedSecret[]) {
+  constructor(
+    private readonly secrets: readonly LoadedSecret[],
+    /** Takes over CONNECTs to the hosts a secret goes to (tls-termination.ts); absent when there are no secrets. */
+    private readonly terminator?: SecretTlsTerminator,
+  ) {
     this.server.on('request', (request, response) => void this.onRequest(request, response))
     this.server.on('connect', (request, socket, head) => void this.onConnect(request, socket as net.Socket, head))
     // A client that sends garbage gets a 400 and the socket closed, never a crash.
@@ -91,89 +75,7 @@ export class ForwardProxy {
     const shownUrl = `${url.origin}${url.pathname}`
     const grant = await run.authorise(method, url.hostname, port)
     if (!grant.ok) return refuse(grant.status, url.hostname, port, grant.reason, grant.rule, shownUrl)
-    this.forward(run, grant, request, response, url, shownUrl, elapsed)
-  }
-
-  private forward(
-    run: EgressRun,
-    grant: EgressGrant,
-    request: http.IncomingMessage,
-    response: http.ServerResponse,
-    url: URL,
-    shownUrl: string,
-    elapsed: () => number,
-  ): void {
-    const method = request.method ?? 'GET'
-    const added = secretHeaders(this.secrets, grant.host, grant.port)
-    const headers = { ...forwardedHeaders(request.headers), host: url.host, ...added }
-    // A secret's host: ask for an uncompressed body, so an upstream that echoes the request can be scrubbed.
-    if (Object.keys(added).length) headers['accept-encoding'] = 'identity'
-    let bytesOut = 0
-    let bytesIn = 0
-    let reason: string | undefined
-    let status: number | undefined
-    const upstream = http.request({
-      host: grant.address,
-      family: grant.family,
-      port: grant.port,
-      method,
-      path: `${url.pathname}${url.search}`,
-      headers,
-      agent: false,
-      setHost: false,
-    })
-    const cut = (why: string, code: number) => {
-      reason ??= why
-      upstream.destroy()
-      if (!response.headersSent)
-        response
-          .writeHead(code, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'cut', connection: 'close' })
-          .end(refusalBody(why))
-      else response.destroy()
-    }
-    const timer = setTimeout(
-      () => cut(`the connection passed ${run.caps.maxConnectionMs} ms (security.egress.maxConnectionMs)`, 504),
-      run.caps.maxConnectionMs,
-    )
-    const connectTimer = setTimeout(
-      () => cut(`${grant.host}:${grant.port} did not accept a connection within ${run.caps.connectTimeoutMs} ms`, 504),
-      run.caps.connectTimeoutMs,
-    )
-    upstream.once('socket', (socket) => socket.once('connect', () => clearTimeout(connectTimer)))
-    request.on('data', (chunk: Buffer) => {
-      bytesOut += chunk.length
-      if (!run.sent(chunk.length)) cut(`the run sent more than ${run.caps.maxBytesOut} bytes (security.egress.maxBytesOut)`, 413)
-    })
-    request.pipe(upstream)
-    upstream.on('response', (answer) => {
-      status = answer.statusCode ?? 502
-      response.writeHead(status, forwardedHeaders(answer.headers))
-      answer.on('data', (chunk: Buffer) => {
-        bytesIn += chunk.length
-        if (!run.received(chunk.length)) cut(`the run received more than ${run.caps.maxBytesIn} bytes (security.egress.maxBytesIn)`, 502)
-      })
-      const body = this.secrets.length ? answer.pipe(new SecretScrubber(this.secrets)) : answer
-      body.pipe(response)
-    })
-    upstream.on('error', (error) => cut(`${grant.host}:${grant.port} failed: ${error.message}`, 502))
-    response.on('close', () => {
-      clearTimeout(timer)
-      clearTimeout(connectTimer)
-      upstream.destroy()
-      run.record({
-        method,
-        host: grant.host,
-        port: grant.port,
-        url: shownUrl,
-        ...(status ? { status } : reason ? { status: response.statusCode } : {}),
-        bytesOut,
-        bytesIn,
-        decision: 'allowed',
-        rule: grant.rule.text,
-        ...(reason ? { reason } : {}),
-        durationMs: elapsed(),
-      })
-    })
+    forwardRequest({ run, grant, secrets: this.secrets }, request, response, url, shownUrl, elapsed)
   }
 
   private async onConnect(request: http.IncomingMessage, client: net.Socket, head: Buffer): Promise<void> {
@@ -202,6 +104,12 @@ export class ForwardProxy {
     if (!target) return refuse(400, `CONNECT needs host:port, not "${request.url}"`)
     const grant = await run.authorise(undefined, target.host, target.port)
     if (!grant.ok) return refuse(grant.status, grant.reason, grant.rule)
+    if (this.terminator && hasSecretFor(this.secrets, grant.host, grant.port)) {
+      // Its requests are recorded one by one, with their methods and URLs, by the terminator.
+      return this.terminator
+        .accept(client, head, run, grant)
+        .catch((error: Error) => refuse(502, `TLS re-termination failed: ${error.message}`))
+    }
     let upstream: net.Socket
     try {
       upstream = await connectGranted(grant, run.caps.connectTimeoutMs)
@@ -261,5 +169,6 @@ export class ForwardProxy {
 
   close(): void {
     this.server.close()
+    this.terminator?.close()
   }
 }

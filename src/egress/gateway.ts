@@ -4,12 +4,15 @@ import os from 'node:os'
 import path from 'node:path'
 import type { EgressEndpoint, EgressRecord } from '../core'
 import type { HostFunctionDefinition } from '../workspace'
+import tls from 'node:tls'
 import { AddressExemptions } from './address-check'
+import { createCertificateAuthority, type CertificateAuthority } from './certificates'
 import { EgressRun, type EgressCaps } from './egress-run'
 import { ForwardProxy } from './forward-proxy'
 import { hostFetch, type HostFetchOptions } from './host-fetch'
 import { systemResolver, type EgressResolver } from './resolver'
 import { loadSecrets, type LoadedSecret, type SecretDefinition } from './secrets'
+import { SecretTlsTerminator } from './tls-termination'
 
 /** `security.egress.*` and `security.secrets`, as the gateway takes them. */
 export interface EgressGatewayOptions {
@@ -22,7 +25,7 @@ export interface EgressGatewayOptions {
   secrets?: Readonly<Record<string, SecretDefinition>>
   /** How names become addresses. @default the system's resolver */
   resolver?: EgressResolver
-  /** PEM CAs trusted beside the system's for the host function's HTTPS (a test's self-signed server). */
+  /** PEM CAs trusted beside the system's for the gateway's own HTTPS upstream (a test's self-signed server). */
   extraCa?: readonly string[]
   /** Folder of the per-run proxy sockets. @default a fresh folder under the OS temp dir */
   socketDir?: string
@@ -83,6 +86,8 @@ export class EgressGateway {
   readonly secrets: readonly LoadedSecret[]
   private readonly resolver: EgressResolver
   private proxy?: ForwardProxy
+  private authority?: Promise<CertificateAuthority>
+  private caBundle?: Promise<{ path: string; pem: string }>
   private socketDir?: string
   private sequence = 0
   private readonly open = new Set<EgressRunHandle>()
@@ -118,8 +123,18 @@ export class EgressGateway {
           }),
       },
       endpoint: async () => {
-        if (socketPath) return { socketPath }
-        const proxy = (this.proxy ??= new ForwardProxy(this.secrets))
+        const trust = this.secrets.length ? await this.trustBundle() : undefined
+        const withTrust = (where: string): EgressEndpoint => ({
+          socketPath: where,
+          ...(trust ? { caCertificatePem: trust.pem, caBundlePath: trust.path } : {}),
+        })
+        if (socketPath) return withTrust(socketPath)
+        const proxy = (this.proxy ??= new ForwardProxy(
+          this.secrets,
+          this.secrets.length
+            ? new SecretTlsTerminator(this.secrets, () => this.certificateAuthority(), [...tls.rootCertificates, ...(extraCa ?? [])])
+            : undefined,
+        ))
         socketPath = path.join(this.sockets(), `run-${process.pid}-${++this.sequence}.sock`)
         listener = net.createServer((socket) => {
           sockets.add(socket)
@@ -133,7 +148,7 @@ export class EgressGateway {
         // The sandbox's user is not ours: the socket must be connectable by anyone who can reach its path, and only
         // the run's sandbox has the path bound in.
         fs.chmodSync(socketPath, 0o666)
-        return { socketPath }
+        return withTrust(socketPath)
       },
       records: () => [...run.records],
       close: () => {
@@ -149,6 +164,23 @@ export class EgressGateway {
     signal?.addEventListener('abort', handle.close, { once: true })
     this.open.add(handle)
     return handle
+  }
+
+  /** The per-server CA, made on first need; its key never leaves this process (a restart makes a new one). */
+  private certificateAuthority(): Promise<CertificateAuthority> {
+    return (this.authority ??= createCertificateAuthority())
+  }
+
+  /**
+   * What a sandbox trusts when the gateway may re-terminate its TLS: the system's CAs and the gateway's, in one PEM
+   * file (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS) beside the run sockets, made once.
+   */
+  private trustBundle(): Promise<{ path: string; pem: string }> {
+    return (this.caBundle ??= this.certificateAuthority().then((authority) => {
+      const bundlePath = path.join(this.sockets(), 'ca-bundle.pem')
+      fs.writeFileSync(bundlePath, [...tls.rootCertificates, authority.certificatePem].join('\n'), { mode: 0o644 })
+      return { path: bundlePath, pem: authority.certificatePem }
+    }))
   }
 
   private sockets(): string {

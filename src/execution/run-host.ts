@@ -84,13 +84,16 @@ export async function prepareRunHost(
   }
   const inProcess = adapter.capabilities.hostFunctions
   const own = [...shared.definitions, ...(options.functions ?? [])]
-  const run = inProcess && !options.hostFunctions && namesHostFunction(request.code, own) ? new AbortController() : undefined
+  const implicit = adapter.capabilities.implicitHostFunctions ?? []
+  const offersImplicit = own.some((definition) => implicit.includes(definition.name))
+  const run =
+    inProcess && !options.hostFunctions && (offersImplicit || namesHostFunction(request.code, own)) ? new AbortController() : undefined
   const host = run
     ? new RunHostFunctions([...own, ...standardHostFunctions({ llm: options.llm })], {
         policy,
         workspace: workspace(),
         signal: run.signal,
-      }).forCode(request.code)
+      }).forCode(request.code, implicit)
     : undefined
   // Backends without host functions get the workspace as real files: the stable layer's and the request's.
   let files: WorkspaceFile[] | undefined

@@ -39,6 +39,11 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
           .array(z.object({ path: z.string().min(1), content: z.string(), encoding: z.enum(['utf8', 'base64']).optional() }))
           .optional()
           .describe('files to place in the workspace first'),
+        from: z
+          .string()
+          .regex(/^(sha256:)?[0-9a-fA-F]{64}$/)
+          .optional()
+          .describe("a snapshot's id (from sandbox_snapshot): the new sandbox starts with its files"),
       },
     },
     async (input) => {
@@ -85,6 +90,37 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
         content: [{ type: 'text' as const, text: describeExec(result) }],
         structuredContent: result as unknown as Record<string, unknown>,
         isError: result.status !== 'ok',
+      }
+    },
+  )
+  server.registerTool(
+    'sandbox_snapshot',
+    {
+      title: "Snapshot a sandbox's files",
+      description:
+        "Saves every file of a sandbox's workspace as one snapshot and returns its id; sandbox_start with from: that id starts a new sandbox (a fork, or a restore after a stop) with those files.",
+      inputSchema: { sandboxId: z.string().min(1) },
+    },
+    async (input) => {
+      const sandbox = execgate.sandboxes.get(input.sandboxId, caller)
+      if (!sandbox)
+        return {
+          content: [{ type: 'text' as const, text: `no sandbox "${input.sandboxId}"; start one with sandbox_start` }],
+          isError: true,
+        }
+      try {
+        const snapshot = await sandbox.snapshot()
+        return {
+          content: [
+            {
+              type: 'text' as const,
+              text: `snapshot ${snapshot.id} of sandbox ${sandbox.id}: ${snapshot.files} files, ${snapshot.bytes} bytes`,
+            },
+          ],
+          structuredContent: snapshot as unknown as Record<string, unknown>,
+        }
+      } catch (error) {
+        return failure(error)
       }
     },
   )

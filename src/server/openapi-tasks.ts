@@ -77,7 +77,14 @@ export const TASK_PATHS = {
           },
         },
       },
-      responses: { '200': task('the task, PENDING'), '404': notFound, '409': conflict },
+      responses: {
+        '200': task('the task, PENDING'),
+        '400': errorOf(
+          "the changes loosen the task's policy profile (naming the limit) or are malformed; the task stays SUSPENDED (EXECGATE_RESUME_REFUSED)",
+        ),
+        '404': notFound,
+        '409': conflict,
+      },
     },
   },
   '/v1/tasks/{id}/events': {

@@ -41,7 +41,6 @@ const planPaths = {
       requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/PlanSpec' } } } },
       responses: {
         '201': { description: 'the plan, RUNNING', ...planBody },
-        '501': { description: 'plans need the embedded store (EXECGATE_PLANS_UNSUPPORTED)' },
         ...errorResponses,
       },
     },
@@ -89,6 +88,7 @@ const planPaths = {
       parameters: [idParameter],
       responses: {
         '200': { description: 'the plan, RUNNING', ...planBody },
+        '400': { description: 'a body with fields: a plan resumes without changes (EXECGATE_REQUEST_INVALID)' },
         '404': { description: 'no such plan for this tenant' },
         '409': { description: 'the plan is not SUSPENDED' },
       },

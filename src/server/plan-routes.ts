@@ -57,7 +57,16 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
 
   app.delete('/v1/plans/:id', async (request) => execgate.plans.cancel(idOf(request), callerOf(request)))
   app.post('/v1/plans/:id/suspend', async (request) => execgate.plans.suspend(idOf(request), callerOf(request)))
-  app.post('/v1/plans/:id/resume', async (request) => execgate.plans.resume(idOf(request), callerOf(request)))
+  app.post('/v1/plans/:id/resume', async (request) => {
+    // A plan resumes as it was: its steps keep the limits they were checked with. A body asking for other limits is
+    // refused rather than ignored, so nobody believes a plan runs with limits it does not have.
+    const fields = Object.keys((request.body ?? {}) as object)
+    if (fields.length > 0)
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
+        detail: `a plan resumes without changes (${fields.join(', ')}): its steps keep the limits they were checked with; submit a revised plan for others`,
+      })
+    return execgate.plans.resume(idOf(request), callerOf(request))
+  })
 
   // Server-sent events: the plan's log in order (`event: plan`, `step` or `revision`, its `seq` as the event id),
   // then live, until the plan ends. `Last-Event-ID` resumes after an event already seen.

@@ -106,6 +106,12 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     }
   })
 
+  // The workspace as a content-addressed tar in the ledger; POST /v1/sandboxes { from } restores it on any node.
+  app.post('/v1/sandboxes/:id/snapshots', async (request, reply) => {
+    const snapshot = await owned(request).snapshot()
+    return reply.code(201).header('location', `/v1/artifacts/${snapshot.id}`).send(snapshot)
+  })
+
   app.get('/v1/sandboxes/:id/files', async (request) => ({ files: await owned(request).listFiles() }))
   app.get('/v1/sandboxes/:id/files/*', async (request, reply) => {
     try {

@@ -37,6 +37,11 @@ export const SANDBOX_START_SCHEMA = {
     memoryMb: positiveInt,
     idleTimeoutMs: positiveInt,
     files: { type: 'array', items: SANDBOX_FILE_SCHEMA },
+    from: {
+      type: 'string',
+      pattern: '^(sha256:)?[0-9a-fA-F]{64}$',
+      description: "a snapshot's id: the workspace is restored from it (verified by digest) before files are written",
+    },
   },
 } as const
 
@@ -55,6 +60,21 @@ export const SANDBOX_EXEC_SCHEMA = {
     traceId: { type: 'string', minLength: 1, maxLength: 128 },
     lane: { enum: [...LANES] },
     priority: { type: 'integer', minimum: -1000, maximum: 1000 },
+  },
+} as const
+
+/** What a snapshot answers (`SandboxSnapshot`). */
+export const SANDBOX_SNAPSHOT_SCHEMA = {
+  type: 'object',
+  required: ['id', 'sandboxId', 'adapter', 'files', 'bytes', 'createdAt', 'reason'],
+  properties: {
+    id: { type: 'string', description: "the archive's SHA-256: what POST /v1/sandboxes takes as from" },
+    sandboxId: { type: 'string' },
+    adapter: { type: 'string' },
+    files: { type: 'integer' },
+    bytes: { type: 'integer', description: "the archive's size" },
+    createdAt: { type: 'string', format: 'date-time' },
+    reason: { enum: ['requested', 'stop', 'idle'] },
   },
 } as const
 
@@ -139,6 +159,22 @@ export function sandboxOpenApiPaths(errorResponses: Record<string, unknown>): Re
         requestBody: json(SANDBOX_SAVE_SCHEMA),
         responses: {
           '201': { description: '{ path, sha256, size, mediaType }' },
+          ...notFound,
+          '501': { description: 'the ledger is off (fabric.ledger.enabled)' },
+          ...errorResponses,
+        },
+      },
+    },
+    '/v1/sandboxes/{id}/snapshots': {
+      post: {
+        summary:
+          "Snapshot the sandbox's workspace: a tar named by its SHA-256 in the ledger's blob store, recorded with the sandbox as its source; POST /v1/sandboxes with from restores it on any node",
+        parameters: [id],
+        responses: {
+          '201': {
+            description: 'the SandboxSnapshot',
+            content: { 'application/json': { schema: SANDBOX_SNAPSHOT_SCHEMA } },
+          },
           ...notFound,
           '501': { description: 'the ledger is off (fabric.ledger.enabled)' },
           ...errorResponses,

@@ -96,8 +96,8 @@ export class RunHostFunctions implements HostFunctions {
    * Offers only the functions the code names. Installing a function costs a little on every run, and monty's fast
    * inline path is only for runs without host functions; code cannot call a function it never names.
    */
-  forCode(code: string): this {
-    this.offered = this.offered.filter((spec) => code.includes(spec.name))
+  forCode(code: string, implicit: readonly string[] = []): this {
+    this.offered = this.offered.filter((spec) => code.includes(spec.name) || implicit.includes(spec.name))
     return this
   }
 

@@ -54,6 +54,7 @@ const BODIES: Partial<Record<RouteName, string>> = {
 const RESULTS: Partial<Record<RouteName, string>> = {
   execute: 'ExecutionResult',
   execSandbox: 'ExecutionResult',
+  snapshotSandbox: 'SandboxSnapshot',
   submitTask: 'Task',
   getTask: 'Task',
   cancelTask: 'Task',

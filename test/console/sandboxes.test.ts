@@ -98,6 +98,20 @@ test('a native-shell sandbox: exec with history, files listed, viewed, uploaded,
   expect(await files()).toEqual(['docs/notes.md'])
   expect((await fixture.call('GET', `/v1/sandboxes/${id}/files`)).files).toEqual([{ path: 'docs/notes.md', size: 24 }])
 
+  // Snapshot, then a fork from it: a new sandbox with the same files, opened at once.
+  await page.click('[data-testid=sandbox-snapshot]')
+  await page.locator('[data-testid=sandbox-last-snapshot]').waitFor()
+  const snapshotId = (await fixture.call('GET', `/v1/sandboxes/${id}`)).lastSnapshot.id as string
+  expect(await page.locator('[data-testid=sandbox-last-snapshot] a').getAttribute('title')).toBe(snapshotId)
+  await page.click('button:text-is("Start from snapshot")')
+  await page.waitForURL((url) => url.hash.startsWith('#/sandboxes/') && !url.hash.endsWith(id))
+  const forkId = idOf(page)
+  expect((await fixture.call('GET', `/v1/sandboxes/${forkId}/files`)).files).toEqual([{ path: 'docs/notes.md', size: 24 }])
+  await page.click('button:text-is("Stop sandbox")')
+  await page.waitForURL(/#\/sandboxes$/)
+  await page.goto(page.url().replace(/#\/sandboxes$/, `#/sandboxes/${encodeURIComponent(id)}`))
+  await page.locator('[data-testid=sandbox-adapter]').waitFor()
+
   await page.click('button:text-is("Stop sandbox")')
   await page.waitForURL(/#\/sandboxes$/)
   await page.locator('[data-testid=no-sandboxes]').waitFor()

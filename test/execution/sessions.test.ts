@@ -30,6 +30,14 @@ test('top-level values and functions carry over; a failed call leaves the state 
   await execgate.closeSession('cart')
 })
 
+test('globals set by assignment carry over: x = …, globalThis.x = …, globalThis["x"] = …, this.x = …', async () => {
+  expect(await run('globals', "rate = 1.2; globalThis.fee = 3; globalThis['cap'] = 100; this.unit = 'EUR'; 0")).toMatchObject({
+    status: 'ok',
+  })
+  expect(await run('globals', '[rate, fee, cap, unit]')).toMatchObject({ status: 'ok', value: [1.2, 3, 100, 'EUR'] })
+  await execgate.closeSession('globals')
+})
+
 test("one session's state and workspace are never visible to another", async () => {
   await run('alice', "const secret = 'alice-only'; await write_file('note.txt', secret)")
   expect(await run('bob', '[typeof secret, await list_files()]')).toMatchObject({ status: 'ok', value: ['undefined', []] })

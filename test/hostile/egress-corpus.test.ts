@@ -1,6 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { ContainerModule } from 'inversify'
+import { DockerAdapter } from '../../adapters/docker'
 import { createExecgate, tokens, type Execgate, type ExecutionRequest, type ExecutionResult } from '../../src'
 import { EgressGateway, tableResolver } from '../../src/egress'
 import { startLoopbackServers, type LoopbackServers } from '../egress/loopback-servers'
@@ -8,10 +9,12 @@ import { EGRESS_CASES, fill } from './egress-cases'
 
 /**
  * The hostile egress corpus (egress-cases.ts) on every tier with network: quickjs and monty through `http_request`,
- * process through the proxy socket with Python's urllib and Node's fetch. The operator's policy is the worst case,
+ * pyodide's urllib (carried by `http_request`), process and docker through the proxy socket with Python's urllib and Node's fetch. The operator's policy is the worst case,
  * `*:*`, so the address check and the caps are what hold; an internal server on 127.0.0.2 must never see a request.
  */
 const TOKEN = 'hostile-egress-token-5f2a9c'
+// podman's Docker-compatible service, started by scripts/setup/podman.sh (npm run test:ci).
+const DOCKER_SOCKET = process.env.EXECGATE_PODMAN_SOCKET ?? '/run/execgate-podman/podman.sock'
 let servers: LoopbackServers
 let internal: http.Server
 let allowedAlias: http.Server
@@ -27,6 +30,9 @@ function listen(server: http.Server, host: string, port = 0): Promise<number> {
 }
 
 beforeAll(async () => {
+  const docker = await new DockerAdapter({ socketPath: DOCKER_SOCKET }).checkAvailability()
+  if (docker.status !== 'available')
+    throw new Error(`the docker adapter's engine is not ready (run bash scripts/setup/podman.sh): ${docker.reason}`)
   servers = await startLoopbackServers()
   internal = http.createServer((request, response) => {
     internalHits.push(`${request.method} ${request.url}`)
@@ -55,7 +61,8 @@ beforeAll(async () => {
   })
   execgate = await createExecgate({
     overrides: {
-      execution: { enabled: ['quickjs', 'monty', 'process'] },
+      execution: { enabled: ['quickjs', 'monty', 'pyodide', 'process', 'docker'] },
+      adapters: { docker: { socketPath: DOCKER_SOCKET } },
       readiness: { enabled: false },
       log: { level: 'silent' },
       security: {
@@ -80,6 +87,28 @@ afterAll(async () => {
   allowedAlias?.close()
 })
 
+/** The OS tiers' probe in Python: urllib through HTTP(S)_PROXY. */
+const urllibProbe = (urls: string[]) => ({
+  language: 'python' as const,
+  code: `import urllib.request, urllib.error
+out = []
+for u in ${JSON.stringify(urls)}:
+    try:
+        r = urllib.request.urlopen(u, timeout=10)
+        out.append(str(r.status) + ':' + r.read().decode('utf-8', 'replace')[:200])
+    except urllib.error.HTTPError as e:
+        out.append(str(e.code) + ':' + e.read(300).decode('utf-8', 'replace'))
+    except Exception as e:
+        out.append('error:' + str(e))
+out`,
+})
+
+/** The OS tiers' probe in JavaScript: the global fetch, steered to the gateway by the bridge's preload. */
+const fetchProbe = (urls: string[]) => ({
+  language: 'javascript' as const,
+  code: `(async () => { const out = []; for (const u of ${JSON.stringify(urls)}) { try { const r = await fetch(u); out.push(r.status + ':' + (await r.text()).slice(0, 300)) } catch (e) { out.push('error:' + e.message + ' ' + (e.cause && e.cause.message)) } } return out })()`,
+})
+
 /** The same probe in each door's own idiom: request each URL, keep status and the start of the body, or the error. */
 const DOORS = {
   'quickjs http_request': (urls: string[]): Pick<ExecutionRequest, 'language' | 'code' | 'adapter'> => ({
@@ -92,26 +121,11 @@ const DOORS = {
     language: 'python' as const,
     code: `out = []\nfor u in ${JSON.stringify(urls)}:\n    try:\n        r = http_request(u)\n        out.append(str(r['status']) + ':' + r['body'][:200])\n    except Exception as e:\n        out.append('refused:' + str(e))\nout`,
   }),
-  'process python urllib': (urls: string[]) => ({
-    adapter: 'process',
-    language: 'python' as const,
-    code: `import urllib.request, urllib.error
-out = []
-for u in ${JSON.stringify(urls)}:
-    try:
-        r = urllib.request.urlopen(u, timeout=10)
-        out.append(str(r.status) + ':' + r.read().decode('utf-8', 'replace')[:200])
-    except urllib.error.HTTPError as e:
-        out.append(str(e.code) + ':' + e.read(300).decode('utf-8', 'replace'))
-    except Exception as e:
-        out.append('error:' + str(e))
-out`,
-  }),
-  'process node fetch': (urls: string[]) => ({
-    adapter: 'process',
-    language: 'javascript' as const,
-    code: `(async () => { const out = []; for (const u of ${JSON.stringify(urls)}) { try { const r = await fetch(u); out.push(r.status + ':' + (await r.text()).slice(0, 300)) } catch (e) { out.push('error:' + e.message + ' ' + (e.cause && e.cause.message)) } } return out })()`,
-  }),
+  'pyodide python urllib': (urls: string[]) => ({ adapter: 'pyodide', ...urllibProbe(urls) }),
+  'process python urllib': (urls: string[]) => ({ adapter: 'process', ...urllibProbe(urls) }),
+  'process node fetch': (urls: string[]) => ({ adapter: 'process', ...fetchProbe(urls) }),
+  'docker python urllib': (urls: string[]) => ({ adapter: 'docker', ...urllibProbe(urls) }),
+  'docker node fetch': (urls: string[]) => ({ adapter: 'docker', ...fetchProbe(urls) }),
 } as const
 
 describe.each(Object.entries(DOORS))('hostile egress corpus: %s', (_door, probe) => {

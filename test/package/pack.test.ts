@@ -137,6 +137,36 @@ describe('the packed package', () => {
     ])
   }, 90_000)
 
+  test('bash runs on the bundled just-bash and TypeScript is stripped without the compiler, neither installed', async () => {
+    const bashCode = 'printf "b\\na\\n" | sort | tr a-z A-Z | paste -sd, -'
+    const tsCode = 'enum Size { S = 2 }\nconst twice = (n: number): number => n * 21\ntwice(Size.S)'
+    const script = `
+      const { createExecgate } = require('execgate')
+      ;(async () => {
+        const overrides = { execution: { enabled: ['quickjs', 'shell'] }, readiness: { enabled: false }, log: { level: 'silent' } }
+        const execgate = await createExecgate({ overrides })
+        const bash = await execgate.execute({ language: 'bash', code: ${JSON.stringify(bashCode)} })
+        const ts = await execgate.execute({ language: 'typescript', code: ${JSON.stringify(tsCode)} })
+        console.log(JSON.stringify([bash.status, bash.stdout, bash.adapter, ts.status, ts.value, ts.adapter]))
+        await execgate.dispose()
+      })()`
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: project, timeout: 60_000 })
+    expect(JSON.parse(stdout)).toEqual(['ok', 'A,B\n', 'shell', 'ok', 42, 'quickjs'])
+    const installed = (name: string) => fs.existsSync(path.join(project, 'node_modules', name))
+    expect(['just-bash', 'typescript', 'sql.js', '@mixmark-io/domino'].filter(installed)).toEqual([])
+  }, 90_000)
+
+  test('the install stays within 120 MB of files (issue 24; docs/benchmarks.md lists each package)', () => {
+    const bytes = (dir: string): number =>
+      fs
+        .readdirSync(dir, { withFileTypes: true })
+        .reduce(
+          (sum, entry) => sum + (entry.isDirectory() ? bytes(path.join(dir, entry.name)) : fs.lstatSync(path.join(dir, entry.name)).size),
+          0,
+        )
+    expect(bytes(path.join(project, 'node_modules')) / 1e6).toBeLessThanOrEqual(120)
+  })
+
   test('the installed package serves the web console from its own files', async () => {
     const script = `
       const { createExecgate } = require('execgate')

@@ -38,3 +38,16 @@ describe.each(['javascript', 'typescript'] as const)('static checks for %s', (la
     expect(report.issues[0]).toMatchObject({ code: 'syntax', line: 1 })
   })
 })
+
+describe('static checks for typescript only', () => {
+  test('the TypeScript import forms are checked on the code that runs: import = require, unused imports, enums', () => {
+    expect(codes('typescript', "import cp = require('child_process')")).toEqual([['import_not_allowed', 1, 12]])
+    // TypeScript drops an import no name uses; the checks keep it, since the code named it.
+    expect(codes('typescript', "const n: number = 1\nimport fs from 'fs'")).toEqual([['import_not_allowed', 2, 1]])
+    expect(codes('typescript', "enum E { A }\nconst x: E = E.A\neval('1')")).toEqual([['forbidden_call', 3, 1]])
+  })
+
+  test('type-only imports load nothing and are not refused', () => {
+    expect(codes('typescript', "import type { Stats } from 'fs'\nconst s: Stats | undefined = undefined")).toEqual([])
+  })
+})

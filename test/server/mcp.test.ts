@@ -18,6 +18,7 @@ async function exercise(client: Client): Promise<void> {
     'get_task',
     'list_languages',
     'sandbox_exec',
+    'sandbox_snapshot',
     'sandbox_start',
     'sandbox_stop',
     'submit_plan',

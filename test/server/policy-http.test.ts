@@ -6,10 +6,12 @@ import { DEFAULT_POLICY, profilesFromConfig } from '../../src/policy'
 import { serve, type RunningServer } from '../../src/server/serve'
 import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 import { loosenings } from '../policy/loosenings'
+import { ExecgateClient } from '../../src/client'
 
 /**
  * A tenant's profile over HTTP is a ceiling: a request body that asks for more of any limit is refused naming the
- * limit, before anything runs; a task is submitted and resumed only within it; another tenant's tasks cannot be
+ * limit, before anything runs; a task is submitted and resumed only within it (a looser resume is refused at the
+ * resume, over HTTP and through the client); a plan resumes without changes; another tenant's tasks cannot be
  * suspended or resumed (404, as a missing task). Real server on loopback, real quickjs, real SQLite task store.
  */
 
@@ -49,6 +51,27 @@ afterAll(async () => {
 
 const call = httpCaller(() => server.url)
 const tight = () => profilesFromConfig(execgate.config).tight!
+
+/** A task's output cap, and what it prints: more than the cap, well within the profile's 32 KiB. */
+const HELD_OUTPUT_BYTES = 64
+const PRINTED = 'x'.repeat(200)
+
+/** A task SUSPENDED by its own output cap (resource exhaustion, docs/tasks.md): held with no race against a run. */
+async function exhaustedTask(key: string): Promise<string> {
+  const created = await call('/v1/tasks', {
+    key,
+    body: {
+      request: { language: 'javascript', code: `console.log(${JSON.stringify(PRINTED)}); 7`, policy: { outputBytes: HELD_OUTPUT_BYTES } },
+    },
+  })
+  expect(created.status).toBe(201)
+  const task = await settled(created.json.id, key)
+  expect({ state: task.state, reason: task.reason.split(':')[0] }).toEqual({
+    state: 'SUSPENDED',
+    reason: 'resource_exhaustion (output_limit)',
+  })
+  return task.id
+}
 
 async function settled(id: string, key: string) {
   for (;;) {
@@ -135,69 +158,112 @@ describe('tasks stay inside the tenant profile', () => {
     },
   )
 
-  test('resuming with looser limits than the profile allows does not run past them; within them, it runs', async () => {
-    const blockers = await Promise.all(
-      [0, 1, 2, 3].map(() =>
-        call('/v1/tasks', {
-          key: ACME,
-          body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 500) {}; 1' } },
-        }),
-      ),
-    )
-    const queued = await call('/v1/tasks', {
-      key: ACME,
-      body: { request: { language: 'javascript', code: 'console.log("resumed-run"); 2' } },
-    })
-    expect((await call(`/v1/tasks/${queued.json.id}/suspend`, { key: ACME, method: 'POST' })).json.state).toBe('SUSPENDED')
-    const loosened = await call(`/v1/tasks/${queued.json.id}/resume`, {
-      key: ACME,
-      body: { memoryMb: TIGHT.memoryMb * 4, timeoutMs: TIGHT.wallTimeMs * 4 },
-    })
-    if (loosened.status === 200) {
-      // Accepted for resumption, it still runs under the profile: refused before running, naming the limit.
-      const done = await settled(queued.json.id, ACME)
-      expect({ state: done.state, status: done.result?.status, stdout: done.result?.stdout ?? '' }).toEqual({
-        state: 'TERMINATED',
-        status: 'policy_violation',
-        stdout: '',
-      })
-      expect(done.result.message).toMatch(/wallTimeMs|memoryMb/)
-    } else {
-      expect({ status: loosened.status, names: /wallTimeMs|memoryMb/.test(String(loosened.json.error?.message)) }).toEqual({
-        status: 400,
-        names: true,
-      })
-      expect((await call(`/v1/tasks/${queued.json.id}`, { key: ACME })).json.state).toBe('SUSPENDED')
-      const tightened = await call(`/v1/tasks/${queued.json.id}/resume`, { key: ACME, body: { timeoutMs: 1000 } })
-      expect(tightened.json.state).toBe('PENDING')
-      expect(await settled(queued.json.id, ACME)).toMatchObject({ state: 'COMPLETED', result: { value: 2 } })
-    }
-    for (const blocker of blockers) await settled(blocker.json.id, ACME)
-  }, 60_000)
-
   test("another tenant's task cannot be suspended, resumed or cancelled: 404, as a missing one, and nothing changes", async () => {
-    const blockers = await Promise.all(
-      [0, 1, 2, 3].map(() =>
-        call('/v1/tasks', {
-          key: ACME,
-          body: { request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 500) {}; 1' } },
-        }),
-      ),
-    )
-    const mine = await call('/v1/tasks', { key: ACME, body: { request: { language: 'javascript', code: '3' } } })
-    const id = mine.json.id as string
+    // Held by its memory limit (SUSPENDED by its own run, no race with a scheduler picking it up).
+    const id = await exhaustedTask(ACME)
     const steal = await call(`/v1/tasks/${id}/suspend`, { key: GLOBEX, method: 'POST' })
     const missing = await call('/v1/tasks/no-such-task/suspend', { key: GLOBEX, method: 'POST' })
     expect({ status: steal.status, code: steal.json.error.code }).toEqual({ status: 404, code: 'EXECGATE_NOT_FOUND' })
     expect(steal.json.error.message).toContain(`no task "${id}" for tenant globex`)
     expect(missing.status).toBe(404)
-    expect((await call(`/v1/tasks/${id}/suspend`, { key: ACME, method: 'POST' })).json.state).toBe('SUSPENDED')
-    const resumeOthers = await call(`/v1/tasks/${id}/resume`, { key: GLOBEX, body: { timeoutMs: 1000 } })
+    const resumeOthers = await call(`/v1/tasks/${id}/resume`, { key: GLOBEX, body: { policy: { outputBytes: 1024 } } })
     expect({ status: resumeOthers.status, code: resumeOthers.json.error.code }).toEqual({ status: 404, code: 'EXECGATE_NOT_FOUND' })
     expect((await call(`/v1/tasks/${id}`, { key: GLOBEX, method: 'DELETE' })).status).toBe(404)
-    expect((await call(`/v1/tasks/${id}`, { key: ACME })).json.state).toBe('SUSPENDED')
-    expect((await call(`/v1/tasks/${id}/resume`, { key: ACME, body: {} })).json.state).toBe('PENDING')
-    expect(await settled(id, ACME)).toMatchObject({ state: 'COMPLETED', result: { value: 3 } })
-    for (const blocker of blockers) await settled(blocker.json.id, ACME)
+    expect((await call(`/v1/tasks/${id}`, { key: ACME })).json).toMatchObject({ state: 'SUSPENDED', attempts: 1 })
+    expect((await call(`/v1/tasks/${id}/resume`, { key: ACME, body: { policy: { outputBytes: 1024 } } })).json.state).toBe('PENDING')
+    expect(await settled(id, ACME)).toMatchObject({ state: 'COMPLETED', result: { value: 7, stdout: `${PRINTED}\n` } })
+  }, 60_000)
+})
+
+describe('resuming with limits looser than the tenant profile is refused at the resume', () => {
+  let id: string
+  beforeAll(async () => {
+    id = await exhaustedTask(ACME)
+  }, 60_000)
+
+  test.each(loosenings({ ...DEFAULT_POLICY, ...TIGHT }).map((item) => [item.label, item] as const))(
+    '%s: 400 EXECGATE_RESUME_REFUSED naming the limit; the task stays SUSPENDED and does not run',
+    async (_label, item) => {
+      const refused = await call(`/v1/tasks/${id}/resume`, { key: ACME, body: item.request })
+      expect({ status: refused.status, code: refused.json.error?.code }).toEqual({ status: 400, code: 'EXECGATE_RESUME_REFUSED' })
+      expect(refused.json.error.message).toContain(`task ${id} was not resumed and stays SUSPENDED`)
+      expect(refused.json.error.message).toContain(item.limit)
+      expect(refused.json.error.message).toContain('may only tighten')
+      const task = (await call(`/v1/tasks/${id}`, { key: ACME })).json
+      expect({ state: task.state, attempts: task.attempts, policy: task.request.policy }).toEqual({
+        state: 'SUSPENDED',
+        attempts: 1,
+        policy: { outputBytes: HELD_OUTPUT_BYTES },
+      })
+    },
+  )
+
+  test('a malformed change is refused the same way, naming the field', async () => {
+    const refused = await call(`/v1/tasks/${id}/resume`, { key: ACME, body: { memoryMb: -1 } })
+    expect({ status: refused.status, code: refused.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_RESUME_REFUSED' })
+    expect(refused.json.error.message).toContain('memoryMb')
+  })
+
+  test('the client gets the same refusal as an ExecgateClientError with the code', async () => {
+    const client = new ExecgateClient({ url: server.url, apiKey: ACME })
+    await expect(client.tasks.resume(id, { memoryMb: TIGHT.memoryMb + 1 })).rejects.toMatchObject({
+      name: 'ExecgateClientError',
+      code: 'EXECGATE_RESUME_REFUSED',
+      status: 400,
+      fault: 'client',
+      retryable: false,
+      message: expect.stringContaining('memoryMb 65 is above the allowed 64'),
+    })
+    expect((await client.tasks.get(id))?.state).toBe('SUSPENDED')
+  })
+
+  test('within the profile it is resumed and runs to completion', async () => {
+    const resumed = await call(`/v1/tasks/${id}/resume`, {
+      key: ACME,
+      body: { memoryMb: TIGHT.memoryMb, timeoutMs: TIGHT.wallTimeMs, policy: { outputBytes: TIGHT.outputBytes } },
+    })
+    expect([resumed.status, resumed.json.state]).toEqual([200, 'PENDING'])
+    expect(await settled(id, ACME)).toMatchObject({ state: 'COMPLETED', attempts: 2, result: { value: 7, stdout: `${PRINTED}\n` } })
+  }, 60_000)
+})
+
+describe('plans resume as they were', () => {
+  test("a body on a plan's resume is refused, and its held step's task cannot be resumed looser than the profile", async () => {
+    const created = await call('/v1/plans', {
+      key: ACME,
+      body: {
+        steps: [
+          { id: 'slow', language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 1000) {}; 20' },
+          { id: 'after', language: 'javascript', code: '22', dependsOn: ['slow'] },
+        ],
+      },
+    })
+    expect(created.status).toBe(201)
+    const url = `/v1/plans/${created.json.id}`
+    // 'after' waits for 'slow' (a second of work): the plan is still RUNNING when the suspend lands.
+    const suspended = await call(`${url}/suspend`, { key: ACME, method: 'POST' })
+    expect([suspended.status, suspended.json.state]).toEqual([200, 'SUSPENDED'])
+    const held = suspended.json.steps.find((step: { id: string }) => step.id === 'after')
+    expect(held.state).toBe('SUSPENDED')
+
+    const withBody = await call(`${url}/resume`, { key: ACME, body: { memoryMb: TIGHT.memoryMb * 4 } })
+    expect({ status: withBody.status, code: withBody.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_REQUEST_INVALID' })
+    expect(withBody.json.error.message).toContain('a plan resumes without changes (memoryMb)')
+    const stepLoosened = await call(`/v1/tasks/${held.taskId}/resume`, { key: ACME, body: { memoryMb: TIGHT.memoryMb * 4 } })
+    expect({ status: stepLoosened.status, code: stepLoosened.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_RESUME_REFUSED' })
+    expect(stepLoosened.json.error.message).toContain('memoryMb 256 is above the allowed 64')
+    expect((await call(url, { key: ACME })).json).toMatchObject({ state: 'SUSPENDED' })
+    expect((await call(`/v1/tasks/${held.taskId}`, { key: ACME })).json.state).toBe('SUSPENDED')
+
+    const resumed = await call(`${url}/resume`, { key: ACME, method: 'POST' })
+    expect([resumed.status, resumed.json.state]).toEqual([200, 'RUNNING'])
+    for (;;) {
+      const plan = (await call(url, { key: ACME })).json
+      if (plan.state !== 'RUNNING') {
+        expect(plan).toMatchObject({ state: 'COMPLETED', steps: [{ result: { value: 20 } }, { result: { value: 22 } }] })
+        break
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
   }, 60_000)
 })

@@ -11,5 +11,7 @@ import path from 'node:path'
 if (process.env.EXECGATE_FABRIC_DATA_DIR === undefined) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-test-data-'))
   process.env.EXECGATE_FABRIC_DATA_DIR = dataDir
-  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }))
+  // Jest runs this hook before the file's own afterAll (hooks run in declaration order), so a ledger the file has not
+  // closed yet may still be writing blobs while the folder goes: retried on ENOTEMPTY instead of failing the file.
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }))
 }

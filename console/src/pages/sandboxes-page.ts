@@ -16,6 +16,7 @@ export function SandboxesPage({ api }: PageProps) {
   const [hosts, setHosts] = useState<ExecgateStatus['adapters']>()
   const [adapter, setAdapter] = useState('')
   const [idleMinutes, setIdleMinutes] = useState('')
+  const [from, setFrom] = useState('')
   const [busy, setBusy] = useState<string>()
   const [error, setError] = useState<unknown>()
   useEffect(() => {
@@ -28,7 +29,11 @@ export function SandboxesPage({ api }: PageProps) {
     setBusy('start')
     setError(undefined)
     try {
-      const body = { ...(adapter ? { adapter } : {}), ...(idleMinutes ? { idleTimeoutMs: Math.round(Number(idleMinutes) * 60_000) } : {}) }
+      const body = {
+        ...(adapter ? { adapter } : {}),
+        ...(idleMinutes ? { idleTimeoutMs: Math.round(Number(idleMinutes) * 60_000) } : {}),
+        ...(from.trim() ? { from: from.trim() } : {}),
+      }
       const sandbox = await api.post<SandboxInfo>('/v1/sandboxes', body)
       navigate(`sandboxes/${sandbox.id}`)
     } catch (failure) {
@@ -65,6 +70,10 @@ export function SandboxesPage({ api }: PageProps) {
       <div class="field">
         <label for="sandbox-idle">Idle timeout (minutes)</label>
         <input id="sandbox-idle" type="number" min="1" step="1" inputmode="numeric" placeholder="server's" value=${idleMinutes} onInput=${(event: Event) => setIdleMinutes((event.currentTarget as HTMLInputElement).value)} />
+      </div>
+      <div class="field">
+        <label for="sandbox-from">From snapshot (optional)</label>
+        <input id="sandbox-from" type="text" spellcheck="false" placeholder="a snapshot id" value=${from} onInput=${(event: Event) => setFrom((event.currentTarget as HTMLInputElement).value)} />
       </div>
       <button type="submit" class="primary" disabled=${busy === 'start'}>${busy === 'start' ? 'Starting…' : 'Start a sandbox'}</button>
     </form>

@@ -304,6 +304,7 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
       sandboxId: input.sandboxId,
       adapter: input.adapter,
       file,
+      ...(input.snapshot ? { snapshot: true as const } : {}),
       execgateVersion: this.options.execgateVersion,
       recordedAt: new Date().toISOString(),
     }

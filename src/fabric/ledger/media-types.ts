@@ -11,6 +11,7 @@ const BY_EXTENSION: Readonly<Record<string, string>> = {
   csv: 'text/csv',
   tsv: 'text/tab-separated-values',
   json: 'application/json',
+  tar: 'application/x-tar',
   jsonl: 'application/x-ndjson',
   ndjson: 'application/x-ndjson',
   xml: 'application/xml',

@@ -123,6 +123,8 @@ export interface SandboxFileRecord {
   adapter: string
   /** The file, with its workspace path. */
   file: ArtifactRef
+  /** The file is a snapshot of the sandbox's workspace (`sb.snapshot()`, a tar), not one of its files. */
+  snapshot?: true
   execgateVersion: string
   recordedAt: string
 }
@@ -224,4 +226,6 @@ export interface SandboxFileInput {
   /** The file's workspace path (normalised by the sandbox). */
   path: string
   content: Buffer
+  /** A snapshot of the workspace rather than one of its files. */
+  snapshot?: boolean
 }

@@ -19,10 +19,13 @@ export interface PlanConfig {
  * else none: a failed step then fails its plan at once.
  */
 export function planServiceOptionsFrom(
-  fabric: Pick<FabricSettings, 'store' | 'dataDir'> & { plans: PlanConfig; s3: { bucket: string } },
+  fabric: Pick<FabricSettings, 'store' | 'dataDir' | 'redisUrl' | 'redisPrefix' | 'leaseMs'> & {
+    plans: PlanConfig
+    s3: { bucket: string }
+  },
   allowedImports: readonly string[],
   llm?: LlmProvider,
-): Pick<PlanServiceOptions, 'settings' | 'reflector' | 'storeKind' | 'dataDir'> {
+): Pick<PlanServiceOptions, 'settings' | 'reflector' | 'storeKind' | 'dataDir' | 'redis' | 'leaseMs'> {
   const { plans } = fabric
   const model =
     llm ??
@@ -36,6 +39,7 @@ export function planServiceOptionsFrom(
   return {
     storeKind: fabric.store,
     dataDir: fabric.dataDir,
+    ...(fabric.store === 'redis' ? { redis: { url: fabric.redisUrl, prefix: fabric.redisPrefix }, leaseMs: fabric.leaseMs } : {}),
     settings: {
       maxRevisions: plans.maxRevisions,
       maxSteps: plans.maxSteps,

@@ -35,7 +35,13 @@ export interface PlanEngineOptions {
   tickMs?: number
   /** This process's name in `plan.owner` while it revises a plan. @default host:pid */
   owner?: string
-  ownerAlive?: (owner: string) => boolean
+  /** Whether the owner of a revision still runs. @default the store's lease when it keeps them, else its pid on this host */
+  ownerAlive?: (owner: string) => boolean | Promise<boolean>
+  /**
+   * How long this engine's lease in a store that keeps them (Redis) outlives its last renewal; it renews it every
+   * third of this. A node that dies has its revisions taken over after this (`fabric.leaseMs`). @default 30000
+   */
+  leaseMs?: number
 }
 
 export interface PlanCaller {

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import os from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { ExecgateError, describeError } from '../../core'
-import { defaultOwnerAlive, type Task, type TaskState } from '../tasks'
+import type { Task, TaskState } from '../tasks'
 import { findPlanProblem } from './plan-schema'
 import { ENGINE_REASON_PREFIX, failureOf, recordsFor, stepWorkspacePrefix, taskSpecFor } from './plan-steps'
 import { currentVersion, decideRevision, revisionContext, stepCheckProblem } from './plan-revision'
@@ -11,6 +11,7 @@ import { StepLogMirror } from './step-log-mirror'
 import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
 import { planVersionRecord } from './plan-versions'
 import { alignSteps } from './plan-suspension'
+import { EngineLease } from './engine-lease'
 
 export type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
 
@@ -34,11 +35,13 @@ export class PlanEngine {
   private readonly steps: StepLogMirror
   private stopTransitions: () => void = () => undefined
   private timer: NodeJS.Timeout | undefined
+  private readonly lease: EngineLease
   private stopped = true
 
   constructor(private readonly options: PlanEngineOptions) {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
     this.emitter.setMaxListeners(0)
+    this.lease = new EngineLease(options.store, this.owner, options)
     this.steps = new StepLogMirror(options.store, options.tasks.scheduler.store, (events) => this.announce(events))
   }
 
@@ -54,6 +57,7 @@ export class PlanEngine {
       if (DECISIVE.includes(task.state)) this.kick(planId)
       else this.emitter.emit('step', planId)
     })
+    await this.lease.start()
     this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 1000)
     this.timer.unref()
     await this.tick()
@@ -65,6 +69,7 @@ export class PlanEngine {
     this.stopTransitions()
     for (const controller of this.revising.values()) controller.abort(new Error('the plan engine is stopping'))
     while (this.chains.size > 0) await Promise.all([...this.chains.values()].map((chain) => chain.running))
+    await this.lease.stop()
   }
 
   onEvent(listener: (event: PlanEvent) => void): () => void {
@@ -241,7 +246,7 @@ export class PlanEngine {
       plan = paused
     }
     if (plan.owner !== this.owner) {
-      if (plan.owner && (this.options.ownerAlive ?? defaultOwnerAlive)(plan.owner)) return
+      if (plan.owner && (await this.lease.alive(plan.owner))) return
       const taken = await this.write(plan, { owner: this.owner }, [])
       if (!taken) return this.kick(id)
       plan = taken

@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { ExecgateError } from '../../core'
+import { ExecgateError, requireOptional } from '../../core'
 import type { Logger } from '../../observability/logger'
 import { SQLITE_FILE_NAME, type TaskCaller, type TaskService } from '../tasks'
 import { PlanEngine, type PlanSettings } from './plan-engine'
@@ -9,6 +9,7 @@ import type { PlanStore } from './plan-store'
 import { isPlanFinal, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanView } from './plan-types'
 import type { Reflector } from './reflector'
 import { SqlitePlanStore } from './sqlite-plan-store'
+import { RedisPlanStore } from './redis-plan-store'
 import type { PlanVersionRecorder } from './plan-versions'
 
 /** A plan in a listing: its state and counts, without its versions. */
@@ -58,11 +59,15 @@ export interface PlanServiceOptions {
   reflector?: Reflector
   /** Records each plan version where its steps' runs point at it (the artifact ledger's `recordPlanVersion`). */
   recordVersion?: PlanVersionRecorder
-  /** A store to use; otherwise the embedded one in `dataDir`, beside the tasks. */
+  /** A store to use; otherwise the one `storeKind` names, beside the tasks. */
   store?: PlanStore
-  /** `fabric.store`: plans need the embedded store (docs/plans.md says why). @default 'sqlite' */
+  /** `fabric.store`: the embedded store in `dataDir`, or Redis at `redis`. @default 'sqlite' */
   storeKind?: 'sqlite' | 'redis'
   dataDir?: string
+  /** `fabric.redisUrl` and `fabric.redisPrefix`, for the Redis store (its keys under `<prefix>:plans`). */
+  redis?: { url: string; prefix: string }
+  /** `fabric.leaseMs`: how long a dead engine's revision waits before another node takes it over (Redis). */
+  leaseMs?: number
   /** Drive plans in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
   run?: boolean
   tickMs?: number
@@ -71,29 +76,18 @@ export interface PlanServiceOptions {
 
 const DEFAULT_TENANT = 'local'
 
-/** A plan service whose every call rejects: plans follow their steps through the embedded store only (docs/plans.md). */
-export function unsupportedPlanService(storeKind: string): PlanService {
-  const refuse = () => new ExecgateError('EXECGATE_PLANS_UNSUPPORTED', { store: storeKind })
-  return {
-    run: () => Promise.reject(refuse()),
-    get: () => Promise.reject(refuse()),
-    wait: () => Promise.reject(refuse()),
-    cancel: () => Promise.reject(refuse()),
-    suspend: () => Promise.reject(refuse()),
-    resume: () => Promise.reject(refuse()),
-    list: () => Promise.reject(refuse()),
-    // eslint-disable-next-line require-yield
-    events: async function* () {
-      throw refuse()
-    },
-    start: () => Promise.reject(refuse()),
-    close: () => Promise.resolve(),
-  }
+/** The store `storeKind` names: the embedded one beside the tasks' file, or Redis (ioredis loaded only then). */
+function openPlanStore(options: PlanServiceOptions): PlanStore {
+  if ((options.storeKind ?? 'sqlite') === 'sqlite')
+    return new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
+  const { url, prefix } = options.redis ?? { url: 'redis://127.0.0.1:6379', prefix: 'execgate' }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
+  return new RedisPlanStore({ redis: new Redis(url, { maxRetriesPerRequest: 3 }), prefix: `${prefix}:plans`, ownsConnection: true })
 }
 
 export function createPlanService(options: PlanServiceOptions): PlanService {
-  if ((options.storeKind ?? 'sqlite') !== 'sqlite' && !options.store) return unsupportedPlanService(options.storeKind!)
-  const store = options.store ?? new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
+  const store = options.store ?? openPlanStore(options)
   const engine = new PlanEngine({
     store,
     tasks: options.tasks,
@@ -103,6 +97,7 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
     recordVersion: options.recordVersion,
     logger: options.logger,
     tickMs: options.tickMs,
+    leaseMs: options.leaseMs,
   })
   const tickMs = options.tickMs ?? 1000
   const tenantOf = (caller: TaskCaller = {}) => caller.tenant ?? DEFAULT_TENANT
@@ -124,8 +119,8 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
   let starting: Promise<void> | undefined
   const ready = () => (starting ??= options.tasks.start().then(() => (options.run === false ? undefined : engine.start())))
   /**
-   * Resolves at the plan's next event here (only its own transitions with `planOnly`; else a step moving too), or
-   * after a tick (another process may be moving it).
+   * Resolves at the plan's next event here (only its own transitions with `planOnly`; else a step moving too), at
+   * another node's write of it, or after a tick (another process may be moving its steps).
    */
   const nextChange = (id: string, waitMs: number, planOnly = false) =>
     new Promise<void>((resolve) => {
@@ -133,10 +128,13 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       timer.unref()
       const stopEvents = engine.onEvent((event) => event.planId === id && (!planOnly || event.type === 'plan') && done())
       const stopSteps = planOnly ? () => undefined : engine.onStepMoved((planId) => planId === id && done())
+      // Another node's write of the plan (a store several machines share): heard at once, not at the next tick.
+      const stopWatch = store.watch?.((planId) => planId === id && done()) ?? (() => undefined)
       function done() {
         clearTimeout(timer)
         stopEvents()
         stopSteps()
+        stopWatch()
         resolve()
       }
     })

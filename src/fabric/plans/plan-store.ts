@@ -40,5 +40,17 @@ export interface PlanStore {
   mirrored(planId: string): Promise<Map<string, number>>
   /** The plan's event log in order, after `afterSeq`. */
   events(planId: string, afterSeq?: number): Promise<PlanEvent[]>
+  /**
+   * Optional (a store several machines share): hears every plan write, by any process, with the plan's id, so a
+   * reader on one node follows a plan another node advances without waiting for a tick.
+   */
+  watch?(listener: (planId: string) => void): () => void
+  /**
+   * Optional (a store several machines share): engine leases, so a plan left REVISING by an engine on another machine
+   * is taken over once that engine stops renewing its lease. Without them an owner is judged by its pid on this host.
+   */
+  heartbeat?(owner: string, ttlMs: number): Promise<void>
+  release?(owner: string): Promise<void>
+  ownerAlive?(owner: string): Promise<boolean>
   close(): Promise<void>
 }

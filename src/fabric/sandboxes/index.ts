@@ -11,5 +11,6 @@ export type {
   SandboxInfo,
   SandboxService,
   SandboxSettings,
+  SandboxSnapshot,
   SandboxStartOptions,
 } from './sandbox-types'

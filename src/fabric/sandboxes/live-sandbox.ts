@@ -15,6 +15,7 @@ import {
   type WorkspaceFile,
 } from '../../core'
 import { sandboxFileBytes } from './artifact-files'
+import { takeSnapshot } from './snapshots'
 import type { ExecuteOptions } from '../../execution/types'
 import { normalizeWorkspacePath } from '../../workspace'
 import type {
@@ -24,6 +25,7 @@ import type {
   SandboxExecRequest,
   SandboxFile,
   SandboxInfo,
+  SandboxSnapshot,
   SavedArtifact,
 } from './sandbox-types'
 
@@ -36,6 +38,11 @@ export interface LiveSandboxHost {
   maxFileBytes: number
   /** The artifact ledger's side for sandboxes; undefined when the ledger is off. */
   artifacts: SandboxArtifactStore | undefined
+  /** Which stops take a snapshot first (`sandboxes.snapshotOnStop`, `snapshotOnIdle`). */
+  snapshotOn: { stop: boolean; idle: boolean }
+  /** Hears every snapshot taken (the registry keeps the latest), and an automatic one that failed. */
+  snapshotTaken(sandbox: LiveSandbox, snapshot: SandboxSnapshot): void
+  snapshotFailed(sandbox: LiveSandbox, error: unknown): void
 }
 
 /** How long a stop waits for the call in progress (cancelled by it) before it closes the backend anyway. */
@@ -56,6 +63,7 @@ export class LiveSandbox implements Sandbox {
   private readonly life = new AbortController()
   private stopping: Promise<void> | undefined
   private stopReason: string | undefined
+  private latestSnapshot: SandboxSnapshot | undefined
 
   constructor(
     readonly id: string,
@@ -86,7 +94,12 @@ export class LiveSandbox implements Sandbox {
       idleTimeoutMs: this.idleTimeoutMs,
       execs: this.execs,
       policy: this.policy,
+      ...(this.latestSnapshot ? { lastSnapshot: this.latestSnapshot } : {}),
     }
+  }
+
+  get lastSnapshot(): SandboxSnapshot | undefined {
+    return this.latestSnapshot
   }
 
   private stoppedError(): ExecgateError {
@@ -96,7 +109,10 @@ export class LiveSandbox implements Sandbox {
   private armIdle(): void {
     clearTimeout(this.idleTimer)
     if (!this.live || this.busy > 0) return
-    this.idleTimer = setTimeout(() => void this.stopFor(`idle for ${this.idleTimeoutMs} ms`), this.idleTimeoutMs)
+    this.idleTimer = setTimeout(
+      () => void this.stopFor(`idle for ${this.idleTimeoutMs} ms`, this.host.snapshotOn.idle ? 'idle' : undefined),
+      this.idleTimeoutMs,
+    )
     // An idle sandbox must not keep a process alive that has nothing else to do.
     this.idleTimer.unref()
   }
@@ -248,15 +264,33 @@ export class LiveSandbox implements Sandbox {
     })
   }
 
+  snapshot(): Promise<SandboxSnapshot> {
+    // Said before anything is read: with the ledger off, there is nowhere to keep it.
+    if (!this.host.artifacts) return Promise.reject(new ExecgateError('EXECGATE_LEDGER_DISABLED'))
+    return this.fileCall(() => this.archive('requested'))
+  }
+
+  private async archive(reason: SandboxSnapshot['reason']): Promise<SandboxSnapshot> {
+    const snapshot = await takeSnapshot(
+      this.handle,
+      { id: this.id, tenant: this.tenant, adapter: this.adapter },
+      reason,
+      this.host.artifacts!,
+    )
+    this.latestSnapshot = snapshot
+    this.host.snapshotTaken(this, snapshot)
+    return snapshot
+  }
+
   stop(): Promise<void> {
-    return this.stopFor('stopped by the caller')
+    return this.stopFor('stopped by the caller', this.host.snapshotOn.stop ? 'stop' : undefined)
   }
 
   /**
    * Stops the sandbox: new calls are refused at once, the call in progress is cancelled (its exec answers
    * `cancelled`), waiting calls answer `EXECGATE_SANDBOX_STOPPED`, then the backend is closed.
    */
-  stopFor(reason: string): Promise<void> {
+  stopFor(reason: string, snapshot?: 'stop' | 'idle'): Promise<void> {
     if (this.stopping) return this.stopping
     this.stopReason = reason
     clearTimeout(this.idleTimer)
@@ -266,6 +300,8 @@ export class LiveSandbox implements Sandbox {
       let timer: NodeJS.Timeout | undefined
       await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))])
       clearTimeout(timer)
+      // The last look at the workspace before the backend closes; a failure is logged and the stop goes on.
+      if (snapshot && this.host.artifacts) await this.archive(snapshot).catch((error: unknown) => this.host.snapshotFailed(this, error))
       try {
         await this.handle.close()
         this.host.stopped(this, reason)

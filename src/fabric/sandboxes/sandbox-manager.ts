@@ -16,6 +16,7 @@ import { unenforcedRequirement } from '../../routing/config-router'
 import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
 import { sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
+import { snapshotFiles } from './snapshots'
 import type {
   Sandbox,
   SandboxArtifactStore,
@@ -135,7 +136,9 @@ export class SandboxManager implements SandboxService {
     const policy = this.policyFor(options, caller, adapter)
     const idleTimeoutMs = this.idleTimeoutOf(options.idleTimeoutMs)
     // Read before a backend opens: an unknown artifact costs no container, and answers as GET /v1/artifacts would.
-    const files: { path: string; content: Buffer }[] = []
+    // A snapshot's files go first, so the start's own files are written over them.
+    const files: { path: string; content: Buffer }[] =
+      options.from !== undefined ? await snapshotFiles(options.from, tenant, this.options.artifacts) : []
     for (const [index, file] of (options.files ?? []).entries()) {
       try {
         files.push({ path: normalizeWorkspacePath(file.path), content: await sandboxFileBytes(file, tenant, this.options.artifacts) })
@@ -162,6 +165,17 @@ export class SandboxManager implements SandboxService {
         now: this.now,
         maxFileBytes: this.options.limits.maxFileBytes,
         artifacts: this.options.artifacts,
+        snapshotOn: { stop: this.options.settings.snapshotOnStop, idle: this.options.settings.snapshotOnIdle },
+        snapshotTaken: (taken, snapshot) =>
+          this.options.logger?.info(
+            { sandbox: taken.id, tenant: taken.tenant, snapshot: snapshot.id, reason: snapshot.reason },
+            'sandbox snapshot',
+          ),
+        snapshotFailed: (failed, error) =>
+          this.options.logger?.warn(
+            { sandbox: failed.id, tenant: failed.tenant, err: describeError(error) },
+            'automatic sandbox snapshot failed',
+          ),
       })
       this.live.set(id, sandbox)
       try {
@@ -175,7 +189,10 @@ export class SandboxManager implements SandboxService {
         await sandbox.stopFor('execgate is shutting down')
         throw new ExecgateError('EXECGATE_SHUTTING_DOWN')
       }
-      this.options.logger?.info({ sandbox: id, tenant, adapter: adapter.name, idleTimeoutMs }, 'sandbox started')
+      this.options.logger?.info(
+        { sandbox: id, tenant, adapter: adapter.name, idleTimeoutMs, ...(options.from ? { from: options.from } : {}) },
+        'sandbox started',
+      )
       return sandbox
     } finally {
       this.starting.set(tenant, (this.starting.get(tenant) ?? 1) - 1)

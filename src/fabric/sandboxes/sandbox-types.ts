@@ -34,6 +34,27 @@ export interface SandboxStartOptions {
   idleTimeoutMs?: number
   /** Files placed in the workspace before the first exec: their content, or an artifact of the ledger by digest. */
   files?: readonly SandboxFile[]
+  /**
+   * A snapshot's id (the SHA-256 of its archive, `sb.snapshot()`): the workspace is restored from it, verified by
+   * digest, before `files` are written. Only the tenant's own snapshots are found; any node of the fabric can restore.
+   */
+  from?: string
+}
+
+/** A snapshot of a sandbox's workspace: a content-addressed archive in the ledger's blob store. */
+export interface SandboxSnapshot {
+  /** The archive's SHA-256 (64 hexadecimal characters): what `start({ from })` takes. */
+  id: string
+  sandboxId: string
+  adapter: string
+  /** Files in the archive. */
+  files: number
+  /** The archive's size in bytes. */
+  bytes: number
+  /** ISO-8601. */
+  createdAt: string
+  /** Why it was taken: `requested` (`sb.snapshot()`), `stop` or `idle` (automatic). */
+  reason: 'requested' | 'stop' | 'idle'
 }
 
 /** A file from the artifact ledger's blob store, named by its digest: only an artifact the caller's tenant can read. */
@@ -62,7 +83,15 @@ export interface SavedArtifact {
  */
 export interface SandboxArtifactStore {
   read(sha256: string, tenant: string): Promise<Buffer>
-  save(file: { tenant: string; sandboxId: string; adapter: string; path: string; content: Buffer }): Promise<SavedArtifact>
+  /** `snapshot: true` records the archive as the sandbox's snapshot rather than a file it saved. */
+  save(file: {
+    tenant: string
+    sandboxId: string
+    adapter: string
+    path: string
+    content: Buffer
+    snapshot?: boolean
+  }): Promise<SavedArtifact>
 }
 
 /** One exec: a shell command, or a program in a language the sandbox runs. */
@@ -107,6 +136,8 @@ export interface SandboxInfo {
   execs: number
   /** The sandbox's policy: the ceiling of every exec. */
   policy: SecurityPolicy
+  /** The latest snapshot of this sandbox, if one was taken. */
+  lastSnapshot?: SandboxSnapshot
 }
 
 /**
@@ -135,6 +166,12 @@ export interface Sandbox {
    * digest. `EXECGATE_LEDGER_DISABLED` when the ledger is off; `EXECGATE_WORKSPACE_NOT_FOUND` when there is no file.
    */
   saveArtifact(path: string): Promise<SavedArtifact>
+  /**
+   * Archives the workspace's files (a deterministic tar) into the ledger's blob store, recorded with this sandbox as
+   * its source; `start({ from: snapshot.id })` restores it on any node. Runs in turn with the other calls.
+   * `EXECGATE_LEDGER_DISABLED` when the ledger is off.
+   */
+  snapshot(): Promise<SandboxSnapshot>
   stop(): Promise<void>
 }
 
@@ -161,4 +198,8 @@ export interface SandboxSettings {
   idleTimeoutMs: number
   maxIdleTimeoutMs: number
   filesystem: FilesystemAccess
+  /** Snapshot the workspace when the caller stops a sandbox (the ledger on). */
+  snapshotOnStop: boolean
+  /** Snapshot the workspace when a sandbox reaches its idle timeout (the ledger on). */
+  snapshotOnIdle: boolean
 }

@@ -9,7 +9,8 @@ import type { Task, TaskEvent, TaskState } from './task-types'
  *
  * Keys, under the prefix: `task:<id>` (JSON), `seq` and `eventSeq` (counters), `tenant:<t>` (zset of ids by seq,
  * for paging), `idempotency:<t>` (hash key -> id), `state:<S>` (set of ids), `dependents:<id>` (set),
- * `events:<id>` (list of JSON events), `deadlines` (zset of never-started PENDING tasks by start-by time).
+ * `events:<id>` (list of JSON events), `deadlines` (zset of never-started PENDING tasks by start-by time). The insert
+ * script builds key names from the prefix, so the store needs one Redis (not a Cluster), like BullMQ's queue.
  */
 
 const TRANSITION = `
@@ -22,6 +23,40 @@ local seq = redis.call('INCR', KEYS[4])
 redis.call('RPUSH', KEYS[5], string.format(ARGV[3], seq))
 if ARGV[4] == '' then redis.call('ZREM', KEYS[6], ARGV[5]) else redis.call('ZADD', KEYS[6], tonumber(ARGV[4]), ARGV[5]) end
 return seq
+`
+
+/**
+ * Inserts a batch in one script: per task (8 arguments each: id, JSON, tenant, state, idempotency key, deadline score,
+ * event template, dependencies joined by newlines) it answers 1 when stored, or the id of the task already stored
+ * under the same idempotency key or the same id, which is then left as it is. Atomic, so two nodes submitting with
+ * one key (a client's retry that reached another node) or one plan step's task store one task, never two.
+ */
+const INSERT = `
+local P = ARGV[1]
+local answers = {}
+for i = 2, #ARGV, 8 do
+  local id, body, tenant, state, key, deadline, event, deps =
+    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+  local taken = false
+  if key ~= '' then
+    local other = redis.call('HGET', P .. ':idempotency:' .. tenant, key)
+    if other and redis.call('EXISTS', P .. ':task:' .. other) == 1 then taken = other end
+  end
+  if not taken and redis.call('EXISTS', P .. ':task:' .. id) == 1 then taken = id end
+  if taken then
+    answers[#answers + 1] = taken
+  else
+    if key ~= '' then redis.call('HSET', P .. ':idempotency:' .. tenant, key, id) end
+    redis.call('SET', P .. ':task:' .. id, body)
+    redis.call('ZADD', P .. ':tenant:' .. tenant, redis.call('INCR', P .. ':seq'), id)
+    redis.call('SADD', P .. ':state:' .. state, id)
+    for dep in string.gmatch(deps, '[^\\n]+') do redis.call('SADD', P .. ':dependents:' .. dep, id) end
+    redis.call('RPUSH', P .. ':events:' .. id, string.format(event, redis.call('INCR', P .. ':eventSeq')))
+    if deadline ~= '' then redis.call('ZADD', P .. ':deadlines', tonumber(deadline), id) end
+    answers[#answers + 1] = 1
+  end
+end
+return answers
 `
 
 const UPDATE = `
@@ -65,48 +100,30 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async insert(tasks: readonly Task[], reason: string): Promise<Task[]> {
-    const stored: Task[] = []
-    const fresh: Task[] = []
-    for (const task of tasks) {
-      if (task.idempotencyKey) {
-        const claimed = await this.redis.hsetnx(this.key('idempotency', task.tenant), task.idempotencyKey, task.id)
-        if (!claimed) {
-          const existing = await this.get((await this.redis.hget(this.key('idempotency', task.tenant), task.idempotencyKey))!)
-          // A key whose task never landed (a crash between the two writes) is taken over by this one.
-          if (existing) {
-            stored.push(existing)
-            continue
-          }
-          await this.redis.hset(this.key('idempotency', task.tenant), task.idempotencyKey, task.id)
-        }
-      }
-      fresh.push(task)
-      stored.push(task)
-    }
-    if (fresh.length === 0) return stored
-    const firstSeq = (await this.redis.incrby(this.key('seq'), fresh.length)) - fresh.length + 1
-    const firstEvent = (await this.redis.incrby(this.key('eventSeq'), fresh.length)) - fresh.length + 1
-    const write = this.redis.multi()
-    fresh.forEach((task, index) => {
-      const event: TaskEvent = {
-        seq: firstEvent + index,
-        taskId: task.id,
-        at: task.createdAt,
-        from: null,
-        to: task.state,
-        reason,
-        attempt: 0,
-      }
-      write.set(this.key('task', task.id), JSON.stringify(task))
-      write.zadd(this.key('tenant', task.tenant), firstSeq + index, task.id)
-      write.sadd(this.key('state', task.state), task.id)
-      for (const dependency of task.dependencies) write.sadd(this.key('dependents', dependency), task.id)
-      write.rpush(this.key('events', task.id), JSON.stringify(event))
-      const deadline = deadlineScore(task)
-      if (deadline) write.zadd(this.key('deadlines'), deadline, task.id)
+    if (tasks.length === 0) return []
+    const args = tasks.flatMap((task) => {
+      const event = JSON.stringify({ seq: 0, taskId: task.id, at: task.createdAt, from: null, to: task.state, reason, attempt: 0 })
+      return [
+        task.id,
+        JSON.stringify(task),
+        task.tenant,
+        task.state,
+        task.idempotencyKey ?? '',
+        deadlineScore(task),
+        // The event's seq comes from the script's counter, as in a transition.
+        event.replaceAll('%', '%%').replace('{"seq":0,', '{"seq":%d,'),
+        task.dependencies.join('\n'),
+      ]
     })
-    await write.exec()
-    return stored
+    const answers = (await this.redis.eval(INSERT, 0, this.prefix, ...args)) as (string | number)[]
+    // A task already stored under its idempotency key, or under its id (two nodes submitting one plan step), is the
+    // one answered: nothing is stored twice.
+    const existing = await this.getMany(answers.filter((answer): answer is string => typeof answer === 'string'))
+    const byId = new Map(existing.map((task) => [task.id, task]))
+    return tasks.map((task, index) => {
+      const answer = answers[index]
+      return typeof answer === 'string' ? (byId.get(answer) ?? task) : task
+    })
   }
 
   async get(id: string): Promise<Task | undefined> {

@@ -1,5 +1,6 @@
 import path from 'node:path'
-import { ExecgateError, requireOptional } from '../../core'
+import { ExecgateError, requireOptional, type ExecutionRequest, type ValidationReport } from '../../core'
+import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import { BullmqDispatcher, type TaskDispatcher } from './bullmq-dispatcher'
 import { RedisTaskStore } from './redis-task-store'
@@ -58,7 +59,16 @@ export interface TaskServiceOptions {
   run?: boolean
   /** Opens the bucket workspace of a task that keeps one (a plan step's, `fabric.plans.workspaces: s3`). */
   workspaceFor?: TaskSchedulerOptions['workspaceFor']
+  /**
+   * The ExecutionService's `check`: what a run would refuse before anything runs, for its caller. With it a resume
+   * whose request (the task's, with the changes) loosens the task's policy profile, or is malformed, is refused then
+   * and there (`EXECGATE_RESUME_REFUSED`, the task stays SUSPENDED); without it such a run ends `policy_violation`.
+   */
+  check?: (request: ExecutionRequest, options: ExecuteOptions) => ValidationReport
 }
+
+/** The issues of `check` that are about the request and its limits (the static checks of the code are the run's). */
+const RESUME_REFUSALS = new Set(['policy_violation', 'invalid_request'])
 
 const DEFAULT_TENANT = 'local'
 
@@ -133,6 +143,20 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     return task
   }
   const conflict = (task: Task, action: string) => new ExecgateError('EXECGATE_TASK_CONFLICT', { id: task.id, state: task.state, action })
+  // Checked as the run would be (the task's profile and workspace grant), before the task moves.
+  const refuseLoosening = (task: Task, changes: ResumeChanges = {}) => {
+    if (!options.check || task.state !== 'SUSPENDED') return
+    const report = options.check(
+      { ...task.request, ...changes },
+      {
+        tenant: task.tenant,
+        ...(task.profile ? { profile: task.profile } : {}),
+        ...(task.workspaceAccess ? { workspaceAccess: task.workspaceAccess } : {}),
+      },
+    )
+    const refusal = report.issues.find((issue) => issue.severity === 'error' && RESUME_REFUSALS.has(issue.code))
+    if (refusal) throw new ExecgateError('EXECGATE_RESUME_REFUSED', { id: task.id, reason: refusal.message.replace(/^\[execgate\] /, '') })
+  }
   let starting: Promise<void> | undefined
   const ready = () => (options.run === false ? Promise.resolve() : (starting ??= scheduler.start()))
   const service: TaskService = {
@@ -165,6 +189,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     async resume(id, changes, caller) {
       await ready()
       const task = await owned(id, caller)
+      refuseLoosening(task, changes)
       return (await scheduler.resume(id, changes)) ?? Promise.reject(conflict(task, 'resumed (only SUSPENDED tasks can)'))
     },
     list: (filter = {}, caller) => store.list({ ...filter, tenant: submitter(caller).tenant }),

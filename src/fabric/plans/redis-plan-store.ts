@@ -1,0 +1,219 @@
+import type { Redis } from 'ioredis'
+import type { PlanListFilter, PlanPage, PlanStore } from './plan-store'
+import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent } from './plan-types'
+
+/**
+ * Plans on Redis (`fabric.store = redis`), shared by every `execgate serve` node and worker that reaches it. Each
+ * write of a plan is one Lua script: the compare-and-set on its `rev`, its indexes and its events land together or
+ * not at all, so when several nodes see the same step end, exactly one of them advances the plan (the others lose
+ * the compare-and-set, read the plan again and find nothing left to do). Every write is published on one channel,
+ * so any node's event streams hear it at once.
+ *
+ * Keys under the prefix: `plan:<id>` (hash: body, rev, state, seq, tenant), `seq` (counter), `tenant:<t>` (zset of ids
+ * by seq, for paging), `active` (zset of plans not ended), `events:<id>` (list: an event's seq is its position from 1),
+ * `mirrored:<id>` (hash task id → the last task event copied), `mirroredSeqs:<id>` (set of the task events copied),
+ * `engine:<owner>` (a node's lease, renewed while its engine runs). The scripts build no key names of their own.
+ */
+
+const INSERT = `
+local seq = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'body', ARGV[1], 'rev', ARGV[2], 'state', ARGV[3], 'seq', seq, 'tenant', ARGV[4])
+redis.call('ZADD', KEYS[3], seq, ARGV[5])
+redis.call('ZADD', KEYS[4], seq, ARGV[5])
+local first = redis.call('LLEN', KEYS[5]) + 1
+for i = 6, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[i]) end
+redis.call('PUBLISH', KEYS[6], ARGV[5])
+return first
+`
+
+/** Compare-and-set on rev: ARGV[1] the rev expected, [2] body, [3] new rev, [4] state, [5] '1' when it ended, [6] id. */
+const UPDATE = `
+if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', ARGV[3], 'state', ARGV[4])
+if ARGV[5] == '1' then redis.call('ZREM', KEYS[3], ARGV[6]) end
+local first = redis.call('LLEN', KEYS[2]) + 1
+for i = 7, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('PUBLISH', KEYS[4], ARGV[6])
+return first
+`
+
+/** Appends each step event not copied yet: ARGV[1] the plan id, then (task id, task seq, body) per event. */
+const MIRROR = `
+local seqs = {}
+for i = 2, #ARGV, 3 do
+  if redis.call('SADD', KEYS[2], ARGV[i + 1]) == 1 then
+    local last = tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0')
+    if tonumber(ARGV[i + 1]) > last then redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+    seqs[#seqs + 1] = redis.call('RPUSH', KEYS[1], ARGV[i + 2])
+  else
+    seqs[#seqs + 1] = 0
+  end
+end
+if #seqs > 0 then redis.call('PUBLISH', KEYS[4], ARGV[1]) end
+return seqs
+`
+
+export interface RedisPlanStoreOptions {
+  /** An ioredis connection this store may use (and closes on `close` when `ownsConnection`). */
+  redis: Redis
+  /** Key prefix, so several deployments can share one Redis. @default 'execgate:plans' */
+  prefix?: string
+  ownsConnection?: boolean
+}
+
+export class RedisPlanStore implements PlanStore {
+  private readonly redis: Redis
+  private readonly prefix: string
+  private subscriber: Redis | undefined
+  private readonly watchers = new Set<(planId: string) => void>()
+
+  constructor(private readonly options: RedisPlanStoreOptions) {
+    this.redis = options.redis
+    this.prefix = options.prefix ?? 'execgate:plans'
+  }
+
+  private key(...parts: string[]): string {
+    return [this.prefix, ...parts].join(':')
+  }
+
+  private number(events: readonly NewPlanEvent[], planId: string, first: number): PlanEvent[] {
+    return events.map((event, index) => ({ ...event, seq: first + index, planId }) as PlanEvent)
+  }
+
+  async insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]> {
+    const first = (await this.redis.eval(
+      INSERT,
+      6,
+      this.key('plan', plan.id),
+      this.key('seq'),
+      this.key('tenant', plan.tenant),
+      this.key('active'),
+      this.key('events', plan.id),
+      this.key('changes'),
+      JSON.stringify(plan),
+      String(plan.rev),
+      plan.state,
+      plan.tenant,
+      plan.id,
+      ...events.map((event) => JSON.stringify(event)),
+    )) as number
+    return this.number(events, plan.id, first)
+  }
+
+  async get(id: string): Promise<Plan | undefined> {
+    const body = await this.redis.hget(this.key('plan', id), 'body')
+    return body ? (JSON.parse(body) as Plan) : undefined
+  }
+
+  private async bodies(ids: readonly string[]): Promise<(Plan | undefined)[]> {
+    if (ids.length === 0) return []
+    const read = this.redis.pipeline()
+    for (const id of ids) read.hget(this.key('plan', id), 'body')
+    const results = (await read.exec()) ?? []
+    return results.map(([, body]) => (typeof body === 'string' ? (JSON.parse(body) as Plan) : undefined))
+  }
+
+  async list(filter: PlanListFilter): Promise<PlanPage> {
+    const limit = Math.min(Math.max(filter.limit ?? 50, 1), 500)
+    const newest = filter.order === 'newest'
+    const key = this.key('tenant', filter.tenant)
+    const matched: { seq: number; plan: Plan }[] = []
+    let after = Number(filter.cursor ?? 0) || 0
+    // A state filter applies after reading, a batch of the tenant's plans at a time, until the page is full.
+    while (matched.length <= limit) {
+      const batch = newest
+        ? await this.redis.zrevrangebyscore(key, after ? `(${after}` : '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, 200)
+        : await this.redis.zrangebyscore(key, `(${after}`, '+inf', 'WITHSCORES', 'LIMIT', 0, 200)
+      if (batch.length === 0) break
+      const ids = batch.filter((_, index) => index % 2 === 0)
+      const seqs = batch.filter((_, index) => index % 2 === 1).map(Number)
+      ;(await this.bodies(ids)).forEach((plan, index) => {
+        if (plan && (!filter.state || plan.state === filter.state)) matched.push({ seq: seqs[index]!, plan })
+      })
+      after = seqs[seqs.length - 1]!
+    }
+    const page = matched.slice(0, limit)
+    return { plans: page.map((entry) => entry.plan), ...(matched.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
+  }
+
+  async update(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[] | undefined> {
+    const first = (await this.redis.eval(
+      UPDATE,
+      4,
+      this.key('plan', plan.id),
+      this.key('events', plan.id),
+      this.key('active'),
+      this.key('changes'),
+      String(plan.rev - 1),
+      JSON.stringify(plan),
+      String(plan.rev),
+      plan.state,
+      isPlanFinal(plan.state) ? '1' : '0',
+      plan.id,
+      ...events.map((event) => JSON.stringify(event)),
+    )) as number
+    return first === 0 ? undefined : this.number(events, plan.id, first)
+  }
+
+  async active(): Promise<Plan[]> {
+    const plans = await this.bodies(await this.redis.zrange(this.key('active'), '0', '-1'))
+    return plans.filter((plan): plan is Plan => plan !== undefined && !isPlanFinal(plan.state))
+  }
+
+  async mirror(planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]): Promise<PlanEvent[]> {
+    if (events.length === 0) return []
+    const seqs = (await this.redis.eval(
+      MIRROR,
+      4,
+      this.key('events', planId),
+      this.key('mirroredSeqs', planId),
+      this.key('mirrored', planId),
+      this.key('changes'),
+      planId,
+      ...events.flatMap((event) => [event.taskId, String(event.taskSeq), JSON.stringify(event)]),
+    )) as number[]
+    return events.flatMap((event, index) => (seqs[index] ? [{ ...event, seq: seqs[index], planId } as PlanEvent] : []))
+  }
+
+  async mirrored(planId: string): Promise<Map<string, number>> {
+    const last = await this.redis.hgetall(this.key('mirrored', planId))
+    return new Map(Object.entries(last).map(([taskId, seq]) => [taskId, Number(seq)]))
+  }
+
+  async events(planId: string, afterSeq = 0): Promise<PlanEvent[]> {
+    const raws = await this.redis.lrange(this.key('events', planId), String(afterSeq), '-1')
+    return raws.map((raw, index) => ({ ...(JSON.parse(raw) as NewPlanEvent), seq: afterSeq + index + 1, planId }) as PlanEvent)
+  }
+
+  /** Hears every plan written by any node (the id of the plan), through a connection of its own opened at the first call. */
+  watch(listener: (planId: string) => void): () => void {
+    if (!this.subscriber) {
+      const subscriber = (this.subscriber = this.redis.duplicate())
+      subscriber.on('message', (_channel: string, planId: string) => this.watchers.forEach((watcher) => watcher(planId)))
+      // A subscription that fails leaves the tick to find other nodes' writes: slower, never wrong.
+      subscriber.subscribe(this.key('changes')).catch(() => undefined)
+    }
+    this.watchers.add(listener)
+    return () => this.watchers.delete(listener)
+  }
+
+  /** Renews this engine's lease: while it holds one, the plans it revises are not taken over. */
+  async heartbeat(owner: string, ttlMs: number): Promise<void> {
+    await this.redis.set(this.key('engine', owner), '1', 'PX', Math.max(1, Math.round(ttlMs)))
+  }
+
+  async release(owner: string): Promise<void> {
+    await this.redis.del(this.key('engine', owner))
+  }
+
+  /** Whether the engine named `owner` renewed its lease lately, on whichever machine it runs. */
+  async ownerAlive(owner: string): Promise<boolean> {
+    return (await this.redis.exists(this.key('engine', owner))) === 1
+  }
+
+  async close(): Promise<void> {
+    this.watchers.clear()
+    await this.subscriber?.quit().catch(() => this.subscriber?.disconnect())
+    if (this.options.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect())
+  }
+}

@@ -1,0 +1,112 @@
+import { ContainerModule } from 'inversify'
+import { createExecgate, tokens, type Execgate } from '../../src'
+import { EgressGateway, tableResolver } from '../../src/egress'
+import { startLoopbackServers, type LoopbackServers } from './loopback-servers'
+
+/**
+ * pyodide's network: its own http helpers (`pyodide.http.pyfetch`, `open_url`) and urllib are steered to the run's
+ * `http_request` host function, so every request goes through the egress gateway's rules, address check and record.
+ */
+let servers: LoopbackServers
+let execgate: Execgate
+const TOKEN = 'sk-pyodide-0123456789abcdef'
+
+beforeAll(async () => {
+  servers = await startLoopbackServers()
+  const gateway = new EgressGateway({
+    resolver: tableResolver({ 'api.example.test': '127.0.0.1', 'metadata.example.test': '169.254.169.254' }),
+    allowPrivateRanges: ['127.0.0.0/8'],
+    secrets: { api: { env: 'API_TOKEN', hosts: [`api.example.test:${servers.http.port}`] } },
+    environment: { API_TOKEN: TOKEN },
+  })
+  execgate = await createExecgate({
+    overrides: {
+      execution: { enabled: ['pyodide'] },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      security: {
+        defaultPolicy: {
+          wallTimeMs: 20_000,
+          cpuTimeMs: 20_000,
+          network: [`*.example.test:${servers.http.port}`],
+          allowedImports: ['urllib', 'json', 'pyodide', 'asyncio'],
+          hostCalls: { maxCount: 50, maxTotalMs: 20_000 },
+        },
+      },
+    },
+    modules: [new ContainerModule(({ rebindSync }) => void rebindSync(tokens.EgressGateway).toConstantValue(gateway))],
+  })
+}, 120_000)
+afterAll(async () => {
+  await execgate?.dispose()
+  await servers?.close()
+})
+
+const python = (code: string, network?: 'none') =>
+  execgate.execute({ language: 'python', code, adapter: 'pyodide', ...(network ? { policy: { network } } : {}) })
+
+test('urllib, pyfetch and open_url go through the gateway; the record has each request', async () => {
+  const url = `http://api.example.test:${servers.http.port}/hello`
+  const result = await python(`import urllib.request, json
+from pyodide.http import pyfetch, open_url
+a = urllib.request.urlopen('${url}').read().decode()
+r = await pyfetch('${url}')
+b = [r.status, r.ok, await r.text()]
+c = open_url('${url}').read()
+d = json.loads(urllib.request.urlopen(urllib.request.Request('http://api.example.test:${servers.http.port}/echo', data=b'{"x": 1}', method='POST')).read())
+[a, b, c, d]`)
+  expect(result).toMatchObject({
+    status: 'ok',
+    value: ['hello from loopback', [200, true, 'hello from loopback'], 'hello from loopback', { x: 1 }],
+  })
+  expect(result.egress?.map((record) => [record.method, record.host, record.status, record.decision])).toEqual([
+    ['GET', 'api.example.test', 200, 'allowed'],
+    ['GET', 'api.example.test', 200, 'allowed'],
+    ['GET', 'api.example.test', 200, 'allowed'],
+    ['POST', 'api.example.test', 200, 'allowed'],
+  ])
+}, 60_000)
+
+test('a refused address is an error inside the code, naming why; the record has it', async () => {
+  const result = await python(`import urllib.request, urllib.error
+try:
+    urllib.request.urlopen('http://metadata.example.test:${servers.http.port}/latest/meta-data/')
+    r = 'reached'
+except urllib.error.URLError as e:
+    r = str(e.reason)
+r`)
+  expect(result).toMatchObject({ status: 'ok', value: expect.stringMatching(/169\.254\.169\.254 is in a link-local/) })
+  expect(result.egress).toEqual([expect.objectContaining({ decision: 'denied', rule: 'private address' })])
+}, 60_000)
+
+test('an HTTP error status is urllib HTTPError, as with sockets', async () => {
+  const result = await python(`import urllib.request, urllib.error
+try:
+    urllib.request.urlopen('http://api.example.test:${servers.http.port}/missing')
+    r = 'no error'
+except urllib.error.HTTPError as e:
+    r = e.code
+r`)
+  expect(result).toMatchObject({ status: 'ok', value: 404 })
+}, 60_000)
+
+test('a run whose policy allows no network: the helpers refuse, and the next run with network works again', async () => {
+  const closed = await python(
+    `import urllib.request\ntry:\n    urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello')\n    r = 'reached'\nexcept Exception as e:\n    r = str(e)\nr`,
+    'none',
+  )
+  expect(closed).toMatchObject({ status: 'ok', value: expect.stringMatching(/network access is not allowed/) })
+  expect(closed.egress).toBeUndefined()
+  const open = await python(
+    `import urllib.request\nurllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode()`,
+  )
+  expect(open).toMatchObject({ status: 'ok', value: 'hello from loopback' })
+}, 60_000)
+
+test('the secret reaches its host and never the code', async () => {
+  const result = await python(`import urllib.request, json
+json.loads(urllib.request.urlopen('http://api.example.test:${servers.http.port}/headers').read()).get('authorization')`)
+  expect(servers.seen.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`)
+  expect(result.value).toBe(`Bearer ${'*'.repeat(TOKEN.length)}`)
+  expect(JSON.stringify(result)).not.toContain(TOKEN)
+}, 60_000)
