@@ -33,6 +33,7 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   admission: () => import('./admission'),
   ledger: () => import('./ledger'),
   plans: () => import('./plans'),
+  scale: () => import('./scale'),
   sandboxes: () => import('./sandboxes'),
   snapshots: () => import('./snapshots'),
   data: () => import('./data'),

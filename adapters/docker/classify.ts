@@ -1,6 +1,6 @@
 import type { ExecutionStatus } from '../../src/core'
 import { outOfMemoryEvidence } from '../shared/out-of-memory'
-import { parseReport } from '../shared/run-report'
+import { parseReport, reportOutputs } from '../shared/run-report'
 import type { ContainerOutcome } from './container-run'
 
 /**
@@ -14,7 +14,13 @@ export function classify(
   cpuTimeMs: number,
   stderr: string,
   subject = 'the container',
-): { status: ExecutionStatus; value?: unknown; error?: { type: string; message: string; line?: number } } {
+): {
+  status: ExecutionStatus
+  value?: unknown
+  error?: { type: string; message: string; line?: number }
+  outputs?: unknown
+  outputsOmitted?: number
+} {
   if (outcome.stoppedFor === 'timeout')
     return {
       status: 'timeout',
@@ -30,15 +36,15 @@ export function classify(
       error: { type: 'EngineError', message: `[execgate] [docker] the engine refused the run: ${outcome.engineError}` },
     }
   const report = parseReport(outcome.report)
-  if (report?.ok) return { status: 'ok', value: report.value }
+  if (report?.ok) return { status: 'ok', value: report.value, ...reportOutputs(report) }
   if (report?.error) {
     if (report.error.type === 'MemoryError')
       return {
         status: 'memory_limit',
         error: { ...report.error, message: `memory limit reached (${memoryMb} MiB): ${report.error.message || 'MemoryError'}` },
       }
-    if (report.error.type === 'PolicyViolation') return { status: 'policy_violation', error: report.error }
-    return { status: 'error', error: report.error }
+    if (report.error.type === 'PolicyViolation') return { status: 'policy_violation', error: report.error, ...reportOutputs(report) }
+    return { status: 'error', error: report.error, ...reportOutputs(report) }
   }
   const lastLine = stderr.trim().split('\n').pop() ?? ''
   // 137 without our own kill: the cgroup's OOM killer (some engines leave OOMKilled false).

@@ -25,6 +25,8 @@ const OVERFLOW_DRAIN_BYTES = 1024 * 1024
  */
 class ReportFilter {
   private head = ''
+  /** Text held after a record separator beyond this is the code's own output, not a report: it is passed on. */
+  private readonly heldLimit: number
   private ready = false
   private held = ''
   report = ''
@@ -32,7 +34,10 @@ class ReportFilter {
     private readonly nonce: string,
     private readonly forward: (text: string) => void,
     private readonly onReady: () => void,
-  ) {}
+    reportLimitBytes: number,
+  ) {
+    this.heldLimit = Math.max(4 * 1024 * 1024, reportLimitBytes)
+  }
   write(text: string): void {
     if (!this.ready) {
       // The runner writes the ready line before anything else; whatever else comes first is passed on as is.
@@ -47,6 +52,10 @@ class ReportFilter {
     }
     if (this.held) {
       this.held += text
+      if (this.held.length > this.heldLimit) {
+        this.forward(this.held)
+        this.held = ''
+      }
       return
     }
     const at = text.indexOf(RECORD_SEPARATOR)
@@ -102,6 +111,8 @@ export async function runContainer(
   spec: Docker.ContainerCreateOptions,
   options: {
     nonce: string
+    /** The largest report the runner may send (reportLimitBytes of the policy). */
+    reportLimitBytes?: number
     /** From the create call to the runner's ready line; past it the container is killed (a stalled engine or start). */
     startupTimeoutMs: number
     output: OutputCapture
@@ -142,6 +153,7 @@ export async function runContainer(
         controller.stop('output_limit')
     },
     startCode,
+    options.reportLimitBytes ?? 0,
   )
   let stalled = false
   let stall: () => void = () => undefined

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import {
+  outputResultFields,
   OutputCapture,
   createResult,
   describeError,
@@ -23,6 +24,7 @@ import {
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
+import { reportLimitBytes, runnerOutputLimits } from '../shared/python-outputs'
 import { DOCKER_OPTIONS_SCHEMA, type DockerAdapterOptions, type DockerOptions } from './options'
 import { runContainer } from './container-run'
 import { classify } from './classify'
@@ -147,7 +149,17 @@ export class DockerAdapter implements CodeExecutionAdapter {
     const cpuSeconds = Math.max(1, Math.ceil(policy.cpuTimeMs / 1000))
     const argv =
       language === 'python'
-        ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', DOCKER_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
+        ? [
+            '/usr/bin/python3',
+            '-I',
+            '-B',
+            '-u',
+            '-c',
+            DOCKER_PYTHON_RUNNER,
+            'run',
+            policy.allowedImports.join(','),
+            runnerOutputLimits(policy),
+          ]
         : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', DOCKER_NODE_RUNNER]
     const egress = context.egress
       ? containerEgress((this.egressFiles ??= writeEgressBridgeFiles()), await context.egress.endpoint(), language)
@@ -213,6 +225,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
     const outcome = await runContainer(await this.docker(), spec, {
       nonce,
+      reportLimitBytes: reportLimitBytes(policy),
       startupTimeoutMs: this.settings.startupTimeoutMs,
       output,
       // The code's time starts when the runner reaches it (create, start and the interpreter's start cost 0.3–0.6 s,
@@ -223,13 +236,22 @@ export class DockerAdapter implements CodeExecutionAdapter {
         void removal.finally(() => this.running.delete(removal))
       },
     })
-    const { status, value, error } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)
+    const {
+      status: classified,
+      value,
+      error,
+      outputs,
+      outputsOmitted,
+    } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)
     const captured = output.finish(valueBytes(value))
-    const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status
+    const rich = outputResultFields(classified, outputs, outputsOmitted, policy, 'docker')
+    const final: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     return createResult(final, NAME, {
       ...captured,
       value,
       error,
+      ...(rich.message ? { message: rich.message } : {}),
+      ...(rich.outputs ? { outputs: rich.outputs } : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
     })
   }

@@ -17,7 +17,10 @@ import type { ContainerOutcome } from './container-run'
 const OVERFLOW_DRAIN_BYTES = 1024 * 1024
 /** After a kill, how long the exec waits for its stream to end before it answers anyway (as container-run's). */
 const STOP_CONFIRM_MS = 500
-/** Text held after a record separator beyond this is the code's own output, not a report: it is passed on. */
+/**
+ * Text held after a record separator beyond this is the code's own output, not a report: it is passed on. The
+ * report can be as large as the policy's outputs allow (reportLimitBytes), so the exec's own limit is at least that.
+ */
 const HELD_LIMIT = 4 * 1024 * 1024
 
 export type SandboxExecOutcome = ContainerOutcome
@@ -37,6 +40,7 @@ class MarkedStream {
     private readonly nonce: string,
     private readonly forward: (text: string) => void,
     private readonly events: { expectReady: boolean; onReady?: () => void; onExit: () => void },
+    private readonly heldLimit = HELD_LIMIT,
   ) {
     this.ready = !events.expectReady
   }
@@ -64,7 +68,7 @@ class MarkedStream {
       this.exitCode = Number(exit[1])
       this.held = this.held.slice(0, this.held.length - exit[0].length)
       this.events.onExit()
-    } else if (this.held.length > HELD_LIMIT) {
+    } else if (this.held.length > this.heldLimit) {
       this.forward(this.held)
       this.held = ''
     }
@@ -108,6 +112,8 @@ export async function runSandboxExec(
     startupTimeoutMs: number
     launcherReady: boolean
     kill: () => Promise<unknown>
+    /** The largest report the runner may send (reportLimitBytes of the policy). */
+    reportLimitBytes?: number
   },
 ): Promise<SandboxExecOutcome> {
   const { controller, output } = options

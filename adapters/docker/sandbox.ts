@@ -3,6 +3,7 @@ import { PassThrough, type Duplex } from 'node:stream'
 import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import {
+  outputResultFields,
   ExecgateError,
   OutputCapture,
   createResult,
@@ -19,6 +20,7 @@ import {
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
 import { currentOwner, formatOwner, ownerMayBeAlive, parseOwner } from '../shared/sandbox-owner'
+import { reportLimitBytes, runnerOutputLimits } from '../shared/python-outputs'
 import { classify } from './classify'
 import type { DockerOptions } from './options'
 import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } from './runners'
@@ -186,7 +188,17 @@ export class DockerSandbox implements AdapterSandbox {
       env = code
       argv =
         request.language === 'python'
-          ? ['/usr/bin/python3', '-I', '-B', '-u', '-c', SANDBOX_PYTHON_RUNNER, 'run', policy.allowedImports.join(',')]
+          ? [
+              '/usr/bin/python3',
+              '-I',
+              '-B',
+              '-u',
+              '-c',
+              SANDBOX_PYTHON_RUNNER,
+              'run',
+              policy.allowedImports.join(','),
+              runnerOutputLimits(policy),
+            ]
           : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', SANDBOX_NODE_RUNNER]
     } else {
       return createResult('invalid_request', 'docker', {
@@ -220,23 +232,26 @@ export class DockerSandbox implements AdapterSandbox {
         startupTimeoutMs: this.settings.startupTimeoutMs,
         launcherReady: request.language === 'bash',
         kill: () => this.killAll(user),
+        reportLimitBytes: reportLimitBytes(policy),
       },
     )
     if (outcome.stoppedFor) await this.settle()
-    const { status, value, error } = classify(
-      outcome,
-      policy.memoryMb,
-      policy.wallTimeMs,
-      policy.cpuTimeMs,
-      output.finish().stderr,
-      'the exec',
-    )
+    const {
+      status: classified,
+      value,
+      error,
+      outputs,
+      outputsOmitted,
+    } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr, 'the exec')
     const captured = output.finish(valueBytes(value))
-    const final: ExecutionStatus = status === 'ok' && captured.truncated ? 'output_limit' : status
+    const rich = outputResultFields(classified, outputs, outputsOmitted, policy, 'docker')
+    const final: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     return createResult(final, 'docker', {
       ...captured,
       value,
       error,
+      ...(rich.message ? { message: rich.message } : {}),
+      ...(rich.outputs ? { outputs: rich.outputs } : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
     })
   }

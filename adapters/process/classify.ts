@@ -1,12 +1,15 @@
 import type { ExecutionErrorInfo, ExecutionStatus, SecurityPolicy } from '../../src/core'
 import { outOfMemoryEvidence } from '../shared/out-of-memory'
-import { parseReport } from '../shared/run-report'
+import { parseReport, reportOutputs } from '../shared/run-report'
 import type { SpawnedRun } from './spawn-sandbox'
 
 export interface RunOutcome {
   status: ExecutionStatus
   value?: unknown
   error?: ExecutionErrorInfo
+  /** The runner's rich outputs, unchecked, and how many it left out. */
+  outputs?: unknown
+  outputsOmitted?: number
 }
 
 /** The launcher's exit code when the workspace could not be prepared (see LAUNCHER). */
@@ -41,15 +44,16 @@ export function classifyExit(run: SpawnedRun, policy: SecurityPolicy, stderr: st
     }
 
   const report = parseReport(run.report)
-  if (report?.ok) return { status: 'ok', value: report.value }
+  if (report?.ok) return { status: 'ok', value: report.value, ...reportOutputs(report) }
   if (report?.error) {
     if (report.error.type === 'MemoryError')
       return {
         status: 'memory_limit',
         error: { ...report.error, message: `memory limit reached (${policy.memoryMb} MiB): ${report.error.message || 'MemoryError'}` },
+        ...reportOutputs(report),
       }
-    if (report.error.type === 'PolicyViolation') return { status: 'policy_violation', error: report.error }
-    return { status: 'error', error: report.error }
+    if (report.error.type === 'PolicyViolation') return { status: 'policy_violation', error: report.error, ...reportOutputs(report) }
+    return { status: 'error', error: report.error, ...reportOutputs(report) }
   }
 
   const code = run.exitCode

@@ -3,6 +3,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
+  outputResultFields,
   createResult,
   describeError,
   enforcementTable,
@@ -23,6 +24,7 @@ import {
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
+import { reportLimitBytes } from '../shared/python-outputs'
 import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions } from './options'
 import { writeEgressBridgeFiles, type EgressBridgeFiles } from './egress-bridge'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
@@ -210,7 +212,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const outcome = classifyExit(run, context.policy, output.finish().stderr)
     const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
     const captured = output.finish(valueBytes(returned))
-    const status: ExecutionStatus = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    const rich = outputResultFields(outcome.status, outcome.outputs, outcome.outputsOmitted, context.policy, NAME)
+    const status: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     const unpacked = collectFiles && run.filesArchive && !run.stoppedFor ? unpackFiles(run.filesArchive) : undefined
     const mounted = new Set(mounts.map((mount) => mount.path))
     const workspace = unpacked && { ...unpacked, files: unpacked.files.filter((file) => !mounted.has(file.path)) }
@@ -218,6 +221,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       ...captured,
       value: returned,
       error: outcome.error,
+      ...(rich.message ? { message: rich.message } : {}),
+      ...(rich.outputs ? { outputs: rich.outputs } : {}),
       files: workspace?.files,
       ...(workspace?.skipped.length || run.archiveCut
         ? {
@@ -286,7 +291,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
           policy: shape.policy,
           controller,
           output,
-          reportLimitBytes: context.policy.outputBytes + 4096,
+          reportLimitBytes: reportLimitBytes(context.policy),
         })
         return run
       }
@@ -304,7 +309,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         collectFiles: shape.collectFiles,
         controller,
         output,
-        reportLimitBytes: context.policy.outputBytes + 4096,
+        reportLimitBytes: reportLimitBytes(context.policy),
         archiveLimitBytes: this.plan.workspaceMb * 2 ** 20 * 2,
       })
       return run
@@ -384,6 +389,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       allowedImports: [],
       hostCalls: { maxCount: 0, maxTotalMs: 0 },
       maxProcesses: 32,
+      maxOutputs: 0,
+      outputsBytes: 0,
       required: [],
     }
     const context: ExecutionContext = {
@@ -496,6 +503,8 @@ function probeContext(): ExecutionContext {
     allowedImports: [],
     hostCalls: { maxCount: 0, maxTotalMs: 0 },
     maxProcesses: 4,
+    maxOutputs: 0,
+    outputsBytes: 0,
     required: [],
   }
   return { traceId: 'process-availability', policy, signal: new AbortController().signal, deadline: performance.now() + policy.wallTimeMs }

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import {
+  outputResultFields,
   OutputCapture,
   createResult,
   describeError,
@@ -13,6 +14,7 @@ import {
   type SandboxFileEntry,
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
+import { reportLimitBytes } from '../shared/python-outputs'
 import { classifyExit } from './classify'
 import { releaseDirectory, type SandboxDirectory } from './sandbox-directories'
 import { sandboxCommand, type SandboxPlan } from './sandbox'
@@ -72,7 +74,7 @@ export class ProcessSandbox implements AdapterSandbox {
         collectFiles: false,
         controller: new RunController(context),
         output,
-        reportLimitBytes: policy.outputBytes + 4096,
+        reportLimitBytes: reportLimitBytes(policy),
         archiveLimitBytes: 0,
       })
       // A kill may leave stragglers for a moment; the next exec (and the host's file operations) must find none.
@@ -80,11 +82,14 @@ export class ProcessSandbox implements AdapterSandbox {
       const outcome = classifyExit(run, policy, output.finish().stderr)
       const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
       const captured = output.finish(valueBytes(returned))
-      const status: ExecutionStatus = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+      const rich = outputResultFields(outcome.status, outcome.outputs, outcome.outputsOmitted, policy, 'process')
+      const status: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
       return createResult(status, 'process', {
         ...captured,
         value: returned,
         error: outcome.error,
+        ...(rich.message ? { message: rich.message } : {}),
+        ...(rich.outputs ? { outputs: rich.outputs } : {}),
         usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
       })
     } catch (error) {

@@ -5,6 +5,7 @@ import path from 'node:path'
 import type { FileMount, SecurityPolicy } from '../../src/core'
 import { egressBridgeArgs, type EgressBridgeFiles } from './egress-bridge'
 import { FD, NODE_RUNNER, PYTHON_RUNNER, SANDBOX_PATHS, launcherScript, type LauncherLimits } from './runners'
+import { runnerOutputLimits } from '../shared/python-outputs'
 
 /** What the command line of one sandboxed run is built from. */
 export interface SandboxPlan {
@@ -113,7 +114,7 @@ function programArgv(plan: SandboxPlan, shape: RunShape): string[] {
         '-B',
         '-u',
         ...(plan.pythonRunnerPyc ? [RUNNER_PYC] : ['-c', PYTHON_RUNNER]),
-        ...(shape.mode === 'check' ? ['check'] : ['run', shape.policy.allowedImports.join(',')]),
+        ...(shape.mode === 'check' ? ['check'] : ['run', shape.policy.allowedImports.join(','), runnerOutputLimits(shape.policy)]),
       ]
     case 'javascript':
       return [plan.interpreters.javascript, `--max-old-space-size=${shape.policy.memoryMb}`, '-e', NODE_RUNNER, ...check]

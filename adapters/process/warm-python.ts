@@ -9,6 +9,7 @@ import type { OutputCapture, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { pythonRunner } from '../shared/interpreter-runners'
+import { runnerOutputLimits } from '../shared/python-outputs'
 import { FD } from './runners'
 import { zygoteSource } from './warm-zygote-source'
 import type { SpawnedRun } from './spawn-sandbox'
@@ -305,6 +306,7 @@ export class WarmPython {
       ...(options.uid === undefined ? {} : { uid: options.uid }),
       workspaceMb: this.plan.workspaceMb,
       allowedImports: policy.allowedImports,
+      outputs: runnerOutputLimits(policy),
       ...(this.plan.seccompFilter ? { seccomp: this.plan.seccompFilter.toString('base64') } : {}),
       limits: {
         dataBytes: policy.memoryMb * 2 ** 20,

@@ -147,7 +147,7 @@ def run_code(request, code, stdin, ends):
     os.environ.update({'PATH': '/usr/bin:/bin', 'HOME': '/workspace', 'TMPDIR': '/tmp', 'LANG': 'C.UTF-8', 'MPLBACKEND': 'Agg', 'MPLCONFIGDIR': '/tmp/matplotlib'})
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    sys.argv = ['execgate', 'run', ','.join(request['allowedImports'])]
+    sys.argv = ['execgate', 'run', ','.join(request['allowedImports']), request.get('outputs', '')]
     try:
         exec(RUNNER, {'__name__': '__execgate_runner__', '__builtins__': builtins, '_CODE': code})
         sys.stdout.flush()

@@ -1,3 +1,5 @@
+import { PYTHON_OUTPUTS } from './python-outputs'
+
 /**
  * The programs that run around the user's code in an OS sandbox or a container (process, docker, bedrock): they read
  * the code as their `RunnerIo` says, run it, and report the value (or the error, with its line) as one JSON document,
@@ -83,11 +85,13 @@ def _json(v, depth=0):
     if isinstance(v, (list, tuple, set, frozenset)): return '[' + ','.join(_json(x, depth + 1) for x in v) + ']'
     return _json(repr(v))
 ${io.send}
-def _report(doc, pid=os.getpid(), send=_send):
+${PYTHON_OUTPUTS}
+_OUT = _Outputs(sys.argv[3] if len(sys.argv) > 3 and sys.argv[1] == 'run' else '')
+def _report(doc, pid=os.getpid(), send=_send, outputs=_OUT):
     # A process the code forks runs this epilogue too (its own exception, its own "ok"): only the runner reports,
     # or a fork bomb's children would write over its report (hostile case py-fork-bomb).
     if os.getpid() == pid:
-        send(doc)
+        send(outputs.report(doc))
 def _split(src):
     """The code before its final expression, and that expression (compiled), or (None, None)."""
     lines = src.split('\n')
@@ -113,15 +117,20 @@ def _main():
         body, final = _split(src)
         ${io.guard === false ? '' : "_execgate_guard(sys.argv[2].split(',') if sys.argv[2] else ())"}
         scope = ${io.scope ?? "{'__name__': '__main__', '__builtins__': __builtins__}"}
+        scope['display'] = _OUT.display
+        _OUT.watch_pyplot()
         if final is None:
             exec(whole, scope)
             value = None
         else:
             exec(body, scope)
             value = eval(final, scope)
+        if _OUT.finish(value):
+            value = None
         sys.stdout.flush()
         _report('{"ok":true}' if value is None else '{"ok":true,"value":' + _json(value) + '}')
     except SystemExit as error:
+        _OUT.finish(None)
         code = error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
         _report('{"ok":true}' if code == 0 else '{"error":{"type":"SystemExit","message":"the program exited with code %d"}}' % code)
     except BaseException as error:
@@ -130,6 +139,7 @@ def _main():
         while tb is not None and tb.tb_frame.f_code.co_filename != '<code>':
             tb = tb.tb_next
         traceback.print_exception(type(error), error, tb)
+        _OUT.finish(None)
         line = getattr(error, 'lineno', None) if isinstance(error, SyntaxError) else None
         while tb is not None:
             line = tb.tb_lineno

@@ -11,6 +11,19 @@ export interface RunReport {
   ok?: boolean
   value?: unknown
   error?: ExecutionErrorInfo
+  /** Rich outputs as the runner made them (python-outputs.ts); the host checks them (acceptOutputs). */
+  outputs?: unknown
+  /** Outputs the runner left out for the policy's limits. */
+  outputsOmitted?: number
+}
+
+/** The report's rich outputs, to be checked by the host (src/core/rich-outputs.ts). */
+export function reportOutputs(report: RunReport | undefined): { outputs?: unknown; outputsOmitted?: number } {
+  if (!report) return {}
+  return {
+    ...(report.outputs !== undefined ? { outputs: report.outputs } : {}),
+    ...(typeof report.outputsOmitted === 'number' ? { outputsOmitted: report.outputsOmitted } : {}),
+  }
 }
 
 /** The report, or undefined when there is none or it is not one the runner wrote (the caller falls back to the exit). */

@@ -4,7 +4,8 @@ import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
 import { createPlanService, planServiceOptionsFrom, type PlanService } from '../fabric/plans'
-import { SandboxManager } from '../fabric/sandboxes'
+import { MemorySandboxRegistry, RedisSandboxRegistry, SandboxManager, type SandboxRegistry } from '../fabric/sandboxes'
+import { requireOptional } from '../core/optional-dependency'
 import { bucketTaskWorkspaces, createTaskService, taskServiceOptionsFrom, type Task, type TaskService } from '../fabric/tasks'
 import type { Logger } from '../observability/logger'
 import { policyFromConfig, profilesFromConfig } from '../policy'
@@ -82,6 +83,14 @@ export function planServiceFor(
   })
 }
 
+/** The sandbox registry `fabric.store` names: Redis is shared by every node of the deployment; the embedded store is one node's. */
+function sandboxRegistryFor(config: Config): SandboxRegistry {
+  if (config.fabric.store !== 'redis') return new MemorySandboxRegistry()
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for this store, as the task store does
+  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
+  return new RedisSandboxRegistry(new Redis(config.fabric.redisUrl, { maxRetriesPerRequest: 3 }), config.fabric.redisPrefix)
+}
+
 /** The SandboxManager over the execution service and the adapters, from the `sandboxes` and `workspace` keys; files in and out through the ledger when it is on. */
 export function sandboxManagerFor(parts: FabricParts): SandboxManager {
   const { config } = parts
@@ -98,6 +107,8 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     settings: config.sandboxes,
     limits: config.workspace,
     tierOrder: config.routing.tierOrder,
+    sandboxRegistry: sandboxRegistryFor(config),
+    heartbeatMs: config.fabric.nodeHeartbeatMs,
     // Files in and out through the ledger's own tenant check (the one GET /v1/artifacts/:sha256 answers with).
     ...(config.fabric.ledger.enabled
       ? {

@@ -1,4 +1,4 @@
-import type { ExecutionResult, ValidationReport } from '../core'
+import { describeOutputs, tableMarkdown, type ExecutionResult, type ValidationReport } from '../core'
 
 /** Human output for the CLI: the status, the program's output, the value and the duration, in that order. */
 export function formatResult(result: ExecutionResult): string {
@@ -13,6 +13,10 @@ export function formatResult(result: ExecutionResult): string {
   if (result.truncated)
     lines.push(`(output cut to the limit: ${result.stdoutBytes} bytes of stdout and ${result.stderrBytes} of stderr were written)`)
   if (result.value !== undefined) lines.push(`value: ${JSON.stringify(result.value)}`)
+  if (result.outputs?.length) {
+    lines.push(`outputs: ${describeOutputs(result.outputs)}`)
+    for (const output of result.outputs) if (output.kind === 'table') lines.push(tableMarkdown(output, 10))
+  }
   if (result.files?.length) lines.push(`files written: ${result.files.map((file) => file.path).join(', ')}`)
   if (result.hostCalls?.length) {
     const failed = result.hostCalls.filter((call) => !call.ok).length

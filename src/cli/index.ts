@@ -27,6 +27,7 @@ import { registerTaskCommands } from './tasks'
 import { registerLedgerCommands } from './ledger'
 import { registerPlanCommands } from './plans'
 import { registerSandboxCommands } from './sandboxes'
+import { writeOutputFiles } from './output-files'
 
 /**
  * The operator's command line. Its flags set the policy for that run (an operator may loosen the configured
@@ -76,6 +77,8 @@ interface RunFlags {
   fs?: FilesystemAccess
   workspace?: string
   saveFiles?: string
+  /** `--out DIR`: the run's rich outputs written there as files (src/cli/output-files.ts). */
+  out?: string
   profile?: string
   file?: string[]
 }
@@ -206,6 +209,10 @@ async function runCommand(file: string | undefined, flags: RunFlags, out: NodeJS
       { basePolicy, ...(workspace ? { workspace } : {}) },
     )
     out.write(flags.json ? JSON.stringify(result) + '\n' : formatResult(result))
+    if (flags.out && result.outputs?.length) {
+      const written = writeOutputFiles(flags.out, result.outputs)
+      if (!flags.json) out.write(`wrote ${written.length} output file(s): ${written.join(', ')}\n`)
+    }
     if (flags.saveFiles && result.files?.length) {
       const saved = saveFiles(flags.saveFiles, result)
       if (!flags.json) out.write(`saved ${saved.length} file(s) under ${flags.saveFiles}\n`)
@@ -351,6 +358,7 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     )
     .option('--workspace <dir>', 'a directory the code reads as its workspace; writes land in memory, never in it')
     .option('--save-files <dir>', 'save the files the code wrote into this directory')
+    .option('--out <dir>', 'write the charts, tables and display() items the run made into this directory (output-1.png, …)')
     .option('--profile <name>', 'run under this policy profile from security.profiles (e.g. data: pandas, numpy, matplotlib…)')
     .option(
       '--file <path>',

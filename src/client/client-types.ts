@@ -2,7 +2,7 @@
  * The shapes the client sends and answers: the library's own types (type-only imports, erased from the built
  * JavaScript), so code moves between an in-process `Execgate` and a remote `ExecgateClient` unchanged.
  */
-import type { ExecutionResult } from '../core'
+import type { ExecutionResult, Output } from '../core'
 import type { LedgerService } from '../fabric/ledger'
 import type { TaskEvent } from '../fabric/tasks'
 
@@ -30,7 +30,11 @@ export type {
 } from '../fabric/ledger'
 
 /** An event of `client.stream(request)`: output as the run produces it, then its result (always last). */
-export type ExecutionEvent = { type: 'stdout' | 'stderr'; chunk: string } | { type: 'result'; result: ExecutionResult }
+export type ExecutionEvent =
+  | { type: 'stdout' | 'stderr'; chunk: string }
+  /** One rich output (an image, a table, a display() item), before the result, which lists them all again. */
+  | { type: 'output'; index: number; output: Output }
+  | { type: 'result'; result: ExecutionResult }
 
 /** An event of `client.tasks.events(id)`: a transition of its action log, or output while it runs on that server. */
 export type TaskStreamEvent = { type: 'transition'; event: TaskEvent } | { type: 'stdout' | 'stderr'; chunk: string }

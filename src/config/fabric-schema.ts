@@ -22,6 +22,16 @@ export interface FabricConfig {
    * lost (a crash, a kill -9) and goes to another worker by the task's retry policy. @default 30000 @env EXECGATE_FABRIC_LEASE_MS
    */
   leaseMs: number
+  /**
+   * The URL other nodes forward a sandbox's requests to (docs/sandboxes.md#many-nodes); empty: the address `execgate
+   * serve` listens on (set it when that is not reachable from the other nodes). @default '' @env EXECGATE_FABRIC_NODE_URL
+   */
+  nodeUrl: string
+  /**
+   * How often a node writes its heartbeat to the sandbox registry (ms); after three missed beats its sandboxes are
+   * reported `lost`. @default 2000 @env EXECGATE_FABRIC_NODE_HEARTBEAT_MS
+   */
+  nodeHeartbeatMs: number
   /** Whether `execgate serve` runs tasks too, or only accepts them for workers. @default true @env EXECGATE_FABRIC_SERVE_RUNS_TASKS */
   serveRunsTasks: boolean
   /** Folder of the embedded stores (`tasks.sqlite`, `ledger.sqlite`, the ledger's `blobs/`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
@@ -77,6 +87,12 @@ export const FABRIC_SCHEMA = {
   redisUrl: { doc: 'The Redis of the redis task store', format: String, default: 'redis://127.0.0.1:6379' },
   redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
   leaseMs: { doc: "A worker's lease on a run before it counts as lost (ms)", format: formats.positiveInt, default: 30000 },
+  nodeUrl: { doc: "The URL other nodes forward a sandbox's requests to (empty: the listening address)", format: String, default: '' },
+  nodeHeartbeatMs: {
+    doc: 'How often a node writes its heartbeat to the sandbox registry (ms)',
+    format: formats.positiveInt,
+    default: 2000,
+  },
   serveRunsTasks: { doc: 'Whether execgate serve runs tasks too', format: Boolean, default: true },
   dataDir: { doc: 'Folder of the embedded task store and artifact ledger', format: String, default: '.execgate' },
   concurrency: { doc: 'Tasks one process runs at once', format: formats.positiveInt, default: 4 },

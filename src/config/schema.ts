@@ -189,6 +189,10 @@ export interface ExecgateConfig {
       }
       /** @default 32 @env EXECGATE_SECURITY_DEFAULT_POLICY_MAX_PROCESSES */
       maxProcesses: number
+      /** Rich outputs (images, tables, display items) per run. @default 10 @env EXECGATE_SECURITY_DEFAULT_POLICY_MAX_OUTPUTS */
+      maxOutputs: number
+      /** Bytes of all rich outputs of a run together. @default 2097152 @env EXECGATE_SECURITY_DEFAULT_POLICY_OUTPUTS_BYTES */
+      outputsBytes: number
       /** Limits an adapter must enforce to run a request. @default [] @env EXECGATE_SECURITY_DEFAULT_POLICY_REQUIRED */
       required: PolicyLimit[]
     }
@@ -333,6 +337,8 @@ export const CONFIG_SCHEMA = {
         maxTotalMs: { doc: 'Total host-call time per run (ms)', format: formats.nonNegativeInt, default: 2000 },
       },
       maxProcesses: { doc: 'Processes per run (OS sandboxes)', format: formats.positiveInt, default: 32 },
+      maxOutputs: { doc: 'Rich outputs (images, tables) per run', format: formats.nonNegativeInt, default: 10 },
+      outputsBytes: { doc: 'Bytes of all rich outputs of a run', format: formats.nonNegativeInt, default: 2 * 1024 * 1024 },
       required: { doc: 'Limits an adapter must enforce', format: formats.limitList, default: [] },
     },
   },

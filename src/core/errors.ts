@@ -135,6 +135,16 @@ export const ERROR_CODES = {
     template: 'no sandbox on {name}: {detail}; enabled adapters that host sandboxes: {known}',
   },
   EXECGATE_SANDBOX_STOPPED: { fault: 'client', retryable: false, template: 'sandbox {id} is stopped ({reason}); start a new one' },
+  EXECGATE_SANDBOX_LOST: {
+    fault: 'backend',
+    retryable: false,
+    template: 'sandbox {id} is lost: its node {node} is gone ({detail}); {snapshot}',
+  },
+  EXECGATE_SANDBOX_ELSEWHERE: {
+    fault: 'backend',
+    retryable: true,
+    template: 'sandbox {id} lives on node {node} ({url}), which this node cannot reach now: {detail}',
+  },
   EXECGATE_SNAPSHOT_CORRUPT: {
     fault: 'backend',
     retryable: false,

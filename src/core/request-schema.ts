@@ -16,6 +16,8 @@ export const POLICY_OVERRIDES_SCHEMA = {
     memoryMb: positiveInt,
     outputBytes: positiveInt,
     maxProcesses: positiveInt,
+    maxOutputs: { type: 'integer', minimum: 0 },
+    outputsBytes: { type: 'integer', minimum: 0 },
     network: {
       anyOf: [{ const: 'none' }, { type: 'array', items: { type: 'string', minLength: 1 } }],
     },

@@ -102,6 +102,10 @@ export interface SecurityPolicy {
   readonly hostCalls: { readonly maxCount: number; readonly maxTotalMs: number }
   /** Maximum processes/threads the code may create, on backends that run real processes. */
   readonly maxProcesses: number
+  /** Rich outputs (images, tables, `display()` items) a run may return; more end the run `output_limit`. */
+  readonly maxOutputs: number
+  /** Bytes all rich outputs together may hold (an image's decoded bytes, a table's JSON). */
+  readonly outputsBytes: number
   /** Limits an adapter must enforce (hard or soft) to be allowed to run this request. */
   readonly required: readonly PolicyLimit[]
 }
@@ -197,6 +201,26 @@ export interface EgressRecord {
   durationMs: number
 }
 
+/**
+ * One rich output of a run, in the order the code made it: a matplotlib figure (shown, or left open at the end), a
+ * pandas table (the last expression's value), or what the code passed to `display()`. `bytes` is counted by the host
+ * (an image's decoded bytes, a table's or a JSON item's JSON text, an HTML item's UTF-8) against
+ * `policy.outputsBytes`.
+ */
+export type Output =
+  | { kind: 'image'; mimeType: 'image/png' | 'image/svg+xml'; /** base64 */ data: string; bytes: number }
+  | {
+      kind: 'table'
+      columns: string[]
+      /** The first rows, as many as fit the output caps; `rowCount` says how many the table had. */
+      rows: unknown[][]
+      rowCount: number
+      bytes: number
+    }
+  | { kind: 'html'; mimeType: 'text/html'; data: string; bytes: number }
+  | { kind: 'json'; mimeType: 'application/json'; data: unknown; bytes: number }
+export type OutputKind = Output['kind']
+
 export interface ExecutionResult {
   status: ExecutionStatus
   /** The adapter that produced this result. */
@@ -237,6 +261,8 @@ export interface ExecutionResult {
   }
   /** Workspace files after the run, when the backend collects them. */
   files?: WorkspaceFile[]
+  /** Images, tables and `display()` items, in the order the code made them (docs/data.md#rich-outputs). */
+  outputs?: Output[]
   hostCalls?: HostCallRecord[]
   /** Requests the code made through the egress gateway (at most 100 kept), when the policy allowed any network. */
   egress?: EgressRecord[]

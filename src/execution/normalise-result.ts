@@ -1,4 +1,11 @@
-import { truncateOutput, valueBytes, type CodeExecutionAdapter, type ExecutionResult, type SecurityPolicy } from '../core'
+import {
+  outputResultFields,
+  truncateOutput,
+  valueBytes,
+  type CodeExecutionAdapter,
+  type ExecutionResult,
+  type SecurityPolicy,
+} from '../core'
 
 /** Step 6: one vocabulary, the output cap applied to whatever the adapter returned, the value counted in it. */
 export function normaliseResult(result: ExecutionResult, adapter: CodeExecutionAdapter, policy: SecurityPolicy): ExecutionResult {
@@ -23,6 +30,14 @@ export function normaliseResult(result: ExecutionResult, adapter: CodeExecutionA
   if (result.truncated && result.status === 'ok') {
     result.status = 'output_limit'
     result.message = `[execgate] [${adapter.name}] the output passed the ${limit}-byte limit; the head and the tail are kept`
+  }
+  // Rich outputs held to the policy whoever produced them (an adapter's runner reports them from inside its sandbox).
+  if (result.outputs !== undefined) {
+    const rich = outputResultFields(result.status, result.outputs, 0, policy, adapter.name)
+    result.status = rich.status
+    if (rich.message) result.message = rich.message
+    if (rich.outputs) result.outputs = rich.outputs
+    else delete result.outputs
   }
   // The error's text is output too: `raise ValueError('E' * 10**7)` would otherwise flood through it.
   if (result.error) {

@@ -15,6 +15,8 @@ export const DEFAULT_POLICY: SecurityPolicy = Object.freeze({
   allowedImports: Object.freeze(['math', 'json', 'datetime']),
   hostCalls: Object.freeze({ maxCount: 100, maxTotalMs: 2000 }),
   maxProcesses: 32,
+  maxOutputs: 10,
+  outputsBytes: 2 * 1024 * 1024,
   required: Object.freeze([]),
 }) as SecurityPolicy
 

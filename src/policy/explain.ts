@@ -35,7 +35,7 @@ function setting(limit: PolicyLimit, policy: SecurityPolicy): string {
     case 'memory':
       return `${policy.memoryMb} MiB`
     case 'output':
-      return `${policy.outputBytes} bytes`
+      return `${policy.outputBytes} bytes; ${policy.maxOutputs} rich outputs, ${policy.outputsBytes} bytes`
     case 'network':
       return policy.network === 'none' ? 'none' : policy.network.join(', ')
     case 'filesystem':

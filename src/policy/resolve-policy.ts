@@ -9,7 +9,7 @@ export interface PolicyLoosening {
 
 export type PolicyResolution = { policy: SecurityPolicy; loosening?: undefined } | { policy?: undefined; loosening: PolicyLoosening }
 
-const NUMERIC_LIMITS = ['wallTimeMs', 'cpuTimeMs', 'memoryMb', 'outputBytes', 'maxProcesses'] as const
+const NUMERIC_LIMITS = ['wallTimeMs', 'cpuTimeMs', 'memoryMb', 'outputBytes', 'maxProcesses', 'maxOutputs', 'outputsBytes'] as const
 
 /** A request's rules must each fall within one of the caller's (`*.example.com` covers `api.example.com:443`). */
 function networkWithin(requested: NetworkAccess, allowed: NetworkAccess): boolean {

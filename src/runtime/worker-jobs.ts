@@ -284,6 +284,8 @@ export function internalContext(traceId: string, wallTimeMs: number, memoryMb: n
       allowedImports: [],
       hostCalls: { maxCount: 0, maxTotalMs: 0 },
       maxProcesses: 1,
+      maxOutputs: 0,
+      outputsBytes: 0,
       required: [],
     },
     signal: new AbortController().signal,

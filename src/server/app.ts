@@ -49,6 +49,8 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_LEDGER_DISABLED: 501,
   EXECGATE_SANDBOX_LIMIT: 429,
   EXECGATE_SANDBOX_STOPPED: 404,
+  EXECGATE_SANDBOX_LOST: 410,
+  EXECGATE_SANDBOX_ELSEWHERE: 502,
   EXECGATE_SNAPSHOT_CORRUPT: 502,
   EXECGATE_WORKSPACE_NOT_FOUND: 404,
   EXECGATE_ADAPTER_UNAVAILABLE: 503,
@@ -234,6 +236,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       tenant,
       onOutput: (stream, chunk) => send(stream, { chunk }),
     })
+    result.outputs?.forEach((output, index) => send('output', { index, output }))
     send('result', result)
     reply.raw.end()
   })
@@ -250,7 +253,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   })
 
   app.get('/v1/languages', async () => ({ languages: execgate.languages() }))
-  app.get('/v1/adapters', async () => execgate.status())
+  // Every node of the fabric beside this one's own status: their heartbeats in the sandbox registry (docs/sandboxes.md#many-nodes).
+  app.get('/v1/adapters', async () => ({ ...execgate.status(), node: execgate.sandboxes.nodeId, nodes: await execgate.sandboxes.nodes() }))
   app.delete('/v1/sessions/:id', async (request, reply) => {
     const id = (request.params as { id: string }).id
     if (await execgate.closeSession(tenantSession(request.tenant, id))) return reply.code(204).send()

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { LANGUAGES, describeError, type ExecutionResult, type Language } from '../core'
 import type { SandboxCaller, SandboxInfo } from '../fabric/sandboxes'
 import type { Execgate } from '../index'
+import { outputContent, outputsSentence, structuredResult } from './mcp-outputs'
 
 function describeSandbox(info: SandboxInfo): string {
   return `sandbox ${info.id} on ${info.adapter} (runs ${info.languages.join(', ')}; stopped after ${Math.round(info.idleTimeoutMs / 1000)} s idle)`
@@ -87,8 +88,8 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
         lane: 'interactive',
       })
       return {
-        content: [{ type: 'text' as const, text: describeExec(result) }],
-        structuredContent: result as unknown as Record<string, unknown>,
+        content: [{ type: 'text' as const, text: describeExec(result) + outputsSentence(result) }, ...outputContent(result)],
+        structuredContent: structuredResult(result),
         isError: result.status !== 'ok',
       }
     },

@@ -7,6 +7,7 @@ import { EXECGATE_VERSION } from './version'
 import { registerTaskTools } from './mcp-task-tools'
 import { registerPlanTools } from './mcp-plan-tools'
 import { registerSandboxTools } from './mcp-sandbox-tools'
+import { outputContent, outputsSentence, structuredResult } from './mcp-outputs'
 
 /** A short sentence for the tool's text content; the full result is the structured content. */
 function summary(result: ExecutionResult): string {
@@ -57,8 +58,8 @@ export async function createMcpServer(
         { profile },
       )
       return {
-        content: [{ type: 'text' as const, text: summary(result) }],
-        structuredContent: result as unknown as Record<string, unknown>,
+        content: [{ type: 'text' as const, text: summary(result) + outputsSentence(result) }, ...outputContent(result)],
+        structuredContent: structuredResult(result),
         isError: result.status !== 'ok',
       }
     },

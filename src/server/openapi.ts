@@ -146,7 +146,8 @@ export function openApiDocument(): object {
     paths: {
       '/v1/executions': {
         post: {
-          summary: 'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced and the result last',
+          summary:
+            'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced, an output event per rich output, and the result last',
           parameters: [
             {
               name: 'traceparent',

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ExecgateError, isExecgateError, type ErrorCode } from '../core'
 import type { Sandbox, SandboxCaller, SandboxExecRequest, SandboxStartOptions } from '../fabric/sandboxes'
 import type { Execgate } from '../index'
+import { registerSandboxForwarding } from './sandbox-forwarding'
 import { sandboxBodyProblem } from './sandbox-schemas'
 
 /**
@@ -41,6 +42,7 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     if (url.startsWith('/v1/sandboxes') || url === '/mcp') served.add(request.tenant.name)
   })
   app.addHook('onClose', async () => execgate.sandboxes.stopAll({ tenants: [...served], reason: 'the server closed' }))
+  registerSandboxForwarding(app, execgate, callerOf)
 
   app.post('/v1/sandboxes', async (request, reply) => {
     const body = request.body ?? {}
@@ -50,7 +52,8 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     return reply.code(201).header('location', `/v1/sandboxes/${sandbox.id}`).send(sandbox.info())
   })
 
-  app.get('/v1/sandboxes', async (request) => ({ sandboxes: execgate.sandboxes.list(callerOf(request)) }))
+  // Every node's (the registry's), this node's fresh; a sandbox of a node that is gone says `state: 'lost'`.
+  app.get('/v1/sandboxes', async (request) => ({ sandboxes: await execgate.sandboxes.listEverywhere(callerOf(request)) }))
   app.get('/v1/sandboxes/:id', async (request) => owned(request).info())
   app.delete('/v1/sandboxes/:id', async (request, reply) => {
     if (!(await execgate.sandboxes.stop(idOf(request), callerOf(request)))) throw notFound(request)
@@ -86,6 +89,7 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
     const result = await sandbox.exec(exec, { signal: controller.signal, onOutput: (stream, chunk) => send(stream, { chunk }) })
+    result.outputs?.forEach((output, index) => send('output', { index, output }))
     send('result', result)
     reply.raw.end()
   })

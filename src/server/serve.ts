@@ -4,6 +4,15 @@ import * as tokens from '../app/tokens'
 import { buildServer } from './app'
 import { tenantsByKey } from './tenants'
 
+/** What this node shows of itself to every node (GET /v1/adapters's `nodes`): its adapters, slots and queues. */
+function nodeStatus(execgate: Execgate): unknown {
+  const status = execgate.status()
+  return {
+    adapters: status.adapters.map((adapter) => ({ name: adapter.name, tier: adapter.tier, health: adapter.health.state })),
+    admission: status.admission,
+  }
+}
+
 export interface ServeOptions {
   host?: string
   port?: number
@@ -41,6 +50,8 @@ export async function serve(execgate: Execgate, options: ServeOptions = {}, hand
     typeof address === 'object' && address
       ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
       : String(address)
+  // In the sandbox registry: other nodes forward this node's sandboxes' requests here (docs/sandboxes.md#many-nodes).
+  await execgate.sandboxes.advertise(config.fabric.nodeUrl || url, () => nodeStatus(execgate))
   logger.info({ url, tenants: tenants.size, auth: tenants.size > 0 ? 'api keys' : 'none (loopback only)' }, 'execgate serving')
   let stopping: Promise<void> | undefined
   const shutdown = () =>

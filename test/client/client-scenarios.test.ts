@@ -66,7 +66,7 @@ const scenario: Record<string, () => Promise<void>> = {
     expect(
       events
         .slice(0, -1)
-        .map((event) => (event.type === 'result' ? '' : event.chunk))
+        .map((event) => (event.type === 'stdout' || event.type === 'stderr' ? event.chunk : ''))
         .join(''),
     ).toBe('one\ntwo\n')
     // The same with a callback: execute streams when given onOutput.

@@ -24,6 +24,8 @@ export function loosenings(base: SecurityPolicy): Loosening[] {
     { label: 'policy.cpuTimeMs', request: { policy: { cpuTimeMs: base.cpuTimeMs + 1 } }, limit: 'cpuTimeMs' },
     { label: 'policy.outputBytes', request: { policy: { outputBytes: base.outputBytes + 1 } }, limit: 'outputBytes' },
     { label: 'policy.maxProcesses', request: { policy: { maxProcesses: base.maxProcesses + 1 } }, limit: 'maxProcesses' },
+    { label: 'policy.maxOutputs', request: { policy: { maxOutputs: base.maxOutputs + 1 } }, limit: 'maxOutputs' },
+    { label: 'policy.outputsBytes', request: { policy: { outputsBytes: base.outputsBytes + 1 } }, limit: 'outputsBytes' },
     {
       label: 'policy.hostCalls.maxCount',
       request: { policy: { hostCalls: { maxCount: base.hostCalls.maxCount + 1 } } },
@@ -46,6 +48,8 @@ export const LOOSENABLE_FIELDS: ReadonlyArray<keyof SecurityPolicy> = [
   'cpuTimeMs',
   'memoryMb',
   'outputBytes',
+  'maxOutputs',
+  'outputsBytes',
   'network',
   'filesystem',
   'allowedImports',

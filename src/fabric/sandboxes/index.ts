@@ -1,4 +1,6 @@
 export { SandboxManager, type SandboxManagerOptions } from './sandbox-manager'
+export { MemorySandboxRegistry, type NodeRecord, type SandboxRecord, type SandboxRegistry } from './sandbox-registry'
+export { RedisSandboxRegistry } from './sandbox-registry-redis'
 export type {
   ArtifactFile,
   SandboxArtifactStore,
@@ -12,5 +14,6 @@ export type {
   SandboxService,
   SandboxSettings,
   SandboxSnapshot,
+  SandboxWhereabouts,
   SandboxStartOptions,
 } from './sandbox-types'

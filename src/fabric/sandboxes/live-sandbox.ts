@@ -38,6 +38,8 @@ export interface LiveSandboxHost {
   maxFileBytes: number
   /** The artifact ledger's side for sandboxes; undefined when the ledger is off. */
   artifacts: SandboxArtifactStore | undefined
+  /** Hears the end of every call (the registry's last use). */
+  used(sandbox: LiveSandbox): void
   /** Which stops take a snapshot first (`sandboxes.snapshotOnStop`, `snapshotOnIdle`). */
   snapshotOn: { stop: boolean; idle: boolean }
   /** Hears every snapshot taken (the registry keeps the latest), and an automatic one that failed. */
@@ -127,6 +129,7 @@ export class LiveSandbox implements Sandbox {
       this.busy--
       this.lastUsedAt = this.host.now()
       this.armIdle()
+      if (this.live) this.host.used(this)
     })
   }
 

@@ -17,6 +17,7 @@ import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
 import { sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
 import { snapshotFiles } from './snapshots'
+import { MemorySandboxRegistry, type SandboxRegistry } from './sandbox-registry'
 import type {
   Sandbox,
   SandboxArtifactStore,
@@ -25,6 +26,9 @@ import type {
   SandboxService,
   SandboxSettings,
   SandboxStartOptions,
+  NodeRecord,
+  SandboxRecord,
+  SandboxWhereabouts,
 } from './sandbox-types'
 
 export interface SandboxManagerOptions {
@@ -40,6 +44,10 @@ export interface SandboxManagerOptions {
   tierOrder?: readonly number[]
   /** Files in from and out to the artifact ledger (src/app/fabric-wiring.ts); without it, those calls answer `EXECGATE_LEDGER_DISABLED`. */
   artifacts?: SandboxArtifactStore
+  /** Where every node finds every sandbox (`fabric.store`: Redis shares it). @default one node's, in memory */
+  sandboxRegistry?: SandboxRegistry
+  /** How often this node says it is alive; it counts as gone after three missed beats. @default 2000 */
+  heartbeatMs?: number
   logger?: Logger
   now?: () => number
 }
@@ -59,9 +67,109 @@ export class SandboxManager implements SandboxService {
   private swept: Promise<number> | undefined
   private closed = false
   private readonly now: () => number
+  readonly registry: SandboxRegistry
+  /** This node's id in the registry: new for every process, so a restarted node never claims a dead one's sandboxes. */
+  readonly nodeId = `node-${randomBytes(6).toString('hex')}`
+  private nodeUrl: string | undefined
+  private nodeStatus: (() => unknown) | undefined
+  private readonly startedAt = new Date().toISOString()
+  private beating: NodeJS.Timeout | undefined
+  private firstBeat: Promise<void> | undefined
 
   constructor(private readonly options: SandboxManagerOptions) {
     this.now = options.now ?? Date.now
+    this.registry = options.sandboxRegistry ?? new MemorySandboxRegistry()
+  }
+
+  private get heartbeatMs(): number {
+    return this.options.heartbeatMs ?? 2000
+  }
+
+  /** Says this node is alive, with its URL and status, now and every `heartbeatMs` after. */
+  private beat(): Promise<void> {
+    const node: NodeRecord = {
+      id: this.nodeId,
+      ...(this.nodeUrl ? { url: this.nodeUrl } : {}),
+      startedAt: this.startedAt,
+      heartbeatAt: new Date(this.now()).toISOString(),
+      status: {
+        ...(this.nodeStatus?.() as object | undefined),
+        sandboxes: [...this.live.values()].filter((sandbox) => sandbox.live).length,
+      },
+    }
+    return this.registry.heartbeat(node, this.heartbeatMs * 3)
+  }
+
+  private alive(): Promise<void> {
+    if (!this.firstBeat) {
+      this.firstBeat = this.beat()
+      this.beating = setInterval(() => {
+        this.beat().catch((error) => this.options.logger?.warn({ err: describeError(error) }, 'sandbox registry heartbeat failed'))
+      }, this.heartbeatMs)
+      this.beating.unref()
+    }
+    return this.firstBeat
+  }
+
+  /**
+   * Where other nodes reach this one (`execgate serve` calls it once it listens) and what it shows of itself to every
+   * node (GET /v1/adapters's `nodes`); starts the heartbeat.
+   */
+  async advertise(url: string, status?: () => unknown): Promise<void> {
+    this.nodeUrl = url
+    this.nodeStatus = status
+    this.firstBeat = undefined
+    clearInterval(this.beating)
+    await this.alive()
+  }
+
+  /** The registry's record of a live sandbox of this node, as its owner writes it after every call. */
+  private recordOf(sandbox: LiveSandbox, state: SandboxRecord['state'] = 'running'): SandboxRecord {
+    return { info: { ...sandbox.info(), node: this.nodeId }, node: this.nodeId, state }
+  }
+
+  nodes(): Promise<NodeRecord[]> {
+    return this.registry.nodes()
+  }
+
+  private publish(sandbox: LiveSandbox, state: SandboxRecord['state'] = 'running'): void {
+    this.registry
+      .put(this.recordOf(sandbox, state))
+      .catch((error) => this.options.logger?.warn({ sandbox: sandbox.id, err: describeError(error) }, 'sandbox registry write failed'))
+  }
+
+  /**
+   * Where the caller's sandbox is: here, on another live node (forward to it), lost with its node, stopped, or
+   * missing. Another tenant's sandbox is `missing`, exactly like one that never was.
+   */
+  async locate(id: string, caller: SandboxCaller = {}): Promise<SandboxWhereabouts> {
+    const here = this.get(id, caller)
+    if (here) return { kind: 'here', sandbox: here }
+    const record = await this.registry.get(id)
+    if (!record || record.info.tenant !== this.tenantOf(caller)) return { kind: 'missing' }
+    if (record.state === 'stopped' || record.node === this.nodeId) return { kind: 'stopped', record }
+    const node = await this.registry.node(record.node)
+    return node ? { kind: 'node', record, node } : { kind: 'lost', record }
+  }
+
+  /** The caller's sandboxes on every node, this node's fresh; those of a node that is gone say `state: 'lost'`. */
+  async listEverywhere(caller: SandboxCaller = {}): Promise<SandboxInfo[]> {
+    const local = this.list(caller)
+    if (!this.registry.shared) return local
+    const seen = new Set(local.map((info) => info.id))
+    const live = new Set((await this.registry.nodes()).map((node) => node.id))
+    const others = (await this.registry.list(this.tenantOf(caller)))
+      .filter((record) => record.state === 'running' && !seen.has(record.info.id))
+      .map((record) => ({ ...record.info, state: live.has(record.node) ? ('running' as const) : ('lost' as const) }))
+    return [...local, ...others]
+  }
+
+  /** Forgets a lost sandbox's record (its tenant's DELETE): its node is gone, so there is nothing else to stop. */
+  async forgetLost(id: string, caller: SandboxCaller = {}): Promise<boolean> {
+    const where = await this.locate(id, caller)
+    if (where.kind !== 'lost') return false
+    await this.registry.remove(id)
+    return true
   }
 
   private tenantOf(caller: SandboxCaller = {}): string {
@@ -150,13 +258,32 @@ export class SandboxManager implements SandboxService {
       }
     }
     await (this.swept ??= this.sweep())
-    // Counted before the backend opens: two starts at once cannot both take the last place.
+    // Counted before the backend opens, in the registry (across nodes when it is shared): two starts at once, here or
+    // on two nodes, cannot both take the last place.
     const { maxPerTenant } = this.options.settings
-    const held =
-      [...this.live.values()].filter((sandbox) => sandbox.live && sandbox.tenant === tenant).length + (this.starting.get(tenant) ?? 0)
-    if (held >= maxPerTenant) throw new ExecgateError('EXECGATE_SANDBOX_LIMIT', { tenant, limit: maxPerTenant })
-    this.starting.set(tenant, (this.starting.get(tenant) ?? 0) + 1)
     const id = `sb-${randomBytes(10).toString('hex')}`
+    await this.alive()
+    const at = new Date(this.now()).toISOString()
+    const provisional: SandboxRecord = {
+      info: {
+        id,
+        tenant,
+        adapter: adapter.name,
+        languages: [],
+        createdAt: at,
+        lastUsedAt: at,
+        expiresAt: at,
+        idleTimeoutMs,
+        execs: 0,
+        policy,
+      },
+      node: this.nodeId,
+      state: 'running',
+    }
+    if (!(await this.registry.claim(provisional, maxPerTenant)))
+      throw new ExecgateError('EXECGATE_SANDBOX_LIMIT', { tenant, limit: maxPerTenant })
+    this.starting.set(tenant, (this.starting.get(tenant) ?? 0) + 1)
+    let opened = false
     try {
       const handle = await adapter.openSandbox!({ id, policy, limits: this.options.limits })
       const sandbox = new LiveSandbox(id, tenant, adapter.name, handle, policy, idleTimeoutMs, {
@@ -166,6 +293,7 @@ export class SandboxManager implements SandboxService {
         maxFileBytes: this.options.limits.maxFileBytes,
         artifacts: this.options.artifacts,
         snapshotOn: { stop: this.options.settings.snapshotOnStop, idle: this.options.settings.snapshotOnIdle },
+        used: (used) => this.publish(used),
         snapshotTaken: (taken, snapshot) =>
           this.options.logger?.info(
             { sandbox: taken.id, tenant: taken.tenant, snapshot: snapshot.id, reason: snapshot.reason },
@@ -193,14 +321,18 @@ export class SandboxManager implements SandboxService {
         { sandbox: id, tenant, adapter: adapter.name, idleTimeoutMs, ...(options.from ? { from: options.from } : {}) },
         'sandbox started',
       )
+      this.publish(sandbox)
+      opened = true
       return sandbox
     } finally {
       this.starting.set(tenant, (this.starting.get(tenant) ?? 1) - 1)
+      if (!opened) await this.registry.remove(id).catch(() => undefined)
     }
   }
 
   private forget(sandbox: LiveSandbox, reason: string, error?: unknown): void {
     this.live.delete(sandbox.id)
+    this.publish(sandbox, 'stopped')
     if (error)
       this.options.logger?.warn(
         { sandbox: sandbox.id, tenant: sandbox.tenant, reason, err: describeError(error) },
@@ -247,5 +379,9 @@ export class SandboxManager implements SandboxService {
   async close(): Promise<void> {
     this.closed = true
     await this.stopAll()
+    clearInterval(this.beating)
+    // Said at once, so no other node forwards here in the seconds the heartbeat would take to expire.
+    if (this.firstBeat) await this.registry.leave(this.nodeId).catch(() => undefined)
+    await this.registry.close().catch(() => undefined)
   }
 }

@@ -138,6 +138,10 @@ export interface SandboxInfo {
   policy: SecurityPolicy
   /** The latest snapshot of this sandbox, if one was taken. */
   lastSnapshot?: SandboxSnapshot
+  /** The node that owns it (its registry id). */
+  node?: string
+  /** `lost` when its node is gone (killed, crashed): restore `lastSnapshot` with `start({ from })`. @default 'running' */
+  state?: 'running' | 'lost'
 }
 
 /**
@@ -175,6 +179,34 @@ export interface Sandbox {
   stop(): Promise<void>
 }
 
+/** A sandbox as the registry keeps it: its info as last written by its owner, and where the owner is. */
+export interface SandboxRecord {
+  info: SandboxInfo
+  /** The owner node's id. */
+  node: string
+  /** `running` until its owner stops it; a running record whose owner is gone is reported `lost`. */
+  state: 'running' | 'stopped'
+}
+
+/** A node of the fabric, as its heartbeat says. */
+export interface NodeRecord {
+  id: string
+  /** Where other nodes forward a sandbox's requests (`fabric.nodeUrl`, else the address `serve` listens on); absent for a library with no server. */
+  url?: string
+  startedAt: string
+  heartbeatAt: string
+  /** What the node shows of itself (adapters, slots, queues, sandboxes): GET /v1/adapters's `nodes`. */
+  status?: unknown
+}
+
+/** Where a sandbox is, seen from this node. */
+export type SandboxWhereabouts =
+  | { kind: 'here'; sandbox: Sandbox }
+  | { kind: 'node'; record: SandboxRecord; node: NodeRecord }
+  | { kind: 'lost'; record: SandboxRecord }
+  | { kind: 'stopped'; record: SandboxRecord }
+  | { kind: 'missing' }
+
 /** `execgate.sandboxes`: HTTP, MCP and the CLI call the same. */
 export interface SandboxService {
   start(options?: SandboxStartOptions, caller?: SandboxCaller): Promise<Sandbox>
@@ -189,6 +221,18 @@ export interface SandboxService {
   stopAll(filter?: { tenants?: readonly string[]; reason?: string }): Promise<void>
   /** Stops every sandbox and refuses new ones (`execgate.dispose()` calls it). */
   close(): Promise<void>
+  /** This node's id in the sandbox registry. */
+  readonly nodeId: string
+  /** Where other nodes reach this one and what it shows of itself; starts its heartbeat (`execgate serve` calls it). */
+  advertise(url: string, status?: () => unknown): Promise<void>
+  /** Where the caller's sandbox is: here, on another live node, lost with its node, stopped, or missing. */
+  locate(id: string, caller?: SandboxCaller): Promise<SandboxWhereabouts>
+  /** The caller's sandboxes on every node (`state: 'lost'` for those of a node that is gone). */
+  listEverywhere(caller?: SandboxCaller): Promise<SandboxInfo[]>
+  /** Forgets a lost sandbox's record; false when it is not lost. */
+  forgetLost(id: string, caller?: SandboxCaller): Promise<boolean>
+  /** The live nodes, as their heartbeats say. */
+  nodes(): Promise<NodeRecord[]>
 }
 
 /** The `sandboxes` config keys. */

@@ -1,0 +1,105 @@
+import http from 'node:http'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ExecgateError } from '../core'
+import type { SandboxCaller, SandboxRecord } from '../fabric/sandboxes'
+import type { Execgate } from '../index'
+
+/**
+ * A sandbox's requests reach it through any node (docs/sandboxes.md#many-nodes). A request for a sandbox this node
+ * does not hold is looked up in the sandbox registry: on another live node, it is forwarded there as it came (method,
+ * path, headers with the caller's API key, body streamed; the answer streamed back, SSE included), so a load balancer
+ * needs no stickiness; on a node that is gone, it is answered `lost` with the sandbox's last snapshot (GET of the
+ * sandbox 200 with `state: 'lost'`, DELETE 204 forgetting it, anything else 410 `EXECGATE_SANDBOX_LOST`), never
+ * left to hang. We forward rather than redirect: a redirect would need every node reachable by every client, and
+ * fetch and SSE clients do not all follow a 307 with its body.
+ */
+
+/** Marks a forwarded request, so the owner never forwards it again (a record that changed in between answers 404). */
+export const FORWARDED_HEADER = 'x-execgate-forwarded-by'
+
+const SANDBOX_PATH = /^\/v1\/sandboxes\/([^/?]+)(\/[^?]*)?(?:\?.*)?$/
+
+/** Keep-alive to the other nodes: a forwarded call costs a hop, not a TCP handshake. */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+
+function lostError(record: SandboxRecord): ExecgateError {
+  const snapshot = record.info.lastSnapshot
+  return new ExecgateError('EXECGATE_SANDBOX_LOST', {
+    id: record.info.id,
+    node: record.node,
+    detail: 'its heartbeat expired',
+    snapshot: snapshot
+      ? `its last snapshot is ${snapshot.id} (${snapshot.createdAt}): start a sandbox with from: ${snapshot.id}`
+      : 'it had no snapshot',
+  })
+}
+
+function sendJson(reply: FastifyReply, status: number, body: unknown): void {
+  reply.hijack()
+  reply.raw.writeHead(status, { 'content-type': 'application/json; charset=utf-8' })
+  reply.raw.end(JSON.stringify(body))
+}
+
+function forward(request: FastifyRequest, reply: FastifyReply, record: SandboxRecord, url: string, nodeId: string): void {
+  reply.hijack()
+  const target = new URL(request.raw.url!, url)
+  const headers = { ...request.headers, host: target.host, [FORWARDED_HEADER]: nodeId }
+  const upstream = http.request(target, { method: request.method, headers, agent }, (answer) => {
+    reply.raw.writeHead(answer.statusCode ?? 502, answer.headers)
+    answer.pipe(reply.raw)
+  })
+  upstream.on('error', (error) => {
+    if (reply.raw.headersSent) {
+      reply.raw.destroy(error)
+      return
+    }
+    const refused = new ExecgateError('EXECGATE_SANDBOX_ELSEWHERE', { id: record.info.id, node: record.node, url, detail: error.message })
+    reply.raw.writeHead(502, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' })
+    reply.raw.end(JSON.stringify({ error: { code: refused.code, message: refused.message } }))
+  })
+  // The caller going away cancels the forwarded call too (an exec is then cancelled on its owner).
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableFinished) upstream.destroy()
+  })
+  request.raw.pipe(upstream)
+}
+
+/** Registers the hook that forwards, or answers `lost`, before any sandbox route parses the body. */
+export function registerSandboxForwarding(
+  app: FastifyInstance,
+  execgate: Execgate,
+  callerOf: (request: FastifyRequest) => SandboxCaller,
+): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const match = SANDBOX_PATH.exec(request.url)
+    if (!match) return
+    const id = decodeURIComponent(match[1]!)
+    const caller = callerOf(request)
+    if (execgate.sandboxes.get(id, caller)) return
+    const where = await execgate.sandboxes.locate(id, caller)
+    if (where.kind === 'node') {
+      // Already forwarded once: this node's record and the registry disagree; the route answers 404 as for any miss.
+      if (request.headers[FORWARDED_HEADER] || !where.node.url) return
+      forward(request, reply, where.record, where.node.url, execgate.sandboxes.nodeId)
+      return reply
+    }
+    if (where.kind === 'lost') {
+      const tail = match[2] ?? ''
+      if (!tail && request.method === 'GET') {
+        sendJson(reply, 200, { ...where.record.info, state: 'lost' })
+        return reply
+      }
+      if (!tail && request.method === 'DELETE') {
+        await execgate.sandboxes.forgetLost(id, caller)
+        reply.hijack()
+        reply.raw.writeHead(204)
+        reply.raw.end()
+        return reply
+      }
+      const error = lostError(where.record)
+      sendJson(reply, 410, { error: { code: error.code, message: error.message }, sandbox: { ...where.record.info, state: 'lost' } })
+      return reply
+    }
+    return
+  })
+}
