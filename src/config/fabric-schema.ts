@@ -83,10 +83,14 @@ export interface FabricConfig {
 }
 
 export const FABRIC_SCHEMA = {
-  store: { doc: 'Where durable tasks live', format: ['sqlite', 'redis'], default: 'sqlite' },
+  store: { doc: 'Where durable tasks and plans live', format: ['sqlite', 'redis'], default: 'sqlite' },
   redisUrl: { doc: 'The Redis of the redis task store', format: String, default: 'redis://127.0.0.1:6379' },
   redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
-  leaseMs: { doc: "A worker's lease on a run before it counts as lost (ms)", format: formats.positiveInt, default: 30000 },
+  leaseMs: {
+    doc: "A worker's lease on a run before it counts as lost, and a plan engine's before another node takes over its revision (ms)",
+    format: formats.positiveInt,
+    default: 30000,
+  },
   nodeUrl: { doc: "The URL other nodes forward a sandbox's requests to (empty: the listening address)", format: String, default: '' },
   nodeHeartbeatMs: {
     doc: 'How often a node writes its heartbeat to the sandbox registry (ms)',
