@@ -3,7 +3,8 @@ import type { CodeRunner } from './code-runner'
 import { CodeGenerationError, type CodeGenerator } from './code-generator'
 import type { LlmProvider } from './llm'
 import { Continuations } from './continuations'
-import { speakText, speakValue } from './speech'
+import { speakOutputs, speakText, speakValue } from './speech'
+import { chatOutputs } from './chat-outputs'
 
 export interface ComputationRequest {
   /** What the user asked for, in words. */
@@ -153,14 +154,20 @@ export class CodeExecutionHandler {
     const extra = { result, code, language, generations }
     const produced = result.value !== undefined ? result.value : result.stdout.trim() || undefined
     if (result.status === 'ok') {
-      if (request.channel === 'voice') return this.answer(request, 'ok', `The answer is ${speakValue(produced)}.`, extra)
+      if (request.channel === 'voice') {
+        // A table says the numbers better than the value it came from (a Series' bare list); a chart is said in words.
+        const made = speakOutputs(result.outputs)
+        const hasTable = result.outputs?.some((output) => output.kind === 'table') === true
+        const answer = produced === undefined || (hasTable && typeof produced === 'object') ? '' : `The answer is ${speakValue(produced)}.`
+        return this.answer(request, 'ok', [answer, made].filter(Boolean).join(' ') || `The answer is ${speakValue(produced)}.`, extra)
+      }
       const shown = typeof produced === 'string' ? produced : JSON.stringify(produced, null, 2)
       const output = result.value !== undefined && result.stdout.trim() ? `\n\nOutput:\n\`\`\`\n${result.stdout.trimEnd()}\n\`\`\`` : ''
       const source = request.showCode ? `\n\nCode (${language}):\n\`\`\`${language}\n${code}\n\`\`\`` : ''
       return this.answer(
         request,
         'ok',
-        `**Result:** ${shown?.includes('\n') ? `\n\`\`\`\n${shown}\n\`\`\`` : `\`${shown}\``}${output}${source}`,
+        `${produced === undefined && result.outputs?.length ? '**Done.**' : `**Result:** ${shown?.includes('\n') ? `\n\`\`\`\n${shown}\n\`\`\`` : `\`${shown}\``}`}${output}${chatOutputs(result.outputs)}${source}`,
         extra,
       )
     }

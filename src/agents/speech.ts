@@ -1,3 +1,5 @@
+import { spokenTable, type Output } from '../core'
+
 /**
  * Results in words a text-to-speech engine says well: numbers as a person would say them, money with its currency,
  * dates as dates, long results summarised, no markdown and no code.
@@ -69,4 +71,29 @@ export function speakValue(value: unknown, depth = 0): string {
     return entries.length > 3 ? `${shown.join(', ')}, and ${entries.length - 3} more` : shown.join(', ')
   }
   return 'a result'
+}
+
+function counted(count: number, one: string, many: string): string {
+  return count === 1 ? one : `${count} ${many}`
+}
+
+/**
+ * What a run made besides its value, said aloud: "I made a chart and a table. revenue: north 15, south 20, east
+ * 7.25." The first table's numbers are spoken (its label column with its first number column, a few rows); empty when
+ * the run made no outputs.
+ */
+export function speakOutputs(outputs: readonly Output[] | undefined): string {
+  if (!outputs?.length) return ''
+  const charts = outputs.filter((output) => output.kind === 'image').length
+  const tables = outputs.filter((output) => output.kind === 'table')
+  const others = outputs.length - charts - tables.length
+  const made = [
+    charts ? counted(charts, 'a chart', 'charts') : '',
+    tables.length ? counted(tables.length, 'a table', 'tables') : '',
+    others ? counted(others, 'one more item', 'more items') : '',
+  ].filter(Boolean)
+  const list = made.length > 1 ? `${made.slice(0, -1).join(', ')} and ${made.at(-1)}` : made[0]!
+  const table = tables[0]
+  const numbers = table?.kind === 'table' ? spokenTable(table, 5, speakNumber) : undefined
+  return `I made ${list}.${numbers ? ` ${speakText(numbers.replace(/[_-]+/g, ' '))}.` : ''}`
 }

@@ -50,12 +50,13 @@ export function tableMarkdown(table: Table, maxRows = 20): string {
  * A table's numbers as a sentence to speak: "east 7.25, north 15, south 20" for a label column and a number column,
  * the first `maxRows` rows; undefined when the table has no numbers to speak.
  */
-export function spokenTable(table: Table, maxRows = 5): string | undefined {
+export function spokenTable(table: Table, maxRows = 5, number: (value: number) => string = cell): string | undefined {
   const numeric = table.columns.findIndex((_, index) => table.rows.some((row) => typeof row[index] === 'number'))
   if (numeric === -1 || table.rows.length === 0) return undefined
   const label = table.columns.findIndex((_, index) => index !== numeric && table.rows.every((row) => typeof row[index] === 'string'))
   const spoken = table.rows.slice(0, maxRows).map((row) => {
-    const value = cell(row[numeric])
+    const raw = row[numeric]
+    const value = typeof raw === 'number' ? number(raw) : cell(raw)
     return label === -1 ? value : `${cell(row[label])} ${value}`
   })
   const more = table.rowCount > maxRows ? `, and ${table.rowCount - maxRows} more` : ''

@@ -11,6 +11,7 @@ import {
 } from '../../core/types'
 import type { RunInfo } from '../../core/adapter'
 import { workspaceFileBytes } from '../../core/workspace-files'
+import { outputFile } from '../../core/output-file'
 import { JSON_MEDIA_TYPE, TEXT_PLAIN, codeMediaType, mediaTypeOf } from './media-types'
 import type { ArtifactRef, RunLimits, RunRecord, StreamDigest } from './types'
 
@@ -35,6 +36,8 @@ export interface CapturedRun {
   stdin?: string
   inputs: WorkspaceFile[]
   outputs: WorkspaceFile[]
+  /** The run's rich outputs (charts, tables, display() items) as files, recorded as outputs it generated. */
+  generated: Array<WorkspaceFile & { mediaType: string }>
   stdout: string
   stderr: string
   /** `JSON.stringify(value)`, taken at once: the caller may change the value afterwards. */
@@ -55,6 +58,12 @@ function files(list: unknown): WorkspaceFile[] {
     )
     .map((file) => ({ path: file.path, content: file.content, ...(file.encoding ? { encoding: file.encoding } : {}) }))
 }
+
+/**
+ * A run's rich outputs among its output artifacts: `generated:output-1.png`. A workspace path never looks like this
+ * (`scheme:` is refused as a URL), so the two never collide.
+ */
+export const GENERATED_PREFIX = 'generated:'
 
 export function captureRun(result: ExecutionResult, request: ExecutionRequest, run: RunInfo): CapturedRun {
   // The request may be anything a caller sent (an invalid_request run is recorded too): read it defensively.
@@ -77,6 +86,10 @@ export function captureRun(result: ExecutionResult, request: ExecutionRequest, r
     ...(typeof asked.stdin === 'string' ? { stdin: asked.stdin } : {}),
     inputs: files(asked.files),
     outputs: files(result.files),
+    generated: (Array.isArray(result.outputs) ? result.outputs : []).map((output, index) => {
+      const file = outputFile(output, index)
+      return { path: `${GENERATED_PREFIX}${file.name}`, content: file.content, encoding: file.encoding, mediaType: file.mediaType }
+    }),
     stdout: result.stdout,
     stderr: result.stderr,
     ...(valueJson !== undefined ? { valueJson } : {}),
@@ -175,7 +188,10 @@ export function describeRun(
     ...captured.inputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
     ...(run.workspaceReads ?? []).map((file) => artifact(file.path, asBuffer(file.content), mediaTypeOf(file.path), blobs)),
   ]
-  const outputs = captured.outputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs))
+  const outputs = [
+    ...captured.outputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
+    ...(captured.generated ?? []).map((file) => artifact(file.path, workspaceFileBytes(file), file.mediaType, blobs)),
+  ]
   const code = artifact('code', Buffer.from(captured.code), codeMediaType(captured.language), blobs)
   const stdout = stream('stdout', captured.stdout, settings.outputThresholdBytes, blobs)
   const stderr = stream('stderr', captured.stderr, settings.outputThresholdBytes, blobs)
