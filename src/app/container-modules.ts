@@ -25,6 +25,8 @@ import type { Router } from '../routing/router'
 import * as tokens from './tokens'
 import { S3Objects, S3Workspace, type HostFunctionDefinition, type Workspace } from '../workspace'
 import { createLedger, disabledLedger, s3SettingsFrom, type LedgerService } from '../fabric/ledger'
+import { openPlanStore, type PlanStore } from '../fabric/plans'
+import { openTaskStore, taskServiceOptionsFrom, type TaskStore } from '../fabric/tasks'
 import { EXECGATE_VERSION } from '../config/version'
 import { EgressGateway } from '../egress'
 import { UploadStore } from '../fabric/files'
@@ -204,5 +206,26 @@ export function ledgerModule(config: Config, logger: Logger): ContainerModule {
     const ledger = createLedger(config.fabric, { execgateVersion: EXECGATE_VERSION, logger })
     bind<LedgerService>(tokens.Ledger).toConstantValue(ledger)
     bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(ledger)
+  })
+}
+
+/**
+ * The fabric's stores, each opened at first use from `fabric.store` (so a process that never touches tasks or plans
+ * opens neither). A user's module may rebind either token to a store of its own; the services resolve them here.
+ */
+export function fabricStoresModule(config: Config): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<TaskStore>(tokens.TaskStore)
+      .toDynamicValue(() => openTaskStore(taskServiceOptionsFrom(config.fabric)))
+      .inSingletonScope()
+    bind<PlanStore>(tokens.PlanStore)
+      .toDynamicValue(() =>
+        openPlanStore({
+          storeKind: config.fabric.store,
+          dataDir: config.fabric.dataDir,
+          redis: { url: config.fabric.redisUrl, prefix: config.fabric.redisPrefix },
+        }),
+      )
+      .inSingletonScope()
   })
 }
