@@ -1,4 +1,5 @@
 import { ContainerModule, type Container } from 'inversify'
+import path from 'node:path'
 import { ADAPTERS, type AdapterDefinition } from '../../adapters/registry'
 import {
   describeError,
@@ -28,6 +29,7 @@ import { openPlanStore, type PlanStore } from '../fabric/plans'
 import { openTaskStore, taskServiceOptionsFrom, type TaskStore } from '../fabric/tasks'
 import { EXECGATE_VERSION } from '../config/version'
 import { EgressGateway } from '../egress'
+import { UploadStore } from '../fabric/files'
 import { ExecgateError } from '../core/errors'
 
 /** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
@@ -146,6 +148,13 @@ export function executionModule(
         }
       })
       .inSingletonScope()
+    // Opened at the first upload or the first request that names one: most processes never touch it.
+    bind<UploadStore>(tokens.Uploads).toConstantValue(
+      new UploadStore({
+        root: config.fabric.files.dir || path.join(config.fabric.dataDir, 'uploads'),
+        quotaBytesPerTenant: config.fabric.files.quotaBytes,
+      }),
+    )
     bind<ExecutionService>(tokens.ExecutionService)
       .toDynamicValue((context) => {
         const logger = context.get<Logger>(tokens.Logger)
@@ -165,6 +174,7 @@ export function executionModule(
           hostFunctions,
           admission: context.get<AdmissionController>(tokens.Admission),
           egress: context.get<EgressGateway>(tokens.EgressGateway),
+          uploads: context.get<UploadStore>(tokens.Uploads),
         })
       })
       .inSingletonScope()

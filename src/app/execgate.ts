@@ -26,6 +26,7 @@ import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from '
 import type { LlmProvider } from '../core/llm'
 import type { AdmissionController, AdmissionStatus } from '../execution/admission/admission-controller'
 import type { LedgerService } from '../fabric/ledger'
+import type { UploadStore } from '../fabric/files'
 import type { SandboxService } from '../fabric/sandboxes'
 
 /**
@@ -60,6 +61,8 @@ export interface Execgate {
   readonly tasks: TaskService
   /** The artifact ledger (docs/ledger.md): every run's provenance, its artifacts and their lineage, per tenant. */
   readonly ledger: LedgerService
+  /** Files uploaded once and named by digest in requests (`{ path, sha256 }`; docs/data.md), per tenant with a quota. */
+  readonly uploads: UploadStore
   /** Plans of steps run as tasks, revised by the reflector when a step fails (docs/plans.md); opened at first use. */
   readonly plans: PlanService
   /** Persistent sandboxes (docs/sandboxes.md): live environments to exec into, stopped by `dispose()`. */
@@ -160,6 +163,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   let disposed = false
   const fabric = fabricParts(container)
   const ledger = fabric.ledger
+  const uploads = container.get<UploadStore>(tokens.Uploads)
   let tasks: TaskService | undefined
   let plans: PlanService | undefined
   const role = options.role ?? 'library'
@@ -210,6 +214,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       return (plans ??= planServiceFor(fabric, taskService(), { reflector: options.reflector, run: role !== 'client' }))
     },
     ledger,
+    uploads,
     get sandboxes() {
       return (sandboxes ??= sandboxManagerFor(fabric))
     },
@@ -228,6 +233,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       await service.dispose?.()
       // After the last run has ended: every record heard is written before the process may exit.
       await ledger.close()
+      uploads.close()
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },

@@ -49,3 +49,6 @@ export const TaskStore = Symbol('TaskStore')
 
 /** The plans' store, opened at first use from `fabric.store`: `PlanStore` of src/fabric/plans. Rebind it as `TaskStore`. */
 export const PlanStore = Symbol('PlanStore')
+
+/** Files uploaded once and named by digest (`PUT /v1/files`): `UploadStore` of src/fabric/files. */
+export const Uploads = Symbol('Uploads')
