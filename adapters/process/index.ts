@@ -334,6 +334,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       Math.min(options.limits.maxFileBytes, this.plan.workspaceMb * 2 ** 20),
       (language) => this.prepareRunner(language),
       () => this.sandboxes.delete(sandbox),
+      // Each exec whose policy allows network gets its own way out, as a one-shot run does.
+      (context) => this.egressFor(context),
     )
     this.sandboxes.add(sandbox)
     return sandbox

@@ -17,7 +17,7 @@ import { RunController } from '../../src/runtime'
 import { reportLimitBytes } from '../shared/python-outputs'
 import { classifyExit } from './classify'
 import { releaseDirectory, type SandboxDirectory } from './sandbox-directories'
-import { sandboxCommand, type SandboxPlan } from './sandbox'
+import { sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox } from './spawn-sandbox'
 import { sweep as killProcessesOf } from './uid-pool'
 import { WorkspaceDirectory } from './workspace-directory'
@@ -28,8 +28,9 @@ const LANGUAGES: readonly ProcessLanguage[] = ['bash', 'python', 'javascript']
 /**
  * A persistent sandbox on the process tier: a folder on the host (a tmpfs of its own as root) and, as root, a uid
  * of its own for the sandbox's life. Each exec is a fresh bubblewrap run, exactly as a one-shot run is (namespaces,
- * read-only /usr, no network, the exec's rlimits), with that folder bound at /workspace instead of an empty tmpfs: the
- * files stay, the processes end with the exec (its pid namespace dies with its first process).
+ * read-only /usr, the exec's rlimits, and no network but the egress gateway's socket when the exec's policy — the
+ * sandbox's, or tighter — allows any), with that folder bound at /workspace instead of an empty tmpfs: the files stay,
+ * the processes end with the exec (its pid namespace dies with its first process).
  */
 export class ProcessSandbox implements AdapterSandbox {
   readonly languages: readonly Language[] = LANGUAGES
@@ -44,6 +45,8 @@ export class ProcessSandbox implements AdapterSandbox {
     /** Prepares what a language's run needs once (the compiled Python runner). */
     private readonly prepare: (language: ProcessLanguage) => void,
     private readonly onClosed: () => void,
+    /** The exec's way out through the egress gateway, when its policy allows any network (egress-bridge.ts). */
+    private readonly egressFor: (context: ExecutionContext) => Promise<Pick<RunShape, 'egress'>>,
   ) {
     this.files = new WorkspaceDirectory(directory.workspace, directory.uid, maxFileBytes)
   }
@@ -64,7 +67,15 @@ export class ProcessSandbox implements AdapterSandbox {
       this.prepare(language)
       const command = sandboxCommand(
         { ...this.plan, dedicatedUid: uid !== undefined },
-        { language, policy, mode: 'run', withFiles: false, collectFiles: false, persistentWorkspace: this.directory.workspace },
+        {
+          language,
+          policy,
+          mode: 'run',
+          withFiles: false,
+          collectFiles: false,
+          persistentWorkspace: this.directory.workspace,
+          ...(await this.egressFor(context)),
+        },
       )
       const run = await spawnSandbox({
         ...command,

@@ -6,7 +6,7 @@ import { LANES } from '../core/types'
  */
 
 const TENANT_LANES = ['lane', 'defaultLane'] as const
-const TENANT_COUNTS = ['maxConcurrent', 'maxQueued', 'cpuMsPerMinute'] as const
+const TENANT_COUNTS = ['maxConcurrent', 'maxQueued', 'cpuMsPerMinute', 'egressRequestsPerMinute', 'egressBytesPerMinute'] as const
 const AGENT_TYPE_COUNTS = ['maxConcurrent', 'maxWallTimeMs', 'maxCpuTimeMs', 'maxMemoryMb'] as const
 
 function checkEntries(value: unknown, what: string, lanes: readonly string[], counts: readonly string[]): void {

@@ -72,10 +72,22 @@ export interface ExecgateConfig {
     retryAfterMs: number
     /**
      * Per tenant: `{"acme": {"lane": "batch", "defaultLane": "interactive", "maxConcurrent": 4, "maxQueued": 16,
-     * "cpuMsPerMinute": 60000}}`; `lane` fixes the lane, `defaultLane` applies when a request names none.
+     * "cpuMsPerMinute": 60000, "egressRequestsPerMinute": 600, "egressBytesPerMinute": 104857600}}`; `lane` fixes the
+     * lane, `defaultLane` applies when a request names none; the egress quotas refuse runs with network once spent.
      * @default {} @env EXECGATE_ADMISSION_TENANTS (JSON)
      */
-    tenants: Record<string, { lane?: Lane; defaultLane?: Lane; maxConcurrent?: number; maxQueued?: number; cpuMsPerMinute?: number }>
+    tenants: Record<
+      string,
+      {
+        lane?: Lane
+        defaultLane?: Lane
+        maxConcurrent?: number
+        maxQueued?: number
+        cpuMsPerMinute?: number
+        egressRequestsPerMinute?: number
+        egressBytesPerMinute?: number
+      }
+    >
     /**
      * Agent-type profiles a request selects with `agentType`: `{"planning": {"maxConcurrent": 1, "maxWallTimeMs":
      * 1800000, "maxCpuTimeMs": 1800000, "maxMemoryMb": 2048}}`. @default research, planning, execution (the

@@ -32,7 +32,7 @@ import { normaliseResult } from './normalise-result'
 import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
 import type { EgressGateway } from '../egress'
-import { openRunEgress } from './run-egress'
+import { egressUse, openRunEgress } from './run-egress'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
 export interface ExecutionServiceOptions {
@@ -191,7 +191,7 @@ export class DefaultExecutionService implements ExecutionService {
           throw error
         },
       )
-      ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt)
+      ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt, egressUse(result))
       result.admission = { lane: ticket.lane, priority: ticket.priority, queuedMs: ticket.queuedMs }
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom

@@ -55,3 +55,15 @@ export function openRunEgress(
     close: () => handle.close(),
   }
 }
+
+/**
+ * What a run moved through the gateway, for its tenant's egress quotas: its record's lines (refused attempts too) and
+ * their bytes both ways. The record keeps at most 100 lines, above the default 50-request cap per run.
+ */
+export function egressUse(result: ExecutionResult): { requests: number; bytes: number } | undefined {
+  if (!result.egress?.length) return undefined
+  return {
+    requests: result.egress.length,
+    bytes: result.egress.reduce((sum, record) => sum + record.bytesIn + record.bytesOut, 0),
+  }
+}

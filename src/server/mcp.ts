@@ -7,6 +7,7 @@ import { EXECGATE_VERSION } from './version'
 import { registerTaskTools } from './mcp-task-tools'
 import { registerPlanTools } from './mcp-plan-tools'
 import { registerSandboxTools } from './mcp-sandbox-tools'
+import { registerReceiptTools } from './mcp-receipt-tools'
 import { outputContent, outputsSentence, structuredResult } from './mcp-outputs'
 
 /** A short sentence for the tool's text content; the full result is the structured content. */
@@ -55,7 +56,8 @@ export async function createMcpServer(
           ...(input.sessionId ? { sessionId: sessionScope(input.sessionId) } : {}),
           ...(input.timeoutMs ? { timeoutMs: input.timeoutMs } : {}),
         },
-        { profile },
+        // The caller's tenant: its quotas, and its ledger (get_receipt finds only the tenant's own runs).
+        { profile, ...(tenant ? { tenant } : {}) },
       )
       return {
         content: [{ type: 'text' as const, text: summary(result) + outputsSentence(result) }, ...outputContent(result)],
@@ -91,6 +93,7 @@ export async function createMcpServer(
   registerTaskTools(server, execgate, caller)
   registerPlanTools(server, execgate, caller)
   registerSandboxTools(server, execgate, caller)
+  registerReceiptTools(server, execgate, caller)
   return server
 }
 

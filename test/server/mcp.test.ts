@@ -15,6 +15,7 @@ async function exercise(client: Client): Promise<void> {
   expect(tools.tools.map((tool) => tool.name).sort()).toEqual([
     'execute_code',
     'get_plan',
+    'get_receipt',
     'get_task',
     'list_languages',
     'sandbox_exec',

@@ -11,7 +11,7 @@ import {
   type SecurityPolicy,
 } from '../../core'
 import { reservedSlots, resolveLane, type TenantAdmission } from './lanes'
-import { checkAgentTypeLimits, checkCpuQuota, TenantUsage, type AgentTypeProfile } from './quotas'
+import { checkAgentTypeLimits, checkCpuQuota, checkEgressQuota, TenantUsage, type AgentTypeProfile, type EgressUse } from './quotas'
 import { SlotPool } from './slot-pool'
 import { WaitQueue } from './wait-queue'
 
@@ -36,14 +36,17 @@ export interface AdmissionCaller {
   signal?: AbortSignal
 }
 
-/** A granted slot. `release` must be called once the run is over, with the CPU (or wall) ms it used. */
+/**
+ * A granted slot. `release` must be called once the run is over, with the CPU (or wall) ms it used and what it moved
+ * through the egress gateway.
+ */
 export interface AdmissionTicket {
   readonly lane: Lane
   readonly priority: number
   readonly queuedMs: number
   /** `performance.now()` when the run may start: its time limit counts from here. */
   readonly startedAt: number
-  release(cpuMs: number): void
+  release(cpuMs: number, egress?: EgressUse): void
 }
 
 export interface AdapterAdmissionStatus {
@@ -140,6 +143,9 @@ export class AdmissionController {
     const usage = caller.tenant === undefined ? undefined : this.usageOf(caller.tenant)
     const cpuOver = caller.tenant === undefined ? undefined : checkCpuQuota(caller.tenant, tenantSettings, usage)
     if (cpuOver) return this.refuse(cpuOver, Number(cpuOver.params.retryAfter) * 1000)
+    const egressOver =
+      caller.tenant === undefined || policy.network === 'none' ? undefined : checkEgressQuota(caller.tenant, tenantSettings, usage)
+    if (egressOver) return this.refuse(egressOver, Number(egressOver.params.retryAfter) * 1000)
     const state = this.stateOf(adapter)
     const waiter: Waiter = { priority, lane, tenant: caller.tenant, agentType, enqueuedAt: performance.now(), grant: () => undefined }
     const ahead = state.queues.interactive.size + (lane === 'batch' ? state.queues.batch.size : 0)
@@ -269,7 +275,7 @@ export class AdmissionController {
       priority: waiter.priority,
       queuedMs: startedAt - waiter.enqueuedAt,
       startedAt,
-      release: (cpuMs) => {
+      release: (cpuMs, egress) => {
         if (released) return
         released = true
         state.pool.release(lane)
@@ -278,6 +284,10 @@ export class AdmissionController {
           const usage = this.usageOf(tenant)
           usage.running -= 1
           usage.record(cpuMs)
+          if (egress) {
+            usage.egressRequests.add(egress.requests)
+            usage.egressBytes.add(egress.bytes)
+          }
         }
         if (agentType !== undefined) this.agentRunning.set(agentType, (this.agentRunning.get(agentType) ?? 1) - 1)
         this.running -= 1

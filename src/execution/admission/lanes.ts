@@ -12,6 +12,10 @@ export interface TenantAdmission {
   maxQueued?: number
   /** CPU milliseconds (wall time where the backend does not measure CPU) the tenant's runs may use in a minute. */
   cpuMsPerMinute?: number
+  /** Requests (refused attempts too) the tenant's runs may make through the egress gateway in a minute. */
+  egressRequestsPerMinute?: number
+  /** Bytes (sent and received) the tenant's runs may move through the egress gateway in a minute. */
+  egressBytesPerMinute?: number
 }
 
 /**

@@ -1,5 +1,6 @@
 import { ExecgateError, type SecurityPolicy } from '../../core'
 import type { TenantAdmission } from './lanes'
+import { MinuteWindow } from './minute-window'
 
 /**
  * An agent type's caps (`admission.agentTypes.<name>`), after the execution fabric's table: research, planning,
@@ -25,7 +26,14 @@ export class TenantUsage {
   /** The sum of `spent` from `first` on: checking the quota costs O(1) per run, not a walk over the minute's runs. */
   private total = 0
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** Egress requests and bytes of the tenant's runs that ended in the last minute. */
+  readonly egressRequests: MinuteWindow
+  readonly egressBytes: MinuteWindow
+
+  constructor(private readonly now: () => number = Date.now) {
+    this.egressRequests = new MinuteWindow(now)
+    this.egressBytes = new MinuteWindow(now)
+  }
 
   record(cpuMs: number): void {
     this.spent.push({ at: this.now(), cpuMs })
@@ -74,6 +82,39 @@ export function checkCpuQuota(
     detail: `tenant ${tenant} used ${Math.round(used)} of its ${limit} CPU ms in the last minute`,
     retryAfter: Math.max(1, Math.ceil(freeInMs / 1000)),
   })
+}
+
+/** What a run moved through the egress gateway, counted against its tenant's egress quotas when it ends. */
+export interface EgressUse {
+  requests: number
+  bytes: number
+}
+
+/**
+ * The tenant's per-minute egress quotas, for a run whose policy allows network (a run without network uses none and
+ * is never refused for them): refused naming the quota and when it frees up; undefined when there is room.
+ */
+export function checkEgressQuota(
+  tenant: string,
+  settings: TenantAdmission | undefined,
+  usage: TenantUsage | undefined,
+): ExecgateError | undefined {
+  if (!usage) return undefined
+  const quotas: [number | undefined, MinuteWindow, string, string][] = [
+    [settings?.egressRequestsPerMinute, usage.egressRequests, 'egressRequestsPerMinute', 'egress requests'],
+    [settings?.egressBytesPerMinute, usage.egressBytes, 'egressBytesPerMinute', 'bytes through the egress gateway'],
+  ]
+  for (const [limit, window, key, what] of quotas) {
+    if (limit === undefined) continue
+    const { used, freeInMs } = window.inWindow(limit)
+    if (used < limit) continue
+    return new ExecgateError('EXECGATE_QUOTA_EXCEEDED', {
+      quota: `admission.tenants.${tenant}.${key}`,
+      detail: `tenant ${tenant} used ${used} of its ${limit} ${what} in the last minute; a run without network is still admitted`,
+      retryAfter: Math.max(1, Math.ceil(freeInMs / 1000)),
+    })
+  }
+  return undefined
 }
 
 /** A policy asking more than the agent type allows is refused naming the cap (never silently cut). */
