@@ -137,12 +137,27 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
   })
 
   test('a finished over-budget answer not taken within continuationTtlMs is dropped, and continueRequest says so', async () => {
-    const handler = new CodeExecutionHandler(execgate, undefined, undefined, { voiceBudgetMs: 20, continuationTtlMs: 100 })
-    const code = 'let total = 0\nfor (let i = 0; i < 2e6; i++) total += i % 7\ntotal'
+    // The run's end is observed, not guessed: a fixed wait of its 5 s time limit was both slow and, with the service's
+    // grace past the limit on a loaded machine, not always enough.
+    let finished!: () => void
+    const ended = new Promise<void>((resolve) => (finished = resolve))
+    const runner = {
+      config: execgate.config,
+      validate: execgate.validate.bind(execgate),
+      execute: async (...args: Parameters<Execgate['execute']>) => {
+        const result = await execgate.execute(...args)
+        finished()
+        return result
+      },
+    }
+    const handler = new CodeExecutionHandler(runner, undefined, undefined, { voiceBudgetMs: 20, continuationTtlMs: 100 })
+    // 200 ms of wall time: past the 20 ms budget on any machine.
+    const code = 'const started = Date.now()\nwhile (Date.now() - started < 200) {}\n7'
     const slow = await handler.handleComputationRequest({ description: 'a long sum', code, language: 'javascript', channel: 'voice' })
     expect(slow).toMatchObject({ outcome: 'over_budget', continuation: expect.any(String) })
-    // The work ends by its 5 s time limit at the latest; the answer is then kept 100 ms.
-    await new Promise((resolve) => setTimeout(resolve, 5500))
+    await ended
+    // The answer is kept 100 ms from when it is ready (a few microtasks after the run); ten times that is past it.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
     expect(await handler.continueRequest(slow.continuation!)).toMatchObject({
       outcome: 'invalid_request',
       text: expect.stringContaining('finished more than 100 ms ago'),

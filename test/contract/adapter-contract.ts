@@ -68,7 +68,11 @@ export async function runChecked(
 }
 
 /** An ExecutionService around one adapter, without taking ownership of it (disposing stays with the test). */
-export function serviceFor(adapter: CodeExecutionAdapter, policy: SecurityPolicy = DEFAULT_POLICY): DefaultExecutionService {
+export function serviceFor(
+  adapter: CodeExecutionAdapter,
+  policy: SecurityPolicy = DEFAULT_POLICY,
+  routing: 'pinned' | 'auto' = 'pinned',
+): DefaultExecutionService {
   const registry = {
     get: (name: string) => (name === adapter.name ? adapter : undefined),
     list: () => [adapter],
@@ -76,7 +80,7 @@ export function serviceFor(adapter: CodeExecutionAdapter, policy: SecurityPolicy
   }
   return new DefaultExecutionService({
     registry,
-    router: new ConfigRouter(registry, adapter.name),
+    router: new ConfigRouter(registry, routing === 'auto' ? 'auto' : adapter.name),
     basePolicy: policy,
     logger: createLogger('silent'),
     graceMs: 2000,
@@ -278,39 +282,81 @@ export function describeAdapterContract(
       expect({ status: tightened.status, message: tightened.message }).toEqual({ status: 'ok', message: undefined })
     })
 
-    eachLanguage('capabilities are truthful: streaming delivers output while running', async (language) => {
-      if (!adapter.capabilities.streaming) return
-      const chunks: string[] = []
-      const result = await runChecked(
-        adapter,
-        { language, code: SNIPPETS[language]!.ok },
-        contractContext({}, { onOutput: (_stream, chunk) => chunks.push(chunk) }),
-      )
-      expect(result.status).toBe('ok')
-      expect(chunks.join('')).toContain('hello')
-    })
+    // Each capability is checked both ways: offered, it works; declared absent, the adapter or the core answers the
+    // documented refusal (never a test that returns early and asserts nothing).
+    eachLanguage(
+      'capabilities are truthful: streaming delivers output while running; without it, output only in the result',
+      async (language) => {
+        const chunks: string[] = []
+        const result = await runChecked(
+          adapter,
+          { language, code: SNIPPETS[language]!.ok },
+          contractContext({}, { onOutput: (_stream, chunk) => chunks.push(chunk) }),
+        )
+        expect(result.status).toBe('ok')
+        expect(result.stdout).toContain('hello')
+        if (adapter.capabilities.streaming) expect(chunks.join('')).toContain('hello')
+        // Declared absent: nothing is streamed piece by piece; onOutput hears nothing, or the whole output in one piece
+        // once the code ended (the shell hands on just-bash's output as it gets it back).
+        else expect(chunks.length === 0 ? [] : [chunks.join('')]).toEqual(chunks.length === 0 ? [] : [result.stdout + result.stderr])
+      },
+    )
 
-    eachLanguage('capabilities are truthful: host functions can be called', async (language) => {
-      if (!adapter.capabilities.hostFunctions || !HOST_CALL[language]) return
-      const result = await runChecked(
-        adapter,
-        { language, code: HOST_CALL[language]! },
-        contractContext({}, { hostFunctions: new HostileHostFunctions() }),
-      )
-      expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: 42 })
-    })
+    eachLanguage(
+      "capabilities are truthful: host functions can be called; without them, a call is the code's error and never reaches the host",
+      async (language) => {
+        const host = new HostileHostFunctions()
+        const code = HOST_CALL[language]
+        if (adapter.capabilities.hostFunctions) {
+          // A language the adapter offers host functions in needs a snippet here, or the capability goes unchecked.
+          expect({ language, snippet: typeof code }).toEqual({ language, snippet: 'string' })
+          const result = await runChecked(adapter, { language, code: code! }, contractContext({}, { hostFunctions: host }))
+          expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: 42 })
+          expect(host.records.map((record) => record.name)).toEqual(['hostFn'])
+        } else {
+          // Declared absent: the function is not there for the code, so calling it fails as the code's own error. A
+          // generous limit: the outcome does not depend on time, and a remote stand-in's cold start on a loaded machine
+          // must not turn it into a timeout.
+          const result = await runChecked(
+            adapter,
+            { language, code: code ?? 'hostFn' },
+            contractContext({ wallTimeMs: 30_000 }, { hostFunctions: host }),
+          )
+          expect(result.status).toBe('error')
+          expect(host.records).toEqual([])
+        }
+      },
+    )
 
-    eachLanguage('capabilities are truthful: a session keeps state, which no other session sees', async (language) => {
-      if (!adapter.capabilities.sessions || !SESSION[language] || options.sessionStateUncheckable) return
-      const [set, get] = SESSION[language]!
-      const sessionId = `contract-${language}`
-      expect((await runChecked(adapter, { language, code: set, sessionId }, contractContext())).status).toBe('ok')
-      expect(await runChecked(adapter, { language, code: get, sessionId }, contractContext())).toMatchObject({ status: 'ok', value: 42 })
-      const other = await runChecked(adapter, { language, code: get, sessionId: `${sessionId}-other` }, contractContext())
-      expect(other.status).toBe('error')
-      expect(await adapter.closeSession!(sessionId)).toBe(true)
-      await adapter.closeSession!(`${sessionId}-other`)
-    })
+    eachLanguage(
+      'capabilities are truthful: a session keeps state, which no other session sees; without sessions, routing refuses one',
+      async (language) => {
+        const [set, get] = SESSION[language] ?? []
+        if (!adapter.capabilities.sessions) {
+          // Declared absent: routing never sends a session to this adapter; with no other adapter, the request is refused
+          // naming the feature, and nothing runs.
+          const service = serviceFor(adapter, DEFAULT_POLICY, 'auto')
+          const refused = await service.execute({ language, code: SNIPPETS[language]!.ok, sessionId: `contract-${language}` })
+          expect({ status: refused.status, stdout: refused.stdout }).toEqual({ status: 'unavailable', stdout: '' })
+          expect(refused.message).toContain(`no enabled adapter runs ${language} with sessions`)
+          return
+        }
+        expect({ language, snippets: !!set && !!get }).toEqual({ language, snippets: true })
+        const sessionId = `contract-${language}`
+        expect((await runChecked(adapter, { language, code: set!, sessionId }, contractContext())).status).toBe('ok')
+        if (options.sessionStateUncheckable) {
+          // The stand-in keeps no interpreter state; the adapter's own test checks its sessions. The call is still accepted.
+          expect(options.sessionStateUncheckable.length).toBeGreaterThan(0)
+          await adapter.closeSession?.(sessionId)
+          return
+        }
+        expect(await runChecked(adapter, { language, code: get!, sessionId }, contractContext())).toMatchObject({ status: 'ok', value: 42 })
+        const other = await runChecked(adapter, { language, code: get!, sessionId: `${sessionId}-other` }, contractContext())
+        expect(other.status).toBe('error')
+        expect(await adapter.closeSession!(sessionId)).toBe(true)
+        await adapter.closeSession!(`${sessionId}-other`)
+      },
+    )
 
     test(
       'capabilities are truthful: a sandbox keeps its files between execs, and closing it ends it',
