@@ -37,7 +37,17 @@ export { MemoryWorkspace, OverlayWorkspace, DirectoryLayer, S3Layer, S3Workspace
 export type { HostFunctionDefinition, HostCall, Workspace, WorkspaceEntry, WorkspaceLayer, WorkspaceLimits } from './workspace'
 
 // What an Execgate's tasks, ledger, plans and sandboxes take and return.
-export type { Task, TaskSpec, TaskState, TaskEvent, TaskService, TaskStreamItem, RetryPolicy, TaskProvenance } from './fabric/tasks'
+export type {
+  Task,
+  TaskSpec,
+  TaskState,
+  TaskEvent,
+  TaskService,
+  TaskStore,
+  TaskStreamItem,
+  RetryPolicy,
+  TaskProvenance,
+} from './fabric/tasks'
 export type {
   LedgerService,
   LedgerCaller,
@@ -52,6 +62,7 @@ export type {
 } from './fabric/ledger'
 export type {
   PlanService,
+  PlanStore,
   PlanSpec,
   PlanStepSpec,
   PlanView,

@@ -20,6 +20,7 @@ import {
   type Language,
   type SandboxOpenOptions,
   type ValidationReport,
+  inlineFiles,
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
@@ -85,6 +86,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
       sessions: false,
       hostFunctions: false,
       workspace: true,
+      fileMounts: true,
       streaming: true,
       // Only through the egress gateway's proxy socket bound into a container without network (container-egress.ts).
       network: true,
@@ -120,7 +122,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
         message: `[execgate] [docker] the docker adapter runs ${LANGUAGES.join(', ')}, not ${request.language}`,
       })
     }
-    const payload = payloadEnvironment(request.code, context.files ?? request.files ?? [])
+    const payload = payloadEnvironment(request.code, context.files ?? inlineFiles(request.files) ?? [])
     if (!payload) {
       return createResult('invalid_request', NAME, {
         message: `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once encoded; the docker adapter passes them through the environment`,
@@ -195,6 +197,18 @@ export class DockerAdapter implements CodeExecutionAdapter {
         ReadonlyRootfs: true,
         ...(egress ? { Binds: egress.binds } : {}),
         Tmpfs: { '/workspace': `rw,size=${this.settings.workspaceMb}m,mode=1777`, '/tmp': 'rw,size=16m,mode=1777' },
+        // Uploads bound read-only from the upload store over the workspace's tmpfs: a 100 MB CSV never passes
+        // through the environment (the payload's limit) or a copy.
+        ...(context.mounts?.length
+          ? {
+              Mounts: context.mounts.map((mount) => ({
+                Type: 'bind' as const,
+                Source: mount.hostPath,
+                Target: `/workspace/${mount.path}`,
+                ReadOnly: true,
+              })),
+            }
+          : {}),
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
         // Explicit, and no higher than an engine's own hard limits (podman refuses to raise them).

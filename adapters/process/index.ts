@@ -20,6 +20,7 @@ import {
   type SandboxOpenOptions,
   type SecurityPolicy,
   type ValidationReport,
+  inlineFiles,
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
@@ -28,6 +29,7 @@ import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions } from './options'
 import { writeEgressBridgeFiles, type EgressBridgeFiles } from './egress-bridge'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
+import { stageMounts, type StagedMounts } from './upload-mounts'
 import { packFiles, unpackFiles } from './tar'
 import { UidPool, sweep } from './uid-pool'
 import { classifyExit } from './classify'
@@ -118,6 +120,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       // As root each run needs a uid of its own: the pool's size is how many can go at once (admission's slots).
       ...(this.uids ? { concurrency: this.uids.capacity } : {}),
       workspace: true,
+      fileMounts: true,
       streaming: true,
       // Only through the egress gateway's proxy socket bound into the run's own network namespace (egress-bridge.ts).
       network: true,
@@ -160,7 +163,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     try {
       const result = await this.run(request, context, started)
       if (request.language === 'bash' && result.status === 'ok') {
-        const files = context.files ?? request.files
+        const files = context.files ?? inlineFiles(request.files)
         this.bashCost.observe(scanShellScript(request.code), inputBytesOf(files), performance.now() - started)
       }
       return result
@@ -176,10 +179,15 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const language = request.language as ProcessLanguage
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const collectFiles = context.policy.filesystem === 'sandboxed'
-    const files = context.files ?? request.files ?? []
-    // The warm path has no egress bridge: a run with network rules runs cold, through the gateway.
+    const files = context.files ?? inlineFiles(request.files) ?? []
+    const mounts = context.mounts ?? []
+    // The warm path has no egress bridge and copies files in: a run with network rules or uploads to bind runs cold.
     const warm =
-      language === 'python' && !collectFiles && context.policy.network === 'none' && this.warm?.wants(request.code, context.policy) === true
+      language === 'python' &&
+      !collectFiles &&
+      mounts.length === 0 &&
+      context.policy.network === 'none' &&
+      this.warm?.wants(request.code, context.policy) === true
     const run = await this.track(
       this.sandboxed(
         {
@@ -189,6 +197,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
           withFiles: files.length > 0,
           collectFiles,
           warm,
+          ...(mounts.length ? { mounts } : {}),
           ...(warm ? {} : await this.egressFor(context)),
         },
         request.code,
@@ -205,7 +214,9 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const captured = output.finish(valueBytes(returned))
     const rich = outputResultFields(outcome.status, outcome.outputs, outcome.outputsOmitted, context.policy, NAME)
     const status: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
-    const workspace = collectFiles && run.filesArchive && !run.stoppedFor ? unpackFiles(run.filesArchive) : undefined
+    const unpacked = collectFiles && run.filesArchive && !run.stoppedFor ? unpackFiles(run.filesArchive) : undefined
+    const mounted = new Set(mounts.map((mount) => mount.path))
+    const workspace = unpacked && { ...unpacked, files: unpacked.files.filter((file) => !mounted.has(file.path)) }
     return createResult(status, NAME, {
       ...captured,
       value: returned,
@@ -270,6 +281,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       controller.restartClock()
     }
     let run: SpawnedRun | undefined
+    let staged: StagedMounts | undefined
     try {
       if (shape.warm && this.warm) {
         run = await this.warm.run({
@@ -284,6 +296,10 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         return run
       }
       this.prepareRunner(shape.language)
+      if (shape.mounts?.length) {
+        staged = stageMounts(shape.mounts)
+        shape = { ...shape, mounts: staged.mounts }
+      }
       const command = sandboxCommand(this.plan, shape)
       run = await spawnSandbox({
         ...command,
@@ -298,6 +314,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       })
       return run
     } finally {
+      staged?.remove()
       // A clean exit leaves nothing: the namespace's pid 1 exits only once the kernel has ended everything else
       // in it. A kill may leave stragglers for a moment, and the uid is not reused until they are gone.
       if (uid !== undefined) {

@@ -50,7 +50,7 @@ export function launcherScript(limits: LauncherLimits): string {
 }
 
 const LAUNCHER_BODY = [
-  'collect=$EXECGATE_COLLECT; direct=$EXECGATE_EXEC; unset EXECGATE_COLLECT EXECGATE_EXEC',
+  'collect=$EXECGATE_COLLECT; direct=$EXECGATE_EXEC; mounted=$EXECGATE_MOUNTED; unset EXECGATE_COLLECT EXECGATE_EXEC EXECGATE_MOUNTED',
   'cd /workspace || exit 125',
   `if [ -f ${SANDBOX_PATHS.filesIn} ]; then tar -x -f ${SANDBOX_PATHS.filesIn} --no-same-owner --no-same-permissions -C /workspace || exit 125; fi`,
   // Nothing to collect and a runner that handles SIGXCPU itself: the program replaces the launcher as pid 1 (one
@@ -60,7 +60,8 @@ const LAUNCHER_BODY = [
   'if [ "$direct" = 1 ]; then exec "$@" 6>&-; fi',
   '"$@" 6>&-',
   'rc=$?',
-  'if [ "$collect" = 1 ]; then tar -c -f - -C /workspace . >&6 2>/dev/null; fi',
+  // Uploaded files bound in read-only are the caller's own input: never sent back as files the run wrote.
+  'if [ "$collect" = 1 ]; then printf "%s\\n" "$mounted" > /tmp/.execgate-mounted; tar -c -f - --anchored --no-wildcards -X /tmp/.execgate-mounted -C /workspace . >&6 2>/dev/null; fi',
   'exit $rc',
 ]
 

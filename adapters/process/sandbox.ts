@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import type { SecurityPolicy } from '../../src/core'
+import type { FileMount, SecurityPolicy } from '../../src/core'
 import { egressBridgeArgs, type EgressBridgeFiles } from './egress-bridge'
 import { FD, NODE_RUNNER, PYTHON_RUNNER, SANDBOX_PATHS, launcherScript, type LauncherLimits } from './runners'
 import { runnerOutputLimits } from '../shared/python-outputs'
@@ -39,6 +39,8 @@ export interface RunShape {
   warm?: boolean
   /** The egress gateway's proxy socket for this run and the bridge's files: the run's only way out (egress-bridge.ts). */
   egress?: { socketPath: string; files: EgressBridgeFiles; caBundlePath?: string }
+  /** Uploaded files bound read-only into the workspace from the upload store (never copied, never collected back). */
+  mounts?: readonly FileMount[]
 }
 
 const RUNNER_PYC = '/run/execgate/runner.pyc'
@@ -206,6 +208,10 @@ export function sandboxCommand(plan: SandboxPlan, shape: RunShape): { file: stri
     '--dev',
     '/dev',
     ...workspaceMount(plan, shape),
+    ...(shape.mounts ?? []).flatMap((mount) => ['--ro-bind', mount.hostPath, `${SANDBOX_PATHS.workspace}/${mount.path}`]),
+    ...(shape.collectFiles && shape.mounts?.length
+      ? ['--setenv', 'EXECGATE_MOUNTED', shape.mounts.map((mount) => `./${mount.path}`).join('\n')]
+      : []),
     '--size',
     String(16 * 2 ** 20),
     '--tmpfs',

@@ -15,6 +15,7 @@ import {
   type SandboxOpenOptions,
   type ValidationReport,
   type WorkspaceFile,
+  inlineFiles,
 } from '../../src/core'
 import { internalContext } from '../../src/runtime'
 import { CalibratedShellCost, inputBytesOf, scanShellScript } from '../shared/shell-script'
@@ -146,7 +147,7 @@ export class ShellAdapter implements CodeExecutionAdapter {
         message: '[execgate] [shell] the shell keeps no sessions: each script starts from the workspace alone',
       })
     }
-    return (await this.runScript(request, context, [...(context.files ?? request.files ?? [])])).result
+    return (await this.runScript(request, context, [...(context.files ?? inlineFiles(request.files) ?? [])])).result
   }
 
   /**

@@ -1,4 +1,5 @@
 import { ContainerModule, type Container } from 'inversify'
+import path from 'node:path'
 import { ADAPTERS, type AdapterDefinition } from '../../adapters/registry'
 import {
   describeError,
@@ -24,8 +25,11 @@ import type { Router } from '../routing/router'
 import * as tokens from './tokens'
 import { S3Objects, S3Workspace, type HostFunctionDefinition, type Workspace } from '../workspace'
 import { createLedger, disabledLedger, s3SettingsFrom, type LedgerService } from '../fabric/ledger'
+import { openPlanStore, type PlanStore } from '../fabric/plans'
+import { openTaskStore, taskServiceOptionsFrom, type TaskStore } from '../fabric/tasks'
 import { EXECGATE_VERSION } from '../config/version'
 import { EgressGateway } from '../egress'
+import { UploadStore } from '../fabric/files'
 import { ExecgateError } from '../core/errors'
 
 /** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
@@ -144,6 +148,13 @@ export function executionModule(
         }
       })
       .inSingletonScope()
+    // Opened at the first upload or the first request that names one: most processes never touch it.
+    bind<UploadStore>(tokens.Uploads).toConstantValue(
+      new UploadStore({
+        root: config.fabric.files.dir || path.join(config.fabric.dataDir, 'uploads'),
+        quotaBytesPerTenant: config.fabric.files.quotaBytes,
+      }),
+    )
     bind<ExecutionService>(tokens.ExecutionService)
       .toDynamicValue((context) => {
         const logger = context.get<Logger>(tokens.Logger)
@@ -163,6 +174,7 @@ export function executionModule(
           hostFunctions,
           admission: context.get<AdmissionController>(tokens.Admission),
           egress: context.get<EgressGateway>(tokens.EgressGateway),
+          uploads: context.get<UploadStore>(tokens.Uploads),
         })
       })
       .inSingletonScope()
@@ -194,5 +206,26 @@ export function ledgerModule(config: Config, logger: Logger): ContainerModule {
     const ledger = createLedger(config.fabric, { execgateVersion: EXECGATE_VERSION, logger })
     bind<LedgerService>(tokens.Ledger).toConstantValue(ledger)
     bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(ledger)
+  })
+}
+
+/**
+ * The fabric's stores, each opened at first use from `fabric.store` (so a process that never touches tasks or plans
+ * opens neither). A user's module may rebind either token to a store of its own; the services resolve them here.
+ */
+export function fabricStoresModule(config: Config): ContainerModule {
+  return new ContainerModule(({ bind }) => {
+    bind<TaskStore>(tokens.TaskStore)
+      .toDynamicValue(() => openTaskStore(taskServiceOptionsFrom(config.fabric)))
+      .inSingletonScope()
+    bind<PlanStore>(tokens.PlanStore)
+      .toDynamicValue(() =>
+        openPlanStore({
+          storeKind: config.fabric.store,
+          dataDir: config.fabric.dataDir,
+          redis: { url: config.fabric.redisUrl, prefix: config.fabric.redisPrefix },
+        }),
+      )
+      .inSingletonScope()
   })
 }

@@ -8,6 +8,7 @@ import {
   adapterModules,
   configModule,
   executionModule,
+  fabricStoresModule,
   ledgerModule,
   loggingModule,
   readinessModule,
@@ -126,6 +127,7 @@ export async function createContainer(options: ContainerOptions = {}): Promise<C
     routingModule(config),
     executionModule(container, config, options.hostFunctions),
     ledgerModule(config, logger),
+    fabricStoresModule(config),
   )
   if (options.modules?.length) await container.load(...options.modules)
   const adapters = options.adapters ?? (await resolveAdapters(container, config))

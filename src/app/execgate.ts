@@ -26,6 +26,7 @@ import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from '
 import type { LlmProvider } from '../core/llm'
 import type { AdmissionController, AdmissionStatus } from '../execution/admission/admission-controller'
 import type { LedgerService } from '../fabric/ledger'
+import type { UploadStore } from '../fabric/files'
 import type { SandboxService } from '../fabric/sandboxes'
 
 /**
@@ -60,6 +61,8 @@ export interface Execgate {
   readonly tasks: TaskService
   /** The artifact ledger (docs/ledger.md): every run's provenance, its artifacts and their lineage, per tenant. */
   readonly ledger: LedgerService
+  /** Files uploaded once and named by digest in requests (`{ path, sha256 }`; docs/data.md), per tenant with a quota. */
+  readonly uploads: UploadStore
   /** Plans of steps run as tasks, revised by the reflector when a step fails (docs/plans.md); opened at first use. */
   readonly plans: PlanService
   /** Persistent sandboxes (docs/sandboxes.md): live environments to exec into, stopped by `dispose()`. */
@@ -68,7 +71,12 @@ export interface Execgate {
   readonly readiness: ReadinessMonitor
   readonly config: Config
   readonly container: Container
-  dispose(): Promise<void>
+  /**
+   * Stops everything this execgate started. Runs of tasks in flight are interrupted (they go back to the queue for
+   * a worker, or a restart, to run again) unless `finishRuns`: then they finish first (`execgate worker` on SIGTERM,
+   * a CLI command that waited for its task).
+   */
+  dispose(options?: { finishRuns?: boolean }): Promise<void>
 }
 
 export interface AdapterStatus {
@@ -108,9 +116,10 @@ export interface ExecgateOptions extends ContainerOptions {
   warm?: boolean
   /**
    * `server`: this execgate serves the HTTP API, and runs tasks only if `fabric.serveRunsTasks` (with the `redis`
-   * store, workers may do all the running). @default 'library' (runs tasks)
+   * store, workers may do all the running). `client`: it submits and reads tasks and plans and runs none (a CLI
+   * command that does not wait must not start runs it would abandon on exit). @default 'library' (runs tasks)
    */
-  role?: 'library' | 'server'
+  role?: 'library' | 'server' | 'client'
   /** The plans' reflector, instead of the Bedrock model `fabric.plans.reflector.modelId` names. */
   reflector?: LlmProvider
 }
@@ -154,9 +163,12 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   let disposed = false
   const fabric = fabricParts(container)
   const ledger = fabric.ledger
+  const uploads = container.get<UploadStore>(tokens.Uploads)
   let tasks: TaskService | undefined
   let plans: PlanService | undefined
-  const taskService = () => (tasks ??= taskServiceFor(fabric, options.role !== 'server' || config.fabric.serveRunsTasks))
+  const role = options.role ?? 'library'
+  const runsTasks = role === 'library' || (role === 'server' && config.fabric.serveRunsTasks)
+  const taskService = () => (tasks ??= taskServiceFor(fabric, runsTasks))
   let sandboxes: SandboxService | undefined
   return {
     execute: (request, executeOptions) => service.execute(request, executeOptions),
@@ -199,27 +211,29 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       return taskService()
     },
     get plans() {
-      return (plans ??= planServiceFor(fabric, taskService(), { reflector: options.reflector }))
+      return (plans ??= planServiceFor(fabric, taskService(), { reflector: options.reflector, run: role !== 'client' }))
     },
     ledger,
+    uploads,
     get sandboxes() {
       return (sandboxes ??= sandboxManagerFor(fabric))
     },
     readiness,
     config,
     container,
-    async dispose() {
+    async dispose(disposeOptions = {}) {
       if (disposed) return
       disposed = true
       // The plans first: they must not read the interrupted runs going back to PENDING as their steps' doing.
       await plans?.close()
-      await tasks?.close({ abort: true })
+      await tasks?.close({ abort: disposeOptions.finishRuns !== true })
       // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
       await sandboxes?.close()
       // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
       await service.dispose?.()
       // After the last run has ended: every record heard is written before the process may exit.
       await ledger.close()
+      uploads.close()
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },

@@ -3,10 +3,18 @@ import { ExecgateError, type AdapterRegistry, type LlmProvider } from '../core'
 import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
-import { createPlanService, planServiceOptionsFrom, type PlanService } from '../fabric/plans'
+import { createPlanService, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
 import { MemorySandboxRegistry, RedisSandboxRegistry, SandboxManager, type SandboxRegistry } from '../fabric/sandboxes'
 import { requireOptional } from '../core/optional-dependency'
-import { bucketTaskWorkspaces, createTaskService, taskServiceOptionsFrom, type Task, type TaskService } from '../fabric/tasks'
+import {
+  bucketTaskWorkspaces,
+  createTaskService,
+  openTaskDispatcher,
+  taskServiceOptionsFrom,
+  type Task,
+  type TaskService,
+  type TaskStore,
+} from '../fabric/tasks'
 import type { Logger } from '../observability/logger'
 import { policyFromConfig, profilesFromConfig } from '../policy'
 import * as tokens from './tokens'
@@ -15,9 +23,10 @@ import { S3Objects, type Workspace } from '../workspace'
 /**
  * How the fabric's parts are joined (docs/architecture.md, "The fabric"): tasks, plans and sandboxes over one
  * execution service, each told of the ledger and the bucket through a small callback, never the ledger's or the
- * bucket's implementation. The library (`createExecgate`), `serve`, the CLI's own services and `execgate worker`
- * all build them here, so a plan driven by `execgate plan run --wait` or a step run by a worker is wired exactly like
- * one driven by a server.
+ * bucket's implementation, over the stores the container binds (a user's module may rebind them). Only
+ * `createExecgate` builds them; `serve`, the CLI and `execgate worker` use an execgate (its `role` says whether it
+ * runs tasks), so a plan driven by `execgate plan run --wait` or a step run by a worker is wired exactly like one
+ * driven by a server.
  */
 export interface FabricParts {
   config: Config
@@ -25,6 +34,9 @@ export interface FabricParts {
   ledger: LedgerService
   logger: Logger
   registry: AdapterRegistry
+  /** The stores, resolved from the container at first use (a user's module may have rebound them). */
+  taskStore: () => TaskStore
+  planStore: () => PlanStore
 }
 
 /** The parts from a container built by `createContainer` (the CLI has an execgate, not its pieces). */
@@ -35,6 +47,8 @@ export function fabricParts(container: Container): FabricParts {
     ledger: container.get<LedgerService>(tokens.Ledger),
     logger: container.get<Logger>(tokens.Logger),
     registry: container.get<AdapterRegistry>(tokens.AdapterRegistry),
+    taskStore: () => container.get<TaskStore>(tokens.TaskStore),
+    planStore: () => container.get<PlanStore>(tokens.PlanStore),
   }
 }
 
@@ -54,11 +68,15 @@ function taskWorkspaces(config: Config): ((task: Task) => Promise<Workspace>) | 
 /** Durable tasks over the execution service, in the store `fabric.store` names. `run: false` only submits and reads. */
 export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
   const workspaceFor = taskWorkspaces(parts.config)
+  const settings = taskServiceOptionsFrom(parts.config.fabric)
+  const dispatcher = openTaskDispatcher(settings)
   return createTaskService({
     execute: (request, options) => parts.service.execute(request, options),
     // A resume that loosens the task's profile is refused at the resume, not found when the task runs.
     check: (request, options) => parts.service.check(request, options),
-    ...taskServiceOptionsFrom(parts.config.fabric),
+    ...settings,
+    store: parts.taskStore(),
+    ...(dispatcher ? { dispatcher } : {}),
     run,
     logger: parts.logger,
     ...(workspaceFor ? { workspaceFor } : {}),
@@ -76,6 +94,7 @@ export function planServiceFor(
     tasks,
     check: (request, checkOptions) => parts.service.check(request, checkOptions),
     ...planServiceOptionsFrom(config.fabric, config.security.defaultPolicy.allowedImports, options.reflector),
+    store: parts.planStore(),
     // Each version in the ledger, so its steps' runs name it (prov:plan) and revisions link (wasRevisionOf).
     ...(config.fabric.ledger.enabled ? { recordVersion: (version) => ledger.queuePlanVersion(version) } : {}),
     ...(options.run === false ? { run: false } : {}),

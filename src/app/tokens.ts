@@ -40,3 +40,15 @@ export const EgressGateway = Symbol('EgressGateway')
 
 /** The artifact ledger (provenance records and artifacts); also bound as an `ExecutionListener`: `LedgerService` of src/fabric/ledger. */
 export const Ledger = Symbol('Ledger')
+
+/**
+ * The durable tasks' store, opened at first use from `fabric.store`: `TaskStore` of src/fabric/tasks. Rebind it to
+ * a store of your own (another database); the task service (`execgate.tasks`) closes it.
+ */
+export const TaskStore = Symbol('TaskStore')
+
+/** The plans' store, opened at first use from `fabric.store`: `PlanStore` of src/fabric/plans. Rebind it as `TaskStore`. */
+export const PlanStore = Symbol('PlanStore')
+
+/** Files uploaded once and named by digest (`PUT /v1/files`): `UploadStore` of src/fabric/files. */
+export const Uploads = Symbol('Uploads')

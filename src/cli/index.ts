@@ -9,6 +9,7 @@ import {
   describeError,
   isExecgateError,
   type ExecutionResult,
+  type FileReference,
   type FilesystemAccess,
   type Language,
   type SecurityPolicy,
@@ -17,6 +18,7 @@ import {
 } from '../core'
 import { loadConfig, type Config } from '../config/load'
 import { EXECGATE_VERSION } from '../config/version'
+import { LOCAL_TENANT } from '../execution/uploaded-files'
 import { createExecgate, type Execgate } from '../index'
 import { policyFromConfig, profilesFromConfig } from '../policy'
 import { DirectoryLayer, MemoryWorkspace, OverlayWorkspace, normalizeWorkspacePath, type Workspace } from '../workspace'
@@ -125,17 +127,24 @@ function profileNamed(config: Config, name: string): SecurityPolicy {
   return profile
 }
 
-/** `--file PATH` (repeatable): the request's own files, by their base name, read by the code from its workspace. */
-function requestFiles(paths: readonly string[] | undefined): Array<{ path: string; content: string; encoding: 'base64' }> {
-  return (paths ?? []).map((file) => {
-    let data: Buffer
+/**
+ * `--file PATH` (repeatable): the request's own files, by their base name, read by the code from its workspace. Each is
+ * streamed into the upload store (the same bytes again are reused, not stored twice) and named by digest, so the
+ * process and docker tiers bind it in read-only: a 100 MB CSV is never read into memory or copied through JSON.
+ */
+async function requestFiles(paths: readonly string[] | undefined, uploads: Execgate['uploads']): Promise<FileReference[]> {
+  const files: FileReference[] = []
+  for (const file of paths ?? []) {
     try {
-      data = fs.readFileSync(file)
+      fs.accessSync(file, fs.constants.R_OK)
+      if (!fs.statSync(file).isFile()) throw new Error('not a file')
     } catch {
       throw usage(`--file: cannot read "${file}"`)
     }
-    return { path: path.basename(file), content: data.toString('base64'), encoding: 'base64' as const }
-  })
+    const stored = await uploads.put(LOCAL_TENANT, fs.createReadStream(file))
+    files.push({ path: path.basename(file), sha256: stored.sha256 })
+  }
+  return files
 }
 
 /** `--workspace DIR` as the read-only stable layer under an in-memory overlay. */
@@ -194,7 +203,7 @@ async function runCommand(file: string | undefined, flags: RunFlags, out: NodeJS
   return withExecgate(flags, async (execgate) => {
     const basePolicy = operatorPolicy(execgate.config, flags)
     const workspace = workspaceFromFlag(flags.workspace, execgate.config)
-    const files = requestFiles(flags.file)
+    const files = await requestFiles(flags.file, execgate.uploads)
     const result: ExecutionResult = await execgate.execute(
       { language, code, ...(files.length ? { files } : {}), ...(flags.adapter ? { adapter: flags.adapter } : {}) },
       { basePolicy, ...(workspace ? { workspace } : {}) },

@@ -1,7 +1,6 @@
 import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, describeError } from '../core'
-import { fabricParts, planServiceFor, taskServiceFor } from '../app/fabric-wiring'
 import { PLAN_STATES, type PlanEvent, type PlanService, type PlanSpec, type PlanState, type PlanView } from '../fabric/plans'
 import { createExecgate } from '../index'
 
@@ -25,18 +24,14 @@ async function withPlans<T>(flags: CommonFlags, run: boolean, body: (plans: Plan
   const execgate = await createExecgate({
     file: flags.config,
     overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } },
+    // A command that does not wait must not start runs it would abandon on exit: it only submits and reads.
+    role: run ? 'library' : 'client',
   })
-  // Services of its own, not execgate.plans: a command that does not wait must not start runs it would abandon on exit.
-  // Wired like the library's (the ledger's plan versions, bucket workspaces).
-  const parts = fabricParts(execgate.container)
-  const tasks = taskServiceFor(parts, run)
-  const plans = planServiceFor(parts, tasks, { run })
   try {
-    return await body(plans)
+    return await body(execgate.plans)
   } finally {
-    await plans.close()
-    await tasks.close()
-    await execgate.dispose()
+    // The plans close first, then the steps' runs in flight finish.
+    await execgate.dispose({ finishRuns: true })
   }
 }
 

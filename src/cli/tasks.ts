@@ -1,6 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, LANGUAGES, type Language } from '../core'
-import { fabricParts, taskServiceFor } from '../app/fabric-wiring'
 import { TASK_STATES, type ResumeChanges, type Task, type TaskService, type TaskSpec, type TaskState } from '../fabric/tasks'
 import { createExecgate, type Execgate } from '../index'
 
@@ -59,15 +58,14 @@ async function withTasks<T>(flags: CommonFlags, run: boolean, body: (tasks: Task
   const execgate = await createExecgate({
     file: flags.config,
     overrides: { adapters: { pyodide: { warmOnStart: false } }, readiness: { enabled: false } },
+    // A command that does not wait must not start runs it would abandon on exit: it only submits and reads.
+    role: run ? 'library' : 'client',
   })
-  // Its own service, not execgate.tasks: a command that does not wait must not start runs it would abandon on exit.
-  const tasks = taskServiceFor(fabricParts(execgate.container), run)
   try {
-    return await body(tasks, execgate)
+    return await body(execgate.tasks, execgate)
   } finally {
     // Runs in flight finish first: a task this process started is never left for a restart to find half done.
-    await tasks.close()
-    await execgate.dispose()
+    await execgate.dispose({ finishRuns: true })
   }
 }
 

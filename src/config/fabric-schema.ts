@@ -44,6 +44,13 @@ export interface FabricConfig {
   s3: S3Config
   /** Where session workspaces live: `memory` (this process) or `s3` (`fabric.s3`, shared by nodes). @default 'memory' @env EXECGATE_FABRIC_WORKSPACES */
   workspaces: 'memory' | 's3'
+  /** Files uploaded once and named by digest (`PUT /v1/files`, `execgate run --file`; docs/data.md). */
+  files: {
+    /** Folder of the upload store (blobs by SHA-256 and their index); empty for `<fabric.dataDir>/uploads`. @default '' @env EXECGATE_FABRIC_FILES_DIR */
+    dir: string
+    /** Bytes of uploads one tenant may hold; an upload past it is refused (HTTP 413). @default 1073741824 @env EXECGATE_FABRIC_FILES_QUOTA_BYTES */
+    quotaBytes: number
+  }
   /** Plans: DAGs of steps run as tasks, revised by a reflector when a step fails (docs/plans.md). */
   plans: {
     /** Revisions the reflector may make to one plan, refused ones included; a plan may ask for fewer. @default 3 @env EXECGATE_FABRIC_PLANS_MAX_REVISIONS */
@@ -96,6 +103,10 @@ export const FABRIC_SCHEMA = {
   ledger: LEDGER_SCHEMA,
   s3: S3_SCHEMA,
   workspaces: { doc: 'Where session workspaces live', format: ['memory', 's3'], default: 'memory' },
+  files: {
+    dir: { doc: 'Folder of the upload store (empty: <fabric.dataDir>/uploads)', format: String, default: '' },
+    quotaBytes: { doc: 'Bytes of uploaded files one tenant may hold', format: formats.positiveInt, default: 1024 ** 3 },
+  },
   plans: {
     maxRevisions: { doc: 'Revisions the reflector may make to one plan (refused ones count)', format: formats.nonNegativeInt, default: 3 },
     maxSteps: { doc: 'Steps one plan may have', format: formats.positiveInt, default: 50 },

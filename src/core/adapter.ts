@@ -1,4 +1,5 @@
 import type {
+  FileMount,
   AdapterCapabilities,
   Availability,
   ExecutionRequest,
@@ -47,6 +48,8 @@ export interface ExecutionContext {
   readonly onOutput?: (stream: OutputStream, chunk: string) => void
   /** Files to place in the workspace (already validated paths). */
   readonly files?: readonly WorkspaceFile[]
+  /** Uploaded files to bind in read-only, on adapters with `capabilities.fileMounts` (paths already validated). */
+  readonly mounts?: readonly FileMount[]
   /**
    * For adapters that wait for backend capacity (a warm interpreter) before the code starts: `pauseClock` when the
    * wait begins, `restartClock` when the code starts. The wait stays in the result's duration but not in the code's

@@ -35,6 +35,22 @@ export const ERROR_CODES = {
     template:
       'the request sends files ({files}) that {policy} may not read (filesystem "none", and security.requestFiles is "refuse"); {allow}',
   },
+  EXECGATE_FILE_NOT_FOUND: {
+    fault: 'client',
+    retryable: false,
+    template: 'no uploaded file {sha256} for tenant {tenant}: upload it first (PUT /v1/files, or `execgate run --file`)',
+  },
+  EXECGATE_FILE_QUOTA: {
+    fault: 'client',
+    retryable: false,
+    template:
+      'tenant {tenant} has {used} bytes of uploaded files; {bytes} more would pass its quota of {quota} bytes (fabric.files.quotaBytes)',
+  },
+  EXECGATE_FILE_DIGEST_MISMATCH: {
+    fault: 'client',
+    retryable: false,
+    template: 'the uploaded bytes hash to {actual}, not the {expected} the upload named',
+  },
   EXECGATE_PROFILE_UNKNOWN: { fault: 'client', retryable: false, template: 'no policy profile named "{name}"; profiles: {known}' },
   EXECGATE_ADAPTER_UNKNOWN: {
     fault: 'client',

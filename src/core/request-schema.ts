@@ -46,6 +46,17 @@ export const WORKSPACE_FILE_SCHEMA = {
   },
 } as const
 
+/** A file named by the digest of an upload (`PUT /v1/files`) instead of its content. */
+export const FILE_REFERENCE_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['path', 'sha256'],
+  properties: {
+    path: { type: 'string', minLength: 1, maxLength: 1024 },
+    sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  },
+} as const
+
 export const EXECUTION_REQUEST_SCHEMA = {
   $id: 'ExecutionRequest',
   type: 'object',
@@ -55,7 +66,7 @@ export const EXECUTION_REQUEST_SCHEMA = {
     language: { enum: [...LANGUAGES] },
     code: { type: 'string', minLength: 1 },
     stdin: { type: 'string' },
-    files: { type: 'array', items: WORKSPACE_FILE_SCHEMA },
+    files: { type: 'array', items: { oneOf: [WORKSPACE_FILE_SCHEMA, FILE_REFERENCE_SCHEMA] } },
     sessionId: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' },
     adapter: { type: 'string', minLength: 1 },
     timeoutMs: positiveInt,

@@ -35,6 +35,30 @@ export interface WorkspaceFile {
   encoding?: 'utf8' | 'base64'
 }
 
+/**
+ * A file uploaded before (`PUT /v1/files`) named by its digest instead of its content: the run's workspace holds it
+ * at `path`. OS sandboxes bind it in read-only from the upload store; other tiers get its bytes copied in.
+ */
+export interface FileReference {
+  /** Path relative to the workspace root, as for a `WorkspaceFile`. */
+  path: string
+  /** The upload's SHA-256, 64 hexadecimal characters. */
+  sha256: string
+}
+
+/** A file a request brings: its content inline, or a reference to an upload of the caller's. */
+export type RequestFile = WorkspaceFile | FileReference
+
+/** An uploaded file resolved for one run: where its bytes are on this host, for adapters that bind files in. */
+export interface FileMount {
+  /** Path relative to the workspace root. */
+  readonly path: string
+  readonly sha256: string
+  readonly bytes: number
+  /** The upload store's file; adapters bind it read-only and never write it. */
+  readonly hostPath: string
+}
+
 /** The filesystem access a policy grants to the virtual workspace (never the host's filesystem). */
 export type FilesystemAccess = 'none' | 'read_only' | 'sandboxed'
 export const FILESYSTEM_ACCESS: readonly FilesystemAccess[] = ['none', 'read_only', 'sandboxed']
@@ -105,8 +129,8 @@ export interface ExecutionRequest {
   code: string
   /** Text fed to the program's standard input, on backends that have one. */
   stdin?: string
-  /** Files placed in the workspace before the run. */
-  files?: WorkspaceFile[]
+  /** Files placed in the workspace before the run: inline, or `{ path, sha256 }` of the caller's upload. */
+  files?: RequestFile[]
   /** Keeps interpreter state between calls, on adapters with the `sessions` capability. */
   sessionId?: string
   /** Pins a backend by name; otherwise routing chooses. */
@@ -311,6 +335,11 @@ export interface AdapterCapabilities {
   readonly implicitHostFunctions?: readonly string[]
   /** Request `files` reach the code (as host functions or as real files). */
   readonly workspace: boolean
+  /**
+   * Uploaded files (`context.mounts`) are bound into the sandbox read-only from the host, never copied through the
+   * request; without it the service copies their bytes into the run's workspace. @default false
+   */
+  readonly fileMounts?: boolean
   /** Output is delivered through `context.onOutput` while the code runs. */
   readonly streaming: boolean
   /** The code can reach an allow-listed network. */

@@ -1,4 +1,4 @@
-import type { WorkspaceFile } from './types'
+import type { FileReference, RequestFile, WorkspaceFile } from './types'
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true })
 
@@ -14,4 +14,14 @@ export function toWorkspaceFile(path: string, bytes: Uint8Array): WorkspaceFile 
   } catch {
     return { path, content: Buffer.from(bytes).toString('base64'), encoding: 'base64' }
   }
+}
+
+/** Whether a request's file names an upload by digest rather than carrying its content. */
+export function isFileReference(file: RequestFile): file is FileReference {
+  return typeof (file as Partial<FileReference>).sha256 === 'string' && (file as Partial<WorkspaceFile>).content === undefined
+}
+
+/** A request's files that carry their content (the service has resolved every reference before an adapter runs). */
+export function inlineFiles(files: readonly RequestFile[] | undefined): WorkspaceFile[] {
+  return (files ?? []).filter((file): file is WorkspaceFile => !isFileReference(file))
 }

@@ -1,4 +1,5 @@
 import { staticRefusal } from './static-refusal'
+import { locateUploads, placeUploads, type UploadLocator } from './uploaded-files'
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
@@ -13,6 +14,7 @@ import {
   type ExecutionListener,
   type ExecutionContext,
   type ExecutionRequest,
+  type FileMount,
   type ExecutionResult,
   type Language,
   type RunInfo,
@@ -60,6 +62,8 @@ export interface ExecutionServiceOptions {
   admission?: AdmissionController
   /** The egress gateway (docs/network.md): without it no run has any way out, whatever its policy says. */
   egress?: EgressGateway
+  /** The upload store requests name files from by digest (`{ path, sha256 }`); without it such requests are refused. */
+  uploads?: UploadLocator
 }
 
 const SERVICE = 'execgate'
@@ -69,6 +73,8 @@ interface ResolvedRun {
   policy?: SecurityPolicy
   /** What the run (its last adapter's) read from its workspace that it had not written. */
   workspaceReads?: { path: string; content: Buffer }[]
+  /** The request's uploads, found in the caller's store before the run. */
+  mounts?: readonly FileMount[]
 }
 
 /** The steps of one execution (docs/architecture.md) for one request. Never rejects: every outcome, including our own bugs, is a result. */
@@ -154,6 +160,9 @@ export class DefaultExecutionService implements ExecutionService {
     // 1. parse
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
+    const uploads = locateUploads(request, options.tenant, this.options.uploads)
+    if (uploads.refusal) return uploads.refusal
+    resolved.mounts = uploads.mounts
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
     const resolution = callerPolicy(request, options, this.options)
     if (resolution.refusal)
@@ -314,6 +323,12 @@ export class DefaultExecutionService implements ExecutionService {
     const egress = openRunEgress(this.options.egress, policy, controller.signal)
     if ('status' in egress) return egress
     const definitions = this.options.hostFunctions ?? []
+    const placed = await placeUploads(adapter, request, resolved.mounts ?? [], this.workspaceLimits.maxFileBytes)
+    if ('status' in placed) {
+      egress.close()
+      return placed
+    }
+    request = placed.request
     const host = await prepareRunHost(adapter, request, policy, options, {
       limits: this.workspaceLimits,
       sessions: this.sessionWorkspaces,
@@ -336,6 +351,7 @@ export class DefaultExecutionService implements ExecutionService {
       onOutput: (stream, chunk) => void streamed.write(stream, chunk),
       ...host.context,
       ...(egress.access ? { egress: egress.access } : {}),
+      ...(placed.mounts ? { mounts: placed.mounts } : {}),
       pauseClock: () => clearTimeout(backstop),
       restartClock: () => {
         armBackstop()

@@ -1,6 +1,7 @@
 import {
   ExecgateError,
   errorResult,
+  inlineFiles,
   toWorkspaceFile,
   workspaceFileBytes,
   type CodeExecutionAdapter,
@@ -69,7 +70,7 @@ export async function prepareRunHost(
       options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits),
     ))
   if (request.sessionId) workspace() // keeps the session's workspace alive (its idle time restarts)
-  for (const [index, file] of (request.files ?? []).entries()) {
+  for (const [index, file] of inlineFiles(request.files).entries()) {
     try {
       await workspace().write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
     } catch (error) {

@@ -8,6 +8,7 @@ import {
   type RunNeeds,
   type SecurityPolicy,
   type Tier,
+  inlineFiles,
 } from '../core'
 import type { RouteDecision, RouteHints, Router } from './router'
 import type { CircuitBreakers } from '../readiness/circuit-breaker'
@@ -51,7 +52,7 @@ function neededFeatures(request: ExecutionRequest, policy: SecurityPolicy): Arra
 
 /** Bytes a run starts with: its files, its stdin and the caller's workspace. */
 export function inputBytes(request: ExecutionRequest, hints: RouteHints = {}): number {
-  const files = (request.files ?? []).reduce(
+  const files = inlineFiles(request.files).reduce(
     (sum, file) => sum + (file.encoding === 'base64' ? Math.floor((file.content.length * 3) / 4) : Buffer.byteLength(file.content)),
     0,
   )

@@ -21,6 +21,7 @@ import { registerLedgerRoutes } from './ledger-routes'
 import { registerPlanRoutes } from './plan-routes'
 import { registerSandboxRoutes } from './sandbox-routes'
 import { registerPolicyRoutes } from './policy-routes'
+import { registerFileRoutes } from './file-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
@@ -54,6 +55,8 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_WORKSPACE_NOT_FOUND: 404,
   EXECGATE_ADAPTER_UNAVAILABLE: 503,
   EXECGATE_DEPENDENCY_MISSING: 501,
+  EXECGATE_FILE_NOT_FOUND: 404,
+  EXECGATE_FILE_QUOTA: 413,
 }
 
 /** Admission refusals worth retrying, answered with this HTTP status and `Retry-After` instead of a 200 result. */
@@ -265,6 +268,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   registerPlanRoutes(app, execgate)
   registerSandboxRoutes(app, execgate)
   registerPolicyRoutes(app, execgate, { tenants })
+  registerFileRoutes(app, execgate)
 
   app.get('/healthz', async () => ({ status: 'up' }))
   app.get('/readyz', async (_request, reply) => {

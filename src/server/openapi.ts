@@ -6,6 +6,7 @@ import { TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
 import { LEDGER_PATHS } from './openapi-ledger'
 import { sandboxOpenApiPaths } from './sandbox-schemas'
 import { POLICY_PATHS, POLICY_SCHEMAS } from './openapi-policy'
+import { FILE_PATHS, FILE_SCHEMAS } from './openapi-files'
 
 const errorBody = {
   type: 'object',
@@ -132,6 +133,7 @@ export function openApiDocument(): object {
         Error: errorBody,
         ...TASK_SCHEMAS,
         ...POLICY_SCHEMAS,
+        ...FILE_SCHEMAS,
         PlanSpec: (({ $id: _id, ...plan }) => plan)(PLAN_SPEC_SCHEMA),
         Plan: {
           type: 'object',
@@ -205,6 +207,7 @@ export function openApiDocument(): object {
       ...TASK_PATHS,
       ...OBSERVATION_PATHS,
       ...POLICY_PATHS,
+      ...FILE_PATHS,
       ...LEDGER_PATHS,
       '/console/': {
         get: {

@@ -29,8 +29,13 @@ export class DirectoryBlobStore implements BlobStore {
 
   constructor(readonly root: string) {}
 
-  private file(sha256: string): string {
+  /** The blob's file: `<root>/ab/<sha256>`. */
+  pathOf(sha256: string): string {
     return path.join(this.root, checkDigest(sha256).slice(0, 2), sha256)
+  }
+
+  private file(sha256: string): string {
+    return this.pathOf(sha256)
   }
 
   async has(sha256: string): Promise<boolean> {

@@ -77,7 +77,7 @@ export interface PlanServiceOptions {
 const DEFAULT_TENANT = 'local'
 
 /** The store `storeKind` names: the embedded one beside the tasks' file, or Redis (ioredis loaded only then). */
-function openPlanStore(options: PlanServiceOptions): PlanStore {
+export function openPlanStore(options: Pick<PlanServiceOptions, 'storeKind' | 'dataDir' | 'redis'>): PlanStore {
   if ((options.storeKind ?? 'sqlite') === 'sqlite')
     return new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
   const { url, prefix } = options.redis ?? { url: 'redis://127.0.0.1:6379', prefix: 'execgate' }

@@ -1,4 +1,4 @@
-import type { ExecutionRequest, WorkspaceFile } from '../../core'
+import type { ExecutionRequest, RequestFile } from '../../core'
 import type { Task } from './task-types'
 
 /** Where a dependency's outputs appear in a dependent's workspace: `deps/<taskId>/value.json` and `deps/<taskId>/files/<path>`. */
@@ -15,7 +15,7 @@ export function withDependencyInputs(
   paths: Readonly<Record<string, string>> = {},
 ): ExecutionRequest {
   if (dependencies.length === 0) return request
-  const files: WorkspaceFile[] = [...(request.files ?? [])]
+  const files: RequestFile[] = [...(request.files ?? [])]
   for (const dependency of dependencies) {
     const base = paths[dependency.id] ?? `${DEPENDENCY_ROOT}/${dependency.id}`
     files.push({ path: `${base}/value.json`, content: JSON.stringify(dependency.result?.value ?? null) })

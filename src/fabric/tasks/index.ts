@@ -1,5 +1,7 @@
 export {
   createTaskService,
+  openTaskDispatcher,
+  openTaskStore,
   taskServiceOptionsFrom,
   SQLITE_FILE_NAME,
   type FabricSettings,

@@ -93,27 +93,35 @@ export function taskServiceOptionsFrom(fabric: FabricSettings): Pick<TaskService
   }
 }
 
-function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?: TaskDispatcher } {
-  if (options.store) return { store: options.store, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) }
+/** The task store `backend` names: the embedded one in `dataDir`, or Redis (ioredis loaded only then). */
+export function openTaskStore(options: Pick<TaskServiceOptions, 'backend' | 'dataDir'>): TaskStore {
   const backend = options.backend ?? { kind: 'sqlite' }
-  if (backend.kind === 'sqlite')
-    return { store: new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) }) }
+  if (backend.kind === 'sqlite') return new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
   // Loaded only for this store: the embedded default never loads ioredis.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  const prefix = backend.prefix ?? 'execgate'
-  return {
-    store: new RedisTaskStore({
-      redis: new Redis(backend.url, { maxRetriesPerRequest: 3 }),
-      prefix: `${prefix}:tasks`,
-      ownsConnection: true,
-    }),
-    dispatcher: new BullmqDispatcher({
-      url: backend.url,
-      queue: `${prefix}-tasks`,
-      ...(backend.leaseMs ? { leaseMs: backend.leaseMs } : {}),
-    }),
-  }
+  return new RedisTaskStore({
+    redis: new Redis(backend.url, { maxRetriesPerRequest: 3 }),
+    prefix: `${backend.prefix ?? 'execgate'}:tasks`,
+    ownsConnection: true,
+  })
+}
+
+/** How due tasks reach processes with the Redis backend (BullMQ); none for the embedded one, whose scheduler polls. */
+export function openTaskDispatcher(options: Pick<TaskServiceOptions, 'backend'>): TaskDispatcher | undefined {
+  const backend = options.backend ?? { kind: 'sqlite' }
+  if (backend.kind === 'sqlite') return undefined
+  return new BullmqDispatcher({
+    url: backend.url,
+    queue: `${backend.prefix ?? 'execgate'}-tasks`,
+    ...(backend.leaseMs ? { leaseMs: backend.leaseMs } : {}),
+  })
+}
+
+function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?: TaskDispatcher } {
+  if (options.store) return { store: options.store, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) }
+  const dispatcher = openTaskDispatcher(options)
+  return { store: openTaskStore(options), ...(dispatcher ? { dispatcher } : {}) }
 }
 
 /**

@@ -1,0 +1,1 @@
+export { UploadStore, type UploadStoreOptions, type UploadedFile } from './upload-store'
