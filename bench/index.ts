@@ -36,6 +36,7 @@ const SECTIONS: Record<string, () => Promise<SectionModule>> = {
   scale: () => import('./scale'),
   sandboxes: () => import('./sandboxes'),
   snapshots: () => import('./snapshots'),
+  forwarding: () => import('./forwarding'),
   data: () => import('./data'),
   limits: () => import('./limits'),
   egress: () => import('./egress'),

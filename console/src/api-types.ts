@@ -54,6 +54,23 @@ export interface ExecgateStatus {
     inProcessBatch: { limit: number; inUse: number }
     adapters: { adapter: string; slots: number | null; reserved: number; inUse: Record<Lane, number>; queued: Record<Lane, number> }[]
   }
+  /** This node's id in the fabric's sandbox registry. */
+  node?: string
+  /** Every live node, as its heartbeat in the registry says (one with the embedded store). */
+  nodes?: FabricNode[]
+}
+
+/** A node of the fabric (GET /v1/adapters's `nodes`). */
+export interface FabricNode {
+  id: string
+  url?: string
+  startedAt: string
+  heartbeatAt: string
+  status?: {
+    adapters?: { name: string; tier: Tier; health: HealthState | 'unknown' }[]
+    admission?: ExecgateStatus['admission']
+    sandboxes?: number
+  }
 }
 
 /** GET /v1/adapters/:name/policy */

@@ -177,7 +177,8 @@ export function openApiDocument(): object {
       '/v1/languages': { get: { summary: 'Languages the enabled adapters run', responses: { '200': { description: '{ languages }' } } } },
       '/v1/adapters': {
         get: {
-          summary: 'Adapter health, breakers, the active adapter and the last switch',
+          summary:
+            'Adapter health, breakers, the active adapter and the last switch, admission slots and queues; node and nodes: every live node of the fabric (docs/sandboxes.md#many-nodes)',
           responses: { '200': { description: 'status' } },
         },
       },

@@ -65,6 +65,10 @@ describe('the Adapters page', () => {
   test('shows an adapter going down and coming back, live, with the reasons on the readiness timeline', async () => {
     const page = await fixture.open({ key: ACME, path: 'adapters' })
     await page.locator('tr[data-adapter=quickjs] td.health[data-state=available]').waitFor()
+    // Every node of the fabric from the registry: with the embedded store, this one, with its heartbeat.
+    const self = (await fixture.call('GET', '/v1/adapters')).node as string
+    await page.locator(`[data-testid=node-table] tr[data-node="${self}"]`).waitFor()
+    expect(await textOf(page, `[data-testid=node-table] tr[data-node="${self}"] th`)).toContain('(this node)')
     SwitchableQuickJs.down = true
     // Up again whatever happens here: the Activity tests run on quickjs.
     afterUp = () => ((SwitchableQuickJs.down = false), fixture.execgate.checkNow())

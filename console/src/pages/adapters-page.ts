@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { TIER_NAMES } from '../../../src/core/types'
-import type { ExecgateStatus, PolicyExplanation, ReadinessEvent } from '../api-types'
+import type { ExecgateStatus, FabricNode, PolicyExplanation, ReadinessEvent } from '../api-types'
 import { Badge, ErrorMessage, Loading } from '../components/feedback'
 import { formatAgo, formatMs, formatTime } from '../format'
 import { usePolling } from '../hooks'
@@ -56,6 +56,14 @@ export function AdaptersPage({ api }: PageProps) {
             <h2 id="health-title">Health and capacity</h2>
             <${AdapterTable} status=${status} />
           </section>
+          ${
+            status.nodes && status.nodes.length
+              ? html`<section class="panel" aria-labelledby="nodes-title">
+            <h2 id="nodes-title">Nodes</h2>
+            <${NodeTable} status=${status} />
+          </section>`
+              : null
+          }
         `
     }
     <section class="panel" aria-labelledby="enforcement-title">
@@ -148,5 +156,34 @@ function Timeline({ events, capacity }: { events: ReadinessEvent[]; capacity: nu
       </li>`,
       )}
     </ol>
+  `
+}
+
+/** Every node of the fabric from the shared registry: its adapters' health, slots and queues, live sandboxes. */
+function NodeTable({ status }: { status: ExecgateStatus }) {
+  const total = (
+    node: FabricNode,
+    pick: (item: NonNullable<NonNullable<FabricNode['status']>['admission']>['adapters'][number]) => number,
+  ) => (node.status?.admission?.adapters ?? []).reduce((sum, item) => sum + pick(item), 0)
+  return html`
+    <div class="table-scroll">
+      <table class="data" data-testid="node-table">
+        <caption class="visually-hidden">Nodes of the fabric</caption>
+        <thead><tr><th scope="col">Node</th><th scope="col">URL</th><th scope="col">Adapters</th><th scope="col">Slots in use</th><th scope="col">Queued</th><th scope="col">Sandboxes</th><th scope="col">Last heartbeat</th></tr></thead>
+        <tbody>
+          ${(status.nodes ?? []).map(
+            (node) => html`<tr data-node=${node.id}>
+              <th scope="row"><code>${node.id}</code>${node.id === status.node ? html` <span class="muted">(this node)</span>` : null}</th>
+              <td>${node.url ?? html`<span class="muted">none</span>`}</td>
+              <td>${(node.status?.adapters ?? []).map((adapter) => `${adapter.name} ${adapter.health}`).join(', ')}</td>
+              <td>${total(node, (item) => item.inUse.interactive + item.inUse.batch)}</td>
+              <td>${total(node, (item) => item.queued.interactive + item.queued.batch)}</td>
+              <td>${node.status?.sandboxes ?? 0}</td>
+              <td><time datetime=${node.heartbeatAt}>${formatTime(node.heartbeatAt)}</time></td>
+            </tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>
   `
 }
