@@ -3,6 +3,7 @@ import { formatJson, formatMs } from '../format'
 import { html } from '../html'
 import { href } from '../router'
 import { Badge } from './feedback'
+import { OutputsView } from './output-view'
 
 /** One ExecutionResult: status, value, duration, route, fallback, message and error, with nothing left out silently. */
 export function ResultView({ result, showOutput = false }: { result: ExecutionResult; showOutput?: boolean }) {
@@ -40,6 +41,7 @@ export function ResultView({ result, showOutput = false }: { result: ExecutionRe
       ${result.message ? html`<p class="result-message">${result.message}</p>` : null}
       ${result.error ? html`<p class="result-error"><strong>${result.error.type}</strong>${result.error.line ? ` (line ${result.error.line})` : ''}: ${result.error.message}</p>` : null}
       ${'value' in result && result.value !== undefined ? html`<div class="result-value"><h3>Value</h3><pre>${formatJson(result.value)}</pre></div>` : null}
+      <${OutputsView} outputs=${result.outputs} />
       <dl class="facts">
         ${result.runId ? html`<div><dt>Run</dt><dd><a href=${href(`runs/${result.runId}`)} data-testid="run-link" aria-label=${`Provenance of run ${result.runId}`}><code>${result.runId}</code></a></dd></div>` : null}
         ${rows.filter(([, value]) => value !== undefined && value !== '').map(([name, value]) => html`<div><dt>${name}</dt><dd>${String(value)}</dd></div>`)}
