@@ -62,6 +62,8 @@ while True:
                 client, _ = listener.accept()
             except OSError:
                 continue
+            # Small writes (a request's head, then its body) go at once, not after the peer's delayed ACK.
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             upstream = socket.socket(socket.AF_UNIX)
             try:
                 upstream.connect('${EGRESS_PATHS.socket}')

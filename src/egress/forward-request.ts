@@ -12,6 +12,11 @@ export interface ForwardTarget {
   secrets: readonly LoadedSecret[]
   /** Set when the gateway re-terminated the code's TLS: the request goes on over TLS, verified against `ca`. */
   tls?: { ca: readonly string[] }
+  /**
+   * Kept-alive upstream connections for plain HTTP, pooled by the checked address and port (never by name, so a
+   * reused connection goes where a check said it may). @default a new connection per request
+   */
+  agent?: http.Agent
 }
 
 /**
@@ -43,7 +48,7 @@ export function forwardRequest(
     method,
     path: `${url.pathname}${url.search}`,
     headers,
-    agent: false,
+    agent: target.tls ? false : (target.agent ?? false),
     setHost: false,
   }
   // Re-terminated TLS: the upstream is verified as any client would, by the name the code asked for.
@@ -67,7 +72,11 @@ export function forwardRequest(
     () => cut(`${grant.host}:${grant.port} did not accept a connection within ${run.caps.connectTimeoutMs} ms`, 504),
     run.caps.connectTimeoutMs,
   )
-  upstream.once('socket', (socket) => socket.once('connect', () => clearTimeout(connectTimer)))
+  upstream.once('socket', (socket) => {
+    // A pooled connection is connected already: no connect to wait for.
+    if (socket.connecting) socket.once('connect', () => clearTimeout(connectTimer))
+    else clearTimeout(connectTimer)
+  })
   request.on('data', (chunk: Buffer) => {
     bytesOut += chunk.length
     if (!run.sent(chunk.length)) cut(`the run sent more than ${run.caps.maxBytesOut} bytes (security.egress.maxBytesOut)`, 413)
