@@ -2,7 +2,7 @@ import http from 'node:http'
 import type net from 'node:net'
 import { connectGranted, EgressRun } from './egress-run'
 import { forwardRequest } from './forward-request'
-import { refusalBody } from './proxy-words'
+import { refusalBody, refuseRequest } from './proxy-words'
 import { hasSecretFor, type LoadedSecret } from './secrets'
 import type { SecretTlsTerminator } from './tls-termination'
 
@@ -49,25 +49,17 @@ export class ForwardProxy {
     const run = this.runs.get(request.socket)
     const method = request.method ?? 'GET'
     const elapsed = EgressRun.clock()
-    const refuse = (status: number, host: string, port: number, reason: string, rule?: string, url?: string) => {
-      run?.record({
+    const refuse = (status: number, host: string, port: number, reason: string, rule?: string, url?: string) =>
+      refuseRequest(run, request, response, {
         method,
         host,
         port,
-        ...(url ? { url } : {}),
         status,
-        bytesOut: 0,
-        bytesIn: 0,
-        decision: 'denied',
-        ...(rule ? { rule } : {}),
         reason,
+        ...(rule ? { rule } : {}),
+        ...(url ? { url } : {}),
         durationMs: elapsed(),
       })
-      request.resume()
-      response
-        .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' })
-        .end(refusalBody(reason, rule))
-    }
     if (!run) return refuse(403, '', 0, 'the connection belongs to no run')
     let url: URL
     try {

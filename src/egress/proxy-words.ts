@@ -1,4 +1,5 @@
 import type http from 'node:http'
+import type { EgressRecord } from '../core'
 
 /** Headers that describe one hop, never forwarded (RFC 9110 §7.6.1), and the proxy's own. */
 const HOP_BY_HOP = new Set([
@@ -22,4 +23,43 @@ export function forwardedHeaders(headers: http.IncomingHttpHeaders): http.Outgoi
 /** The body of a refusal: the gateway's words, the same through every door. */
 export function refusalBody(reason: string, rule?: string): string {
   return `[execgate] egress refused: ${reason}${rule ? ` (rule: ${rule})` : ''}\n`
+}
+
+/** What a refused request was and why: the line the run's record gets and the status the code sees. */
+export interface RequestRefusal {
+  method: string
+  host: string
+  port: number
+  status: number
+  reason: string
+  rule?: string
+  url?: string
+  durationMs: number
+}
+
+/** Refuses a request the gateway will not forward: a `denied` line in the run's record (if it has a run) and the answer. */
+export function refuseRequest(
+  run: { record(entry: EgressRecord): void } | undefined,
+  request: http.IncomingMessage,
+  response: http.ServerResponse,
+  refusal: RequestRefusal,
+): void {
+  const { method, host, port, status, reason, rule, url, durationMs } = refusal
+  run?.record({
+    method,
+    host,
+    port,
+    ...(url ? { url } : {}),
+    status,
+    bytesOut: 0,
+    bytesIn: 0,
+    decision: 'denied',
+    ...(rule ? { rule } : {}),
+    reason,
+    durationMs,
+  })
+  request.resume()
+  response
+    .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' })
+    .end(refusalBody(reason, rule))
 }

@@ -4,7 +4,7 @@ import tls from 'node:tls'
 import type { CertificateAuthority } from './certificates'
 import { EgressRun, type EgressGrant } from './egress-run'
 import { forwardRequest } from './forward-request'
-import { refusalBody } from './proxy-words'
+import { refuseRequest } from './proxy-words'
 import type { LoadedSecret } from './secrets'
 
 /**
@@ -49,25 +49,17 @@ export class SecretTlsTerminator {
     const tunnel = this.tunnels.get(request.socket)
     const method = request.method ?? 'GET'
     const elapsed = EgressRun.clock()
-    const refuse = (status: number, reason: string, rule?: string, url?: string) => {
-      tunnel?.run.record({
+    const refuse = (status: number, reason: string, rule?: string, url?: string) =>
+      refuseRequest(tunnel?.run, request, response, {
         method,
-        host: tunnel.grant.host,
-        port: tunnel.grant.port,
-        ...(url ? { url } : {}),
+        host: tunnel?.grant.host ?? '',
+        port: tunnel?.grant.port ?? 0,
         status,
-        bytesOut: 0,
-        bytesIn: 0,
-        decision: 'denied',
-        ...(rule ? { rule } : {}),
         reason,
+        ...(rule ? { rule } : {}),
+        ...(url ? { url } : {}),
         durationMs: elapsed(),
       })
-      request.resume()
-      response
-        .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' })
-        .end(refusalBody(reason, rule))
-    }
     if (!tunnel) return refuse(403, 'the connection belongs to no run')
     const { run, grant } = tunnel
     if (!(request.url ?? '').startsWith('/')) return refuse(400, 'inside a tunnel a request names a path (/…), not a URL')
