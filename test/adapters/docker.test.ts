@@ -100,15 +100,20 @@ describe('docker adapter', () => {
   }, 60_000)
 
   test("the time limit counts the code, not the container's start, and still holds", async () => {
-    // A fresh container and Node's own start cost more than a trivial program: measured here, then the limit is set
-    // to half of it, so the run can only end `ok` if the start is not counted (no absolute clock: 150 ms was crossed
-    // by the code alone at load 25, 400 ms was more than the whole run on a quiet machine).
-    const measured = await adapter.execute(
-      { language: 'javascript', code: '6 * 7' },
-      contractContext({ wallTimeMs: 5000, cpuTimeMs: 1000 }),
-    )
-    expect(measured.status).toBe('ok')
-    const limitMs = Math.max(50, Math.floor(measured.usage.wallMs! / 2))
+    // A fresh container and Node's own start cost more than a trivial program: measured here (the fastest of three,
+    // since a first run may be slow and the next twice as fast), then the limit is set to half of it, so the run can
+    // only end `ok` if the start is not counted (no absolute clock: 150 ms was crossed by the code alone at load 25,
+    // 400 ms was more than the whole run on a quiet machine; half of one slow first run once exceeded a later run).
+    const starts: number[] = []
+    for (let round = 0; round < 3; round++) {
+      const measured = await adapter.execute(
+        { language: 'javascript', code: '6 * 7' },
+        contractContext({ wallTimeMs: 5000, cpuTimeMs: 1000 }),
+      )
+      expect(measured.status).toBe('ok')
+      starts.push(measured.usage.wallMs!)
+    }
+    const limitMs = Math.max(50, Math.floor(Math.min(...starts) / 2))
     const quick = await adapter.execute(
       { language: 'javascript', code: '6 * 7' },
       contractContext({ wallTimeMs: limitMs, cpuTimeMs: 1000 }),

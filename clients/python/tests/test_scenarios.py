@@ -111,6 +111,10 @@ class SyncScenarios(unittest.TestCase):
             self.assertEqual(self.client.files.text(saved["sha256"]), "total 42\n")
             activities = self.client.ledger.lineage(saved["sha256"])["ancestors"]["activities"]
             self.assertEqual([(item["kind"], item["sandboxId"]) for item in activities], [("sandbox_file", sandbox.id)])
+            snapshot = sandbox.snapshot()
+            self.assertEqual((snapshot["sandboxId"], snapshot["reason"], len(snapshot["id"])), (sandbox.id, "requested", 64))
+            with self.client.sandboxes.start(adapter="shell", **{"from": snapshot["id"]}) as restored:
+                self.assertEqual(restored.read_text("out/summary.txt"), "total 42\n")
         run = self.client.execute({"language": "javascript", "code": "2 + 2"})
         self.assertIsInstance(self.client.ledger.record(run.run_id)["seq"], int)
         self.assertIn(run.run_id, str(self.client.ledger.provenance(run.run_id)))

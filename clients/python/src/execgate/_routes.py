@@ -27,6 +27,7 @@ ROUTES = {
     "stop_sandbox": ("DELETE", "/v1/sandboxes/{id}"),
     "exec_sandbox": ("POST", "/v1/sandboxes/{id}/exec"),
     "save_sandbox_artifact": ("POST", "/v1/sandboxes/{id}/artifacts"),
+    "snapshot_sandbox": ("POST", "/v1/sandboxes/{id}/snapshots"),
     "list_sandbox_files": ("GET", "/v1/sandboxes/{id}/files"),
     "read_sandbox_file": ("GET", "/v1/sandboxes/{id}/files/{path}"),
     "write_sandbox_file": ("PUT", "/v1/sandboxes/{id}/files/{path}"),

@@ -11,7 +11,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional,
 
 from ._http import Cancel, RetryPolicy
 from .client import ExecgateClient, Files, Ledger, Plans, Sandbox, Sandboxes, Tasks
-from .types import ExecutionEvent, ExecutionResult, Plan, PlanEvent, SandboxInfo, SavedArtifact, Task, TaskStreamEvent
+from .types import ExecutionEvent, ExecutionResult, Plan, PlanEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent
 
 T = TypeVar("T")
 
@@ -152,6 +152,9 @@ class AsyncSandbox:
 
     async def save_artifact(self, path: str) -> SavedArtifact:
         return await _plain(self._sandbox.save_artifact, path)
+
+    async def snapshot(self) -> SandboxSnapshot:
+        return await _plain(self._sandbox.snapshot)
 
     async def stop(self) -> None:
         await _plain(self._sandbox.stop)

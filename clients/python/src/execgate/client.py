@@ -6,7 +6,7 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 from ._http import Cancel, Response, RetryPolicy, Transport
 from ._routes import ROUTES
 from .errors import ExecgateError
-from .types import ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, SandboxInfo, SavedArtifact, Task, TaskStreamEvent, TransitionEvent
+from .types import ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent, TransitionEvent
 
 FINAL_TASK_STATES = ("COMPLETED", "FAILED", "TERMINATED", "SUSPENDED")
 
@@ -191,6 +191,10 @@ class Sandbox(_Api):
 
     def save_artifact(self, path: str) -> SavedArtifact:
         return self._json("save_sandbox_artifact", params={"id": self.id}, json={"path": path})
+
+    def snapshot(self) -> SandboxSnapshot:
+        """Archives the workspace into the ledger; ``sandboxes.start(**{"from": snapshot["id"]})`` restores it on any node."""
+        return self._json("snapshot_sandbox", params={"id": self.id})
 
     def stop(self) -> None:
         self._call("stop_sandbox", params={"id": self.id}).content()

@@ -158,3 +158,15 @@ class SavedArtifact(TypedDict):
     sha256: str
     size: int
     mediaType: str
+
+
+class SandboxSnapshot(TypedDict):
+    """A sandbox's workspace archived in the ledger; ``sandboxes.start(**{"from": snapshot["id"]})`` restores it."""
+
+    id: str
+    sandboxId: str
+    adapter: str
+    files: int
+    bytes: int
+    createdAt: str
+    reason: str
