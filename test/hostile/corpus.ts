@@ -63,10 +63,13 @@ export const PROJECT_CORPUS_FILE = path.join(__dirname, 'cases.json')
 /** The project's bash cases (the shell tiers), kept apart from the JavaScript and Python corpus. */
 export const BASH_CORPUS_FILE = path.join(__dirname, 'bash-cases.json')
 /**
- * An extra corpus a checkout may have beside it (a team's shared folder next to the repository). Only that one
- * place is looked at: a clone must behave the same wherever it sits, whatever lies further up.
+ * An optional extra corpus: `EXECGATE_HOSTILE_EXTRA_CORPUS` names its cases.json. Unset, the one conventional place
+ * beside the checkout is looked at (a team's working copy may keep one there; a lone clone has none and runs the
+ * project corpus alone). Nothing further up is looked at, so a clone behaves the same wherever it sits.
  */
-export const EXTRA_CORPUS_FILE = path.resolve(REPOSITORY_ROOT, '..', 'shared', 'hostile', 'cases.json')
+export const EXTRA_CORPUS_FILE = process.env.EXECGATE_HOSTILE_EXTRA_CORPUS
+  ? path.resolve(process.env.EXECGATE_HOSTILE_EXTRA_CORPUS)
+  : path.resolve(REPOSITORY_ROOT, '..', 'shared', 'hostile', 'cases.json')
 
 export const EXTRA_CORPUS_LABEL = 'extra corpus beside the repository'
 
