@@ -38,7 +38,10 @@ export function wrapJavaScript(code: string, nonce: string): string {
     report(json === undefined ? { ok: true } : { ok: true, value: json })
   } catch (error) {
     const line = /<anonymous>:(\\d+)/.exec(String(error && error.stack))
-    report({ error: { type: (error && error.name) || 'Error', message: String(error && error.message !== undefined ? error.message : error), ...(line ? { line: Number(line[1]) } : {}) } })
+    // A thrown null or undefined has no message to pass on: say what was thrown (an interpreter whose heap is
+    // exhausted can throw null when it cannot allocate the error object itself).
+    const message = error == null ? 'the code threw ' + error + ', not an Error' : String(error.message !== undefined ? error.message : error)
+    report({ error: { type: (error && error.name) || 'Error', message, ...(line ? { line: Number(line[1]) } : {}) } })
   }
 })()`
 }
