@@ -119,6 +119,14 @@ export interface CodeExecutionAdapter {
   /** Optional, on adapters with the `sessions` capability: ends a session; true when there was one. */
   closeSession?(sessionId: string): Promise<boolean>
   /**
+   * Optional, on adapters whose session state is bytes that can live outside the process (monty's REPL dump): the
+   * session's state as its last call left it, or undefined when this adapter holds none. The fabric saves it after
+   * each call, so another node can take the session over when this one dies (docs/sandboxes.md#sessions-across-nodes).
+   */
+  exportSession?(sessionId: string): Promise<Uint8Array | undefined>
+  /** Optional, beside `exportSession`: takes a session's state saved by another process as if it had kept it itself. */
+  importSession?(sessionId: string, state: Uint8Array): Promise<void>
+  /**
    * Optional: makes the adapter able to answer without a cold start (a worker started and its module loaded, an
    * interpreter loaded). `createExecgate()` awaits it on every enabled adapter before it resolves. Resolves once
    * the adapter can answer; rejects with the reason it cannot (the adapter stays usable, cold). Safe to call twice.

@@ -20,6 +20,7 @@ import { registerConsoleAssets } from './console-assets'
 import { registerLedgerRoutes } from './ledger-routes'
 import { registerPlanRoutes } from './plan-routes'
 import { registerSandboxRoutes } from './sandbox-routes'
+import { registerSessionForwarding } from './session-forwarding'
 import { registerPolicyRoutes } from './policy-routes'
 import { registerFileRoutes } from './file-routes'
 import { ServerMetrics } from './metrics'
@@ -52,6 +53,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_SANDBOX_STOPPED: 404,
   EXECGATE_SANDBOX_LOST: 410,
   EXECGATE_SANDBOX_ELSEWHERE: 502,
+  EXECGATE_SESSION_ELSEWHERE: 502,
   EXECGATE_SNAPSHOT_CORRUPT: 502,
   EXECGATE_WORKSPACE_NOT_FOUND: 404,
   EXECGATE_ADAPTER_UNAVAILABLE: 503,
@@ -264,6 +266,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no session "${id}" for tenant ${request.tenant.name}` })
   })
 
+  // Before the routes run: a session held by another node is forwarded there (docs/sandboxes.md#sessions-across-nodes).
+  registerSessionForwarding(app, execgate, (request, sessionId) => tenantSession(request.tenant, sessionId))
   registerTaskRoutes(app, execgate)
   registerObservationRoutes(app, execgate, { tenants })
   registerConsoleAssets(app)
