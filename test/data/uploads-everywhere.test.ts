@@ -32,7 +32,7 @@ let dataDir: string
 const overrides = (ledger: boolean) => ({
   execution: { enabled: ['placeholder', 'quickjs', 'monty', 'process'] },
   readiness: { enabled: false },
-  log: { level: 'silent' },
+  log: { level: 'silent' as const },
   fabric: { dataDir, ledger: { enabled: ledger } },
 })
 
@@ -138,6 +138,17 @@ test('a task naming an upload runs after the process that submitted it is gone',
   try {
     const done = await runner.tasks.wait(id, { tenant: 'acme', timeoutMs: 60_000 })
     expect(done).toMatchObject({ state: 'COMPLETED', result: { status: 'ok', value: TOTAL } })
+    // The run's ledger record lists the upload among its inputs (by digest: the bytes stay in the upload store), so
+    // the upload's lineage answers which runs used it; another tenant's lineage of the digest knows nothing.
+    const runId = done.result!.runId!
+    const record = await runner.ledger.record(runId, { tenant: 'acme' })
+    expect(record.record).toMatchObject({
+      inputs: [{ path: 'sales.csv', sha256: DIGEST, size: Buffer.byteLength(CSV), mediaType: 'text/csv', upload: true }],
+    })
+    const lineage = await runner.ledger.lineage(DIGEST, { tenant: 'acme' })
+    expect(lineage.descendants.activities.map((activity) => activity.id)).toEqual([runId])
+    expect(lineage.descendants.relations).toContainEqual(expect.objectContaining({ relation: 'used', role: 'input' }))
+    await expect(runner.ledger.lineage(DIGEST, { tenant: 'globex' })).rejects.toMatchObject({ code: 'EXECGATE_NOT_FOUND' })
   } finally {
     await runner.dispose()
   }

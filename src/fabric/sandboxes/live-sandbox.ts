@@ -148,13 +148,11 @@ export class LiveSandbox implements Sandbox {
         try {
           await this.handle.writeFile(normalizeWorkspacePath(file.path), await this.bytesOf(file))
         } catch (error) {
-          // An unknown artifact, or the ledger off, answers with its own code, as the file calls do.
-          if (
-            (['EXECGATE_NOT_FOUND', 'EXECGATE_FILE_NOT_FOUND', 'EXECGATE_LEDGER_DISABLED'] as const).some((code) =>
-              isExecgateError(error, code),
-            )
+          // An unknown upload or artifact, or the ledger off, answers with its own code, as the file calls do.
+          const known = (['EXECGATE_NOT_FOUND', 'EXECGATE_FILE_NOT_FOUND', 'EXECGATE_LEDGER_DISABLED'] as const).find((code) =>
+            isExecgateError(error, code),
           )
-            return errorResult('invalid_request', this.adapter, error)
+          if (known) return errorResult('invalid_request', this.adapter, error as ExecgateError)
           const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
           return errorResult(
             'invalid_request',
