@@ -4,6 +4,7 @@ export { RedisSandboxRegistry } from './sandbox-registry-redis'
 export type {
   ArtifactFile,
   SandboxArtifactStore,
+  SandboxUploads,
   SandboxFile,
   SavedArtifact,
   Sandbox,
