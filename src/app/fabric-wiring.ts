@@ -19,6 +19,7 @@ import {
 import type { Logger } from '../observability/logger'
 import { policyFromConfig, profilesFromConfig } from '../policy'
 import * as tokens from './tokens'
+import { forwardedSandboxes } from './forwarded-sandbox'
 import { S3Objects, type Workspace } from '../workspace'
 
 /**
@@ -140,7 +141,8 @@ export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManage
 export function sandboxManagerFor(parts: FabricParts): SandboxManager {
   const { config } = parts
   const profiles = profilesFromConfig(config)
-  return new SandboxManager({
+  const reach = forwardedSandboxes(config, () => manager.nodeId)
+  const manager: SandboxManager = new SandboxManager({
     registry: parts.registry,
     execute: (request, options) => parts.service.execute(request, options),
     basePolicy: (profile) => {
@@ -153,6 +155,8 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     limits: config.workspace,
     tierOrder: config.routing.tierOrder,
     sandboxRegistry: sandboxRegistryFor(config),
+    // Other nodes' sandboxes through their HTTP API (find(), the MCP tools), as the tenant.
+    reach,
     heartbeatMs: config.fabric.nodeHeartbeatMs,
     // Files in and out through the ledger's own tenant check (the one GET /v1/artifacts/:sha256 answers with).
     ...(config.fabric.ledger.enabled
@@ -165,4 +169,5 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
       : {}),
     logger: parts.logger,
   })
+  return manager
 }
