@@ -5,6 +5,7 @@ import type {
   ExecutionRequest,
   ExecutionResult,
   Lane,
+  Output,
   Language,
   RunProvenance,
   SecurityPolicy,
@@ -46,6 +47,12 @@ export interface ExecutionContext {
   readonly hostFunctions?: HostFunctions
   /** Receives output as it is produced, for streaming callers. */
   readonly onOutput?: (stream: OutputStream, chunk: string) => void
+  /**
+   * Receives each rich output (an image, a table, a `display()` item) when the code makes it, already checked and
+   * within the policy's limits, with its index in the result's `outputs`; adapters whose runner reports outputs only
+   * at the end do not call it (the streaming surfaces then send them from the result).
+   */
+  readonly onRichOutput?: (output: Output, index: number) => void
   /** Files to place in the workspace (already validated paths). */
   readonly files?: readonly WorkspaceFile[]
   /** Uploaded files to bind in read-only, on adapters with `capabilities.fileMounts` (paths already validated). */

@@ -26,6 +26,7 @@ import { registerFileRoutes } from './file-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
+import { outputEvents } from './output-events'
 
 export interface ServerOptions {
   execgate: Execgate
@@ -232,13 +233,15 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     reply.hijack()
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+    const outputs = outputEvents(send)
     const result = await execgate.execute(executionRequest, {
       signal: controller.signal,
       profile,
       tenant,
       onOutput: (stream, chunk) => send(stream, { chunk }),
+      onRichOutput: outputs.onRichOutput,
     })
-    result.outputs?.forEach((output, index) => send('output', { index, output }))
+    outputs.rest(result)
     send('result', result)
     reply.raw.end()
   })
