@@ -1,7 +1,9 @@
+import fs from 'node:fs'
 import type { Container } from 'inversify'
 import { ExecgateError, type AdapterRegistry, type LlmProvider } from '../core'
 import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
+import type { UploadStore } from '../fabric/files'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
 import { createPlanService, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
 import { MemorySandboxRegistry, RedisSandboxRegistry, SandboxManager, type SandboxRegistry } from '../fabric/sandboxes'
@@ -39,6 +41,8 @@ export interface FabricParts {
   /** The stores, resolved from the container at first use (a user's module may have rebound them). */
   taskStore: () => TaskStore
   planStore: () => PlanStore
+  /** Files uploaded by digest (`PUT /v1/files`). */
+  uploads: () => UploadStore
 }
 
 /** The parts from a container built by `createContainer` (the CLI has an execgate, not its pieces). */
@@ -51,6 +55,7 @@ export function fabricParts(container: Container): FabricParts {
     registry: container.get<AdapterRegistry>(tokens.AdapterRegistry),
     taskStore: () => container.get<TaskStore>(tokens.TaskStore),
     planStore: () => container.get<PlanStore>(tokens.PlanStore),
+    uploads: () => container.get<UploadStore>(tokens.Uploads),
   }
 }
 
@@ -158,6 +163,18 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     // Other nodes' sandboxes through their HTTP API (find(), the MCP tools), as the tenant.
     reach,
     heartbeatMs: config.fabric.nodeHeartbeatMs,
+    // By digest, the tenant's uploads first (the store's own tenant check), read only when within the file limit.
+    uploads: {
+      read: async (sha256, tenant) => {
+        const found = parts.uploads().locate(tenant, sha256)
+        if (!found) return undefined
+        if (found.bytes > config.workspace.maxFileBytes)
+          throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+            detail: `the upload ${sha256} is ${found.bytes} bytes; a sandbox file may hold ${config.workspace.maxFileBytes} (workspace.maxFileBytes)`,
+          })
+        return fs.promises.readFile(found.hostPath)
+      },
+    },
     // Files in and out through the ledger's own tenant check (the one GET /v1/artifacts/:sha256 answers with).
     ...(config.fabric.ledger.enabled
       ? {

@@ -232,6 +232,8 @@ export interface RunInfo extends ExecutionListenerContext {
    * earlier calls'. Inputs, like the request's `files`.
    */
   readonly workspaceReads?: readonly { readonly path: string; readonly content: Uint8Array }[]
+  /** Files the request named by digest (`{ path, sha256 }`), found among the tenant's uploads: inputs too. */
+  readonly uploads?: readonly { readonly path: string; readonly sha256: string; readonly bytes: number }[]
   /** Epoch ms when the service received the request, and when the result was ready. */
   readonly startedAt: number
   readonly endedAt: number

@@ -6,6 +6,7 @@ export { sandboxLostError } from './lost-sandbox'
 export type {
   ArtifactFile,
   SandboxArtifactStore,
+  SandboxUploads,
   SandboxFile,
   SavedArtifact,
   Sandbox,

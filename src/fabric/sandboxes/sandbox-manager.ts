@@ -22,6 +22,7 @@ import { MemorySandboxRegistry, type SandboxRegistry } from './sandbox-registry'
 import type {
   Sandbox,
   SandboxArtifactStore,
+  SandboxUploads,
   SandboxCaller,
   SandboxInfo,
   SandboxService,
@@ -45,6 +46,8 @@ export interface SandboxManagerOptions {
   tierOrder?: readonly number[]
   /** Files in from and out to the artifact ledger (src/app/fabric-wiring.ts); without it, those calls answer `EXECGATE_LEDGER_DISABLED`. */
   artifacts?: SandboxArtifactStore
+  /** Uploads by digest (`PUT /v1/files`): a `{ sha256 }` file is looked for there first, with the ledger off too. */
+  uploads?: SandboxUploads
   /** Where every node finds every sandbox (`fabric.store`: Redis shares it). @default one node's, in memory */
   sandboxRegistry?: SandboxRegistry
   /**
@@ -273,9 +276,17 @@ export class SandboxManager implements SandboxService {
       options.from !== undefined ? await snapshotFiles(options.from, tenant, this.options.artifacts) : []
     for (const [index, file] of (options.files ?? []).entries()) {
       try {
-        files.push({ path: normalizeWorkspacePath(file.path), content: await sandboxFileBytes(file, tenant, this.options.artifacts) })
+        files.push({
+          path: normalizeWorkspacePath(file.path),
+          content: await sandboxFileBytes(file, tenant, this.options.artifacts, this.options.uploads),
+        })
       } catch (error) {
-        if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED')) throw error
+        if (
+          (['EXECGATE_NOT_FOUND', 'EXECGATE_FILE_NOT_FOUND', 'EXECGATE_LEDGER_DISABLED'] as const).some((code) =>
+            isExecgateError(error, code),
+          )
+        )
+          throw error
         throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
           detail: `files[${index}]: ${describeError(error).replace(/^\[execgate\] /, '')}`,
         })
@@ -316,6 +327,7 @@ export class SandboxManager implements SandboxService {
         now: this.now,
         maxFileBytes: this.options.limits.maxFileBytes,
         artifacts: this.options.artifacts,
+        ...(this.options.uploads ? { uploads: this.options.uploads } : {}),
         snapshotOn: { stop: this.options.settings.snapshotOnStop, idle: this.options.settings.snapshotOnIdle },
         used: (used) => this.publish(used),
         snapshotTaken: (taken, snapshot) =>

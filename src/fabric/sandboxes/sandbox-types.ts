@@ -78,6 +78,15 @@ export interface SavedArtifact {
 }
 
 /**
+ * The upload store as sandboxes see it (src/app/fabric-wiring.ts): the bytes of the tenant's upload with this digest,
+ * or undefined when the tenant uploaded none (whoever else did). Refuses one over the workspace's file limit before
+ * reading it.
+ */
+export interface SandboxUploads {
+  read(sha256: string, tenant: string): Promise<Buffer | undefined>
+}
+
+/**
  * The artifact ledger as sandboxes see it, passed in by src/app/fabric-wiring.ts (the sandbox layer never imports the
  * ledger). `read` answers exactly as `GET /v1/artifacts/:sha256` does for the tenant: an artifact none of its records
  * names is `EXECGATE_NOT_FOUND`, whoever else has it.
@@ -158,7 +167,7 @@ export interface Sandbox {
   readonly adapter: string
   info(): SandboxInfo
   exec(input: string | SandboxExecRequest, options?: SandboxExecOptions): Promise<ExecutionResult>
-  /** `{ sha256 }` writes an artifact of the ledger (the tenant's own; another's is `EXECGATE_NOT_FOUND`). */
+  /** `{ sha256 }` writes the tenant's upload, else an artifact of the ledger (the tenant's own; another's is `EXECGATE_NOT_FOUND`). */
   writeFile(path: string, content: string | Uint8Array | { sha256: string }): Promise<void>
   writeFiles(files: readonly SandboxFile[]): Promise<void>
   /** Throws `EXECGATE_WORKSPACE_NOT_FOUND` when there is no such file. */
