@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import crypto, { createHash } from 'node:crypto'
 // Single files, not the core's index: the writer thread loads this module, and starts faster without the rest.
 import {
   LANGUAGES,
@@ -102,8 +102,11 @@ export function captureRun(result: ExecutionResult, request: ExecutionRequest, r
   }
 }
 
+/** Node's one-shot digest (20.12 and later): no Hash object per call, about half the cost for a record's few hundred bytes. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string | Buffer, encoding: 'hex') => string }).hash
+
 export function sha256(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex')
+  return oneShot ? oneShot('sha256', data, 'hex') : createHash('sha256').update(data).digest('hex')
 }
 
 /** JSON with sorted keys, so equal policies have equal digests whatever order their keys were written in. */
