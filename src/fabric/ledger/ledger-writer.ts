@@ -175,7 +175,7 @@ export class LedgerWriter {
     }
     for (const blob of writes.values()) {
       if (this.knownBlobs.has(blob.sha256)) continue
-      await blobs.put(blob.sha256, blob.bytes, blob.mediaType)
+      await blobs.put(blob.sha256, typeof blob.bytes === 'string' ? Buffer.from(blob.bytes) : blob.bytes, blob.mediaType)
       if (this.knownBlobs.size >= KNOWN_BLOBS) this.knownBlobs.clear()
       this.knownBlobs.add(blob.sha256)
     }

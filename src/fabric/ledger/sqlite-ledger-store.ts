@@ -85,6 +85,8 @@ function chunks<T>(items: readonly T[]): T[][] {
   return out
 }
 
+/** Values a record row binds: tenant, seq, id, recorded_at, hash, body. */
+const RECORD_WIDTH = 6
 /** Appends between two checkpoints at most, when the writer is never idle. */
 const CHECKPOINT_RECORDS = 8_000
 
@@ -112,12 +114,17 @@ class RowInserter {
     return statement
   }
 
-  /** The rows inserted (those an `OR IGNORE` or `ON CONFLICT … DO NOTHING` skipped are not counted). */
-  insert(rows: readonly unknown[][]): number {
+  /**
+   * Inserts `values`, `width` a row, and answers how many rows went in (those an `OR IGNORE` or `ON CONFLICT … DO
+   * NOTHING` skipped are not counted). Each call's values go as one array: libsql binds it as it is, where spread
+   * arguments are copied first.
+   */
+  insert(values: readonly unknown[]): number {
     let changes = 0
-    for (let start = 0; start < rows.length; start += RowInserter.ROWS) {
-      const part = rows.slice(start, start + RowInserter.ROWS)
-      changes += this.statement(part.length).run(...part.flat()).changes
+    const step = RowInserter.ROWS * this.width
+    for (let start = 0; start < values.length; start += step) {
+      const part = values.length <= step ? values : values.slice(start, start + step)
+      changes += this.statement(part.length / this.width).run(part).changes
     }
     return changes
   }
@@ -155,7 +162,7 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     this.insertRecords = new RowInserter(
       this.db,
       'INSERT INTO ledger_records (tenant, seq, id, recorded_at, hash, body) VALUES',
-      6,
+      RECORD_WIDTH,
       'ON CONFLICT (tenant, id) DO NOTHING',
     )
     this.insertLinks = new RowInserter(
@@ -210,26 +217,27 @@ export class SqliteLedgerStore implements LedgerRecordStore {
   private appendInTransaction(drafts: readonly RecordDraft[]): StoredRecord[] {
     const heads = new Map<string, ChainPoint>()
     const fresh = new Map<string, StoredRecord>()
-    const recordRows: unknown[][] = []
-    const linkRows: unknown[][] = []
+    const recordValues: unknown[] = []
+    const linkValues: unknown[] = []
     const records = drafts.map((draft) => {
       const key = `${draft.tenant}\n${draft.id}`
       const earlier = fresh.get(key)
       if (earlier) return earlier
       const record = chainRecord(draft, heads.get(draft.tenant) ?? this.tip(draft.tenant))
-      recordRows.push([record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body])
+      recordValues.push(record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body)
       for (const link of linksOf(draft.entry)) {
-        linkRows.push([record.tenant, record.seq, link.sha256, direction(link.role), link.role, link.path, link.size, link.mediaType])
+        linkValues.push(record.tenant, record.seq, link.sha256, direction(link.role), link.role, link.path, link.size, link.mediaType)
       }
       heads.set(draft.tenant, { seq: record.seq, hash: record.hash })
       fresh.set(key, record)
       return record
     })
-    if (this.insertRecords.insert(recordRows) < recordRows.length) throw new AlreadyStored()
-    this.insertLinks.insert(linkRows)
+    const appended = recordValues.length / RECORD_WIDTH
+    if (this.insertRecords.insert(recordValues) < appended) throw new AlreadyStored()
+    this.insertLinks.insert(linkValues)
     // Each tenant's head once per batch, inside the same transaction: one statement per tenant, not per record.
     for (const [tenant, head] of heads) this.statements.setHead.run(tenant, head.seq, head.hash)
-    this.sinceCheckpoint += recordRows.length
+    this.sinceCheckpoint += appended
     return records
   }
 
@@ -239,11 +247,11 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     let appended = 0
     const records = drafts.map((draft) => {
       const record = chainRecord(draft, heads.get(draft.tenant) ?? this.tip(draft.tenant))
-      if (this.insertRecords.insert([[record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body]]) === 0) {
+      if (this.insertRecords.insert([record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body]) === 0) {
         return toRecord(this.statements.byId.get(draft.tenant, draft.id) as RecordRow)
       }
       this.insertLinks.insert(
-        linksOf(draft.entry).map((link) => [
+        linksOf(draft.entry).flatMap((link) => [
           record.tenant,
           record.seq,
           link.sha256,
