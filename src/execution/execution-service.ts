@@ -134,6 +134,9 @@ export class DefaultExecutionService implements ExecutionService {
       ...(resolved.policy ? { policy: resolved.policy } : {}),
       ...(options.provenance ? { provenance: options.provenance } : {}),
       ...(resolved.workspaceReads?.length ? { workspaceReads: resolved.workspaceReads } : {}),
+      ...(resolved.mounts?.length
+        ? { uploads: resolved.mounts.map((mount) => ({ path: mount.path, sha256: mount.sha256, bytes: mount.bytes })) }
+        : {}),
       ...(result.adapter !== SERVICE ? this.adapterFacts(result.adapter) : {}),
     }
     for (const listener of listeners) {

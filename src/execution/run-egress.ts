@@ -48,7 +48,7 @@ export function openRunEgress(
   }
   return {
     definitions: [handle.hostFunction],
-    access: { endpoint: () => handle.endpoint() },
+    access: { endpoint: (placement) => handle.endpoint(placement) },
     finish(result) {
       result.egress = handle.records()
       return scrub(result)

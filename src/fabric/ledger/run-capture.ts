@@ -209,6 +209,14 @@ export function describeRun(
   const inputs = [
     ...captured.inputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
     ...(run.workspaceReads ?? []).map((file) => artifact(file.path, asBuffer(file.content), mediaTypeOf(file.path), blobs)),
+    // By digest only: the bytes stay in the upload store (no copy per run), the record names them.
+    ...(run.uploads ?? []).map((file): ArtifactRef => ({
+      path: file.path,
+      sha256: file.sha256,
+      size: file.bytes,
+      mediaType: mediaTypeOf(file.path),
+      upload: true,
+    })),
   ]
   const outputs = [
     ...captured.outputs.map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
