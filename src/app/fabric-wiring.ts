@@ -21,6 +21,7 @@ import {
 import type { Logger } from '../observability/logger'
 import { policyFromConfig, profilesFromConfig } from '../policy'
 import * as tokens from './tokens'
+import { forwardedSandboxes } from './forwarded-sandbox'
 import { S3Objects, type Workspace } from '../workspace'
 
 /**
@@ -145,7 +146,8 @@ export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManage
 export function sandboxManagerFor(parts: FabricParts): SandboxManager {
   const { config } = parts
   const profiles = profilesFromConfig(config)
-  return new SandboxManager({
+  const reach = forwardedSandboxes(config, () => manager.nodeId)
+  const manager: SandboxManager = new SandboxManager({
     registry: parts.registry,
     execute: (request, options) => parts.service.execute(request, options),
     basePolicy: (profile) => {
@@ -158,6 +160,8 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     limits: config.workspace,
     tierOrder: config.routing.tierOrder,
     sandboxRegistry: sandboxRegistryFor(config),
+    // Other nodes' sandboxes through their HTTP API (find(), the MCP tools), as the tenant.
+    reach,
     heartbeatMs: config.fabric.nodeHeartbeatMs,
     // By digest, the tenant's uploads first (the store's own tenant check), read only when within the file limit.
     uploads: {
@@ -182,4 +186,5 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
       : {}),
     logger: parts.logger,
   })
+  return manager
 }

@@ -16,6 +16,7 @@ import { unenforcedRequirement } from '../../routing/config-router'
 import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
 import { sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
+import { sandboxLostError } from './lost-sandbox'
 import { snapshotFiles } from './snapshots'
 import { MemorySandboxRegistry, type SandboxRegistry } from './sandbox-registry'
 import type {
@@ -49,6 +50,11 @@ export interface SandboxManagerOptions {
   uploads?: SandboxUploads
   /** Where every node finds every sandbox (`fabric.store`: Redis shares it). @default one node's, in memory */
   sandboxRegistry?: SandboxRegistry
+  /**
+   * Reaches another live node's sandbox as a `Sandbox` of this process (its HTTP API, as the tenant: src/app wires
+   * it); without it `find` sees this node's sandboxes only.
+   */
+  reach?: (record: SandboxRecord, node: NodeRecord & { url: string }, tenant: string) => Promise<Sandbox | undefined>
   /** How often this node says it is alive; it counts as gone after three missed beats. @default 2000 */
   heartbeatMs?: number
   logger?: Logger
@@ -163,6 +169,14 @@ export class SandboxManager implements SandboxService {
     if (record.state === 'stopped' || record.node === this.nodeId) return { kind: 'stopped', record }
     const node = await this.registry.node(record.node)
     return node ? { kind: 'node', record, node } : { kind: 'lost', record }
+  }
+
+  async find(id: string, caller: SandboxCaller = {}): Promise<Sandbox | undefined> {
+    const where = await this.locate(id, caller)
+    if (where.kind === 'here') return where.sandbox
+    if (where.kind === 'lost') throw sandboxLostError(where.record)
+    if (where.kind !== 'node' || !where.node.url || !this.options.reach) return undefined
+    return this.options.reach(where.record, { ...where.node, url: where.node.url }, this.tenantOf(caller))
   }
 
   /** The caller's sandboxes on every node, this node's fresh; those of a node that is gone say `state: 'lost'`. */

@@ -200,6 +200,9 @@ export interface SandboxRecord {
   state: 'running' | 'stopped'
 }
 
+/** Marks a call passed on by another node (HTTP forwarding, a forwarded sandbox), so the owner never passes it on again. */
+export const FORWARDED_HEADER = 'x-execgate-forwarded-by'
+
 /** A node of the fabric, as its heartbeat says. */
 export interface NodeRecord {
   id: string
@@ -222,8 +225,14 @@ export type SandboxWhereabouts =
 /** `execgate.sandboxes`: HTTP, MCP and the CLI call the same. */
 export interface SandboxService {
   start(options?: SandboxStartOptions, caller?: SandboxCaller): Promise<Sandbox>
-  /** The caller's sandbox; another tenant's id answers undefined, exactly like a missing one. */
+  /** The caller's sandbox on this node; another tenant's id answers undefined, exactly like a missing one. */
   get(id: string, caller?: SandboxCaller): Sandbox | undefined
+  /**
+   * The caller's sandbox on any node: this node's, or another live node's reached through its HTTP API (every call
+   * forwarded to the owner). Undefined for a missing, stopped or another tenant's sandbox; throws
+   * `EXECGATE_SANDBOX_LOST` (naming its last snapshot) when its node is gone.
+   */
+  find(id: string, caller?: SandboxCaller): Promise<Sandbox | undefined>
   list(caller?: SandboxCaller): SandboxInfo[]
   /** True when there was such a sandbox (of the caller's) to stop. */
   stop(id: string, caller?: SandboxCaller): Promise<boolean>
