@@ -69,6 +69,8 @@ const RESULTS: Partial<Record<RouteName, string>> = {
   receipt: 'ReceiptEnvelope',
   planReceipt: 'ReceiptEnvelope',
   publicKey: 'LedgerPublicKey',
+  uploadFile: 'UploadResult',
+  getUpload: 'UploadedFile',
 }
 const QUERIES: Partial<Record<RouteName, string[]>> = {
   listTasks: [...propertiesOf('ListOptions').keys(), 'intentId'],
@@ -76,6 +78,7 @@ const QUERIES: Partial<Record<RouteName, string[]>> = {
   lineage: [...propertiesOf('LineageLimits').keys()],
   exportLedger: ['format', ...propertiesOf('ExportOptions').keys()],
   writeSandboxFile: ['sha256'],
+  uploadFile: ['sha256'],
 }
 
 describe('execgate/client against the OpenAPI document', () => {
