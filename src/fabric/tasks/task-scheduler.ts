@@ -215,7 +215,7 @@ export class TaskScheduler {
   private async runDispatched(id: string): Promise<void> {
     let task = await this.store.get(id)
     if (task && (task.state === 'SPAWNING' || task.state === 'RUNNING') && task.owner !== this.owner && !this.running.has(id)) {
-      await this.settle(task, undefined, outcomeOfLostRun(task))
+      await this.settle(task, undefined, outcomeOfLostRun(task, 'lease lapsed'))
       task = await this.store.get(id)
     }
     if (!task || task.state !== 'PENDING' || !task.ready) return
