@@ -147,7 +147,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   const startMonitor = () => {
     if (config.readiness.enabled && !disposed) readiness.start()
   }
-  const ready = (names?: readonly string[]) => (names ? warmUp.ready(names) : warmUp.ready().then(startMonitor))
+  let firstTier: Promise<void> | undefined
+  const ready = (names?: readonly string[]) => (names ? warmUp.ready(names) : (firstTier ??= warmUp.ready().then(startMonitor)))
   if (warm) await ready()
   const admission = container.get<AdmissionController>(tokens.Admission)
   const status = (): ExecgateStatus => ({
