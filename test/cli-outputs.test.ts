@@ -57,4 +57,18 @@ describe('execgate run --out', () => {
     expect(JSON.parse(fs.readFileSync(path.join(out, 'files', 'output-1.json'), 'utf8'))).toEqual({ note: 'totals, by region' })
     expect(fs.readFileSync(path.join(out, 'files', 'output-2.csv'), 'utf8')).toBe('region,revenue\nnorth,15.5\n"south, east",20\n')
   }, 150_000)
+
+  test('JavaScript on quickjs: display() writes an SVG and a table as files', () => {
+    const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><circle cx="4" cy="4" r="3"/></svg>'
+    const script = path.join(out, 'chart.js')
+    fs.writeFileSync(
+      script,
+      [`display(${JSON.stringify(svg)})`, "display([{ region: 'north', units: 3 }, { region: 'south', units: 5 }])"].join('\n'),
+    )
+    const run = execgate(['run', script, '--out', path.join(out, 'files')])
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' })
+    expect(fs.readdirSync(path.join(out, 'files')).sort()).toEqual(['output-1.svg', 'output-2.csv'])
+    expect(fs.readFileSync(path.join(out, 'files', 'output-1.svg'), 'utf8')).toBe(svg)
+    expect(fs.readFileSync(path.join(out, 'files', 'output-2.csv'), 'utf8')).toBe('region,units\nnorth,3\nsouth,5\n')
+  }, 150_000)
 })

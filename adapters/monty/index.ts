@@ -264,6 +264,15 @@ export class MontyAdapter implements CodeExecutionAdapter {
     return this.replSessions.close(sessionId)
   }
 
+  /** The REPL's state is bytes, so a session can move to another node (docs/sandboxes.md#sessions-across-nodes). */
+  async exportSession(sessionId: string): Promise<Uint8Array | undefined> {
+    return this.replSessions.exportState(sessionId)
+  }
+
+  async importSession(sessionId: string, state: Uint8Array): Promise<void> {
+    this.replSessions.importState(sessionId, state)
+  }
+
   /**
    * Loads monty's native binding on this thread (the inline fast path's first run would otherwise pay it) and
    * waits for one worker to be ready for the runs that go there.

@@ -207,6 +207,16 @@ export class MontyReplSessions {
     child.process.kill('SIGKILL')
   }
 
+  /** The session's REPL state (`MontyRepl.dump()` bytes) as its last call left it. */
+  exportState(sessionId: string): Uint8Array | undefined {
+    return this.sessions.peek(sessionId)
+  }
+
+  /** A session's state dumped by another process (another node's monty): the next call loads it. */
+  importState(sessionId: string, state: Uint8Array): void {
+    this.sessions.save(sessionId, state)
+  }
+
   close(sessionId: string): boolean {
     return this.sessions.close(sessionId)
   }

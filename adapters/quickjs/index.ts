@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
+  OutputCollector,
   createResult,
   describeError,
   enforcementTable,
@@ -123,6 +124,7 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       session = opened.state ?? {}
     }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    const outputs = new OutputCollector(context.policy, context.onRichOutput)
     const outcome = await runWorkerJob(
       this.pool,
       {
@@ -137,6 +139,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
         remainingMs: Math.max(0, context.deadline - performance.now()),
         timeoutMs: context.policy.wallTimeMs,
         outputBytes: context.policy.outputBytes,
+        maxOutputs: context.policy.maxOutputs,
+        outputsBytes: context.policy.outputsBytes,
         hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
         ...(session
           ? {
@@ -149,9 +153,15 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       },
       context,
       output,
-      { label: NAME, killGraceMs: this.killGraceMs },
+      { label: NAME, killGraceMs: this.killGraceMs, outputs },
     )
     const result = resultFromJob(NAME, outcome, output, started)
+    // display() items, sent while the code ran; items the worker left out for the limits make an ok run output_limit.
+    outputs.omitByRunner(outcome.outputsOmitted)
+    const rich = outputs.fields(result.status, NAME)
+    result.status = rich.status
+    if (rich.outputs) result.outputs = rich.outputs
+    if (rich.message) result.message ??= rich.message
     if (request.sessionId && session) {
       const captured = outcome.session
       const next =

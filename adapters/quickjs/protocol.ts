@@ -16,6 +16,9 @@ export interface RunJob {
   remainingMs: number
   timeoutMs: number
   outputBytes: number
+  /** The policy's limits on `display()` items. */
+  maxOutputs: number
+  outputsBytes: number
   hostFunctions: string[]
   /** For a call in a session: scripts restoring its state, and the capture script to run after a success. */
   session?: { restore: string[]; capture: string }

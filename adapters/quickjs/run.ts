@@ -3,6 +3,7 @@ import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRunt
 import { describeError, isFatalHostError, type ExecutionErrorInfo, type ExecutionStatus, type OutputStream } from '../../src/core'
 import { mapQuickJsError, SCRIPT_NAME, type StopReason } from './map-error'
 import type { PreparedSource } from './prepare-source'
+import { QuickJsDisplay, type DisplayLimits } from './display'
 
 export interface RunLimits {
   memoryBytes: number
@@ -11,6 +12,8 @@ export interface RunLimits {
   timeoutMs: number
   /** The output cap: of a longer string only the ends are read out of the VM. */
   outputBytes?: number
+  /** What `display()` may add (docs/data.md#rich-outputs); without it every item is left out. */
+  outputs?: DisplayLimits
 }
 
 export interface RunOutcome {
@@ -34,6 +37,8 @@ export interface RunHost {
   callHost(name: string, args: unknown[]): Promise<unknown>
   /** True when the worker's WebAssembly memory is at its ceiling: QuickJS may then throw `null` for want of memory. */
   memoryExhausted?(): boolean
+  /** Receives each `display()` item the run keeps, when the code makes it. */
+  display?(item: unknown): void
 }
 
 /**
@@ -53,6 +58,12 @@ export class QuickJsRun {
   private wakeUp: (() => void) | undefined
   private limits!: RunLimits
   private host!: RunHost
+  private readonly display: QuickJsDisplay
+  /**
+   * The VM's own JSON.stringify, taken before any code runs: code that replaces it (`JSON.stringify = () => 'x'`)
+   * would otherwise hand the worker text that is not JSON for its value.
+   */
+  private readonly stringify: QuickJSHandle
 
   /**
    * Creates the runtime and context with console installed. The worker prepares the next run this way while it
@@ -61,7 +72,20 @@ export class QuickJsRun {
   constructor(module: QuickJSWASMModule) {
     this.runtime = module.newRuntime()
     this.vm = this.runtime.newContext()
+    const json = this.vm.getProp(this.vm.global, 'JSON')
+    this.stringify = this.vm.getProp(json, 'stringify')
+    json.dispose()
     this.installConsole()
+    this.display = new QuickJsDisplay(
+      () => this.limits?.outputs,
+      (item) => this.host.display?.(item),
+    )
+    this.display.install(this.vm)
+  }
+
+  /** `display()` items left out for the policy's output limits. */
+  get outputsOmitted(): number {
+    return this.display.omitted
   }
 
   /** Applies this run's limits and host functions; must be called once, before `execute`. */
@@ -328,11 +352,7 @@ export class QuickJsRun {
    */
   private exactJson(handle: QuickJSHandle): unknown {
     if (this.vm.typeof(handle) === 'undefined') return undefined
-    const json = this.vm.getProp(this.vm.global, 'JSON')
-    const stringify = this.vm.getProp(json, 'stringify')
-    const result = this.vm.callFunction(stringify, json, handle)
-    stringify.dispose()
-    json.dispose()
+    const result = this.vm.callFunction(this.stringify, this.vm.undefined, handle)
     if (result.error) {
       const message = this.vm.dump(result.error)
       result.error.dispose()
@@ -351,11 +371,7 @@ export class QuickJsRun {
     if (type === 'number') return { status: 'ok', value: this.vm.getNumber(handle) }
     if (type === 'boolean') return { status: 'ok', value: this.vm.dump(handle) }
     if (type === 'bigint') return { status: 'ok', value: this.vm.getBigInt(handle).toString() }
-    const json = this.vm.getProp(this.vm.global, 'JSON')
-    const stringify = this.vm.getProp(json, 'stringify')
-    const result = this.vm.callFunction(stringify, json, handle)
-    stringify.dispose()
-    json.dispose()
+    const result = this.vm.callFunction(this.stringify, this.vm.undefined, handle)
     if (result.error) return this.failure(result.error)
     const text = this.vm.typeof(result.value) === 'string' ? this.vm.getString(result.value) : undefined
     result.value.dispose()
@@ -403,6 +419,7 @@ export class QuickJsRun {
   dispose(): boolean {
     try {
       for (const deferred of this.deferreds) if (deferred.alive) deferred.dispose()
+      if (this.stringify.alive) this.stringify.dispose()
       this.vm.dispose()
       this.runtime.dispose()
       return true

@@ -81,6 +81,7 @@ async function run(job: RunJob): Promise<void> {
       deadline: started + job.remainingMs,
       timeoutMs: job.timeoutMs,
       outputBytes: job.outputBytes,
+      outputs: { maxOutputs: job.maxOutputs, outputsBytes: job.outputsBytes, tableBytes: job.outputBytes },
     },
     {
       write: (stream, text, omitted) => channel.write(stream, text, omitted),
@@ -88,6 +89,7 @@ async function run(job: RunJob): Promise<void> {
       hostFunctionNames: job.hostFunctions,
       callHost: (name, args) => channel.callHost(name, args),
       memoryExhausted: () => memory.buffer.byteLength + EXHAUSTED_MARGIN_BYTES >= linearMemoryMaxBytes,
+      display: (item) => channel.display(item),
     },
   )
   if (job.session) quickjsRun.restore(job.session.restore)
@@ -102,6 +104,7 @@ async function run(job: RunJob): Promise<void> {
     value: outcome.value,
     error: outcome.error,
     hostCalls: channel.hostCalls,
+    ...(quickjsRun.outputsOmitted ? { outputsOmitted: quickjsRun.outputsOmitted } : {}),
     session,
     ...(retire ? { retire } : {}),
   })

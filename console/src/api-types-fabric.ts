@@ -3,7 +3,7 @@
  * and persistent sandboxes (docs/sandboxes.md). They mirror the routes' documented JSON, as any client's would; the
  * server's own types live in src/fabric/ (plan-types.ts, ledger/types.ts, ledger/lineage.ts, sandboxes/sandbox-types.ts).
  */
-import type { ExecutionResult, Language, Lane, TaskState } from './api-types'
+import type { EgressRecord, ExecutionResult, Language, Lane, TaskState } from './api-types'
 
 export const PLAN_STATES = ['RUNNING', 'REVISING', 'SUSPENDED', 'COMPLETED', 'FAILED', 'TERMINATED'] as const
 export type PlanState = (typeof PLAN_STATES)[number]
@@ -140,6 +140,8 @@ export interface RunRecordAnswer {
     value?: { sha256: string; size: number }
     fallbackFrom?: { adapter: string; reason: string }
     planDocument?: ArtifactRef
+    /** The egress gateway's log of the run's requests, when it made any (docs/network.md). */
+    egress?: EgressRecord[]
   }
   seq: number
   hash: string

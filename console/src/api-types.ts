@@ -4,6 +4,7 @@
  * mirror their routes' documented JSON, as any client of the API would.
  */
 export type {
+  EgressRecord,
   ExecutionRequest,
   ExecutionResult,
   ExecutionStatus,

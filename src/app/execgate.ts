@@ -22,12 +22,13 @@ import * as tokens from './tokens'
 import { AdapterWarmUp } from './warm-up'
 import type { TaskService } from '../fabric/tasks'
 import type { PlanService } from '../fabric/plans'
-import { fabricParts, planServiceFor, sandboxManagerFor, taskServiceFor } from './fabric-wiring'
+import { fabricParts, planServiceFor, sandboxManagerFor, sessionDirectoryFor, taskServiceFor } from './fabric-wiring'
 import type { LlmProvider } from '../core/llm'
 import type { AdmissionController, AdmissionStatus } from '../execution/admission/admission-controller'
 import type { LedgerService } from '../fabric/ledger'
 import type { UploadStore } from '../fabric/files'
-import type { SandboxService } from '../fabric/sandboxes'
+import type { SandboxManager, SandboxService } from '../fabric/sandboxes'
+import type { SessionDirectory, SessionWhereabouts } from '../fabric/sessions'
 
 /**
  * The library's face, built by the composition root: `createExecgate` loads the configuration, builds the container
@@ -48,6 +49,11 @@ export interface Execgate {
   explainPolicy(adapter: string, policy?: SecurityPolicy | string): PolicyExplanation
   /** Ends a session on every adapter that keeps one under this id; true when one did. */
   closeSession(sessionId: string): Promise<boolean>
+  /**
+   * Where a session is in the fabric (docs/sandboxes.md#sessions-across-nodes): `here` (or a process that does not
+   * serve), `new`, on another live `node` (the HTTP API forwards its calls there), or `lost` with its node.
+   */
+  locateSession(sessionId: string): Promise<SessionWhereabouts>
   /**
    * Without names: resolves once the first-tier adapters (tier 1: quickjs, monty, the shell) are warm or have failed
    * to (an adapter stays usable, cold; the log says why), and starts the others' warm-ups behind (pyodide, which a
@@ -174,9 +180,17 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   const role = options.role ?? 'library'
   const runsTasks = role === 'library' || (role === 'server' && config.fabric.serveRunsTasks)
   const taskService = () => (tasks ??= taskServiceFor(fabric, runsTasks))
-  let sandboxes: SandboxService | undefined
+  let sandboxes: SandboxManager | undefined
+  const sandboxManager = () => (sandboxes ??= sandboxManagerFor(fabric))
+  let sessions: SessionDirectory | undefined
+  const sessionDirectory = () => (sessions ??= sessionDirectoryFor(fabric, sandboxManager()))
+  const run = (request: ExecutionRequest, executeOptions?: ExecuteOptions) => service.execute(request, executeOptions)
   return {
-    execute: (request, executeOptions) => service.execute(request, executeOptions),
+    // A session call on a serving node goes where its session is (a node that never advertised has nobody to share with).
+    execute: (request, executeOptions) =>
+      request.sessionId !== undefined && sandboxes?.url
+        ? sessionDirectory().execute(request, executeOptions, run)
+        : run(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),
     languages: () => service.languages(),
     adapters: () => registry.list(),
@@ -209,8 +223,10 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     async closeSession(sessionId) {
       const closed = await Promise.all(registry.list().map(async (adapter) => (await adapter.closeSession?.(sessionId)) ?? false))
       const workspace = service.closeSession?.(sessionId) ?? false
+      await sessions?.close(sessionId)
       return closed.some(Boolean) || workspace
     },
+    locateSession: async (sessionId) => (sandboxes?.url ? sessionDirectory().locate(sessionId) : { kind: 'here' }),
     ready,
     get tasks() {
       return taskService()
@@ -221,7 +237,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
     ledger,
     uploads,
     get sandboxes() {
-      return (sandboxes ??= sandboxManagerFor(fabric))
+      return sandboxManager()
     },
     readiness,
     config,
@@ -234,6 +250,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       await tasks?.close({ abort: disposeOptions.finishRuns !== true })
       // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
       await sandboxes?.close()
+      await sessions?.dispose()
       // Queued runs are answered (unavailable, with a retry hint) and running ones finish before adapters go.
       await service.dispose?.()
       // After the last run has ended: every record heard is written before the process may exit.

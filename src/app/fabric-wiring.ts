@@ -5,6 +5,7 @@ import type { ExecutionService } from '../execution/types'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
 import { createPlanService, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
 import { MemorySandboxRegistry, RedisSandboxRegistry, SandboxManager, type SandboxRegistry } from '../fabric/sandboxes'
+import { MemorySessionRegistry, RedisSessionRegistry, SessionDirectory } from '../fabric/sessions'
 import { requireOptional } from '../core/optional-dependency'
 import {
   bucketTaskWorkspaces,
@@ -105,9 +106,34 @@ export function planServiceFor(
 /** The sandbox registry `fabric.store` names: Redis is shared by every node of the deployment; the embedded store is one node's. */
 function sandboxRegistryFor(config: Config): SandboxRegistry {
   if (config.fabric.store !== 'redis') return new MemorySandboxRegistry()
+  return new RedisSandboxRegistry(fabricRedis(config), config.fabric.redisPrefix)
+}
+
+/** A Redis connection for one of the fabric's registries (the `redis` store's), ioredis loaded only for it. */
+function fabricRedis(config: Config): import('ioredis').Redis {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for this store, as the task store does
   const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  return new RedisSandboxRegistry(new Redis(config.fabric.redisUrl, { maxRetriesPerRequest: 3 }), config.fabric.redisPrefix)
+  return new Redis(config.fabric.redisUrl, { maxRetriesPerRequest: 3 })
+}
+
+/**
+ * Sessions across nodes: which node holds each session, and monty's state after each call, in the store `fabric.store`
+ * names; active once the node serves (the sandbox manager advertised its URL), so a library keeps its sessions its own.
+ */
+export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManager): SessionDirectory {
+  const { config } = parts
+  return new SessionDirectory({
+    registry: () =>
+      config.fabric.store === 'redis'
+        ? new RedisSessionRegistry(fabricRedis(config), config.fabric.redisPrefix)
+        : new MemorySessionRegistry(),
+    // One node with the embedded store has nobody to share sessions with: the directory stays out of the way.
+    nodeId: () => (config.fabric.store === 'redis' && sandboxes.url ? sandboxes.nodeId : undefined),
+    node: (id) => sandboxes.node(id),
+    adapters: parts.registry,
+    ttlMs: config.sessions.ttlSeconds * 1000,
+    logger: parts.logger,
+  })
 }
 
 /** The SandboxManager over the execution service and the adapters, from the `sandboxes` and `workspace` keys; files in and out through the ledger when it is on. */

@@ -37,6 +37,11 @@ export const CLIENT_ROUTES = {
   writeSandboxFile: { method: 'PUT', path: '/v1/sandboxes/{id}/files/{path}' },
   deleteSandboxFile: { method: 'DELETE', path: '/v1/sandboxes/{id}/files/{path}' },
 
+  uploadFile: { method: 'PUT', path: '/v1/files' },
+  listUploads: { method: 'GET', path: '/v1/files' },
+  getUpload: { method: 'GET', path: '/v1/files/{sha256}' },
+  deleteUpload: { method: 'DELETE', path: '/v1/files/{sha256}' },
+
   artifact: { method: 'GET', path: '/v1/artifacts/{sha256}' },
   lineage: { method: 'GET', path: '/v1/artifacts/{sha256}/lineage' },
   provenance: { method: 'GET', path: '/v1/runs/{id}/provenance' },

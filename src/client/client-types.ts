@@ -18,6 +18,7 @@ export type {
 export type { ErrorCode } from '../core/errors'
 export type { Task, TaskSpec, TaskEvent, TaskState, ResumeChanges } from '../fabric/tasks'
 export type { PlanSpec, PlanView, PlanEvent, PlanState, PlanSummary } from '../fabric/plans'
+export type { UploadedFile } from '../fabric/files'
 export type { SandboxInfo, SandboxStartOptions, SandboxExecRequest, SandboxFile, SandboxSnapshot, SavedArtifact } from '../fabric/sandboxes'
 export type {
   Lineage,

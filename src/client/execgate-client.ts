@@ -15,6 +15,7 @@ import { HttpTransport, type CallOptions, type TransportOptions } from './http-t
 import { RemoteFiles, RemoteLedger } from './remote-ledger'
 import { RemotePlans, RemoteTasks } from './remote-fabric'
 import { RemoteSandbox } from './remote-sandbox'
+import { RemoteUploads } from './remote-uploads'
 
 export type ExecgateClientOptions = TransportOptions
 
@@ -55,7 +56,7 @@ export class RemoteSandboxes {
 
 /**
  * execgate over HTTP, for the process that calls it: `execute` and `stream` as the library's, and the fabric (tasks,
- * plans, sandboxes, ledger, files). Needs only the platform's fetch: Node 18+, Deno, Bun and browsers.
+ * plans, sandboxes, ledger, files, uploads). Needs only the platform's fetch: Node 18+, Deno, Bun and browsers.
  *
  * `execute` never throws: a refusal or a failed request is an ExecutionResult too (`unavailable` with `retryAfterMs`,
  * `invalid_request`, `cancelled`…) whose `error.code` is the registry's. The other calls throw an ExecgateClientError
@@ -67,6 +68,7 @@ export class ExecgateClient {
   readonly sandboxes: RemoteSandboxes
   readonly ledger: RemoteLedger
   readonly files: RemoteFiles
+  readonly uploads: RemoteUploads
   private readonly http: HttpTransport
 
   constructor(options: ExecgateClientOptions) {
@@ -76,6 +78,7 @@ export class ExecgateClient {
     this.sandboxes = new RemoteSandboxes(this.http)
     this.ledger = new RemoteLedger(this.http)
     this.files = new RemoteFiles(this.http)
+    this.uploads = new RemoteUploads(this.http)
   }
 
   /** Runs code on the server; every outcome is an ExecutionResult, as in-process. */

@@ -26,7 +26,8 @@ export interface RequestInit {
   params?: Record<string, string>
   query?: Record<string, string | number | undefined>
   json?: unknown
-  bytes?: Uint8Array | string
+  /** Sent as application/octet-stream; a Blob is streamed from where it lives (a file in Node's fs.openAsBlob). */
+  bytes?: Uint8Array | Blob | string
   accept?: string
 }
 

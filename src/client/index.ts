@@ -7,6 +7,7 @@ export { ExecgateClient, RemoteSandboxes, type ExecgateClientOptions } from './e
 export { RemoteSandbox, type RemoteExecOptions } from './remote-sandbox'
 export { RemoteTasks, RemotePlans, type EventStreamOptions } from './remote-fabric'
 export { RemoteLedger, RemoteFiles } from './remote-ledger'
+export { RemoteUploads, type UploadSource, type UploadOptions, type UploadResult } from './remote-uploads'
 export { ExecgateClientError, isExecgateClientError } from './client-error'
 export { CLIENT_ROUTES, type RouteName } from './client-routes'
 export { readSse, type SseMessage } from './sse'

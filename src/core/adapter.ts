@@ -5,6 +5,7 @@ import type {
   ExecutionRequest,
   ExecutionResult,
   Lane,
+  Output,
   Language,
   RunProvenance,
   SecurityPolicy,
@@ -46,6 +47,12 @@ export interface ExecutionContext {
   readonly hostFunctions?: HostFunctions
   /** Receives output as it is produced, for streaming callers. */
   readonly onOutput?: (stream: OutputStream, chunk: string) => void
+  /**
+   * Receives each rich output (an image, a table, a `display()` item) when the code makes it, already checked and
+   * within the policy's limits, with its index in the result's `outputs`; adapters whose runner reports outputs only
+   * at the end do not call it (the streaming surfaces then send them from the result).
+   */
+  readonly onRichOutput?: (output: Output, index: number) => void
   /** Files to place in the workspace (already validated paths). */
   readonly files?: readonly WorkspaceFile[]
   /** Uploaded files to bind in read-only, on adapters with `capabilities.fileMounts` (paths already validated). */
@@ -111,6 +118,14 @@ export interface CodeExecutionAdapter {
   estimateMs?(code: string, language: Language, needs?: RunNeeds): number | undefined
   /** Optional, on adapters with the `sessions` capability: ends a session; true when there was one. */
   closeSession?(sessionId: string): Promise<boolean>
+  /**
+   * Optional, on adapters whose session state is bytes that can live outside the process (monty's REPL dump): the
+   * session's state as its last call left it, or undefined when this adapter holds none. The fabric saves it after
+   * each call, so another node can take the session over when this one dies (docs/sandboxes.md#sessions-across-nodes).
+   */
+  exportSession?(sessionId: string): Promise<Uint8Array | undefined>
+  /** Optional, beside `exportSession`: takes a session's state saved by another process as if it had kept it itself. */
+  importSession?(sessionId: string, state: Uint8Array): Promise<void>
   /**
    * Optional: makes the adapter able to answer without a cold start (a worker started and its module loaded, an
    * interpreter loaded). `createExecgate()` awaits it on every enabled adapter before it resolves. Resolves once

@@ -90,6 +90,17 @@ export const ERROR_CODES = {
     retryable: true,
     template: '{adapter} already holds its limit of {limit} sessions; close one or wait for one to expire',
   },
+  EXECGATE_SESSION_LOST: {
+    fault: 'backend',
+    retryable: false,
+    template:
+      'session "{id}" is lost: it lived on node {node}, which is gone ({detail}), and its {adapter} state cannot move to another node; the next call with this id starts a new session',
+  },
+  EXECGATE_SESSION_ELSEWHERE: {
+    fault: 'backend',
+    retryable: true,
+    template: 'session "{id}" lives on node {node} ({url}): {detail}',
+  },
   EXECGATE_BACKEND_FAILED: { fault: 'backend', retryable: true, template: 'backend {name} failed: {detail}' },
   EXECGATE_UNAUTHORIZED: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_FORBIDDEN: { fault: 'client', retryable: false, template: '{detail}' },

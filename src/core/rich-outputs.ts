@@ -53,35 +53,75 @@ export interface AcceptedOutputs {
 }
 
 /**
+ * A run's outputs as they arrive, one at a time (a runner that reports them while the code runs): each item checked,
+ * then kept while the count stays within `maxOutputs` and the bytes within `outputsBytes`; every item kept is handed
+ * to `onOutput` at once, with its index, so a streaming caller sees it when the code made it. What is kept here is
+ * exactly what a final `acceptOutputs` over the same items keeps, so the result's list starts with the streamed ones.
+ */
+export class OutputCollector {
+  private readonly kept: Output[] = []
+  private bytes = 0
+  private malformed = 0
+  private omitted = 0
+
+  constructor(
+    private readonly policy: Pick<SecurityPolicy, 'maxOutputs' | 'outputsBytes'>,
+    private readonly onOutput?: (output: Output, index: number) => void,
+  ) {}
+
+  /** Checks and keeps one item as the runner reported it; true when it was kept. */
+  add(raw: unknown): boolean {
+    const output = acceptOutput(raw)
+    if (!output) {
+      this.malformed++
+      return false
+    }
+    if (this.kept.length >= this.policy.maxOutputs || this.bytes + output.bytes > this.policy.outputsBytes) {
+      this.omitted++
+      return false
+    }
+    this.kept.push(output)
+    this.bytes += output.bytes
+    this.onOutput?.(output, this.kept.length - 1)
+    return true
+  }
+
+  /** Items the runner already left out for the same limits. */
+  omitByRunner(count: number | undefined): void {
+    this.omitted += Math.max(0, Math.floor(count ?? 0))
+  }
+
+  get outputs(): readonly Output[] {
+    return this.kept
+  }
+
+  result(): AcceptedOutputs {
+    const reasons: string[] = []
+    const { maxOutputs, outputsBytes } = this.policy
+    if (this.omitted)
+      reasons.push(
+        `${this.omitted} output${this.omitted === 1 ? '' : 's'} left out: a run may return ${maxOutputs} outputs of ${outputsBytes} bytes in all (policy maxOutputs, outputsBytes)`,
+      )
+    if (this.malformed) reasons.push(`${this.malformed} malformed output${this.malformed === 1 ? '' : 's'} dropped`)
+    return { outputs: [...this.kept], overLimit: this.omitted, ...(reasons.length ? { reason: reasons.join('; ') } : {}) }
+  }
+
+  /** The collected outputs as result fields (see outputResultFields). */
+  fields(status: ExecutionStatus, adapter: string): { status: ExecutionStatus; outputs?: Output[]; message?: string } {
+    if (!this.kept.length && !this.omitted && !this.malformed) return { status }
+    return fieldsFrom(status, this.result(), adapter)
+  }
+}
+
+/**
  * The items a run may keep, in order: each checked, then kept while the count stays within `maxOutputs` and the
  * bytes within `outputsBytes`. `omittedByRunner` is what the runner already left out for the same limits.
  */
 export function acceptOutputs(raw: unknown, policy: SecurityPolicy, omittedByRunner = 0): AcceptedOutputs {
-  const items = Array.isArray(raw) ? raw : []
-  const outputs: Output[] = []
-  let bytes = 0
-  let malformed = 0
-  let overLimit = Math.max(0, Math.floor(omittedByRunner))
-  for (const rawItem of items) {
-    const output = acceptOutput(rawItem)
-    if (!output) {
-      malformed++
-      continue
-    }
-    if (outputs.length >= policy.maxOutputs || bytes + output.bytes > policy.outputsBytes) {
-      overLimit++
-      continue
-    }
-    outputs.push(output)
-    bytes += output.bytes
-  }
-  const reasons: string[] = []
-  if (overLimit)
-    reasons.push(
-      `${overLimit} output${overLimit === 1 ? '' : 's'} left out: a run may return ${policy.maxOutputs} outputs of ${policy.outputsBytes} bytes in all (policy maxOutputs, outputsBytes)`,
-    )
-  if (malformed) reasons.push(`${malformed} malformed output${malformed === 1 ? '' : 's'} dropped`)
-  return { outputs, overLimit, ...(reasons.length ? { reason: reasons.join('; ') } : {}) }
+  const collector = new OutputCollector(policy)
+  collector.omitByRunner(omittedByRunner)
+  for (const item of Array.isArray(raw) ? raw : []) collector.add(item)
+  return collector.result()
 }
 
 /** Bytes all of a result's outputs hold. */
@@ -101,7 +141,14 @@ export function outputResultFields(
   adapter: string,
 ): { status: ExecutionStatus; outputs?: Output[]; message?: string } {
   if (raw === undefined && !omittedByRunner) return { status }
-  const accepted = acceptOutputs(raw, policy, omittedByRunner)
+  return fieldsFrom(status, acceptOutputs(raw, policy, omittedByRunner), adapter)
+}
+
+function fieldsFrom(
+  status: ExecutionStatus,
+  accepted: AcceptedOutputs,
+  adapter: string,
+): { status: ExecutionStatus; outputs?: Output[]; message?: string } {
   const outputs = accepted.outputs.length ? { outputs: accepted.outputs } : {}
   if (status === 'ok' && accepted.overLimit)
     return { status: 'output_limit', ...outputs, message: `[execgate] [${adapter}] ${accepted.reason}` }

@@ -20,8 +20,8 @@ export interface RerunInputs {
  * the user gets CPython's answer. Returns undefined when the first result stands.
  *
  * Safe to run again only when the first run had no effect: not a session (its state would be half-updated), no
- * host call made (each may have acted: an LLM asked, a file written), no file written, and no output already
- * streamed to the caller (it would see two runs' output). Pinned requests are never rerun (router.fallback
+ * host call made (each may have acted: an LLM asked, a file written), no file written, and no output or rich output
+ * already streamed to the caller (it would see two runs' output). Pinned requests are never rerun (router.fallback
  * offers nothing for them). The rerun shares the request's deadline, so the time limit still holds overall.
  */
 export async function rerunOnFullLanguage(
@@ -35,6 +35,7 @@ export async function rerunOnFullLanguage(
   // An embedder's own host functions keep no record of calls here: we cannot tell that none was made.
   if (options.hostFunctions) return undefined
   if (options.onOutput && (first.stdout || first.stderr)) return undefined
+  if (options.onRichOutput && first.outputs?.length) return undefined
   const next = inputs.router.fallback?.(inputs.request, inputs.policy, inputs.tried)?.adapter
   // Only a full implementation of the language: not another subset, not the placeholder (tier 0) that runs nothing.
   if (!next || next.capabilities.languageSubset || next.capabilities.tier === 0) return undefined

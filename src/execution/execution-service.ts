@@ -349,6 +349,7 @@ export class DefaultExecutionService implements ExecutionService {
       signal: controller.signal,
       deadline: started + policy.wallTimeMs,
       onOutput: (stream, chunk) => void streamed.write(stream, chunk),
+      ...(options.onRichOutput ? { onRichOutput: options.onRichOutput } : {}),
       ...host.context,
       ...(egress.access ? { egress: egress.access } : {}),
       ...(placed.mounts ? { mounts: placed.mounts } : {}),

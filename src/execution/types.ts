@@ -3,6 +3,7 @@ import type {
   ExecutionRequest,
   ExecutionResult,
   FilesystemAccess,
+  Output,
   HostFunctions,
   Language,
   RunProvenance,
@@ -17,6 +18,11 @@ export interface ExecuteOptions {
   signal?: AbortSignal
   /** Receives stdout/stderr chunks while the code runs. */
   onOutput?: (stream: 'stdout' | 'stderr', chunk: string) => void
+  /**
+   * Receives each rich output while the code runs, with its index in the result's `outputs`, from adapters whose
+   * runner reports them as they are made; the result still carries them all (docs/data.md#rich-outputs).
+   */
+  onRichOutput?: (output: Output, index: number) => void
   /** The caller's policy (a tenant's profile); requests tighten it. @default config's security.defaultPolicy */
   basePolicy?: SecurityPolicy
   /**

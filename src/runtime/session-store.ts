@@ -85,6 +85,11 @@ export class SessionStore<State> {
       : undefined
   }
 
+  /** The session's state without touching its idle clock or the cap (what the fabric saves for other nodes). */
+  peek(id: string): State | undefined {
+    return this.live.get(id)?.state
+  }
+
   save(id: string, state: State): void {
     this.live.set(id, { state, lastUsed: Date.now() })
   }

@@ -4,6 +4,7 @@ import type { ExecutionContext, OutputStream } from '../core/adapter'
 import { ExecgateError, describeError } from '../core/errors'
 import { valueBytes, type OutputCapture } from '../core/output'
 import { createResult } from '../core/result'
+import type { OutputCollector } from '../core/rich-outputs'
 import { RunController, stoppedOutcome } from './run-controller'
 import type { ExecutionErrorInfo, ExecutionResult, ExecutionStatus } from '../core/types'
 import { FLAG_CANCEL, type PooledWorker, type WorkerPool } from './worker-pool'
@@ -21,6 +22,13 @@ export interface JobOutputMessage {
   chunks: [OutputStream, string, number?][]
 }
 
+/** A rich output (a `display()` item) the moment the code makes it; the host checks it (OutputCollector). */
+export interface JobRichOutputMessage {
+  type: 'richOutput'
+  id: number
+  output: unknown
+}
+
 export interface JobHostCallMessage {
   type: 'hostCall'
   id: number
@@ -36,6 +44,8 @@ export interface JobResultMessage {
   value?: unknown
   error?: ExecutionErrorInfo
   hostCalls?: number
+  /** Rich outputs the worker left out for the policy's limits (the items it kept were sent as they were made). */
+  outputsOmitted?: number
   /** The session's state after the run, serialised by the worker, for adapters that keep sessions. */
   session?: string
   /**
@@ -45,7 +55,7 @@ export interface JobResultMessage {
   retire?: boolean
 }
 
-export type JobMessage = { type: 'ready' } | JobOutputMessage | JobHostCallMessage | JobResultMessage
+export type JobMessage = { type: 'ready' } | JobOutputMessage | JobRichOutputMessage | JobHostCallMessage | JobResultMessage
 
 export interface HostResultMessage {
   type: 'hostResult'
@@ -55,13 +65,17 @@ export interface HostResultMessage {
   error?: { code?: string; message: string }
 }
 
-export type JobOutcome = Pick<JobResultMessage, 'status' | 'value' | 'error' | 'hostCalls' | 'session'> & { message?: string }
+export type JobOutcome = Pick<JobResultMessage, 'status' | 'value' | 'error' | 'hostCalls' | 'session' | 'outputsOmitted'> & {
+  message?: string
+}
 
 export interface RunJobOptions {
   /** What the worker runs, for messages. */
   label: string
   /** How long past the deadline (or a cancellation) the worker may take before it is killed. */
   killGraceMs: number
+  /** Receives the rich outputs the worker sends while the code runs. */
+  outputs?: OutputCollector
 }
 
 /** Runs one job on a worker from the pool and settles with its outcome; never rejects. */
@@ -97,10 +111,18 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
     worker.attach(
       (message) => {
         if (message.type === 'output') for (const [stream, text, omitted] of message.chunks) output.write(stream, text, omitted)
+        else if (message.type === 'richOutput') options.outputs?.add(message.output)
         else if (message.type === 'hostCall') answerHostCall(worker, context, message)
         else if (message.type === 'result')
           finish(
-            { status: message.status, value: message.value, error: message.error, hostCalls: message.hostCalls, session: message.session },
+            {
+              status: message.status,
+              value: message.value,
+              error: message.error,
+              hostCalls: message.hostCalls,
+              session: message.session,
+              outputsOmitted: message.outputsOmitted,
+            },
             !message.retire,
           )
       },
@@ -216,6 +238,12 @@ export class WorkerJobChannel {
     this.port.postMessage({ type: 'output', id: this.id, chunks: this.batch } satisfies JobOutputMessage)
     this.batch = []
     this.batchBytes = 0
+  }
+
+  /** Sends a rich output now, after the text written before it (so a streaming caller sees them in order). */
+  display(output: unknown): void {
+    this.flush()
+    this.port.postMessage({ type: 'richOutput', id: this.id, output } satisfies JobRichOutputMessage)
   }
 
   /** Asks the main thread to run a host function; rejects with an error carrying the registry `code`. */

@@ -19,11 +19,13 @@ import { registerConsoleAssets } from './console-assets'
 import { registerLedgerRoutes } from './ledger-routes'
 import { registerPlanRoutes } from './plan-routes'
 import { registerSandboxRoutes } from './sandbox-routes'
+import { registerSessionForwarding } from './session-forwarding'
 import { registerPolicyRoutes } from './policy-routes'
 import { registerFileRoutes } from './file-routes'
 import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
+import { outputEvents } from './output-events'
 
 export interface ServerOptions {
   execgate: Execgate
@@ -50,6 +52,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_SANDBOX_STOPPED: 404,
   EXECGATE_SANDBOX_LOST: 410,
   EXECGATE_SANDBOX_ELSEWHERE: 502,
+  EXECGATE_SESSION_ELSEWHERE: 502,
   EXECGATE_SNAPSHOT_CORRUPT: 502,
   EXECGATE_WORKSPACE_NOT_FOUND: 404,
   EXECGATE_ADAPTER_UNAVAILABLE: 503,
@@ -229,13 +232,15 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     reply.hijack()
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+    const outputs = outputEvents(send)
     const result = await execgate.execute(executionRequest, {
       signal: controller.signal,
       profile,
       tenant,
       onOutput: (stream, chunk) => send(stream, { chunk }),
+      onRichOutput: outputs.onRichOutput,
     })
-    result.outputs?.forEach((output, index) => send('output', { index, output }))
+    outputs.rest(result)
     send('result', result)
     reply.raw.end()
   })
@@ -260,6 +265,8 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no session "${id}" for tenant ${request.tenant.name}` })
   })
 
+  // Before the routes run: a session held by another node is forwarded there (docs/sandboxes.md#sessions-across-nodes).
+  registerSessionForwarding(app, execgate, (request, sessionId) => tenantSession(request.tenant, sessionId))
   registerTaskRoutes(app, execgate)
   registerObservationRoutes(app, execgate, { tenants })
   registerConsoleAssets(app)

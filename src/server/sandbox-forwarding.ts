@@ -1,8 +1,8 @@
-import http from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ExecgateError } from '../core'
 import type { SandboxCaller, SandboxRecord } from '../fabric/sandboxes'
 import type { Execgate } from '../index'
+import { FORWARDED_HEADER, forwardToNode } from './node-forwarding'
 
 /**
  * A sandbox's requests reach it through any node (docs/sandboxes.md#many-nodes). A request for a sandbox this node
@@ -14,13 +14,7 @@ import type { Execgate } from '../index'
  * fetch and SSE clients do not all follow a 307 with its body.
  */
 
-/** Marks a forwarded request, so the owner never forwards it again (a record that changed in between answers 404). */
-export const FORWARDED_HEADER = 'x-execgate-forwarded-by'
-
 const SANDBOX_PATH = /^\/v1\/sandboxes\/([^/?]+)(\/[^?]*)?(?:\?.*)?$/
-
-/** Keep-alive to the other nodes: a forwarded call costs a hop, not a TCP handshake. */
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
 
 function lostError(record: SandboxRecord): ExecgateError {
   const snapshot = record.info.lastSnapshot
@@ -40,30 +34,6 @@ function sendJson(reply: FastifyReply, status: number, body: unknown): void {
   reply.raw.end(JSON.stringify(body))
 }
 
-function forward(request: FastifyRequest, reply: FastifyReply, record: SandboxRecord, url: string, nodeId: string): void {
-  reply.hijack()
-  const target = new URL(request.raw.url!, url)
-  const headers = { ...request.headers, host: target.host, [FORWARDED_HEADER]: nodeId }
-  const upstream = http.request(target, { method: request.method, headers, agent }, (answer) => {
-    reply.raw.writeHead(answer.statusCode ?? 502, answer.headers)
-    answer.pipe(reply.raw)
-  })
-  upstream.on('error', (error) => {
-    if (reply.raw.headersSent) {
-      reply.raw.destroy(error)
-      return
-    }
-    const refused = new ExecgateError('EXECGATE_SANDBOX_ELSEWHERE', { id: record.info.id, node: record.node, url, detail: error.message })
-    reply.raw.writeHead(502, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' })
-    reply.raw.end(JSON.stringify({ error: { code: refused.code, message: refused.message } }))
-  })
-  // The caller going away cancels the forwarded call too (an exec is then cancelled on its owner).
-  reply.raw.on('close', () => {
-    if (!reply.raw.writableFinished) upstream.destroy()
-  })
-  request.raw.pipe(upstream)
-}
-
 /** Registers the hook that forwards, or answers `lost`, before any sandbox route parses the body. */
 export function registerSandboxForwarding(
   app: FastifyInstance,
@@ -80,7 +50,12 @@ export function registerSandboxForwarding(
     if (where.kind === 'node') {
       // Already forwarded once: this node's record and the registry disagree; the route answers 404 as for any miss.
       if (request.headers[FORWARDED_HEADER] || !where.node.url) return
-      forward(request, reply, where.record, where.node.url, execgate.sandboxes.nodeId)
+      const { url } = where.node
+      forwardToNode(request, reply, {
+        url,
+        from: execgate.sandboxes.nodeId,
+        unreachable: (detail) => new ExecgateError('EXECGATE_SANDBOX_ELSEWHERE', { id, node: where.record.node, url, detail }),
+      })
       return reply
     }
     if (where.kind === 'lost') {

@@ -5,6 +5,7 @@ import type { Sandbox, SandboxCaller, SandboxExecRequest, SandboxStartOptions } 
 import type { Execgate } from '../index'
 import { registerSandboxForwarding } from './sandbox-forwarding'
 import { sandboxBodyProblem } from './sandbox-schemas'
+import { outputEvents } from './output-events'
 
 /**
  * Persistent sandboxes over HTTP (docs/sandboxes.md). Every route is the calling tenant's: another tenant's sandbox
@@ -88,8 +89,13 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
     reply.hijack()
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const send = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
-    const result = await sandbox.exec(exec, { signal: controller.signal, onOutput: (stream, chunk) => send(stream, { chunk }) })
-    result.outputs?.forEach((output, index) => send('output', { index, output }))
+    const outputs = outputEvents(send)
+    const result = await sandbox.exec(exec, {
+      signal: controller.signal,
+      onOutput: (stream, chunk) => send(stream, { chunk }),
+      onRichOutput: outputs.onRichOutput,
+    })
+    outputs.rest(result)
     send('result', result)
     reply.raw.end()
   })

@@ -97,6 +97,41 @@ const scenario: Record<string, () => Promise<void>> = {
     await expect(client.tasks.get('no-such-task')).resolves.toBeUndefined()
   },
 
+  async uploads() {
+    // Unique bytes per run, so "first upload" is really the first.
+    const csv = `region,amount\nnorth,${Date.now() % 1000}\nsouth,5\n`
+    const methods: string[] = []
+    const recording = new ExecgateClient({
+      url: server.url,
+      apiKey: ACME_KEY,
+      fetch: async (input, init) => (methods.push(init?.method ?? 'GET'), fetch(input, init)),
+    })
+    const first = await recording.uploads.put(csv)
+    expect(first).toMatchObject({ bytes: csv.length, reused: false, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) })
+    expect(methods).toEqual(['GET', 'PUT'])
+    // The same bytes again, as a Blob (what Node's fs.openAsBlob gives): asked by digest, never sent.
+    methods.length = 0
+    const again = await recording.uploads.put(new Blob([csv]))
+    expect(again).toMatchObject({ sha256: first.sha256, reused: true })
+    expect(methods).toEqual(['GET'])
+    const result = await client.execute({
+      language: 'javascript',
+      code: '(await read_file("data/sales.csv")).trim().split("\\n").length - 1',
+      files: [client.uploads.reference('data/sales.csv', first)],
+    })
+    expect(result).toMatchObject({ status: 'ok', value: 2 })
+    expect((await client.uploads.list()).files.map((file) => file.sha256)).toContain(first.sha256)
+    expect(await client.uploads.get(first.sha256)).toMatchObject({ sha256: first.sha256, bytes: csv.length })
+    await expect(client.uploads.put('other bytes', { sha256: 'f'.repeat(64) })).rejects.toMatchObject({
+      code: 'EXECGATE_FILE_DIGEST_MISMATCH',
+    })
+    expect(await client.uploads.delete(first.sha256)).toBe(true)
+    expect(await client.uploads.delete(first.sha256)).toBe(false)
+    expect(await client.uploads.get(first.sha256)).toBeUndefined()
+    const gone = await client.execute({ language: 'javascript', code: '1', files: [{ path: 'a.csv', sha256: first.sha256 }] })
+    expect(gone).toMatchObject({ status: 'invalid_request', error: { code: 'EXECGATE_FILE_NOT_FOUND' } })
+  },
+
   async plan() {
     const plan = await client.plans.run({
       goal: 'the average order value',

@@ -68,6 +68,8 @@ const RESULTS: Partial<Record<RouteName, string>> = {
   receipt: 'ReceiptEnvelope',
   planReceipt: 'ReceiptEnvelope',
   publicKey: 'LedgerPublicKey',
+  uploadFile: 'UploadResult',
+  getUpload: 'UploadedFile',
 }
 const QUERIES: Partial<Record<RouteName, string[]>> = {
   listTasks: [...propertiesOf('ListOptions').keys(), 'intentId'],
@@ -75,6 +77,7 @@ const QUERIES: Partial<Record<RouteName, string[]>> = {
   lineage: [...propertiesOf('LineageLimits').keys()],
   exportLedger: ['format', ...propertiesOf('ExportOptions').keys()],
   writeSandboxFile: ['sha256'],
+  uploadFile: ['sha256'],
 }
 
 describe('execgate/client against the OpenAPI document', () => {

@@ -9,7 +9,8 @@ import { ACME, httpCaller } from '../servers/http-caller'
 /**
  * Rich outputs on the server's surfaces: the JSON answer, the SSE stream (an `output` event per item, before the
  * result) read by the real client, and MCP's `execute_code` read by the MCP SDK's own client, which gets each chart
- * as an image block. A real server on loopback, real Python with the data stack on the process tier.
+ * as an image block. A real server on loopback, real Python with the data stack on the process tier, and JavaScript's
+ * display() on quickjs, whose items are streamed as the code makes them.
  */
 const CHART = [
   'import pandas as pd',
@@ -25,7 +26,7 @@ let server: RunningServer
 beforeAll(async () => {
   execgate = await createExecgate({
     overrides: {
-      execution: { enabled: ['process'] },
+      execution: { enabled: ['process', 'quickjs'] },
       readiness: { enabled: false },
       log: { level: 'silent' },
       server: { apiKeys: [`acme=${ACME}`], tenants: { acme: { profile: 'data' } } },
@@ -96,3 +97,65 @@ test("MCP execute_code answers each chart as an image block, read by the SDK's c
     await client.close()
   }
 }, 120_000)
+
+const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>'
+const DISPLAYS = [
+  "display([{ region: 'north', revenue: 15 }, { region: 'south', revenue: 20 }])",
+  `display(${JSON.stringify(SVG)})`,
+  "'shown'",
+].join('\n')
+
+test('JavaScript on quickjs answers its display() items in the JSON, as a table and an SVG image', async () => {
+  const answer = await call('/v1/executions', { key: ACME, body: { language: 'javascript', code: DISPLAYS } })
+  expect(answer.status).toBe(200)
+  const result = answer.json as ExecutionResult
+  expect({ status: result.status, adapter: result.adapter, value: result.value }).toEqual({
+    status: 'ok',
+    adapter: 'quickjs',
+    value: 'shown',
+  })
+  expect(result.outputs).toEqual([
+    {
+      kind: 'table',
+      columns: ['region', 'revenue'],
+      rows: [
+        ['north', 15],
+        ['south', 20],
+      ],
+      rowCount: 2,
+      bytes: expect.any(Number),
+    },
+    { kind: 'image', mimeType: 'image/svg+xml', data: Buffer.from(SVG).toString('base64'), bytes: Buffer.byteLength(SVG) },
+  ])
+}, 60_000)
+
+test('the SSE stream sends each display() item when the code makes it: display, busy for a while, display', async () => {
+  const BUSY_MS = 1500
+  const client = new ExecgateClient({ url: server.url, apiKey: ACME })
+  const code = [
+    "console.log('first')",
+    'display({ step: 1 })',
+    `const until = Date.now() + ${BUSY_MS}`,
+    'while (Date.now() < until) {}',
+    'display({ step: 2 })',
+  ].join('\n')
+  const arrivals: Array<{ type: string; at: number }> = []
+  const streamed: Output[] = []
+  let result: ExecutionResult | undefined
+  for await (const event of client.stream({ language: 'javascript', code, timeoutMs: 20_000 })) {
+    arrivals.push({ type: event.type, at: performance.now() })
+    if (event.type === 'output') {
+      expect(event.index).toBe(streamed.length)
+      streamed.push(event.output)
+    }
+    if (event.type === 'result') result = event.result
+  }
+  expect(arrivals.map((arrival) => arrival.type)).toEqual(['stdout', 'output', 'output', 'result'])
+  expect(result?.status).toBe('ok')
+  expect(result?.outputs).toEqual(streamed)
+  expect(streamed.map((output) => output.kind === 'json' && output.data)).toEqual([{ step: 1 }, { step: 2 }])
+  // The first item left the server while the code was still busy, not with the result: a third of the busy time at
+  // least separates them (sent at the end, they would arrive together).
+  const [, first, second] = arrivals
+  expect(second!.at - first!.at).toBeGreaterThan(BUSY_MS / 3)
+}, 60_000)

@@ -3,7 +3,9 @@
 run by hand the same way (docs/clients.md). Every scenario name is a test method: test_<scenario> (sync) and
 test_<scenario>_async."""
 import asyncio
+import hashlib
 import os
+import tempfile
 import threading
 import time
 import unittest
@@ -124,6 +126,35 @@ class SyncScenarios(unittest.TestCase):
         self.assertEqual(receipt["payloadType"], "application/vnd.in-toto+json")
         self.assertEqual(receipt["signatures"][0]["keyid"], self.client.ledger.public_key()["keyid"])
 
+    def test_uploads(self) -> None:
+        csv = f"region,amount\nnorth,{time.time_ns() % 1000}\nsouth,5\nwest,7\n".encode()
+        first = self.client.uploads.put(csv)
+        self.assertEqual((first["bytes"], first["reused"], first["sha256"]), (len(csv), False, hashlib.sha256(csv).hexdigest()))
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "sales.csv")
+            with open(path, "wb") as file:
+                file.write(csv)
+            again = self.client.uploads.put(path)  # a path: hashed from disk, then only asked about
+            self.assertEqual((again["sha256"], again["reused"]), (first["sha256"], True))
+            with open(path, "ab") as file:
+                file.write(b"east,1\n")
+            grown = self.client.uploads.put(path)  # new bytes: streamed from the file
+            self.assertEqual((grown["reused"], grown["bytes"]), (False, len(csv) + 7))
+        code = '(await read_file("data/sales.csv")).trim().split("\\n").length - 1'
+        result = self.client.execute({"language": "javascript", "code": code, "files": [self.client.uploads.reference("data/sales.csv", grown)]})
+        self.assertEqual((result.status, result.value), ("ok", 4))
+        self.assertIn(first["sha256"], [item["sha256"] for item in self.client.uploads.list()["files"]])
+        self.assertEqual(self.client.uploads.get(first["sha256"])["bytes"], len(csv))
+        with self.assertRaises(ExecgateError) as caught:
+            self.client.uploads.put(b"other bytes", sha256="f" * 64)
+        self.assertEqual(caught.exception.code, "EXECGATE_FILE_DIGEST_MISMATCH")
+        for digest in (first["sha256"], grown["sha256"]):
+            self.assertTrue(self.client.uploads.delete(digest))
+            self.assertFalse(self.client.uploads.delete(digest))
+        self.assertIsNone(self.client.uploads.get(first["sha256"]))
+        gone = self.client.execute({"language": "javascript", "code": "1", "files": [{"path": "a.csv", "sha256": first["sha256"]}]})
+        self.assertEqual((gone.status, gone.error.code), ("invalid_request", "EXECGATE_FILE_NOT_FOUND"))
+
     def test_errors_by_code(self) -> None:
         stranger = ExecgateClient(URL, "not-a-key-0123456789")
         refused = stranger.execute({"language": "javascript", "code": "1"})
@@ -221,6 +252,15 @@ class AsyncScenarios(unittest.IsolatedAsyncioTestCase):
     async def test_ledger_async(self) -> None:
         run = await self.client.execute({"language": "javascript", "code": "1 + 1"})
         self.assertEqual((await self.client.ledger.receipt(run.run_id))["payloadType"], "application/vnd.in-toto+json")
+
+    async def test_uploads_async(self) -> None:
+        data = f"n\n{time.time_ns()}\n".encode()
+        uploaded = await self.client.uploads.put(data)
+        self.assertFalse(uploaded["reused"])
+        self.assertTrue((await self.client.uploads.put(data))["reused"])
+        result = await self.client.execute({"language": "javascript", "code": '(await read_file("n.csv")).split("\\n")[0]', "files": [{"path": "n.csv", "sha256": uploaded["sha256"]}]})
+        self.assertEqual((result.status, result.value), ("ok", "n"))
+        self.assertTrue(await self.client.uploads.delete(uploaded["sha256"]))
 
     async def test_errors_by_code_async(self) -> None:
         with self.assertRaises(ExecgateError) as caught:

@@ -10,11 +10,15 @@ export function ErrorMessage({ error, context }: { error: unknown; context?: str
 /** A tone per word: status of a run, state of a task, health of an adapter, breaker, enforcement. */
 const TONES: Record<string, 'good' | 'bad' | 'warn' | 'busy' | 'muted'> = {
   ok: 'good',
+  allowed: 'good',
+  verified: 'good',
   available: 'good',
   COMPLETED: 'good',
   closed: 'good',
   hard: 'good',
   error: 'bad',
+  denied: 'bad',
+  'not verified': 'bad',
   internal_error: 'bad',
   unavailable: 'bad',
   FAILED: 'bad',

@@ -2,6 +2,7 @@ import type { ExecutionResult } from '../api-types'
 import { formatJson, formatMs } from '../format'
 import { html } from '../html'
 import { href } from '../router'
+import { EgressTable } from './egress-table'
 import { Badge } from './feedback'
 import { OutputsView } from './output-view'
 
@@ -42,6 +43,7 @@ export function ResultView({ result, showOutput = false }: { result: ExecutionRe
       ${result.error ? html`<p class="result-error"><strong>${result.error.type}</strong>${result.error.line ? ` (line ${result.error.line})` : ''}: ${result.error.message}</p>` : null}
       ${'value' in result && result.value !== undefined ? html`<div class="result-value"><h3>Value</h3><pre>${formatJson(result.value)}</pre></div>` : null}
       <${OutputsView} outputs=${result.outputs} />
+      <${EgressTable} records=${result.egress} />
       <dl class="facts">
         ${result.runId ? html`<div><dt>Run</dt><dd><a href=${href(`runs/${result.runId}`)} data-testid="run-link" aria-label=${`Provenance of run ${result.runId}`}><code>${result.runId}</code></a></dd></div>` : null}
         ${rows.filter(([, value]) => value !== undefined && value !== '').map(([name, value]) => html`<div><dt>${name}</dt><dd>${String(value)}</dd></div>`)}

@@ -5,6 +5,7 @@ import { formatBytes, formatDateTime, formatMs, shortId } from '../format'
 import { html } from '../html'
 import { href } from '../router'
 import { saveBlob } from './download'
+import { EgressTable } from './egress-table'
 import { Badge, ErrorMessage, Loading } from './feedback'
 
 /** GET /v1/runs/:id/record, loaded when the run id changes. */
@@ -94,6 +95,7 @@ export function RunRecordView({ api, answer }: { api: ApiClient; answer: RunReco
         <div><h3>Used</h3><${ArtifactList} items=${[record.code, ...record.inputs, record.planDocument && { ...record.planDocument, path: 'plan document' }]} empty="Nothing." /></div>
         <div><h3>Generated</h3><${ArtifactList} items=${[...record.outputs, record.value && { path: 'value', sha256: record.value.sha256, size: record.value.size, mediaType: 'application/json' }, stream('stdout'), stream('stderr')]} empty="No file, value or stored stream." /></div>
       </div>
+      <${EgressTable} records=${record.egress} />
       <div class="actions"><${ExportProvButton} api=${api} runId=${record.runId} /></div>
     </div>
   `

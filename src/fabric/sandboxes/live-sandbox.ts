@@ -190,6 +190,7 @@ export class LiveSandbox implements Sandbox {
           tenant: this.tenant,
           signal,
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+          ...(options.onRichOutput ? { onRichOutput: options.onRichOutput } : {}),
         },
       )
       await inAdapter

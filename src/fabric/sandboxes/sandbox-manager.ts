@@ -123,6 +123,16 @@ export class SandboxManager implements SandboxService {
     await this.alive()
   }
 
+  /** Where other nodes reach this node, once `advertise` has said it (`execgate serve`); undefined for a library. */
+  get url(): string | undefined {
+    return this.nodeUrl
+  }
+
+  /** A live node by its heartbeat; undefined when it is gone. */
+  node(id: string): Promise<NodeRecord | undefined> {
+    return this.registry.node(id)
+  }
+
   /** The registry's record of a live sandbox of this node, as its owner writes it after every call. */
   private recordOf(sandbox: LiveSandbox, state: SandboxRecord['state'] = 'running'): SandboxRecord {
     return { info: { ...sandbox.info(), node: this.nodeId }, node: this.nodeId, state }

@@ -3,6 +3,7 @@ import type {
   FilesystemAccess,
   Lane,
   Language,
+  Output,
   OutputStream,
   PolicyOverrides,
   SandboxFileEntry,
@@ -116,6 +117,8 @@ export interface SandboxExecRequest {
 export interface SandboxExecOptions {
   /** Receives stdout/stderr as the exec produces them (docker and process; the native shell answers at the end). */
   onOutput?: (stream: OutputStream, chunk: string) => void
+  /** Receives each rich output (a chart, a table) as the exec makes it, with its index in the result's `outputs`. */
+  onRichOutput?: (output: Output, index: number) => void
   /** Aborting it cancels the exec (`cancelled`); the sandbox lives on. */
   signal?: AbortSignal
 }

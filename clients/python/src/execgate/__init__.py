@@ -1,6 +1,6 @@
 """execgate's Python client (docs/clients.md): `ExecgateClient` (sync) and `AsyncExecgateClient` (asyncio), standard
 library only. The same surface as the TypeScript `execgate/client`: execute and stream, tasks, plans, sandboxes,
-ledger, files; errors by the server's codes; 429 and 503 retried after Retry-After within a budget."""
+ledger, files, uploads; errors by the server's codes; 429 and 503 retried after Retry-After within a budget."""
 from ._http import Cancel, RetryPolicy
 from .aio import AsyncExecgateClient, AsyncSandbox
 from .client import ExecgateClient, Sandbox

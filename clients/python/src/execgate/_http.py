@@ -8,7 +8,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, BinaryIO, Dict, Iterator, Optional, Tuple, Union
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import ExecgateError
@@ -164,7 +164,7 @@ class Transport:
             return http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=ssl.create_default_context())
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
 
-    def request(self, method: str, path: str, *, query: Optional[Dict[str, Any]] = None, json: Any = None, body: Optional[bytes] = None,
+    def request(self, method: str, path: str, *, query: Optional[Dict[str, Any]] = None, json: Any = None, body: Optional[Union[bytes, BinaryIO]] = None,
                 headers: Optional[Dict[str, str]] = None, accept: str = "application/json", cancel: Optional[Cancel] = None,
                 retry: Optional[RetryPolicy] = None) -> Response:
         retry = retry or self.retry
@@ -186,6 +186,8 @@ class Transport:
             attempt += 1
             if cancel is not None and cancel.cancelled:
                 raise ExecgateError("EXECGATE_REQUEST_CANCELLED", f"the request was cancelled: {cancel.reason}", attempts=attempt - 1 or 1)
+            if hasattr(payload, "seek"):
+                payload.seek(0)  # a file body is read again from its start when a 429 or 503 is retried
             connection = self._connection()
             try:
                 if cancel is not None:

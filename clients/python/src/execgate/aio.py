@@ -10,7 +10,7 @@ import threading
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, TypeVar
 
 from ._http import Cancel, RetryPolicy
-from .client import ExecgateClient, Files, Ledger, Plans, Sandbox, Sandboxes, Tasks
+from .client import ExecgateClient, Files, Ledger, Plans, Sandbox, Sandboxes, Tasks, Uploads
 from .types import ExecutionEvent, ExecutionResult, Plan, PlanEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent
 
 T = TypeVar("T")
@@ -209,6 +209,7 @@ class AsyncExecgateClient:
         self.sandboxes = AsyncSandboxes(self.sync.sandboxes)
         self.ledger: Ledger = _AsyncProxy(self.sync.ledger)  # type: ignore[assignment]
         self.files: Files = _AsyncProxy(self.sync.files)  # type: ignore[assignment]
+        self.uploads: Uploads = _AsyncProxy(self.sync.uploads)  # type: ignore[assignment]
 
     async def execute(self, request: Dict[str, Any], on_output: Any = None, profile: Optional[str] = None, cancel: Optional[Cancel] = None, retry: Optional[RetryPolicy] = None) -> ExecutionResult:
         return await _run(self.sync.execute, request, on_output, profile, cancel=cancel, retry=retry)

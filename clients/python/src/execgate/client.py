@@ -1,12 +1,14 @@
 """The synchronous client: `ExecgateClient(url, api_key)` with execute and stream, and the fabric (tasks, plans,
-sandboxes, ledger, files), the same surface as the TypeScript `execgate/client` (docs/clients.md)."""
+sandboxes, ledger, files, uploads), the same surface as the TypeScript `execgate/client` (docs/clients.md)."""
+import hashlib
 import json as jsonlib
+import os
 from typing import Any, Dict, Iterator, List, Optional, Union
 
 from ._http import Cancel, Response, RetryPolicy, Transport
 from ._routes import ROUTES
 from .errors import ExecgateError
-from .types import ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent, TransitionEvent
+from .types import ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent, TransitionEvent, UploadedFile
 
 FINAL_TASK_STATES = ("COMPLETED", "FAILED", "TERMINATED", "SUSPENDED")
 
@@ -275,6 +277,67 @@ class Files(_Api):
         return self.get(sha256).decode("utf-8")
 
 
+def _digest(sha256: str) -> str:
+    return sha256[7:] if sha256.startswith("sha256:") else sha256
+
+
+class Uploads(_Api):
+    """Files uploaded once and named by digest after (PUT /v1/files, docs/data.md#uploads-by-digest). `put` hashes the
+    bytes first and asks whether the tenant holds that digest; only when it does not are they sent (a file streamed
+    from disk, never read whole). A request, task, plan step or sandbox then names it as {"path": ..., "sha256": ...}."""
+
+    def put(self, source: Union[bytes, bytearray, str, "os.PathLike[str]"], sha256: Optional[str] = None) -> UploadedFile:
+        """Uploads bytes, or the file at a path (a str is a path; pass text as bytes). Answers the upload with
+        `reused: True` when the server already held those bytes for this tenant."""
+        if isinstance(source, (bytes, bytearray)):
+            data = bytes(source)
+            digest = _digest(sha256) if sha256 else hashlib.sha256(data).hexdigest()
+            held = self.get(digest)
+            if held is not None:
+                return {**held, "reused": True}
+            return self._json("upload_file", body=data, query={"sha256": digest})
+        with open(source, "rb") as file:
+            if sha256:
+                digest = _digest(sha256)
+            else:
+                hashed = hashlib.sha256()
+                for block in iter(lambda: file.read(1 << 20), b""):
+                    hashed.update(block)
+                digest = hashed.hexdigest()
+            held = self.get(digest)
+            if held is not None:
+                return {**held, "reused": True}
+            size = os.fstat(file.fileno()).st_size
+            return self._json("upload_file", body=file, query={"sha256": digest}, headers={"content-length": str(size)})
+
+    def get(self, sha256: str) -> Optional[UploadedFile]:
+        """The tenant's upload with this digest, or None (another tenant's digest answers alike)."""
+        try:
+            return self._json("get_upload", params={"sha256": _digest(sha256)})
+        except ExecgateError as error:
+            if error.code == "EXECGATE_FILE_NOT_FOUND":
+                return None
+            raise
+
+    def list(self) -> Dict[str, Any]:
+        """{"files": [...], "usedBytes": n, "quotaBytes": n}"""
+        return self._json("list_uploads")
+
+    def delete(self, sha256: str) -> bool:
+        try:
+            self._call("delete_upload", params={"sha256": _digest(sha256)}).content()
+            return True
+        except ExecgateError as error:
+            if error.code == "EXECGATE_FILE_NOT_FOUND":
+                return False
+            raise
+
+    @staticmethod
+    def reference(path: str, uploaded: Dict[str, Any]) -> Dict[str, str]:
+        """How a request names an upload: `"files": [client.uploads.reference("sales.csv", uploaded)]`."""
+        return {"path": path, "sha256": uploaded["sha256"]}
+
+
 class ExecgateClient(_Api):
     """execgate over HTTP. `execute` never raises: a refusal or a failed request is an ExecutionResult too (status
     `unavailable` with retry_after_ms, `invalid_request`, `cancelled`…) whose `error.code` is the registry's. The other
@@ -287,6 +350,7 @@ class ExecgateClient(_Api):
         self.sandboxes = Sandboxes(self._http)
         self.ledger = Ledger(self._http)
         self.files = Files(self._http)
+        self.uploads = Uploads(self._http)
 
     def execute(self, request: Dict[str, Any], on_output: Any = None, profile: Optional[str] = None, cancel: Optional[Cancel] = None, retry: Optional[RetryPolicy] = None) -> ExecutionResult:
         headers = {"x-execgate-profile": profile} if profile else None

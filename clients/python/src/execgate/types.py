@@ -170,3 +170,12 @@ class SandboxSnapshot(TypedDict):
     bytes: int
     createdAt: str
     reason: str
+
+
+class UploadedFile(TypedDict, total=False):
+    """An upload (PUT /v1/files): its digest, size and when it was stored; `reused` when `put` found it already held."""
+
+    sha256: str
+    bytes: int
+    createdAt: str
+    reused: bool
