@@ -122,16 +122,17 @@ export class Pool<Member extends PoolMember> {
     if (this.broken) throw this.cannotStart()
     const idle = this.tryAcquire()
     if (idle) return idle
-    if (signal?.aborted) throw signal.reason
+    const cancelled = () => (signal?.reason instanceof Error ? signal.reason : new Error('the wait for a member was cancelled'))
+    if (signal?.aborted) throw cancelled()
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
-      const leave = (error: unknown) => {
+      const leave = (error: Error) => {
         const at = this.waiting.indexOf(waiter)
         if (at >= 0) this.waiting.splice(at, 1)
         done()
         reject(error)
       }
-      const onAbort = () => leave(signal?.reason)
+      const onAbort = () => leave(cancelled())
       const done = () => {
         clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
