@@ -6,7 +6,6 @@ import {
   pythonExceptionFor,
   createResult,
   describeError,
-  errorResult,
   enforcementTable,
   valueBytes,
   type AdapterCapabilities,
@@ -20,7 +19,7 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import { SessionStore, callHostFunction, RunController, PoolWaitTimeout, internalContext, stoppedOutcome } from '../../src/runtime'
+import { SessionStore, callHostFunction, RunController, internalContext, stoppedOutcome } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
@@ -34,9 +33,6 @@ const LANGUAGES: readonly Language[] = ['python']
 
 /** Longest the post-run check (no module or builtin changed) may take before the process is replaced instead. */
 const POST_RUN_CHECK_MS = 2000
-
-/** A run that gave up waiting for an interpreter: a cold CPython load takes a few seconds on a busy host. */
-const WARMING_RETRY_AFTER_MS = 3000
 
 /**
  * Full CPython (3.14, standard library) in WebAssembly, tier 3. Each interpreter lives in its own child process
@@ -126,17 +122,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     }
     let pyodideProcess: PyodideProcess
     // Waiting for a warm interpreter (pyodide warming behind the first tier at start-up: this run waits, no other
-    // does) does not count in the code's time limit, but is bounded by it: a run waits at most as long as it may run,
-    // then answers `timeout` saying it never started, and the caller's cancel ends the wait at once.
+    // does) counts in the duration, not in the code's time limit; the caller's cancel ends the wait at once.
     const run = new RunController(context)
-    const boundMs = Math.max(0, context.deadline - performance.now())
     run.pauseClock()
     try {
-      pyodideProcess = await this.pool.acquire(boundMs, context.signal)
+      pyodideProcess = await this.pool.acquire(Number.POSITIVE_INFINITY, context.signal)
     } catch (error) {
       run.restartClock()
       run.settle()
-      return this.waitRefusal(error, boundMs, context.signal)
+      return this.waitRefusal(error, context.signal)
     }
     run.restartClock()
     if (context.signal.aborted) {
@@ -283,15 +277,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     })
   }
 
-  /** Why a run that waited for an interpreter never got one, as a result: bounded by its limit, cancelled, or none can start. */
-  private waitRefusal(error: unknown, boundMs: number, signal: AbortSignal): ExecutionResult {
-    if (error instanceof PoolWaitTimeout) {
-      const reason = this.pool.warming
-        ? 'pyodide is still starting (loading CPython in WebAssembly takes a few seconds after start-up)'
-        : 'every pyodide interpreter was busy with other runs'
-      const refusal = new ExecgateError('EXECGATE_INTERPRETER_WAIT', { reason, boundMs: Math.round(boundMs) })
-      return errorResult('timeout', NAME, refusal, { retryAfterMs: WARMING_RETRY_AFTER_MS })
-    }
+  /** Why a run that waited for an interpreter never got one, as a result: cancelled, or none can start. */
+  private waitRefusal(error: unknown, signal: AbortSignal): ExecutionResult {
     if (signal.aborted) return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
     return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
   }
