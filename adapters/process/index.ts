@@ -197,13 +197,9 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     const collectFiles = context.policy.filesystem === 'sandboxed'
     const files = context.files ?? inlineFiles(request.files) ?? []
     const mounts = context.mounts ?? []
-    // The warm path has no egress bridge and copies files in: a run with network rules or uploads to bind runs cold.
+    // The warm path has no egress bridge: a run with network rules runs cold. Uploads are bound in on both paths.
     const warm =
-      language === 'python' &&
-      !collectFiles &&
-      mounts.length === 0 &&
-      context.policy.network === 'none' &&
-      this.warm?.wants(request.code, context.policy) === true
+      language === 'python' && !collectFiles && context.policy.network === 'none' && this.warm?.wants(request.code, context.policy) === true
     const run = await this.track(
       this.sandboxed(
         {
@@ -304,6 +300,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
           uid,
           code,
           ...extra,
+          ...(shape.mounts?.length ? { mounts: shape.mounts } : {}),
           policy: shape.policy,
           controller,
           output,

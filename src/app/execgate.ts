@@ -188,7 +188,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   return {
     // A session call on a serving node goes where its session is (a node that never advertised has nobody to share with).
     execute: (request, executeOptions) =>
-      request.sessionId !== undefined && sandboxes?.url
+      request?.sessionId !== undefined && sandboxes?.url
         ? sessionDirectory().execute(request, executeOptions, run)
         : run(request, executeOptions),
     validate: (code, language, adapter) => service.validate(code, language, adapter),

@@ -6,7 +6,7 @@ import { lazyValidator } from '../runtime/lazy-validator'
 
 const positiveInt = { type: 'integer', minimum: 1 } as const
 
-/** A workspace file: its content, or `{ path, sha256 }`, an artifact of the ledger the tenant can read (one or the other). */
+/** A workspace file: its content, or `{ path, sha256 }`, the tenant's upload (PUT /v1/files) or an artifact of the ledger it can read (one or the other). */
 export const SANDBOX_FILE_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -105,7 +105,7 @@ export function sandboxBodyProblem(kind: keyof typeof validators, body: unknown)
   if (!validate(body)) return describe(validate.errors![0]!)
   const files = (body as { files?: { content?: unknown; sha256?: unknown }[] }).files ?? []
   const index = files.findIndex((file) => (file.content === undefined) === (file.sha256 === undefined))
-  return index === -1 ? undefined : `files[${index}] needs either content or sha256 (an artifact's digest), not both`
+  return index === -1 ? undefined : `files[${index}] needs either content or sha256 (an upload's or an artifact's digest), not both`
 }
 
 /** The sandbox routes for the OpenAPI document (src/server/openapi.ts), with the error responses every route shares. */
@@ -190,7 +190,8 @@ export function sandboxOpenApiPaths(errorResponses: Record<string, unknown>): Re
     },
     '/v1/sandboxes/{id}/files/{path}': {
       put: {
-        summary: "Write a file: the body is its bytes; or, with ?sha256= and no body, an artifact of the tenant's from the ledger",
+        summary:
+          "Write a file: the body is its bytes; or, with ?sha256= and no body, the tenant's upload, else its artifact from the ledger",
         parameters: [
           id,
           file,

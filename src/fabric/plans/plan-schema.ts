@@ -25,6 +25,20 @@ const STEP_SHAPE = {
     language: { enum: [...LANGUAGES] },
     code: { type: 'string', minLength: 1, maxLength: MAX_STEP_CODE_BYTES },
     dependsOn: { type: 'array', maxItems: 100, items: { type: 'string', pattern: STEP_ID_PATTERN } },
+    // Uploads by digest only (PUT /v1/files): a step names its data, it does not carry it.
+    files: {
+      type: 'array',
+      maxItems: 100,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['path', 'sha256'],
+        properties: {
+          path: { type: 'string', minLength: 1, maxLength: 1024 },
+          sha256: { type: 'string', pattern: '^(sha256:)?[0-9a-f]{64}$' },
+        },
+      },
+    },
     limits: {
       type: 'object',
       additionalProperties: false,
