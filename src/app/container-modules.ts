@@ -25,8 +25,9 @@ import type { Router } from '../routing/router'
 import * as tokens from './tokens'
 import { S3Objects, S3Workspace, type HostFunctionDefinition, type Workspace } from '../workspace'
 import { createLedger, disabledLedger, s3SettingsFrom, type LedgerService } from '../fabric/ledger'
-import { openPlanStore, type PlanStore } from '../fabric/plans'
-import { openTaskStore, taskServiceOptionsFrom, type TaskStore } from '../fabric/tasks'
+import { storeDriver } from '../fabric/drivers'
+import type { PlanStore } from '../fabric/plans'
+import type { TaskStore } from '../fabric/tasks'
 import { EXECGATE_VERSION } from '../config/version'
 import { EgressGateway } from '../egress'
 import { UploadStore } from '../fabric/files'
@@ -210,22 +211,18 @@ export function ledgerModule(config: Config, logger: Logger): ContainerModule {
 }
 
 /**
- * The fabric's stores, each opened at first use from `fabric.store` (so a process that never touches tasks or plans
- * opens neither). A user's module may rebind either token to a store of its own; the services resolve them here.
+ * The fabric's stores, each opened at first use by the driver `fabric.store` names (src/fabric/drivers), so a process
+ * that never touches tasks or plans opens neither. A user's module may rebind either token to a store of its own; the
+ * services resolve them here.
  */
 export function fabricStoresModule(config: Config): ContainerModule {
+  const driver = storeDriver(config.fabric.store)
   return new ContainerModule(({ bind }) => {
     bind<TaskStore>(tokens.TaskStore)
-      .toDynamicValue(() => openTaskStore(taskServiceOptionsFrom(config.fabric)))
+      .toDynamicValue(() => driver.tasks(config.fabric))
       .inSingletonScope()
     bind<PlanStore>(tokens.PlanStore)
-      .toDynamicValue(() =>
-        openPlanStore({
-          storeKind: config.fabric.store,
-          dataDir: config.fabric.dataDir,
-          redis: { url: config.fabric.redisUrl, prefix: config.fabric.redisPrefix },
-        }),
-      )
+      .toDynamicValue(() => driver.plans(config.fabric))
       .inSingletonScope()
   })
 }
