@@ -30,8 +30,7 @@ import type { PlanStore } from '../fabric/plans'
 import type { TaskStore } from '../fabric/tasks'
 import { EXECGATE_VERSION } from '../config/version'
 import { EgressGateway } from '../egress'
-import { RedisUploadIndex, UploadStore } from '../fabric/files'
-import { requireOptional } from '../core/optional-dependency'
+import { UploadStore } from '../fabric/files'
 import { ExecgateError } from '../core/errors'
 
 /** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
@@ -184,15 +183,11 @@ export function executionModule(
  */
 function uploadStoreFor(config: Config): UploadStore {
   const root = config.fabric.files.dir || path.join(config.fabric.dataDir, 'uploads')
-  const redis = () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for this store, as the task store does
-    const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-    return new Redis(config.fabric.redisUrl, { maxRetriesPerRequest: 3 })
-  }
+  const index = storeDriver(config.fabric.store).uploadIndex(config.fabric)
   return new UploadStore({
     root,
     quotaBytesPerTenant: config.fabric.files.quotaBytes,
-    ...(config.fabric.store === 'redis' ? { index: new RedisUploadIndex(redis, config.fabric.redisPrefix) } : {}),
+    ...(index ? { index } : {}),
     ...(config.fabric.ledger.blobs === 's3'
       ? { shared: new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.ledger.blobs')).under('uploads/') }
       : {}),

@@ -143,7 +143,7 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     }
   })
 
-  it('opens a ledger record store and, when several nodes share it, a dispatcher for due tasks', async () => {
+  it('opens a ledger record store and, when several nodes share it, a dispatcher for due tasks and an upload index', async () => {
     const records = driver.ledgerRecords(settings)
     try {
       expect(await records.tenants()).toEqual([])
@@ -153,5 +153,7 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     const dispatcher = driver.taskDispatcher(settings)
     expect(dispatcher !== undefined).toBe(driver.shared)
     await dispatcher?.close()
+    // Uploads are indexed where every node sees them only on a shared store; else beside the uploads themselves.
+    expect(driver.uploadIndex(settings) !== undefined).toBe(driver.shared)
   })
 })

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { requireOptional } from '../../core/optional-dependency'
+import { RedisUploadIndex } from '../files/upload-index'
 import { RedisLedgerStore } from '../ledger/redis-ledger-store'
 import { RedisPlanStore } from '../plans/redis-plan-store'
 import { RedisSandboxRegistry } from '../sandboxes/sandbox-registry-redis'
@@ -30,4 +31,6 @@ export const REDIS_DRIVER: FabricStoreDriver = {
     new RedisLedgerStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:ledger`, ownsConnection: true }),
   sandboxRegistry: (settings) => new RedisSandboxRegistry(connect(settings), settings.redisPrefix),
   sessionRegistry: (settings) => new RedisSessionRegistry(connect(settings), settings.redisPrefix),
+  // Connected at the first upload: a node that never sees one opens no connection for them.
+  uploadIndex: (settings) => new RedisUploadIndex(() => connect(settings), settings.redisPrefix),
 }

@@ -20,4 +20,5 @@ export const SQLITE_DRIVER: FabricStoreDriver = {
   ledgerRecords: (settings) => new SqliteLedgerStore({ file: path.join(settings.dataDir, LEDGER_SQLITE_FILE_NAME) }),
   sandboxRegistry: () => new MemorySandboxRegistry(),
   sessionRegistry: () => new MemorySessionRegistry(),
+  uploadIndex: () => undefined,
 }

@@ -1,3 +1,4 @@
+import type { UploadIndex } from '../files/upload-index'
 import type { LedgerRecordStore } from '../ledger/record-store'
 import type { PlanStore } from '../plans/plan-store'
 import type { SandboxRegistry } from '../sandboxes/sandbox-registry'
@@ -33,4 +34,6 @@ export interface FabricStoreDriver {
   ledgerRecords(settings: FabricStoreSettings): LedgerRecordStore
   sandboxRegistry(settings: FabricStoreSettings): SandboxRegistry
   sessionRegistry(settings: FabricStoreSettings): SessionRegistry
+  /** Where uploads are indexed by digest; undefined: the upload store's own file beside the uploads (one node). */
+  uploadIndex(settings: FabricStoreSettings): UploadIndex | undefined
 }

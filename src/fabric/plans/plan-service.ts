@@ -1,6 +1,6 @@
 import { ExecgateError } from '../../core'
 import type { Logger } from '../../observability/logger'
-import { assertResumeChanges, type ResumeChanges, type TaskCaller, type TaskReader, type TaskService } from '../tasks'
+import { assertResumeChanges, type ResumeChanges, type TaskCaller, type TaskReader, type TaskService, type TaskStore } from '../tasks'
 import { PlanEngine, type PlanSettings } from './plan-engine'
 import { currentVersion, type StepCheck } from './plan-revision'
 import { applyResumeChanges, resumeReason } from './plan-resume'
@@ -62,8 +62,8 @@ export interface PlanServiceOptions {
   recordVersion?: PlanVersionRecorder
   /** Where plans live: the plan store of the driver `fabric.store` names (src/fabric/drivers), beside the tasks. */
   store: PlanStore
-  /** The tasks' store, read through its interface (the one `tasks` runs on). */
-  taskStore: TaskReader
+  /** The tasks' store, through its interface (the one `tasks` runs on): read, and a SUSPENDED step's request updated on resume. */
+  taskStore: TaskReader & Pick<TaskStore, 'update'>
   /** `fabric.leaseMs`: how long a dead engine's revision waits before another node takes it over (Redis). */
   leaseMs?: number
   /** Drive plans in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
@@ -171,7 +171,7 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       assertResumeChanges(changes)
       await ready()
       const plan = await owned(id, caller)
-      await applyResumeChanges(plan, changes, options.tasks.scheduler.store, options.check)
+      await applyResumeChanges(plan, changes, options.taskStore, options.check)
       const resumed = await engine.resume(id, resumeReason(changes))
       if (!resumed)
         throw new ExecgateError('EXECGATE_PLAN_CONFLICT', {
