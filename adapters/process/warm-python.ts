@@ -5,7 +5,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
-import type { OutputCapture, SecurityPolicy } from '../../src/core'
+import type { FileMount, OutputCapture, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { pythonRunner } from '../shared/interpreter-runners'
@@ -13,6 +13,7 @@ import { runnerOutputLimits } from '../shared/python-outputs'
 import { FD } from './runners'
 import { zygoteSource } from './warm-zygote-source'
 import type { SpawnedRun } from './spawn-sandbox'
+import { linkUploads } from './upload-mounts'
 
 /** Code that imports one of these is worth the warm interpreter, which has them imported already. */
 const DATA_IMPORT = /^[ \t]*(?:import|from)[ \t]+(?:numpy|pandas|scipy|matplotlib|sklearn|openpyxl)\b/m
@@ -48,6 +49,8 @@ export interface WarmRunOptions {
   uid?: number
   code: string
   filesArchive?: Buffer
+  /** Uploads to bind read-only into the run's workspace (linked into its folder, bound by the child before it hides /runs). */
+  mounts?: readonly FileMount[]
   stdin?: string
   policy: SecurityPolicy
   controller: RunController
@@ -299,6 +302,10 @@ export class WarmPython {
     if (options.filesArchive) fs.writeFileSync(path.join(folder, 'in.tar'), options.filesArchive)
     if (options.uid !== undefined)
       for (const file of fs.readdirSync(folder)) fs.chownSync(path.join(folder, file), options.uid, options.uid)
+    // After the chown above: the links are the store's own inodes, which keep their owner (and 0644).
+    const mounts = options.mounts?.length
+      ? linkUploads(options.mounts, folder).map((mount, index) => ({ path: mount.path, file: String(index) }))
+      : []
     if (options.uid !== undefined) fs.chownSync(folder, options.uid, options.uid)
     const policy = options.policy
     const request = {
@@ -307,6 +314,7 @@ export class WarmPython {
       workspaceMb: this.plan.workspaceMb,
       allowedImports: policy.allowedImports,
       outputs: runnerOutputLimits(policy),
+      ...(mounts.length ? { mounts } : {}),
       ...(this.plan.seccompFilter ? { seccomp: this.plan.seccompFilter.toString('base64') } : {}),
       limits: {
         dataBytes: policy.memoryMb * 2 ** 20,
