@@ -39,7 +39,7 @@ import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
 import { claimDirectory, sandboxRoot, sweepDirectories } from './sandbox-directories'
 import { detectDataPackages } from './data-packages'
-import { WarmPython } from './warm-python'
+import { WarmPython, type WarmUids } from './warm-python'
 
 /**
  * What bash costs here, for routing against the native shell (docs/adapters/shell.md): a sandbox's start-up, then
@@ -139,6 +139,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
             maxOpenFiles: settings.maxOpenFiles,
             asRoot,
             seccompFilter: seccomp,
+            ...(this.uids ? { uids: warmUids(this.uids) } : {}),
           })
         : undefined
   }
@@ -259,6 +260,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   ): Promise<SpawnedRun> {
     let uid: number | undefined
     const controller = new RunController(context)
+    // The warm interpreter holds its runs' uids itself: its spare for the next run has one already.
+    if (shape.warm && this.warm) {
+      return this.warm.run(
+        { code, ...extra, policy: shape.policy, controller, output, reportLimitBytes: reportLimitBytes(context.policy) },
+        context.signal,
+        context.deadline,
+      )
+    }
     if (this.uids) uid = this.uids.tryAcquire()
     if (this.uids && uid === undefined) {
       controller.pauseClock()
@@ -283,18 +292,6 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     let run: SpawnedRun | undefined
     let staged: StagedMounts | undefined
     try {
-      if (shape.warm && this.warm) {
-        run = await this.warm.run({
-          uid,
-          code,
-          ...extra,
-          policy: shape.policy,
-          controller,
-          output,
-          reportLimitBytes: reportLimitBytes(context.policy),
-        })
-        return run
-      }
       this.prepareRunner(shape.language)
       if (shape.mounts?.length) {
         staged = stageMounts(shape.mounts)
@@ -477,6 +474,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     return (await this.warm?.start()) ?? false
   }
 
+  /**
+   * The uid of the warm interpreter's spare: the sandbox made ahead for the next data run (its processes wait, with
+   * no code in them, as that uid). Tests that look for a run's leftovers tell them apart by it.
+   */
+  warmSpareUid(): number | undefined {
+    return this.warm?.spareUid
+  }
+
   async dispose(): Promise<void> {
     await Promise.allSettled([this.learningVersions, ...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
     await this.warm?.dispose()
@@ -514,4 +519,14 @@ function probeContext(): ExecutionContext {
 
 export function createProcessAdapter(options?: ProcessAdapterOptions): ProcessAdapter {
   return new ProcessAdapter(options)
+}
+
+/** The uid pool as the warm interpreter uses it: its runs and its spare hold uids of their own. */
+function warmUids(pool: UidPool): WarmUids {
+  return {
+    tryAcquire: () => pool.tryAcquire(),
+    acquire: (signal) => pool.acquire(signal),
+    release: (uid) => pool.release(uid),
+    sweep: (uid) => sweep(uid),
+  }
 }
