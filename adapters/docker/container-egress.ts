@@ -35,13 +35,21 @@ export function containerEgress(
       `${files.forwarder}:${EGRESS_PATHS.forwarder}:ro`,
       ...(language === 'javascript' ? [`${files.nodeCorePreload}:${EGRESS_PATHS.nodePreload}:ro`] : []),
     ],
-    env: [
-      'EXECGATE_EGRESS_FORWARDER=/usr/bin/python3',
-      ...PROXY_VARIABLES.map((name) => `${name}=${EGRESS_PROXY_URL}`),
-      'NO_PROXY=',
-      ...(caBundlePath ? TRUST_VARIABLES.map((name) => `${name}=${EGRESS_PATHS.caBundle}`) : []),
-      ...(language === 'javascript' ? [`NODE_OPTIONS=--require=${EGRESS_PATHS.nodePreload}`] : []),
-    ],
+    env: containerEgressEnvironment({ trustBundle: !!caBundlePath, nodePreload: language === 'javascript' }),
     startLine: START_FORWARDER,
   }
+}
+
+/**
+ * The variables a container's program needs to go out through the forwarder (the launcher's START_FORWARDER reads
+ * EXECGATE_EGRESS_FORWARDER): the proxy, the trust bundle when the gateway may re-terminate TLS, Node's preload.
+ */
+export function containerEgressEnvironment(options: { trustBundle: boolean; nodePreload: boolean }): string[] {
+  return [
+    'EXECGATE_EGRESS_FORWARDER=/usr/bin/python3',
+    ...PROXY_VARIABLES.map((name) => `${name}=${EGRESS_PROXY_URL}`),
+    'NO_PROXY=',
+    ...(options.trustBundle ? TRUST_VARIABLES.map((name) => `${name}=${EGRESS_PATHS.caBundle}`) : []),
+    ...(options.nodePreload ? [`NODE_OPTIONS=--require=${EGRESS_PATHS.nodePreload}`] : []),
+  ]
 }

@@ -311,7 +311,13 @@ export class DockerAdapter implements CodeExecutionAdapter {
 
   /** A container kept for the sandbox's life; each exec is a `docker exec` into it (adapters/docker/sandbox.ts). */
   async openSandbox(options: SandboxOpenOptions): Promise<DockerSandbox> {
-    const sandbox = await DockerSandbox.open(await this.docker(), this.settings, options, (closed) => this.sandboxes.delete(closed))
+    const sandbox = await DockerSandbox.open(
+      await this.docker(),
+      this.settings,
+      options,
+      (closed) => this.sandboxes.delete(closed),
+      () => (this.egressFiles ??= writeEgressBridgeFiles()),
+    )
     this.sandboxes.add(sandbox)
     return sandbox
   }

@@ -25,6 +25,9 @@ import { classify } from './classify'
 import type { DockerOptions } from './options'
 import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } from './runners'
 import { runSandboxExec } from './sandbox-exec'
+import { SandboxEgressFolder } from './sandbox-egress'
+import { KEEPER, execUsers, sandboxLauncher } from './sandbox-launcher'
+import type { EgressBridgeFiles } from '../shared/egress-bridge'
 
 /** Every sandbox container carries this label (its sandbox id), and the owner label: `host/pid:start`. */
 export const SANDBOX_LABEL = 'io.execgate.sandbox'
@@ -35,51 +38,8 @@ const LANGUAGES: readonly Language[] = ['bash', 'python', 'javascript']
 const COMMAND_LIMIT = 120 * 1024
 /** Longest a file operation (itself an exec) may take. */
 const FILE_OP_TIMEOUT_MS = 30_000
-
-/**
- * pid 1 of the sandbox's container (bash): blocks reading its stdin, a pipe the engine holds open (`OpenStdin`), so it
- * never forks. bash reaps every child it is handed, so processes an exec leaves behind do not pile up as zombies
- * against the pids limit; on SIGUSR1 from the engine it kills every process of the workspace's user with its `kill`
- * builtin. That stop needs no new process, so it works when a fork bomb holds every pid of the container and a
- * `docker exec` of `kill` could not start. (dash was tried first: it exits when a fork fails, which took the keeper
- * down under a fork bomb, and it does not reap children it did not start.)
- */
-const KEEPER = 'trap "kill -9 -1" USR1; trap "exit 0" TERM; while :; do read -r _ || sleep 1; done'
 /** After a stop, how long the sandbox waits for the killed processes' pids to come free before the next call. */
 const SETTLE_MS = 3000
-
-/**
- * Around every exec (dash): whatever an earlier exec left is killed first (nothing may outlive its exec), the exec's
- * rlimits are set, the program runs, its leftovers (background jobs, daemons) are killed, and the exit record is
- * written on both streams. `kill -9 -1` reaches every process of the exec's user but the launcher itself and pid 1.
- */
-function sandboxLauncher(limits: { dataKiB: number; cpuSeconds: number; fileBlocks512: number; processes?: number }): string {
-  const processes = limits.processes === undefined ? '' : ` && ulimit -p ${limits.processes}`
-  return [
-    'nonce=$EXECGATE_NONCE; ready=$EXECGATE_LAUNCHER_READY; unset EXECGATE_LAUNCHER_READY',
-    'kill -9 -1 2>/dev/null',
-    `ulimit -d ${limits.dataKiB} && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ${limits.cpuSeconds + 1} && ulimit -f ${limits.fileBlocks512} && ulimit -c 0${processes} || exit 126`,
-    'umask 027',
-    `if [ "$ready" = 1 ]; then unset EXECGATE_NONCE; printf '\\036%sready\\n' "$nonce"; fi`,
-    '"$@"',
-    'rc=$?',
-    'kill -9 -1 2>/dev/null',
-    `printf '\\036%sexit %d\\n' "$nonce" "$rc" >&2`,
-    `printf '\\036%sexit %d\\n' "$nonce" "$rc"`,
-    'exit $rc',
-  ].join('\n')
-}
-
-/**
- * The users an exec runs as, by the policy's `filesystem`: the workspace (mode 0750) belongs to the configured user,
- * whose execs write it; `read_only` execs run as another uid in its group (read, no write), `none` execs as a uid and
- * group of their own (no access at all).
- */
-function execUsers(user: string): Record<'sandboxed' | 'read_only' | 'none', string> {
-  const [uid, gid] = user.split(':').map(Number) as [number, number]
-  const other = uid > 1 ? uid - 1 : uid + 1
-  return { sandboxed: user, read_only: `${other}:${gid}`, none: `${other}:${other}` }
-}
 
 /** The tmpfs option that gives the workspace to the sandbox's user: Docker passes `uid=`/`gid=` to mount, podman wants `U`. */
 const OWNERSHIP_OPTIONS = (uid: string, gid: string) => [`uid=${uid},gid=${gid}`, 'U']
@@ -94,16 +54,22 @@ export class DockerSandbox implements AdapterSandbox {
     private readonly container: Docker.Container,
     private readonly settings: DockerOptions,
     private readonly onClosed: (sandbox: DockerSandbox) => void,
+    private readonly egressFolder: SandboxEgressFolder | undefined,
   ) {}
 
-  /** Creates and starts the container: no network, read-only root, a size-capped tmpfs workspace owned by the sandbox's user. */
+  /**
+   * Creates and starts the container: no network, read-only root, a size-capped tmpfs workspace owned by the
+   * sandbox's user. When the sandbox's policy allows any network, its egress folder is bound in (sandbox-egress.ts).
+   */
   static async open(
     docker: Docker,
     settings: DockerOptions,
     options: SandboxOpenOptions,
     onClosed: (sandbox: DockerSandbox) => void = () => undefined,
+    egressFiles?: () => EgressBridgeFiles,
   ): Promise<DockerSandbox> {
     const { policy } = options
+    const egressFolder = policy.network !== 'none' && egressFiles ? SandboxEgressFolder.create(egressFiles()) : undefined
     const [uid, gid] = settings.user.split(':') as [string, string]
     // The cgroup holds the whole sandbox: an exec's memory (each exec's own cap is its RLIMIT_DATA), the tmpfs
     // workspace and /tmp (tmpfs pages count against it), and the keeper.
@@ -127,6 +93,7 @@ export class DockerSandbox implements AdapterSandbox {
         // The code's processes (node's threads count), the keeper, the launcher, and a kill exec.
         PidsLimit: policy.maxProcesses + 24,
         ReadonlyRootfs: true,
+        ...(egressFolder ? { Binds: [egressFolder.bind] } : {}),
         Tmpfs: { '/workspace': `rw,size=${settings.workspaceMb}m,mode=0750,${ownership}`, '/tmp': 'rw,size=16m,mode=1777' },
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
@@ -150,23 +117,26 @@ export class DockerSandbox implements AdapterSandbox {
         if (!/mount option/i.test(describeError(error))) break
       }
     }
-    if (!container)
+    if (!container) {
+      egressFolder?.remove()
       throw new ExecgateError(
         'EXECGATE_ADAPTER_UNAVAILABLE',
         { name: 'docker', detail: `the sandbox container could not be created: ${engineMessage(lastError)}` },
         { cause: lastError, source: 'docker' },
       )
+    }
     try {
       await container.start()
     } catch (error) {
       await container.remove({ force: true }).catch(() => undefined)
+      egressFolder?.remove()
       throw new ExecgateError(
         'EXECGATE_ADAPTER_UNAVAILABLE',
         { name: 'docker', detail: `the sandbox container did not start: ${engineMessage(error)}` },
         { cause: error, source: 'docker' },
       )
     }
-    return new DockerSandbox(options.id, container, settings, onClosed)
+    return new DockerSandbox(options.id, container, settings, onClosed, egressFolder)
   }
 
   async exec(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -213,14 +183,26 @@ export class DockerSandbox implements AdapterSandbox {
       dataKiB: policy.memoryMb * 1024,
       cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)),
       fileBlocks512: this.settings.workspaceMb * 2048,
-      ...(owner ? {} : { processes: policy.maxProcesses + 2 }),
+      ...(owner ? {} : { processes: policy.maxProcesses + 2 + (context.egress ? 1 : 0) }),
     }
+    // The sandbox's network is the ceiling: an exec's policy may only tighten it, so a sandbox opened without network
+    // has no folder and an exec with network cannot reach this line with one missing.
+    const egress = context.egress && this.egressFolder ? await this.egressFolder.forExec(context.egress) : undefined
+    if (context.egress && !egress)
+      return createResult('policy_violation', 'docker', {
+        message: `[execgate] [docker] sandbox ${this.id} was started without network; an exec cannot add it`,
+      })
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
     const outcome = await runSandboxExec(
       this.container,
       {
-        Cmd: ['/bin/sh', '-c', sandboxLauncher(limits), 'launcher', ...argv],
-        Env: [`EXECGATE_NONCE=${nonce}`, ...(request.language === 'bash' ? ['EXECGATE_LAUNCHER_READY=1'] : []), ...env],
+        Cmd: ['/bin/sh', '-c', sandboxLauncher(limits, egress?.startLine), 'launcher', ...argv],
+        Env: [
+          `EXECGATE_NONCE=${nonce}`,
+          ...(request.language === 'bash' ? ['EXECGATE_LAUNCHER_READY=1'] : []),
+          ...env,
+          ...(egress?.env ?? []),
+        ],
         User: user,
         WorkingDir: policy.filesystem === 'none' ? '/tmp' : '/workspace',
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
@@ -377,7 +359,10 @@ export class DockerSandbox implements AdapterSandbox {
   close(): Promise<void> {
     return (this.closing ??= this.container
       .remove({ force: true })
-      .finally(() => this.onClosed(this))
+      .finally(() => {
+        this.egressFolder?.remove()
+        this.onClosed(this)
+      })
       .then(
         () => undefined,
         (error: unknown) => {

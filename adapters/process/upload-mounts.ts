@@ -24,19 +24,27 @@ export function stageMounts(mounts: readonly FileMount[]): StagedMounts {
   const folder = path.join(STAGING_ROOT, randomBytes(12).toString('hex'))
   fs.mkdirSync(folder, { mode: 0o711 })
   try {
-    const staged = mounts.map((mount, index) => {
-      const file = path.join(folder, String(index))
-      try {
-        fs.linkSync(mount.hostPath, file)
-      } catch {
-        fs.copyFileSync(mount.hostPath, file)
-        fs.chmodSync(file, 0o444)
-      }
-      return { ...mount, hostPath: file }
-    })
-    return { mounts: staged, remove: () => fs.rmSync(folder, { recursive: true, force: true }) }
+    return { mounts: linkUploads(mounts, folder), remove: () => fs.rmSync(folder, { recursive: true, force: true }) }
   } catch (error) {
     fs.rmSync(folder, { recursive: true, force: true })
     throw error
   }
+}
+
+/**
+ * Each upload as `<folder>/<index>`: a hard link (the same inode, so never chown or chmod it: that would change the
+ * store's blob), or a read-only copy where the folder is on another filesystem. The warm interpreter's runs use it
+ * with their per-run folder, which its zygote sees at /runs.
+ */
+export function linkUploads(mounts: readonly FileMount[], folder: string): FileMount[] {
+  return mounts.map((mount, index) => {
+    const file = path.join(folder, String(index))
+    try {
+      fs.linkSync(mount.hostPath, file)
+    } catch {
+      fs.copyFileSync(mount.hostPath, file)
+      fs.chmodSync(file, 0o444)
+    }
+    return { ...mount, hostPath: file }
+  })
 }

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
-import type { OutputCapture, SecurityPolicy } from '../../src/core'
+import type { FileMount, OutputCapture, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { parseReport } from '../shared/run-report'
@@ -15,6 +15,7 @@ import { FD } from './runners'
 import { zygoteSource } from './warm-zygote-source'
 import { zygoteArgs } from './warm-zygote-args'
 import type { SpawnedRun } from './spawn-sandbox'
+import { linkUploads } from './upload-mounts'
 
 /** Code that imports one of these is worth the warm interpreter, which has them imported already. */
 const DATA_IMPORT = /^[ \t]*(?:import|from)[ \t]+(?:numpy|pandas|scipy|matplotlib|sklearn|openpyxl)\b/m
@@ -73,6 +74,8 @@ interface Spare {
 export interface WarmRunOptions {
   code: string
   filesArchive?: Buffer
+  /** Uploads to bind read-only into the run's workspace (linked into its folder, bound by the child before it hides /runs). */
+  mounts?: readonly FileMount[]
   stdin?: string
   policy: SecurityPolicy
   controller: RunController
@@ -238,16 +241,24 @@ export class WarmPython {
     this.spare = this.prepare(uid)
   }
 
-  /** Sends the zygote a prepare: C and G are made for a run whose id, folder and uid are chosen now. */
-  private prepare(uid: number | undefined): Spare {
+  /**
+   * Sends the zygote a prepare: C and G are made for a run whose id, folder and uid are chosen now. Uploads to bind in
+   * (a run that has them makes its own, at once) are linked into the folder first: C binds them before it hides /runs.
+   */
+  private prepare(uid: number | undefined, uploads: readonly FileMount[] = []): Spare {
     const id = `r${process.pid}-${++this.sequence}`
     const folder = path.join(this.folder!, 'runs', id)
     fs.mkdirSync(folder, { mode: 0o700 })
+    const mounts = uploads.length ? linkUploads(uploads, folder).map((mount, index) => ({ path: mount.path, file: String(index) })) : []
     if (uid !== undefined) fs.chownSync(folder, uid, uid)
     const zygote = this.zygote!
-    ;(zygote.stdin as Writable).write(
-      `${JSON.stringify({ prepare: id, workspaceMb: this.plan.workspaceMb, ...(uid === undefined ? {} : { uid }) })}\n`,
-    )
+    const request = {
+      prepare: id,
+      workspaceMb: this.plan.workspaceMb,
+      ...(uid === undefined ? {} : { uid }),
+      ...(mounts.length ? { mounts } : {}),
+    }
+    ;(zygote.stdin as Writable).write(`${JSON.stringify(request)}\n`)
     this.spareIds.add(id)
     return { id, uid, folder, zygote }
   }
@@ -298,8 +309,10 @@ export class WarmPython {
       return { ...(stoppedFor ? { stoppedFor } : {}), exitCode: null, signal: null, report: '', archiveCut: false, spawnError, wallMs: 0 }
     }
     if (!up || !this.zygote) return failed(this.failure ?? 'the warm python is not running')
-    let spare = this.spare?.zygote === this.zygote ? this.spare : undefined
-    this.spare = undefined
+    // A run with uploads makes its own sandbox (they are bound in before /runs is hidden); the spare waits for the next.
+    const uploads = options.mounts ?? []
+    let spare = !uploads.length && this.spare?.zygote === this.zygote ? this.spare : undefined
+    if (spare) this.spare = undefined
     if (!spare) {
       const claimed = await this.uidFor(controller, signal, deadline)
       if ('error' in claimed) return failed(claimed.error, signal.aborted ? 'cancelled' : 'timeout')
@@ -307,14 +320,17 @@ export class WarmPython {
         if (claimed.uid !== undefined) this.plan.uids!.release(claimed.uid)
         return failed(this.failure ?? 'the warm python is not running')
       }
-      spare = this.prepare(claimed.uid)
+      spare = this.prepare(claimed.uid, uploads)
     }
     this.spareIds.delete(spare.id)
     const { id, folder, uid } = spare
     fs.writeFileSync(path.join(folder, 'code'), options.code)
     if (options.stdin !== undefined) fs.writeFileSync(path.join(folder, 'stdin'), options.stdin)
     if (options.filesArchive) fs.writeFileSync(path.join(folder, 'in.tar'), options.filesArchive)
-    if (uid !== undefined) for (const file of fs.readdirSync(folder)) fs.chownSync(path.join(folder, file), uid, uid)
+    // Only the files written here: an upload's link is the store's own inode, which keeps its owner (and 0644).
+    if (uid !== undefined)
+      for (const file of ['code', 'stdin', 'in.tar'])
+        if (fs.existsSync(path.join(folder, file))) fs.chownSync(path.join(folder, file), uid, uid)
     const policy = options.policy
     const go = {
       go: id,

@@ -42,7 +42,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p)
 libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
 NEW_NAMESPACES = 0x10000000 | 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000  # user mnt pid net ipc uts
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY, MS_REC, MS_PRIVATE = 2, 4, 8, 1, 0x4000, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY, MS_REC, MS_PRIVATE, MS_BIND, MS_REMOUNT = 2, 4, 8, 1, 0x4000, 1 << 18, 0x1000, 0x20
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 
 def check(result, what):
@@ -89,6 +89,21 @@ def unpack(archive, into):
                         break
                     sink.write(chunk)
 
+def bind_upload(source, relative):
+    # An upload by digest, bound (not copied) over an empty file of the workspace. The bind is a clone of the /runs
+    # mount, which bwrap made read-only; remounted read-only again if not, and the run refused if it still is not.
+    name = os.path.normpath(relative)
+    if name.startswith(('/', '..')):
+        raise OSError('upload path outside the workspace: %s' % relative)
+    target = os.path.join('/workspace', name)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    open(target, 'wb').close()
+    mount(source.encode(), target.encode(), None, MS_BIND, None)
+    if not os.statvfs(target).f_flag & os.ST_RDONLY:
+        mount(None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    if not os.statvfs(target).f_flag & os.ST_RDONLY:
+        raise OSError('upload %s is not read-only' % relative)
+
 def set_limits(limits):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_DATA, (limits['dataBytes'], limits['dataBytes']))
@@ -120,8 +135,10 @@ def run_child(request, ends, control):
     mount(b'tmpfs', b'/workspace', b'tmpfs', MS_NOSUID | MS_NODEV, ('size=%dm,mode=0755' % request['workspaceMb']).encode())
     mount(b'tmpfs', b'/tmp', b'tmpfs', MS_NOSUID | MS_NODEV, b'size=16m,mode=1777')
     # The run's own folder stays reachable through this descriptor only (the host writes its code there at go); G
-    # closes it before the code runs.
+    # closes it before the code runs. Uploads are bound now, while /runs is still in sight.
     folder = os.open('/runs/' + request['prepare'], os.O_RDONLY | os.O_DIRECTORY)
+    for upload in request.get('mounts', []):
+        bind_upload('/runs/' + request['prepare'] + '/' + upload['file'], upload['path'])
     # Other runs' folders and processes: out of sight.
     mount(b'tmpfs', b'/runs', b'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, b'size=4k')
     mount(b'tmpfs', b'/proc', b'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, b'size=4k')

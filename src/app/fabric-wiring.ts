@@ -1,7 +1,9 @@
+import fs from 'node:fs'
 import type { Container } from 'inversify'
 import { ExecgateError, type AdapterRegistry, type LlmProvider } from '../core'
 import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
+import type { UploadStore } from '../fabric/files'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
 import { createPlanService, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
 import { MemorySandboxRegistry, RedisSandboxRegistry, SandboxManager, type SandboxRegistry } from '../fabric/sandboxes'
@@ -19,6 +21,7 @@ import {
 import type { Logger } from '../observability/logger'
 import { policyFromConfig, profilesFromConfig } from '../policy'
 import * as tokens from './tokens'
+import { forwardedSandboxes } from './forwarded-sandbox'
 import { S3Objects, type Workspace } from '../workspace'
 
 /**
@@ -38,6 +41,8 @@ export interface FabricParts {
   /** The stores, resolved from the container at first use (a user's module may have rebound them). */
   taskStore: () => TaskStore
   planStore: () => PlanStore
+  /** Files uploaded by digest (`PUT /v1/files`). */
+  uploads: () => UploadStore
 }
 
 /** The parts from a container built by `createContainer` (the CLI has an execgate, not its pieces). */
@@ -50,6 +55,7 @@ export function fabricParts(container: Container): FabricParts {
     registry: container.get<AdapterRegistry>(tokens.AdapterRegistry),
     taskStore: () => container.get<TaskStore>(tokens.TaskStore),
     planStore: () => container.get<PlanStore>(tokens.PlanStore),
+    uploads: () => container.get<UploadStore>(tokens.Uploads),
   }
 }
 
@@ -140,7 +146,8 @@ export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManage
 export function sandboxManagerFor(parts: FabricParts): SandboxManager {
   const { config } = parts
   const profiles = profilesFromConfig(config)
-  return new SandboxManager({
+  const reach = forwardedSandboxes(config, () => manager.nodeId)
+  const manager: SandboxManager = new SandboxManager({
     registry: parts.registry,
     execute: (request, options) => parts.service.execute(request, options),
     basePolicy: (profile) => {
@@ -153,7 +160,21 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     limits: config.workspace,
     tierOrder: config.routing.tierOrder,
     sandboxRegistry: sandboxRegistryFor(config),
+    // Other nodes' sandboxes through their HTTP API (find(), the MCP tools), as the tenant.
+    reach,
     heartbeatMs: config.fabric.nodeHeartbeatMs,
+    // By digest, the tenant's uploads first (the store's own tenant check), read only when within the file limit.
+    uploads: {
+      read: async (sha256, tenant) => {
+        const found = parts.uploads().locate(tenant, sha256)
+        if (!found) return undefined
+        if (found.bytes > config.workspace.maxFileBytes)
+          throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
+            detail: `the upload ${sha256} is ${found.bytes} bytes; a sandbox file may hold ${config.workspace.maxFileBytes} (workspace.maxFileBytes)`,
+          })
+        return fs.promises.readFile(found.hostPath)
+      },
+    },
     // Files in and out through the ledger's own tenant check (the one GET /v1/artifacts/:sha256 answers with).
     ...(config.fabric.ledger.enabled
       ? {
@@ -165,4 +186,5 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
       : {}),
     logger: parts.logger,
   })
+  return manager
 }

@@ -41,6 +41,11 @@ export interface ExecutionContext {
   readonly policy: SecurityPolicy
   /** Aborted when the caller cancels; adapters stop the run and answer `cancelled`. */
   readonly signal: AbortSignal
+  /**
+   * Whether `signal` was aborted, without making it: the service makes a run's AbortSignal on first use (one costs
+   * Node 20 several µs, more than a microsecond engine's whole run). Absent (a context built by hand): `signal.aborted`.
+   */
+  readonly isAborted?: () => boolean
   /** `performance.now()` value by which the run must be over. */
   readonly deadline: number
   /** Host functions for sandboxed code; absent when the run has none. */
@@ -74,7 +79,17 @@ export interface ExecutionContext {
 
 /** A run's access to the egress gateway's proxy: started on first ask, closed when the run ends. */
 export interface EgressAccess {
-  endpoint(): Promise<EgressEndpoint>
+  /**
+   * `placement.socketPath`: where the proxy listens, for a sandbox that outlives the run (a persistent docker
+   * sandbox's container had its folder bound in when it was made, so each exec's socket must appear inside it). The
+   * folder is the caller's; the socket is removed when the run ends. Without it the gateway picks a fresh path.
+   */
+  endpoint(placement?: EgressPlacement): Promise<EgressEndpoint>
+}
+
+export interface EgressPlacement {
+  /** Host path of the socket to listen on; its folder exists, the path itself does not (or is a stale socket). */
+  readonly socketPath: string
 }
 
 /** The egress gateway's proxy for one run (docs/network.md). */
@@ -232,6 +247,8 @@ export interface RunInfo extends ExecutionListenerContext {
    * earlier calls'. Inputs, like the request's `files`.
    */
   readonly workspaceReads?: readonly { readonly path: string; readonly content: Uint8Array }[]
+  /** Files the request named by digest (`{ path, sha256 }`), found among the tenant's uploads: inputs too. */
+  readonly uploads?: readonly { readonly path: string; readonly sha256: string; readonly bytes: number }[]
   /** Epoch ms when the service received the request, and when the result was ready. */
   readonly startedAt: number
   readonly endedAt: number

@@ -30,6 +30,11 @@ export interface EgressGrant {
   address: string
   family: 4 | 6
   rule: HostRule
+  /**
+   * A CONNECT allowed only because the gateway will read the requests inside (the rule names methods): the proxy
+   * must re-terminate its TLS and check each request's method, never pass it on as a blind tunnel.
+   */
+  inspect?: true
 }
 
 export interface EgressRefusal {
@@ -69,21 +74,32 @@ export class EgressRun {
 
   /**
    * Checks one connection: a rule must allow the method to the host and port, the run must have requests left, and
-   * every address the name resolves to must be public (or exempted). `method` undefined is a CONNECT tunnel.
+   * every address the name resolves to must be public (or exempted). `method` undefined is a CONNECT tunnel: only a
+   * rule without methods allows it blind; with `canInspect` (the gateway can re-terminate its TLS) a rule naming
+   * methods allows it too, as a grant marked `inspect` whose requests are then checked one by one.
    */
-  async authorise(method: string | undefined, rawHost: string, port: number): Promise<EgressGrant | EgressRefusal> {
+  async authorise(
+    method: string | undefined,
+    rawHost: string,
+    port: number,
+    options: { canInspect?: boolean } = {},
+  ): Promise<EgressGrant | EgressRefusal> {
     if (this.closed) return { ok: false, status: 403, reason: 'the run has ended' }
     const host = normaliseHost(rawHost)
     if (!host) return { ok: false, status: 400, reason: `"${rawHost}" is not a host name` }
     const bare = host.replace(/^\[|\]$/g, '')
-    const rule = matchHostRule(this.rules, bare, port, method)
+    let rule = matchHostRule(this.rules, bare, port, method)
+    // Say which part refused: the host and port, or only the method (or the blind tunnel) on an allowed host.
+    const hostPortRule = rule
+      ? undefined
+      : this.rules.find((candidate) => matchHostRule([{ ...candidate, methods: undefined }], bare, port, undefined))
+    const inspect = !rule && method === undefined && !!hostPortRule && options.canInspect === true
+    if (inspect) rule = hostPortRule
     if (!rule) {
-      // Say which part refused: the host and port, or only the method (or the tunnel) on an allowed host.
-      const hostPortRule = this.rules.find((candidate) => matchHostRule([{ ...candidate, methods: undefined }], bare, port, undefined))
       const why = !hostPortRule
         ? `no network rule allows ${bare}:${port} (rules: ${this.rules.map((candidate) => candidate.text).join(', ') || 'none'})`
         : method === undefined
-          ? `no rule allows a tunnel (CONNECT) to ${bare}:${port}: rule "${hostPortRule.text}" names methods, which the gateway can only see on plain HTTP`
+          ? `no rule allows a blind tunnel (CONNECT) to ${bare}:${port}: rule "${hostPortRule.text}" names methods, and the methods inside a tunnel whose TLS the gateway does not re-terminate cannot be seen`
           : `no rule allows ${method} to ${bare}:${port}: rule "${hostPortRule.text}" allows ${hostPortRule.methods?.join(',')}`
       return { ok: false, status: 403, reason: why, rule: 'deny by default' }
     }
@@ -113,7 +129,20 @@ export class EgressRun {
       if (refusal) return { ok: false, status: 403, reason: literal ? refusal : `${bare} resolves to ${refusal}`, rule: 'private address' }
     }
     const chosen = canonicalAddress(addresses[0]!)!
-    return { ok: true, host: bare, port, address: chosen.address, family: chosen.family, rule }
+    return { ok: true, host: bare, port, address: chosen.address, family: chosen.family, rule, ...(inspect ? { inspect } : {}) }
+  }
+
+  /** Whether any rule names methods: the gateway then re-terminates TLS to those hosts, and the sandbox must trust it. */
+  get namesMethods(): boolean {
+    return this.rules.some((rule) => rule.methods !== undefined)
+  }
+
+  /**
+   * A granted CONNECT whose TLS the gateway re-terminates: each request inside is checked and counted on its own, so
+   * the tunnel gives back the request it took (it would otherwise count twice against maxRequests).
+   */
+  tunnelInspected(): void {
+    this.requests = Math.max(0, this.requests - 1)
   }
 
   /** Counts bytes the code received; false once the run is past its cap (the connection must then be cut). */

@@ -4,7 +4,7 @@ import { connectGranted, EgressRun } from './egress-run'
 import { forwardRequest } from './forward-request'
 import { refusalBody, refuseRequest } from './proxy-words'
 import { hasSecretFor, type LoadedSecret } from './secrets'
-import type { SecretTlsTerminator } from './tls-termination'
+import type { TlsTerminator } from './tls-termination'
 
 /** `host:port` of a CONNECT line (`[::1]:443` for IPv6), or undefined. */
 function parseAuthority(authority: string | undefined): { host: string; port: number } | undefined {
@@ -30,8 +30,11 @@ export class ForwardProxy {
 
   constructor(
     private readonly secrets: readonly LoadedSecret[],
-    /** Takes over CONNECTs to the hosts a secret goes to (tls-termination.ts); absent when there are no secrets. */
-    private readonly terminator?: SecretTlsTerminator,
+    /**
+     * Takes over CONNECTs to the hosts a secret goes to and to hosts allowed only by rules naming methods
+     * (tls-termination.ts); without it such tunnels are refused.
+     */
+    private readonly terminator?: TlsTerminator,
   ) {
     this.server.on('request', (request, response) => void this.onRequest(request, response))
     this.server.on('connect', (request, socket, head) => void this.onConnect(request, socket as net.Socket, head))
@@ -99,10 +102,11 @@ export class ForwardProxy {
     }
     if (!run) return refuse(403, 'the connection belongs to no run')
     if (!target) return refuse(400, `CONNECT needs host:port, not "${request.url}"`)
-    const grant = await run.authorise(undefined, target.host, target.port)
+    const grant = await run.authorise(undefined, target.host, target.port, { canInspect: !!this.terminator })
     if (!grant.ok) return refuse(grant.status, grant.reason, grant.rule)
-    if (this.terminator && hasSecretFor(this.secrets, grant.host, grant.port)) {
-      // Its requests are recorded one by one, with their methods and URLs, by the terminator.
+    if (this.terminator && (grant.inspect || hasSecretFor(this.secrets, grant.host, grant.port))) {
+      // Its requests are checked (methods too), counted and recorded one by one, with their URLs, by the terminator.
+      run.tunnelInspected()
       return this.terminator
         .accept(client, head, run, grant)
         .catch((error: Error) => refuse(502, `TLS re-termination failed: ${error.message}`))

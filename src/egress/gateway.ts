@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import type { EgressEndpoint, EgressRecord } from '../core'
+import type { EgressEndpoint, EgressPlacement, EgressRecord } from '../core'
 import type { HostFunctionDefinition } from '../workspace'
 import tls from 'node:tls'
 import { AddressExemptions } from './address-check'
@@ -12,7 +12,7 @@ import { ForwardProxy } from './forward-proxy'
 import { hostFetch, type HostFetchOptions } from './host-fetch'
 import { systemResolver, type EgressResolver } from './resolver'
 import { loadSecrets, type LoadedSecret, type SecretDefinition } from './secrets'
-import { SecretTlsTerminator } from './tls-termination'
+import { TlsTerminator } from './tls-termination'
 
 /** `security.egress.*` and `security.secrets`, as the gateway takes them. */
 export interface EgressGatewayOptions {
@@ -67,8 +67,8 @@ const HTTP_REQUEST_PARAMETERS = {
 export interface EgressRunHandle {
   readonly run: EgressRun
   readonly hostFunction: HostFunctionDefinition
-  /** Starts this run's proxy listener (a unix socket only this run reaches) and says where it is. */
-  endpoint(): Promise<EgressEndpoint>
+  /** Starts this run's proxy listener (a unix socket only this run reaches, at `placement` when given) and says where it is. */
+  endpoint(placement?: EgressPlacement): Promise<EgressEndpoint>
   /** The run's record so far. */
   records(): EgressRecord[]
   /** No more connections: the listener closes and open connections are cut. Safe to call twice. */
@@ -122,20 +122,25 @@ export class EgressGateway {
             signal: call.signal,
           }),
       },
-      endpoint: async () => {
-        const trust = this.secrets.length ? await this.trustBundle() : undefined
+      endpoint: async (placement) => {
+        // The sandbox trusts the gateway's CA only when the gateway may re-terminate its TLS: for a secret's hosts, or
+        // for hosts the run's rules allow only for some methods.
+        const trust = this.secrets.length || run.namesMethods ? await this.trustBundle() : undefined
         const withTrust = (where: string): EgressEndpoint => ({
           socketPath: where,
           ...(trust ? { caCertificatePem: trust.pem, caBundlePath: trust.path } : {}),
         })
         if (socketPath) return withTrust(socketPath)
+        // The terminator costs nothing until a tunnel needs it (the CA is made on first need).
         const proxy = (this.proxy ??= new ForwardProxy(
           this.secrets,
-          this.secrets.length
-            ? new SecretTlsTerminator(this.secrets, () => this.certificateAuthority(), [...tls.rootCertificates, ...(extraCa ?? [])])
-            : undefined,
+          new TlsTerminator(this.secrets, () => this.certificateAuthority(), [...tls.rootCertificates, ...(extraCa ?? [])]),
         ))
-        socketPath = path.join(this.sockets(), `run-${process.pid}-${++this.sequence}.sock`)
+        if (placement) {
+          // A path the sandbox's folder reuses exec after exec: whatever an earlier run left there is not a listener.
+          fs.rmSync(placement.socketPath, { force: true })
+          socketPath = placement.socketPath
+        } else socketPath = path.join(this.sockets(), `run-${process.pid}-${++this.sequence}.sock`)
         listener = net.createServer((socket) => {
           sockets.add(socket)
           socket.once('close', () => sockets.delete(socket))

@@ -8,13 +8,14 @@ import { refuseRequest } from './proxy-words'
 import type { LoadedSecret } from './secrets'
 
 /**
- * TLS re-termination for the hosts a secret goes to (docs/network.md). A CONNECT to such a host is not a blind
- * tunnel: the gateway answers the code's TLS itself with a leaf for the host from its per-server CA (which only the
- * sandboxes trust), reads each request inside, adds the secret's header, and sends the request on over a new TLS
- * connection it verifies against the host's real certificate. Every request inside is checked (its method too),
- * counted and recorded like a plain HTTP request; the answer is scrubbed of secret values.
+ * TLS re-termination (docs/network.md) for the hosts a secret goes to, and for hosts the run's rules allow only for
+ * some methods (a blind tunnel would hide them). A CONNECT to such a host is not a blind tunnel: the gateway answers
+ * the code's TLS itself with a leaf for the host from its per-server CA (which only the sandboxes trust), reads each
+ * request inside, adds a secret's header where one goes, and sends the request on over a new TLS connection it
+ * verifies against the host's real certificate. Every request inside is checked (its method too), counted and
+ * recorded like a plain HTTP request; the answer is scrubbed of secret values.
  */
-export class SecretTlsTerminator {
+export class TlsTerminator {
   private readonly server = http.createServer()
   private readonly tunnels = new WeakMap<net.Socket, { run: EgressRun; grant: EgressGrant }>()
 

@@ -35,6 +35,8 @@ import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
 import type { EgressGateway } from '../egress'
 import { egressUse, openRunEgress } from './run-egress'
+import { LazyAbort } from './lazy-abort'
+import { newRunId } from './run-id'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
 export interface ExecutionServiceOptions {
@@ -104,7 +106,7 @@ export class DefaultExecutionService implements ExecutionService {
     const startedAt = Date.now()
     const traceId = typeof request?.traceId === 'string' && request.traceId ? request.traceId : randomUUID()
     // Not the traceId: a caller may send the same traceId again (a retry), and every run needs its own record.
-    const runId = randomUUID()
+    const runId = newRunId(startedAt)
     const resolved: ResolvedRun = {}
     let result: ExecutionResult
     try {
@@ -132,6 +134,9 @@ export class DefaultExecutionService implements ExecutionService {
       ...(resolved.policy ? { policy: resolved.policy } : {}),
       ...(options.provenance ? { provenance: options.provenance } : {}),
       ...(resolved.workspaceReads?.length ? { workspaceReads: resolved.workspaceReads } : {}),
+      ...(resolved.mounts?.length
+        ? { uploads: resolved.mounts.map((mount) => ({ path: mount.path, sha256: mount.sha256, bytes: mount.bytes })) }
+        : {}),
       ...(result.adapter !== SERVICE ? this.adapterFacts(result.adapter) : {}),
     }
     for (const listener of listeners) {
@@ -319,8 +324,8 @@ export class DefaultExecutionService implements ExecutionService {
         return errorResult('invalid_request', SERVICE, error as ExecgateError)
       }
     }
-    const controller = new AbortController()
-    const egress = openRunEgress(this.options.egress, policy, controller.signal)
+    const controller = new LazyAbort()
+    const egress = openRunEgress(this.options.egress, policy, () => controller.signal)
     if ('status' in egress) return egress
     const definitions = this.options.hostFunctions ?? []
     const placed = await placeUploads(adapter, request, resolved.mounts ?? [], this.workspaceLimits.maxFileBytes)
@@ -346,7 +351,10 @@ export class DefaultExecutionService implements ExecutionService {
     const context: ExecutionContext = {
       traceId,
       policy,
-      signal: controller.signal,
+      get signal() {
+        return controller.signal
+      },
+      isAborted: () => controller.aborted,
       deadline: started + policy.wallTimeMs,
       onOutput: (stream, chunk) => void streamed.write(stream, chunk),
       ...(options.onRichOutput ? { onRichOutput: options.onRichOutput } : {}),

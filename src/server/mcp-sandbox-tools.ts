@@ -22,6 +22,20 @@ function describeExec(result: ExecutionResult): string {
 const failure = (error: unknown) => ({ content: [{ type: 'text' as const, text: describeError(error) }], isError: true })
 
 /**
+ * The caller's sandbox on any node (another node's reached through its HTTP API), or the tool's answer that there is
+ * none: missing and another tenant's alike, or lost with its node (naming its last snapshot).
+ */
+async function findSandbox(execgate: Execgate, id: string, caller: SandboxCaller) {
+  try {
+    const sandbox = await execgate.sandboxes.find(id, caller)
+    if (sandbox) return sandbox
+    return { content: [{ type: 'text' as const, text: `no sandbox "${id}"; start one with sandbox_start` }], isError: true }
+  } catch (error) {
+    return failure(error)
+  }
+}
+
+/**
  * MCP tools for persistent sandboxes: `sandbox_start` opens one (its files stay between calls), `sandbox_exec` runs a
  * shell command (or a program) in it, `sandbox_stop` ends it. All are the caller's tenant's; a sandbox also ends
  * after its idle timeout.
@@ -75,12 +89,8 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
       },
     },
     async (input) => {
-      const sandbox = execgate.sandboxes.get(input.sandboxId, caller)
-      if (!sandbox)
-        return {
-          content: [{ type: 'text' as const, text: `no sandbox "${input.sandboxId}"; start one with sandbox_start` }],
-          isError: true,
-        }
+      const sandbox = await findSandbox(execgate, input.sandboxId, caller)
+      if (!('exec' in sandbox)) return sandbox
       // A tool call is an agent waiting mid-turn: it runs in the interactive lane.
       const result = await sandbox.exec({
         ...(input.command !== undefined ? { command: input.command } : { language: input.language, code: input.code }),
@@ -103,12 +113,8 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
       inputSchema: { sandboxId: z.string().min(1) },
     },
     async (input) => {
-      const sandbox = execgate.sandboxes.get(input.sandboxId, caller)
-      if (!sandbox)
-        return {
-          content: [{ type: 'text' as const, text: `no sandbox "${input.sandboxId}"; start one with sandbox_start` }],
-          isError: true,
-        }
+      const sandbox = await findSandbox(execgate, input.sandboxId, caller)
+      if (!('exec' in sandbox)) return sandbox
       try {
         const snapshot = await sandbox.snapshot()
         return {
@@ -129,7 +135,12 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     'sandbox_stop',
     { title: 'Stop a sandbox', description: 'Stops a sandbox and deletes its workspace.', inputSchema: { sandboxId: z.string().min(1) } },
     async (input) => {
-      const stopped = await execgate.sandboxes.stop(input.sandboxId, caller)
+      const sandbox = await findSandbox(execgate, input.sandboxId, caller)
+      if (!('exec' in sandbox)) return sandbox
+      const stopped = await sandbox.stop().then(
+        () => true,
+        () => false,
+      )
       return {
         content: [{ type: 'text' as const, text: stopped ? `sandbox ${input.sandboxId} stopped` : `no sandbox "${input.sandboxId}"` }],
         isError: !stopped,

@@ -1,6 +1,7 @@
 import http from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ExecgateError } from '../core'
+import { FORWARDED_HEADER } from '../fabric/sandboxes'
 
 /**
  * A request passed on to the node that holds what it names (a sandbox, a session: docs/sandboxes.md#many-nodes), as
@@ -9,7 +10,7 @@ import type { ExecgateError } from '../core'
  */
 
 /** Marks a forwarded request, so the owner never forwards it again (a record that changed in between answers 404). */
-export const FORWARDED_HEADER = 'x-execgate-forwarded-by'
+export { FORWARDED_HEADER }
 
 /** Keep-alive to the other nodes: a forwarded call costs a hop, not a TCP handshake. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })

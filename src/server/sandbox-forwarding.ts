@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ExecgateError } from '../core'
-import type { SandboxCaller, SandboxRecord } from '../fabric/sandboxes'
+import { sandboxLostError, type SandboxCaller } from '../fabric/sandboxes'
 import type { Execgate } from '../index'
 import { FORWARDED_HEADER, forwardToNode } from './node-forwarding'
 
@@ -15,18 +15,6 @@ import { FORWARDED_HEADER, forwardToNode } from './node-forwarding'
  */
 
 const SANDBOX_PATH = /^\/v1\/sandboxes\/([^/?]+)(\/[^?]*)?(?:\?.*)?$/
-
-function lostError(record: SandboxRecord): ExecgateError {
-  const snapshot = record.info.lastSnapshot
-  return new ExecgateError('EXECGATE_SANDBOX_LOST', {
-    id: record.info.id,
-    node: record.node,
-    detail: 'its heartbeat expired',
-    snapshot: snapshot
-      ? `its last snapshot is ${snapshot.id} (${snapshot.createdAt}): start a sandbox with from: ${snapshot.id}`
-      : 'it had no snapshot',
-  })
-}
 
 function sendJson(reply: FastifyReply, status: number, body: unknown): void {
   reply.hijack()
@@ -71,7 +59,7 @@ export function registerSandboxForwarding(
         reply.raw.end()
         return reply
       }
-      const error = lostError(where.record)
+      const error = sandboxLostError(where.record)
       sendJson(reply, 410, { error: { code: error.code, message: error.message }, sandbox: { ...where.record.info, state: 'lost' } })
       return reply
     }

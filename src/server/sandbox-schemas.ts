@@ -1,11 +1,12 @@
-import Ajv, { type ErrorObject } from 'ajv'
+import type { ErrorObject } from 'ajv'
 import { LANES, LANGUAGES, POLICY_OVERRIDES_SCHEMA, WORKSPACE_FILE_SCHEMA } from '../core'
+import { lazyValidator } from '../runtime/lazy-validator'
 
 /** JSON Schemas of the sandbox routes' bodies: the server validates with them and the OpenAPI document shows them. */
 
 const positiveInt = { type: 'integer', minimum: 1 } as const
 
-/** A workspace file: its content, or `{ path, sha256 }`, an artifact of the ledger the tenant can read (one or the other). */
+/** A workspace file: its content, or `{ path, sha256 }`, the tenant's upload (PUT /v1/files) or an artifact of the ledger it can read (one or the other). */
 export const SANDBOX_FILE_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -78,11 +79,10 @@ export const SANDBOX_SNAPSHOT_SCHEMA = {
   },
 } as const
 
-const ajv = new Ajv({ allErrors: false, strict: false })
 const validators = {
-  start: ajv.compile(SANDBOX_START_SCHEMA),
-  exec: ajv.compile(SANDBOX_EXEC_SCHEMA),
-  save: ajv.compile(SANDBOX_SAVE_SCHEMA),
+  start: lazyValidator(SANDBOX_START_SCHEMA),
+  exec: lazyValidator(SANDBOX_EXEC_SCHEMA),
+  save: lazyValidator(SANDBOX_SAVE_SCHEMA),
 }
 
 function describe(error: ErrorObject): string {
@@ -105,7 +105,7 @@ export function sandboxBodyProblem(kind: keyof typeof validators, body: unknown)
   if (!validate(body)) return describe(validate.errors![0]!)
   const files = (body as { files?: { content?: unknown; sha256?: unknown }[] }).files ?? []
   const index = files.findIndex((file) => (file.content === undefined) === (file.sha256 === undefined))
-  return index === -1 ? undefined : `files[${index}] needs either content or sha256 (an artifact's digest), not both`
+  return index === -1 ? undefined : `files[${index}] needs either content or sha256 (an upload's or an artifact's digest), not both`
 }
 
 /** The sandbox routes for the OpenAPI document (src/server/openapi.ts), with the error responses every route shares. */
@@ -190,7 +190,8 @@ export function sandboxOpenApiPaths(errorResponses: Record<string, unknown>): Re
     },
     '/v1/sandboxes/{id}/files/{path}': {
       put: {
-        summary: "Write a file: the body is its bytes; or, with ?sha256= and no body, an artifact of the tenant's from the ledger",
+        summary:
+          "Write a file: the body is its bytes; or, with ?sha256= and no body, the tenant's upload, else its artifact from the ledger",
         parameters: [
           id,
           file,

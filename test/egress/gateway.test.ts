@@ -111,13 +111,52 @@ test('CONNECT opens a tunnel for HTTPS with TLS end to end; another port is refu
   expect(handle.records().find((record) => record.decision === 'allowed')!.bytesIn).toBeGreaterThan(100)
 })
 
-test('a rule with methods allows only those methods, and no tunnel', async () => {
-  const { socket } = await openRun([`GET,HEAD api.example.test:${servers.http.port}`])
+test('a rule with methods allows only those methods: on plain HTTP, and inside a tunnel the gateway re-terminates', async () => {
+  const { handle, socket } = await openRun(
+    [`GET,HEAD api.example.test:${servers.http.port}`, `GET api.example.test:${servers.https.port}`],
+    {
+      extraCa: [servers.caPem],
+    },
+  )
   expect((await viaProxy(socket, `http://api.example.test:${servers.http.port}/hello`)).status).toBe(200)
   const post = await viaProxy(socket, `http://api.example.test:${servers.http.port}/echo`, { method: 'POST', body: 'x' })
   expect(post.status).toBe(403)
   expect(post.body).toContain('allows GET,HEAD')
-  expect((await connectVia(socket, `api.example.test:${servers.http.port}`)).status).toBe(403)
+  // HTTPS: the tunnel is opened, but as the gateway's own TLS (the run's endpoint names the CA to trust), so each
+  // request's method is read and checked; a blind tunnel would have hidden it.
+  const { caCertificatePem } = await handle.endpoint()
+  expect(caCertificatePem).toContain('BEGIN CERTIFICATE')
+  const getTunnel = await connectVia(socket, `api.example.test:${servers.https.port}`)
+  expect(getTunnel.status).toBe(200)
+  expect(await httpsOverTunnel(getTunnel.socket!, 'api.example.test', '/hello', caCertificatePem!)).toEqual({
+    status: 200,
+    body: 'hello from loopback',
+  })
+  const postTunnel = await connectVia(socket, `api.example.test:${servers.https.port}`)
+  const refused = await httpsOverTunnel(postTunnel.socket!, 'api.example.test', '/echo', caCertificatePem!, { method: 'POST', body: 'x' })
+  expect(refused.status).toBe(403)
+  expect(refused.body).toContain(
+    `no rule allows POST to api.example.test:${servers.https.port}: rule "GET api.example.test:${servers.https.port}" allows GET`,
+  )
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  expect(
+    handle
+      .records()
+      .filter((record) => record.port === servers.https.port)
+      .map((record) => [record.method, record.url, record.decision]),
+  ).toEqual([
+    ['GET', `https://api.example.test:${servers.https.port}/hello`, 'allowed'],
+    ['POST', `https://api.example.test:${servers.https.port}/echo`, 'denied'],
+  ])
+  // Where the gateway cannot re-terminate, a CONNECT under a rule naming methods is refused, saying why.
+  const blind = await handle.run.authorise(undefined, 'api.example.test', servers.https.port)
+  expect(blind).toMatchObject({
+    ok: false,
+    status: 403,
+    reason: expect.stringContaining(
+      'names methods, and the methods inside a tunnel whose TLS the gateway does not re-terminate cannot be seen',
+    ),
+  })
 })
 
 test('caps: requests, bytes in, and an upstream that never answers', async () => {

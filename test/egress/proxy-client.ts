@@ -42,17 +42,26 @@ export function connectVia(socketPath: string, authority: string): Promise<{ sta
   })
 }
 
-/** An HTTPS GET over a tunnel the proxy opened; TLS is end to end (the client checks the name against `caPem`). */
-export function httpsOverTunnel(socket: net.Socket, host: string, path: string, caPem: string): Promise<{ status: number; body: string }> {
+/** An HTTPS request (GET unless told) over a tunnel the proxy opened; the client checks the name against `caPem`. */
+export function httpsOverTunnel(
+  socket: net.Socket,
+  host: string,
+  path: string,
+  caPem: string,
+  options: { method?: string; body?: string } = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const secure = tls.connect({ socket, servername: host, ca: caPem })
     secure.on('error', reject)
-    const request = http.request({ createConnection: () => secure, host, path, headers: { host, connection: 'close' } }, (response) => {
-      const chunks: Buffer[] = []
-      response.on('data', (chunk: Buffer) => chunks.push(chunk))
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }))
-    })
+    const request = http.request(
+      { createConnection: () => secure, host, path, method: options.method ?? 'GET', headers: { host, connection: 'close' } },
+      (response) => {
+        const chunks: Buffer[] = []
+        response.on('data', (chunk: Buffer) => chunks.push(chunk))
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }))
+      },
+    )
     request.on('error', reject)
-    request.end()
+    request.end(options.body)
   })
 }

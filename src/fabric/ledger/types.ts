@@ -14,6 +14,11 @@ export interface ArtifactRef {
   sha256: string
   size: number
   mediaType: string
+  /**
+   * An upload the run named by digest (`PUT /v1/files`): its bytes are in the upload store, not the ledger's blobs, so
+   * `GET /v1/files/:sha256` describes it and `GET /v1/artifacts/:sha256` does not serve it; lineage finds its runs.
+   */
+  upload?: true
 }
 
 /** A stream's digest; `stored` when it was at least `fabric.ledger.outputThresholdBytes` long and kept as an artifact. */

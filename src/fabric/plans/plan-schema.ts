@@ -1,5 +1,6 @@
-import Ajv, { type ErrorObject } from 'ajv'
+import type { ErrorObject } from 'ajv'
 import { LANGUAGES } from '../../core'
+import { lazyValidator } from '../../runtime/lazy-validator'
 import { PLAN_WORKSPACE_KINDS, type PlanSpec, type PlanStepSpec } from './plan-types'
 
 /**
@@ -24,6 +25,20 @@ const STEP_SHAPE = {
     language: { enum: [...LANGUAGES] },
     code: { type: 'string', minLength: 1, maxLength: MAX_STEP_CODE_BYTES },
     dependsOn: { type: 'array', maxItems: 100, items: { type: 'string', pattern: STEP_ID_PATTERN } },
+    // Uploads by digest only (PUT /v1/files): a step names its data, it does not carry it.
+    files: {
+      type: 'array',
+      maxItems: 100,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['path', 'sha256'],
+        properties: {
+          path: { type: 'string', minLength: 1, maxLength: 1024 },
+          sha256: { type: 'string', pattern: '^(sha256:)?[0-9a-f]{64}$' },
+        },
+      },
+    },
     limits: {
       type: 'object',
       additionalProperties: false,
@@ -54,9 +69,8 @@ export const PLAN_SPEC_SCHEMA = {
   },
 } as const
 
-const ajv = new Ajv({ allErrors: false, strict: false })
-const validatePlan = ajv.compile<PlanSpec>(PLAN_SPEC_SCHEMA)
-const validateStep = ajv.compile<PlanStepSpec>(PLAN_STEP_SCHEMA)
+const validatePlan = lazyValidator<PlanSpec>(PLAN_SPEC_SCHEMA)
+const validateStep = lazyValidator<PlanStepSpec>(PLAN_STEP_SCHEMA)
 
 function fieldName(error: ErrorObject, root: string): string {
   const parts = error.instancePath.split('/').filter(Boolean)

@@ -24,10 +24,22 @@ export function taskIdFor(planId: string, stepId: string, version: number): stri
   return `plan.${planId}.${stepId}.v${version}`
 }
 
-/** SHA-256 of what decides a step's outcome (language, code, dependencies, limits); the description does not count. */
+/**
+ * SHA-256 of what decides a step's outcome (language, code, dependencies, limits, the uploads it reads); the
+ * description does not count. A step without files hashes as it did before steps could name any.
+ */
 export function stepDigest(step: PlanStepSpec): string {
   const limits = Object.fromEntries(Object.entries(step.limits ?? {}).sort(([a], [b]) => a.localeCompare(b)))
-  const canonical = JSON.stringify([step.language, step.code, [...new Set(step.dependsOn ?? [])].sort(), limits])
+  const files = [...(step.files ?? [])]
+    .map((file) => [file.path, file.sha256.replace(/^sha256:/, '')])
+    .sort(([a], [b]) => a!.localeCompare(b!))
+  const canonical = JSON.stringify([
+    step.language,
+    step.code,
+    [...new Set(step.dependsOn ?? [])].sort(),
+    limits,
+    ...(files.length ? [files] : []),
+  ])
   return createHash('sha256').update(canonical).digest('hex')
 }
 
@@ -54,6 +66,7 @@ export function specOf(step: PlanStepSpec): PlanStepSpec {
     language: step.language,
     code: step.code,
     ...(step.dependsOn?.length ? { dependsOn: [...new Set(step.dependsOn)] } : {}),
+    ...(step.files?.length ? { files: step.files.map((file) => ({ path: file.path, sha256: file.sha256 })) } : {}),
     ...(step.limits && Object.keys(step.limits).length ? { limits: { ...step.limits } } : {}),
   }
 }
@@ -64,6 +77,7 @@ export function requestFor(step: PlanStepSpec): ExecutionRequest {
   return {
     language: step.language,
     code: step.code,
+    ...(step.files?.length ? { files: step.files.map((file) => ({ path: file.path, sha256: file.sha256.replace(/^sha256:/, '') })) } : {}),
     ...(timeoutMs ? { timeoutMs } : {}),
     ...(memoryMb ? { memoryMb } : {}),
     ...(outputBytes ? { policy: { outputBytes } } : {}),

@@ -1,4 +1,4 @@
-import type { ExecutionResult, Language } from '../../core'
+import type { ExecutionResult, FileReference, Language } from '../../core'
 import type { TaskLane, TaskState } from '../tasks'
 
 /**
@@ -28,6 +28,11 @@ export interface PlanStepSpec {
   code: string
   /** Ids of the steps whose outputs it reads; it starts once they all completed. */
   dependsOn?: string[]
+  /**
+   * Files uploaded by digest (`PUT /v1/files`, docs/data.md#uploads-by-digest), found among the plan's tenant's
+   * uploads when the step runs; the process and docker tiers bind them in read-only.
+   */
+  files?: FileReference[]
   limits?: PlanStepLimits
 }
 

@@ -21,6 +21,7 @@ import { normalizeWorkspacePath } from '../../workspace'
 import type {
   Sandbox,
   SandboxArtifactStore,
+  SandboxUploads,
   SandboxExecOptions,
   SandboxExecRequest,
   SandboxFile,
@@ -38,6 +39,7 @@ export interface LiveSandboxHost {
   maxFileBytes: number
   /** The artifact ledger's side for sandboxes; undefined when the ledger is off. */
   artifacts: SandboxArtifactStore | undefined
+  uploads?: SandboxUploads
   /** Hears the end of every call (the registry's last use). */
   used(sandbox: LiveSandbox): void
   /** Which stops take a snapshot first (`sandboxes.snapshotOnStop`, `snapshotOnIdle`). */
@@ -146,9 +148,11 @@ export class LiveSandbox implements Sandbox {
         try {
           await this.handle.writeFile(normalizeWorkspacePath(file.path), await this.bytesOf(file))
         } catch (error) {
-          // An unknown artifact, or the ledger off, answers with its own code, as the file calls do.
-          if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED'))
-            return errorResult('invalid_request', this.adapter, error)
+          // An unknown upload or artifact, or the ledger off, answers with its own code, as the file calls do.
+          const known = (['EXECGATE_NOT_FOUND', 'EXECGATE_FILE_NOT_FOUND', 'EXECGATE_LEDGER_DISABLED'] as const).find((code) =>
+            isExecgateError(error, code),
+          )
+          if (known) return errorResult('invalid_request', this.adapter, error as ExecgateError)
           const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
           return errorResult(
             'invalid_request',
@@ -204,15 +208,17 @@ export class LiveSandbox implements Sandbox {
     return this.serial(() => (this.live ? work() : Promise.reject(this.stoppedError())))
   }
 
-  /** A file's bytes: its content, or the tenant's artifact from the ledger. */
+  /** A file's bytes: its content, or by digest the tenant's upload, else its artifact from the ledger. */
   private bytesOf(file: SandboxFile): Promise<Buffer> {
-    return sandboxFileBytes(file, this.tenant, this.host.artifacts)
+    return sandboxFileBytes(file, this.tenant, this.host.artifacts, this.host.uploads)
   }
 
   async writeFile(path: string, content: string | Uint8Array | { sha256: string }): Promise<void> {
     const relative = normalizeWorkspacePath(path)
     if (typeof content !== 'string' && !(content instanceof Uint8Array) && typeof content?.sha256 !== 'string')
-      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a file is a string, bytes, or { sha256 } of an artifact' })
+      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
+        detail: 'a file is a string, bytes, or { sha256 } of an upload or an artifact',
+      })
     const bytes =
       typeof content === 'string'
         ? Buffer.from(content, 'utf8')

@@ -16,11 +16,13 @@ import { unenforcedRequirement } from '../../routing/config-router'
 import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
 import { sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
+import { sandboxLostError } from './lost-sandbox'
 import { snapshotFiles } from './snapshots'
 import { MemorySandboxRegistry, type SandboxRegistry } from './sandbox-registry'
 import type {
   Sandbox,
   SandboxArtifactStore,
+  SandboxUploads,
   SandboxCaller,
   SandboxInfo,
   SandboxService,
@@ -44,8 +46,15 @@ export interface SandboxManagerOptions {
   tierOrder?: readonly number[]
   /** Files in from and out to the artifact ledger (src/app/fabric-wiring.ts); without it, those calls answer `EXECGATE_LEDGER_DISABLED`. */
   artifacts?: SandboxArtifactStore
+  /** Uploads by digest (`PUT /v1/files`): a `{ sha256 }` file is looked for there first, with the ledger off too. */
+  uploads?: SandboxUploads
   /** Where every node finds every sandbox (`fabric.store`: Redis shares it). @default one node's, in memory */
   sandboxRegistry?: SandboxRegistry
+  /**
+   * Reaches another live node's sandbox as a `Sandbox` of this process (its HTTP API, as the tenant: src/app wires
+   * it); without it `find` sees this node's sandboxes only.
+   */
+  reach?: (record: SandboxRecord, node: NodeRecord & { url: string }, tenant: string) => Promise<Sandbox | undefined>
   /** How often this node says it is alive; it counts as gone after three missed beats. @default 2000 */
   heartbeatMs?: number
   logger?: Logger
@@ -162,6 +171,14 @@ export class SandboxManager implements SandboxService {
     return node ? { kind: 'node', record, node } : { kind: 'lost', record }
   }
 
+  async find(id: string, caller: SandboxCaller = {}): Promise<Sandbox | undefined> {
+    const where = await this.locate(id, caller)
+    if (where.kind === 'here') return where.sandbox
+    if (where.kind === 'lost') throw sandboxLostError(where.record)
+    if (where.kind !== 'node' || !where.node.url || !this.options.reach) return undefined
+    return this.options.reach(where.record, { ...where.node, url: where.node.url }, this.tenantOf(caller))
+  }
+
   /** The caller's sandboxes on every node, this node's fresh; those of a node that is gone say `state: 'lost'`. */
   async listEverywhere(caller: SandboxCaller = {}): Promise<SandboxInfo[]> {
     const local = this.list(caller)
@@ -259,9 +276,17 @@ export class SandboxManager implements SandboxService {
       options.from !== undefined ? await snapshotFiles(options.from, tenant, this.options.artifacts) : []
     for (const [index, file] of (options.files ?? []).entries()) {
       try {
-        files.push({ path: normalizeWorkspacePath(file.path), content: await sandboxFileBytes(file, tenant, this.options.artifacts) })
+        files.push({
+          path: normalizeWorkspacePath(file.path),
+          content: await sandboxFileBytes(file, tenant, this.options.artifacts, this.options.uploads),
+        })
       } catch (error) {
-        if (isExecgateError(error, 'EXECGATE_NOT_FOUND') || isExecgateError(error, 'EXECGATE_LEDGER_DISABLED')) throw error
+        if (
+          (['EXECGATE_NOT_FOUND', 'EXECGATE_FILE_NOT_FOUND', 'EXECGATE_LEDGER_DISABLED'] as const).some((code) =>
+            isExecgateError(error, code),
+          )
+        )
+          throw error
         throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
           detail: `files[${index}]: ${describeError(error).replace(/^\[execgate\] /, '')}`,
         })
@@ -302,6 +327,7 @@ export class SandboxManager implements SandboxService {
         now: this.now,
         maxFileBytes: this.options.limits.maxFileBytes,
         artifacts: this.options.artifacts,
+        ...(this.options.uploads ? { uploads: this.options.uploads } : {}),
         snapshotOn: { stop: this.options.settings.snapshotOnStop, idle: this.options.settings.snapshotOnIdle },
         used: (used) => this.publish(used),
         snapshotTaken: (taken, snapshot) =>

@@ -78,6 +78,15 @@ export interface SavedArtifact {
 }
 
 /**
+ * The upload store as sandboxes see it (src/app/fabric-wiring.ts): the bytes of the tenant's upload with this digest,
+ * or undefined when the tenant uploaded none (whoever else did). Refuses one over the workspace's file limit before
+ * reading it.
+ */
+export interface SandboxUploads {
+  read(sha256: string, tenant: string): Promise<Buffer | undefined>
+}
+
+/**
  * The artifact ledger as sandboxes see it, passed in by src/app/fabric-wiring.ts (the sandbox layer never imports the
  * ledger). `read` answers exactly as `GET /v1/artifacts/:sha256` does for the tenant: an artifact none of its records
  * names is `EXECGATE_NOT_FOUND`, whoever else has it.
@@ -158,7 +167,7 @@ export interface Sandbox {
   readonly adapter: string
   info(): SandboxInfo
   exec(input: string | SandboxExecRequest, options?: SandboxExecOptions): Promise<ExecutionResult>
-  /** `{ sha256 }` writes an artifact of the ledger (the tenant's own; another's is `EXECGATE_NOT_FOUND`). */
+  /** `{ sha256 }` writes the tenant's upload, else an artifact of the ledger (the tenant's own; another's is `EXECGATE_NOT_FOUND`). */
   writeFile(path: string, content: string | Uint8Array | { sha256: string }): Promise<void>
   writeFiles(files: readonly SandboxFile[]): Promise<void>
   /** Throws `EXECGATE_WORKSPACE_NOT_FOUND` when there is no such file. */
@@ -191,6 +200,9 @@ export interface SandboxRecord {
   state: 'running' | 'stopped'
 }
 
+/** Marks a call passed on by another node (HTTP forwarding, a forwarded sandbox), so the owner never passes it on again. */
+export const FORWARDED_HEADER = 'x-execgate-forwarded-by'
+
 /** A node of the fabric, as its heartbeat says. */
 export interface NodeRecord {
   id: string
@@ -213,8 +225,14 @@ export type SandboxWhereabouts =
 /** `execgate.sandboxes`: HTTP, MCP and the CLI call the same. */
 export interface SandboxService {
   start(options?: SandboxStartOptions, caller?: SandboxCaller): Promise<Sandbox>
-  /** The caller's sandbox; another tenant's id answers undefined, exactly like a missing one. */
+  /** The caller's sandbox on this node; another tenant's id answers undefined, exactly like a missing one. */
   get(id: string, caller?: SandboxCaller): Sandbox | undefined
+  /**
+   * The caller's sandbox on any node: this node's, or another live node's reached through its HTTP API (every call
+   * forwarded to the owner). Undefined for a missing, stopped or another tenant's sandbox; throws
+   * `EXECGATE_SANDBOX_LOST` (naming its last snapshot) when its node is gone.
+   */
+  find(id: string, caller?: SandboxCaller): Promise<Sandbox | undefined>
   list(caller?: SandboxCaller): SandboxInfo[]
   /** True when there was such a sandbox (of the caller's) to stop. */
   stop(id: string, caller?: SandboxCaller): Promise<boolean>

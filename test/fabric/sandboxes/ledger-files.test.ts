@@ -140,7 +140,7 @@ test('refusals in words: a malformed digest, content and sha256 together, a miss
   }
 })
 
-test('with the ledger off, files by digest and saveArtifact answer EXECGATE_LEDGER_DISABLED', async () => {
+test('with the ledger off, a digest can only be an upload (EXECGATE_FILE_NOT_FOUND); saveArtifact is EXECGATE_LEDGER_DISABLED', async () => {
   const off = await createExecgate({
     overrides: {
       execution: { enabled: ['shell'] },
@@ -151,18 +151,21 @@ test('with the ledger off, files by digest and saveArtifact answer EXECGATE_LEDG
   })
   try {
     await expect(off.sandboxes.start({ files: [{ path: 'a', sha256: UNKNOWN }] })).rejects.toMatchObject({
-      code: 'EXECGATE_LEDGER_DISABLED',
-      message: expect.stringContaining('fabric.ledger.enabled is false'),
+      code: 'EXECGATE_FILE_NOT_FOUND',
+      message: expect.stringContaining('upload it first (PUT /v1/files'),
     })
     const sandbox = await off.sandboxes.start()
     await sandbox.writeFile('a.txt', 'a')
-    await expect(sandbox.saveArtifact('a.txt')).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
+    await expect(sandbox.saveArtifact('a.txt')).rejects.toMatchObject({
+      code: 'EXECGATE_LEDGER_DISABLED',
+      message: expect.stringContaining('fabric.ledger.enabled is false'),
+    })
     // Said before the file is looked for: no file could ever be saved.
     await expect(sandbox.saveArtifact('missing.txt')).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
-    await expect(sandbox.writeFile('b.txt', { sha256: UNKNOWN })).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
+    await expect(sandbox.writeFile('b.txt', { sha256: UNKNOWN })).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
     expect(await sandbox.exec({ command: 'cat b.txt', files: [{ path: 'b.txt', sha256: UNKNOWN }] })).toMatchObject({
       status: 'invalid_request',
-      error: { code: 'EXECGATE_LEDGER_DISABLED' },
+      error: { code: 'EXECGATE_FILE_NOT_FOUND' },
     })
   } finally {
     await off.dispose()
