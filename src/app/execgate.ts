@@ -255,7 +255,7 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       await service.dispose?.()
       // After the last run has ended: every record heard is written before the process may exit.
       await ledger.close()
-      uploads.close()
+      await uploads.close()
       await readiness.stop()
       await Promise.allSettled(registry.list().map((adapter) => adapter.dispose()))
     },

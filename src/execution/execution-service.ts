@@ -165,7 +165,7 @@ export class DefaultExecutionService implements ExecutionService {
     // 1. parse
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
-    const uploads = locateUploads(request, options.tenant, this.options.uploads)
+    const uploads = await locateUploads(request, options.tenant, this.options.uploads)
     if (uploads.refusal) return uploads.refusal
     resolved.mounts = uploads.mounts
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
@@ -355,6 +355,7 @@ export class DefaultExecutionService implements ExecutionService {
         return controller.signal
       },
       isAborted: () => controller.aborted,
+      onAbort: (listener) => controller.listen(listener),
       deadline: started + policy.wallTimeMs,
       onOutput: (stream, chunk) => void streamed.write(stream, chunk),
       ...(options.onRichOutput ? { onRichOutput: options.onRichOutput } : {}),
