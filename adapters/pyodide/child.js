@@ -35,6 +35,40 @@ function closeTheBridge() {
   process._kill = refuse('process.kill')
   process.dlopen = refuse('process.dlopen')
   process.chdir = refuse('process.chdir')
+  closeTheNetwork(refuse)
+}
+
+/**
+ * Node 20's permission model does not cover the network, and the bridge reaches this process's modules (through
+ * `process.getBuiltinModule`, `process.mainModule.require`, or a pipe's `process.stdout`, itself a `net.Socket`).
+ * Python's own clients go out through the host's gateway function; nothing here needs a socket, a listener or a
+ * resolver, so every way to one is replaced by a refusal on the shared module objects and prototypes. A first layer,
+ * not a boundary: docs/network.md#pyodides-network-precisely.
+ */
+function closeTheNetwork(refuse) {
+  const net = require('node:net')
+  const dgram = require('node:dgram')
+  const dns = require('node:dns')
+  const closed = refuse('network access from the interpreter process (use the gateway: urllib or pyodide.http)')
+  const replaceAll = (target, names) => {
+    for (const name of names) if (typeof target[name] === 'function') target[name] = closed
+  }
+  net.Socket.prototype.connect = closed
+  net.Server.prototype.listen = closed
+  replaceAll(net, ['connect', 'createConnection', 'createServer'])
+  dgram.Socket.prototype.bind = closed
+  dgram.Socket.prototype.connect = closed
+  dgram.Socket.prototype.send = closed
+  dgram.createSocket = closed
+  for (const target of [dns, dns.promises, dns.Resolver.prototype, dns.promises.Resolver.prototype])
+    replaceAll(
+      target,
+      Object.getOwnPropertyNames(target).filter((name) => name !== 'constructor'),
+    )
+  for (const name of ['node:tls', 'node:http', 'node:https', 'node:http2'])
+    replaceAll(require(name), ['connect', 'request', 'get', 'createServer', 'createSecureServer'])
+  process.getBuiltinModule = refuse('process.getBuiltinModule')
+  Object.defineProperty(process, 'mainModule', { value: undefined, configurable: false, writable: false })
 }
 
 // Python side: fresh globals per run, the value of the last expression, and a check that no module or builtin

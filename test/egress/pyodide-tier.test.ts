@@ -2,7 +2,10 @@ import { ContainerModule } from 'inversify'
 import { createExecgate, tokens, type Execgate } from '../../src'
 import { EgressGateway, tableResolver } from '../../src/egress'
 import { createHash } from 'node:crypto'
+import net from 'node:net'
 import { BINARY_BODY, startLoopbackServers, type LoopbackServers } from './loopback-servers'
+import { PyodideAdapter } from '../../adapters/pyodide'
+import { contractContext } from '../contract/adapter-contract'
 
 /**
  * pyodide's network: its own http helpers (`pyodide.http.pyfetch`, `open_url`) and urllib are steered to the run's
@@ -132,3 +135,37 @@ json.loads(urllib.request.urlopen('http://api.example.test:${servers.http.port}/
   expect(result.value).toBe(`Bearer ${'*'.repeat(TOKEN.length)}`)
   expect(JSON.stringify(result)).not.toContain(TOKEN)
 }, 60_000)
+
+test("the JS bridge finds no socket in the interpreter's process: every way to one measured open before is refused", async () => {
+  // Straight on the adapter: the service's static check refuses `import js`, but it is never the boundary.
+  let connections = 0
+  const listener = net.createServer((socket) => {
+    connections++
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve))
+  const port = (listener.address() as net.AddressInfo).port
+  const adapter = new PyodideAdapter()
+  try {
+    const ways = [
+      `process.getBuiltinModule('net').connect(${port}, '127.0.0.1')`,
+      `process.mainModule.require('net').connect(${port}, '127.0.0.1')`,
+      `new process.stdout.constructor().connect(${port}, '127.0.0.1')`,
+      `process.getBuiltinModule('http').get('http://127.0.0.1:${port}/')`,
+    ]
+    const attempt = (way: string) => `(() => { try { ${way}; return 'opened' } catch (e) { return 'refused' } })()`
+    const code = [
+      'import js',
+      'out = []',
+      ...ways.map((way) => `try:\n    out.append(js.eval(${JSON.stringify(attempt(way))}))\nexcept Exception:\n    out.append('refused')`),
+      'out',
+    ].join('\n')
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['js'] }))
+    expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: ways.map(() => 'refused') })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(connections).toBe(0)
+  } finally {
+    await adapter.dispose()
+    await new Promise((resolve) => listener.close(resolve))
+  }
+}, 120_000)
