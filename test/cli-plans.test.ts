@@ -79,7 +79,7 @@ test('run without --wait stores the plan; get, list and wait follow it; a bad pl
   expect(missing.stderr).toContain('no plan "no-such-plan"')
 })
 
-test('plan suspend holds a stored plan, a second suspend is exit 2 naming the state, resume lets wait complete it', () => {
+test('plan suspend holds a stored plan, a second suspend is exit 2 naming the state, a looser resume is exit 2, resume lets wait complete it', () => {
   const queued = JSON.parse(execgate(['plan', 'run', 'plan.json', '--json']).stdout)
   const suspended = execgate(['plan', 'suspend', queued.id])
   expect(suspended.code).toBe(0)
@@ -93,8 +93,13 @@ test('plan suspend holds a stored plan, a second suspend is exit 2 naming the st
     2,
     `[execgate] plan ${queued.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`,
   ])
-  expect(execgate(['plan', 'resume', queued.id]).stdout).toMatch(
-    new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller\n`),
+  const loosened = execgate(['plan', 'resume', queued.id, '--memory-mb', '100000'])
+  expect([loosened.code, loosened.stderr.trim()]).toEqual([
+    2,
+    `[execgate] plan ${queued.id} was not resumed and stays SUSPENDED: step "orders": the request may only tighten the policy: memoryMb 100000 is above the allowed 128`,
+  ])
+  expect(execgate(['plan', 'resume', queued.id, '--memory-mb', '64']).stdout).toMatch(
+    new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller with memoryMb changed\n`),
   )
   const waited = execgate(['plan', 'wait', queued.id])
   expect([waited.code, waited.stdout]).toEqual([0, expect.stringContaining('report   COMPLETED  stdout: "average 138.1875"')])

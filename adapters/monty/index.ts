@@ -144,7 +144,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
    * again on a worker, where it can take its full time without holding the event loop and can be cancelled.
    */
   private runInline(code: string, context: ExecutionContext, started: number): ExecutionResult | undefined {
-    if (context.signal.aborted)
+    if (context.isAborted?.() ?? context.signal.aborted)
       return createResult('cancelled', NAME, { message: '[execgate] [monty] the run was cancelled before it started' })
     let binding
     try {

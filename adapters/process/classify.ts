@@ -22,6 +22,12 @@ const SIGXCPU = 24
  */
 export function classifyExit(run: SpawnedRun, policy: SecurityPolicy, stderr: string): RunOutcome {
   if (run.stoppedFor === 'timeout') {
+    // On a loaded machine the deadline can fire while a program whose allocation was refused is exiting of it (bash's
+    // `xrealloc: cannot allocate …` is fatal): when its last words say so, the memory limit broke first, as the service's
+    // rule for a cap already passed. Only the last line counts: code that caught the error and ran on is a timeout.
+    const dying = run.spawnError ? undefined : outOfMemoryEvidence(stderr.trim().split('\n').pop() ?? '')
+    if (dying)
+      return { status: 'memory_limit', error: { type: 'MemoryError', message: `memory limit reached (${policy.memoryMb} MiB): ${dying}` } }
     return {
       status: 'timeout',
       error: {

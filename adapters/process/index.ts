@@ -25,7 +25,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { reportLimitBytes } from '../shared/python-outputs'
-import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions } from './options'
+import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions, type ProcessOptions } from './options'
 import { writeEgressBridgeFiles, type EgressBridgeFiles } from './egress-bridge'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
@@ -38,7 +38,7 @@ import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel
 import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
 import { claimDirectory, sandboxRoot, sweepDirectories } from './sandbox-directories'
-import { detectDataPackages } from './data-packages'
+import { detectDataPackages, probeDataPackages } from './data-packages'
 import { WarmPython } from './warm-python'
 
 /**
@@ -78,11 +78,18 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private readonly sandboxes = new Set<ProcessSandbox>()
   /** Persistent sandboxes: their folders' root and, as root, the uids they claim (one each). */
   private readonly persistent: { root: string; uids?: { first: number; last: number } }
-  /** The warm data interpreter, when the data stack is installed and `warmPython` is on. */
-  private readonly warm: WarmPython | undefined
+  /** The data packages python3 has, once known (capabilities.packages asks python3 at once if the probe has not answered). */
+  private dataPackages: readonly string[] | undefined
+  private readonly dataPackagesProbe: Promise<unknown>
+  /** The warm data interpreter, made at its first use when the data stack is installed and `warmPython` is on. */
+  private warmPython: WarmPython | null | undefined
+  private readonly settings: ProcessOptions
 
   constructor(options: ProcessAdapterOptions = {}) {
     const settings = withOptionDefaults(PROCESS_OPTIONS_SCHEMA, options)
+    this.settings = settings
+    this.dataPackagesProbe = probeDataPackages(settings.pythonPath).then((found) => (this.dataPackages ??= found))
+    const packagesOf = () => (this.dataPackages ??= detectDataPackages(settings.pythonPath))
     const asRoot = process.getuid?.() === 0
     this.uids = asRoot ? UidPool.parse(settings.sandboxUids) : undefined
     const [first, last] = settings.persistentUids.split('-').map(Number) as [number, number]
@@ -126,21 +133,30 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       network: true,
       cancellable: true,
       sandboxes: true,
-      packages: detectDataPackages(settings.pythonPath),
+      get packages() {
+        return packagesOf()
+      },
       engines: this.engineVersions,
       ...(syscallFilter ? { syscallFilter } : {}),
     }
-    this.warm =
-      settings.warmPython && (this.capabilities.packages?.length ?? 0) > 0
-        ? new WarmPython({
-            bwrapPath: settings.bwrapPath,
-            pythonPath: settings.pythonPath,
-            workspaceMb: settings.workspaceMb,
-            maxOpenFiles: settings.maxOpenFiles,
-            asRoot,
-            seccompFilter: seccomp,
-          })
-        : undefined
+  }
+
+  private get warm(): WarmPython | undefined {
+    if (this.warmPython === undefined) {
+      const settings = this.settings
+      this.warmPython =
+        settings.warmPython && (this.capabilities.packages?.length ?? 0) > 0
+          ? new WarmPython({
+              bwrapPath: settings.bwrapPath,
+              pythonPath: settings.pythonPath,
+              workspaceMb: settings.workspaceMb,
+              maxOpenFiles: settings.maxOpenFiles,
+              asRoot: this.plan.dedicatedUid,
+              seccompFilter: this.plan.seccompFilter,
+            })
+          : null
+    }
+    return this.warmPython ?? undefined
   }
 
   /** bash only: the estimate routing weighs against the native shell's. */
@@ -475,8 +491,13 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   }
 
   async dispose(): Promise<void> {
-    await Promise.allSettled([this.learningVersions, ...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
-    await this.warm?.dispose()
+    await Promise.allSettled([
+      this.dataPackagesProbe,
+      this.learningVersions,
+      ...this.running,
+      ...[...this.sandboxes].map((sandbox) => sandbox.close()),
+    ])
+    await this.warmPython?.dispose()
     if (this.plan.pythonRunnerPyc) fs.rmSync(path.dirname(this.plan.pythonRunnerPyc), { recursive: true, force: true })
     this.plan.pythonRunnerPyc = undefined
   }

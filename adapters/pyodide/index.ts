@@ -122,16 +122,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     }
     let pyodideProcess: PyodideProcess
     // Waiting for a warm interpreter (pyodide warming behind the first tier at start-up: this run waits, no other
-    // does) counts in the duration, not in the code's time limit. Not bounded by the run's deadline: the default 5 s
-    // limit is shorter than a cold CPython load on a busy host, and the caller's cancel still ends the run.
+    // does) counts in the duration, not in the code's time limit; the caller's cancel ends the wait at once.
     const run = new RunController(context)
     run.pauseClock()
     try {
-      pyodideProcess = await this.pool.acquire()
+      pyodideProcess = await this.pool.acquire(Number.POSITIVE_INFINITY, context.signal)
     } catch (error) {
       run.restartClock()
       run.settle()
-      return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
+      return this.waitRefusal(error, context.signal)
     }
     run.restartClock()
     if (context.signal.aborted) {
@@ -276,6 +275,12 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       const hostFunctions = (context.hostFunctions?.list() ?? []).map((spec) => spec.name)
       pyodideProcess.child.send({ type: 'run', id, code, hostFunctions, ...(session ? { session } : {}) })
     })
+  }
+
+  /** Why a run that waited for an interpreter never got one, as a result: cancelled, or none can start. */
+  private waitRefusal(error: unknown, signal: AbortSignal): ExecutionResult {
+    if (signal.aborted) return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
+    return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
   }
 
   /** CPython's own compiler (in a pool process) for syntax, with line and column; imports are the policy's. */

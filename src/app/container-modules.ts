@@ -29,7 +29,8 @@ import { openPlanStore, type PlanStore } from '../fabric/plans'
 import { openTaskStore, taskServiceOptionsFrom, type TaskStore } from '../fabric/tasks'
 import { EXECGATE_VERSION } from '../config/version'
 import { EgressGateway } from '../egress'
-import { UploadStore } from '../fabric/files'
+import { RedisUploadIndex, UploadStore } from '../fabric/files'
+import { requireOptional } from '../core/optional-dependency'
 import { ExecgateError } from '../core/errors'
 
 /** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
@@ -149,12 +150,7 @@ export function executionModule(
       })
       .inSingletonScope()
     // Opened at the first upload or the first request that names one: most processes never touch it.
-    bind<UploadStore>(tokens.Uploads).toConstantValue(
-      new UploadStore({
-        root: config.fabric.files.dir || path.join(config.fabric.dataDir, 'uploads'),
-        quotaBytesPerTenant: config.fabric.files.quotaBytes,
-      }),
-    )
+    bind<UploadStore>(tokens.Uploads).toConstantValue(uploadStoreFor(config))
     bind<ExecutionService>(tokens.ExecutionService)
       .toDynamicValue((context) => {
         const logger = context.get<Logger>(tokens.Logger)
@@ -178,6 +174,27 @@ export function executionModule(
         })
       })
       .inSingletonScope()
+  })
+}
+
+/**
+ * The upload store: its index on Redis when the fabric is (every node sees every upload), its blobs shared through the
+ * ledger's bucket when the ledger's blobs are there, and this node's copies in `fabric.files.dir`.
+ */
+function uploadStoreFor(config: Config): UploadStore {
+  const root = config.fabric.files.dir || path.join(config.fabric.dataDir, 'uploads')
+  const redis = () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for this store, as the task store does
+    const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
+    return new Redis(config.fabric.redisUrl, { maxRetriesPerRequest: 3 })
+  }
+  return new UploadStore({
+    root,
+    quotaBytesPerTenant: config.fabric.files.quotaBytes,
+    ...(config.fabric.store === 'redis' ? { index: new RedisUploadIndex(redis, config.fabric.redisPrefix) } : {}),
+    ...(config.fabric.ledger.blobs === 's3'
+      ? { shared: new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.ledger.blobs')).under('uploads/') }
+      : {}),
   })
 }
 

@@ -184,7 +184,7 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     // By digest, the tenant's uploads first (the store's own tenant check), read only when within the file limit.
     uploads: {
       read: async (sha256, tenant) => {
-        const found = parts.uploads().locate(tenant, sha256)
+        const found = await parts.uploads().locate(tenant, sha256)
         if (!found) return undefined
         if (found.bytes > config.workspace.maxFileBytes)
           throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {

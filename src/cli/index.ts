@@ -393,12 +393,16 @@ export function buildProgram(out: NodeJS.WritableStream, setExit: (code: number)
     .option('--port <port>', 'port to bind (default: server.port; 0 for any free port)', nonNegativePort)
     .addOption(configOption())
     .action(async (flags: { host?: string; port?: number; config?: string }) => {
-      // Listen at once (/healthz); serve() warms the adapters and /readyz reports ready after.
+      // Listen at once (/healthz; /readyz 503 until the first tier is warm). The warm-ups start before the server's
+      // modules load, so the workers and child processes start while this thread loads fastify.
       const execgate = await createExecgate({ file: flags.config, warm: false, role: 'server' })
+      const warm = execgate.ready()
       try {
         const { serve } = await import('../server/serve')
         const running = await serve(execgate, { host: flags.host, port: flags.port })
-        // Queued tasks (and those a crash interrupted) run from the start, not from the first task request.
+        // Queued tasks (and those a crash interrupted) run from the start, not from the first task request; after the
+        // first tier is warm, so opening the stores (SQLite's native module) does not hold readiness back.
+        await warm
         await execgate.tasks.start()
         await execgate.plans.start()
         process.stderr.write(`[execgate] serving on ${running.url}\n`)

@@ -2,7 +2,9 @@ import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, describeError } from '../core'
 import { PLAN_STATES, type PlanEvent, type PlanService, type PlanSpec, type PlanState, type PlanView } from '../fabric/plans'
+import type { ResumeChanges } from '../fabric/tasks'
 import { createExecgate } from '../index'
+import { resumeChangesFrom, withResumeOptions } from './resume-options'
 
 /**
  * `execgate plan …`: plans on the embedded store, from the command line. `run --wait` and `wait` drive the plan in
@@ -172,7 +174,22 @@ export function registerPlanCommands(program: Command, helpers: PlanCommandHelpe
   byId('wait', 'drive plans here until this one ends; exit 0 only if it COMPLETED', true, (plans, id) => waitFor(plans, id))
   byId('cancel', 'terminate a plan and its running steps', false, (plans, id) => plans.cancel(id))
   byId('suspend', 'suspend a running plan: no step starts, running steps are suspended', false, (plans, id) => plans.suspend(id))
-  byId('resume', 'resume a suspended plan: its suspended steps run again', false, (plans, id) => plans.resume(id))
+  withResumeOptions(
+    plan
+      .command('resume')
+      .description(
+        'resume a suspended plan: its suspended steps run again, optionally with other limits (never looser than its policy allows)',
+      )
+      .argument('<id>', 'the plan id'),
+  )
+    .option('--json', 'print the plan as JSON')
+    .addOption(configOption())
+    .action(async (id: string, flags: CommonFlags & ResumeChanges) => {
+      await withPlans(flags, false, async (plans) => {
+        print(out, flags, await plans.resume(id, resumeChangesFrom(flags)))
+        setExit(0)
+      })
+    })
 
   plan
     .command('list')

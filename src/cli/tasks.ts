@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, LANGUAGES, type Language } from '../core'
 import { TASK_STATES, type ResumeChanges, type Task, type TaskService, type TaskSpec, type TaskState } from '../fabric/tasks'
 import { createExecgate, type Execgate } from '../index'
+import { resumeChangesFrom, withResumeOptions } from './resume-options'
 
 /**
  * `execgate task …` and `execgate worker`: durable tasks on the store `fabric.store` names, from the command line.
@@ -38,20 +39,6 @@ const integer =
     if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < minimum)
       throw new InvalidArgumentError(`${flag} must be a whole number of at least ${minimum}, got "${value}"`)
     return parsed
-  }
-
-const jsonObject =
-  (flag: string) =>
-  (value: string): Record<string, unknown> => {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(value)
-    } catch (error) {
-      throw new InvalidArgumentError(`${flag} must be a JSON object: ${(error as Error).message}`)
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-      throw new InvalidArgumentError(`${flag} must be a JSON object`)
-    return parsed as Record<string, unknown>
   }
 
 async function withTasks<T>(flags: CommonFlags, run: boolean, body: (tasks: TaskService, execgate: Execgate) => Promise<T>): Promise<T> {
@@ -165,20 +152,17 @@ export function registerTaskCommands(program: Command, helpers: TaskCommandHelpe
   byId('cancel', 'terminate a task (a running one is stopped)', false, (tasks, id) => tasks.cancel(id))
   byId('suspend', 'suspend a pending or running task', false, (tasks, id) => tasks.suspend(id))
 
-  task
-    .command('resume')
-    .description('queue a suspended task again, optionally with other limits (never looser than its policy allows)')
-    .argument('<id>', 'the task id')
-    .option('--timeout-ms <n>', 'the run time limit, in ms', integer('--timeout-ms', 1))
-    .option('--memory-mb <n>', 'the memory limit, in MB', integer('--memory-mb', 1))
-    .option('--adapter <name>', 'run on this adapter')
-    .option('--policy <json>', 'policy overrides as JSON, e.g. \'{"outputBytes": 4096}\'', jsonObject('--policy'))
+  withResumeOptions(
+    task
+      .command('resume')
+      .description('queue a suspended task again, optionally with other limits (never looser than its policy allows)')
+      .argument('<id>', 'the task id'),
+  )
     .option('--json', 'print the task as JSON')
     .addOption(configOption())
     .action(async (id: string, flags: CommonFlags & ResumeChanges) => {
-      const { config: _config, json: _json, ...changes } = flags
       await withTasks(flags, false, async (tasks) => {
-        print(out, flags, await tasks.resume(id, changes))
+        print(out, flags, await tasks.resume(id, resumeChangesFrom(flags)))
         setExit(0)
       })
     })

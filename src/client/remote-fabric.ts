@@ -107,8 +107,9 @@ export class RemotePlans {
     return this.http.json<PlanView>('suspendPlan', { params: { id } }, options)
   }
 
-  resume(id: string, options?: CallOptions): Promise<PlanView> {
-    return this.http.json<PlanView>('resumePlan', { params: { id } }, options)
+  /** `changes` go to the steps the plan held, each within the tenant's profile (else EXECGATE_RESUME_REFUSED). */
+  resume(id: string, changes: ResumeChanges = {}, options?: CallOptions): Promise<PlanView> {
+    return this.http.json<PlanView>('resumePlan', { params: { id }, json: changes }, options)
   }
 
   /** The plan's log (plan and step transitions, revisions), then live, until it ends. */

@@ -46,7 +46,7 @@ export interface FabricConfig {
   workspaces: 'memory' | 's3'
   /** Files uploaded once and named by digest (`PUT /v1/files`, `execgate run --file`; docs/data.md). */
   files: {
-    /** Folder of the upload store (blobs by SHA-256 and their index); empty for `<fabric.dataDir>/uploads`. @default '' @env EXECGATE_FABRIC_FILES_DIR */
+    /** Folder of the upload store's blobs by SHA-256 (this node's copies when they are shared through the ledger's bucket) and, unless `fabric.store` is `redis`, their index; empty for `<fabric.dataDir>/uploads`. @default '' @env EXECGATE_FABRIC_FILES_DIR */
     dir: string
     /** Bytes of uploads one tenant may hold; an upload past it is refused (HTTP 413). @default 1073741824 @env EXECGATE_FABRIC_FILES_QUOTA_BYTES */
     quotaBytes: number

@@ -1,8 +1,8 @@
-import Ajv from 'ajv'
 import convict from 'convict'
 import cron from 'node-cron'
 import { POLICY_OVERRIDES_SCHEMA } from '../core/request-schema'
 import { LANGUAGES, POLICY_LIMITS } from '../core/types'
+import { lazyValidator } from '../runtime/lazy-validator'
 
 /**
  * Named convict formats. Each throws a message saying what is allowed; convict prefixes the key and appends the
@@ -118,7 +118,7 @@ function assertPlainObject(value: unknown, what: string): asserts value is Recor
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error(`must be a JSON object of ${what}`)
 }
 
-const validatePolicyOverrides = new Ajv({ strict: false }).compile(POLICY_OVERRIDES_SCHEMA)
+const validatePolicyOverrides = lazyValidator(POLICY_OVERRIDES_SCHEMA)
 
 /**
  * `security.profiles`: profile name → policy fields. Convict treats object-valued keys as leaves only with

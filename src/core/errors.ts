@@ -111,10 +111,15 @@ export const ERROR_CODES = {
   },
   EXECGATE_NOT_FOUND: { fault: 'client', retryable: false, template: '{detail}' },
   EXECGATE_TASK_CONFLICT: { fault: 'client', retryable: false, template: 'task {id} is {state} and cannot be {action}' },
+  EXECGATE_SUBMIT_REFUSED: {
+    fault: 'client',
+    retryable: false,
+    template: '{subject} was not submitted: {reason}',
+  },
   EXECGATE_RESUME_REFUSED: {
     fault: 'client',
     retryable: false,
-    template: 'task {id} was not resumed and stays SUSPENDED: {reason}',
+    template: '{subject} was not resumed and stays SUSPENDED: {reason}',
   },
   EXECGATE_PLAN_CONFLICT: { fault: 'client', retryable: false, template: 'plan {id} is {state} and cannot be {action}' },
   EXECGATE_BODY_TOO_LARGE: { fault: 'client', retryable: false, template: 'the request body is over the {limit}-byte limit' },

@@ -38,7 +38,9 @@ export function createResult(status: ExecutionStatus, adapter: string, fields: R
     stderrBytes: fields.stderrBytes ?? Buffer.byteLength(fields.stderr ?? ''),
     usage: fields.usage ?? {},
   }
-  for (const [key, value] of Object.entries(fields)) {
+  // for…in, not Object.entries: no array of pairs per result (this runs for every run, on every adapter).
+  for (const key in fields) {
+    const value = (fields as Record<string, unknown>)[key]
     if (value !== undefined && !(key in result)) (result as unknown as Record<string, unknown>)[key] = value
   }
   if (status !== 'ok' && !result.message) result.message = fields.error?.message ?? statusSentence(status)

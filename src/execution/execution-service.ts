@@ -35,6 +35,8 @@ import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
 import type { EgressGateway } from '../egress'
 import { egressUse, openRunEgress } from './run-egress'
+import { LazyAbort } from './lazy-abort'
+import { newRunId } from './run-id'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
 export interface ExecutionServiceOptions {
@@ -104,7 +106,7 @@ export class DefaultExecutionService implements ExecutionService {
     const startedAt = Date.now()
     const traceId = typeof request?.traceId === 'string' && request.traceId ? request.traceId : randomUUID()
     // Not the traceId: a caller may send the same traceId again (a retry), and every run needs its own record.
-    const runId = randomUUID()
+    const runId = newRunId(startedAt)
     const resolved: ResolvedRun = {}
     let result: ExecutionResult
     try {
@@ -163,7 +165,7 @@ export class DefaultExecutionService implements ExecutionService {
     // 1. parse
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
-    const uploads = locateUploads(request, options.tenant, this.options.uploads)
+    const uploads = await locateUploads(request, options.tenant, this.options.uploads)
     if (uploads.refusal) return uploads.refusal
     resolved.mounts = uploads.mounts
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
@@ -322,8 +324,8 @@ export class DefaultExecutionService implements ExecutionService {
         return errorResult('invalid_request', SERVICE, error as ExecgateError)
       }
     }
-    const controller = new AbortController()
-    const egress = openRunEgress(this.options.egress, policy, controller.signal)
+    const controller = new LazyAbort()
+    const egress = openRunEgress(this.options.egress, policy, () => controller.signal)
     if ('status' in egress) return egress
     const definitions = this.options.hostFunctions ?? []
     const placed = await placeUploads(adapter, request, resolved.mounts ?? [], this.workspaceLimits.maxFileBytes)
@@ -349,7 +351,10 @@ export class DefaultExecutionService implements ExecutionService {
     const context: ExecutionContext = {
       traceId,
       policy,
-      signal: controller.signal,
+      get signal() {
+        return controller.signal
+      },
+      isAborted: () => controller.aborted,
       deadline: started + policy.wallTimeMs,
       onOutput: (stream, chunk) => void streamed.write(stream, chunk),
       ...(options.onRichOutput ? { onRichOutput: options.onRichOutput } : {}),

@@ -1,8 +1,8 @@
-import Ajv, { type ErrorObject } from 'ajv'
+import type { ErrorObject } from 'ajv'
 import { EXECUTION_REQUEST_SCHEMA, type ExecutionRequest } from '../core'
+import { lazyValidator } from '../runtime/lazy-validator'
 
-const ajv = new Ajv({ allErrors: false, strict: false })
-const validateRequest = ajv.compile<ExecutionRequest>(EXECUTION_REQUEST_SCHEMA)
+const validateRequest = lazyValidator<ExecutionRequest>(EXECUTION_REQUEST_SCHEMA)
 
 /** `/policy/memoryMb` → `policy.memoryMb`; `/files/0/path` → `files[0].path`. */
 function fieldName(error: ErrorObject): string {

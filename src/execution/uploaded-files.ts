@@ -15,7 +15,7 @@ import { normalizeWorkspacePath } from '../workspace'
 /** The upload store as the service sees it: where a tenant's upload is on this host (src/fabric/files). */
 export interface UploadLocator {
   /** Undefined for a digest the tenant never uploaded, whoever else did: the two answer alike. */
-  locate(tenant: string, sha256: string): { hostPath: string; bytes: number } | undefined
+  locate(tenant: string, sha256: string): Promise<{ hostPath: string; bytes: number } | undefined>
 }
 
 /** The tenant of a library caller that names none (as the ledger, the tasks and the sandboxes call it). */
@@ -25,11 +25,11 @@ export const LOCAL_TENANT = 'local'
  * Step 1b: every `{ path, sha256 }` of the request found among the caller's own uploads, before anything runs; a
  * digest it does not hold (missing, or another tenant's) is the caller's `invalid_request`, the same words for both.
  */
-export function locateUploads(
+export async function locateUploads(
   request: ExecutionRequest,
   tenant: string | undefined,
   uploads: UploadLocator | undefined,
-): { mounts: FileMount[]; refusal?: undefined } | { refusal: ExecutionResult } {
+): Promise<{ mounts: FileMount[]; refusal?: undefined } | { refusal: ExecutionResult }> {
   const mounts: FileMount[] = []
   for (const [index, file] of (request.files ?? []).entries()) {
     if (!isFileReference(file)) continue
@@ -40,7 +40,7 @@ export function locateUploads(
       const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
       return { refusal: refused(new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` })) }
     }
-    const found = uploads?.locate(tenant ?? LOCAL_TENANT, file.sha256)
+    const found = await uploads?.locate(tenant ?? LOCAL_TENANT, file.sha256)
     if (!found)
       return { refusal: refused(new ExecgateError('EXECGATE_FILE_NOT_FOUND', { sha256: file.sha256, tenant: tenant ?? LOCAL_TENANT })) }
     mounts.push({ path, sha256: file.sha256, bytes: found.bytes, hostPath: found.hostPath })

@@ -113,27 +113,36 @@ export class Pool<Member extends PoolMember> {
 
   /**
    * An idle member, or the next to become idle. `maxWaitMs` bounds the wait (a run's own deadline): past it the
-   * promise rejects with PoolWaitTimeout and the caller is no longer in line.
+   * promise rejects with PoolWaitTimeout and the caller is no longer in line; so it is once `signal` aborts (the
+   * promise rejects with the signal's reason).
    */
-  async acquire(maxWaitMs = Number.POSITIVE_INFINITY): Promise<Member> {
+  async acquire(maxWaitMs = Number.POSITIVE_INFINITY, signal?: AbortSignal): Promise<Member> {
     if (this.disposed) throw new Error(this.options.disposed)
     this.start()
     if (this.broken) throw this.cannotStart()
     const idle = this.tryAcquire()
     if (idle) return idle
+    const cancelled = () => (signal?.reason instanceof Error ? signal.reason : new Error('the wait for a member was cancelled'))
+    if (signal?.aborted) throw cancelled()
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined
+      const leave = (error: Error) => {
+        const at = this.waiting.indexOf(waiter)
+        if (at >= 0) this.waiting.splice(at, 1)
+        done()
+        reject(error)
+      }
+      const onAbort = () => leave(cancelled())
+      const done = () => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+      }
       const waiter = {
-        resolve: (member: Member) => (clearTimeout(timer), resolve(member)),
-        reject: (error: Error) => (clearTimeout(timer), reject(error)),
+        resolve: (member: Member) => (done(), resolve(member)),
+        reject: (error: Error) => (done(), reject(error)),
       }
-      if (Number.isFinite(maxWaitMs)) {
-        timer = setTimeout(() => {
-          const at = this.waiting.indexOf(waiter)
-          if (at >= 0) this.waiting.splice(at, 1)
-          reject(new PoolWaitTimeout(maxWaitMs))
-        }, maxWaitMs)
-      }
+      if (Number.isFinite(maxWaitMs)) timer = setTimeout(() => leave(new PoolWaitTimeout(maxWaitMs)), maxWaitMs)
+      signal?.addEventListener('abort', onAbort, { once: true })
       this.waiting.push(waiter)
     })
   }

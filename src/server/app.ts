@@ -13,7 +13,6 @@ import { findRequestProblem } from '../execution/parse-request'
 import type { Execgate } from '../index'
 import type { Logger } from '../observability/logger'
 import * as tokens from '../app/tokens'
-import { mcpHttpHandler } from './mcp'
 import { registerTaskRoutes } from './task-routes'
 import { registerObservationRoutes } from './observation-routes'
 import { registerConsoleAssets } from './console-assets'
@@ -43,6 +42,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   EXECGATE_NOT_FOUND: 404,
   EXECGATE_TASK_CONFLICT: 409,
   EXECGATE_PLAN_CONFLICT: 409,
+  EXECGATE_SUBMIT_REFUSED: 400,
   EXECGATE_RESUME_REFUSED: 400,
   EXECGATE_BODY_TOO_LARGE: 413,
   EXECGATE_RATE_LIMITED: 429,
@@ -297,7 +297,11 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
   app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()))
   app.get('/docs/json', async () => openApiDocument())
 
-  app.post('/mcp', mcpHttpHandler(execgate, tenantSession))
+  // The MCP SDK and zod load at the first /mcp call, not at start-up: ~100 ms of a server's way to ready.
+  let mcpHandler: Promise<ReturnType<typeof import('./mcp').mcpHttpHandler>> | undefined
+  app.post('/mcp', async (request, reply) =>
+    (await (mcpHandler ??= import('./mcp').then(({ mcpHttpHandler }) => mcpHttpHandler(execgate, tenantSession))))(request, reply),
+  )
   app.get('/mcp', async (_request, reply) =>
     reply
       .code(405)

@@ -23,7 +23,7 @@ export function registerFileRoutes(app: FastifyInstance, execgate: Execgate): vo
       if (expected !== undefined && !/^[0-9a-f]{64}$/.test(expected))
         throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'sha256 must be 64 lowercase hexadecimal characters' })
       // Already held: nothing to read (a client that asks first with HEAD never sends the bytes at all).
-      const held = expected ? uploads.find(request.tenant.name, expected) : undefined
+      const held = expected ? await uploads.find(request.tenant.name, expected) : undefined
       if (held) return reply.code(200).send({ ...held, reused: true })
       const stored = await uploads.put(request.tenant.name, request.raw, expected)
       return reply.code(stored.reused ? 200 : 201).send(stored)
@@ -31,14 +31,14 @@ export function registerFileRoutes(app: FastifyInstance, execgate: Execgate): vo
   })
 
   app.get('/v1/files', async (request) => ({
-    files: uploads.list(request.tenant.name),
-    usedBytes: uploads.used(request.tenant.name),
+    files: await uploads.list(request.tenant.name),
+    usedBytes: await uploads.used(request.tenant.name),
     quotaBytes: execgate.config.fabric.files.quotaBytes,
   }))
   // GET answers HEAD too (Fastify's exposeHeadRoutes): a client asks before it uploads.
   app.get('/v1/files/:sha256', async (request) => {
     const sha256 = digestOf(request)
-    const file = uploads.find(request.tenant.name, sha256)
+    const file = await uploads.find(request.tenant.name, sha256)
     if (!file) throw notFound(request, sha256)
     return file
   })

@@ -20,6 +20,24 @@ export const TASK_SCHEMAS = {
   TaskSpec: { type: 'object', required: ['request'], description: 'See docs/tasks.md (TASK_SPEC_SCHEMA)' },
 }
 
+/** The limits a resume may change (a task's, or the steps a plan held), each checked against the caller's profile. */
+export const RESUME_CHANGES_BODY = {
+  content: {
+    'application/json': {
+      schema: {
+        type: 'object',
+        properties: {
+          timeoutMs: { type: 'integer' },
+          memoryMb: { type: 'integer' },
+          adapter: { type: 'string' },
+          policy: { type: 'object' },
+        },
+        additionalProperties: false,
+      },
+    },
+  },
+}
+
 export const TASK_PATHS = {
   '/v1/tasks': {
     post: {
@@ -28,7 +46,12 @@ export const TASK_PATHS = {
         { name: 'Idempotency-Key', in: 'header', schema: { type: 'string' }, description: 'the same key returns the first task' },
       ],
       requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/TaskSpec' } } } },
-      responses: { '201': task('the task, PENDING'), '400': errorOf('invalid task') },
+      responses: {
+        '201': task('the task, PENDING'),
+        '400': errorOf(
+          "invalid task (EXECGATE_REQUEST_INVALID), or its limits are looser than the tenant's policy profile allows, naming the limit; nothing is stored (EXECGATE_SUBMIT_REFUSED)",
+        ),
+      },
     },
     get: {
       summary: "The caller's tasks, in submission order or newest first",
@@ -61,22 +84,7 @@ export const TASK_PATHS = {
     post: {
       summary: 'Resume a suspended task, optionally with other limits or adapter',
       parameters: [id],
-      requestBody: {
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              properties: {
-                timeoutMs: { type: 'integer' },
-                memoryMb: { type: 'integer' },
-                adapter: { type: 'string' },
-                policy: { type: 'object' },
-              },
-              additionalProperties: false,
-            },
-          },
-        },
-      },
+      requestBody: RESUME_CHANGES_BODY,
       responses: {
         '200': task('the task, PENDING'),
         '400': errorOf(

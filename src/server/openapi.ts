@@ -2,7 +2,7 @@ import { EXECUTION_REQUEST_SCHEMA, LANGUAGES } from '../core'
 import { PLAN_SPEC_SCHEMA } from '../fabric/plans'
 import { EXECGATE_VERSION } from './version'
 import { OBSERVATION_PATHS } from './openapi-observation'
-import { TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
+import { RESUME_CHANGES_BODY, TASK_PATHS, TASK_SCHEMAS } from './openapi-tasks'
 import { LEDGER_PATHS } from './openapi-ledger'
 import { sandboxOpenApiPaths } from './sandbox-schemas'
 import { POLICY_PATHS, POLICY_SCHEMAS } from './openapi-policy'
@@ -84,11 +84,15 @@ const planPaths = {
   },
   '/v1/plans/{id}/resume': {
     post: {
-      summary: 'Resume a suspended plan: its suspended steps run again, completed ones are kept',
+      summary: 'Resume a suspended plan: its suspended steps run again (with the changed limits, if any), completed ones are kept',
       parameters: [idParameter],
+      requestBody: RESUME_CHANGES_BODY,
       responses: {
         '200': { description: 'the plan, RUNNING', ...planBody },
-        '400': { description: 'a body with fields: a plan resumes without changes (EXECGATE_REQUEST_INVALID)' },
+        '400': {
+          description:
+            "the changes loosen the plan's policy profile for a step it held (naming the step and the limit) or are malformed; nothing moves and the plan stays SUSPENDED (EXECGATE_RESUME_REFUSED); a field other than timeoutMs, memoryMb, adapter, policy (EXECGATE_REQUEST_INVALID)",
+        },
         '404': { description: 'no such plan for this tenant' },
         '409': { description: 'the plan is not SUSPENDED' },
       },

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ExecgateError } from '../core'
 import { PLAN_STATES, type PlanSpec, type PlanState } from '../fabric/plans'
-import type { TaskCaller } from '../fabric/tasks'
+import { type ResumeChanges, type TaskCaller } from '../fabric/tasks'
 import type { Execgate } from '../index'
 
 /**
@@ -58,14 +58,9 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
   app.delete('/v1/plans/:id', async (request) => execgate.plans.cancel(idOf(request), callerOf(request)))
   app.post('/v1/plans/:id/suspend', async (request) => execgate.plans.suspend(idOf(request), callerOf(request)))
   app.post('/v1/plans/:id/resume', async (request) => {
-    // A plan resumes as it was: its steps keep the limits they were checked with. A body asking for other limits is
-    // refused rather than ignored, so nobody believes a plan runs with limits it does not have.
-    const fields = Object.keys((request.body ?? {}) as object)
-    if (fields.length > 0)
-      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
-        detail: `a plan resumes without changes (${fields.join(', ')}): its steps keep the limits they were checked with; submit a revised plan for others`,
-      })
-    return execgate.plans.resume(idOf(request), callerOf(request))
+    const body = (request.body ?? {}) as ResumeChanges
+    // The changes go to the steps the plan held, each checked against the tenant's profile as a task's resume is.
+    return execgate.plans.resume(idOf(request), body, callerOf(request))
   })
 
   // Server-sent events: the plan's log in order (`event: plan`, `step` or `revision`, its `seq` as the event id),

@@ -1,5 +1,6 @@
-import Ajv, { type ErrorObject } from 'ajv'
+import type { ErrorObject } from 'ajv'
 import { LANES, LANGUAGES, POLICY_OVERRIDES_SCHEMA, WORKSPACE_FILE_SCHEMA } from '../core'
+import { lazyValidator } from '../runtime/lazy-validator'
 
 /** JSON Schemas of the sandbox routes' bodies: the server validates with them and the OpenAPI document shows them. */
 
@@ -78,11 +79,10 @@ export const SANDBOX_SNAPSHOT_SCHEMA = {
   },
 } as const
 
-const ajv = new Ajv({ allErrors: false, strict: false })
 const validators = {
-  start: ajv.compile(SANDBOX_START_SCHEMA),
-  exec: ajv.compile(SANDBOX_EXEC_SCHEMA),
-  save: ajv.compile(SANDBOX_SAVE_SCHEMA),
+  start: lazyValidator(SANDBOX_START_SCHEMA),
+  exec: lazyValidator(SANDBOX_EXEC_SCHEMA),
+  save: lazyValidator(SANDBOX_SAVE_SCHEMA),
 }
 
 function describe(error: ErrorObject): string {

@@ -13,7 +13,6 @@ const callerOf = (request: FastifyRequest): TaskCaller => ({
   ...(request.tenant.profile ? { profile: request.tenant.profile } : {}),
 })
 const idOf = (request: FastifyRequest) => (request.params as { id: string }).id
-const RESUME_FIELDS = ['timeoutMs', 'memoryMb', 'adapter', 'policy']
 
 export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): void {
   app.post('/v1/tasks', async (request, reply) => {
@@ -61,13 +60,8 @@ export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): vo
   app.delete('/v1/tasks/:id', async (request) => execgate.tasks.cancel(idOf(request), callerOf(request)))
   app.post('/v1/tasks/:id/suspend', async (request) => execgate.tasks.suspend(idOf(request), callerOf(request)))
   app.post('/v1/tasks/:id/resume', async (request) => {
-    const body = (request.body ?? {}) as Record<string, unknown>
-    const unknown = Object.keys(body).find((key) => !RESUME_FIELDS.includes(key))
-    if (unknown)
-      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
-        detail: `${unknown} cannot be changed on resume; only ${RESUME_FIELDS.join(', ')}`,
-      })
-    return execgate.tasks.resume(idOf(request), body as ResumeChanges, callerOf(request))
+    const body = (request.body ?? {}) as ResumeChanges
+    return execgate.tasks.resume(idOf(request), body, callerOf(request))
   })
 
   // Server-sent events: each transition (`event: transition`), and output while the task runs on this server

@@ -1,4 +1,7 @@
 import type { S3Client } from '@aws-sdk/client-s3'
+import fs from 'node:fs'
+import { Transform, type Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { requireOptional } from '../core/optional-dependency'
 
 /** Where a bucket is and how to reach it: AWS S3, or any S3-compatible server (MinIO, Ceph, s3rver) by `endpoint`. */
@@ -39,7 +42,8 @@ export interface S3Entry {
 
 /**
  * The few object operations the workspace and the artifact ledger need, over one bucket and key prefix. Bodies are
- * always whole Buffers: the SDK then sends a plain Content-Length upload, which every S3-compatible server accepts.
+ * whole Buffers, or a file of known length (`putFile`): the SDK then sends a plain Content-Length upload, which every
+ * S3-compatible server accepts.
  */
 export class S3Objects {
   readonly client: S3Client
@@ -102,6 +106,42 @@ export class S3Objects {
         ContentLength: body.length,
       }),
     )
+  }
+
+  /**
+   * A file's bytes as the object, streamed from disk with its Content-Length (a plain upload, as `put`'s, without
+   * holding the file in memory): uploads by digest can be gigabytes.
+   */
+  async putFile(key: string, file: string, bytes: number, contentType = 'application/octet-stream'): Promise<void> {
+    await this.client.send(
+      new this.sdk.PutObjectCommand({
+        Bucket: this.bucket,
+        Key: this.prefix + key,
+        Body: fs.createReadStream(file),
+        ContentType: contentType,
+        ContentLength: bytes,
+      }),
+    )
+  }
+
+  /** The object streamed into `file` (each chunk shown to `onChunk` on the way); false when there is none. */
+  async getFile(key: string, file: string, onChunk: (chunk: Buffer) => void): Promise<boolean> {
+    let body: Readable
+    try {
+      const answer = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }))
+      body = answer.Body as Readable
+    } catch (error) {
+      if (isNotFound(error)) return false
+      throw error
+    }
+    const tap = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        onChunk(chunk)
+        done(null, chunk)
+      },
+    })
+    await pipeline(body, tap, fs.createWriteStream(file, { mode: 0o600 }))
+    return true
   }
 
   async delete(keys: readonly string[]): Promise<void> {

@@ -1,4 +1,7 @@
 import { outOfMemoryEvidence } from '../../adapters/shared/out-of-memory'
+import { classifyExit } from '../../adapters/process/classify'
+import type { SpawnedRun } from '../../adapters/process/spawn-sandbox'
+import { DEFAULT_POLICY } from '../../src/policy'
 
 // Interpreter ends captured from real runs (docker, 64 MiB) and how each is read; process and docker share this.
 const V8_HEAP_CHECK = `
@@ -31,4 +34,34 @@ test("V8's failed check inside its heap under memory pressure is memory; any oth
   const elsewhere = V8_HEAP_CHECK.replace(/v8::internal::(PagedSpace|Heap)::\w+/g, 'v8::internal::Parser::ParseProgram')
   expect(outOfMemoryEvidence(elsewhere)).toBeUndefined()
   expect(outOfMemoryEvidence('Error: boom\n    at <code>:1:7')).toBeUndefined()
+})
+
+describe('process: a run stopped at its deadline', () => {
+  const stopped = (): SpawnedRun => ({
+    stoppedFor: 'timeout',
+    exitCode: null,
+    signal: 'SIGKILL',
+    report: '',
+    archiveCut: false,
+    wallMs: 1001,
+  })
+  const policy = { ...DEFAULT_POLICY, wallTimeMs: 1000, memoryMb: 64 }
+
+  // Whole-suite run 1 this session: bash-string-doubling on process, at load ~20, printed this and was killed at 1,000 ms
+  // (1,122 ms in all) while bash was exiting of it: answered timeout, though the memory limit had broken first.
+  test('is memory_limit when its last words are a refused allocation (bash exits of xrealloc)', () => {
+    expect(classifyExit(stopped(), policy, '/run/execgate/code: xrealloc: cannot allocate 33554560 bytes\n')).toEqual({
+      status: 'memory_limit',
+      error: {
+        type: 'MemoryError',
+        message: 'memory limit reached (64 MiB): /run/execgate/code: xrealloc: cannot allocate 33554560 bytes',
+      },
+    })
+  })
+
+  test('is a timeout when the code caught the error and ran on, or said nothing of memory', () => {
+    expect(classifyExit(stopped(), policy, 'MemoryError\nstill going\n').status).toBe('timeout')
+    expect(classifyExit(stopped(), policy, '').status).toBe('timeout')
+    expect(classifyExit({ ...stopped(), stoppedFor: 'cancelled' }, policy, 'MemoryError\n').status).toBe('cancelled')
+  })
 })

@@ -48,6 +48,7 @@ const BODIES: Partial<Record<RouteName, string>> = {
   submitTask: 'TaskSpec',
   resumeTask: 'ResumeChanges',
   runPlan: 'PlanSpec',
+  resumePlan: 'ResumeChanges',
   startSandbox: 'SandboxStartOptions',
   execSandbox: 'SandboxExecRequest',
 }

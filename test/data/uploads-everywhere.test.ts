@@ -67,7 +67,7 @@ describe('one execgate on a data folder', () => {
     )
     expect({ status: result.status, stderr: result.stderr.slice(-400) }).toMatchObject({ status: 'ok' })
     expect(result.value).toEqual([0, TOTAL, true, expect.stringMatching(/^(EROFS|EACCES|EPERM)$/)])
-    const blob = execgate.uploads.locate('local', DIGEST)!.hostPath
+    const blob = (await execgate.uploads.locate('local', DIGEST))!.hostPath
     expect(createHash('sha256').update(fs.readFileSync(blob)).digest('hex')).toBe(DIGEST)
     // The next warm run, without the upload, sees no trace of it.
     const next = await execgate.execute(

@@ -34,7 +34,12 @@ beforeAll(async () => {
       readiness: { enabled: false },
       log: { level: 'silent' },
       fabric: { dataDir, ledger: { enabled: false }, files: { dir: path.join(dataDir, 'uploads'), quotaBytes: QUOTA } },
-      security: { profiles: { writer: { filesystem: 'sandboxed' }, inspect: { allowedImports: ['os'] } } },
+      security: {
+        // A run's time limit is not what this file tests: a cold process-tier Python run at load ~20 passed the default
+        // 5 s in a whole-suite run (status timeout). 30 s stays a bound on a run that hangs.
+        defaultPolicy: { wallTimeMs: 30_000, cpuTimeMs: 30_000 },
+        profiles: { writer: { filesystem: 'sandboxed' }, inspect: { allowedImports: ['os'] } },
+      },
       server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`], tenants: { acme: { profiles: ['writer', 'inspect'] } } },
     },
   })

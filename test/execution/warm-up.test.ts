@@ -85,6 +85,24 @@ describe('warm: false', () => {
   }, 60_000)
 })
 
+describe('a run waiting for pyodide to start', () => {
+  const cold = { ...overrides, execution: { enabled: ['pyodide'] } }
+
+  it("a caller's cancel ends the wait at once: cancelled, never run", async () => {
+    const execgate = await createExecgate({ overrides: cold, warm: false })
+    try {
+      const controller = new AbortController()
+      const running = execgate.execute({ language: 'python', code: '6 * 7' }, { signal: controller.signal })
+      setTimeout(() => controller.abort(), 100)
+      const result = await running
+      expect(result).toMatchObject({ status: 'cancelled', adapter: 'pyodide' })
+      expect(result.value).toBeUndefined()
+    } finally {
+      await execgate.dispose()
+    }
+  }, 120_000)
+})
+
 describe('a one-shot run (the CLI: warm: false)', () => {
   it('starts only the adapter its route needs: a JavaScript run starts neither monty nor pyodide', async () => {
     const execgate = await createExecgate({ overrides, warm: false })

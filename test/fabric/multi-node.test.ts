@@ -276,15 +276,25 @@ test('1,000 tasks submitted across both nodes while a worker is killed (SIGKILL)
   expect(states.filter((state) => state !== 'COMPLETED')).toEqual([])
   const tasks = (await peek.mget(ids.map((id) => `${PREFIX}:tasks:task:${id}`))).map((raw) => JSON.parse(raw!) as Task)
   tasks.forEach((task, index) => expect(task.result?.value).toBe(index * 2))
-  // Each completed exactly once; a run started again only when its first never ended (lost with the killed worker).
+  // Each completed exactly once; a run started again only after its lease lapsed, and the log names who held it: the
+  // killed worker (at most its CONCURRENCY runs), or a live worker too busy to renew in time (a loaded machine: seen
+  // once in a whole-suite run at load ~20 with LEASE_MS 3 s; leases exist so a stalled holder's run is taken over).
   const logs = await taskLogs(ids)
   const restarted = [...logs.values()].filter((events) => count(events, 'RUNNING') > 1)
   for (const events of logs.values()) expect(count(events, 'COMPLETED')).toBe(1)
-  expect(restarted.length).toBeLessThanOrEqual(CONCURRENCY)
-  for (const events of restarted) {
+  const workerOwners = workers.map((worker) => `:${worker.pid}`)
+  const lostBy = restarted.map((events) => {
     const firstRun = events.findIndex((event) => event.to === 'RUNNING')
-    expect(events[firstRun + 1]!.to).not.toBe('COMPLETED')
-  }
+    const lost = events[firstRun + 1]!
+    const holder = /^the process running it \((\S+)\) stopped renewing its lease/.exec(lost.reason)?.[1]
+    expect({ to: lost.to, reason: lost.reason, byAWorker: workerOwners.some((pid) => holder?.endsWith(pid)) }).toEqual({
+      to: 'PENDING',
+      reason: lost.reason,
+      byAWorker: true,
+    })
+    return holder!
+  })
+  expect(lostBy.filter((holder) => holder.endsWith(`:${workers[0]!.pid}`)).length).toBeLessThanOrEqual(CONCURRENCY)
   // No task beyond the 1,000 and the plan's: no key stored a second one.
   expect(await peek.zcard(`${PREFIX}:tasks:tenant:${tasks[0]!.tenant}`)).toBe(TASKS + 2 + 1 + 5 + 3)
 }, 150_000)

@@ -10,9 +10,9 @@ import { ExecgateClient } from '../../src/client'
 
 /**
  * A tenant's profile over HTTP is a ceiling: a request body that asks for more of any limit is refused naming the
- * limit, before anything runs; a task is submitted and resumed only within it (a looser resume is refused at the
- * resume, over HTTP and through the client); a plan resumes without changes; another tenant's tasks cannot be
- * suspended or resumed (404, as a missing task). Real server on loopback, real quickjs, real SQLite task store.
+ * limit, before anything runs; a task is submitted and resumed only within it (a looser task is refused at the
+ * submit, a looser resume at the resume, over HTTP, through the library and the client); a plan's resume changes its
+ * held steps' limits only within it; another tenant's tasks and plans cannot be suspended or resumed (404, as missing). Real server on loopback, real quickjs, real SQLite task store.
  */
 
 const TIGHT = {
@@ -136,31 +136,64 @@ describe('POST /v1/executions with a body that loosens the profile', () => {
   })
 })
 
+/** Every loosening a task can carry: the request's (the table's), and the task's own timeoutMs above the profile's wall time. */
+const taskLoosenings = () => [
+  ...loosenings({ ...DEFAULT_POLICY, ...TIGHT }).map((item) => ({ label: item.label, spec: { request: item.request }, limit: item.limit })),
+  { label: 'task timeoutMs', spec: { timeoutMs: TIGHT.wallTimeMs + 1, request: {} }, limit: 'wallTimeMs' },
+]
+
 describe('tasks stay inside the tenant profile', () => {
-  test.each(loosenings({ ...DEFAULT_POLICY, ...TIGHT }).map((item) => [item.label, item] as const))(
-    'a task whose request loosens %s is refused or ends policy_violation (TERMINATED, docs/tasks.md), never run',
+  test.each(taskLoosenings().map((item) => [item.label, item] as const))(
+    'a task that loosens %s is refused at submit: 400 EXECGATE_SUBMIT_REFUSED naming the limit, nothing stored or run',
     async (_label, item) => {
-      const marker = `task-ran-${item.label}`
+      const intentId = `loosened-${item.label.replace(/[^A-Za-z0-9]/g, '-')}`
       const created = await call('/v1/tasks', {
         key: ACME,
-        body: { request: { language: 'javascript', code: `console.log(${JSON.stringify(marker)}); 1`, ...item.request } },
+        body: { ...item.spec, intentId, request: { language: 'javascript', code: '1', ...item.spec.request } },
       })
-      if (created.status !== 201) {
-        expect({ status: created.status, names: String(created.json.error?.message).includes(item.limit) }).toEqual({
-          status: 400,
-          names: true,
-        })
-        return
-      }
-      const done = await settled(created.json.id, ACME)
-      expect({ state: done.state, status: done.result?.status, stdout: done.result?.stdout ?? '' }).toEqual({
-        state: 'TERMINATED',
-        status: 'policy_violation',
-        stdout: '',
-      })
-      expect(done.result.message).toContain(item.limit)
+      expect({ status: created.status, code: created.json.error?.code }).toEqual({ status: 400, code: 'EXECGATE_SUBMIT_REFUSED' })
+      expect(created.json.error.message).toContain('the task was not submitted')
+      expect(created.json.error.message).toContain(item.limit)
+      expect(created.json.error.message).toContain('may only tighten')
+      expect((await call(`/v1/tasks?intentId=${intentId}`, { key: ACME })).json.tasks).toEqual([])
     },
   )
+
+  test('through the library a batch with one loosened task is refused whole, naming it; tightened it is stored and runs', async () => {
+    const acme = { tenant: 'acme', profile: 'tight' }
+    const spec = (memoryMb: number) => ({
+      intentId: 'library-batch',
+      request: { language: 'javascript' as const, code: '6 * 7', memoryMb },
+    })
+    await expect(execgate.tasks.submitMany([spec(32), spec(TIGHT.memoryMb + 1)], acme)).rejects.toMatchObject({
+      code: 'EXECGATE_SUBMIT_REFUSED',
+      message: expect.stringContaining(
+        'tasks[1] was not submitted: the request may only tighten the policy: memoryMb 65 is above the allowed 64',
+      ),
+    })
+    await expect(execgate.tasks.submit(spec(TIGHT.memoryMb + 1), acme)).rejects.toMatchObject({ code: 'EXECGATE_SUBMIT_REFUSED' })
+    expect((await execgate.tasks.list({ intentId: 'library-batch' }, acme)).tasks).toEqual([])
+    const [task] = await execgate.tasks.submitMany([spec(TIGHT.memoryMb)], acme)
+    expect(await execgate.tasks.wait(task!.id, { ...acme, timeoutMs: 30_000 })).toMatchObject({ state: 'COMPLETED', result: { value: 42 } })
+  }, 60_000)
+
+  test('the client gets the refusal as an ExecgateClientError with the code', async () => {
+    const client = new ExecgateClient({ url: server.url, apiKey: GLOBEX })
+    await expect(
+      client.tasks.submit({
+        intentId: 'client-loosened',
+        request: { language: 'javascript', code: '1', policy: { network: ['example.com'] } },
+      }),
+    ).rejects.toMatchObject({
+      name: 'ExecgateClientError',
+      code: 'EXECGATE_SUBMIT_REFUSED',
+      status: 400,
+      fault: 'client',
+      retryable: false,
+      message: expect.stringContaining('network'),
+    })
+    expect((await client.tasks.list({ intentId: 'client-loosened' })).tasks).toEqual([])
+  })
 
   test("another tenant's task cannot be suspended, resumed or cancelled: 404, as a missing one, and nothing changes", async () => {
     // Held by its memory limit (SUSPENDED by its own run, no race with a scheduler picking it up).
@@ -231,8 +264,11 @@ describe('resuming with limits looser than the tenant profile is refused at the 
   }, 60_000)
 })
 
-describe('plans resume as they were', () => {
-  test("a body on a plan's resume is refused, and its held step's task cannot be resumed looser than the profile", async () => {
+describe("a plan's resume changes the limits of the steps it held, within the tenant profile", () => {
+  let url: string
+  let held: { id: string; taskId: string }
+  const heldTask = async () => (await call(`/v1/tasks/${held.taskId}`, { key: ACME })).json
+  beforeAll(async () => {
     const created = await call('/v1/plans', {
       key: ACME,
       body: {
@@ -243,31 +279,70 @@ describe('plans resume as they were', () => {
       },
     })
     expect(created.status).toBe(201)
-    const url = `/v1/plans/${created.json.id}`
+    url = `/v1/plans/${created.json.id}`
     // 'after' waits for 'slow' (a second of work): the plan is still RUNNING when the suspend lands.
     const suspended = await call(`${url}/suspend`, { key: ACME, method: 'POST' })
     expect([suspended.status, suspended.json.state]).toEqual([200, 'SUSPENDED'])
-    const held = suspended.json.steps.find((step: { id: string }) => step.id === 'after')
-    expect(held.state).toBe('SUSPENDED')
+    held = suspended.json.steps.find((step: { id: string }) => step.id === 'after')
+    expect(held).toMatchObject({ state: 'SUSPENDED' })
+  }, 60_000)
 
-    const withBody = await call(`${url}/resume`, { key: ACME, body: { memoryMb: TIGHT.memoryMb * 4 } })
-    expect({ status: withBody.status, code: withBody.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_REQUEST_INVALID' })
-    expect(withBody.json.error.message).toContain('a plan resumes without changes (memoryMb)')
+  // The engine grants its steps a workspace (fabric.plans.stepWorkspaceAccess, sandboxed by default): their ceiling.
+  const stepCeiling = { ...DEFAULT_POLICY, ...TIGHT, filesystem: 'sandboxed' as const }
+  test('the steps run with the workspace grant the ceiling assumes', () => {
+    expect(execgate.config.fabric.plans.stepWorkspaceAccess).toBe(stepCeiling.filesystem)
+  })
+
+  test.each(loosenings(stepCeiling).map((item) => [item.label, item] as const))(
+    '%s: 400 EXECGATE_RESUME_REFUSED naming a held step and the limit; the plan stays SUSPENDED, its steps unchanged',
+    async (_label, item) => {
+      const refused = await call(`${url}/resume`, { key: ACME, body: item.request })
+      expect({ status: refused.status, code: refused.json.error?.code }).toEqual({ status: 400, code: 'EXECGATE_RESUME_REFUSED' })
+      expect(refused.json.error.message).toMatch(/^\[execgate\] plan \S+ was not resumed and stays SUSPENDED: step "(slow|after)": /)
+      expect(refused.json.error.message).toContain(item.limit)
+      expect(refused.json.error.message).toContain('may only tighten')
+      expect((await call(url, { key: ACME })).json.state).toBe('SUSPENDED')
+      const task = await heldTask()
+      expect({ state: task.state, memoryMb: task.request.memoryMb, policy: task.request.policy }).toEqual({ state: 'SUSPENDED' })
+    },
+  )
+
+  test('a malformed change, or a field a resume cannot change, is refused; another tenant gets 404 and nothing moves', async () => {
+    const malformed = await call(`${url}/resume`, { key: ACME, body: { memoryMb: -1 } })
+    expect({ status: malformed.status, code: malformed.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_RESUME_REFUSED' })
+    expect(malformed.json.error.message).toContain('memoryMb')
+    const other = await call(`${url}/resume`, { key: ACME, body: { code: '1' } })
+    expect({ status: other.status, code: other.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_REQUEST_INVALID' })
+    expect(other.json.error.message).toContain('code cannot be changed on resume')
+    const stolen = await call(`${url}/resume`, { key: GLOBEX, body: { memoryMb: 32 } })
+    expect({ status: stolen.status, code: stolen.json.error.code }).toEqual({ status: 404, code: 'EXECGATE_NOT_FOUND' })
+    expect((await call(url, { key: GLOBEX })).status).toBe(404)
+    expect((await call(url, { key: ACME })).json.state).toBe('SUSPENDED')
     const stepLoosened = await call(`/v1/tasks/${held.taskId}/resume`, { key: ACME, body: { memoryMb: TIGHT.memoryMb * 4 } })
     expect({ status: stepLoosened.status, code: stepLoosened.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_RESUME_REFUSED' })
     expect(stepLoosened.json.error.message).toContain('memoryMb 256 is above the allowed 64')
-    expect((await call(url, { key: ACME })).json).toMatchObject({ state: 'SUSPENDED' })
-    expect((await call(`/v1/tasks/${held.taskId}`, { key: ACME })).json.state).toBe('SUSPENDED')
+    const client = new ExecgateClient({ url: server.url, apiKey: ACME })
+    await expect(client.plans.resume(url.split('/').pop()!, { memoryMb: TIGHT.memoryMb + 1 })).rejects.toMatchObject({
+      name: 'ExecgateClientError',
+      code: 'EXECGATE_RESUME_REFUSED',
+      status: 400,
+      message: expect.stringContaining('memoryMb 65 is above the allowed 64'),
+    })
+    expect((await heldTask()).state).toBe('SUSPENDED')
+  })
 
-    const resumed = await call(`${url}/resume`, { key: ACME, method: 'POST' })
+  test('within the profile the plan resumes, its held steps take the changes and it completes', async () => {
+    const resumed = await call(`${url}/resume`, { key: ACME, body: { memoryMb: 32, policy: { outputBytes: 1024 } } })
     expect([resumed.status, resumed.json.state]).toEqual([200, 'RUNNING'])
+    let plan
     for (;;) {
-      const plan = (await call(url, { key: ACME })).json
-      if (plan.state !== 'RUNNING') {
-        expect(plan).toMatchObject({ state: 'COMPLETED', steps: [{ result: { value: 20 } }, { result: { value: 22 } }] })
-        break
-      }
+      plan = (await call(url, { key: ACME })).json
+      if (plan.state !== 'RUNNING') break
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
+    expect(plan).toMatchObject({ state: 'COMPLETED', steps: [{ result: { value: 20 } }, { result: { value: 22 } }] })
+    expect((await heldTask()).request).toMatchObject({ memoryMb: 32, policy: { outputBytes: 1024 } })
+    const events = (await call(`${url}/events`, { key: ACME })).text
+    expect(events).toContain('resumed by the caller with memoryMb, policy changed')
   }, 60_000)
 })

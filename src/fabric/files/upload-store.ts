@@ -5,20 +5,28 @@ import { pipeline } from 'node:stream/promises'
 import { Transform, type Readable } from 'node:stream'
 import { ExecgateError } from '../../core/errors'
 import { DirectoryBlobStore } from '../ledger/blob-store'
-import { openSqlite, type Database } from '../sqlite'
+import type { S3Objects } from '../../workspace/s3-objects'
+import { SqliteUploadIndex, type IndexedUpload, type UploadIndex } from './upload-index'
 
 /**
  * Files uploaded once and named by digest afterwards (`PUT /v1/files`, `execgate run --file`): bytes in a
- * content-addressed directory blob store (the ledger's kind and layout, `<root>/ab/<sha256>`), and which tenant holds
- * which digest in a SQLite index beside it. A tenant sees only digests it uploaded itself: naming another tenant's
- * digest answers exactly as a missing one does, so a digest proves nothing about what others hold.
+ * content-addressed directory (the ledger's kind and layout, `<root>/ab/<sha256>`), which tenant holds which digest in
+ * an index (SQLite beside them, or Redis for every node, src/fabric/files/upload-index.ts). Where the ledger's blobs
+ * are in a bucket, uploads go there too (`<prefix>uploads/<sha256>`), and the folder is this node's copy of them: a
+ * node that did not receive an upload fetches it (checked against its digest) the first time a run names it, since
+ * the process and docker tiers bind a file of this host. A tenant sees only digests it uploaded itself: naming
+ * another tenant's digest answers exactly as a missing one does, so a digest proves nothing about what others hold.
  */
 
 export interface UploadStoreOptions {
-  /** Folder of the blobs (`<fabric.dataDir>/uploads` by default). */
+  /** Folder of the blobs (`<fabric.dataDir>/uploads` by default): this node's copies. */
   root: string
   /** Bytes of uploads one tenant may hold. */
   quotaBytesPerTenant: number
+  /** Which tenant holds which digest. @default SQLite in `root` */
+  index?: UploadIndex
+  /** The bucket the blobs are shared through (the ledger's, under `uploads/`), when nodes share one. */
+  shared?: S3Objects
 }
 
 export interface UploadedFile {
@@ -27,63 +35,45 @@ export interface UploadedFile {
   createdAt: string
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS uploads (
-  tenant TEXT NOT NULL,
-  sha256 TEXT NOT NULL,
-  bytes INTEGER NOT NULL,
-  created_at INTEGER NOT NULL,
-  PRIMARY KEY (tenant, sha256)
-);
-`
 const DIGEST = /^[0-9a-f]{64}$/
-
-interface Row {
-  sha256: string
-  bytes: number
-  created_at: number
-}
 
 export class UploadStore {
   private readonly blobs: DirectoryBlobStore
-  private db?: Database
+  private readonly index: UploadIndex
+  /** Digests being fetched from the bucket, so two runs naming one at once fetch it once. */
+  private readonly fetching = new Map<string, Promise<boolean>>()
 
   constructor(private readonly options: UploadStoreOptions) {
     this.blobs = new DirectoryBlobStore(options.root)
-  }
-
-  /** Opened on first use: a process that never sees an upload never opens the index. */
-  private index(): Database {
-    this.db ??= openSqlite(path.join(this.options.root, 'uploads.sqlite'), SCHEMA)
-    return this.db
+    this.index = options.index ?? new SqliteUploadIndex(options.root)
   }
 
   /** Bytes of uploads the tenant holds. */
-  used(tenant: string): number {
-    const row = this.index().prepare('SELECT COALESCE(SUM(bytes), 0) AS used FROM uploads WHERE tenant = ?').get(tenant) as { used: number }
-    return Number(row.used)
+  used(tenant: string): Promise<number> {
+    return this.index.used(tenant)
   }
 
   /** The tenant's upload with this digest; undefined for one it never uploaded (whoever else did). */
-  find(tenant: string, sha256: string): UploadedFile | undefined {
+  async find(tenant: string, sha256: string): Promise<UploadedFile | undefined> {
     if (!DIGEST.test(sha256)) return undefined
-    const row = this.index()
-      .prepare('SELECT sha256, bytes, created_at FROM uploads WHERE tenant = ? AND sha256 = ?')
-      .get(tenant, sha256) as Row | undefined
-    return row && fs.existsSync(this.blobs.pathOf(sha256)) ? toFile(row) : undefined
+    const held = await this.index.find(tenant, sha256)
+    return held && toFile(held)
   }
 
-  /** Where the tenant's upload is on this host, for adapters that bind it in read-only. */
-  locate(tenant: string, sha256: string): { hostPath: string; bytes: number } | undefined {
-    const file = this.find(tenant, sha256)
-    return file && { hostPath: this.blobs.pathOf(sha256), bytes: file.bytes }
+  /**
+   * Where the tenant's upload is on this host, for adapters that bind it in read-only (fetched from the bucket first
+   * when this node has no copy). Undefined for a digest the tenant does not hold.
+   */
+  async locate(tenant: string, sha256: string): Promise<{ hostPath: string; bytes: number } | undefined> {
+    const file = await this.find(tenant, sha256)
+    if (!file) return undefined
+    const hostPath = this.blobs.pathOf(sha256)
+    if (!fs.existsSync(hostPath) && !(await this.fetch(sha256))) return undefined
+    return { hostPath, bytes: file.bytes }
   }
 
-  list(tenant: string): UploadedFile[] {
-    const rows = this.index()
-      .prepare('SELECT sha256, bytes, created_at FROM uploads WHERE tenant = ? ORDER BY created_at, sha256')
-      .all(tenant)
-    return (rows as Row[]).map(toFile)
+  async list(tenant: string): Promise<UploadedFile[]> {
+    return (await this.index.list(tenant)).map(toFile)
   }
 
   /**
@@ -96,11 +86,9 @@ export class UploadStore {
     source: Readable | AsyncIterable<Uint8Array>,
     expectedSha256?: string,
   ): Promise<UploadedFile & { reused: boolean }> {
-    const used = this.used(tenant)
+    const used = await this.used(tenant)
     const room = this.options.quotaBytesPerTenant - used
-    const temporaryDirectory = path.join(this.options.root, 'incoming')
-    await fs.promises.mkdir(temporaryDirectory, { recursive: true })
-    const temporary = path.join(temporaryDirectory, `${process.pid}.${randomBytes(6).toString('hex')}`)
+    const temporary = await this.temporaryFile()
     const hash = createHash('sha256')
     let bytes = 0
     const quota = this.options.quotaBytesPerTenant
@@ -121,16 +109,18 @@ export class UploadStore {
       const sha256 = hash.digest('hex')
       if (expectedSha256 !== undefined && expectedSha256 !== sha256)
         throw new ExecgateError('EXECGATE_FILE_DIGEST_MISMATCH', { actual: sha256, expected: expectedSha256 })
-      const held = this.find(tenant, sha256)
+      const held = await this.find(tenant, sha256)
       if (held) return { ...held, reused: true }
       const target = this.blobs.pathOf(sha256)
       await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 })
+      // Into the bucket before the index names it: another node that finds the digest can always fetch the bytes.
+      if (this.options.shared) await this.options.shared.putFile(sha256, temporary, bytes)
       // A rename: a reader never sees half a blob; the same bytes renamed twice are still the same blob.
       await fs.promises.rename(temporary, target)
       const createdAt = Date.now()
-      this.index()
-        .prepare('INSERT OR IGNORE INTO uploads (tenant, sha256, bytes, created_at) VALUES (?, ?, ?, ?)')
-        .run(tenant, sha256, bytes, createdAt)
+      const outcome = await this.index.add(tenant, { sha256, bytes, createdAt }, quota)
+      if (outcome === 'quota') throw new ExecgateError('EXECGATE_FILE_QUOTA', { tenant, used: await this.used(tenant), bytes, quota })
+      if (outcome === 'held') return { ...(await this.find(tenant, sha256))!, reused: true }
       return { sha256, bytes, createdAt: new Date(createdAt).toISOString(), reused: false }
     } finally {
       await fs.promises.rm(temporary, { force: true })
@@ -140,18 +130,54 @@ export class UploadStore {
   /** Forgets the tenant's upload (its quota freed); the bytes go when no tenant holds the digest any more. */
   async delete(tenant: string, sha256: string): Promise<boolean> {
     if (!DIGEST.test(sha256)) return false
-    const removed = this.index().prepare('DELETE FROM uploads WHERE tenant = ? AND sha256 = ?').run(tenant, sha256).changes > 0
-    const stillHeld = this.index().prepare('SELECT 1 FROM uploads WHERE sha256 = ? LIMIT 1').get(sha256)
-    if (removed && !stillHeld) await this.blobs.delete([sha256])
+    const { removed, stillHeld } = await this.index.remove(tenant, sha256)
+    if (removed && !stillHeld) {
+      await this.blobs.delete([sha256])
+      await this.options.shared?.delete([sha256])
+    }
     return removed
   }
 
-  close(): void {
-    this.db?.close()
-    this.db = undefined
+  async close(): Promise<void> {
+    await this.index.close()
+  }
+
+  private async temporaryFile(): Promise<string> {
+    const folder = path.join(this.options.root, 'incoming')
+    await fs.promises.mkdir(folder, { recursive: true })
+    return path.join(folder, `${process.pid}.${randomBytes(6).toString('hex')}`)
+  }
+
+  /** This node's copy of a shared upload, from the bucket, kept only when its bytes hash to the digest. */
+  private fetch(sha256: string): Promise<boolean> {
+    const shared = this.options.shared
+    if (!shared) return Promise.resolve(false)
+    let fetching = this.fetching.get(sha256)
+    if (!fetching) {
+      fetching = (async () => {
+        const temporary = await this.temporaryFile()
+        try {
+          const hash = createHash('sha256')
+          const found = await shared.getFile(sha256, temporary, (chunk) => hash.update(chunk))
+          if (!found) return false
+          if (hash.digest('hex') !== sha256)
+            throw new ExecgateError('EXECGATE_FILE_DIGEST_MISMATCH', { actual: 'other bytes', expected: sha256 })
+          await fs.promises.chmod(temporary, 0o644)
+          const target = this.blobs.pathOf(sha256)
+          await fs.promises.mkdir(path.dirname(target), { recursive: true, mode: 0o755 })
+          await fs.promises.rename(temporary, target)
+          return true
+        } finally {
+          await fs.promises.rm(temporary, { force: true })
+          this.fetching.delete(sha256)
+        }
+      })()
+      this.fetching.set(sha256, fetching)
+    }
+    return fetching
   }
 }
 
-function toFile(row: Row): UploadedFile {
-  return { sha256: row.sha256, bytes: Number(row.bytes), createdAt: new Date(Number(row.created_at)).toISOString() }
+function toFile(upload: IndexedUpload): UploadedFile {
+  return { sha256: upload.sha256, bytes: upload.bytes, createdAt: new Date(upload.createdAt).toISOString() }
 }

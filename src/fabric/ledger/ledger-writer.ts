@@ -33,6 +33,8 @@ export interface LedgerWriterOptions {
 const BATCH = 500
 const KNOWN_BLOBS = 10_000
 const RETRY_MS = 1000
+/** How long the queue stays empty before the record store's housekeeping (`idle`: SQLite's checkpoint) runs. */
+const IDLE_MS = 250
 
 /**
  * The ledger's writing side: hashing (`describeRun`), blob writes and record appends, in order, one batch at a time.
@@ -45,6 +47,7 @@ export class LedgerWriter {
   private readonly queue: LedgerItem[] = []
   private chain: Promise<void> = Promise.resolve()
   private retry: NodeJS.Timeout | undefined
+  private idleTimer: NodeJS.Timeout | undefined
   private stores: { records: LedgerRecordStore; blobs: BlobStore } | undefined
   private readonly knownBlobs = new Set<string>()
   private readonly planDocuments = new Map<string, ArtifactRef>()
@@ -109,6 +112,22 @@ export class LedgerWriter {
       this.written += batch.length
       this.options.onWritten?.(this.written)
     }
+    this.whenIdle()
+  }
+
+  /** The store's housekeeping once the queue has stayed empty for IDLE_MS, on the chain (never inside a batch). */
+  private whenIdle(): void {
+    clearTimeout(this.idleTimer)
+    const records = this.stores?.records
+    if (!records?.idle || this.closed) return
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined
+      if (this.queue.length > 0 || this.closed) return
+      this.onChain(() => records.idle!()).catch((error) =>
+        this.options.logger?.warn({ err: describeError(error) }, 'ledger store housekeeping failed'),
+      )
+    }, IDLE_MS)
+    this.idleTimer.unref()
   }
 
   private async writeBatch(batch: readonly LedgerItem[]): Promise<void> {
@@ -156,7 +175,7 @@ export class LedgerWriter {
     }
     for (const blob of writes.values()) {
       if (this.knownBlobs.has(blob.sha256)) continue
-      await blobs.put(blob.sha256, blob.bytes, blob.mediaType)
+      await blobs.put(blob.sha256, typeof blob.bytes === 'string' ? Buffer.from(blob.bytes) : blob.bytes, blob.mediaType)
       if (this.knownBlobs.size >= KNOWN_BLOBS) this.knownBlobs.clear()
       this.knownBlobs.add(blob.sha256)
     }
@@ -181,6 +200,7 @@ export class LedgerWriter {
     if (this.closed) return
     this.closed = true
     clearTimeout(this.retry)
+    clearTimeout(this.idleTimer)
     await this.flush().catch((error) =>
       this.options.logger?.error(
         { err: describeError(error), lost: this.queue.length },

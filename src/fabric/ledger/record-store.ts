@@ -31,5 +31,10 @@ export interface LedgerRecordStore {
   referenced(sha256: string): Promise<boolean>
   /** Bytes of the distinct artifacts the tenant's kept records reference. */
   tenantBytes(tenant: string): Promise<number>
+  /**
+   * Called by the ledger's writer when it has had nothing to write for a while: housekeeping that should not run
+   * inside a batch (the SQLite store's WAL checkpoint).
+   */
+  idle?(): Promise<void>
   close(): Promise<void>
 }

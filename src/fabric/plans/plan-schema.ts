@@ -1,5 +1,6 @@
-import Ajv, { type ErrorObject } from 'ajv'
+import type { ErrorObject } from 'ajv'
 import { LANGUAGES } from '../../core'
+import { lazyValidator } from '../../runtime/lazy-validator'
 import { PLAN_WORKSPACE_KINDS, type PlanSpec, type PlanStepSpec } from './plan-types'
 
 /**
@@ -68,9 +69,8 @@ export const PLAN_SPEC_SCHEMA = {
   },
 } as const
 
-const ajv = new Ajv({ allErrors: false, strict: false })
-const validatePlan = ajv.compile<PlanSpec>(PLAN_SPEC_SCHEMA)
-const validateStep = ajv.compile<PlanStepSpec>(PLAN_STEP_SCHEMA)
+const validatePlan = lazyValidator<PlanSpec>(PLAN_SPEC_SCHEMA)
+const validateStep = lazyValidator<PlanStepSpec>(PLAN_STEP_SCHEMA)
 
 function fieldName(error: ErrorObject, root: string): string {
   const parts = error.instancePath.split('/').filter(Boolean)

@@ -1,9 +1,10 @@
 import path from 'node:path'
 import { ExecgateError, requireOptional } from '../../core'
 import type { Logger } from '../../observability/logger'
-import { SQLITE_FILE_NAME, type TaskCaller, type TaskService } from '../tasks'
+import { SQLITE_FILE_NAME, assertResumeChanges, type ResumeChanges, type TaskCaller, type TaskService } from '../tasks'
 import { PlanEngine, type PlanSettings } from './plan-engine'
 import { currentVersion, type StepCheck } from './plan-revision'
+import { applyResumeChanges, resumeReason } from './plan-resume'
 import { stepViews } from './plan-steps'
 import type { PlanStore } from './plan-store'
 import { isPlanFinal, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanView } from './plan-types'
@@ -38,8 +39,11 @@ export interface PlanService {
   cancel(id: string, caller?: TaskCaller): Promise<PlanView>
   /** RUNNING → SUSPENDED: no step starts, running steps' tasks are suspended; EXECGATE_PLAN_CONFLICT from another state. */
   suspend(id: string, caller?: TaskCaller): Promise<PlanView>
-  /** SUSPENDED → RUNNING: the steps it suspended run again, completed ones are kept; EXECGATE_PLAN_CONFLICT from another state. */
-  resume(id: string, caller?: TaskCaller): Promise<PlanView>
+  /**
+   * SUSPENDED → RUNNING: the steps it suspended run again, completed ones are kept; EXECGATE_PLAN_CONFLICT from another
+   * state. `changes` go to the steps it held, each within the plan's profile or EXECGATE_RESUME_REFUSED (plan-resume.ts).
+   */
+  resume(id: string, changes?: ResumeChanges, caller?: TaskCaller): Promise<PlanView>
   list(
     filter?: { state?: PlanState; limit?: number; cursor?: string; order?: 'oldest' | 'newest' },
     caller?: TaskCaller,
@@ -180,10 +184,12 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
         })
       return view(suspended)
     },
-    async resume(id, caller) {
+    async resume(id, changes = {}, caller) {
+      assertResumeChanges(changes)
       await ready()
       const plan = await owned(id, caller)
-      const resumed = await engine.resume(id)
+      await applyResumeChanges(plan, changes, options.tasks.scheduler.store, options.check)
+      const resumed = await engine.resume(id, resumeReason(changes))
       if (!resumed)
         throw new ExecgateError('EXECGATE_PLAN_CONFLICT', {
           id,

@@ -15,12 +15,14 @@ export {
   type TaskSchedulerOptions,
   type TaskStreamItem,
   type ResumeChanges,
+  RESUME_FIELDS,
   type ExecuteFunction,
 } from './task-scheduler'
 export { SqliteTaskStore, type SqliteTaskStoreOptions } from './sqlite-task-store'
 export { RedisTaskStore, type RedisTaskStoreOptions } from './redis-task-store'
 export { BullmqDispatcher, bullmqPriority, type TaskDispatcher, type BullmqDispatcherOptions } from './bullmq-dispatcher'
 export type { TaskStore, TaskChange, TaskListFilter, TaskPage } from './task-store'
+export { assertResumeChanges, requestRefusal, withLoosestTimeout, type RequestCheck, type CheckedCaller } from './request-refusal'
 export { TASK_SPEC_SCHEMA, findTaskProblem } from './task-schema'
 export { TRANSITIONS, canTransition, outcomeOf, backoffDelay } from './lifecycle'
 export { DEPENDENCY_ROOT } from './dependency-inputs'

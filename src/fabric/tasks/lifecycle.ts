@@ -83,7 +83,18 @@ export function outcomeOf(task: Task, result: ExecutionResult, random?: () => nu
   }
 }
 
-/** A run lost with its process (kill -9, power loss): a backend crash, so retried by the same policy. */
-export function outcomeOfLostRun(task: Task, random?: () => number): RunOutcome {
-  return retryOr(task, 'backend', 'the process running it stopped mid-run', random)
+/**
+ * How a run was found lost: its process is gone (a restart's recovery saw its pid dead), or its lease lapsed (the
+ * dispatcher handed the task back because that process stopped renewing it: dead, or too busy to renew in time).
+ */
+export type LostRun = 'process gone' | 'lease lapsed'
+
+/**
+ * A run lost with its process (kill -9, power loss) or its lease: a backend crash, so retried by the same policy. The
+ * reason names the process that held it, so a run started again can be traced to the process that lost it.
+ */
+export function outcomeOfLostRun(task: Task, how: LostRun = 'process gone', random?: () => number): RunOutcome {
+  const holder = task.owner ? ` (${task.owner})` : ''
+  const what = how === 'process gone' ? 'stopped mid-run' : 'stopped renewing its lease (it stopped, or was too busy to renew in time)'
+  return retryOr(task, 'backend', `the process running it${holder} ${what}`, random)
 }

@@ -45,6 +45,8 @@ export type TaskStreamItem =
 
 /** Changes a resumed task may bring: other limits or another adapter (the failure table's "resumable"). */
 export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'adapter' | 'policy'>
+/** The fields a resume may change (HTTP refuses a body naming any other). */
+export const RESUME_FIELDS: readonly string[] = ['timeoutMs', 'memoryMb', 'adapter', 'policy'] satisfies Array<keyof ResumeChanges>
 
 const SHUTDOWN = new Error('the task scheduler is shutting down')
 
@@ -213,7 +215,7 @@ export class TaskScheduler {
   private async runDispatched(id: string): Promise<void> {
     let task = await this.store.get(id)
     if (task && (task.state === 'SPAWNING' || task.state === 'RUNNING') && task.owner !== this.owner && !this.running.has(id)) {
-      await this.settle(task, undefined, outcomeOfLostRun(task))
+      await this.settle(task, undefined, outcomeOfLostRun(task, 'lease lapsed'))
       task = await this.store.get(id)
     }
     if (!task || task.state !== 'PENDING' || !task.ready) return

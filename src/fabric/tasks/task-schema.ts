@@ -1,5 +1,6 @@
-import Ajv, { type ErrorObject } from 'ajv'
+import type { ErrorObject } from 'ajv'
 import { EXECUTION_REQUEST_SCHEMA } from '../../core'
+import { lazyValidator } from '../../runtime/lazy-validator'
 import { RETRYABLE_FAILURES, type TaskSpec } from './task-types'
 
 /**
@@ -64,8 +65,7 @@ export const TASK_SPEC_SCHEMA = {
   },
 } as const
 
-const ajv = new Ajv({ allErrors: false, strict: false })
-const validateSpec = ajv.compile<TaskSpec>(TASK_SPEC_SCHEMA)
+const validateSpec = lazyValidator<TaskSpec>(TASK_SPEC_SCHEMA)
 
 function fieldName(error: ErrorObject): string {
   const parts = error.instancePath.split('/').filter(Boolean)

@@ -4,10 +4,12 @@ import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import { BullmqDispatcher, type TaskDispatcher } from './bullmq-dispatcher'
 import { RedisTaskStore } from './redis-task-store'
+import { assertResumeChanges, requestRefusal, withLoosestTimeout } from './request-refusal'
 import { SqliteTaskStore } from './sqlite-task-store'
 import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler'
 import type { TaskListFilter, TaskPage, TaskStore } from './task-store'
 import type { Submitter } from './task-submission'
+import { findTaskProblem } from './task-schema'
 import type { Task, TaskSpec } from './task-types'
 
 /** The file of the embedded store under `fabric.dataDir`. */
@@ -60,15 +62,13 @@ export interface TaskServiceOptions {
   /** Opens the bucket workspace of a task that keeps one (a plan step's, `fabric.plans.workspaces: s3`). */
   workspaceFor?: TaskSchedulerOptions['workspaceFor']
   /**
-   * The ExecutionService's `check`: what a run would refuse before anything runs, for its caller. With it a resume
-   * whose request (the task's, with the changes) loosens the task's policy profile, or is malformed, is refused then
-   * and there (`EXECGATE_RESUME_REFUSED`, the task stays SUSPENDED); without it such a run ends `policy_violation`.
+   * The ExecutionService's `check`: what a run would refuse before anything runs, for its caller. With it a task
+   * whose request loosens the caller's policy profile, or is malformed, is refused at submit (`EXECGATE_SUBMIT_REFUSED`,
+   * nothing stored), and a resume whose request (the task's, with the changes) does is refused at the resume
+   * (`EXECGATE_RESUME_REFUSED`, the task stays SUSPENDED); without it such a run ends `policy_violation`.
    */
   check?: (request: ExecutionRequest, options: ExecuteOptions) => ValidationReport
 }
-
-/** The issues of `check` that are about the request and its limits (the static checks of the code are the run's). */
-const RESUME_REFUSALS = new Set(['policy_violation', 'invalid_request'])
 
 const DEFAULT_TENANT = 'local'
 
@@ -154,26 +154,31 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
   // Checked as the run would be (the task's profile and workspace grant), before the task moves.
   const refuseLoosening = (task: Task, changes: ResumeChanges = {}) => {
     if (!options.check || task.state !== 'SUSPENDED') return
-    const report = options.check(
-      { ...task.request, ...changes },
-      {
-        tenant: task.tenant,
-        ...(task.profile ? { profile: task.profile } : {}),
-        ...(task.workspaceAccess ? { workspaceAccess: task.workspaceAccess } : {}),
-      },
-    )
-    const refusal = report.issues.find((issue) => issue.severity === 'error' && RESUME_REFUSALS.has(issue.code))
-    if (refusal) throw new ExecgateError('EXECGATE_RESUME_REFUSED', { id: task.id, reason: refusal.message.replace(/^\[execgate\] /, '') })
+    const reason = requestRefusal(options.check, { ...task.request, ...changes }, task)
+    if (reason) throw new ExecgateError('EXECGATE_RESUME_REFUSED', { subject: `task ${task.id}`, reason })
+  }
+  // A task its runs would refuse for its limits is refused now, before anything of the batch is stored.
+  const refuseSubmission = (specs: readonly TaskSpec[], caller: TaskCaller | undefined) => {
+    if (!options.check || !Array.isArray(specs)) return
+    const who = submitter(caller)
+    specs.forEach((spec, index) => {
+      // The schema's problems are prepareTasks' to name (EXECGATE_REQUEST_INVALID), in their own words.
+      if (findTaskProblem(spec)) return
+      const reason = requestRefusal(options.check!, withLoosestTimeout(spec), who)
+      if (reason) throw new ExecgateError('EXECGATE_SUBMIT_REFUSED', { subject: specs.length > 1 ? `tasks[${index}]` : 'the task', reason })
+    })
   }
   let starting: Promise<void> | undefined
   const ready = () => (options.run === false ? Promise.resolve() : (starting ??= scheduler.start()))
   const service: TaskService = {
     scheduler,
     async submit(spec, caller) {
+      refuseSubmission([spec], caller)
       await ready()
       return (await scheduler.submit([spec], submitter(caller)))[0]!
     },
     async submitMany(specs, caller) {
+      refuseSubmission(specs, caller)
       await ready()
       return scheduler.submit(specs, submitter(caller))
     },
@@ -195,6 +200,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
       return (await scheduler.suspend(id)) ?? Promise.reject(conflict(task, 'suspended (only PENDING and RUNNING tasks can)'))
     },
     async resume(id, changes, caller) {
+      assertResumeChanges(changes)
       await ready()
       const task = await owned(id, caller)
       refuseLoosening(task, changes)

@@ -159,16 +159,23 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
     test("another tenant's plan is not found, exactly like a missing one", async () => {
       const plan = await execgate.plans.run(chain(), { tenant: 'acme' })
       try {
-        for (const action of ['suspend', 'resume'] as const) {
-          await expect(execgate.plans[action](plan.id, { tenant: 'globex' })).rejects.toMatchObject({
+        const globex = { tenant: 'globex' }
+        const actions = [(id: string) => execgate.plans.suspend(id, globex), (id: string) => execgate.plans.resume(id, {}, globex)]
+        for (const action of actions) {
+          await expect(action(plan.id)).rejects.toMatchObject({
             code: 'EXECGATE_NOT_FOUND',
             message: `[execgate] no plan "${plan.id}" for tenant globex`,
           })
-          await expect(execgate.plans[action]('no-such-plan', { tenant: 'globex' })).rejects.toMatchObject({
+          await expect(action('no-such-plan')).rejects.toMatchObject({
             code: 'EXECGATE_NOT_FOUND',
             message: '[execgate] no plan "no-such-plan" for tenant globex',
           })
         }
+        // A caller passed where the changes go fails loudly; it never acts as the default tenant.
+        await expect(execgate.plans.resume(plan.id, globex as never)).rejects.toMatchObject({
+          code: 'EXECGATE_REQUEST_INVALID',
+          message: expect.stringContaining('tenant cannot be changed on resume'),
+        })
         expect((await execgate.plans.get(plan.id, { tenant: 'acme' }))?.state).not.toBe('SUSPENDED')
       } finally {
         await execgate.plans.cancel(plan.id, { tenant: 'acme' })

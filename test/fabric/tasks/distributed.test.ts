@@ -122,7 +122,11 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
     expect(done).toMatchObject({ attempts: 2, result: { status: 'ok', value: 2500 } })
     const log = await events(submitted.id)
     expect(log.map((event) => event.reason)).toContainEqual(
-      expect.stringMatching(/^the process running it stopped mid-run; retry 2\/3 in \d+ ms$/),
+      expect.stringMatching(
+        new RegExp(
+          `^the process running it \\(${running.owner!}\\) stopped renewing its lease \\(it stopped, or was too busy to renew in time\\); retry 2/3 in \\d+ ms$`,
+        ),
+      ),
     )
     // A fresh worker takes the dead one's place for the next test.
     workers.splice(workers.indexOf(victim!), 1)

@@ -116,8 +116,8 @@ class AsyncPlans:
     async def suspend(self, plan_id: str) -> Plan:
         return await _plain(self._plans.suspend, plan_id)
 
-    async def resume(self, plan_id: str) -> Plan:
-        return await _plain(self._plans.resume, plan_id)
+    async def resume(self, plan_id: str, changes: Optional[Dict[str, Any]] = None) -> Plan:
+        return await _plain(self._plans.resume, plan_id, changes)
 
     def events(self, plan_id: str, after_seq: Optional[int] = None, cancel: Optional[Cancel] = None) -> AsyncIterator[PlanEvent]:
         return _iterate(lambda token: self._plans.events(plan_id, after_seq, cancel=token), cancel)

@@ -134,8 +134,9 @@ class Plans(_Api):
     def suspend(self, plan_id: str) -> Plan:
         return self._json("suspend_plan", params={"id": plan_id})
 
-    def resume(self, plan_id: str) -> Plan:
-        return self._json("resume_plan", params={"id": plan_id})
+    def resume(self, plan_id: str, changes: Optional[Dict[str, Any]] = None) -> Plan:
+        """The changes go to the steps the plan held, each within the tenant's profile (else EXECGATE_RESUME_REFUSED)."""
+        return self._json("resume_plan", params={"id": plan_id}, json=changes or {})
 
     def events(self, plan_id: str, after_seq: Optional[int] = None, cancel: Optional[Cancel] = None) -> Iterator[PlanEvent]:
         headers = {"last-event-id": str(after_seq)} if after_seq else None
