@@ -46,6 +46,11 @@ export interface ExecutionContext {
    * Node 20 several µs, more than a microsecond engine's whole run). Absent (a context built by hand): `signal.aborted`.
    */
   readonly isAborted?: () => boolean
+  /**
+   * Calls `listener` once when the run is aborted, without making `signal`; returns the way to stop listening.
+   * Absent (a context built by hand): listen on `signal`.
+   */
+  readonly onAbort?: (listener: () => void) => () => void
   /** `performance.now()` value by which the run must be over. */
   readonly deadline: number
   /** Host functions for sandboxed code; absent when the run has none. */

@@ -355,6 +355,7 @@ export class DefaultExecutionService implements ExecutionService {
         return controller.signal
       },
       isAborted: () => controller.aborted,
+      onAbort: (listener) => controller.listen(listener),
       deadline: started + policy.wallTimeMs,
       onOutput: (stream, chunk) => void streamed.write(stream, chunk),
       ...(options.onRichOutput ? { onRichOutput: options.onRichOutput } : {}),

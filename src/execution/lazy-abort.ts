@@ -8,6 +8,8 @@ export class LazyAbort {
   private controller: AbortController | undefined
   private abortedEarly = false
   private earlyReason: unknown
+  /** Listeners taken before the signal existed (an adapter's run clock): called on abort, never moved to the signal. */
+  private listeners: Set<() => void> | undefined
 
   get signal(): AbortSignal {
     if (!this.controller) {
@@ -22,10 +24,21 @@ export class LazyAbort {
     return this.controller ? this.controller.signal.aborted : this.abortedEarly
   }
 
+  /** `listener` once on abort (at once if already aborted is the caller's to check: `aborted`), without the signal. */
+  listen(listener: () => void): () => void {
+    ;(this.listeners ??= new Set()).add(listener)
+    return () => void this.listeners?.delete(listener)
+  }
+
   abort(reason?: unknown): void {
-    if (this.controller) return this.controller.abort(reason)
-    if (this.abortedEarly) return
-    this.abortedEarly = true
-    this.earlyReason = reason
+    if (this.aborted) return
+    if (this.controller) this.controller.abort(reason)
+    else {
+      this.abortedEarly = true
+      this.earlyReason = reason
+    }
+    const listeners = this.listeners
+    this.listeners = undefined
+    for (const listener of listeners ?? []) listener()
   }
 }

@@ -6,7 +6,7 @@ import type { ExecutionErrorInfo, ExecutionStatus } from '../core/types'
 export type RunStopCause = 'timeout' | 'cancelled' | 'output_limit'
 
 /** What a run's clock reads from its context: the deadline, the caller's cancellation, the service's clock. */
-export type RunClockSource = Pick<ExecutionContext, 'deadline' | 'signal' | 'pauseClock' | 'restartClock'>
+export type RunClockSource = Pick<ExecutionContext, 'deadline' | 'signal' | 'isAborted' | 'onAbort' | 'pauseClock' | 'restartClock'>
 
 /** How the adapter stops its backend, given when the code starts. */
 export interface RunStopHandlers {
@@ -46,6 +46,7 @@ export class RunController {
   private stopped = false
   private readonly graceMs: number
   private handlers: RunStopHandlers | undefined
+  private stopListening: (() => void) | undefined
   private readonly onAbort = () => {
     if (this.done) return
     this.handlers?.onCancel?.()
@@ -70,11 +71,17 @@ export class RunController {
    */
   start(handlers: RunStopHandlers): this {
     this.handlers = handlers
-    if (this.context.signal.aborted) {
+    if (this.context.isAborted?.() ?? this.context.signal.aborted) {
       this.onAbort()
       return this
     }
-    this.context.signal.addEventListener('abort', this.onAbort, { once: true })
+    // Through the context's own hook when it has one: the service makes the run's AbortSignal only when asked for it.
+    if (this.context.onAbort) this.stopListening = this.context.onAbort(this.onAbort)
+    else {
+      const signal = this.context.signal
+      signal.addEventListener('abort', this.onAbort, { once: true })
+      this.stopListening = () => signal.removeEventListener('abort', this.onAbort)
+    }
     this.armDeadline()
     return this
   }
@@ -131,7 +138,7 @@ export class RunController {
     clearTimeout(this.graceTimer)
     for (const interval of this.intervals) clearInterval(interval)
     this.intervals.clear()
-    this.context.signal.removeEventListener('abort', this.onAbort)
+    this.stopListening?.()
     return true
   }
 

@@ -142,7 +142,7 @@ export async function runWorkerJob<ToWorker extends { id: number }>(
       onCancel: () => worker.cancel(),
       onStop: (cause) => finish(stoppedOutcome(cause, context.policy.wallTimeMs), false),
     })
-    if (!run.settled && !context.signal.aborted) worker.post(job)
+    if (!run.settled && !(context.isAborted?.() ?? context.signal.aborted)) worker.post(job)
   })
 }
 
