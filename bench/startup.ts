@@ -45,6 +45,8 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   return [value, performance.now() - started]
 }
 
+const LONG_LIMIT = { defaultPolicy: { wallTimeMs: 120_000, cpuTimeMs: 120_000 } }
+
 const DEFAULT_ENABLED = ['quickjs', 'monty', 'shell', 'pyodide']
 
 /** createExecgate() with the default embedded set: when it resolves (first tier warm), and when pyodide is warm too. */
@@ -183,7 +185,11 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       const second: number[] = []
       for (let round = 0; round < ROUNDS; round++) {
         const [execgate, startMs] = await timed(() =>
-          createExecgate({ warm, overrides: { execution: { enabled }, readiness: { enabled: false }, log: { level: 'silent' } } }),
+          createExecgate({
+            warm,
+            // A limit above any cold start: a cold first request waits for its interpreter within its own time limit.
+            overrides: { execution: { enabled }, readiness: { enabled: false }, log: { level: 'silent' }, security: LONG_LIMIT },
+          }),
         )
         try {
           const [one, firstMs] = await timed(() => execgate.execute(request))

@@ -27,6 +27,7 @@ import { withOptionDefaults } from '../shared/option-schema'
 import { reportLimitBytes, runnerOutputLimits } from '../shared/python-outputs'
 import { DOCKER_OPTIONS_SCHEMA, type DockerAdapterOptions, type DockerOptions } from './options'
 import { runContainer } from './container-run'
+import { runLabels } from './run-labels'
 import { classify } from './classify'
 import { DockerSandbox, sweepSandboxContainers } from './sandbox'
 import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
@@ -187,7 +188,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
       Tty: false,
       AttachStdout: true,
       AttachStderr: true,
-      Labels: { 'io.execgate.run': context.traceId },
+      Labels: runLabels(context.traceId),
       HostConfig: {
         NetworkMode: 'none',
         Memory: memory,

@@ -420,6 +420,7 @@ export class QuickJsRun {
     try {
       for (const deferred of this.deferreds) if (deferred.alive) deferred.dispose()
       if (this.stringify.alive) this.stringify.dispose()
+      this.display.dispose()
       this.vm.dispose()
       this.runtime.dispose()
       return true

@@ -35,7 +35,9 @@ if ! curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1; then
   # ("write child: broken pipe") once that directory is deleted, e.g. when a CI clone is removed.
   # Only the service runs in the background, with its own stdio: a background list would keep this script's stdout
   # open, and whoever reads it (a pipe, a CI log) would wait for the service to end.
-  (cd / || exit 1; nohup $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman system service --time=0 "unix://$SOCKET" </dev/null >/tmp/execgate-podman-service.log 2>&1 &)
+  # setsid: its own session and process group, so the service outlives the test run that started it (a CI runner or a
+  # person ending that run's process group must not take down the engine other runs on the machine use).
+  (cd / || exit 1; setsid nohup $SUDO env CONTAINERS_CONF="$CONTAINERS_CONF" podman system service --time=0 "unix://$SOCKET" </dev/null >/tmp/execgate-podman-service.log 2>&1 &)
   for _ in $(seq 50); do curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null 2>&1 && break; sleep 0.2; done
   curl -sf --unix-socket "$SOCKET" http://d/_ping >/dev/null || { echo "[execgate setup] podman service did not start; see /tmp/execgate-podman-service.log" >&2; exit 1; }
 fi

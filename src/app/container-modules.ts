@@ -25,12 +25,12 @@ import type { Router } from '../routing/router'
 import * as tokens from './tokens'
 import { S3Objects, S3Workspace, type HostFunctionDefinition, type Workspace } from '../workspace'
 import { createLedger, disabledLedger, s3SettingsFrom, type LedgerService } from '../fabric/ledger'
-import { openPlanStore, type PlanStore } from '../fabric/plans'
-import { openTaskStore, taskServiceOptionsFrom, type TaskStore } from '../fabric/tasks'
+import { storeDriver } from '../fabric/drivers'
+import type { PlanStore } from '../fabric/plans'
+import type { TaskStore } from '../fabric/tasks'
 import { EXECGATE_VERSION } from '../config/version'
 import { EgressGateway } from '../egress'
-import { RedisUploadIndex, UploadStore } from '../fabric/files'
-import { requireOptional } from '../core/optional-dependency'
+import { UploadStore } from '../fabric/files'
 import { ExecgateError } from '../core/errors'
 
 /** Internal tokens: the health board and breakers that readiness and routing share. Not for rebinding. */
@@ -183,15 +183,11 @@ export function executionModule(
  */
 function uploadStoreFor(config: Config): UploadStore {
   const root = config.fabric.files.dir || path.join(config.fabric.dataDir, 'uploads')
-  const redis = () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for this store, as the task store does
-    const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-    return new Redis(config.fabric.redisUrl, { maxRetriesPerRequest: 3 })
-  }
+  const index = storeDriver(config.fabric.store).uploadIndex(config.fabric)
   return new UploadStore({
     root,
     quotaBytesPerTenant: config.fabric.files.quotaBytes,
-    ...(config.fabric.store === 'redis' ? { index: new RedisUploadIndex(redis, config.fabric.redisPrefix) } : {}),
+    ...(index ? { index } : {}),
     ...(config.fabric.ledger.blobs === 's3'
       ? { shared: new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.ledger.blobs')).under('uploads/') }
       : {}),
@@ -227,22 +223,18 @@ export function ledgerModule(config: Config, logger: Logger): ContainerModule {
 }
 
 /**
- * The fabric's stores, each opened at first use from `fabric.store` (so a process that never touches tasks or plans
- * opens neither). A user's module may rebind either token to a store of its own; the services resolve them here.
+ * The fabric's stores, each opened at first use by the driver `fabric.store` names (src/fabric/drivers), so a process
+ * that never touches tasks or plans opens neither. A user's module may rebind either token to a store of its own; the
+ * services resolve them here.
  */
 export function fabricStoresModule(config: Config): ContainerModule {
+  const driver = storeDriver(config.fabric.store)
   return new ContainerModule(({ bind }) => {
     bind<TaskStore>(tokens.TaskStore)
-      .toDynamicValue(() => openTaskStore(taskServiceOptionsFrom(config.fabric)))
+      .toDynamicValue(() => driver.tasks(config.fabric))
       .inSingletonScope()
     bind<PlanStore>(tokens.PlanStore)
-      .toDynamicValue(() =>
-        openPlanStore({
-          storeKind: config.fabric.store,
-          dataDir: config.fabric.dataDir,
-          redis: { url: config.fabric.redisUrl, prefix: config.fabric.redisPrefix },
-        }),
-      )
+      .toDynamicValue(() => driver.plans(config.fabric))
       .inSingletonScope()
   })
 }

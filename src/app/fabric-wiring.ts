@@ -6,18 +6,10 @@ import type { ExecutionService } from '../execution/types'
 import type { UploadStore } from '../fabric/files'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
 import { createPlanService, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
-import { MemorySandboxRegistry, RedisSandboxRegistry, SandboxManager, type SandboxRegistry } from '../fabric/sandboxes'
-import { MemorySessionRegistry, RedisSessionRegistry, SessionDirectory } from '../fabric/sessions'
-import { requireOptional } from '../core/optional-dependency'
-import {
-  bucketTaskWorkspaces,
-  createTaskService,
-  openTaskDispatcher,
-  taskServiceOptionsFrom,
-  type Task,
-  type TaskService,
-  type TaskStore,
-} from '../fabric/tasks'
+import { SandboxManager } from '../fabric/sandboxes'
+import { SessionDirectory } from '../fabric/sessions'
+import { storeDriver } from '../fabric/drivers'
+import { bucketTaskWorkspaces, createTaskService, type Task, type TaskService, type TaskStore } from '../fabric/tasks'
 import type { Logger } from '../observability/logger'
 import { policyFromConfig, profilesFromConfig } from '../policy'
 import * as tokens from './tokens'
@@ -75,13 +67,12 @@ function taskWorkspaces(config: Config): ((task: Task) => Promise<Workspace>) | 
 /** Durable tasks over the execution service, in the store `fabric.store` names. `run: false` only submits and reads. */
 export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
   const workspaceFor = taskWorkspaces(parts.config)
-  const settings = taskServiceOptionsFrom(parts.config.fabric)
-  const dispatcher = openTaskDispatcher(settings)
+  const dispatcher = storeDriver(parts.config.fabric.store).taskDispatcher(parts.config.fabric)
   return createTaskService({
     execute: (request, options) => parts.service.execute(request, options),
     // A resume that loosens the task's profile is refused at the resume, not found when the task runs.
     check: (request, options) => parts.service.check(request, options),
-    ...settings,
+    concurrency: parts.config.fabric.concurrency,
     store: parts.taskStore(),
     ...(dispatcher ? { dispatcher } : {}),
     run,
@@ -120,24 +111,13 @@ export function planServiceFor(
     check: (request, checkOptions) => parts.service.check(request, checkOptions),
     ...planServiceOptionsFrom(config.fabric, config.security.defaultPolicy.allowedImports, options.reflector),
     store: parts.planStore(),
+    // The plans read their steps' tasks from the store the task service runs on, through its interface.
+    taskStore: parts.taskStore(),
     // Each version in the ledger, so its steps' runs name it (prov:plan) and revisions link (wasRevisionOf).
     ...(config.fabric.ledger.enabled ? { recordVersion: (version) => ledger.queuePlanVersion(version) } : {}),
     ...(options.run === false ? { run: false } : {}),
     logger: parts.logger,
   })
-}
-
-/** The sandbox registry `fabric.store` names: Redis is shared by every node of the deployment; the embedded store is one node's. */
-function sandboxRegistryFor(config: Config): SandboxRegistry {
-  if (config.fabric.store !== 'redis') return new MemorySandboxRegistry()
-  return new RedisSandboxRegistry(fabricRedis(config), config.fabric.redisPrefix)
-}
-
-/** A Redis connection for one of the fabric's registries (the `redis` store's), ioredis loaded only for it. */
-function fabricRedis(config: Config): import('ioredis').Redis {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for this store, as the task store does
-  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  return new Redis(config.fabric.redisUrl, { maxRetriesPerRequest: 3 })
 }
 
 /**
@@ -147,12 +127,9 @@ function fabricRedis(config: Config): import('ioredis').Redis {
 export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManager): SessionDirectory {
   const { config } = parts
   return new SessionDirectory({
-    registry: () =>
-      config.fabric.store === 'redis'
-        ? new RedisSessionRegistry(fabricRedis(config), config.fabric.redisPrefix)
-        : new MemorySessionRegistry(),
-    // One node with the embedded store has nobody to share sessions with: the directory stays out of the way.
-    nodeId: () => (config.fabric.store === 'redis' && sandboxes.url ? sandboxes.nodeId : undefined),
+    registry: () => storeDriver(config.fabric.store).sessionRegistry(config.fabric),
+    // One node with a store no other node shares has nobody to share sessions with: the directory stays out of the way.
+    nodeId: () => (storeDriver(config.fabric.store).shared && sandboxes.url ? sandboxes.nodeId : undefined),
     node: (id) => sandboxes.node(id),
     adapters: parts.registry,
     ttlMs: config.sessions.ttlSeconds * 1000,
@@ -177,7 +154,8 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
     settings: config.sandboxes,
     limits: config.workspace,
     tierOrder: config.routing.tierOrder,
-    sandboxRegistry: sandboxRegistryFor(config),
+    // The driver's registry: shared by every node on a shared store, this process's own on the embedded one.
+    sandboxRegistry: storeDriver(config.fabric.store).sandboxRegistry(config.fabric),
     // Other nodes' sandboxes through their HTTP API (find(), the MCP tools), as the tenant.
     reach,
     heartbeatMs: config.fabric.nodeHeartbeatMs,

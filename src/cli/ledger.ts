@@ -1,22 +1,15 @@
 import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { loadConfig } from '../config/load'
-import { EXECGATE_VERSION } from '../config/version'
+import type { Config } from '../config/load'
+import { createExecgate } from '../index'
 import { checkPlanSteps, verifyReceipt, type ReceiptVerification } from '../fabric/ledger/receipts/verify-receipt'
 import type { PlanPredicate, RunPredicate, Statement } from '../fabric/ledger/receipts/statement'
-import {
-  EXPORT_FORMATS,
-  createLedger,
-  type ArtifactLedger,
-  type ExportFormat,
-  type Lineage,
-  type LineageGraph,
-  type VerifyReport,
-} from '../fabric/ledger'
+import { EXPORT_FORMATS, type LedgerService, type ExportFormat, type Lineage, type LineageGraph, type VerifyReport } from '../fabric/ledger'
 
 /**
- * `execgate ledger …`: the artifact ledger from the command line (docs/ledger.md). It opens the ledger the config
- * names (the same files or Redis and bucket as `serve`), and nothing else: no adapter starts. Commands act for one
+ * `execgate ledger …`: the artifact ledger from the command line (docs/ledger.md). It opens the ledger through the
+ * composition root (`createExecgate`, role `client`: the same files or Redis and bucket as `serve`), and starts no
+ * adapter, runs nothing. Commands act for one
  * tenant, `--tenant` (default `local`, the library's and the CLI's own); `verify --all` checks every tenant's chain.
  */
 
@@ -40,13 +33,18 @@ const whole =
     return parsed
   }
 
-async function withLedger<T>(flags: { config?: string }, body: (ledger: ArtifactLedger) => Promise<T>): Promise<T> {
-  const config = loadConfig({ file: flags.config })
-  const ledger = createLedger(config.fabric, { execgateVersion: EXECGATE_VERSION })
+async function withLedger<T>(flags: { config?: string }, body: (ledger: LedgerService, config: Config) => Promise<T>): Promise<T> {
+  // The ledger the application builds (what `serve` records into), from an execgate that warms and runs nothing.
+  const execgate = await createExecgate({
+    file: flags.config,
+    warm: false,
+    role: 'client',
+    overrides: { readiness: { enabled: false } },
+  })
   try {
-    return await body(ledger)
+    return await body(execgate.ledger, execgate.config)
   } finally {
-    await ledger.close()
+    await execgate.dispose()
   }
 }
 
@@ -290,8 +288,8 @@ export function registerLedgerCommands(program: Command, helpers: LedgerCommandH
     .option('--json', 'print JSON')
     .addOption(new Option('--config <file>', 'extra JSON config file applied after config/default.json'))
     .action(async (flags: { config?: string; json?: boolean; maxAgeDays?: number; maxBytesPerTenant?: number }) => {
-      await withLedger(flags, async (opened) => {
-        const configured = loadConfig({ file: flags.config }).fabric.ledger.retention
+      await withLedger(flags, async (opened, config) => {
+        const configured = config.fabric.ledger.retention
         const policy = {
           maxAgeDays: flags.maxAgeDays ?? configured.maxAgeDays,
           maxBytesPerTenant: flags.maxBytesPerTenant ?? configured.maxBytesPerTenant,

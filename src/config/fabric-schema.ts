@@ -1,5 +1,6 @@
 import { FILESYSTEM_ACCESS } from '../core'
 import { formats } from './formats'
+import { FABRIC_STORE_KINDS, type FabricStoreKind } from './store-kinds'
 import { LEDGER_SCHEMA, S3_SCHEMA, type LedgerConfig, type S3Config } from './ledger-schema'
 
 /**
@@ -12,7 +13,7 @@ export interface FabricConfig {
    * Where durable tasks live: `sqlite`, the embedded store, or `redis`, shared by `execgate serve` and any number of
    * `execgate worker` processes through BullMQ (docs/tasks.md). @default 'sqlite' @env EXECGATE_FABRIC_STORE
    */
-  store: 'sqlite' | 'redis'
+  store: FabricStoreKind
   /** The Redis of the `redis` store. @default 'redis://127.0.0.1:6379' @env EXECGATE_FABRIC_REDIS_URL */
   redisUrl: string
   /** Prefix of the `redis` store's keys and BullMQ queue, so deployments can share a Redis. @default 'execgate' @env EXECGATE_FABRIC_REDIS_PREFIX */
@@ -83,7 +84,7 @@ export interface FabricConfig {
 }
 
 export const FABRIC_SCHEMA = {
-  store: { doc: 'Where durable tasks and plans live', format: ['sqlite', 'redis'], default: 'sqlite' },
+  store: { doc: 'Where durable tasks and plans live', format: [...FABRIC_STORE_KINDS], default: 'sqlite' },
   redisUrl: { doc: 'The Redis of the redis task store', format: String, default: 'redis://127.0.0.1:6379' },
   redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
   leaseMs: {

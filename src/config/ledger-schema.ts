@@ -1,4 +1,5 @@
 import { formats } from './formats'
+import { FABRIC_STORE_KINDS, type FabricStoreKind } from './store-kinds'
 
 /**
  * The artifact ledger's keys (`fabric.ledger.*`) and the bucket it and the bucket-backed workspaces share
@@ -11,7 +12,7 @@ export interface LedgerConfig {
    * Where records live: `sqlite` (`ledger.sqlite` in `fabric.dataDir`), `redis` (`fabric.redisUrl`, shared by every
    * node), or `auto`: the same kind as `fabric.store`. @default 'auto' @env EXECGATE_FABRIC_LEDGER_STORE
    */
-  store: 'auto' | 'sqlite' | 'redis'
+  store: 'auto' | FabricStoreKind
   /** Where artifacts' bytes live: `directory` (`blobDir`) or `s3` (`fabric.s3.*`). @default 'directory' @env EXECGATE_FABRIC_LEDGER_BLOBS */
   blobs: 'directory' | 's3'
   /** Folder of the `directory` blob store; empty for `<fabric.dataDir>/blobs`. @default '' @env EXECGATE_FABRIC_LEDGER_BLOB_DIR */
@@ -66,7 +67,7 @@ export interface S3Config {
 
 export const LEDGER_SCHEMA = {
   enabled: { doc: 'Record every execution in the artifact ledger', format: Boolean, default: true },
-  store: { doc: 'Where ledger records live (auto: like fabric.store)', format: ['auto', 'sqlite', 'redis'], default: 'auto' },
+  store: { doc: 'Where ledger records live (auto: like fabric.store)', format: ['auto', ...FABRIC_STORE_KINDS], default: 'auto' },
   blobs: { doc: "Where the ledger's artifacts live", format: ['directory', 's3'], default: 'directory' },
   blobDir: { doc: 'Folder of the directory blob store (empty: <fabric.dataDir>/blobs)', format: String, default: '' },
   outputThresholdBytes: { doc: 'stdout/stderr at least this long are kept as artifacts', format: formats.nonNegativeInt, default: 1024 },

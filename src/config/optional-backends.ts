@@ -1,5 +1,6 @@
 import { assertInstalled, type OptionalBackend } from '../core/optional-dependency'
 import type { ExecgateConfig } from './schema'
+import { STORE_KIND_BACKENDS } from './store-kinds'
 
 /**
  * The optional peer dependencies a configuration's stores need (src/core/optional-dependency.ts). A store is opened
@@ -9,7 +10,11 @@ import type { ExecgateConfig } from './schema'
 export function storeBackendsFor(config: Pick<ExecgateConfig, 'fabric'>): OptionalBackend[] {
   const { fabric } = config
   const needed = new Set<OptionalBackend>()
-  if (fabric.store === 'redis' || (fabric.ledger.enabled && fabric.ledger.store === 'redis')) needed.add('redis')
+  const kinds = [fabric.store, ...(fabric.ledger.enabled && fabric.ledger.store !== 'auto' ? [fabric.ledger.store] : [])]
+  for (const kind of kinds) {
+    const backend = STORE_KIND_BACKENDS[kind]
+    if (backend) needed.add(backend)
+  }
   if ((fabric.ledger.enabled && fabric.ledger.blobs === 's3') || fabric.workspaces === 's3' || fabric.plans.workspaces === 's3')
     needed.add('s3')
   return [...needed]

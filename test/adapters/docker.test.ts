@@ -1,13 +1,16 @@
 import Docker from 'dockerode'
 import { DockerAdapter, resolveSocketPath } from '../../adapters/docker'
+import { ownRunsFilter } from '../../adapters/docker/run-labels'
 import { describeAdapterContract, contractContext } from '../contract/adapter-contract'
 import { describeHostileCases, ownExecgate } from '../hostile/hostile-runner'
 
 // podman's Docker-compatible service, started by scripts/setup/podman.sh (npm run test:ci).
 const SOCKET = process.env.EXECGATE_PODMAN_SOCKET ?? '/run/execgate-podman/podman.sock'
 const options = { socketPath: SOCKET }
+// This process's run containers only: on a shared engine another process's runs (or its leftovers) are not this file's
+// (a whole-suite run failed three tests here on a container another test run had left, exited, 30 minutes before).
 const ourContainers = async () =>
-  (await new Docker({ socketPath: SOCKET }).listContainers({ all: true, filters: { label: ['io.execgate.run'] } })).map((item) => item.Id)
+  (await new Docker({ socketPath: SOCKET }).listContainers({ all: true, filters: ownRunsFilter() })).map((item) => item.Id)
 
 beforeAll(async () => {
   const availability = await new DockerAdapter(options).checkAvailability()

@@ -88,27 +88,31 @@ test(`kill -9 of execgate serve with ${TASKS} tasks and a plan in flight; after 
   let serve = await startServe(dataDir)
   baseUrl = serve.url
   try {
-    // A plan of four chained steps, each a few hundred ms, and the tasks, all accepted before the kill.
+    // The tasks, then a plan of four chained steps ahead of them (priority 1), all accepted before the kill. Submitted
+    // at once and the plan last: submitted one by one with the plan first, at load ~45 the plan ended while the tasks
+    // were still being sent, and there was never a moment with both in flight to kill at.
+    const accepted: Task[] = await Promise.all(
+      Array.from({ length: TASKS }, async (_, index) => {
+        const submitted = await api<Task>('POST', '/v1/tasks', {
+          request: { language: 'javascript', code: busy(40, String(index)) },
+          idempotencyKey: `serve-crash-${index}`,
+          retryPolicy: { maxAttempts: 3 },
+        })
+        expect(submitted.status).toBe(201)
+        return submitted.json
+      }),
+    )
     const plan = await api<{ id: string }>('POST', '/v1/plans', {
       goal: 'count to four',
+      priority: 1,
       steps: [
-        { id: 'one', language: 'javascript', code: busy(300, '1') },
-        { id: 'two', language: 'javascript', code: busy(300, '2'), dependsOn: ['one'] },
-        { id: 'three', language: 'javascript', code: busy(300, '3'), dependsOn: ['two'] },
-        { id: 'four', language: 'javascript', code: busy(300, '4'), dependsOn: ['three'] },
+        { id: 'one', language: 'javascript', code: busy(600, '1') },
+        { id: 'two', language: 'javascript', code: busy(600, '2'), dependsOn: ['one'] },
+        { id: 'three', language: 'javascript', code: busy(600, '3'), dependsOn: ['two'] },
+        { id: 'four', language: 'javascript', code: busy(600, '4'), dependsOn: ['three'] },
       ],
     })
     expect(plan.status).toBe(201)
-    const accepted: Task[] = []
-    for (let index = 0; index < TASKS; index++) {
-      const submitted = await api<Task>('POST', '/v1/tasks', {
-        request: { language: 'javascript', code: busy(40, String(index)) },
-        idempotencyKey: `serve-crash-${index}`,
-        retryPolicy: { maxAttempts: 3 },
-      })
-      expect(submitted.status).toBe(201)
-      accepted.push(submitted.json)
-    }
     // Kill part-way: some tasks done, some running, the plan past its first step but not finished.
     const atKill = await until(
       async () => ({
@@ -196,8 +200,9 @@ test(`kill -9 of execgate serve with ${TASKS} tasks and a plan in flight; after 
       lost.push({ id: task.id, beforeKillMs: killedAt - completedAt })
     }
     expect(lost.filter((entry) => entry.beforeKillMs > 10 * windowMs)).toEqual([])
-    // And the restarted server records its own runs.
-    const lastTask = (await api<Task>('GET', `/v1/tasks/${accepted.at(-1)!.id}`)).json
+    // And the restarted server records its own runs (a task not yet completed at the kill ran after the restart).
+    const ranAfter = accepted.filter((task) => !completedBeforeKill.some((done) => done.id === task.id)).at(-1)!
+    const lastTask = (await api<Task>('GET', `/v1/tasks/${ranAfter.id}`)).json
     expect((await api<unknown>('GET', `/v1/runs/${encodeURIComponent(String(lastTask.result!.runId))}/record`)).status).toBe(200)
     process.stdout.write(
       `serve crash: ${completedBeforeKill.length} tasks completed before the kill, ${lost.length} of their runs missing from the ledger (window ${windowMs} ms); plan steps done before the kill: ${doneBeforeKill.join(', ')}\n`,

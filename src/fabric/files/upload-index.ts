@@ -24,6 +24,8 @@ export interface UploadIndex {
   used(tenant: string): Promise<number>
   /** Records the tenant's upload unless it holds it already, or unless it would pass `quotaBytes`. */
   add(tenant: string, upload: IndexedUpload, quotaBytes: number): Promise<AddOutcome>
+  /** Whether any tenant holds the digest (bytes no tenant holds may go). */
+  heldByAnyone(sha256: string): Promise<boolean>
   /** Forgets the tenant's upload; `stillHeld` when another tenant holds the same digest. */
   remove(tenant: string, sha256: string): Promise<{ removed: boolean; stillHeld: boolean }>
   close(): Promise<void>
@@ -90,6 +92,10 @@ export class SqliteUploadIndex implements UploadIndex {
       )
       return 'added' as const
     })()
+  }
+
+  async heldByAnyone(sha256: string): Promise<boolean> {
+    return !!this.index().prepare('SELECT 1 FROM uploads WHERE sha256 = ? LIMIT 1').get(sha256)
   }
 
   async remove(tenant: string, sha256: string): Promise<{ removed: boolean; stillHeld: boolean }> {
@@ -165,6 +171,10 @@ export class RedisUploadIndex implements UploadIndex {
   async add(tenant: string, upload: IndexedUpload, quotaBytes: number): Promise<AddOutcome> {
     const keys = this.keys(tenant, upload.sha256)
     return (await this.redis.eval(ADD, 3, ...keys, upload.sha256, upload.bytes, upload.createdAt, quotaBytes, tenant)) as AddOutcome
+  }
+
+  async heldByAnyone(sha256: string): Promise<boolean> {
+    return (await this.redis.scard(this.keys('', sha256)[2])) > 0
   }
 
   async remove(tenant: string, sha256: string): Promise<{ removed: boolean; stillHeld: boolean }> {

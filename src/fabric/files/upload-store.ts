@@ -119,7 +119,14 @@ export class UploadStore {
       await fs.promises.rename(temporary, target)
       const createdAt = Date.now()
       const outcome = await this.index.add(tenant, { sha256, bytes, createdAt }, quota)
-      if (outcome === 'quota') throw new ExecgateError('EXECGATE_FILE_QUOTA', { tenant, used: await this.used(tenant), bytes, quota })
+      if (outcome === 'quota') {
+        // Another upload of the tenant's took the room meanwhile: these bytes go unless some tenant holds them.
+        if (!(await this.index.heldByAnyone(sha256))) {
+          await this.blobs.delete([sha256])
+          await this.options.shared?.delete([sha256])
+        }
+        throw new ExecgateError('EXECGATE_FILE_QUOTA', { tenant, used: await this.used(tenant), bytes, quota })
+      }
       if (outcome === 'held') return { ...(await this.find(tenant, sha256))!, reused: true }
       return { sha256, bytes, createdAt: new Date(createdAt).toISOString(), reused: false }
     } finally {

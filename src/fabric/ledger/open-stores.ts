@@ -1,13 +1,12 @@
 import path from 'node:path'
 import { ExecgateError } from '../../core/errors'
-import { requireOptional } from '../../core/optional-dependency'
 import type { LedgerConfig, S3Config } from '../../config/ledger-schema'
 import type { DeepReadonly } from '../../config/load'
+import type { FabricStoreKind } from '../../config/store-kinds'
 import { S3Objects, type S3Settings } from '../../workspace/s3-objects'
+import { storeDriver } from '../drivers'
 import { DirectoryBlobStore, S3BlobStore, type BlobStore } from './blob-store'
 import type { LedgerRecordStore } from './record-store'
-import { RedisLedgerStore } from './redis-ledger-store'
-import { LEDGER_SQLITE_FILE_NAME, SqliteLedgerStore } from './sqlite-ledger-store'
 
 /**
  * The ledger's stores as the config names them: opened by the ledger for its queries and, with their own connections,
@@ -16,10 +15,11 @@ import { LEDGER_SQLITE_FILE_NAME, SqliteLedgerStore } from './sqlite-ledger-stor
 
 /** The `fabric` keys the ledger is opened from, so the library, `serve` and the CLI open the same one. */
 export interface LedgerFabricSettings {
-  store: 'sqlite' | 'redis'
+  store: FabricStoreKind
   dataDir: string
   redisUrl: string
   redisPrefix: string
+  leaseMs: number
   ledger: DeepReadonly<LedgerConfig>
   s3: DeepReadonly<S3Config>
 }
@@ -39,17 +39,9 @@ export function s3SettingsFrom(s3: DeepReadonly<S3Config>, key: string): S3Setti
   }
 }
 
+/** The record store of the driver `fabric.ledger.store` names (`auto`: the one `fabric.store` names). */
 export function openRecordStore(fabric: LedgerFabricSettings): LedgerRecordStore {
-  const kind = fabric.ledger.store === 'auto' ? fabric.store : fabric.ledger.store
-  if (kind === 'sqlite') return new SqliteLedgerStore({ file: path.join(fabric.dataDir, LEDGER_SQLITE_FILE_NAME) })
-  // Loaded only for this store: the embedded default never loads ioredis.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  return new RedisLedgerStore({
-    redis: new Redis(fabric.redisUrl, { maxRetriesPerRequest: 3 }),
-    prefix: `${fabric.redisPrefix}:ledger`,
-    ownsConnection: true,
-  })
+  return storeDriver(fabric.ledger.store === 'auto' ? fabric.store : fabric.ledger.store).ledgerRecords(fabric)
 }
 
 export function openBlobStore(fabric: LedgerFabricSettings): BlobStore {

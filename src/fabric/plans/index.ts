@@ -1,4 +1,4 @@
-export { createPlanService, openPlanStore, type PlanService, type PlanServiceOptions, type PlanSummary } from './plan-service'
+export { createPlanService, type PlanService, type PlanServiceOptions, type PlanSummary } from './plan-service'
 export { planServiceOptionsFrom, type PlanConfig } from './plan-config'
 export { PlanEngine, type PlanEngineOptions, type PlanSettings, type PlanCaller } from './plan-engine'
 export { SqlitePlanStore, type SqlitePlanStoreOptions } from './sqlite-plan-store'

@@ -19,13 +19,13 @@ export interface PlanConfig {
  * else none: a failed step then fails its plan at once.
  */
 export function planServiceOptionsFrom(
-  fabric: Pick<FabricSettings, 'store' | 'dataDir' | 'redisUrl' | 'redisPrefix' | 'leaseMs'> & {
+  fabric: Pick<FabricSettings, 'leaseMs'> & {
     plans: PlanConfig
     s3: { bucket: string }
   },
   allowedImports: readonly string[],
   llm?: LlmProvider,
-): Pick<PlanServiceOptions, 'settings' | 'reflector' | 'storeKind' | 'dataDir' | 'redis' | 'leaseMs'> {
+): Pick<PlanServiceOptions, 'settings' | 'reflector' | 'leaseMs'> {
   const { plans } = fabric
   const model =
     llm ??
@@ -37,9 +37,8 @@ export function planServiceOptionsFrom(
         })
       : undefined)
   return {
-    storeKind: fabric.store,
-    dataDir: fabric.dataDir,
-    ...(fabric.store === 'redis' ? { redis: { url: fabric.redisUrl, prefix: fabric.redisPrefix }, leaseMs: fabric.leaseMs } : {}),
+    // Used only by a driver whose store keeps engine leases (src/fabric/plans/engine-lease.ts); others judge by pid.
+    leaseMs: fabric.leaseMs,
     settings: {
       maxRevisions: plans.maxRevisions,
       maxSteps: plans.maxSteps,

@@ -1,5 +1,5 @@
 import type { Logger } from '../../observability/logger'
-import type { TaskService, WorkspaceAccess } from '../tasks'
+import type { TaskReader, TaskService, WorkspaceAccess } from '../tasks'
 import type { StepCheck } from './plan-revision'
 import type { PlanStore } from './plan-store'
 import type { PlanWorkspaceKind } from './plan-types'
@@ -24,6 +24,8 @@ export interface PlanSettings {
 export interface PlanEngineOptions {
   store: PlanStore
   tasks: TaskService
+  /** The tasks' store, read through its interface: the steps' tasks and their action logs (the task service's own store). */
+  taskStore: TaskReader
   check: StepCheck
   settings: PlanSettings
   /** Without one, a failed step fails its plan at once. */

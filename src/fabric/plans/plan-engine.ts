@@ -48,7 +48,7 @@ export class PlanEngine {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
     this.emitter.setMaxListeners(0)
     this.lease = new EngineLease(options.store, this.owner, options)
-    this.steps = new StepLogMirror(options.store, options.tasks.scheduler.store, (events) => this.announce(events))
+    this.steps = new StepLogMirror(options.store, options.taskStore, (events) => this.announce(events))
   }
 
   /** Follows the plans' tasks, and picks up every plan not yet ended (a restart continues them). */
@@ -252,7 +252,7 @@ export class PlanEngine {
   /** The tasks of the current and the previous version (what may still change or still need mirroring). */
   private async tasksOf(plan: Plan): Promise<Map<string, Task>> {
     const ids = plan.versions.slice(-2).flatMap((version) => version.steps.map((step) => step.taskId))
-    return new Map((await this.options.tasks.scheduler.store.getMany([...new Set(ids)])).map((task) => [task.id, task]))
+    return new Map((await this.options.taskStore.getMany([...new Set(ids)])).map((task) => [task.id, task]))
   }
 
   /** One look at a plan: mirror its steps' transitions, then complete it, pause it on a failure, or revise it. */
@@ -385,9 +385,7 @@ export class PlanEngine {
   /** Every completed task of the plan's versions: runs a revision may keep. */
   private async completedTasks(plan: Plan): Promise<Map<string, Task>> {
     const ids = [...new Set(plan.versions.flatMap((version) => version.steps.map((step) => step.taskId)))]
-    return new Map(
-      (await this.options.tasks.scheduler.store.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]),
-    )
+    return new Map((await this.options.taskStore.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]))
   }
 
   /**
@@ -399,7 +397,7 @@ export class PlanEngine {
     const version = currentVersion(plan)
     await this.recordVersion(plan, version)
     const existing = new Set(
-      fresh ? [] : (await this.options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id),
+      fresh ? [] : (await this.options.taskStore.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id),
     )
     const steps = version.steps.filter((step) => !existing.has(step.taskId))
     if (steps.length === 0) return

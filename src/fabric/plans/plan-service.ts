@@ -1,7 +1,6 @@
-import path from 'node:path'
-import { ExecgateError, requireOptional } from '../../core'
+import { ExecgateError } from '../../core'
 import type { Logger } from '../../observability/logger'
-import { SQLITE_FILE_NAME, assertResumeChanges, type ResumeChanges, type TaskCaller, type TaskService } from '../tasks'
+import { assertResumeChanges, type ResumeChanges, type TaskCaller, type TaskReader, type TaskService, type TaskStore } from '../tasks'
 import { PlanEngine, type PlanSettings } from './plan-engine'
 import { currentVersion, type StepCheck } from './plan-revision'
 import { applyResumeChanges, resumeReason } from './plan-resume'
@@ -9,8 +8,6 @@ import { stepViews } from './plan-steps'
 import type { PlanStore } from './plan-store'
 import { isPlanFinal, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanView } from './plan-types'
 import type { Reflector } from './reflector'
-import { SqlitePlanStore } from './sqlite-plan-store'
-import { RedisPlanStore } from './redis-plan-store'
 import type { PlanVersionRecorder } from './plan-versions'
 
 /** A plan in a listing: its state and counts, without its versions. */
@@ -63,13 +60,10 @@ export interface PlanServiceOptions {
   reflector?: Reflector
   /** Records each plan version where its steps' runs point at it (the artifact ledger's `recordPlanVersion`). */
   recordVersion?: PlanVersionRecorder
-  /** A store to use; otherwise the one `storeKind` names, beside the tasks. */
-  store?: PlanStore
-  /** `fabric.store`: the embedded store in `dataDir`, or Redis at `redis`. @default 'sqlite' */
-  storeKind?: 'sqlite' | 'redis'
-  dataDir?: string
-  /** `fabric.redisUrl` and `fabric.redisPrefix`, for the Redis store (its keys under `<prefix>:plans`). */
-  redis?: { url: string; prefix: string }
+  /** Where plans live: the plan store of the driver `fabric.store` names (src/fabric/drivers), beside the tasks. */
+  store: PlanStore
+  /** The tasks' store, through its interface (the one `tasks` runs on): read, and a SUSPENDED step's request updated on resume. */
+  taskStore: TaskReader & Pick<TaskStore, 'update'>
   /** `fabric.leaseMs`: how long a dead engine's revision waits before another node takes it over (Redis). */
   leaseMs?: number
   /** Drive plans in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
@@ -80,21 +74,12 @@ export interface PlanServiceOptions {
 
 const DEFAULT_TENANT = 'local'
 
-/** The store `storeKind` names: the embedded one beside the tasks' file, or Redis (ioredis loaded only then). */
-export function openPlanStore(options: Pick<PlanServiceOptions, 'storeKind' | 'dataDir' | 'redis'>): PlanStore {
-  if ((options.storeKind ?? 'sqlite') === 'sqlite')
-    return new SqlitePlanStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
-  const { url, prefix } = options.redis ?? { url: 'redis://127.0.0.1:6379', prefix: 'execgate' }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  return new RedisPlanStore({ redis: new Redis(url, { maxRetriesPerRequest: 3 }), prefix: `${prefix}:plans`, ownsConnection: true })
-}
-
 export function createPlanService(options: PlanServiceOptions): PlanService {
-  const store = options.store ?? openPlanStore(options)
+  const store = options.store
   const engine = new PlanEngine({
     store,
     tasks: options.tasks,
+    taskStore: options.taskStore,
     check: options.check,
     settings: options.settings,
     reflector: options.reflector,
@@ -114,9 +99,7 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
   }
   const view = async (plan: Plan): Promise<PlanView> => {
     const version = currentVersion(plan)
-    const tasks = new Map(
-      (await options.tasks.scheduler.store.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]),
-    )
+    const tasks = new Map((await options.taskStore.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]))
     const { owner: _owner, rev: _rev, ...rest } = plan
     return { ...rest, steps: stepViews(version, tasks) }
   }
@@ -188,7 +171,7 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       assertResumeChanges(changes)
       await ready()
       const plan = await owned(id, caller)
-      await applyResumeChanges(plan, changes, options.tasks.scheduler.store, options.check)
+      await applyResumeChanges(plan, changes, options.taskStore, options.check)
       const resumed = await engine.resume(id, resumeReason(changes))
       if (!resumed)
         throw new ExecgateError('EXECGATE_PLAN_CONFLICT', {

@@ -1,5 +1,5 @@
 import type { ExecutionResult, FileReference, Language } from '../../core'
-import type { TaskLane, TaskState } from '../tasks'
+import type { TaskLane, TaskState } from '../tasks/task-types'
 
 /**
  * A plan's data: what a caller submits (a DAG of steps), and what the engine records about it (versions, revision

@@ -1,4 +1,4 @@
-import type { Task, TaskStore } from '../tasks'
+import type { Task, TaskReader } from '../tasks'
 import type { PlanStore } from './plan-store'
 import type { NewPlanEvent, PlanEvent } from './plan-types'
 
@@ -16,7 +16,7 @@ export class StepLogMirror {
 
   constructor(
     private readonly store: PlanStore,
-    private readonly tasks: TaskStore,
+    private readonly tasks: TaskReader,
     private readonly announce: (events: readonly PlanEvent[]) => void,
   ) {}
 

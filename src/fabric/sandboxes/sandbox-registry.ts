@@ -9,7 +9,7 @@ export type { NodeRecord, SandboxRecord } from './sandbox-types'
  * sandbox whose owner stopped sending heartbeats reported `lost` with its last snapshot.
  *
  * Two drivers: in memory (the embedded `sqlite` fabric: one node, nothing to share) and Redis (the `redis` fabric,
- * sandbox-registry-redis.ts), chosen by src/app/fabric-wiring.ts from `fabric.store`.
+ * sandbox-registry-redis.ts), opened by the store driver `fabric.store` names (src/fabric/drivers).
  */
 
 export interface SandboxRegistry {

@@ -1,8 +1,5 @@
 export {
   createTaskService,
-  openTaskDispatcher,
-  openTaskStore,
-  taskServiceOptionsFrom,
   SQLITE_FILE_NAME,
   type FabricSettings,
   type TaskService,
@@ -18,10 +15,10 @@ export {
   RESUME_FIELDS,
   type ExecuteFunction,
 } from './task-scheduler'
-export { SqliteTaskStore, type SqliteTaskStoreOptions } from './sqlite-task-store'
+export { SqliteTaskStore, TASKS_SQLITE_FILE_NAME, type SqliteTaskStoreOptions } from './sqlite-task-store'
 export { RedisTaskStore, type RedisTaskStoreOptions } from './redis-task-store'
 export { BullmqDispatcher, bullmqPriority, type TaskDispatcher, type BullmqDispatcherOptions } from './bullmq-dispatcher'
-export type { TaskStore, TaskChange, TaskListFilter, TaskPage } from './task-store'
+export type { TaskStore, TaskReader, TaskChange, TaskListFilter, TaskPage } from './task-store'
 export { assertResumeChanges, requestRefusal, withLoosestTimeout, type RequestCheck, type CheckedCaller } from './request-refusal'
 export { TASK_SPEC_SCHEMA, findTaskProblem } from './task-schema'
 export { TRANSITIONS, canTransition, outcomeOf, backoffDelay } from './lifecycle'

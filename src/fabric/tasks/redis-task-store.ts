@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-store'
 import type { Task, TaskEvent, TaskState } from './task-types'
+import { compareDue } from './due-order'
 
 /**
  * The distributed store: tasks on Redis, shared by `execgate serve` and any number of `execgate worker` processes.
@@ -215,11 +216,17 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async due(now: number, limit: number): Promise<Task[]> {
-    const pending = await this.inStates(['PENDING'])
-    return pending
-      .filter((task) => task.ready && task.notBefore <= now)
-      .sort((a, b) => b.priority - a.priority || Date.parse(a.createdAt) - Date.parse(b.createdAt))
+    const ready = (await this.inStates(['PENDING'])).filter((task) => task.ready && task.notBefore <= now)
+    if (ready.length === 0) return []
+    // Each task's submission number is its score in its tenant's index (one `seq` counter for every tenant).
+    const pipeline = this.redis.pipeline()
+    for (const task of ready) pipeline.zscore(this.key('tenant', task.tenant), task.id)
+    const scores = (await pipeline.exec()) ?? []
+    return ready
+      .map((task, index) => ({ task, priority: task.priority, seq: Number(scores[index]?.[1] ?? Number.MAX_SAFE_INTEGER) }))
+      .sort(compareDue)
       .slice(0, limit)
+      .map((entry) => entry.task)
   }
 
   async expired(now: number): Promise<Task[]> {

@@ -1,6 +1,7 @@
 import { openSqlite, type Database, type SqliteDriver, type Statement } from '../sqlite'
 import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-store'
 import type { Task, TaskEvent, TaskState } from './task-types'
+import { DUE_ORDER_SQL } from './due-order'
 
 /**
  * The embedded store: one SQLite file (libsql, synchronous and in-process, so a write is a function call,
@@ -63,6 +64,9 @@ function parse(row: unknown): Task | undefined {
   return row ? (JSON.parse((row as { body: string }).body) as Task) : undefined
 }
 
+/** The file of the embedded store under `fabric.dataDir` (the plans share it). */
+export const TASKS_SQLITE_FILE_NAME = 'tasks.sqlite'
+
 export interface SqliteTaskStoreOptions {
   /** The database file; its directory is created when missing. `:memory:` for a store that dies with the process. */
   file: string
@@ -94,7 +98,7 @@ export class SqliteTaskStore implements TaskStore {
       update: prepare(
         'UPDATE tasks SET state = @state, ready = @ready, not_before = @notBefore, attempts = @attempts, body = @body WHERE id = @id',
       ),
-      due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY priority DESC, seq LIMIT ?`),
+      due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT ?`),
       expired: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND attempts = 0 AND deadline_at IS NOT NULL AND deadline_at < ?`),
       dependents: prepare('SELECT t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ?'),
       events: prepare('SELECT * FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq'),

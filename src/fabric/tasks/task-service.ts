@@ -1,19 +1,17 @@
-import path from 'node:path'
-import { ExecgateError, requireOptional, type ExecutionRequest, type ValidationReport } from '../../core'
+import { ExecgateError, type ExecutionRequest, type ValidationReport } from '../../core'
+import type { FabricStoreKind } from '../../config/store-kinds'
 import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
-import { BullmqDispatcher, type TaskDispatcher } from './bullmq-dispatcher'
-import { RedisTaskStore } from './redis-task-store'
+import { storeDriver, type FabricStoreSettings } from '../drivers'
+import type { TaskDispatcher } from './bullmq-dispatcher'
 import { assertResumeChanges, requestRefusal, withLoosestTimeout } from './request-refusal'
-import { SqliteTaskStore } from './sqlite-task-store'
 import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler'
 import type { TaskListFilter, TaskPage, TaskStore } from './task-store'
 import type { Submitter } from './task-submission'
 import { findTaskProblem } from './task-schema'
 import type { Task, TaskSpec } from './task-types'
 
-/** The file of the embedded store under `fabric.dataDir`. */
-export const SQLITE_FILE_NAME = 'tasks.sqlite'
+export { TASKS_SQLITE_FILE_NAME as SQLITE_FILE_NAME } from './sqlite-task-store'
 
 /** Who is asking: every call names a tenant, and a tenant only ever sees its own tasks. */
 export interface TaskCaller {
@@ -50,8 +48,11 @@ export interface TaskServiceOptions {
   store?: TaskStore
   /** With `store`: how due tasks reach processes (the distributed store's dispatcher). */
   dispatcher?: TaskDispatcher
-  /** The store to open when none is given: the embedded one in `dataDir` (default), or Redis with BullMQ. */
-  backend?: { kind: 'sqlite' } | { kind: 'redis'; url: string; prefix?: string; leaseMs?: number }
+  /**
+   * The store to open when none is given, by its driver (src/fabric/drivers): the embedded one in `dataDir` (default),
+   * or Redis with BullMQ at `url`, keys under `prefix`.
+   */
+  backend?: { kind: FabricStoreKind; url?: string; prefix?: string; leaseMs?: number }
   /** `fabric.dataDir`. */
   dataDir?: string
   concurrency?: number
@@ -73,55 +74,28 @@ export interface TaskServiceOptions {
 const DEFAULT_TENANT = 'local'
 
 /** The `fabric` config keys a task service is opened from (so the library, `serve` and the CLI open the same store). */
-export interface FabricSettings {
-  store: 'sqlite' | 'redis'
-  dataDir: string
-  redisUrl: string
-  redisPrefix: string
-  leaseMs: number
+export interface FabricSettings extends FabricStoreSettings {
+  store: FabricStoreKind
   concurrency: number
 }
 
-export function taskServiceOptionsFrom(fabric: FabricSettings): Pick<TaskServiceOptions, 'backend' | 'dataDir' | 'concurrency'> {
+/** What `backend` and `dataDir` name, as the settings a store driver opens from. */
+function driverSettings(options: Pick<TaskServiceOptions, 'backend' | 'dataDir'>): FabricStoreSettings {
+  const backend = options.backend
   return {
-    dataDir: fabric.dataDir,
-    backend:
-      fabric.store === 'redis'
-        ? { kind: 'redis', url: fabric.redisUrl, prefix: fabric.redisPrefix, leaseMs: fabric.leaseMs }
-        : { kind: 'sqlite' },
-    concurrency: fabric.concurrency,
+    dataDir: options.dataDir ?? '.execgate',
+    redisUrl: backend?.url ?? 'redis://127.0.0.1:6379',
+    redisPrefix: backend?.prefix ?? 'execgate',
+    leaseMs: backend?.leaseMs ?? 30_000,
   }
-}
-
-/** The task store `backend` names: the embedded one in `dataDir`, or Redis (ioredis loaded only then). */
-export function openTaskStore(options: Pick<TaskServiceOptions, 'backend' | 'dataDir'>): TaskStore {
-  const backend = options.backend ?? { kind: 'sqlite' }
-  if (backend.kind === 'sqlite') return new SqliteTaskStore({ file: path.join(options.dataDir ?? '.execgate', SQLITE_FILE_NAME) })
-  // Loaded only for this store: the embedded default never loads ioredis.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
-  return new RedisTaskStore({
-    redis: new Redis(backend.url, { maxRetriesPerRequest: 3 }),
-    prefix: `${backend.prefix ?? 'execgate'}:tasks`,
-    ownsConnection: true,
-  })
-}
-
-/** How due tasks reach processes with the Redis backend (BullMQ); none for the embedded one, whose scheduler polls. */
-export function openTaskDispatcher(options: Pick<TaskServiceOptions, 'backend'>): TaskDispatcher | undefined {
-  const backend = options.backend ?? { kind: 'sqlite' }
-  if (backend.kind === 'sqlite') return undefined
-  return new BullmqDispatcher({
-    url: backend.url,
-    queue: `${backend.prefix ?? 'execgate'}-tasks`,
-    ...(backend.leaseMs ? { leaseMs: backend.leaseMs } : {}),
-  })
 }
 
 function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?: TaskDispatcher } {
   if (options.store) return { store: options.store, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) }
-  const dispatcher = openTaskDispatcher(options)
-  return { store: openTaskStore(options), ...(dispatcher ? { dispatcher } : {}) }
+  const driver = storeDriver(options.backend?.kind ?? 'sqlite')
+  const settings = driverSettings(options)
+  const dispatcher = driver.taskDispatcher(settings)
+  return { store: driver.tasks(settings), ...(dispatcher ? { dispatcher } : {}) }
 }
 
 /**

@@ -47,7 +47,7 @@ export interface TaskStore {
   transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined>
   /** Updates fields that are not a transition (readiness), only while the task is in `state`. */
   update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined>
-  /** Ready PENDING tasks whose backoff has passed, highest priority first, then oldest first. */
+  /** Ready PENDING tasks whose backoff has passed, in the one due order (due-order.ts): priority, then submission. */
   due(now: number, limit: number): Promise<Task[]>
   /** PENDING tasks never started whose start-by deadline is before `now`. */
   expired(now: number): Promise<Task[]>
@@ -57,3 +57,6 @@ export interface TaskStore {
   events(id: string, afterSeq?: number): Promise<TaskEvent[]>
   close(): Promise<void>
 }
+
+/** What a service beside the tasks (the plan engine) reads of them: tasks by id and their action logs, nothing it could change. */
+export type TaskReader = Pick<TaskStore, 'getMany' | 'events'>

@@ -50,10 +50,12 @@ describe.each(drivers)('%s upload index', (_name, open) => {
   test('removing frees the quota; the bytes are still held while another tenant holds the digest', async () => {
     await index.add('acme', { sha256: sha(3), bytes: 10, createdAt: 1 }, 100)
     await index.add('globex', { sha256: sha(3), bytes: 10, createdAt: 2 }, 100)
+    expect(await index.heldByAnyone(sha(3))).toBe(true)
     expect(await index.remove('acme', sha(3))).toEqual({ removed: true, stillHeld: true })
     expect(await index.remove('acme', sha(3))).toEqual({ removed: false, stillHeld: true })
     expect(await index.used('acme')).toBe(0)
     expect(await index.remove('globex', sha(3))).toEqual({ removed: true, stillHeld: false })
+    expect(await index.heldByAnyone(sha(3))).toBe(false)
   })
 
   test('concurrent adds cannot pass the quota together', async () => {

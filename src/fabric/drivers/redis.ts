@@ -1,0 +1,36 @@
+import type { Redis } from 'ioredis'
+import { requireOptional } from '../../core/optional-dependency'
+import { RedisUploadIndex } from '../files/upload-index'
+import { RedisLedgerStore } from '../ledger/redis-ledger-store'
+import { RedisPlanStore } from '../plans/redis-plan-store'
+import { RedisSandboxRegistry } from '../sandboxes/sandbox-registry-redis'
+import { RedisSessionRegistry } from '../sessions/session-registry-redis'
+import { BullmqDispatcher } from '../tasks/bullmq-dispatcher'
+import { RedisTaskStore } from '../tasks/redis-task-store'
+import type { FabricStoreDriver, FabricStoreSettings } from './types'
+
+/** A connection of its own for each store (each closes its own), ioredis loaded only when this driver opens one. */
+function connect(settings: FabricStoreSettings): Redis {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional peer dependency, loaded only for this driver
+  const { Redis } = requireOptional('redis', () => require('ioredis') as typeof import('ioredis'))
+  return new Redis(settings.redisUrl, { maxRetriesPerRequest: 3 })
+}
+
+/**
+ * The shared store: every node of a deployment and every `execgate worker` on one Redis (`fabric.redisUrl`), keys
+ * under `fabric.redisPrefix`; due tasks reach workers through BullMQ.
+ */
+export const REDIS_DRIVER: FabricStoreDriver = {
+  description: 'Redis at fabric.redisUrl (BullMQ for due tasks); shared by every node and worker',
+  shared: true,
+  tasks: (settings) => new RedisTaskStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:tasks`, ownsConnection: true }),
+  taskDispatcher: (settings) =>
+    new BullmqDispatcher({ url: settings.redisUrl, queue: `${settings.redisPrefix}-tasks`, leaseMs: settings.leaseMs }),
+  plans: (settings) => new RedisPlanStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:plans`, ownsConnection: true }),
+  ledgerRecords: (settings) =>
+    new RedisLedgerStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:ledger`, ownsConnection: true }),
+  sandboxRegistry: (settings) => new RedisSandboxRegistry(connect(settings), settings.redisPrefix),
+  sessionRegistry: (settings) => new RedisSessionRegistry(connect(settings), settings.redisPrefix),
+  // Connected at the first upload: a node that never sees one opens no connection for them.
+  uploadIndex: (settings) => new RedisUploadIndex(() => connect(settings), settings.redisPrefix),
+}

@@ -1,0 +1,159 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { FABRIC_STORE_KINDS, type FabricStoreKind } from '../../src/config/store-kinds'
+import { FABRIC_STORE_DRIVERS, storeDriver, type FabricStoreSettings } from '../../src/fabric/drivers'
+import type { Plan } from '../../src/fabric/plans'
+import { DEFAULT_RETRY_POLICY, type Task, type TaskStore } from '../../src/fabric/tasks'
+import { startRedisServer, type RedisServer } from '../../bench/redis-server'
+
+/**
+ * The store drivers' shared suite (src/fabric/drivers): every kind named in FABRIC_STORE_KINDS has a driver, and each
+ * driver's stores, opened the way the composition root opens them (a temp dir; a real redis-server on loopback), keep
+ * the contract the services above rely on: due tasks in the one order (priority, then submission, ties within one
+ * batch and one millisecond included), plans written by compare-and-set, registries that find what they were given.
+ * The ledger's record stores have their own shared suite (test/fabric/ledger/record-stores.test.ts), run on both.
+ */
+
+test('every store kind has a driver, and the table holds no other', () => {
+  expect(Object.keys(FABRIC_STORE_DRIVERS).sort()).toEqual([...FABRIC_STORE_KINDS].sort())
+  for (const kind of FABRIC_STORE_KINDS) expect(storeDriver(kind).description).toEqual(expect.any(String))
+})
+
+const at = new Date().toISOString()
+
+function taskOf(id: string, priority: number): Task {
+  return {
+    id,
+    tenant: id.startsWith('g') ? 'globex' : 'acme',
+    state: 'PENDING',
+    request: { language: 'javascript', code: '1' },
+    priority,
+    requirements: {},
+    dependencies: [],
+    retryPolicy: { ...DEFAULT_RETRY_POLICY },
+    lane: 'batch',
+    attempts: 0,
+    ready: true,
+    notBefore: 0,
+    reason: 'submitted',
+    // One millisecond for all: the order may not depend on the clock.
+    createdAt: at,
+    updatedAt: at,
+  }
+}
+
+function planOf(id: string): Plan {
+  return {
+    id,
+    tenant: 'acme',
+    state: 'RUNNING',
+    reason: 'submitted',
+    version: 1,
+    maxRevisions: 2,
+    priority: 0,
+    lane: 'batch',
+    versions: [],
+    revisions: [],
+    rev: 1,
+    createdAt: at,
+    updatedAt: at,
+  }
+}
+
+/** Submitted in this order, in three writes (the middle one a batch of four): the due order is fixed by it. */
+const SUBMISSIONS: [id: string, priority: number][][] = [
+  [['a-low', -5]],
+  [
+    ['b-tie-1', 10],
+    ['g-tie-2', 10],
+    ['b-tie-3', 10],
+    ['b-zero', 0],
+  ],
+  [
+    ['c-tie-4', 10],
+    ['c-high', 50],
+  ],
+]
+const DUE_ORDER = ['c-high', 'b-tie-1', 'g-tie-2', 'b-tie-3', 'c-tie-4', 'b-zero', 'a-low']
+
+describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
+  const driver = storeDriver(kind)
+  let redis: RedisServer | undefined
+  let settings: FabricStoreSettings
+  let dataDir: string
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `execgate-drivers-${kind}-`))
+    // Without redis-server the Redis half fails with the command that installs it (never skipped).
+    if (driver.shared) redis = await startRedisServer()
+    settings = { dataDir, redisUrl: redis?.url ?? 'redis://127.0.0.1:1', redisPrefix: 'drivers', leaseMs: 30_000 }
+  }, 60_000)
+  afterAll(async () => {
+    await redis?.stop()
+    fs.rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it('starts due tasks in the one order: priority, then submission (ties in one batch and one millisecond kept)', async () => {
+    const store: TaskStore = driver.tasks(settings)
+    try {
+      for (const batch of SUBMISSIONS)
+        await store.insert(
+          batch.map(([id, priority]) => taskOf(id, priority)),
+          'submitted',
+        )
+      expect((await store.due(Date.now(), 100)).map((task) => task.id)).toEqual(DUE_ORDER)
+      expect((await store.due(Date.now(), 3)).map((task) => task.id)).toEqual(DUE_ORDER.slice(0, 3))
+      // A started task leaves the order; the rest keep theirs.
+      await store.transition('b-tie-1', ['PENDING'], { to: 'SPAWNING', reason: 'started' })
+      expect((await store.due(Date.now(), 100)).map((task) => task.id)).toEqual(DUE_ORDER.filter((id) => id !== 'b-tie-1'))
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('keeps plans by compare-and-set: of two writers of one revision, one wins', async () => {
+    const store = driver.plans(settings)
+    try {
+      await store.insert(planOf('p-1'), [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }])
+      const read = (await store.get('p-1'))!
+      expect(read).toMatchObject({ id: 'p-1', rev: 1, state: 'RUNNING' })
+      const first = await store.update({ ...read, rev: 2, reason: 'first' }, [])
+      const second = await store.update({ ...read, rev: 2, reason: 'second' }, [])
+      expect(first).toBeDefined()
+      expect(second).toBeUndefined()
+      expect(await store.get('p-1')).toMatchObject({ rev: 2, reason: 'first' })
+      expect((await store.active()).map((plan) => plan.id)).toEqual(['p-1'])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('opens registries that find what they were given, and says whether other nodes share them', async () => {
+    const sandboxes = driver.sandboxRegistry(settings)
+    const sessions = driver.sessionRegistry(settings)
+    try {
+      expect(sandboxes.shared).toBe(driver.shared)
+      await sandboxes.heartbeat({ id: 'node-a', startedAt: at, heartbeatAt: at }, 60_000)
+      expect((await sandboxes.nodes()).map((node) => node.id)).toEqual(['node-a'])
+      const session = { id: 'acme/s-1', node: 'node-a', adapter: 'monty', updatedAt: at, hasState: false }
+      expect(await sessions.claim(session, 60_000)).toBeUndefined()
+      expect(await sessions.get('acme/s-1')).toMatchObject({ node: 'node-a', adapter: 'monty' })
+    } finally {
+      await Promise.all([sandboxes.close(), sessions.close()])
+    }
+  })
+
+  it('opens a ledger record store and, when several nodes share it, a dispatcher for due tasks and an upload index', async () => {
+    const records = driver.ledgerRecords(settings)
+    try {
+      expect(await records.tenants()).toEqual([])
+    } finally {
+      await records.close()
+    }
+    const dispatcher = driver.taskDispatcher(settings)
+    expect(dispatcher !== undefined).toBe(driver.shared)
+    await dispatcher?.close()
+    // Uploads are indexed where every node sees them only on a shared store; else beside the uploads themselves.
+    expect(driver.uploadIndex(settings) !== undefined).toBe(driver.shared)
+  })
+})
