@@ -39,7 +39,7 @@ import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
 import { claimDirectory, sandboxRoot, sweepDirectories } from './sandbox-directories'
 import { detectDataPackages, probeDataPackages } from './data-packages'
-import { WarmPython } from './warm-python'
+import { WarmPython, type WarmUids } from './warm-python'
 
 /**
  * What bash costs here, for routing against the native shell (docs/adapters/shell.md): a sandbox's start-up, then
@@ -153,6 +153,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
               maxOpenFiles: settings.maxOpenFiles,
               asRoot: this.plan.dedicatedUid,
               seccompFilter: this.plan.seccompFilter,
+              ...(this.uids ? { uids: warmUids(this.uids) } : {}),
             })
           : null
     }
@@ -271,6 +272,22 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   ): Promise<SpawnedRun> {
     let uid: number | undefined
     const controller = new RunController(context)
+    // The warm interpreter holds its runs' uids itself: its spare for the next run has one already.
+    if (shape.warm && this.warm) {
+      return this.warm.run(
+        {
+          code,
+          ...extra,
+          ...(shape.mounts?.length ? { mounts: shape.mounts } : {}),
+          policy: shape.policy,
+          controller,
+          output,
+          reportLimitBytes: reportLimitBytes(context.policy),
+        },
+        context.signal,
+        context.deadline,
+      )
+    }
     if (this.uids) uid = this.uids.tryAcquire()
     if (this.uids && uid === undefined) {
       controller.pauseClock()
@@ -295,19 +312,6 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     let run: SpawnedRun | undefined
     let staged: StagedMounts | undefined
     try {
-      if (shape.warm && this.warm) {
-        run = await this.warm.run({
-          uid,
-          code,
-          ...extra,
-          ...(shape.mounts?.length ? { mounts: shape.mounts } : {}),
-          policy: shape.policy,
-          controller,
-          output,
-          reportLimitBytes: reportLimitBytes(context.policy),
-        })
-        return run
-      }
       this.prepareRunner(shape.language)
       if (shape.mounts?.length) {
         staged = stageMounts(shape.mounts)
@@ -490,6 +494,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     return (await this.warm?.start()) ?? false
   }
 
+  /**
+   * The uid of the warm interpreter's spare: the sandbox made ahead for the next data run (its processes wait, with
+   * no code in them, as that uid). Tests that look for a run's leftovers tell them apart by it.
+   */
+  warmSpareUid(): number | undefined {
+    return this.warm?.spareUid
+  }
+
   async dispose(): Promise<void> {
     await Promise.allSettled([
       this.dataPackagesProbe,
@@ -532,4 +544,14 @@ function probeContext(): ExecutionContext {
 
 export function createProcessAdapter(options?: ProcessAdapterOptions): ProcessAdapter {
   return new ProcessAdapter(options)
+}
+
+/** The uid pool as the warm interpreter uses it: its runs and its spare hold uids of their own. */
+function warmUids(pool: UidPool): WarmUids {
+  return {
+    tryAcquire: () => pool.tryAcquire(),
+    acquire: (signal) => pool.acquire(signal),
+    release: (uid) => pool.release(uid),
+    sweep: (uid) => sweep(uid),
+  }
 }

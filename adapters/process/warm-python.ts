@@ -8,10 +8,12 @@ import { StringDecoder } from 'node:string_decoder'
 import type { FileMount, OutputCapture, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
+import { parseReport } from '../shared/run-report'
 import { pythonRunner } from '../shared/interpreter-runners'
 import { runnerOutputLimits } from '../shared/python-outputs'
 import { FD } from './runners'
 import { zygoteSource } from './warm-zygote-source'
+import { zygoteArgs } from './warm-zygote-args'
 import type { SpawnedRun } from './spawn-sandbox'
 import { linkUploads } from './upload-mounts'
 
@@ -32,6 +34,8 @@ const ZYGOTE = zygoteSource(WARM_RUNNER)
 const HEADROOM_MIB = 64
 const START_TIMEOUT_MS = 60_000
 const CLOSE_GRACE_MS = 2000
+/** After an answer on closed streams, how long the run's processes may take to exit before they are killed. */
+const LINGER_KILL_MS = 500
 const OVERFLOW_DRAIN_BYTES = 1024 * 1024
 
 export interface WarmPythonPlan {
@@ -43,10 +47,31 @@ export interface WarmPythonPlan {
   asRoot: boolean
   /** The cold runs' seccomp filter (classic BPF), installed in each run's pid 1 after its set-up. */
   seccompFilter?: Buffer
+  /**
+   * As root, the host's uid pool: each run (and the one spare waiting for the next run) holds a uid of its own from
+   * it, released when the run's processes are gone (swept first after a kill).
+   */
+  uids?: WarmUids
+}
+
+export interface WarmUids {
+  tryAcquire(): number | undefined
+  acquire(signal: AbortSignal): Promise<number>
+  release(uid: number): void
+  /** Kills what the uid still runs; true once nothing is left. */
+  sweep(uid: number): Promise<boolean>
+}
+
+/** A run's sandbox made ahead of its code: C and G forked, namespaces and mounts made, G waiting for its go. */
+interface Spare {
+  id: string
+  uid?: number
+  folder: string
+  /** The zygote that made it (a spare dies with its zygote). */
+  zygote: ChildProcess
 }
 
 export interface WarmRunOptions {
-  uid?: number
   code: string
   filesArchive?: Buffer
   /** Uploads to bind read-only into the run's workspace (linked into its folder, bound by the child before it hides /runs). */
@@ -65,11 +90,10 @@ interface LiveRun {
   reportBytes: number
   reportLimit: number
   onOverflow: () => void
+  /** G closed its streams: the run is over when its report is complete (its exit follows once the kernel is done). */
+  closed: () => void
   done: (status: number | null) => void
 }
-
-/** Host files that are not secrets and the data stack reads: the loader's cache, libblas's alternative, matplotlibrc, fonts. */
-const HOST_FILES = ['/etc/ld.so.cache', '/etc/alternatives', '/etc/matplotlibrc', '/etc/fonts'].filter((file) => fs.existsSync(file))
 
 /**
  * A pre-started python3 with the data stack imported, forking a fresh sandboxed child per run (the zygote,
@@ -84,6 +108,10 @@ export class WarmPython {
   private dataKiB = 0
   private sequence = 0
   private failure?: string
+  private spare?: Spare
+  /** Spares whose zygote or set-up died before a run took them: their uid is swept and released. */
+  private readonly spareIds = new Set<string>()
+  private disposed = false
 
   constructor(private readonly plan: WarmPythonPlan) {}
 
@@ -91,6 +119,11 @@ export class WarmPython {
   wants(code: string, policy: SecurityPolicy): boolean {
     if (!DATA_IMPORT.test(code)) return false
     return this.dataKiB === 0 || policy.memoryMb > this.dataKiB / 1024 + HEADROOM_MIB
+  }
+
+  /** The uid the spare made for the next run holds (C and G waiting, no code in them), if there is one. */
+  get spareUid(): number | undefined {
+    return this.spare?.uid
   }
 
   /** Why the warm interpreter could not start, if it could not. */
@@ -110,91 +143,7 @@ export class WarmPython {
     fs.chmodSync(this.folder, 0o711)
     const runsFolder = path.join(this.folder, 'runs')
     fs.mkdirSync(runsFolder, { recursive: true, mode: 0o711 })
-    const namespaces = this.plan.asRoot
-      ? [
-          '--unshare-pid',
-          '--unshare-net',
-          '--unshare-ipc',
-          '--unshare-uts',
-          '--unshare-cgroup-try',
-          '--cap-add',
-          'CAP_SETUID',
-          '--cap-add',
-          'CAP_SETGID',
-          '--cap-add',
-          'CAP_KILL',
-        ]
-      : ['--unshare-all']
-    const args = [
-      ...namespaces,
-      '--die-with-parent',
-      '--new-session',
-      '--hostname',
-      'sandbox',
-      '--clearenv',
-      '--setenv',
-      'PATH',
-      '/usr/bin:/bin',
-      '--setenv',
-      'HOME',
-      '/tmp',
-      '--setenv',
-      'LANG',
-      'C.UTF-8',
-      '--setenv',
-      'MPLBACKEND',
-      'Agg',
-      '--setenv',
-      'MPLCONFIGDIR',
-      '/tmp/matplotlib',
-      '--setenv',
-      'XDG_CACHE_HOME',
-      '/tmp/cache',
-      // One BLAS thread: a fork copies only the calling thread, and each run's process cap counts threads.
-      '--setenv',
-      'OPENBLAS_NUM_THREADS',
-      '1',
-      '--setenv',
-      'OMP_NUM_THREADS',
-      '1',
-      '--ro-bind',
-      '/usr',
-      '/usr',
-      '--tmpfs',
-      '/usr/local',
-      '--symlink',
-      'usr/bin',
-      '/bin',
-      '--symlink',
-      'usr/lib',
-      '/lib',
-      '--symlink',
-      'usr/lib64',
-      '/lib64',
-      ...HOST_FILES.flatMap((file) => ['--ro-bind', file, file]),
-      '--proc',
-      '/proc',
-      '--dev',
-      '/dev',
-      '--size',
-      String(64 * 2 ** 20),
-      '--tmpfs',
-      '/tmp',
-      '--dir',
-      '/workspace',
-      '--ro-bind',
-      runsFolder,
-      '/runs',
-      '--chdir',
-      '/',
-      // The program as an argument, not a file: nothing of it sits in the sandbox's filesystem for a run to read.
-      this.plan.pythonPath,
-      '-I',
-      '-B',
-      '-u',
-      '-c',
-      ZYGOTE,
-    ]
+    const args = zygoteArgs({ asRoot: this.plan.asRoot, pythonPath: this.plan.pythonPath, runsFolder, program: ZYGOTE })
     return new Promise((resolve) => {
       let child: ChildProcess
       try {
@@ -234,6 +183,7 @@ export class WarmPython {
             s?: 'o' | 'e' | 'r'
             d?: string
             exit?: number
+            closed?: boolean
           }
           if (event.ready) {
             ready = true
@@ -241,6 +191,7 @@ export class WarmPython {
             this.dataKiB = event.dataKiB ?? 0
             this.failure = undefined
             resolve(true)
+            this.refill()
           } else if (event.id) this.onEvent(event.id, event)
         }
       })
@@ -250,20 +201,26 @@ export class WarmPython {
         // Runs in flight lose their sandbox with it: each ends as a crashed run (its exit unknown).
         for (const run of this.runs.values()) run.done(null)
         this.runs.clear()
+        if (this.spare?.zygote === child) this.dropSpare(this.spare)
       })
       child.unref()
       for (const stream of [child.stdin, child.stderr, events]) (stream as unknown as { unref?: () => void } | null)?.unref?.()
     })
   }
 
-  private onEvent(id: string, event: { s?: 'o' | 'e' | 'r'; d?: string; exit?: number }): void {
+  private onEvent(id: string, event: { s?: 'o' | 'e' | 'r'; d?: string; exit?: number; closed?: boolean }): void {
     const run = this.runs.get(id)
-    if (!run) return
+    if (!run) {
+      // A spare that died before a run took it (its set-up failed): its uid is swept and released.
+      if (event.exit !== undefined && this.spare?.id === id) this.dropSpare(this.spare)
+      return
+    }
     if (event.exit !== undefined) {
       this.runs.delete(id)
       run.done(event.exit)
       return
     }
+    if (event.closed) return run.closed()
     const bytes = Buffer.from(event.d ?? '', 'base64')
     if (event.s === 'r') {
       if (run.reportBytes + bytes.length > run.reportLimit) return run.onOverflow()
@@ -276,45 +233,109 @@ export class WarmPython {
     if (!run.output.write(stream, text) && run.output.totalBytes > run.output.limitBytes + OVERFLOW_DRAIN_BYTES) run.onOverflow()
   }
 
-  /** One run in a fresh child of the zygote; resolves like spawnSandbox (never rejects). */
-  async run(options: WarmRunOptions): Promise<SpawnedRun> {
+  /** Makes the spare for the next run, when there is none and a uid is free now (never waits for one). */
+  private refill(): void {
+    if (this.spare || this.disposed || !this.zygote) return
+    const uid = this.plan.uids?.tryAcquire()
+    if (this.plan.uids && uid === undefined) return
+    this.spare = this.prepare(uid)
+  }
+
+  /**
+   * Sends the zygote a prepare: C and G are made for a run whose id, folder and uid are chosen now. Uploads to bind in
+   * (a run that has them makes its own, at once) are linked into the folder first: C binds them before it hides /runs.
+   */
+  private prepare(uid: number | undefined, uploads: readonly FileMount[] = []): Spare {
+    const id = `r${process.pid}-${++this.sequence}`
+    const folder = path.join(this.folder!, 'runs', id)
+    fs.mkdirSync(folder, { mode: 0o700 })
+    const mounts = uploads.length ? linkUploads(uploads, folder).map((mount, index) => ({ path: mount.path, file: String(index) })) : []
+    if (uid !== undefined) fs.chownSync(folder, uid, uid)
+    const zygote = this.zygote!
+    const request = {
+      prepare: id,
+      workspaceMb: this.plan.workspaceMb,
+      ...(uid === undefined ? {} : { uid }),
+      ...(mounts.length ? { mounts } : {}),
+    }
+    ;(zygote.stdin as Writable).write(`${JSON.stringify(request)}\n`)
+    this.spareIds.add(id)
+    return { id, uid, folder, zygote }
+  }
+
+  /** A spare no run will take (its zygote died, or its set-up failed): its uid swept and released, its folder removed. */
+  private dropSpare(spare: Spare): void {
+    if (this.spare === spare) this.spare = undefined
+    this.spareIds.delete(spare.id)
+    fs.rm(spare.folder, { recursive: true, force: true }, () => {})
+    if (spare.uid !== undefined) void this.releaseUid(spare.uid, true)
+  }
+
+  private async releaseUid(uid: number, sweepFirst: boolean): Promise<void> {
+    const uids = this.plan.uids!
+    if (!sweepFirst || (await uids.sweep(uid))) uids.release(uid)
+  }
+
+  /** A uid for a run that found no spare (the wait does not count against the code's time); undefined without a pool. */
+  private async uidFor(controller: RunController, signal: AbortSignal, deadline: number): Promise<{ uid?: number } | { error: string }> {
+    const uids = this.plan.uids
+    if (!uids) return {}
+    const uid = uids.tryAcquire()
+    if (uid !== undefined) return { uid }
+    controller.pauseClock()
+    try {
+      const until = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, Math.ceil(deadline - performance.now())))])
+      return { uid: await uids.acquire(until) }
+    } catch (error) {
+      return { error: (error as Error).message }
+    } finally {
+      controller.restartClock()
+    }
+  }
+
+  /**
+   * One run in a fresh child of the zygote: the spare made for it ahead of time, or one made now; resolves like
+   * spawnSandbox (never rejects). The run's uid is released when its processes are gone, which may be after the
+   * answer: G closes its streams before the kernel has torn it down.
+   */
+  async run(options: WarmRunOptions, signal: AbortSignal, deadline: number): Promise<SpawnedRun> {
     const started = performance.now()
     const { controller } = options
     controller.pauseClock()
     const up = await this.start()
     controller.restartClock()
-    if (!up || !this.zygote) {
+    const failed = (spawnError: string, stoppedFor?: StopReason): SpawnedRun => {
       controller.settle()
-      return {
-        exitCode: null,
-        signal: null,
-        report: '',
-        archiveCut: false,
-        spawnError: this.failure ?? 'the warm python is not running',
-        wallMs: 0,
-      }
+      return { ...(stoppedFor ? { stoppedFor } : {}), exitCode: null, signal: null, report: '', archiveCut: false, spawnError, wallMs: 0 }
     }
-    const id = `r${process.pid}-${++this.sequence}`
-    const folder = path.join(this.folder!, 'runs', id)
-    fs.mkdirSync(folder, { mode: 0o700 })
+    if (!up || !this.zygote) return failed(this.failure ?? 'the warm python is not running')
+    // A run with uploads makes its own sandbox (they are bound in before /runs is hidden); the spare waits for the next.
+    const uploads = options.mounts ?? []
+    let spare = !uploads.length && this.spare?.zygote === this.zygote ? this.spare : undefined
+    if (spare) this.spare = undefined
+    if (!spare) {
+      const claimed = await this.uidFor(controller, signal, deadline)
+      if ('error' in claimed) return failed(claimed.error, signal.aborted ? 'cancelled' : 'timeout')
+      if (!this.zygote) {
+        if (claimed.uid !== undefined) this.plan.uids!.release(claimed.uid)
+        return failed(this.failure ?? 'the warm python is not running')
+      }
+      spare = this.prepare(claimed.uid, uploads)
+    }
+    this.spareIds.delete(spare.id)
+    const { id, folder, uid } = spare
     fs.writeFileSync(path.join(folder, 'code'), options.code)
     if (options.stdin !== undefined) fs.writeFileSync(path.join(folder, 'stdin'), options.stdin)
     if (options.filesArchive) fs.writeFileSync(path.join(folder, 'in.tar'), options.filesArchive)
-    if (options.uid !== undefined)
-      for (const file of fs.readdirSync(folder)) fs.chownSync(path.join(folder, file), options.uid, options.uid)
-    // After the chown above: the links are the store's own inodes, which keep their owner (and 0644).
-    const mounts = options.mounts?.length
-      ? linkUploads(options.mounts, folder).map((mount, index) => ({ path: mount.path, file: String(index) }))
-      : []
-    if (options.uid !== undefined) fs.chownSync(folder, options.uid, options.uid)
+    // Only the files written here: an upload's link is the store's own inode, which keeps its owner (and 0644).
+    if (uid !== undefined)
+      for (const file of ['code', 'stdin', 'in.tar'])
+        if (fs.existsSync(path.join(folder, file))) fs.chownSync(path.join(folder, file), uid, uid)
     const policy = options.policy
-    const request = {
-      id,
-      ...(options.uid === undefined ? {} : { uid: options.uid }),
-      workspaceMb: this.plan.workspaceMb,
+    const go = {
+      go: id,
       allowedImports: policy.allowedImports,
       outputs: runnerOutputLimits(policy),
-      ...(mounts.length ? { mounts } : {}),
       ...(this.plan.seccompFilter ? { seccomp: this.plan.seccompFilter.toString('base64') } : {}),
       limits: {
         dataBytes: policy.memoryMb * 2 ** 20,
@@ -322,13 +343,36 @@ export class WarmPython {
         fileBytes: this.plan.workspaceMb * 2 ** 20,
         openFiles: this.plan.maxOpenFiles,
         // The supervisor (C) and pid 1 (G) count too; only a uid of the run's own makes the cap this run's alone.
-        ...(options.uid === undefined ? {} : { processes: policy.maxProcesses + 2 }),
+        ...(uid === undefined ? {} : { processes: policy.maxProcesses + 2 }),
       },
     }
-    const zygote = this.zygote
+    const zygote = spare.zygote
+    const send = (message: unknown) => (zygote.stdin as Writable).write(`${JSON.stringify(message)}\n`)
     return new Promise((resolve) => {
       let stoppedFor: StopReason | undefined
       let graceTimer: NodeJS.Timeout | undefined
+      let answered = false
+      let exited = false
+      const answer = (status: number | null) => {
+        if (answered || !controller.settle()) return
+        answered = true
+        clearTimeout(graceTimer)
+        for (const stream of ['o', 'e'] as const) {
+          const rest = live.decoders[stream].end()
+          if (rest) options.output.write(stream === 'o' ? 'stdout' : 'stderr', rest)
+        }
+        const killedBy = status !== null && status > 128 ? status - 128 : undefined
+        resolve({
+          stoppedFor,
+          exitCode: status === null || killedBy !== undefined ? null : status,
+          signal: status === null ? 'SIGKILL' : killedBy !== undefined ? signalName(killedBy) : null,
+          report: Buffer.concat(live.report).toString('utf8'),
+          archiveCut: false,
+          wallMs: performance.now() - started,
+        })
+        // The next run's sandbox is made now, while no caller waits on this one.
+        setImmediate(() => this.refill())
+      }
       const live: LiveRun = {
         output: options.output,
         decoders: { o: new StringDecoder('utf8'), e: new StringDecoder('utf8') },
@@ -336,29 +380,26 @@ export class WarmPython {
         reportBytes: 0,
         reportLimit: options.reportLimitBytes,
         onOverflow: () => controller.stop('output_limit'),
+        closed: () => {
+          // The runner closes its streams after its report: with a report, the run is over (it exits 0). Without one
+          // (the code closed them itself), the exit decides. Whatever lingers is killed if the exit is slow to come.
+          if (stoppedFor || !parseReport(Buffer.concat(live.report).toString('utf8'))) return
+          answer(0)
+          graceTimer = setTimeout(() => send({ kill: id }), LINGER_KILL_MS)
+        },
         done: (status) => {
-          if (!controller.settle()) return
+          if (exited) return
+          exited = true
           clearTimeout(graceTimer)
           this.runs.delete(id)
-          for (const stream of ['o', 'e'] as const) {
-            const rest = live.decoders[stream].end()
-            if (rest) options.output.write(stream === 'o' ? 'stdout' : 'stderr', rest)
-          }
+          answer(status)
           fs.rm(folder, { recursive: true, force: true }, () => {})
-          const killedBy = status !== null && status > 128 ? status - 128 : undefined
-          resolve({
-            stoppedFor,
-            exitCode: status === null || killedBy !== undefined ? null : status,
-            signal: status === null ? 'SIGKILL' : killedBy !== undefined ? signalName(killedBy) : null,
-            report: Buffer.concat(live.report).toString('utf8'),
-            archiveCut: false,
-            wallMs: performance.now() - started,
-          })
+          // The uid goes back once nothing of the run is left: swept first after a kill or a crash.
+          if (uid !== undefined) void this.releaseUid(uid, status === null || status !== 0 || stoppedFor !== undefined)
         },
       }
       this.runs.set(id, live)
-      const send = (message: unknown) => (zygote.stdin as Writable).write(`${JSON.stringify(message)}\n`)
-      send(request)
+      send(go)
       controller.start({
         onStop: (reason) => {
           stoppedFor ??= stopReasonFor(reason, options.output)
@@ -370,6 +411,7 @@ export class WarmPython {
   }
 
   async dispose(): Promise<void> {
+    this.disposed = true
     const zygote = this.zygote
     this.zygote = undefined
     if (zygote && zygote.exitCode === null) {
@@ -377,6 +419,7 @@ export class WarmPython {
       zygote.kill('SIGKILL')
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2000))])
     }
+    if (this.spare) this.dropSpare(this.spare)
     if (this.folder) fs.rmSync(this.folder, { recursive: true, force: true })
     this.folder = undefined
   }

@@ -12,8 +12,15 @@
  *            shared runner (adapters/shared/interpreter-runners.ts) runs the code with the policy's import guard.
  *
  * Nothing a run does reaches another: a monkeypatched pandas or a thread left running lives in G's copy of memory,
- * which ends with G. The host talks to the zygote over stdin (one JSON request a line: run or kill) and reads JSON
- * lines on fd 3 (ready, output chunks, exits).
+ * which ends with G. The host talks to the zygote over stdin (one JSON request a line: prepare, go or kill) and reads
+ * JSON lines on fd 3 (ready, output chunks, closed, exits).
+ *
+ * Pre-forked: \`prepare\` makes C and G for a run before its code is known (its id, folder and uid are chosen then),
+ * and G waits on a pipe of its own; \`go\` hands G the run's request (limits, imports, seccomp) through that pipe, and
+ * G reads its code and files from its folder, applies the limits and runs. The forks, namespaces and mounts are thus
+ * paid while the host is idle, not while a caller waits. G starts from the zygote's memory whether it waited or not.
+ * G closes its streams when the runner is done: the host learns that (\`closed\`) before the kernel has torn G and C
+ * down, and the exit follows.
  */
 export function zygoteSource(runner: string): string {
   return String.raw`
@@ -65,7 +72,7 @@ def install_seccomp(program):
 
 def unpack(archive, into):
     # The host's own tar of the request's files: regular files and folders only, paths kept inside the workspace.
-    with tarfile.open(archive) as tar:
+    with tarfile.open(fileobj=archive) as tar:
         for member in tar:
             name = os.path.normpath(member.name)
             if name.startswith(('/', '..')) or not (member.isfile() or member.isdir()):
@@ -106,8 +113,8 @@ def set_limits(limits):
     if limits.get('processes') is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits['processes'], limits['processes']))
 
-def run_child(request, ends):
-    """C, then G: never returns."""
+def run_child(request, ends, control):
+    """C, then G (which waits for its go on \`control\`): never returns."""
     os.setsid()
     uid = request.get('uid')
     if uid is not None:
@@ -127,28 +134,54 @@ def run_child(request, ends):
     mount(None, b'/', None, MS_REC | MS_PRIVATE, None)
     mount(b'tmpfs', b'/workspace', b'tmpfs', MS_NOSUID | MS_NODEV, ('size=%dm,mode=0755' % request['workspaceMb']).encode())
     mount(b'tmpfs', b'/tmp', b'tmpfs', MS_NOSUID | MS_NODEV, b'size=16m,mode=1777')
-    folder = '/runs/' + request['id']
-    with open(folder + '/code', encoding='utf-8') as f:
-        code = f.read()
-    if os.path.exists(folder + '/in.tar'):
-        unpack(folder + '/in.tar', '/workspace')
+    # The run's own folder stays reachable through this descriptor only (the host writes its code there at go); G
+    # closes it before the code runs. Uploads are bound now, while /runs is still in sight.
+    folder = os.open('/runs/' + request['prepare'], os.O_RDONLY | os.O_DIRECTORY)
     for upload in request.get('mounts', []):
-        bind_upload(folder + '/' + upload['file'], upload['path'])
-    stdin = os.open(folder + '/stdin', os.O_RDONLY) if os.path.exists(folder + '/stdin') else os.open('/dev/null', os.O_RDONLY)
+        bind_upload('/runs/' + request['prepare'] + '/' + upload['file'], upload['path'])
     # Other runs' folders and processes: out of sight.
     mount(b'tmpfs', b'/runs', b'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, b'size=4k')
     mount(b'tmpfs', b'/proc', b'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, b'size=4k')
     libc.sethostname(b'sandbox', 7)
     pid = os.fork()
     if pid == 0:
-        run_code(request, code, stdin, ends)
+        run_code(folder, control, ends)
     for fd in ends.values():
         os.close(fd)
+    os.close(folder)
+    os.close(control)
     _, status = os.waitpid(pid, 0)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
-def run_code(request, code, stdin, ends):
+def read_go(control):
+    data = b''
+    while True:
+        chunk = os.read(control, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    if not data:
+        os._exit(0)  # the spare was dropped: nothing ran
+    return json.loads(data)
+
+def in_folder(folder, name):
+    try:
+        return os.open(name, os.O_RDONLY, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+
+def run_code(folder, control, ends):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    request = read_go(control)
+    with os.fdopen(in_folder(folder, 'code'), encoding='utf-8') as f:
+        code = f.read()
+    archive = in_folder(folder, 'in.tar')
+    if archive is not None:
+        with os.fdopen(archive, 'rb') as f:
+            unpack(f, '/workspace')
+    stdin = in_folder(folder, 'stdin')
+    if stdin is None:
+        stdin = os.open('/dev/null', os.O_RDONLY)
     os.dup2(stdin, 0)
     os.dup2(ends['o'], 1)
     os.dup2(ends['e'], 2)
@@ -169,6 +202,12 @@ def run_code(request, code, stdin, ends):
         exec(RUNNER, {'__name__': '__execgate_runner__', '__builtins__': builtins, '_CODE': code})
         sys.stdout.flush()
         sys.stderr.flush()
+        # Closed before the exit, so the host hears the run is over without waiting for the kernel to tear G down.
+        for fd in (1, 2, 5):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
     finally:
         os._exit(0)
 
@@ -183,31 +222,57 @@ selector = selectors.DefaultSelector()
 
 def finish_if_done(run_id):
     run = runs.get(run_id)
-    if run and run['status'] is not None and not run['fds']:
+    if not run or run['fds']:
+        return
+    if run['status'] is not None:
         send({'id': run_id, 'exit': run['status']})
         del runs[run_id]
+    elif not run['closed']:
+        run['closed'] = True
+        send({'id': run_id, 'closed': True})
 
-def start(request):
+def prepare(request):
     ends, reads = {}, {}
     for stream in ('o', 'e', 'r'):
         read_end, write_end = os.pipe()
         ends[stream], reads[stream] = write_end, read_end
+    control_read, control_write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             selector.close()
             for fd in reads.values():
                 os.close(fd)
-            run_child(request, ends)
+            os.close(control_write)
+            # Other spares' go pipes: never held by this run's processes.
+            for other in runs.values():
+                if other['control'] is not None:
+                    os.close(other['control'])
+            run_child(request, ends, control_read)
         except BaseException as error:
             os.write(ends['e'], ('[execgate] [process] the warm sandbox could not be set up: %r\n' % (error,)).encode())
         os._exit(125)
-    runs[request['id']] = {'pid': pid, 'status': None, 'fds': set(reads.values())}
+    os.close(control_read)
+    runs[request['prepare']] = {'pid': pid, 'status': None, 'fds': set(reads.values()), 'control': control_write, 'closed': False}
     for stream, fd in reads.items():
         os.close(ends[stream])
         os.set_blocking(fd, False)
-        fd_owner[fd] = (request['id'], stream)
+        fd_owner[fd] = (request['prepare'], stream)
         selector.register(fd, selectors.EVENT_READ)
+
+def go(request):
+    run = runs.get(request['go'])
+    if not run or run['control'] is None:
+        send({'id': request['go'], 'exit': 125})
+        return
+    control, run['control'] = run['control'], None
+    data = json.dumps(request).encode()
+    try:
+        while data:
+            data = data[os.write(control, data):]
+    except OSError:
+        pass  # G is gone; its exit says so
+    os.close(control)
 
 def kill(run_id):
     run = runs.get(run_id)
@@ -257,8 +322,10 @@ while True:
                 message = json.loads(line)
                 if 'kill' in message:
                     kill(message['kill'])
+                elif 'go' in message:
+                    go(message)
                 else:
-                    start(message)
+                    prepare(message)
         elif fd == wake_read:
             try:
                 os.read(wake_read, 4096)

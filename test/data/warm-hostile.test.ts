@@ -5,6 +5,7 @@ import { DEFAULT_POLICY } from '../../src/policy'
 import type { ExecutionResult, SecurityPolicy } from '../../src/core'
 import type { HostileCase } from '../hostile/corpus'
 import { descendantPids } from '../hostile/hostile-runner'
+import type { ProcessAdapter } from '../../adapters/process'
 
 /**
  * The warm data interpreter's hostile corpus (test/hostile/data-cases.json): every case imports the data stack, so it
@@ -40,14 +41,15 @@ function allText(result: ExecutionResult): string {
 
 /**
  * This test's processes running as a sandbox uid (the warm children run as them when execgate is root): descendants
- * only, since other suites on the machine use the same uids.
+ * only, since other suites on the machine use the same uids. The spare the warm interpreter made for the next run
+ * (C and G waiting for code, as a uid of their own) is not a leftover of the last one.
  */
-function sandboxProcesses(): number[] {
+function sandboxProcesses(spareUid: number | undefined): number[] {
   const pids: number[] = []
   for (const entry of descendantPids().map(String)) {
     try {
       const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1])
-      if (SANDBOX_UIDS.has(uid)) pids.push(Number(entry))
+      if (SANDBOX_UIDS.has(uid) && uid !== spareUid) pids.push(Number(entry))
     } catch {
       // gone meanwhile
     }
@@ -69,6 +71,7 @@ describe('hostile corpus on the warm data interpreter (process tier)', () => {
     expect(first).toMatchObject({ status: 'ok', value: 'warm' })
   }, 120_000)
   afterAll(() => execgate.dispose(), 30_000)
+  const spareUid = () => (execgate.adapters().find((adapter) => adapter.name === 'process') as ProcessAdapter).warmSpareUid()
 
   test('a data run takes the warm path: its /proc is empty, where a cold sandbox has its own', async () => {
     const warm = await run("import pandas, os\nos.listdir('/proc')")
@@ -95,10 +98,10 @@ describe('hostile corpus on the warm data interpreter (process tier)', () => {
         expect({ needle, found: text.includes(needle), context }).toEqual({ needle, found: false, context })
       expect(text.includes(ENV_CANARY)).toBe(false)
       if (expectations.noLeftoverProcesses) {
-        let left = sandboxProcesses()
+        let left = sandboxProcesses(spareUid())
         for (let waited = 0; left.length > 0 && waited < 3000; waited += 100) {
           await new Promise((resolve) => setTimeout(resolve, 100))
-          left = sandboxProcesses()
+          left = sandboxProcesses(spareUid())
         }
         expect(left).toEqual([])
       }

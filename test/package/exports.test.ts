@@ -21,6 +21,7 @@ const CONTRACT = [
   'CodeExecutionAdapter',
   'EgressAccess',
   'EgressEndpoint',
+  'EgressPlacement',
   'EgressRecord',
   'Enforcement',
   'EXECUTION_STATUSES',
