@@ -41,23 +41,34 @@ function closeTheBridge() {
 // was changed for the next run (a run that changes them gets its process recycled).
 const PRELUDE = `
 def _execgate_network():
-    import io, email.message, urllib.request, urllib.response, urllib.error
+    import io, email.message, urllib.request, urllib.response, urllib.error, base64
     import pyodide.http
 
     def install(egress):
+        # Bodies cross the host function as base64 both ways, so bytes arrive as the same bytes (an image, a zip);
+        # the answer's 'content' is those bytes, decoded to text only where the helper gives text.
         def request(url, method='GET', headers=None, body=None):
             call = egress['call']
             if call is None:
                 raise PermissionError("network access is not allowed by this run's policy (network: 'none')")
-            options = {'method': method or 'GET'}
+            options = {'method': method or 'GET', 'responseType': 'base64'}
             if headers:
                 options['headers'] = {str(k): str(v) for k, v in dict(headers).items()}
             if body is not None:
-                options['body'] = body if isinstance(body, str) else bytes(body).decode('utf-8')
-            return call(str(url), options)
+                if isinstance(body, str):
+                    options['body'] = body
+                else:
+                    options['body'] = base64.b64encode(bytes(body)).decode('ascii')
+                    options['bodyEncoding'] = 'base64'
+            answer = dict(call(str(url), options))
+            answer['content'] = base64.b64decode(answer['body'])
+            return answer
+
+        def text_of(answer):
+            return answer['content'].decode('utf-8', 'replace')
 
         def open_url(url):
-            return io.StringIO(request(url)['body'])
+            return io.StringIO(text_of(request(url)))
 
         class FetchResponse:
             def __init__(self, answer):
@@ -76,20 +87,20 @@ def _execgate_network():
                     raise OSError(f'{self.status} error for url: {self.url}')
 
             async def string(self):
-                return self._answer['body']
+                return text_of(self._answer)
 
             async def text(self):
-                return self._answer['body']
+                return text_of(self._answer)
 
             async def json(self, **kwargs):
                 import json
-                return json.loads(self._answer['body'], **kwargs)
+                return json.loads(text_of(self._answer), **kwargs)
 
             async def bytes(self):
-                return self._answer['body'].encode('utf-8')
+                return self._answer['content']
 
             async def memoryview(self):
-                return memoryview(self._answer['body'].encode('utf-8'))
+                return memoryview(self._answer['content'])
 
         async def pyfetch(url, **kwargs):
             return FetchResponse(request(url, kwargs.get('method', 'GET'), kwargs.get('headers'), kwargs.get('body')))
@@ -103,7 +114,7 @@ def _execgate_network():
                 headers = email.message.Message()
                 for name, value in answer['headers'].items():
                     headers[name] = value
-                response = urllib.response.addinfourl(io.BytesIO(answer['body'].encode('utf-8')), headers, answer['url'], answer['status'])
+                response = urllib.response.addinfourl(io.BytesIO(answer['content']), headers, answer['url'], answer['status'])
                 response.msg = ''
                 return response
 

@@ -57,6 +57,8 @@ const HTTP_REQUEST_PARAMETERS = {
         method: { type: 'string', pattern: '^[A-Za-z]{1,16}$' },
         headers: { type: 'object', additionalProperties: { type: 'string', maxLength: 8192 } },
         body: { type: 'string' },
+        bodyEncoding: { enum: ['utf8', 'base64'] },
+        responseType: { enum: ['text', 'base64'] },
         redirect: { enum: ['follow', 'manual'] },
       },
     },
@@ -112,7 +114,7 @@ export class EgressGateway {
       hostFunction: {
         name: HTTP_REQUEST_FUNCTION,
         description:
-          "http_request(url, {method, headers, body, redirect}?) -> {status, headers, body, url, redirected}: an HTTP(S) request through the egress gateway, under the policy's network rules",
+          "http_request(url, {method, headers, body, bodyEncoding, responseType, redirect}?) -> {status, headers, body, url, redirected}: an HTTP(S) request through the egress gateway, under the policy's network rules; responseType 'base64' answers the body's bytes as base64",
         parameters: HTTP_REQUEST_PARAMETERS,
         handler: ([url, options], call) =>
           hostFetch(url as string, (options ?? {}) as HostFetchOptions, {

@@ -11,14 +11,19 @@ export interface HostFetchOptions {
   method?: string
   headers?: Record<string, string>
   body?: string
+  /** How `body` is written: text sent as UTF-8, or base64 of bytes (a binary upload). @default 'utf8' */
+  bodyEncoding?: 'utf8' | 'base64'
+  /** How the answer's body comes back: text (decoded as UTF-8), or base64 of the exact bytes. @default 'text' */
+  responseType?: 'text' | 'base64'
   /** Follow redirects (each one checked again, as a new request). @default true */
   redirect?: 'follow' | 'manual'
 }
 
-/** What `http_request` answers: the body as text (UTF-8), never a host object. */
+/** What `http_request` answers: the body as text (UTF-8) or base64 of its bytes, never a host object. */
 export interface HostFetchResponse {
   status: number
   headers: Record<string, string>
+  /** Text, or base64 of the bytes with `responseType: 'base64'` (a binary download arrives intact). */
   body: string
   /** The URL that answered, after redirects. */
   url: string
@@ -60,10 +65,10 @@ function denied(detail: string): ExecgateError {
 export async function hostFetch(rawUrl: string, options: HostFetchOptions, context: HostFetchContext): Promise<HostFetchResponse> {
   let url = parseUrl(rawUrl)
   let method = (options.method ?? 'GET').toUpperCase()
-  let body = options.body
+  let body = options.body === undefined ? undefined : Buffer.from(options.body, options.bodyEncoding === 'base64' ? 'base64' : 'utf8')
   let redirected = false
   for (let hop = 0; ; hop++) {
-    const response = await fetchOnce(url, method, options.headers ?? {}, body, context)
+    const response = await fetchOnce(url, method, options.headers ?? {}, body, options.responseType ?? 'text', context)
     const location = response.headers['location']
     if (options.redirect === 'manual' || !REDIRECT.has(response.status) || !location) return { ...response, url: url.href, redirected }
     if (hop >= MAX_REDIRECTS) throw denied(`more than ${MAX_REDIRECTS} redirects from ${rawUrl}`)
@@ -92,7 +97,8 @@ async function fetchOnce(
   url: URL,
   method: string,
   codeHeaders: Record<string, string>,
-  body: string | undefined,
+  payload: Buffer | undefined,
+  responseType: 'text' | 'base64',
   context: HostFetchContext,
 ): Promise<Omit<HostFetchResponse, 'url' | 'redirected'>> {
   const { run } = context
@@ -116,7 +122,6 @@ async function fetchOnce(
     })
     throw denied(`${grant.reason}${grant.rule ? ` (rule: ${grant.rule})` : ''}`)
   }
-  const payload = body === undefined ? undefined : Buffer.from(body, 'utf8')
   if (payload && !run.sent(payload.length)) {
     run.record({
       method,
@@ -175,7 +180,12 @@ async function fetchOnce(
   const responseHeaders: Record<string, string> = {}
   for (const [name, value] of Object.entries(outcome.headers))
     if (value !== undefined) responseHeaders[name] = scrub(Array.isArray(value) ? value.join(', ') : value)
-  return { status: outcome.status, headers: responseHeaders, body: scrub(outcome.body.toString('utf8')) }
+  // Secret values are ASCII: scrubbed byte for byte (latin1 maps each byte to one character), so bytes stay bytes.
+  const body =
+    responseType === 'base64'
+      ? Buffer.from(scrub(outcome.body.toString('latin1')), 'latin1').toString('base64')
+      : scrub(outcome.body.toString('utf8'))
+  return { status: outcome.status, headers: responseHeaders, body }
 }
 
 function send(

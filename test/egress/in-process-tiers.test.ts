@@ -4,7 +4,7 @@ import path from 'node:path'
 import { ContainerModule } from 'inversify'
 import { createExecgate, tokens, type Execgate, type ExecutionResult } from '../../src'
 import { EgressGateway, tableResolver } from '../../src/egress'
-import { startLoopbackServers, type LoopbackServers } from './loopback-servers'
+import { BINARY_BODY, startLoopbackServers, type LoopbackServers } from './loopback-servers'
 
 /**
  * quickjs and monty reach the network only through `http_request`, answered by the egress gateway under the
@@ -66,6 +66,19 @@ test('quickjs: an HTTPS GET through the gateway, recorded in result.egress', asy
       decision: 'allowed',
       bytesIn: 19,
     }),
+  ])
+})
+
+test("quickjs: responseType 'base64' answers a binary body's exact bytes; bodyEncoding 'base64' uploads bytes", async () => {
+  const base = `http://api.example.test:${servers.http.port}`
+  const upload = Buffer.from([0, 255, 128, 10, 13, 0xc3]).toString('base64')
+  const result = await js(`const down = await http_request('${base}/bytes', { responseType: 'base64' })
+const up = await http_request('${base}/echo-bytes', { method: 'POST', body: '${upload}', bodyEncoding: 'base64', responseType: 'base64' })
+;[down.body, up.body]`)
+  expect(result).toMatchObject({ status: 'ok', value: [BINARY_BODY.toString('base64'), upload] })
+  expect(result.egress?.map((record) => [record.bytesIn, record.bytesOut])).toEqual([
+    [1024, 0],
+    [6, 6],
   ])
 })
 

@@ -18,6 +18,9 @@ export interface LoopbackServers {
   close(): Promise<void>
 }
 
+/** What `/bytes` answers: bytes 0..255, four times (1,024 bytes). */
+export const BINARY_BODY = Buffer.from(Array.from({ length: 1024 }, (_, index) => index % 256))
+
 function handler(seen: LoopbackServers['seen']): http.RequestListener {
   return (request, response) => {
     const url = new URL(request.url ?? '/', 'http://x')
@@ -32,6 +35,11 @@ function handler(seen: LoopbackServers['seen']): http.RequestListener {
           return response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(request.headers))
         case '/echo':
           return response.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.concat(chunks))
+        case '/bytes':
+          // Every byte value, four times: not UTF-8 (0x80–0xff alone), with NULs and CR/LF, as a binary download is.
+          return response.writeHead(200, { 'content-type': 'application/octet-stream' }).end(BINARY_BODY)
+        case '/echo-bytes':
+          return response.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.concat(chunks))
         case '/redirect':
           return response
             .writeHead(Number(url.searchParams.get('status') ?? 302), { location: url.searchParams.get('to') ?? '/hello' })

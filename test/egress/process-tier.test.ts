@@ -60,6 +60,26 @@ test("Python's urllib goes through the gateway; the record has the request", asy
   expect(result.egress).toEqual([expect.objectContaining({ method: 'GET', host: 'api.example.test', status: 200, decision: 'allowed' })])
 }, 30_000)
 
+test("the interpreter's own HTTP clients reach the gateway's socket straight, the forwarder still answers", async () => {
+  // The runner's shortcut (adapters/shared/interpreter-runners.ts): urllib's connection to the proxy address is the
+  // gateway's unix socket itself; a raw TCP connection to 127.0.0.1:3128 (what a program the code starts makes) is
+  // the forwarder's, which carries it to the same socket.
+  const result = await python(`import socket, urllib.request
+via = socket.create_connection(('127.0.0.1', 3128))
+raw = socket.socket()
+raw.connect(('127.0.0.1', 3128))
+raw.sendall(b'GET http://api.example.test:${servers.http.port}/hello HTTP/1.1\\r\\nHost: api.example.test\\r\\nConnection: close\\r\\n\\r\\n')
+answer = b''
+while True:
+    chunk = raw.recv(65536)
+    if not chunk:
+        break
+    answer += chunk
+[via.family.name, raw.family.name, answer.split(b'\\r\\n')[0].decode(), urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode()]`)
+  expect(result).toMatchObject({ status: 'ok', value: ['AF_UNIX', 'AF_INET', 'HTTP/1.1 200 OK', 'hello from loopback'] })
+  expect(result.egress?.map((record) => record.decision)).toEqual(['allowed', 'allowed'])
+}, 30_000)
+
 test("Node's fetch goes through the gateway too", async () => {
   const result = await node(`fetch('http://api.example.test:${servers.http.port}/hello').then(async (r) => [r.status, await r.text()])`)
   expect(result).toMatchObject({ status: 'ok', value: [200, 'hello from loopback'] })

@@ -1,7 +1,8 @@
 import { ContainerModule } from 'inversify'
 import { createExecgate, tokens, type Execgate } from '../../src'
 import { EgressGateway, tableResolver } from '../../src/egress'
-import { startLoopbackServers, type LoopbackServers } from './loopback-servers'
+import { createHash } from 'node:crypto'
+import { BINARY_BODY, startLoopbackServers, type LoopbackServers } from './loopback-servers'
 
 /**
  * pyodide's network: its own http helpers (`pyodide.http.pyfetch`, `open_url`) and urllib are steered to the run's
@@ -29,7 +30,7 @@ beforeAll(async () => {
           wallTimeMs: 20_000,
           cpuTimeMs: 20_000,
           network: [`*.example.test:${servers.http.port}`],
-          allowedImports: ['urllib', 'json', 'pyodide', 'asyncio'],
+          allowedImports: ['urllib', 'json', 'pyodide', 'asyncio', 'hashlib'],
           hostCalls: { maxCount: 50, maxTotalMs: 20_000 },
         },
       },
@@ -64,6 +65,27 @@ d = json.loads(urllib.request.urlopen(urllib.request.Request('http://api.example
     ['GET', 'api.example.test', 200, 'allowed'],
     ['GET', 'api.example.test', 200, 'allowed'],
     ['POST', 'api.example.test', 200, 'allowed'],
+  ])
+}, 60_000)
+
+test('binary bodies arrive intact: urllib, pyfetch bytes() and a binary upload echoed back', async () => {
+  const base = `http://api.example.test:${servers.http.port}`
+  const result = await python(`import urllib.request, hashlib
+from pyodide.http import pyfetch
+a = urllib.request.urlopen('${base}/bytes').read()
+r = await pyfetch('${base}/bytes')
+b = await r.bytes()
+upload = bytes(range(255, -1, -1)) * 2
+c = urllib.request.urlopen(urllib.request.Request('${base}/echo-bytes', data=upload, method='POST')).read()
+[type(a).__name__, len(a), hashlib.sha256(a).hexdigest(), a == b, len(c), c == upload, a[126:132].hex()]`)
+  expect(result).toMatchObject({
+    status: 'ok',
+    value: ['bytes', 1024, createHash('sha256').update(BINARY_BODY).digest('hex'), true, 512, true, '7e7f80818283'],
+  })
+  expect(result.egress?.map((record) => [record.method, record.bytesIn, record.bytesOut])).toEqual([
+    ['GET', 1024, 0],
+    ['GET', 1024, 0],
+    ['POST', 512, 512],
   ])
 }, 60_000)
 
