@@ -21,8 +21,8 @@ import type { BreakerState } from '../readiness/circuit-breaker'
 import * as tokens from './tokens'
 import { AdapterWarmUp } from './warm-up'
 import type { TaskService } from '../fabric/tasks'
-import type { PlanService } from '../fabric/plans'
-import { fabricParts, planServiceFor, sandboxManagerFor, sessionDirectoryFor, taskServiceFor } from './fabric-wiring'
+import type { PlanService, PlanStore } from '../fabric/plans'
+import { announcePlanSteps, fabricParts, planServiceFor, sandboxManagerFor, sessionDirectoryFor, taskServiceFor } from './fabric-wiring'
 import type { LlmProvider } from '../core/llm'
 import type { AdmissionController, AdmissionStatus } from '../execution/admission/admission-controller'
 import type { LedgerService } from '../fabric/ledger'
@@ -179,7 +179,14 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
   let plans: PlanService | undefined
   const role = options.role ?? 'library'
   const runsTasks = role === 'library' || (role === 'server' && config.fabric.serveRunsTasks)
-  const taskService = () => (tasks ??= taskServiceFor(fabric, runsTasks))
+  let announcedTo: () => PlanStore | undefined = () => undefined
+  const taskService = () => {
+    if (!tasks) {
+      tasks = taskServiceFor(fabric, runsTasks)
+      announcedTo = announcePlanSteps(fabric, tasks)
+    }
+    return tasks
+  }
   let sandboxes: SandboxManager | undefined
   const sandboxManager = () => (sandboxes ??= sandboxManagerFor(fabric))
   let sessions: SessionDirectory | undefined
@@ -247,6 +254,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       disposed = true
       // The plans first: they must not read the interrupted runs going back to PENDING as their steps' doing.
       await plans?.close()
+      // The plan store the step announcements opened (a worker's), when no plan service closed it.
+      if (!plans) await announcedTo()?.close()
       await tasks?.close({ abort: disposeOptions.finishRuns !== true })
       // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
       await sandboxes?.close()

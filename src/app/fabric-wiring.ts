@@ -1,6 +1,6 @@
 import fs from 'node:fs'
 import type { Container } from 'inversify'
-import { ExecgateError, type AdapterRegistry, type LlmProvider } from '../core'
+import { ExecgateError, describeError, type AdapterRegistry, type LlmProvider } from '../core'
 import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
 import type { UploadStore } from '../fabric/files'
@@ -79,6 +79,24 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
     logger: parts.logger,
     ...(workspaceFor ? { workspaceFor } : {}),
   })
+}
+
+/**
+ * On a store several machines share, every transition of a plan's step, in whichever process it happens (a worker's
+ * run, a cancel), is announced on the plans' channel: the node driving plans advances the plan at once and every
+ * node's event streams wake (docs/plans.md#many-nodes). Answers what closes the plan store if only this opened it.
+ */
+export function announcePlanSteps(parts: FabricParts, tasks: TaskService): () => PlanStore | undefined {
+  if (parts.config.fabric.store !== 'redis') return () => undefined
+  let store: PlanStore | undefined
+  tasks.scheduler.onTransition((_event, task) => {
+    const planId = task.provenance?.planId
+    if (!planId) return
+    ;(store ??= parts.planStore())
+      .announceStep?.(planId)
+      .catch((error: unknown) => parts.logger.warn({ planId, err: describeError(error) }, 'a plan step transition was not announced'))
+  })
+  return () => store
 }
 
 /** Plans over `tasks`, their versions recorded in the ledger when it is on. */

@@ -125,7 +125,7 @@ test('both nodes see the same step fail and end: the plan is paused, revised and
   const plan = await call<PlanView>(nodeA!, 'POST', '/v1/plans', {
     steps: [js('a', '1'), js('b', 'throw new Error("b is broken")', ['a'])],
   })
-  // Both nodes' engines look at the plan every tick (the steps run on workers, so neither hears them end first).
+  // The driving node advances it on the step transitions the workers publish; both nodes read and stream it.
   const done = await until(
     () => call<PlanView>(nodeB!, 'GET', `/v1/plans/${plan.id}`),
     (view) => view.state !== 'RUNNING' && view.state !== 'REVISING',

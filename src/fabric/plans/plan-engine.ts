@@ -37,6 +37,12 @@ export class PlanEngine {
   private timer: NodeJS.Timeout | undefined
   private readonly lease: EngineLease
   private stopped = true
+  /**
+   * This engine drives plans: advances them on the steps it hears of and sweeps the active ones each tick. Always on a
+   * store without a driver lease; on Redis only the lease's holder, so one node drives each plan (docs/plans.md).
+   */
+  private driving = true
+  private stopWatch: () => void = () => undefined
 
   constructor(private readonly options: PlanEngineOptions) {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
@@ -48,25 +54,48 @@ export class PlanEngine {
   /** Follows the plans' tasks, and picks up every plan not yet ended (a restart continues them). */
   async start(): Promise<void> {
     this.stopped = false
+    await this.drives()
     // Only a step's end (or suspension) can change what its plan does next, so only those advance it; the advance
     // copies the steps' transitions into the plan's log in one write. A live reader of the log is told of the others
     // (`onStepMoved`) and asks for them (`catchUp`). Other processes' transitions are found by the tick.
     this.stopTransitions = this.options.tasks.scheduler.onTransition((_event, task) => {
       const planId = task.provenance?.planId
       if (!planId) return
-      if (DECISIVE.includes(task.state)) this.kick(planId)
+      // Not the driver: the transition is announced to it (src/app/fabric-wiring.ts), which advances the plan.
+      if (DECISIVE.includes(task.state) && this.driving) this.kick(planId)
       else this.emitter.emit('step', planId)
     })
+    // Steps that moved in other processes (workers) are pushed: the driver advances their plans at once.
+    this.stopWatch =
+      this.options.store.watch?.((planId, kind) => {
+        if (kind === 'step' && this.driving && !this.stopped) this.kick(planId)
+      }) ?? (() => undefined)
     await this.lease.start()
     this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 1000)
     this.timer.unref()
     await this.tick()
   }
 
+  /** Whether this engine drives plans now: takes or renews the driver lease where the store has one. */
+  private async drives(): Promise<boolean> {
+    const { store } = this.options
+    if (!store.drive) return true
+    try {
+      const driving = await store.drive(this.owner, this.options.leaseMs ?? 30_000)
+      if (driving !== this.driving)
+        this.options.logger?.info({ owner: this.owner, driving }, driving ? 'driving plans' : 'another engine drives plans')
+      this.driving = driving
+    } catch (error) {
+      this.options.logger?.warn({ err: describeError(error) }, 'the plan engine could not renew its driver lease')
+    }
+    return this.driving
+  }
+
   async stop(): Promise<void> {
     this.stopped = true
     clearInterval(this.timer)
     this.stopTransitions()
+    this.stopWatch()
     for (const controller of this.revising.values()) controller.abort(new Error('the plan engine is stopping'))
     while (this.chains.size > 0) await Promise.all([...this.chains.values()].map((chain) => chain.running))
     await this.lease.stop()
@@ -171,8 +200,14 @@ export class PlanEngine {
     return moved
   }
 
-  /** Advances a plan soon: once now, and once more after that if kicked meanwhile. */
+  /** Advances a plan soon: once now, and once more after that if kicked meanwhile; the driver's to do when it is another. */
   kick(id: string): void {
+    if (!this.driving) {
+      this.options.store
+        .announceStep?.(id)
+        .catch((error: unknown) => this.options.logger?.warn({ planId: id, err: describeError(error) }, 'could not tell the plan driver'))
+      return
+    }
     const chain = this.chains.get(id)
     if (chain) {
       chain.again = true
@@ -183,6 +218,8 @@ export class PlanEngine {
 
   private async tick(): Promise<void> {
     try {
+      // Only the driver sweeps: what it hears is pushed; the sweep finds what no message carried (a restart, a loss).
+      if (!(await this.drives()) || this.stopped) return
       for (const plan of await this.options.store.active()) this.kick(plan.id)
     } catch (error) {
       this.options.logger?.error({ err: describeError(error) }, 'plan engine tick failed')

@@ -116,7 +116,7 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       const stopEvents = engine.onEvent((event) => event.planId === id && (!planOnly || event.type === 'plan') && done())
       const stopSteps = planOnly ? () => undefined : engine.onStepMoved((planId) => planId === id && done())
       // Another node's write of the plan (a store several machines share): heard at once, not at the next tick.
-      const stopWatch = store.watch?.((planId) => planId === id && done()) ?? (() => undefined)
+      const stopWatch = store.watch?.((planId, kind) => planId === id && (!planOnly || kind === 'write') && done()) ?? (() => undefined)
       function done() {
         clearTimeout(timer)
         stopEvents()

@@ -41,10 +41,19 @@ export interface PlanStore {
   /** The plan's event log in order, after `afterSeq`. */
   events(planId: string, afterSeq?: number): Promise<PlanEvent[]>
   /**
-   * Optional (a store several machines share): hears every plan write, by any process, with the plan's id, so a
-   * reader on one node follows a plan another node advances without waiting for a tick.
+   * Optional (a store several machines share): hears every plan write, by any process, with the plan's id, and every
+   * step that moved (`announceStep`), so a reader on one node follows a plan another node advances, and the driver
+   * advances it, without waiting for a tick.
    */
-  watch?(listener: (planId: string) => void): () => void
+  watch?(listener: (planId: string, kind: PlanChangeKind) => void): () => void
+  /** Optional, beside `watch`: a step of the plan moved in this process (a worker's run, a cancel). */
+  announceStep?(planId: string): Promise<void>
+  /**
+   * Optional (a store several machines share): takes or renews the one plan-driver lease of the deployment for
+   * `owner` (true while it holds it). Only the driver advances plans on what it hears and sweeps the active plans;
+   * another engine takes over when the driver stops renewing (`fabric.leaseMs`). Without it every engine drives.
+   */
+  drive?(owner: string, ttlMs: number): Promise<boolean>
   /**
    * Optional (a store several machines share): engine leases, so a plan left REVISING by an engine on another machine
    * is taken over once that engine stops renewing its lease. Without them an owner is judged by its pid on this host.
@@ -54,3 +63,6 @@ export interface PlanStore {
   ownerAlive?(owner: string): Promise<boolean>
   close(): Promise<void>
 }
+
+/** What a watched change was: a plan written (its state, versions, log), or a step of it that moved. */
+export type PlanChangeKind = 'write' | 'step'

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import type { PlanListFilter, PlanPage, PlanStore } from './plan-store'
+import type { PlanChangeKind, PlanListFilter, PlanPage, PlanStore } from './plan-store'
 import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent } from './plan-types'
 
 /**
@@ -61,11 +61,29 @@ export interface RedisPlanStoreOptions {
   ownsConnection?: boolean
 }
 
+/** A `changes` message naming a plan whose step moved (a plan write's message is the bare plan id). */
+const STEP_PREFIX = 'step:'
+
+/** The driver lease: taken when free, renewed by its holder, never taken from a holder whose lease runs. */
+const DRIVE = `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`
+
+/** An engine stopping: its lease goes, and the driver lease if it held it (another engine drives at its next tick). */
+const RELEASE = `
+redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1
+`
+
 export class RedisPlanStore implements PlanStore {
   private readonly redis: Redis
   private readonly prefix: string
   private subscriber: Redis | undefined
-  private readonly watchers = new Set<(planId: string) => void>()
+  private readonly watchers = new Set<(planId: string, kind: PlanChangeKind) => void>()
 
   constructor(private readonly options: RedisPlanStoreOptions) {
     this.redis = options.redis
@@ -185,11 +203,18 @@ export class RedisPlanStore implements PlanStore {
     return raws.map((raw, index) => ({ ...(JSON.parse(raw) as NewPlanEvent), seq: afterSeq + index + 1, planId }) as PlanEvent)
   }
 
-  /** Hears every plan written by any node (the id of the plan), through a connection of its own opened at the first call. */
-  watch(listener: (planId: string) => void): () => void {
+  /**
+   * Hears every plan written by any node, and every step of a plan that moved in any process (`announceStep`), with the
+   * plan's id, through a connection of its own opened at the first call.
+   */
+  watch(listener: (planId: string, kind: PlanChangeKind) => void): () => void {
     if (!this.subscriber) {
       const subscriber = (this.subscriber = this.redis.duplicate())
-      subscriber.on('message', (_channel: string, planId: string) => this.watchers.forEach((watcher) => watcher(planId)))
+      subscriber.on('message', (_channel: string, message: string) => {
+        const step = message.startsWith(STEP_PREFIX)
+        const planId = step ? message.slice(STEP_PREFIX.length) : message
+        this.watchers.forEach((watcher) => watcher(planId, step ? 'step' : 'write'))
+      })
       // A subscription that fails leaves the tick to find other nodes' writes: slower, never wrong.
       subscriber.subscribe(this.key('changes')).catch(() => undefined)
     }
@@ -203,7 +228,17 @@ export class RedisPlanStore implements PlanStore {
   }
 
   async release(owner: string): Promise<void> {
-    await this.redis.del(this.key('engine', owner))
+    await this.redis.eval(RELEASE, 2, this.key('engine', owner), this.key('driver'), owner)
+  }
+
+  /** Says a step of the plan moved (a task transition, in whichever process ran it): the driver and live readers hear it. */
+  async announceStep(planId: string): Promise<void> {
+    await this.redis.publish(this.key('changes'), `${STEP_PREFIX}${planId}`)
+  }
+
+  /** Takes or renews the deployment's plan-driver lease for `owner`; false while another engine holds it. */
+  async drive(owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.eval(DRIVE, 1, this.key('driver'), owner, String(Math.max(1, Math.round(ttlMs))))) === 1
   }
 
   /** Whether the engine named `owner` renewed its lease lately, on whichever machine it runs. */
