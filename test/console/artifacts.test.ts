@@ -103,6 +103,8 @@ test("an artifact a run wrote: from the Run page's result to its preview, its li
   await page.locator('[data-testid=selected-run] a:text-is("open the run\'s page")').click()
   await page.waitForURL(new RegExp(`#/runs/${later.runId}$`))
   await page.locator('.run-record [data-testid=policy-digest]').waitFor()
+  // The record can be drawn again as the page settles (the receipt below it loads after): wait for its links.
+  await page.locator('.run-record a.artifact-link', { hasText: 'value' }).waitFor()
   expect(await page.locator('.run-record a.artifact-link').allTextContents()).toEqual(['code', 'in.txt', 'shout.txt', 'value'])
   await screenshots(page, 'run-provenance')
 })
