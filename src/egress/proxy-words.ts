@@ -58,8 +58,21 @@ export function refuseRequest(
     reason,
     durationMs,
   })
-  request.resume()
-  response
-    .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' })
-    .end(refusalBody(reason, rule))
+  // The answer waits for the request's body to be read (and dropped): answered and closed while the code is still
+  // sending its body, the connection is torn down under it and the code sees a broken connection (inside a TLS
+  // tunnel, "EOF occurred in violation of protocol") instead of the 403 and its reason. A body that does not end
+  // within REFUSAL_DRAIN_MS gets the answer anyway.
+  const answer = () => {
+    clearTimeout(timer)
+    if (response.headersSent || response.destroyed) return
+    response
+      .writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-execgate-egress': 'denied', connection: 'close' })
+      .end(refusalBody(reason, rule))
+  }
+  const timer = setTimeout(answer, REFUSAL_DRAIN_MS)
+  request.once('end', answer).once('close', answer).resume()
+  if (request.complete) answer()
 }
+
+/** How long a refusal waits for the refused request's body to be read before answering. */
+const REFUSAL_DRAIN_MS = 1000
