@@ -310,11 +310,60 @@ _execgate_hooks = _execgate_setup()
 del _execgate_network
 `
 
+/**
+ * Timers and immediates the code schedules through the bridge (`js.setTimeout`, asyncio tasks left unawaited) are
+ * the run's: whatever is still pending when the run answers is cleared, so nothing of a run fires after it, in the
+ * idle process or inside the next run. Taken after pyodide loads, so its own start-up timers are not counted.
+ */
+function keepTimersWithinTheRun() {
+  const pending = new Map()
+  const track = (schedule, cancel) => {
+    const original = globalThis[schedule]
+    const originalCancel = globalThis[cancel]
+    globalThis[schedule] = function (callback, ...rest) {
+      if (typeof callback !== 'function') return original.call(this, callback, ...rest)
+      let handle
+      const once = schedule !== 'setInterval'
+      handle = original.call(
+        this,
+        function (...args) {
+          if (once) pending.delete(handle)
+          return callback.apply(this, args)
+        },
+        ...rest,
+      )
+      pending.set(handle, originalCancel)
+      return handle
+    }
+    globalThis[cancel] = function (handle) {
+      pending.delete(handle)
+      return originalCancel.call(this, handle)
+    }
+  }
+  track('setTimeout', 'clearTimeout')
+  track('setInterval', 'clearInterval')
+  track('setImmediate', 'clearImmediate')
+  return () => {
+    for (const [handle, cancel] of pending) cancel(handle)
+    pending.clear()
+  }
+}
+
+// A callback the code scheduled that throws outside Python (a microtask, a timer during the run) ends this process
+// with the reason on stderr, where the adapter reads it, instead of a bare exit code.
+process.on('uncaughtException', (error) => {
+  const what = String((error && error.message) || error)
+    .split('\n')[0]
+    .slice(0, 200)
+  process.stderr.write(`[execgate] a callback the code scheduled threw: ${what}\n`, () => process.exit(1))
+})
+
 async function main() {
   const { loadPyodide } = require(path.join(pyodideDir, 'pyodide.js'))
   const pyodide = await loadPyodide({ indexURL: pyodideDir + path.sep, stdout: () => undefined, stderr: () => undefined })
   closeTheBridge()
   await pyodide.runPythonAsync(PRELUDE)
+  const clearLeftoverTimers = keepTimersWithinTheRun()
   const hooks = pyodide.globals.get('_execgate_hooks')
   const run = hooks.get(0)
   const poisoned = hooks.get(1)
@@ -363,6 +412,7 @@ async function main() {
     } catch (error) {
       result = { status: 'error', error: describePythonError(error) }
     }
+    clearLeftoverTimers()
     flush()
     // Answer first; then check that the run left every module and builtin as it found them. The adapter does not
     // hand this process to anyone else until the check is in.

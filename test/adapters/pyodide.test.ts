@@ -83,6 +83,29 @@ describe('pyodide adapter: the process boundary, without the static check', () =
     expect(next).toMatchObject({ status: 'error', error: { type: 'NameError' } })
   }, 60_000)
 
+  test('timers a run leaves behind never fire: not in the idle process, not in the next run', async () => {
+    const single = new PyodideAdapter({ poolSize: 1 })
+    try {
+      const context = contractContext({ wallTimeMs: 30_000 })
+      const code = [
+        'import js',
+        'from pyodide.ffi import create_once_callable, create_proxy',
+        "js.setTimeout(create_once_callable(lambda: print('LEFTOVER')), 50)",
+        'js.setTimeout(create_once_callable(lambda: 1 / 0), 60)',
+        "js.setInterval(create_proxy(lambda: print('TICK')), 20)",
+        'js.process.pid',
+      ].join('\n')
+      const first = await single.execute({ language: 'python', code }, context)
+      expect(first.status).toBe('ok')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const next = await single.execute({ language: 'python', code: 'import js\njs.process.pid' }, context)
+      // The same process answers (it did not die of the throwing timer), and nothing the first run scheduled printed.
+      expect({ status: next.status, pid: next.value, stdout: next.stdout }).toEqual({ status: 'ok', pid: first.value, stdout: '' })
+    } finally {
+      await single.dispose()
+    }
+  }, 120_000)
+
   test('a run that poisons a module gets its process replaced', async () => {
     await adapter.execute(
       { language: 'python', code: "import json\njson.dumps = lambda *a, **k: 'POISONED'" },
