@@ -287,8 +287,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
   }
 
   async dispose(): Promise<void> {
-    this.replSessions.dispose()
-    await this.pool.dispose()
+    await Promise.all([this.replSessions.dispose(), this.pool.dispose()])
   }
 }
 

@@ -1,4 +1,3 @@
-import { fork, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -13,7 +12,7 @@ import {
   type ExecutionResult,
   type ExecutionStatus,
 } from '../../src/core'
-import { RunController, SessionStore, stoppedOutcome, type SessionLimits } from '../../src/runtime'
+import { Pool, PooledChildProcess, RunController, SessionStore, stoppedOutcome, type SessionLimits } from '../../src/runtime'
 import { mapMontyError } from './map-error'
 import { toJsonValue } from './to-json'
 
@@ -36,15 +35,36 @@ function childScript(): string {
   return path.resolve(__dirname, '..', '..', '..', 'adapters', 'monty', 'repl-child.js')
 }
 
+/** The REPL's child process: no host environment, a heap cap, stdout a pipe the adapter reads (monty prints there). */
+class MontyReplProcess extends PooledChildProcess<FeedAnswer> {
+  constructor(onExit: (process: MontyReplProcess, reason: string) => void) {
+    super(
+      { module: childScript(), execArgv: ['--max-old-space-size=256'], env: {}, stdout: 'pipe', loads: 'the monty REPL' },
+      (member, reason) => onExit(member as MontyReplProcess, reason),
+    )
+  }
+
+  protected exitReason(): string {
+    const last = this.stderrTail.trim().split('\n').pop()
+    return `the monty session process exited${last ? `: ${last}` : ''}`
+  }
+}
+
 /**
  * monty sessions: the REPL's state as bytes (`MontyRepl.dump`) kept per session, loaded into a child process for
- * each call. The child is one process, started on the first session call, serving one call at a time; a call that
- * overstays its deadline, floods its output or is cancelled gets the process killed and a new one next time.
+ * each call. The child is a pool of one process (the shared {@link Pool}), started on the first session call,
+ * serving one call at a time in arrival order (a session's calls must not interleave); a call that overstays its
+ * deadline, floods its output or is cancelled gets the process killed and replaced.
  */
 export class MontyReplSessions {
   private readonly sessions: SessionStore<Uint8Array>
-  private child: { process: ChildProcess; ready: Promise<void>; stderrTail: string } | undefined
-  private queue: Promise<unknown> = Promise.resolve()
+  private readonly pool = new Pool<MontyReplProcess>({
+    size: 1,
+    startNow: false,
+    start: (onExit) => new MontyReplProcess(onExit),
+    cannotStart: 'the session process cannot start',
+    disposed: 'the monty adapter was disposed',
+  })
   private nextId = 0
 
   constructor(
@@ -59,11 +79,7 @@ export class MontyReplSessions {
     const started = performance.now()
     const opened = this.sessions.openForCall(sessionId)
     if ('refusal' in opened) return Promise.resolve(opened.refusal)
-    const state = opened.state
-    // One call at a time: the process is single-threaded, and a session's calls must not interleave.
-    const call = this.queue.then(() => this.feed(sessionId, code, state, context, started))
-    this.queue = call.catch(() => undefined)
-    return call
+    return this.feed(sessionId, code, opened.state, context, started)
   }
 
   private async feed(
@@ -73,15 +89,12 @@ export class MontyReplSessions {
     context: ExecutionContext,
     started: number,
   ): Promise<ExecutionResult> {
-    let child: NonNullable<MontyReplSessions['child']>
+    let child: MontyReplProcess
     try {
-      child = this.start()
-      await child.ready
+      child = await this.pool.acquire()
     } catch (error) {
       this.sessions.keepAfterCall(sessionId, state, undefined)
-      return createResult('unavailable', 'monty', {
-        message: `[execgate] [monty] the session process cannot start: ${describeError(error)}`,
-      })
+      return createResult('unavailable', 'monty', { message: `[execgate] [monty] ${describeError(error)}` })
     }
     const id = ++this.nextId
     const marker = `execgate-end-${randomUUID()}`
@@ -94,10 +107,9 @@ export class MontyReplSessions {
       const run = new RunController(context, { graceMs: this.killGraceMs })
       const finish = (result: { status: ExecutionStatus; answer?: FeedAnswer; error?: ExecutionErrorInfo }, kill: boolean) => {
         if (!run.settle()) return
-        child.process.stdout?.off('data', onData)
-        child.process.off('message', onMessage)
-        child.process.off('exit', onExit)
-        if (kill) this.kill(child)
+        child.child.stdout?.off('data', onData)
+        if (kill) void this.pool.replace(child)
+        else this.pool.release(child)
         resolve(result)
       }
       const stop = (status: ExecutionStatus, type: string, message: string) => finish({ status, error: { type, message } }, true)
@@ -121,15 +133,8 @@ export class MontyReplSessions {
         answer = message
         complete()
       }
-      const onExit = () =>
-        stop(
-          'error',
-          'InterpreterExited',
-          `the monty session process exited${child.stderrTail ? `: ${child.stderrTail.trim().split('\n').pop()}` : ''}`,
-        )
-      child.process.stdout?.on('data', onData)
-      child.process.on('message', onMessage)
-      child.process.once('exit', onExit)
+      child.child.stdout?.on('data', onData)
+      child.attach(onMessage, (reason) => stop('error', 'InterpreterExited', reason))
       run.start({ onStop: (cause) => finish(stoppedOutcome(cause, context.policy.wallTimeMs), true) })
       if (run.settled) return
       const limits = {
@@ -137,7 +142,7 @@ export class MontyReplSessions {
         maxMemory: context.policy.memoryMb * 2 ** 20,
         maxRecursionDepth: this.maxRecursionDepth,
       }
-      child.process.send({ type: 'feed', id, code, marker, limits, ...(state ? { state } : {}) })
+      child.send({ type: 'feed', id, code, marker, limits, ...(state ? { state } : {}) })
     })
     const answer = outcome.answer
     const kept = answer?.status === 'ok' ? answer.state : undefined
@@ -170,43 +175,6 @@ export class MontyReplSessions {
     })
   }
 
-  private start(): NonNullable<MontyReplSessions['child']> {
-    if (this.child && this.child.process.exitCode === null && !this.child.process.killed) return this.child
-    // Nothing of the host's environment crosses; stdout is the REPL's print, read and capped here.
-    const child = fork(childScript(), [], {
-      env: {},
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      serialization: 'advanced',
-      execArgv: ['--max-old-space-size=256'],
-    })
-    const entry = {
-      process: child,
-      stderrTail: '',
-      ready: new Promise<void>((resolve, reject) => {
-        child.once('message', (message: { type?: string }) =>
-          message?.type === 'ready' ? resolve() : reject(new Error('unexpected first message')),
-        )
-        child.once('exit', (code, signal) => reject(new Error(`it exited while starting (${signal ?? `code ${code}`})`)))
-      }),
-    }
-    entry.ready.catch(() => undefined)
-    child.stderr?.on('data', (chunk: Buffer) => (entry.stderrTail = (entry.stderrTail + chunk.toString()).slice(-2000)))
-    child.on('exit', () => {
-      if (this.child === entry) this.child = undefined
-    })
-    // An idle session process does not keep the host alive.
-    child.unref()
-    ;(child as unknown as { channel?: { unref(): void } }).channel?.unref()
-    for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?(): void } | null)?.unref?.()
-    this.child = entry
-    return entry
-  }
-
-  private kill(child: NonNullable<MontyReplSessions['child']>): void {
-    if (this.child === child) this.child = undefined
-    child.process.kill('SIGKILL')
-  }
-
   /** The session's REPL state (`MontyRepl.dump()` bytes) as its last call left it. */
   exportState(sessionId: string): Uint8Array | undefined {
     return this.sessions.peek(sessionId)
@@ -221,7 +189,7 @@ export class MontyReplSessions {
     return this.sessions.close(sessionId)
   }
 
-  dispose(): void {
-    if (this.child) this.kill(this.child)
+  dispose(): Promise<void> {
+    return this.pool.dispose()
   }
 }

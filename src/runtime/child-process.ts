@@ -12,6 +12,8 @@ export interface ChildProcessSpec {
   env: NodeJS.ProcessEnv
   /** Pipes beyond stderr and the IPC channel, as fds 4, 5, …: a protocol of the adapter's own. */
   extraPipes?: number
+  /** `pipe` when the adapter reads the child's stdout (an interpreter that prints there); ignored otherwise. */
+  stdout?: 'pipe'
   /** What loads in the child, for its `failed` message: `pyodide failed to load: …`. */
   loads: string
 }
@@ -39,7 +41,7 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
     this.child = fork(spec.module, [...(spec.args ?? [])], {
       execArgv: [...spec.execArgv],
       env: spec.env,
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc', ...Array.from({ length: spec.extraPipes ?? 0 }, () => 'pipe' as const)],
+      stdio: ['ignore', spec.stdout ?? 'ignore', 'pipe', 'ipc', ...Array.from({ length: spec.extraPipes ?? 0 }, () => 'pipe' as const)],
       serialization: 'advanced',
     })
     this.child.stderr?.on('data', (chunk: Buffer) => {
@@ -91,7 +93,7 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
   }
 
   private hold(on: boolean): void {
-    const handles = [this.child, this.child.channel, ...this.child.stdio.slice(2)] as (
+    const handles = [this.child, this.child.channel, ...this.child.stdio.slice(1)] as (
       { ref?(): void; unref?(): void } | null | undefined
     )[]
     for (const handle of handles) (on ? handle?.ref : handle?.unref)?.call(handle)
