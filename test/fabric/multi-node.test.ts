@@ -5,6 +5,7 @@ import { Redis } from 'ioredis'
 import type { PlanEvent, PlanStepSpec, PlanView } from '../../src/fabric/plans'
 import type { Task, TaskEvent } from '../../src/fabric/tasks'
 import { S3Objects } from '../../src/workspace'
+import { ownerProcess } from '../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
 import { FakeConverse } from '../fakes/converse-server'
 import { startS3Server, type S3Server } from '../servers/s3-server'
@@ -65,7 +66,7 @@ async function taskLogs(ids: readonly string[]): Promise<Map<string, TaskEvent[]
 async function runningOn(worker: Node): Promise<string[]> {
   const ids = await peek.smembers(`${PREFIX}:tasks:state:RUNNING`)
   const tasks = (await peek.mget(ids.map((id) => `${PREFIX}:tasks:task:${id}`))).map((raw) => (raw ? (JSON.parse(raw) as Task) : undefined))
-  return tasks.filter((task) => task?.owner?.endsWith(`:${worker.pid}`)).map((task) => task!.id)
+  return tasks.filter((task) => task?.owner && ownerProcess(task.owner).pid === worker.pid).map((task) => task!.id)
 }
 
 const count = (events: readonly TaskEvent[], to: string) => events.filter((event) => event.to === to).length
@@ -172,7 +173,9 @@ test('a 5-step plan with a failing step is revised once and completes while the 
   await question
   const owner = (await storedPlan(plan.id)).owner
   expect((await storedPlan(plan.id)).state).toBe('REVISING')
-  const victim = [nodeA!, nodeB!].find((serve) => owner === `${os.hostname()}:${serve.pid}`)
+  const victim = [nodeA!, nodeB!].find(
+    (serve) => owner && ownerProcess(owner).host === os.hostname() && ownerProcess(owner).pid === serve.pid,
+  )
   expect(victim).toBeDefined()
   const survivor = victim === nodeA ? nodeB! : nodeA!
   await kill(victim!)
