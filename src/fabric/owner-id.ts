@@ -8,10 +8,29 @@ import os from 'node:os'
  * this host (`ownerProcess`).
  */
 let instances = 0
+/** This process's owners not yet retired: one of its own that is not here stopped (a restart in one process). */
+const live = new Set<string>()
 
 export function nextOwnerId(): string {
   instances += 1
-  return `${os.hostname()}:${process.pid}#${instances}`
+  const owner = `${os.hostname()}:${process.pid}#${instances}`
+  live.add(owner)
+  return owner
+}
+
+/** The execgate (or scheduler, or engine) that had this id stopped: its runs and revisions are another's to take. */
+export function retireOwnerId(owner: string): void {
+  live.delete(owner)
+}
+
+/**
+ * Whether an owner of this process still runs: an id of this process's `nextOwnerId` until it is retired; undefined
+ * for another process's (judged by its pid) or an id without an instance (`host:pid`, judged by its pid as before).
+ */
+export function ownerOfThisProcessAlive(owner: string): boolean | undefined {
+  const { host, pid } = ownerProcess(owner)
+  if (host !== os.hostname() || pid !== process.pid || !owner.includes('#')) return undefined
+  return live.has(owner)
 }
 
 /** The host and pid an owner names (`host:pid`, or `host:pid#n`); pid NaN when it names none. */

@@ -4,7 +4,7 @@ import { ExecgateError, describeError, type ExecutionRequest, type ExecutionResu
 import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import type { Workspace } from '../../workspace'
-import { nextOwnerId, ownerProcess } from '../owner-id'
+import { nextOwnerId, ownerOfThisProcessAlive, ownerProcess } from '../owner-id'
 import type { TaskDispatcher } from './bullmq-dispatcher'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
@@ -51,8 +51,10 @@ export const RESUME_FIELDS: readonly string[] = ['timeoutMs', 'memoryMb', 'adapt
 
 const SHUTDOWN = new Error('the task scheduler is shutting down')
 
-/** Same host and its pid alive (another machine's owner counts as alive: not ours to judge). */
+/** Same host and its pid alive, or in this process not retired (another machine's owner counts as alive: not ours to judge). */
 export function defaultOwnerAlive(owner: string): boolean {
+  const here = ownerOfThisProcessAlive(owner)
+  if (here !== undefined) return here
   const { host, pid } = ownerProcess(owner)
   if (host !== os.hostname() || !Number.isInteger(pid)) return true // another machine's run: not ours to judge
   try {
