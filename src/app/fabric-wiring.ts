@@ -140,6 +140,15 @@ export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManage
     adapters: parts.registry,
     ttlMs: config.sessions.ttlSeconds * 1000,
     logger: parts.logger,
+    // A memory workspace's files move with the session's state (a bucket's are every node's already).
+    ...(parts.service.sessionFiles && parts.service.restoreSessionFiles
+      ? {
+          workspaces: {
+            files: (id: string) => parts.service.sessionFiles!(id),
+            restore: (id: string, files: readonly { path: string; content: Buffer }[]) => parts.service.restoreSessionFiles!(id, files),
+          },
+        }
+      : {}),
   })
 }
 

@@ -101,6 +101,14 @@ export class DefaultExecutionService implements ExecutionService {
     return this.sessionWorkspaces.close(sessionId)
   }
 
+  sessionFiles(sessionId: string): Promise<{ path: string; content: Buffer }[] | undefined> {
+    return this.sessionWorkspaces.files(sessionId)
+  }
+
+  restoreSessionFiles(sessionId: string, files: readonly { path: string; content: Buffer }[]): Promise<void> {
+    return this.sessionWorkspaces.restore(sessionId, files)
+  }
+
   async execute(request: ExecutionRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
     const started = performance.now()
     const startedAt = Date.now()
