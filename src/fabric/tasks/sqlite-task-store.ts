@@ -1,5 +1,5 @@
 import { openSqlite, type Database, type SqliteDriver, type Statement } from '../sqlite'
-import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-store'
+import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionSteps } from './task-store'
 import type { Task, TaskEvent, TaskState } from './task-types'
 import { DUE_ORDER_SQL } from './due-order'
 
@@ -78,11 +78,7 @@ export class SqliteTaskStore implements TaskStore {
   private readonly db: Database
   private readonly statements: Record<string, Statement>
   private readonly insertMany: (tasks: readonly Task[], reason: string) => Task[]
-  private readonly transitionOne: (
-    id: string,
-    from: readonly TaskState[],
-    change: TaskChange,
-  ) => { task: Task; event: TaskEvent } | undefined
+  private readonly transitionMany: (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => TransitionSteps | undefined
 
   constructor(options: SqliteTaskStoreOptions) {
     this.db = openSqlite(options.file, SCHEMA, options.driver)
@@ -125,23 +121,32 @@ export class SqliteTaskStore implements TaskStore {
         return task
       }),
     )
-    this.transitionOne = this.db.transaction((id: string, from: readonly TaskState[], change: TaskChange) => {
+    this.transitionMany = this.db.transaction((id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => {
       const current = parse(this.statements.get!.get(id))
       if (!current || !from.includes(current.state)) return undefined
       const at = new Date().toISOString()
-      const task: Task = { ...current, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
-      this.write(task)
-      const info = this.statements.event!.run(id, at, current.state, change.to, change.reason, task.attempts)
-      const event: TaskEvent = {
-        seq: Number(info.lastInsertRowid),
-        taskId: id,
-        at,
-        from: current.state,
-        to: change.to,
-        reason: change.reason,
-        attempt: task.attempts,
+      const steps: TransitionSteps['steps'] = []
+      let task = current
+      for (const change of changes) {
+        const before = task.state
+        task = { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
+        const info = this.statements.event!.run(id, at, before, change.to, change.reason, task.attempts)
+        steps.push({
+          event: {
+            seq: Number(info.lastInsertRowid),
+            taskId: id,
+            at,
+            from: before,
+            to: change.to,
+            reason: change.reason,
+            attempt: task.attempts,
+          },
+          task,
+        })
       }
-      return { task, event }
+      // One row write for the whole chain: only its end state is ever read.
+      this.write(task)
+      return { task, steps }
     })
   }
 
@@ -182,8 +187,13 @@ export class SqliteTaskStore implements TaskStore {
     return { tasks: page.map((row) => parse(row)!), ...(rows.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
   }
 
-  async transition(id: string, from: readonly TaskState[], change: TaskChange) {
-    return this.transitionOne(id, from, change)
+  async transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined> {
+    const moved = this.transitionMany(id, from, [change])
+    return moved && { task: moved.task, event: moved.steps[0]!.event }
+  }
+
+  async transitions(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): Promise<TransitionSteps | undefined> {
+    return this.transitionMany(id, from, changes)
   }
 
   async update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined> {

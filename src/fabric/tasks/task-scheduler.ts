@@ -49,6 +49,8 @@ export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'a
 export const RESUME_FIELDS: readonly string[] = ['timeoutMs', 'memoryMb', 'adapter', 'policy'] satisfies Array<keyof ResumeChanges>
 
 const SHUTDOWN = new Error('the task scheduler is shutting down')
+/** A claimed run's start: SPAWNING → RUNNING. */
+const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
 
 /** Same host and its pid alive (another machine's owner counts as alive: not ours to judge). */
 export function defaultOwnerAlive(owner: string): boolean {
@@ -178,19 +180,21 @@ export class TaskScheduler {
     const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
     for (;;) {
       // Listening before reading: a transition landing between the read and the wait is not missed.
-      let fired = false
+      let settled: Task | undefined
       let woken: () => void = () => undefined
-      const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((fired = true), woken())
+      const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((settled = task), woken())
       this.emitter.on('transition', onEvent)
       try {
         const task = await this.store.get(id)
         if (settles(task) || Date.now() >= until) return task
-        if (fired) continue
+        if (settled) return settled
         // Another process's transitions are not announced here: look again every tick.
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(this.options.tickMs ?? 200, Math.max(until - Date.now(), 0)))
           woken = () => (clearTimeout(timer), resolve())
         })
+        // The transition that settled it carries the task as it was written: no read needed.
+        if (settled) return settled
       } finally {
         this.emitter.off('transition', onEvent)
       }
@@ -241,11 +245,13 @@ export class TaskScheduler {
 
   private async pump(): Promise<void> {
     while (!this.stopped && this.running.size < this.concurrency) {
-      const due = await this.store.due(Date.now(), this.concurrency - this.running.size)
+      const free = this.concurrency - this.running.size
+      const due = await this.store.due(Date.now(), free)
       if (due.length === 0) return
       let started = 0
       for (const task of due) if (await this.claim(task)) started++
-      if (started === 0) return
+      // Fewer due than free slots: nothing else was due, no need to ask again (a task due later wakes the pump itself).
+      if (started === 0 || due.length < free) return
     }
   }
 
@@ -271,23 +277,38 @@ export class TaskScheduler {
       return undefined
     }
     const attempt = task.attempts + 1
-    const claimed = await this.move(task.id, ['PENDING'], {
+    const claim: TaskChange = {
       to: 'SPAWNING',
       reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`,
       patch: { attempts: attempt, owner: this.owner },
-    })
-    if (!claimed) return undefined
+    }
     const controller = new AbortController()
-    this.running.set(task.id, controller)
+    let claimed: Task | undefined
+    let started: Task | undefined
+    if (this.store.transitions && task.dependencies.length === 0 && !task.workspace) {
+      // Nothing to prepare (no dependency outputs to read, no workspace to open): claimed and started in one write,
+      // one commit instead of two; the action log still shows SPAWNING then RUNNING.
+      const moved = await this.store.transitions(task.id, ['PENDING'], [claim, STARTED])
+      if (!moved) return undefined
+      // Registered before the events go out, so a listener's cancel reaches the run.
+      this.running.set(task.id, controller)
+      for (const step of moved.steps) this.emitter.emit('transition', step.event, step.task)
+      claimed = started = moved.task
+    } else {
+      claimed = await this.move(task.id, ['PENDING'], claim)
+      if (!claimed) return undefined
+      this.running.set(task.id, controller)
+    }
     // In an object: an async function returning the promise itself would wait for the whole run.
-    const settled = this.run(claimed, controller).finally(() => {
+    const settled = this.run(claimed, controller, started).finally(() => {
       this.running.delete(task.id)
       this.wake()
     })
     return { settled }
   }
 
-  private async run(task: Task, controller: AbortController): Promise<void> {
+  /** Runs a claimed task; `started` when the claim already moved it to RUNNING. */
+  private async run(task: Task, controller: AbortController, started?: Task): Promise<void> {
     try {
       const dependencies = await this.store.getMany(task.dependencies)
       const request = withDependencyInputs(
@@ -295,7 +316,7 @@ export class TaskScheduler {
         dependencies,
         task.dependencyPaths,
       )
-      const running = await this.move(task.id, ['SPAWNING'], { to: 'RUNNING', reason: 'started' })
+      const running = started ?? (await this.move(task.id, ['SPAWNING'], STARTED))
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
         this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })

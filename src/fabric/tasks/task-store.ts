@@ -31,6 +31,12 @@ export interface TaskChange {
   patch?: Partial<Pick<Task, 'attempts' | 'notBefore' | 'result' | 'outputFiles' | 'request' | 'ready' | 'owner'>>
 }
 
+/** What `transitions` answers: the task at the end, and each step's event with the task as it stood after that step. */
+export interface TransitionSteps {
+  task: Task
+  steps: { event: TaskEvent; task: Task }[]
+}
+
 export interface TaskStore {
   /**
    * Inserts the tasks and their first events in one atomic write. A task whose tenant already has a task with its
@@ -45,6 +51,13 @@ export interface TaskStore {
    * atomic write. Undefined when the task was not in one of those states (another process or call got there first).
    */
   transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined>
+  /**
+   * Optional: several transitions in a row (the first from one of `from`, each next from the one before it) in one
+   * atomic write, every one with its action-log entry: all or none. `steps` holds each event with the task as it
+   * stood after it. The scheduler uses it to claim and start a run that needs no preparation in one commit; a store
+   * without it gets the transitions one by one.
+   */
+  transitions?(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): Promise<TransitionSteps | undefined>
   /** Updates fields that are not a transition (readiness), only while the task is in `state`. */
   update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined>
   /** Ready PENDING tasks whose backoff has passed, in the one due order (due-order.ts): priority, then submission. */
