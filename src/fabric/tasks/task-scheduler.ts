@@ -8,7 +8,7 @@ import type { TaskDispatcher } from './bullmq-dispatcher'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { runInputsFor } from './run-options'
-import type { TaskChange, TaskStore } from './task-store'
+import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
 import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
 
@@ -51,6 +51,11 @@ export const RESUME_FIELDS: readonly string[] = ['timeoutMs', 'memoryMb', 'adapt
 const SHUTDOWN = new Error('the task scheduler is shutting down')
 /** A claimed run's start: SPAWNING → RUNNING. */
 const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
+
+/** A run with no dependency outputs to read and no workspace to open: its claim and its start can be one write. */
+function needsNoPreparation(task: Task): boolean {
+  return task.dependencies.length === 0 && !task.workspace
+}
 
 /** Same host and its pid alive (another machine's owner counts as alive: not ours to judge). */
 export function defaultOwnerAlive(owner: string): boolean {
@@ -110,13 +115,66 @@ export class TaskScheduler {
   }
 
   async submit(specs: readonly TaskSpec[], submitter: Submitter): Promise<Task[]> {
-    const tasks = await this.store.insert(await prepareTasks(this.store, specs, submitter), 'submitted')
+    const prepared = await prepareTasks(this.store, specs, submitter)
+    if (prepared.length === 1 && this.startsAtSubmit(prepared[0]!)) return [await this.submitAndStart(prepared[0]!)]
+    const tasks = await this.store.insert(prepared, 'submitted')
     // A dependency may have finished between the readiness check and the insert: look again for the fresh ones.
     for (const task of tasks) {
       if (!task.ready && task.state === 'PENDING') await this.refreshReadiness(task)
       else if (task.ready && task.state === 'PENDING') await this.announce(task)
     }
     return tasks
+  }
+
+  /**
+   * Whether a new task may be stored and started in one write: this process finds its own due tasks (no dispatcher),
+   * runs, has a free slot, and the run needs no preparation. The store starts it only if no due task is ahead of it.
+   */
+  private startsAtSubmit(task: Task): boolean {
+    return (
+      this.store.insertAndStart !== undefined &&
+      !this.options.dispatcher &&
+      !this.stopped &&
+      this.running.size < this.concurrency &&
+      task.ready &&
+      needsNoPreparation(task) &&
+      !(task.deadline && Date.parse(task.deadline) < Date.now())
+    )
+  }
+
+  /** Stores the task and, when it is the first due, starts it in the same commit; answers the task as submitted. */
+  private async submitAndStart(task: Task): Promise<Task> {
+    const controller = this.reserve(task.id)
+    let inserted: InsertedTask | undefined
+    try {
+      inserted = await this.store.insertAndStart!(task, 'submitted', Date.now(), [this.claimChange(task), STARTED])
+    } finally {
+      if (!inserted?.started) this.release(task.id, controller)
+    }
+    if (inserted.started) {
+      this.begin(inserted.started.task, inserted.started.steps, controller, true)
+      return inserted.task
+    }
+    // Not started (another task was due first, or the key found an earlier task): left to the pump as usual.
+    const stored = inserted.task
+    if (stored.ready && stored.state === 'PENDING') await this.announce(stored)
+    else if (stored.state === 'PENDING') await this.refreshReadiness(stored)
+    return stored
+  }
+
+  /**
+   * Takes a slot for a run before its claim is written, so a claim made meanwhile (the pump, a submit) sees the slot
+   * taken and never runs more than `concurrency` at once.
+   */
+  private reserve(id: string): AbortController {
+    const controller = new AbortController()
+    this.running.set(id, controller)
+    return controller
+  }
+
+  /** Gives back a slot (only its own: the id may have been reserved again meanwhile, a retry's next claim). */
+  private release(id: string, controller: AbortController): void {
+    if (this.running.get(id) === controller) this.running.delete(id)
   }
 
   /** Terminates a task (DELETE /v1/tasks/:id); a run in flight here is cancelled. Undefined when it had already ended. */
@@ -276,32 +334,43 @@ export class TaskScheduler {
       await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
       return undefined
     }
+    const claim = this.claimChange(task)
+    const controller = this.reserve(task.id)
+    let begun: { settled: Promise<void> } | undefined
+    try {
+      if (this.store.transitions && needsNoPreparation(task)) {
+        // Nothing to prepare: claimed and started in one write, one commit instead of two (the log still shows both).
+        const moved = await this.store.transitions(task.id, ['PENDING'], [claim, STARTED])
+        if (moved) begun = this.begin(moved.task, moved.steps, controller, true)
+      } else {
+        const claimed = await this.move(task.id, ['PENDING'], claim)
+        if (claimed) begun = this.begin(claimed, [], controller, false)
+      }
+    } finally {
+      if (!begun) this.release(task.id, controller)
+    }
+    return begun
+  }
+
+  /** PENDING → SPAWNING for this process, counting the attempt. */
+  private claimChange(task: Task): TaskChange {
     const attempt = task.attempts + 1
-    const claim: TaskChange = {
+    return {
       to: 'SPAWNING',
       reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`,
       patch: { attempts: attempt, owner: this.owner },
     }
-    const controller = new AbortController()
-    let claimed: Task | undefined
-    let started: Task | undefined
-    if (this.store.transitions && task.dependencies.length === 0 && !task.workspace) {
-      // Nothing to prepare (no dependency outputs to read, no workspace to open): claimed and started in one write,
-      // one commit instead of two; the action log still shows SPAWNING then RUNNING.
-      const moved = await this.store.transitions(task.id, ['PENDING'], [claim, STARTED])
-      if (!moved) return undefined
-      // Registered before the events go out, so a listener's cancel reaches the run.
-      this.running.set(task.id, controller)
-      for (const step of moved.steps) this.emitter.emit('transition', step.event, step.task)
-      claimed = started = moved.task
-    } else {
-      claimed = await this.move(task.id, ['PENDING'], claim)
-      if (!claimed) return undefined
-      this.running.set(task.id, controller)
-    }
+  }
+
+  /**
+   * Starts a claimed run in its reserved slot. `steps` are the claim's transitions still to announce: after the
+   * reservation, so a listener's cancel reaches the run. `started` when the claim already moved it to RUNNING.
+   */
+  private begin(task: Task, steps: TransitionSteps['steps'], controller: AbortController, started: boolean): { settled: Promise<void> } {
+    for (const step of steps) this.emitter.emit('transition', step.event, step.task)
     // In an object: an async function returning the promise itself would wait for the whole run.
-    const settled = this.run(claimed, controller, started).finally(() => {
-      this.running.delete(task.id)
+    const settled = this.run(task, controller, started ? task : undefined).finally(() => {
+      this.release(task.id, controller)
       this.wake()
     })
     return { settled }

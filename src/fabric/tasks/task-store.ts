@@ -37,12 +37,25 @@ export interface TransitionSteps {
   steps: { event: TaskEvent; task: Task }[]
 }
 
+/** What `insertAndStart` answers: the task as submitted (or the one its idempotency key found), and its start if it started. */
+export interface InsertedTask {
+  task: Task
+  started?: TransitionSteps
+}
+
 export interface TaskStore {
   /**
    * Inserts the tasks and their first events in one atomic write. A task whose tenant already has a task with its
    * idempotency key is not inserted: the existing task is returned in its place.
    */
   insert(tasks: readonly Task[], reason: string): Promise<Task[]>
+  /**
+   * Optional: inserts one task as `insert` does and, in the same atomic write, applies `changes` to it when it is the
+   * first due task at `now` (no due task ahead of it in the due order), so a submit that finds a free slot stores and
+   * starts its run with one commit. Without `started` when it did not start (another task was due first, or the
+   * idempotency key found an existing task, which is answered instead).
+   */
+  insertAndStart?(task: Task, reason: string, now: number, changes: readonly TaskChange[]): Promise<InsertedTask>
   get(id: string): Promise<Task | undefined>
   getMany(ids: readonly string[]): Promise<Task[]>
   list(filter: TaskListFilter): Promise<TaskPage>
