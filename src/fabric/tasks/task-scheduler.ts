@@ -8,6 +8,7 @@ import type { TaskDispatcher } from './bullmq-dispatcher'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { runInputsFor } from './run-options'
+import { TaskOutputs, type TaskOutput } from './task-outputs'
 import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
 import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
@@ -41,7 +42,10 @@ export interface TaskSchedulerOptions {
 
 /** What `events()` yields: transitions from the action log, and output while this process runs the task. */
 export type TaskStreamItem =
-  { type: 'transition'; event: TaskEvent } | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
+  | { type: 'transition'; event: TaskEvent }
+  | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
+  /** A rich output (an image, a table, a display() item) as the code made it (task-outputs.ts). */
+  | ({ type: 'rich-output' } & TaskOutput)
 
 /** Changes a resumed task may bring: other limits or another adapter (the failure table's "resumable"). */
 export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'adapter' | 'policy'>
@@ -76,6 +80,8 @@ export function defaultOwnerAlive(owner: string): boolean {
  */
 export class TaskScheduler {
   readonly store: TaskStore
+  /** Rich outputs of the runs here, as their code makes them (task and plan event streams). */
+  readonly outputs = new TaskOutputs()
   private readonly emitter = new EventEmitter()
   private readonly running = new Map<string, AbortController>()
   private readonly concurrency: number
@@ -210,11 +216,16 @@ export class TaskScheduler {
     const onTransition = (event: TaskEvent) => event.taskId === id && signal()
     this.emitter.on('output', onOutput)
     this.emitter.on('transition', onTransition)
+    const stopOutputs = this.outputs.subscribe(
+      (output) => output.taskId === id && (outputs.push({ type: 'rich-output', ...output }), signal()),
+    )
     try {
       for (;;) {
         while (outputs.length) yield outputs.shift()!
         const events = await this.store.events(id, last)
         for (const event of events) {
+          // Output sent before this transition was written (a run's last items, then its end) goes out first.
+          while (outputs.length) yield outputs.shift()!
           last = event.seq
           yield { type: 'transition', event }
           if (isFinal(event.to)) return
@@ -227,6 +238,7 @@ export class TaskScheduler {
         })
       }
     } finally {
+      stopOutputs()
       this.emitter.off('output', onOutput)
       this.emitter.off('transition', onTransition)
     }
@@ -389,8 +401,9 @@ export class TaskScheduler {
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
         this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
+      const rich = this.outputs.forRun(running)
       const run = runInputsFor(running, request, controller.signal, onOutput, await this.workspaceOf(running))
-      const result = await this.options.execute(run.request, run.options)
+      const result = await this.options.execute(run.request, { ...run.options, onRichOutput: rich.onRichOutput })
       if (controller.signal.aborted) {
         // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
         if (controller.signal.reason === SHUTDOWN)
@@ -402,6 +415,7 @@ export class TaskScheduler {
         // Cancelled or suspended meanwhile: that transition already happened.
         return
       }
+      rich.rest(result)
       await this.settle(running, result, outcomeOf(running, result))
     } catch (error) {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
