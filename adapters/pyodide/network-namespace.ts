@@ -12,8 +12,12 @@ export type NetworkWrapper = { file: string; args: readonly string[] }
  * fds and cross unchanged; `--die-with-parent` ends Node when the pool kills bubblewrap.
  */
 export function networkNamespaceArgs(): string[] {
-  return ['--ro-bind', '/', '/', '--unshare-net', '--die-with-parent', '--']
+  // bwrap sets PWD in its child's environment (after any --unsetenv), which must stay empty: env drops it, then execs
+  // Node in the same process (the pid the pool measures is still bubblewrap's one child).
+  return ['--ro-bind', '/', '/', '--chdir', '/', '--unshare-net', '--die-with-parent', '--', ENV, '-u', 'PWD']
 }
+
+const ENV = '/usr/bin/env'
 
 const probed = new Map<string, boolean>()
 
@@ -25,7 +29,7 @@ const probed = new Map<string, boolean>()
 export function networkWrapper(bwrapPath: string): NetworkWrapper | undefined {
   if (!probed.has(bwrapPath)) {
     let works = false
-    if (fs.existsSync(bwrapPath)) {
+    if (fs.existsSync(bwrapPath) && fs.existsSync(ENV)) {
       const probe = spawnSync(bwrapPath, [...networkNamespaceArgs(), process.execPath, '--version'], {
         env: {},
         stdio: ['ignore', 'pipe', 'pipe'],
