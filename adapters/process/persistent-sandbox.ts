@@ -76,6 +76,7 @@ export class ProcessSandbox implements AdapterSandbox {
           withFiles: false,
           collectFiles: false,
           persistentWorkspace: this.directory.workspace,
+          ...(request.outputs ? { outputs: request.outputs } : {}),
           ...(await this.egressFor(context)),
         },
       )
