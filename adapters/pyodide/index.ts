@@ -24,6 +24,7 @@ import {
 import { SessionStore, callHostFunction, RunController, PoolWaitTimeout, internalContext, stoppedOutcome } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
+import { networkWrapper } from './network-namespace'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
 import { packageVersions } from '../shared/engine-versions'
 
@@ -60,7 +61,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       processes: 'hard',
       // Measured from outside every few milliseconds, then killed: best effort between two measurements.
       memory: 'soft',
-      // fetch and sockets are removed from the process, but Node 20's permission model does not cover the network.
+      // Without bubblewrap: fetch and sockets are removed from the process (a first layer), but Node 20's permission
+      // model does not cover the network. With it (the constructor), the process has a network namespace of its own.
       network: 'soft',
       // The policy's import check runs before the adapter; nothing inside the interpreter refuses an import.
       imports: 'soft',
@@ -94,9 +96,18 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     this.memoryPollMs = settings.memoryPollMs
     // Started by warmUp() (execgate's ready() warms pyodide behind the first tier) or by the first run, never here:
     // a pool loading CPython at construction would take the cores the first tier warms on.
-    this.pool = new PyodideProcessPool(poolSize, false)
+    const wrapper = networkWrapper(settings.bwrapPath)
+    this.pool = new PyodideProcessPool(poolSize, false, wrapper)
     // One run per pool process: admission counts them as this adapter's slots.
     this.capabilities = { ...this.capabilities, concurrency: poolSize }
+    if (wrapper) {
+      // Each process is in a network namespace with only its own loopback: the gateway's host function is the way out.
+      this.capabilities = {
+        ...this.capabilities,
+        isolation: `${this.capabilities.isolation}, in a network namespace of its own (bubblewrap)`,
+        enforcement: { ...this.capabilities.enforcement, network: 'hard' },
+      }
+    }
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 
