@@ -83,6 +83,7 @@ export class ProcessSandbox implements AdapterSandbox {
           withFiles: false,
           collectFiles: false,
           persistentWorkspace: this.directory.workspace,
+          ...(request.outputs ? { outputs: request.outputs } : {}),
           ...(await this.mountsForExec()),
           ...(await this.egressFor(context)),
         },

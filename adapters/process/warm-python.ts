@@ -5,7 +5,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
-import type { FileMount, OutputCapture, SecurityPolicy } from '../../src/core'
+import type { FileMount, OutputCapture, OutputOptions, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { parseReport, ReportChannel } from '../shared/run-report'
@@ -79,6 +79,8 @@ export interface WarmRunOptions {
   mounts?: readonly FileMount[]
   stdin?: string
   policy: SecurityPolicy
+  /** The request's rich-output options (the charts' image format). */
+  outputs?: OutputOptions
   controller: RunController
   output: OutputCapture
   reportLimitBytes: number
@@ -352,7 +354,7 @@ export class WarmPython {
       go: id,
       ...(goMounts.length ? { mounts: goMounts } : {}),
       allowedImports: policy.allowedImports,
-      outputs: runnerOutputLimits(policy),
+      outputs: runnerOutputLimits(policy, options.outputs),
       ...(this.plan.seccompFilter ? { seccomp: this.plan.seccompFilter.toString('base64') } : {}),
       limits: {
         dataBytes: policy.memoryMb * 2 ** 20,

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
+  OutputCollector,
   isFatalHostError,
   pythonExceptionFor,
   createResult,
@@ -159,7 +160,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
     }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    const outcome = await this.runOn(pyodideProcess, request.code, context, run, output, session)
+    // display() items, each sent by the child when the code makes it and checked here (docs/data.md#rich-outputs).
+    const outputs = new OutputCollector(context.policy, context.onRichOutput)
+    const outcome = await this.runOn(pyodideProcess, request.code, context, run, output, outputs, session)
     if (request.sessionId && session) {
       const captured = outcome.status === 'ok' ? outcome.session : undefined
       const message = this.sessions.keepAfterCall(
@@ -170,12 +173,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       if (message) outcome.message = message
     }
     const captured = output.finish(valueBytes(outcome.value))
-    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    outputs.omitByRunner(outcome.outputsOmitted)
+    const rich = outputs.fields(outcome.status, NAME)
+    const status = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     return createResult(status, NAME, {
       ...captured,
       value: outcome.value,
       error: outcome.error,
-      ...(outcome.message ? { message: outcome.message } : {}),
+      ...(rich.outputs ? { outputs: rich.outputs } : {}),
+      ...(outcome.message || rich.message ? { message: outcome.message ?? rich.message } : {}),
       usage: {
         wallMs: performance.now() - started,
         outputBytes: output.totalBytes,
@@ -194,6 +200,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     context: ExecutionContext,
     run: RunController,
     output: OutputCapture,
+    outputs: OutputCollector,
     session?: { state: string },
   ): Promise<{
     status: ExecutionStatus
@@ -202,6 +209,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     memoryBytes?: number
     session?: string
     message?: string
+    outputsOmitted?: number
   }> {
     const id = ++this.nextId
     const memoryLimit = context.policy.memoryMb * 1024 * 1024
@@ -214,6 +222,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         memoryBytes?: number
         session?: string
         message?: string
+        outputsOmitted?: number
       }
       let settled = false
       let answered: Outcome | undefined
@@ -255,6 +264,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
             for (const [stream, text] of message.chunks) {
               if (!output.write(stream, text)) return run.stop('output_limit')
             }
+          } else if (message.type === 'display' && message.id === id) {
+            if (!answered) outputs.add(parseItem(message.item))
           } else if (message.type === 'hostCall' && message.id === id) {
             answerHostCall(pyodideProcess, context, message, (error) =>
               stop('policy_violation', 'PolicyViolation', describeError(error), error.code),
@@ -266,6 +277,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
                 value: message.value,
                 session: message.session,
                 memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline),
+                ...(message.outputsOmitted ? { outputsOmitted: message.outputsOmitted } : {}),
               })
             else answer(mapPythonError(message.error))
           } else if (message.type === 'checked' && message.id === id) {
@@ -293,7 +305,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       if (run.settled) return
       pyodideProcess.runs++
       const hostFunctions = (context.hostFunctions?.list() ?? []).map((spec) => spec.name)
-      pyodideProcess.child.send({ type: 'run', id, code, hostFunctions, ...(session ? { session } : {}) })
+      const { maxOutputs, outputsBytes, outputBytes } = context.policy
+      pyodideProcess.child.send({
+        type: 'run',
+        id,
+        code,
+        hostFunctions,
+        outputs: [maxOutputs, outputsBytes, outputBytes],
+        ...(session ? { session } : {}),
+      })
     })
   }
 
@@ -420,4 +440,13 @@ function mapPythonError(error: ExecutionErrorInfo | undefined): { status: Execut
 
 export function createPyodideAdapter(options?: PyodideAdapterOptions): PyodideAdapter {
   return new PyodideAdapter(options)
+}
+
+/** A display() item's JSON text as the child sent it; anything that does not parse reaches the collector as undefined (dropped, counted). */
+function parseItem(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
 }

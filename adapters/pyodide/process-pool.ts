@@ -13,9 +13,13 @@ export type ChildMessage =
       status: 'ok' | 'error'
       value?: unknown
       session?: string
+      /** display() items left out for the policy's limits. */
+      outputsOmitted?: number
       error?: { type: string; message: string; line?: number; stack?: string }
     }
   | { type: 'checked'; id: number; recycle: boolean }
+  /** A display() item as the code made it (JSON text), unchecked: the host's OutputCollector checks it. */
+  | { type: 'display'; id: number; item: string }
   /** From the host-call channel (fd 4), not the IPC channel; `args` is the JSON text of the argument list. */
   | { type: 'hostCall'; id: number; name: string; args: string }
 
