@@ -492,6 +492,11 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     return { status: 'available', latencyMs, checkedAt }
   }
 
+  /** How the warm data interpreter's runs got their sandbox (from the spare, or made on demand); undefined before it starts. */
+  warmRuns(): { readonly fromSpare: number; readonly madeOnDemand: number } | undefined {
+    return this.warmPython ? { ...this.warmPython.runCounts } : undefined
+  }
+
   /**
    * Starts the warm data interpreter now rather than on the first data run (benchmarks, a service that expects data
    * work). Not `warmUp`: every execgate with the process tier would then pay ~1 s of CPU and ~160 MB for it.
