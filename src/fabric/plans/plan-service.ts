@@ -77,6 +77,8 @@ export interface PlanServiceOptions {
   taskStore: TaskReader & Pick<TaskStore, 'update'>
   /** `fabric.leaseMs`: how long a dead engine's revision waits before another node takes it over (Redis). */
   leaseMs?: number
+  /** This engine's name in plans it revises and in its leases (one per execgate: src/fabric/owner-id.ts). */
+  owner?: string
   /** Drive plans in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
   run?: boolean
   tickMs?: number
@@ -98,6 +100,7 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
     logger: options.logger,
     tickMs: options.tickMs,
     leaseMs: options.leaseMs,
+    ...(options.owner ? { owner: options.owner } : {}),
   })
   const tickMs = options.tickMs ?? 1000
   const tenantOf = (caller: TaskCaller = {}) => caller.tenant ?? DEFAULT_TENANT

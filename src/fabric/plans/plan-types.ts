@@ -137,7 +137,7 @@ export interface Plan {
   revisions: PlanRevision[]
   /** The step whose failure is being revised (REVISING) or that failed the plan (FAILED). */
   failedStep?: string
-  /** The process driving a revision (`host:pid`), so a restart knows which it must take over. */
+  /** The engine driving a revision (`host:pid#n`), so a restart knows which it must take over. */
   owner?: string
   /** Increases with every write: writes are compare-and-set on it, so two processes never both revise a plan. */
   rev: number

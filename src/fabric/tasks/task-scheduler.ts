@@ -4,6 +4,7 @@ import { ExecgateError, describeError, type ExecutionRequest, type ExecutionResu
 import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import type { Workspace } from '../../workspace'
+import { nextOwnerId, ownerOfThisProcessAlive, ownerProcess } from '../owner-id'
 import type { TaskDispatcher } from './bullmq-dispatcher'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
@@ -24,7 +25,7 @@ export interface TaskSchedulerOptions {
   concurrency?: number
   /** How often due retries, deadlines and other processes' submissions are looked for, in ms. @default 200 */
   tickMs?: number
-  /** This process's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid */
+  /** This scheduler's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid#n (src/fabric/owner-id.ts) */
   owner?: string
   /**
    * Hands due tasks to processes with free slots (the distributed store's BullMQ queue). Without one, this process
@@ -61,9 +62,11 @@ function needsNoPreparation(task: Task): boolean {
   return task.dependencies.length === 0 && !task.workspace
 }
 
-/** Same host and its pid alive (another machine's owner counts as alive: not ours to judge). */
+/** Same host and its pid alive, or in this process not retired (another machine's owner counts as alive: not ours to judge). */
 export function defaultOwnerAlive(owner: string): boolean {
-  const [host, pid] = [owner.slice(0, owner.lastIndexOf(':')), Number(owner.slice(owner.lastIndexOf(':') + 1))]
+  const here = ownerOfThisProcessAlive(owner)
+  if (here !== undefined) return here
+  const { host, pid } = ownerProcess(owner)
   if (host !== os.hostname() || !Number.isInteger(pid)) return true // another machine's run: not ours to judge
   try {
     process.kill(pid, 0)
@@ -95,7 +98,7 @@ export class TaskScheduler {
   constructor(private readonly options: TaskSchedulerOptions) {
     this.store = options.store
     this.concurrency = options.concurrency ?? 4
-    this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
+    this.owner = options.owner ?? nextOwnerId()
     this.emitter.setMaxListeners(0)
   }
 
