@@ -255,7 +255,9 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     ],
     notes: [
       `${BATCH_CLIENTS} batch clients alternate JavaScript and Python loops sized to 1–2 s of CPU each (loop rates measured alone: python ${rates.python.toFixed(0)}, javascript ${rates.javascript.toFixed(0)} loops/ms); interactive requests are one at a time, 50 ms apart, for ${LOAD_SECONDS / 2} s per language while the load runs`,
-      'the load part runs the working tree only; server: execgate serve with quickjs and monty (2 workers each, one reserved for interactive), admission.inProcessBatchRuns 0 (one batch run per core); without the reservation: interactiveShare 0 and no in-process bound',
+      'the load part runs the working tree only; server: execgate serve with quickjs and monty (2 ' +
+        'workers each, one reserved for interactive), admission.inProcessBatchRuns 0 (one batch run ' +
+        'per core); without the reservation: interactiveShare 0 and no in-process bound',
     ],
   }
 }

@@ -55,8 +55,10 @@ export async function run(): Promise<BenchSection> {
       measurements: measured,
       ratios: [`forwarded − direct p50 = +${added.toFixed(3)} ms (target ≤ +3 ms)`],
       notes: [
-        'two servers in this process on one redis-server (bench/redis-server.ts); native shell sandbox on node A; interleaved in batches of 20',
-        'the forwarding node looks the sandbox up in Redis (one GET of its record, one of its owner’s heartbeat), then pipes the request to the owner over a keep-alive connection',
+        'two servers in this process on one redis-server (bench/redis-server.ts); native shell ' +
+          'sandbox on node A; interleaved in batches of 20',
+        'the forwarding node looks the sandbox up in Redis (one GET of its record, one of its ' +
+          'owner’s heartbeat), then pipes the request to the owner over a keep-alive connection',
       ],
     }
   } finally {

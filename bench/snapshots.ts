@@ -80,7 +80,9 @@ export async function run(): Promise<BenchSection> {
     ratios: [],
     notes: [
       `${FILES} files of ${FILE_BYTES} random bytes; ${ITERATIONS} rounds after one warm-up; one file rewritten before each snapshot`,
-      'the snapshot reads each file through the adapter contract (listFiles, readFile), writes a deterministic tar, hashes it and records it in ledger.sqlite; the restore reads the blob, checks its SHA-256, unpacks and writes each file',
+      'the snapshot reads each file through the adapter contract (listFiles, readFile), writes a ' +
+        'deterministic tar, hashes it and records it in ledger.sqlite; the restore reads the blob, ' +
+        'checks its SHA-256, unpacks and writes each file',
     ],
   }
 }

@@ -220,8 +220,10 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     ratios,
     notes: [
       `${ROUNDS} fresh execgates per row (EXECGATE_BENCH_STARTUP_ROUNDS); readiness off; pyodide with its default pool of 2 (warm-up waits for the first interpreter)`,
-      'with --against: the `execgate serve` rows measure both builds (spawned in turn each round); the library rows measure the working tree',
-      'CPU by /readyz 200: user + system time of the serve process and its children (/proc), a figure the machine load inflates far less than the wall time',
+      'with --against: the `execgate serve` rows measure both builds (spawned in turn each ' +
+        'round); the library rows measure the working tree',
+      'CPU by /readyz 200: user + system time of the serve process and its children (/proc), a ' +
+        'figure the machine load inflates far less than the wall time',
     ],
   }
 }

@@ -45,6 +45,7 @@ export type {
   TaskService,
   TaskStore,
   TaskStreamItem,
+  TaskOutput,
   RetryPolicy,
   TaskProvenance,
 } from './fabric/tasks'
@@ -68,6 +69,8 @@ export type {
   PlanView,
   PlanStepView,
   PlanEvent,
+  PlanOutputEvent,
+  PlanStreamItem,
   PlanState,
   PlanSummary,
   PlanVersion,

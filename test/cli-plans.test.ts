@@ -50,7 +50,8 @@ test('run --wait drives the plan here and prints each step; exit 0 for COMPLETED
   expect(ok.code).toBe(0)
   expect(ok.stdout).toMatch(/^plan \S+ {2}COMPLETED {2}version 1 {2}revisions 0\/3 {2}every step completed \(version 1\)\n/)
   expect(ok.stdout).toContain(
-    '  orders   COMPLETED  value: [120.5,80,42.25,310]\n  average  COMPLETED  value: 138.1875\n  report   COMPLETED  stdout: "average 138.1875"\n',
+    '  orders   COMPLETED  value: [120.5,80,42.25,310]\n  average  COMPLETED  value: 138.1875\n ' +
+      ' report   COMPLETED  stdout: "average 138.1875"\n',
   )
   const failed = execgate(['plan', 'run', 'fails.json', '--wait', '--json'])
   expect(failed.code).toBe(1)
@@ -79,28 +80,32 @@ test('run without --wait stores the plan; get, list and wait follow it; a bad pl
   expect(missing.stderr).toContain('no plan "no-such-plan"')
 })
 
-test('plan suspend holds a stored plan, a second suspend is exit 2 naming the state, a looser resume is exit 2, resume lets wait complete it', () => {
-  const queued = JSON.parse(execgate(['plan', 'run', 'plan.json', '--json']).stdout)
-  const suspended = execgate(['plan', 'suspend', queued.id])
-  expect(suspended.code).toBe(0)
-  expect(suspended.stdout).toMatch(
-    new RegExp(
-      `^plan ${queued.id}  SUSPENDED  version 1  revisions 0/3  suspended by the caller\n  orders   SUSPENDED  plan ${queued.id} suspended\n`,
-    ),
-  )
-  const again = execgate(['plan', 'suspend', queued.id])
-  expect([again.code, again.stderr.trim()]).toEqual([
-    2,
-    `[execgate] plan ${queued.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`,
-  ])
-  const loosened = execgate(['plan', 'resume', queued.id, '--memory-mb', '100000'])
-  expect([loosened.code, loosened.stderr.trim()]).toEqual([
-    2,
-    `[execgate] plan ${queued.id} was not resumed and stays SUSPENDED: step "orders": the request may only tighten the policy: memoryMb 100000 is above the allowed 128`,
-  ])
-  expect(execgate(['plan', 'resume', queued.id, '--memory-mb', '64']).stdout).toMatch(
-    new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller with memoryMb changed\n`),
-  )
-  const waited = execgate(['plan', 'wait', queued.id])
-  expect([waited.code, waited.stdout]).toEqual([0, expect.stringContaining('report   COMPLETED  stdout: "average 138.1875"')])
-})
+test(
+  'plan suspend holds a stored plan, a second suspend is exit 2 naming the state, a looser ' +
+    'resume is exit 2, resume lets wait complete it',
+  () => {
+    const queued = JSON.parse(execgate(['plan', 'run', 'plan.json', '--json']).stdout)
+    const suspended = execgate(['plan', 'suspend', queued.id])
+    expect(suspended.code).toBe(0)
+    expect(suspended.stdout).toMatch(
+      new RegExp(
+        `^plan ${queued.id}  SUSPENDED  version 1  revisions 0/3  suspended by the caller\n  orders   SUSPENDED  plan ${queued.id} suspended\n`,
+      ),
+    )
+    const again = execgate(['plan', 'suspend', queued.id])
+    expect([again.code, again.stderr.trim()]).toEqual([
+      2,
+      `[execgate] plan ${queued.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`,
+    ])
+    const loosened = execgate(['plan', 'resume', queued.id, '--memory-mb', '100000'])
+    expect([loosened.code, loosened.stderr.trim()]).toEqual([
+      2,
+      `[execgate] plan ${queued.id} was not resumed and stays SUSPENDED: step "orders": the request may only tighten the policy: memoryMb 100000 is above the allowed 128`,
+    ])
+    expect(execgate(['plan', 'resume', queued.id, '--memory-mb', '64']).stdout).toMatch(
+      new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller with memoryMb changed\n`),
+    )
+    const waited = execgate(['plan', 'wait', queued.id])
+    expect([waited.code, waited.stdout]).toEqual([0, expect.stringContaining('report   COMPLETED  stdout: "average 138.1875"')])
+  },
+)

@@ -2,7 +2,7 @@ import { PassThrough, type Duplex } from 'node:stream'
 import type Docker from 'dockerode'
 import type { OutputCapture } from '../../src/core'
 import type { RunController } from '../../src/runtime'
-import { RECORD_SEPARATOR } from '../shared/run-report'
+import { RECORD_SEPARATOR, takeLateOutputRecords, takeOutputRecords } from '../shared/run-report'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 
 export interface ContainerOutcome {
@@ -35,6 +35,8 @@ class ReportFilter {
     private readonly forward: (text: string) => void,
     private readonly onReady: () => void,
     reportLimitBytes: number,
+    /** Output records (`<RS><nonce>{"output":…}`), taken out as they arrive; without it they stay held. */
+    private readonly onOutput?: (raw: unknown) => void,
   ) {
     this.heldLimit = Math.max(4 * 1024 * 1024, reportLimitBytes)
   }
@@ -52,19 +54,21 @@ class ReportFilter {
     }
     if (this.held) {
       this.held += text
-      if (this.held.length > this.heldLimit) {
-        this.forward(this.held)
-        this.held = ''
-      }
-      return
+    } else {
+      const at = text.indexOf(RECORD_SEPARATOR)
+      if (at === -1) return this.forward(text)
+      if (at > 0) this.forward(text.slice(0, at))
+      this.held = text.slice(at)
     }
-    const at = text.indexOf(RECORD_SEPARATOR)
-    if (at === -1) return this.forward(text)
-    if (at > 0) this.forward(text.slice(0, at))
-    this.held = text.slice(at)
+    if (this.onOutput) this.held = takeOutputRecords(this.held, this.nonce, this.onOutput, this.forward)
+    if (this.held.length > this.heldLimit) {
+      this.forward(this.held)
+      this.held = ''
+    }
   }
   end(): void {
     if (this.head) this.forward(this.head)
+    if (this.onOutput) this.held = takeLateOutputRecords(this.held, this.nonce, this.onOutput)
     const marker = RECORD_SEPARATOR + this.nonce
     const at = this.held.lastIndexOf(marker)
     if (at === -1) {
@@ -121,6 +125,8 @@ export async function runContainer(
      * container is not the code's time) and restarted at the runner's ready line; a cancel is heard from the start.
      */
     controller: RunController
+    /** Each rich output the runner sends while the code runs, unchecked (the host's OutputCollector checks it). */
+    onOutputRecord?: (raw: unknown) => void
     /** Receives a removal still under way when the run answers (after a kill the engine was slow to confirm). */
     removingInBackground?: (removal: Promise<unknown>) => void
   },
@@ -154,6 +160,7 @@ export async function runContainer(
     },
     startCode,
     options.reportLimitBytes ?? 0,
+    options.onOutputRecord,
   )
   let stalled = false
   let stall: () => void = () => undefined

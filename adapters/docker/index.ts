@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import {
-  outputResultFields,
+  OutputCollector,
   OutputCapture,
   createResult,
   describeError,
@@ -25,6 +25,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { reportLimitBytes, runnerOutputLimits } from '../shared/python-outputs'
+import { collectedOutputs } from '../shared/run-report'
 import { DOCKER_OPTIONS_SCHEMA, type DockerAdapterOptions, type DockerOptions } from './options'
 import { runContainer } from './container-run'
 import { runLabels } from './run-labels'
@@ -224,9 +225,12 @@ export class DockerAdapter implements CodeExecutionAdapter {
       },
     }
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
+    // Python's rich outputs arrive while the code runs (output records on stdout), each checked and passed on at once.
+    const collector = new OutputCollector(policy, context.onRichOutput)
     const outcome = await runContainer(await this.docker(), spec, {
       nonce,
       reportLimitBytes: reportLimitBytes(policy),
+      onOutputRecord: (raw) => void collector.add(raw),
       startupTimeoutMs: this.settings.startupTimeoutMs,
       output,
       // The code's time starts when the runner reaches it (create, start and the interpreter's start cost 0.3–0.6 s,
@@ -245,7 +249,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
       outputsOmitted,
     } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr)
     const captured = output.finish(valueBytes(value))
-    const rich = outputResultFields(classified, outputs, outputsOmitted, policy, 'docker')
+    const rich = collectedOutputs(collector, { status: classified, outputs, outputsOmitted }, 'docker')
     const final: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     return createResult(final, NAME, {
       ...captured,

@@ -31,7 +31,7 @@ _NONCE = os.environ.pop('EXECGATE_NONCE', '')`
 
 const PYTHON_SEND = String.raw`def _send(doc):
     sys.stdout.flush()
-    data = ('\x1e' + _NONCE + doc + '\n').encode('utf-8', 'surrogatepass')
+    data = ('\x1e' + _NONCE + doc + ('' if doc.endswith('\n') else '\n')).encode('utf-8', 'surrogatepass')
     while data:
         data = data[os.write(1, data):]`
 
@@ -47,7 +47,12 @@ for (const f of payload.files || []) {
 }
 fs.writeSync(1, '\x1e' + nonce + 'ready\n')`
 
-export const DOCKER_PYTHON_RUNNER = pythonRunner({ prelude: PYTHON_PRELUDE, load: '_execgate_payload()', send: PYTHON_SEND })
+export const DOCKER_PYTHON_RUNNER = pythonRunner({
+  prelude: PYTHON_PRELUDE,
+  load: '_execgate_payload()',
+  send: PYTHON_SEND,
+  streamOutputs: true,
+})
 export const DOCKER_NODE_RUNNER = nodeRunner({
   prelude: NODE_PRELUDE,
   load: 'payload.code',
@@ -96,7 +101,12 @@ const nonce = process.env.EXECGATE_NONCE || ''
 delete process.env.EXECGATE_NONCE
 fs.writeSync(1, '\x1e' + nonce + 'ready\n')`
 
-export const SANDBOX_PYTHON_RUNNER = pythonRunner({ prelude: SANDBOX_PYTHON_PRELUDE, load: '_execgate_code()', send: PYTHON_SEND })
+export const SANDBOX_PYTHON_RUNNER = pythonRunner({
+  prelude: SANDBOX_PYTHON_PRELUDE,
+  load: '_execgate_code()',
+  send: PYTHON_SEND,
+  streamOutputs: true,
+})
 export const SANDBOX_NODE_RUNNER = nodeRunner({
   prelude: SANDBOX_NODE_PRELUDE,
   load: 'sandboxCode',

@@ -2,7 +2,7 @@ import { PassThrough, type Duplex } from 'node:stream'
 import type Docker from 'dockerode'
 import type { OutputCapture } from '../../src/core'
 import type { RunController } from '../../src/runtime'
-import { RECORD_SEPARATOR } from '../shared/run-report'
+import { RECORD_SEPARATOR, takeLateOutputRecords, takeOutputRecords } from '../shared/run-report'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import type { ContainerOutcome } from './container-run'
 
@@ -39,7 +39,8 @@ class MarkedStream {
   constructor(
     private readonly nonce: string,
     private readonly forward: (text: string) => void,
-    private readonly events: { expectReady: boolean; onReady?: () => void; onExit: () => void },
+    /** `onOutput`: output records (`<RS><nonce>{"output":…}`), taken out as they arrive (the runner's stream only). */
+    private readonly events: { expectReady: boolean; onReady?: () => void; onExit: () => void; onOutput?: (raw: unknown) => void },
     private readonly heldLimit = HELD_LIMIT,
   ) {
     this.ready = !events.expectReady
@@ -63,6 +64,8 @@ class MarkedStream {
       text = text.slice(at)
     }
     this.held += text
+    if (this.events.onOutput) this.held = takeOutputRecords(this.held, this.nonce, this.events.onOutput, this.forward)
+    if (!this.held) return
     const exit = new RegExp(`${RECORD_SEPARATOR}${this.nonce}exit (\\d+)\\n$`).exec(this.held.slice(-64))
     if (exit) {
       this.exitCode = Number(exit[1])
@@ -77,6 +80,7 @@ class MarkedStream {
   end(): void {
     if (this.head) this.forward(this.head)
     this.head = ''
+    if (this.events.onOutput) this.held = takeLateOutputRecords(this.held, this.nonce, this.events.onOutput)
     const marker = RECORD_SEPARATOR + this.nonce
     const at = this.held.lastIndexOf(marker)
     if (at === -1) {
@@ -114,6 +118,8 @@ export async function runSandboxExec(
     kill: () => Promise<unknown>
     /** The largest report the runner may send (reportLimitBytes of the policy). */
     reportLimitBytes?: number
+    /** Each rich output the runner sends while the code runs, unchecked (the host's OutputCollector checks it). */
+    onOutputRecord?: (raw: unknown) => void
   },
 ): Promise<SandboxExecOutcome> {
   const { controller, output } = options
@@ -138,6 +144,7 @@ export async function runSandboxExec(
       controller.restartClock()
     },
     onExit: exited,
+    ...(options.onOutputRecord ? { onOutput: options.onOutputRecord } : {}),
   })
   const stderr = new MarkedStream(options.nonce, (text) => void (output.write('stderr', text) || overflow()), {
     expectReady: false,

@@ -3,7 +3,7 @@ import { PassThrough, type Duplex } from 'node:stream'
 import { performance } from 'node:perf_hooks'
 import type Docker from 'dockerode'
 import {
-  outputResultFields,
+  OutputCollector,
   ExecgateError,
   OutputCapture,
   createResult,
@@ -21,6 +21,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { currentOwner, formatOwner, ownerMayBeAlive, parseOwner } from '../shared/sandbox-owner'
 import { reportLimitBytes, runnerOutputLimits } from '../shared/python-outputs'
+import { collectedOutputs } from '../shared/run-report'
 import { classify } from './classify'
 import type { DockerOptions } from './options'
 import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } from './runners'
@@ -193,6 +194,8 @@ export class DockerSandbox implements AdapterSandbox {
         message: `[execgate] [docker] sandbox ${this.id} was started without network; an exec cannot add it`,
       })
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
+    // Python's rich outputs arrive while the code runs (output records on stdout), each checked and passed on at once.
+    const collector = new OutputCollector(policy, context.onRichOutput)
     const outcome = await runSandboxExec(
       this.container,
       {
@@ -215,6 +218,7 @@ export class DockerSandbox implements AdapterSandbox {
         launcherReady: request.language === 'bash',
         kill: () => this.killAll(user),
         reportLimitBytes: reportLimitBytes(policy),
+        onOutputRecord: (raw) => void collector.add(raw),
       },
     )
     if (outcome.stoppedFor) await this.settle()
@@ -226,7 +230,7 @@ export class DockerSandbox implements AdapterSandbox {
       outputsOmitted,
     } = classify(outcome, policy.memoryMb, policy.wallTimeMs, policy.cpuTimeMs, output.finish().stderr, 'the exec')
     const captured = output.finish(valueBytes(value))
-    const rich = outputResultFields(classified, outputs, outputsOmitted, policy, 'docker')
+    const rich = collectedOutputs(collector, { status: classified, outputs, outputsOmitted }, 'docker')
     const final: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     return createResult(final, 'docker', {
       ...captured,

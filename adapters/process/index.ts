@@ -3,7 +3,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
-  outputResultFields,
+  OutputCollector,
   createResult,
   describeError,
   enforcementTable,
@@ -25,6 +25,7 @@ import {
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { reportLimitBytes } from '../shared/python-outputs'
+import { collectedOutputs } from '../shared/run-report'
 import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions, type ProcessOptions } from './options'
 import { writeEgressBridgeFiles, type EgressBridgeFiles } from './egress-bridge'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
@@ -195,6 +196,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   private async run(request: ExecutionRequest, context: ExecutionContext, started: number): Promise<ExecutionResult> {
     const language = request.language as ProcessLanguage
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    // Python's rich outputs arrive while the code runs (output records on fd 5), each checked and passed on at once.
+    const outputs = new OutputCollector(context.policy, context.onRichOutput)
     const collectFiles = context.policy.filesystem === 'sandboxed'
     const files = context.files ?? inlineFiles(request.files) ?? []
     const mounts = context.mounts ?? []
@@ -219,13 +222,14 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         {
           filesArchive: files.length > 0 ? packFiles(files) : undefined,
           stdin: request.stdin,
+          onOutputRecord: (raw) => void outputs.add(raw),
         },
       ),
     )
     const outcome = classifyExit(run, context.policy, output.finish().stderr)
     const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
     const captured = output.finish(valueBytes(returned))
-    const rich = outputResultFields(outcome.status, outcome.outputs, outcome.outputsOmitted, context.policy, NAME)
+    const rich = collectedOutputs(outputs, outcome, NAME)
     const status: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     const unpacked = collectFiles && run.filesArchive && !run.stoppedFor ? unpackFiles(run.filesArchive) : undefined
     const mounted = new Set(mounts.map((mount) => mount.path))
@@ -268,7 +272,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     code: string,
     context: ExecutionContext,
     output: OutputCapture,
-    extra: { filesArchive?: Buffer; stdin?: string },
+    extra: { filesArchive?: Buffer; stdin?: string; onOutputRecord?: (raw: unknown) => void },
   ): Promise<SpawnedRun> {
     let uid: number | undefined
     const controller = new RunController(context)

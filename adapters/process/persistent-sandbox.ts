@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import {
-  outputResultFields,
   OutputCapture,
+  OutputCollector,
   createResult,
   describeError,
   valueBytes,
@@ -15,6 +15,7 @@ import {
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
 import { reportLimitBytes } from '../shared/python-outputs'
+import { collectedOutputs } from '../shared/run-report'
 import { classifyExit } from './classify'
 import { releaseDirectory, type SandboxDirectory } from './sandbox-directories'
 import { sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
@@ -62,6 +63,7 @@ export class ProcessSandbox implements AdapterSandbox {
     const language = request.language as ProcessLanguage
     const policy = context.policy
     const output = new OutputCapture(policy.outputBytes, context.onOutput)
+    const outputs = new OutputCollector(policy, context.onRichOutput)
     const uid = this.directory.uid
     try {
       this.prepare(language)
@@ -87,13 +89,14 @@ export class ProcessSandbox implements AdapterSandbox {
         output,
         reportLimitBytes: reportLimitBytes(policy),
         archiveLimitBytes: 0,
+        onOutputRecord: (raw) => void outputs.add(raw),
       })
       // A kill may leave stragglers for a moment; the next exec (and the host's file operations) must find none.
       if (uid !== undefined && (run.stoppedFor || run.signal || run.spawnError)) await killProcessesOf(uid)
       const outcome = classifyExit(run, policy, output.finish().stderr)
       const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
       const captured = output.finish(valueBytes(returned))
-      const rich = outputResultFields(outcome.status, outcome.outputs, outcome.outputsOmitted, policy, 'process')
+      const rich = collectedOutputs(outputs, outcome, 'process')
       const status: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
       return createResult(status, 'process', {
         ...captured,

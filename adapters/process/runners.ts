@@ -70,6 +70,7 @@ export const PYTHON_RUNNER = pythonRunner({
   prelude: '',
   load: `open('${SANDBOX_PATHS.code}', encoding='utf-8').read()`,
   send: `def _send(doc):\n    data = doc.encode('utf-8', 'surrogatepass')\n    while data:\n        data = data[os.write(${FD.result}, data):]`,
+  streamOutputs: true,
 })
 
 export const NODE_RUNNER = nodeRunner({

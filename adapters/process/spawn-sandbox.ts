@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
 import type { OutputCapture } from '../../src/core'
 import type { RunController } from '../../src/runtime'
+import { ReportChannel } from '../shared/run-report'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { FD } from './runners'
 
@@ -36,6 +37,8 @@ export interface SpawnOptions {
   archiveLimitBytes: number
   /** Fed to bwrap on fd 7 (`--seccomp 7`). */
   seccompFilter?: Buffer
+  /** Each rich output the runner sends while the code runs, unchecked (the host's OutputCollector checks it). */
+  onOutputRecord?: (raw: unknown) => void
 }
 
 /**
@@ -47,22 +50,21 @@ const OVERFLOW_DRAIN_BYTES = 1024 * 1024
 /** How long after a kill the host waits for the streams to close before it stops waiting (the uid sweep follows). */
 const CLOSE_GRACE_MS = 2000
 
-function collect(stream: Readable | null | undefined, limit: number, onOverflow: () => void): { chunks: Buffer[]; bytes: () => number } {
-  const chunks: Buffer[] = []
+/** Reads a stream up to `limit` bytes into `sink`; past the limit the stream is cut and `onOverflow` called. */
+function collect(stream: Readable | null | undefined, limit: number, onOverflow: () => void, sink: (chunk: Buffer) => void): void {
   let bytes = 0
   stream?.on('data', (chunk: Buffer) => {
     if (bytes + chunk.length > limit) {
-      chunks.push(chunk.subarray(0, Math.max(0, limit - bytes)))
+      sink(chunk.subarray(0, Math.max(0, limit - bytes)))
       bytes = limit + 1
       onOverflow()
       stream.destroy()
       return
     }
     bytes += chunk.length
-    chunks.push(chunk)
+    sink(chunk)
   })
   stream?.on('error', () => {})
-  return { chunks, bytes: () => bytes }
 }
 
 function feed(stream: Writable | null | undefined, data: string | Buffer | undefined): void {
@@ -126,8 +128,21 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
       stream.on('error', () => {})
     }
     const streams = child.stdio as unknown as Array<Readable | Writable | null>
-    const report = collect(streams[FD.result] as Readable, options.reportLimitBytes, () => controller.stop('output_limit'))
-    const archive = collect(streams[FD.filesOut] as Readable, options.archiveLimitBytes, () => (archiveCut = true))
+    // The report channel: output records while the code runs (each to onOutputRecord at once), then the report.
+    const report = new ReportChannel(options.onOutputRecord)
+    collect(
+      streams[FD.result] as Readable,
+      options.reportLimitBytes,
+      () => controller.stop('output_limit'),
+      (chunk) => report.write(chunk),
+    )
+    const archive: Buffer[] = []
+    collect(
+      streams[FD.filesOut] as Readable,
+      options.archiveLimitBytes,
+      () => (archiveCut = true),
+      (chunk) => archive.push(chunk),
+    )
     feed(child.stdio[0] as Writable, options.stdin)
     feed(streams[FD.code] as Writable, options.code)
     if (options.filesArchive) feed(streams[FD.filesIn] as Writable, options.filesArchive)
@@ -145,8 +160,8 @@ export function spawnSandbox(options: SpawnOptions): Promise<SpawnedRun> {
         stoppedFor,
         exitCode,
         signal,
-        report: Buffer.concat(report.chunks).toString('utf8'),
-        filesArchive: options.collectFiles ? Buffer.concat(archive.chunks) : undefined,
+        report: report.end(),
+        filesArchive: options.collectFiles ? Buffer.concat(archive) : undefined,
         archiveCut,
         spawnError,
         wallMs: performance.now() - started,

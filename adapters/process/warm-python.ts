@@ -8,7 +8,7 @@ import { StringDecoder } from 'node:string_decoder'
 import type { FileMount, OutputCapture, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
-import { parseReport } from '../shared/run-report'
+import { parseReport, ReportChannel } from '../shared/run-report'
 import { pythonRunner } from '../shared/interpreter-runners'
 import { runnerOutputLimits } from '../shared/python-outputs'
 import { FD } from './runners'
@@ -26,6 +26,7 @@ const WARM_RUNNER = pythonRunner({
   load: '_CODE',
   // Only pid 1 of the run reports: a process the code forked carries fd 5 too, and its report would garble the run's.
   send: `def _send(doc):\n    if os.getpid() != 1:\n        return\n    data = doc.encode('utf-8', 'surrogatepass')\n    while data:\n        data = data[os.write(${FD.result}, data):]`,
+  streamOutputs: true,
 })
 
 const ZYGOTE = zygoteSource(WARM_RUNNER)
@@ -81,12 +82,15 @@ export interface WarmRunOptions {
   controller: RunController
   output: OutputCapture
   reportLimitBytes: number
+  /** Each rich output the runner sends while the code runs, unchecked (the host's OutputCollector checks it). */
+  onOutputRecord?: (raw: unknown) => void
 }
 
 interface LiveRun {
   output: OutputCapture
   decoders: Record<'o' | 'e', StringDecoder>
-  report: Buffer[]
+  /** fd 5: output records as the code makes them, then the report. */
+  report: ReportChannel
   reportBytes: number
   reportLimit: number
   onOverflow: () => void
@@ -224,8 +228,8 @@ export class WarmPython {
     const bytes = Buffer.from(event.d ?? '', 'base64')
     if (event.s === 'r') {
       if (run.reportBytes + bytes.length > run.reportLimit) return run.onOverflow()
-      run.report.push(bytes)
       run.reportBytes += bytes.length
+      run.report.write(bytes)
       return
     }
     const stream = event.s === 'o' ? 'stdout' : 'stderr'
@@ -366,7 +370,7 @@ export class WarmPython {
           stoppedFor,
           exitCode: status === null || killedBy !== undefined ? null : status,
           signal: status === null ? 'SIGKILL' : killedBy !== undefined ? signalName(killedBy) : null,
-          report: Buffer.concat(live.report).toString('utf8'),
+          report: live.report.end(),
           archiveCut: false,
           wallMs: performance.now() - started,
         })
@@ -376,14 +380,14 @@ export class WarmPython {
       const live: LiveRun = {
         output: options.output,
         decoders: { o: new StringDecoder('utf8'), e: new StringDecoder('utf8') },
-        report: [],
+        report: new ReportChannel(options.onOutputRecord),
         reportBytes: 0,
         reportLimit: options.reportLimitBytes,
         onOverflow: () => controller.stop('output_limit'),
         closed: () => {
           // The runner closes its streams after its report: with a report, the run is over (it exits 0). Without one
           // (the code closed them itself), the exit decides. Whatever lingers is killed if the exit is slow to come.
-          if (stoppedFor || !parseReport(Buffer.concat(live.report).toString('utf8'))) return
+          if (stoppedFor || !parseReport(live.report.reportSoFar)) return
           answer(0)
           graceTimer = setTimeout(() => send({ kill: id }), LINGER_KILL_MS)
         },

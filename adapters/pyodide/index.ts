@@ -6,6 +6,7 @@ import {
   pythonExceptionFor,
   createResult,
   describeError,
+  errorResult,
   enforcementTable,
   valueBytes,
   type AdapterCapabilities,
@@ -19,7 +20,7 @@ import {
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import { SessionStore, callHostFunction, RunController, internalContext, stoppedOutcome } from '../../src/runtime'
+import { SessionStore, callHostFunction, RunController, PoolWaitTimeout, internalContext, stoppedOutcome } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
@@ -33,6 +34,9 @@ const LANGUAGES: readonly Language[] = ['python']
 
 /** Longest the post-run check (no module or builtin changed) may take before the process is replaced instead. */
 const POST_RUN_CHECK_MS = 2000
+
+/** A run that gave up waiting for pyodide's warm-up: a cold CPython load takes a few seconds on a busy host. */
+const WARMING_RETRY_AFTER_MS = 3000
 
 /**
  * Full CPython (3.14, standard library) in WebAssembly, tier 3. Each interpreter lives in its own child process
@@ -121,16 +125,21 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       session = { state: opened.state ?? '' }
     }
     let pyodideProcess: PyodideProcess
-    // Waiting for a warm interpreter (pyodide warming behind the first tier at start-up: this run waits, no other
-    // does) counts in the duration, not in the code's time limit; the caller's cancel ends the wait at once.
+    // Waiting for a warm interpreter counts in the duration, not in the code's time limit. A run that meets pyodide
+    // warming behind the first tier (started with execgate) waits at most its own time limit, then answers `timeout`
+    // saying it never started: a server's caller is not held for a load it did not ask for. A run that starts the
+    // pool itself (the CLI's one-shot, `warmOnStart: false`) pays that load unbounded, as a process run pays its
+    // spawn: bounding it would time out every such run on a host slower than its limit, and a retry starts cold
+    // again. A wait for a replacement (a run killed one) is not bounded: it is already loading. A cancel ends any wait.
     const run = new RunController(context)
+    const boundMs = this.pool.hasStarted && this.pool.warming ? Math.max(0, context.deadline - performance.now()) : Number.POSITIVE_INFINITY
     run.pauseClock()
     try {
-      pyodideProcess = await this.pool.acquire(Number.POSITIVE_INFINITY, context.signal)
+      pyodideProcess = await this.pool.acquire(boundMs, context.signal)
     } catch (error) {
       run.restartClock()
       run.settle()
-      return this.waitRefusal(error, context.signal)
+      return this.waitRefusal(error, boundMs, context.signal)
     }
     run.restartClock()
     if (context.signal.aborted) {
@@ -277,8 +286,13 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     })
   }
 
-  /** Why a run that waited for an interpreter never got one, as a result: cancelled, or none can start. */
-  private waitRefusal(error: unknown, signal: AbortSignal): ExecutionResult {
+  /** Why a run that waited for an interpreter never got one, as a result: its limit passed, cancelled, or none can start. */
+  private waitRefusal(error: unknown, boundMs: number, signal: AbortSignal): ExecutionResult {
+    if (error instanceof PoolWaitTimeout) {
+      const reason = 'pyodide is still starting (loading CPython in WebAssembly takes a few seconds after start-up)'
+      const refusal = new ExecgateError('EXECGATE_INTERPRETER_WAIT', { reason, boundMs: Math.round(boundMs) })
+      return errorResult('timeout', NAME, refusal, { retryAfterMs: WARMING_RETRY_AFTER_MS })
+    }
     if (signal.aborted) return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
     return createResult('unavailable', NAME, { message: `[execgate] [pyodide] ${describeError(error)}` })
   }

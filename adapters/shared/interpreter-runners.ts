@@ -26,6 +26,12 @@ export interface RunnerIo {
   guard?: boolean
   /** Python: an expression for the dict the code runs in. @default a fresh one */
   scope?: string
+  /**
+   * Python: each rich output goes out through `_send` the moment the code makes it, as an output record ending in a
+   * newline (OUTPUT_RECORD, run-report.ts), before the report; for channels the host reads while the run runs.
+   * @default false: outputs travel in the report
+   */
+  streamOutputs?: boolean
 }
 
 export function pythonRunner(io: RunnerIo): string {
@@ -113,7 +119,13 @@ def _json(v, depth=0):
     return _json(repr(v))
 ${io.send}
 ${PYTHON_OUTPUTS}
-_OUT = _Outputs(sys.argv[3] if len(sys.argv) > 3 and sys.argv[1] == 'run' else '')
+def _send_output(doc, pid=os.getpid(), send=_send):
+    # Only the runner streams (as only it reports): a forked child keeps what it displays, and it is lost with it.
+    if os.getpid() != pid:
+        return False
+    send('{"output":' + doc + '}\n')
+    return True
+_OUT = _Outputs(sys.argv[3] if len(sys.argv) > 3 and sys.argv[1] == 'run' else '', ${io.streamOutputs ? '_send_output' : 'None'})
 def _report(doc, pid=os.getpid(), send=_send, outputs=_OUT):
     # A process the code forks runs this epilogue too (its own exception, its own "ok"): only the runner reports,
     # or a fork bomb's children would write over its report (hostile case py-fork-bomb).

@@ -8,27 +8,36 @@ import type { SecurityPolicy } from '../../src/core'
  * as it goes (so a loop of a thousand figures never renders them all) and the host checks them again
  * (src/core/rich-outputs.ts): nothing the runner reports is trusted.
  *
+ * A runner whose channel can carry records while the code runs (RunnerIo.streamOutputs) sends each item at once as
+ * an output record (OUTPUT_RECORD in run-report.ts), so a streaming caller sees a chart while the run goes on; the
+ * report then holds only the count left out.
+ *
  * argv[3] carries `maxOutputs,outputsBytes,outputBytes` (runnerOutputLimits); without it, no output is kept.
  */
 export const PYTHON_OUTPUTS = String.raw`
 class _Outputs:
-    def __init__(self, spec):
+    def __init__(self, spec, stream=None):
         self.enabled = bool(spec)
         parts = [int(p) for p in spec.split(',')] if spec else [0, 0, 0]
         self.max_count, self.max_bytes, self.table_bytes = parts[0], parts[1], parts[2]
+        # Each item sent the moment it is made (RunnerIo.streamOutputs), or else kept for the report.
+        self.stream = stream
         self.items = []
+        self.count = 0
         self.bytes = 0
         self.omitted = 0
     def room(self, size):
-        return len(self.items) < self.max_count and self.bytes + size <= self.max_bytes
+        return self.count < self.max_count and self.bytes + size <= self.max_bytes
     def add(self, doc, size):
         if not self.enabled:
             return
         if not self.room(size):
             self.omitted += 1
             return
-        self.items.append(doc)
+        self.count += 1
         self.bytes += size
+        if self.stream is None or not self.stream(doc):
+            self.items.append(doc)
     def figure(self, fig):
         if not self.enabled:
             return

@@ -94,6 +94,10 @@ export interface ActivitySummary {
   nowMs: number
   bucketMs: number
   knownSinceMs?: number
+  /** `deployment`: every node's runs (the shared store); `node`: this server's alone. */
+  scope?: 'deployment' | 'node'
+  /** The nodes whose runs are in the window (on the shared store). */
+  nodes?: string[]
   total: number
   statuses: Partial<Record<ExecutionStatus, number>>
   buckets: { startMs: number; count: number; statuses: Partial<Record<ExecutionStatus, number>> }[]

@@ -198,7 +198,8 @@ export class CodeExecutionHandler {
       try {
         how = await this.llm.complete({
           system:
-            'Explain in at most two short sentences, in plain spoken words with no code, symbols or markdown, how to compute what the user asks, step by step.',
+            'Explain in at most two short sentences, in plain spoken words with no code, symbols or ' +
+            'markdown, how to compute what the user asks, step by step.',
           messages: [{ role: 'user', text: request.description }],
           maxTokens: 200,
         })

@@ -29,6 +29,7 @@ import type { LedgerService } from '../fabric/ledger'
 import type { UploadStore } from '../fabric/files'
 import type { SandboxManager, SandboxService } from '../fabric/sandboxes'
 import type { SessionDirectory, SessionWhereabouts } from '../fabric/sessions'
+import { retireOwnerId } from '../fabric/owner-id'
 
 /**
  * The library's face, built by the composition root: `createExecgate` loads the configuration, builds the container
@@ -257,6 +258,8 @@ export async function createExecgate(options: ExecgateOptions = {}): Promise<Exe
       // The plan store the step announcements opened (a worker's), when no plan service closed it.
       if (!plans) await announcedTo()?.close()
       await tasks?.close({ abort: disposeOptions.finishRuns !== true })
+      // Gone: another execgate of this process takes over what this one held (its runs, its revisions).
+      retireOwnerId(fabric.owner)
       // Before admission closes and the adapters go: their execs are cancelled, their containers and folders removed.
       await sandboxes?.close()
       await sessions?.dispose()

@@ -8,6 +8,7 @@ import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
 import { createPlanService, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
 import { SandboxManager } from '../fabric/sandboxes'
 import { SessionDirectory } from '../fabric/sessions'
+import { nextOwnerId } from '../fabric/owner-id'
 import { storeDriver } from '../fabric/drivers'
 import { bucketTaskWorkspaces, createTaskService, type Task, type TaskService, type TaskStore } from '../fabric/tasks'
 import type { Logger } from '../observability/logger'
@@ -35,6 +36,8 @@ export interface FabricParts {
   planStore: () => PlanStore
   /** Files uploaded by digest (`PUT /v1/files`). */
   uploads: () => UploadStore
+  /** This execgate's name in the runs it holds, the plans it revises and its leases (src/fabric/owner-id.ts). */
+  owner: string
 }
 
 /** The parts from a container built by `createContainer` (the CLI has an execgate, not its pieces). */
@@ -48,6 +51,7 @@ export function fabricParts(container: Container): FabricParts {
     taskStore: () => container.get<TaskStore>(tokens.TaskStore),
     planStore: () => container.get<PlanStore>(tokens.PlanStore),
     uploads: () => container.get<UploadStore>(tokens.Uploads),
+    owner: nextOwnerId(),
   }
 }
 
@@ -77,6 +81,7 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
     ...(dispatcher ? { dispatcher } : {}),
     run,
     logger: parts.logger,
+    owner: parts.owner,
     ...(workspaceFor ? { workspaceFor } : {}),
   })
 }
@@ -117,6 +122,7 @@ export function planServiceFor(
     ...(config.fabric.ledger.enabled ? { recordVersion: (version) => ledger.queuePlanVersion(version) } : {}),
     ...(options.run === false ? { run: false } : {}),
     logger: parts.logger,
+    owner: parts.owner,
   })
 }
 

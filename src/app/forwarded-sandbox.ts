@@ -1,6 +1,7 @@
 import { ExecgateError, toWorkspaceFile, type ExecutionResult, type WorkspaceFile } from '../core'
 import { ExecgateClient } from '../client'
 import type { Config } from '../config/load'
+import { apiKeyEntries } from '../config/api-keys'
 import {
   FORWARDED_HEADER,
   type NodeRecord,
@@ -15,7 +16,7 @@ import { normalizeWorkspacePath } from '../workspace'
 
 /**
  * Another node's sandbox as a `Sandbox` of this process (`execgate.sandboxes.find()`, the MCP sandbox tools): every
- * call goes to its owner's HTTP API, as the tenant, by the tenant's API key from `server.apiKeys` (the deployment's
+ * call goes to its owner's HTTP API, as the tenant, by the tenant's API key from `server.apiKeys` or `EXECGATE_API_KEYS` (the deployment's
  * nodes share their configuration), marked forwarded so the owner never passes it on again. `exec` never throws, as
  * in-process; the file calls throw the owner's error codes.
  */
@@ -75,10 +76,13 @@ class ForwardedSandbox implements Sandbox {
   }
 }
 
-/** Each tenant's API key, from `server.apiKeys` (`tenant=key`): the key another node's HTTP API knows the tenant by. */
+/**
+ * Each tenant's API key, from `server.apiKeys` and `EXECGATE_API_KEYS` (`tenant=key`): the key another node's HTTP
+ * API knows the tenant by (the nodes of a deployment share their configuration and environment).
+ */
 function apiKeys(config: Config): Map<string, string> {
   const keys = new Map<string, string>()
-  for (const entry of config.server.apiKeys) {
+  for (const entry of apiKeyEntries(config)) {
     const at = entry.indexOf('=')
     if (at > 0 && !keys.has(entry.slice(0, at))) keys.set(entry.slice(0, at), entry.slice(at + 1))
   }
@@ -96,7 +100,7 @@ export function forwardedSandboxes(config: Config, nodeId: () => string) {
         id: record.info.id,
         node: node.id,
         url: node.url,
-        detail: `tenant ${tenant} has no API key in server.apiKeys to call it with`,
+        detail: `tenant ${tenant} has no API key in server.apiKeys or EXECGATE_API_KEYS to call it with`,
       })
     const client = new ExecgateClient({ url: node.url, ...(apiKey ? { apiKey } : {}), headers: { [FORWARDED_HEADER]: nodeId() } })
     const remote = await client.sandboxes.get(record.info.id)

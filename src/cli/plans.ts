@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { ExecgateError, describeError } from '../core'
-import { PLAN_STATES, type PlanEvent, type PlanService, type PlanSpec, type PlanState, type PlanView } from '../fabric/plans'
+import { PLAN_STATES, type PlanStreamItem, type PlanService, type PlanSpec, type PlanState, type PlanView } from '../fabric/plans'
 import type { ResumeChanges } from '../fabric/tasks'
 import { createExecgate } from '../index'
 import { resumeChangesFrom, withResumeOptions } from './resume-options'
@@ -85,7 +85,8 @@ function print(out: NodeJS.WritableStream, flags: CommonFlags, plan: PlanView): 
 }
 
 /** One line per step, redrawn in place on a terminal as the plan's events arrive. */
-function progressLine(event: PlanEvent): [string, string] | undefined {
+function progressLine(event: PlanStreamItem): [string, string] | undefined {
+  if (event.type === 'output') return undefined // a step's chart or table: the plan's result lists it
   if (event.type === 'step') return [event.stepId, `${event.to}${event.to === 'FAILED' ? `  ${event.reason}` : ''}`]
   if (event.type === 'revision')
     return ['(revision)', `${event.attempt} ${event.accepted ? `accepted: version ${event.version}` : `refused: ${event.reason}`}`]

@@ -44,7 +44,9 @@ function remote(flags: RemoteFlags) {
   const base = (flags.url ?? process.env.EXECGATE_URL ?? '').replace(/\/+$/, '')
   if (!base)
     throw usage(
-      'sandboxes live in a running server: give --url of an `execgate serve` (or set EXECGATE_URL), or run commands in a sandbox for this command only with `execgate sandbox exec --local`',
+      'sandboxes live in a running server: give --url of an `execgate serve` (or set ' +
+        'EXECGATE_URL), or run commands in a sandbox for this command only with `execgate ' +
+        'sandbox exec --local`',
     )
   const key = flags.key ?? process.env.EXECGATE_API_KEY
   return async (method: string, route: string, body?: unknown, accept = 'application/json'): Promise<Response> => {
@@ -233,7 +235,8 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
     sandbox
       .command('save')
       .description(
-        'store a sandbox file in the artifact ledger and print its sha256 (GET /v1/artifacts/<sha256>, or cp sha256:<digest> into another sandbox)',
+        'store a sandbox file in the artifact ledger and print its sha256 (GET ' +
+          '/v1/artifacts/<sha256>, or cp sha256:<digest> into another sandbox)',
       ),
   )
     .argument('<id>')

@@ -17,7 +17,7 @@ export type {
 } from '../core'
 export type { ErrorCode } from '../core/errors'
 export type { Task, TaskSpec, TaskEvent, TaskState, ResumeChanges } from '../fabric/tasks'
-export type { PlanSpec, PlanView, PlanEvent, PlanState, PlanSummary } from '../fabric/plans'
+export type { PlanSpec, PlanView, PlanEvent, PlanOutputEvent, PlanStreamItem, PlanState, PlanSummary } from '../fabric/plans'
 export type { UploadedFile } from '../fabric/files'
 export type { SandboxInfo, SandboxStartOptions, SandboxExecRequest, SandboxFile, SandboxSnapshot, SavedArtifact } from '../fabric/sandboxes'
 export type {
@@ -38,7 +38,11 @@ export type ExecutionEvent =
   | { type: 'result'; result: ExecutionResult }
 
 /** An event of `client.tasks.events(id)`: a transition of its action log, or output while it runs on that server. */
-export type TaskStreamEvent = { type: 'transition'; event: TaskEvent } | { type: 'stdout' | 'stderr'; chunk: string }
+export type TaskStreamEvent =
+  | { type: 'transition'; event: TaskEvent }
+  | { type: 'stdout' | 'stderr'; chunk: string }
+  /** A rich output of the run `attempt` (an image, a table, a display() item): `task.result.outputs[index]` once it ends. */
+  | { type: 'output'; index: number; attempt: number; output: Output }
 
 /** What `client.execute` takes: the library's request, plus the policy profile header. */
 export interface RemoteExecuteOptions {

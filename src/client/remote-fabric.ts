@@ -1,6 +1,6 @@
 import type {
   ListOptions,
-  PlanEvent,
+  PlanStreamItem,
   PlanSpec,
   PlanState,
   PlanSummary,
@@ -12,6 +12,7 @@ import type {
   TaskState,
   TaskStreamEvent,
 } from './client-types'
+import type { Output } from '../core'
 import { ExecgateClientError } from './client-error'
 import type { CallOptions, HttpTransport } from './http-transport'
 
@@ -61,9 +62,11 @@ export class RemoteTasks {
   /** The task's action log, then its transitions and output live, until it ends. */
   async *events(id: string, options: EventStreamOptions = {}): AsyncGenerator<TaskStreamEvent> {
     for await (const message of this.http.events('taskEvents', { params: { id } }, resumeHeader(options))) {
-      const data = JSON.parse(message.data) as TaskEvent & { chunk?: string }
+      const data = JSON.parse(message.data) as TaskEvent & { chunk?: string; index?: number; attempt?: number; output?: Output }
       if (message.event === 'transition') yield { type: 'transition', event: data }
       else if (message.event === 'stdout' || message.event === 'stderr') yield { type: message.event, chunk: data.chunk ?? '' }
+      else if (message.event === 'output' && data.output)
+        yield { type: 'output', index: data.index ?? 0, attempt: data.attempt ?? 0, output: data.output }
     }
   }
 
@@ -112,10 +115,10 @@ export class RemotePlans {
     return this.http.json<PlanView>('resumePlan', { params: { id }, json: changes }, options)
   }
 
-  /** The plan's log (plan and step transitions, revisions), then live, until it ends. */
-  async *events(id: string, options: EventStreamOptions = {}): AsyncGenerator<PlanEvent> {
+  /** The plan's log (plan and step transitions, revisions), then live, until it ends; its steps' rich outputs as made (`type: 'output'`). */
+  async *events(id: string, options: EventStreamOptions = {}): AsyncGenerator<PlanStreamItem> {
     for await (const message of this.http.events('planEvents', { params: { id } }, resumeHeader(options)))
-      yield JSON.parse(message.data) as PlanEvent
+      yield JSON.parse(message.data) as PlanStreamItem
   }
 
   /** Follows the plan's events until it ends (or is suspended) and answers it as it then is. */

@@ -133,6 +133,11 @@ export const ERROR_CODES = {
     retryable: true,
     template: 'the run never started: it waited {waitedMs} ms in the {lane} queue for {adapter}, past its {boundMs} ms bound',
   },
+  EXECGATE_INTERPRETER_WAIT: {
+    fault: 'backend',
+    retryable: true,
+    template: 'the run never started: {reason}, and its {boundMs} ms time limit passed while it waited; retry in a few seconds',
+  },
   EXECGATE_QUOTA_EXCEEDED: { fault: 'client', retryable: true, template: 'quota {quota} reached: {detail}; retry in {retryAfter} s' },
   EXECGATE_QUOTA_LIMIT: { fault: 'client', retryable: false, template: 'quota {quota}: {detail}' },
   EXECGATE_AGENT_TYPE_UNKNOWN: { fault: 'client', retryable: false, template: 'no agent type named "{name}"; agent types: {known}' },

@@ -44,4 +44,7 @@ export function describePackages(names: readonly DataPackage[]): string {
  * image scripts/setup/podman.sh builds.
  */
 export const PACKAGE_PROVIDERS =
-  'the process adapter has them once scripts/setup/data-python.sh has installed them (Debian: apt-get install python3-numpy python3-pandas python3-scipy python3-matplotlib python3-sklearn python3-openpyxl); the docker adapter has them with the execgate-sandbox:bookworm image that scripts/setup/podman.sh builds'
+  'the process adapter has them once scripts/setup/data-python.sh has installed them (Debian: ' +
+  'apt-get install python3-numpy python3-pandas python3-scipy python3-matplotlib ' +
+  'python3-sklearn python3-openpyxl); the docker adapter has them with the ' +
+  'execgate-sandbox:bookworm image that scripts/setup/podman.sh builds'

@@ -147,6 +147,11 @@ export class Pool<Member extends PoolMember> {
     })
   }
 
+  /** The members have been started (by a warm-up or by a first `acquire`). */
+  get hasStarted(): boolean {
+    return this.started
+  }
+
   /** No member has become ready yet: the pool is warming up (or has not started). */
   get warming(): boolean {
     return !this.loadedOnce

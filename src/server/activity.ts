@@ -26,6 +26,8 @@ export class ActivityRecorder implements ExecutionListener {
   constructor(
     readonly capacity: number,
     private readonly now: () => number = Date.now,
+    /** Told of each run too: the deployment's log on a shared store (src/server/activity-redis.ts). */
+    private readonly also?: (entry: ActivityEntry) => void,
   ) {
     this.entries = new Array<ActivityEntry | undefined>(capacity)
   }
@@ -42,6 +44,7 @@ export class ActivityRecorder implements ExecutionListener {
   }
 
   record(entry: ActivityEntry): void {
+    this.also?.(entry)
     this.entries[this.next] = entry
     this.next = (this.next + 1) % this.capacity
     this.held = Math.min(this.held + 1, this.capacity)

@@ -2,7 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ExecgateError, type ExecutionListener } from '../core'
 import type { Execgate } from '../index'
 import * as tokens from '../app/tokens'
+import { storeDriver } from '../fabric/drivers'
 import { ActivityRecorder, summarizeActivity } from './activity'
+import { RedisActivityLog } from './activity-redis'
 import { ReadinessHistory } from './readiness-history'
 import type { Tenant } from './tenants'
 
@@ -28,13 +30,23 @@ export interface ObservationOptions {
 }
 
 export function registerObservationRoutes(app: FastifyInstance, execgate: Execgate, options: ObservationOptions): void {
-  const activity = new ActivityRecorder(execgate.config.server.activityCapacity)
+  const { config } = execgate
+  // On a shared store every node's runs are charted from Redis; on the embedded one, this node's ring buffer.
+  const shared = storeDriver(config.fabric.store).shared
+    ? new RedisActivityLog(
+        { redisUrl: config.fabric.redisUrl, redisPrefix: config.fabric.redisPrefix, node: execgate.sandboxes.nodeId },
+        config.server.activityCapacity,
+        app.log,
+      )
+    : undefined
+  const activity = new ActivityRecorder(config.server.activityCapacity, Date.now, shared && ((entry) => shared.record(entry)))
   // Bound like the metrics: every run of this execgate is recorded, whoever started it, until the server closes.
   const binding = execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(activity).getIdentifier()
   const history = new ReadinessHistory(execgate.readiness)
   app.addHook('onClose', async () => {
     await execgate.container.unbind(binding)
     history.close()
+    await shared?.close()
   })
   // A tenant sees only its own runs; the open server's single caller sees all of them.
   const tenantOf = (request: FastifyRequest) => (options.tenants.size > 0 ? request.tenant.name : undefined)
@@ -47,13 +59,23 @@ export function registerObservationRoutes(app: FastifyInstance, execgate: Execga
       throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
         detail: `windowSeconds / bucketSeconds must be at most ${MAX_BUCKETS} buckets`,
       })
-    return summarizeActivity(
-      activity.list(tenantOf(request)),
-      { windowMs: windowSeconds * 1000, bucketMs: bucketSeconds * 1000 },
-      Date.now(),
-      activity.capacity,
-      activity.overwrittenBefore(),
-    )
+    const window = { windowMs: windowSeconds * 1000, bucketMs: bucketSeconds * 1000 }
+    const now = Date.now()
+    if (shared) {
+      // A summary of all nodes, or (Redis unreachable) of this node alone, saying which.
+      const read = await shared.read(now - window.windowMs - window.bucketMs, tenantOf(request)).catch((error: unknown) => {
+        request.log.warn({ err: error }, "the deployment's activity could not be read: this node's alone is answered")
+        return undefined
+      })
+      if (read)
+        return {
+          ...summarizeActivity(read.entries, window, now, shared.capacity, read.overwrittenBefore),
+          scope: 'deployment',
+          nodes: [...new Set(read.entries.map((entry) => entry.node))].sort(),
+        }
+    }
+    const summary = summarizeActivity(activity.list(tenantOf(request)), window, now, activity.capacity, activity.overwrittenBefore())
+    return { ...summary, scope: 'node', nodes: shared ? [execgate.sandboxes.nodeId] : [] }
   })
 
   app.get('/v1/readiness/events', async (request) => {

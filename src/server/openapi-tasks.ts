@@ -104,7 +104,8 @@ export const TASK_PATHS = {
       ],
       responses: {
         '200': {
-          description: '`event: transition` (data: a TaskEvent, id: its seq), `event: stdout|stderr` (data: { chunk })',
+          description:
+            '`event: transition` (data: a TaskEvent, id: its seq), `event: stdout|stderr` (data: { chunk }), `event: output` per rich output (data: { index, attempt, output }; no id)',
           content: { 'text/event-stream': {} },
         },
         '404': notFound,

@@ -100,7 +100,8 @@ const planPaths = {
   },
   '/v1/plans/{id}/events': {
     get: {
-      summary: "The plan's events as server-sent events (plan, step, revision), until it ends; Last-Event-ID resumes",
+      summary:
+        "The plan's events as server-sent events (plan, step, revision, with their seq as id; output, a step's rich output, live only and without id), until it ends; Last-Event-ID resumes",
       parameters: [idParameter, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } }],
       responses: {
         '200': { description: 'text/event-stream', content: { 'text/event-stream': {} } },

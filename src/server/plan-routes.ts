@@ -64,7 +64,7 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
   })
 
   // Server-sent events: the plan's log in order (`event: plan`, `step` or `revision`, its `seq` as the event id),
-  // then live, until the plan ends. `Last-Event-ID` resumes after an event already seen.
+  // then live, until the plan ends; `event: output` for each rich output of a step this server runs. `Last-Event-ID` resumes after an event already seen.
   app.get('/v1/plans/:id/events', async (request, reply) => {
     const caller = callerOf(request)
     if (!(await execgate.plans.get(idOf(request), caller))) throw notFound(request)
@@ -73,7 +73,9 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const events = execgate.plans.events(idOf(request), { ...caller, afterSeq: lastSeen })
     reply.raw.on('close', () => void events.return(undefined))
-    for await (const event of events) reply.raw.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+    // A step's rich output is live only, not in the log: it carries no id, so Last-Event-ID never counts it.
+    for await (const event of events)
+      reply.raw.write(`${'seq' in event ? `id: ${event.seq}\n` : ''}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
     reply.raw.end()
   })
 }

@@ -65,7 +65,8 @@ export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): vo
   })
 
   // Server-sent events: each transition (`event: transition`), and output while the task runs on this server
-  // (`event: stdout` / `stderr`), until the task ends. `Last-Event-ID` resumes after a transition already seen.
+  // (`event: stdout` / `stderr`, and `event: output` for each rich output, as on POST /v1/executions/stream), until
+  // the task ends. `Last-Event-ID` resumes after a transition already seen.
   app.get('/v1/tasks/:id/events', async (request, reply) => {
     const caller = callerOf(request)
     if (!(await execgate.tasks.get(idOf(request), caller)))
@@ -77,6 +78,8 @@ export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): vo
     reply.raw.on('close', () => void events.return(undefined))
     for await (const item of events) {
       if (item.type === 'transition') reply.raw.write(`id: ${item.event.seq}\nevent: transition\ndata: ${JSON.stringify(item.event)}\n\n`)
+      else if (item.type === 'rich-output')
+        reply.raw.write(`event: output\ndata: ${JSON.stringify({ index: item.index, attempt: item.attempt, output: item.output })}\n\n`)
       else reply.raw.write(`event: ${item.stream}\ndata: ${JSON.stringify({ chunk: item.chunk })}\n\n`)
     }
     reply.raw.end()

@@ -1,5 +1,6 @@
 import { ExecgateError } from '../core'
 import type { Config } from '../config/load'
+import { apiKeyEntries } from '../config/api-keys'
 
 /** A caller of the HTTP API or the MCP endpoint, known by its API key. */
 export interface Tenant {
@@ -19,13 +20,7 @@ export const ANONYMOUS: Tenant = { name: 'anonymous', profiles: [], ratePerMinut
  * tenant's profile and rate from `server.tenants`. Checked once at start; a bad entry names itself (never the key).
  */
 export function tenantsByKey(config: Config, env: NodeJS.ProcessEnv = process.env): Map<string, Tenant> {
-  const entries = [
-    ...config.server.apiKeys,
-    ...(env.EXECGATE_API_KEYS ?? '')
-      .split(',')
-      .map((item) => item.trim())
-      .filter(Boolean),
-  ]
+  const entries = apiKeyEntries(config, env)
   const byKey = new Map<string, Tenant>()
   const profiles = config.security.profiles
   for (const [index, entry] of entries.entries()) {

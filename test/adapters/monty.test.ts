@@ -8,11 +8,14 @@ describeAdapterContract('monty', () => new MontyAdapter())
 /** Cases that cannot apply here, whichever path (plain or session) runs them. */
 const NOT_APPLICABLE: Record<string, string> = {
   'py-cpu-sleep':
-    'monty has no time module: with `time` allowed, the import ends in error (No module named \'time\') before anything sleeps; see "modules monty lacks end in error"',
+    'monty has no time module: with `time` allowed, the import ends in error (No module named ' +
+    '\'time\') before anything sleeps; see "modules monty lacks end in error"',
   'py-cpu-ignore-signals':
-    'monty has no signal module: with `signal` allowed, the import ends in error before the loop; its loop limit is the contract timeout case',
+    'monty has no signal module: with `signal` allowed, the import ends in error before the ' +
+    'loop; its loop limit is the contract timeout case',
   'py-time-event-wait':
-    'monty has no threads: with `threading` allowed, the import ends in error before anything waits; see "modules monty lacks end in error"',
+    'monty has no threads: with `threading` allowed, the import ends in error before anything ' +
+    'waits; see "modules monty lacks end in error"',
 }
 
 describeHostileCases({
@@ -34,7 +37,9 @@ describeHostileCases({
   notApplicable: {
     ...NOT_APPLICABLE,
     'py-fs-readfile-traversal':
-      'in a session monty cannot call host functions: pinned to monty, code naming read_file is refused before it runs (invalid_request, not in the case statusIn); unpinned it is routed to pyodide, whose hostile suite runs this case with host functions',
+      'in a session monty cannot call host functions: pinned to monty, code naming read_file is ' +
+      'refused before it runs (invalid_request, not in the case statusIn); unpinned it is routed ' +
+      'to pyodide, whose hostile suite runs this case with host functions',
   },
 })
 

@@ -20,7 +20,8 @@ const V8_HEAP_CHECK = `
 test('the line that shows memory ran out is named: V8, Python and the C library alike', () => {
   expect(
     outOfMemoryEvidence(
-      '<--- Last few GCs --->\nFATAL ERROR: Committing semi space failed. Allocation failed - JavaScript heap out of memory\n 1: 0x7f 13: 0x7f',
+      '<--- Last few GCs --->\nFATAL ERROR: Committing semi space failed. Allocation failed - ' +
+        'JavaScript heap out of memory\n 1: 0x7f 13: 0x7f',
     ),
   ).toBe('FATAL ERROR: Committing semi space failed. Allocation failed - JavaScript heap out of memory')
   expect(outOfMemoryEvidence('Traceback (most recent call last):\n  File "<code>", line 3, in <module>\nMemoryError\n')).toBe('MemoryError')
@@ -29,7 +30,8 @@ test('the line that shows memory ran out is named: V8, Python and the C library 
 
 test("V8's failed check inside its heap under memory pressure is memory; any other V8 crash or error is not", () => {
   expect(outOfMemoryEvidence(V8_HEAP_CHECK)).toBe(
-    'V8 failed inside its heap: Check failed: reservation_.SetPermissions( unprotect_start, unprotect_size, MemoryChunk::GetCodeModificationPermission()).',
+    'V8 failed inside its heap: Check failed: reservation_.SetPermissions( unprotect_start, ' +
+      'unprotect_size, MemoryChunk::GetCodeModificationPermission()).',
   )
   const elsewhere = V8_HEAP_CHECK.replace(/v8::internal::(PagedSpace|Heap)::\w+/g, 'v8::internal::Parser::ParseProgram')
   expect(outOfMemoryEvidence(elsewhere)).toBeUndefined()

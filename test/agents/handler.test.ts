@@ -198,7 +198,8 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
       const voiceBudgetMs = 30_000
       const handler = new CodeExecutionHandler(gate, undefined, undefined, { voiceBudgetMs })
       const classCode =
-        'class Basket:\n    def __init__(self, prices):\n        self.prices = prices\nround(sum(Basket([12.5, 7.25, 3.0]).prices) * 1.08, 2)'
+        'class Basket:\n    def __init__(self, prices):\n        self.prices = ' +
+        'prices\nround(sum(Basket([12.5, 7.25, 3.0]).prices) * 1.08, 2)'
       const voice = await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })
       expect(voice).toMatchObject({
         outcome: 'ok',

@@ -3,7 +3,8 @@ import { DATA_PACKAGE_NAMES } from '../../src/core'
 import { createExecgate, type Execgate } from '../../src'
 
 const INSTALL =
-  'bash scripts/setup/data-python.sh (Debian: apt-get install python3-numpy python3-pandas python3-scipy python3-matplotlib python3-sklearn python3-openpyxl)'
+  'bash scripts/setup/data-python.sh (Debian: apt-get install python3-numpy python3-pandas ' +
+  'python3-scipy python3-matplotlib python3-sklearn python3-openpyxl)'
 const env = (enabled: string) => ({
   EXECGATE_FABRIC_DATA_DIR: process.env.EXECGATE_FABRIC_DATA_DIR,
   EXECGATE_LOG_LEVEL: 'silent',

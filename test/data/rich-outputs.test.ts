@@ -140,6 +140,41 @@ describe('rich outputs from the data Python', () => {
         expect(figure.kind === 'image' && Buffer.from(figure.data, 'base64').toString('utf8')).toContain('<svg')
       }, 120_000)
 
+      test('each output reaches the caller while the code runs, before what the code prints after it', async () => {
+        const code = [
+          'import pandas as pd',
+          "display(pd.DataFrame({'region': ['north'], 'revenue': [15]}))",
+          'total = 0',
+          'for i in range(3000000):',
+          '    total += i',
+          "print('after')",
+        ].join('\n')
+        const events: string[] = []
+        const streamed: unknown[] = []
+        const result = await execgate.execute(
+          { language: 'python', code, adapter: path.adapter },
+          {
+            basePolicy: path.policy,
+            onOutput: (stream, chunk) => events.push(`${stream}:${chunk.trim()}`),
+            onRichOutput: (output, index) => {
+              events.push(`output ${index}:${output.kind}`)
+              streamed.push(output)
+            },
+          },
+        )
+        expect({ status: result.status, context: describeRun(result) }).toMatchObject({ status: 'ok' })
+        // Sent with the report, the table would come after the print.
+        expect(events.filter((event) => event !== 'stdout:')).toEqual(['output 0:table', 'stdout:after'])
+        expect(result.outputs).toEqual(streamed)
+      }, 120_000)
+
+      test('a run stopped at its deadline keeps the outputs it made before', async () => {
+        const code = "import pandas as pd\ndisplay(pd.DataFrame({'a': [1]}))\nwhile True:\n    pass"
+        const result = await run(code, path, { wallTimeMs: 2000 })
+        expect(result.status).toBe('timeout')
+        expect(result.outputs).toEqual([expect.objectContaining({ kind: 'table', columns: ['a'], rows: [[1]], rowCount: 1 })])
+      }, 120_000)
+
       test('a frame too large for the output cap: its first rows as a table with the row count, the value left out', async () => {
         const code = "import pandas as pd\npd.DataFrame({'n': range(100000), 'sq': [i * i for i in range(100000)]})"
         const result = await run(code, path)

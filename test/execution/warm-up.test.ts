@@ -88,6 +88,41 @@ describe('warm: false', () => {
 describe('a run waiting for pyodide to start', () => {
   const cold = { ...overrides, execution: { enabled: ['pyodide'] } }
 
+  it('met while pyodide warms behind the first tier, waits at most its own time limit: timeout, never started', async () => {
+    const execgate = await createExecgate({ overrides: cold, warm: false })
+    try {
+      // Started as `serve` starts it; loading CPython takes seconds on any machine, far past this run's 300 ms.
+      const warming = execgate.ready(['pyodide'])
+      const result = await execgate.execute({ language: 'python', code: 'print("never")\n6 * 7', timeoutMs: 300 })
+      // Answered while pyodide was still loading: bounded by the run's limit, not by the load.
+      expect(warmth(execgate)).toEqual({ pyodide: false })
+      expect(result).toMatchObject({
+        status: 'timeout',
+        adapter: 'pyodide',
+        stdout: '',
+        retryAfterMs: expect.any(Number),
+        error: { code: 'EXECGATE_INTERPRETER_WAIT' },
+      })
+      expect(result.value).toBeUndefined()
+      expect(result.message).toMatch(/the run never started: pyodide is still starting .*its \d+ ms time limit passed while it waited/)
+      // The wait it gave up did not stop the warm-up: once pyodide is warm, the same limit serves the same run.
+      await warming
+      expect(await execgate.execute({ language: 'python', code: '6 * 7', timeoutMs: 1000 })).toMatchObject({ status: 'ok', value: 42 })
+    } finally {
+      await execgate.dispose()
+    }
+  }, 120_000)
+
+  it('a run that starts pyodide itself (a one-shot, as the CLI runs) waits for the load whatever its limit', async () => {
+    const execgate = await createExecgate({ overrides: cold, warm: false })
+    try {
+      const result = await execgate.execute({ language: 'python', code: '6 * 7', timeoutMs: 1000 })
+      expect(result).toMatchObject({ status: 'ok', adapter: 'pyodide', value: 42 })
+    } finally {
+      await execgate.dispose()
+    }
+  }, 120_000)
+
   it("a caller's cancel ends the wait at once: cancelled, never run", async () => {
     const execgate = await createExecgate({ overrides: cold, warm: false })
     try {

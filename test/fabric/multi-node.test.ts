@@ -5,6 +5,7 @@ import { Redis } from 'ioredis'
 import type { PlanEvent, PlanStepSpec, PlanView } from '../../src/fabric/plans'
 import type { Task, TaskEvent } from '../../src/fabric/tasks'
 import { S3Objects } from '../../src/workspace'
+import { ownerProcess } from '../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
 import { FakeConverse } from '../fakes/converse-server'
 import { startS3Server, type S3Server } from '../servers/s3-server'
@@ -65,7 +66,7 @@ async function taskLogs(ids: readonly string[]): Promise<Map<string, TaskEvent[]
 async function runningOn(worker: Node): Promise<string[]> {
   const ids = await peek.smembers(`${PREFIX}:tasks:state:RUNNING`)
   const tasks = (await peek.mget(ids.map((id) => `${PREFIX}:tasks:task:${id}`))).map((raw) => (raw ? (JSON.parse(raw) as Task) : undefined))
-  return tasks.filter((task) => task?.owner?.endsWith(`:${worker.pid}`)).map((task) => task!.id)
+  return tasks.filter((task) => task?.owner && ownerProcess(task.owner).pid === worker.pid).map((task) => task!.id)
 }
 
 const count = (events: readonly TaskEvent[], to: string) => events.filter((event) => event.to === to).length
@@ -172,7 +173,9 @@ test('a 5-step plan with a failing step is revised once and completes while the 
   await question
   const owner = (await storedPlan(plan.id)).owner
   expect((await storedPlan(plan.id)).state).toBe('REVISING')
-  const victim = [nodeA!, nodeB!].find((serve) => owner === `${os.hostname()}:${serve.pid}`)
+  const victim = [nodeA!, nodeB!].find(
+    (serve) => owner && ownerProcess(owner).host === os.hostname() && ownerProcess(owner).pid === serve.pid,
+  )
   expect(victim).toBeDefined()
   const survivor = victim === nodeA ? nodeB! : nodeA!
   await kill(victim!)
@@ -282,19 +285,19 @@ test('1,000 tasks submitted across both nodes while a worker is killed (SIGKILL)
   const logs = await taskLogs(ids)
   const restarted = [...logs.values()].filter((events) => count(events, 'RUNNING') > 1)
   for (const events of logs.values()) expect(count(events, 'COMPLETED')).toBe(1)
-  const workerOwners = workers.map((worker) => `:${worker.pid}`)
+  const workerPids = workers.map((worker) => worker.pid)
   const lostBy = restarted.map((events) => {
     const firstRun = events.findIndex((event) => event.to === 'RUNNING')
     const lost = events[firstRun + 1]!
     const holder = /^the process running it \((\S+)\) stopped renewing its lease/.exec(lost.reason)?.[1]
-    expect({ to: lost.to, reason: lost.reason, byAWorker: workerOwners.some((pid) => holder?.endsWith(pid)) }).toEqual({
+    expect({ to: lost.to, reason: lost.reason, byAWorker: !!holder && workerPids.includes(ownerProcess(holder).pid) }).toEqual({
       to: 'PENDING',
       reason: lost.reason,
       byAWorker: true,
     })
     return holder!
   })
-  expect(lostBy.filter((holder) => holder.endsWith(`:${workers[0]!.pid}`)).length).toBeLessThanOrEqual(CONCURRENCY)
+  expect(lostBy.filter((holder) => ownerProcess(holder).pid === workers[0]!.pid).length).toBeLessThanOrEqual(CONCURRENCY)
   // No task beyond the 1,000 and the plan's: no key stored a second one.
   expect(await peek.zcard(`${PREFIX}:tasks:tenant:${tasks[0]!.tenant}`)).toBe(TASKS + 2 + 1 + 5 + 3)
 }, 150_000)

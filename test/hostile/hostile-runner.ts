@@ -51,10 +51,15 @@ export function ownExecgate(
   let execgate: Execgate | undefined
   return {
     // `overrides` is read when the suite starts: a fake service's endpoint is known only then.
-    target: async () =>
-      (execgate = await createExecgate({
+    target: async () => {
+      execgate = await createExecgate({
         overrides: { execution: { enabled: [adapter] }, readiness: { enabled: false }, log: { level: 'silent' }, ...overrides() },
-      })),
+      })
+      // Warm whatever its tier (pyodide warms behind the first tier, and a run that meets it still warming waits only
+      // its own time limit): the cases test the adapter's limits, not its start-up.
+      await execgate.ready([adapter])
+      return execgate
+    },
     dispose: async () => execgate?.dispose(),
   }
 }

@@ -11,7 +11,9 @@ describe('Python routing: monty first, escalating by parsing, never by running t
         EXECGATE_SECURITY_DEFAULT_POLICY_ALLOWED_IMPORTS: 'math,json,datetime,statistics',
       },
     })
-  })
+    // Warm first: a run that meets pyodide still warming waits only its own time limit (test/execution/warm-up.test.ts).
+    await execgate.ready(['pyodide'])
+  }, 120_000)
   afterAll(() => execgate.dispose())
 
   test('code monty can run goes to monty', async () => {

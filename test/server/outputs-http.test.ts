@@ -159,3 +159,45 @@ test('the SSE stream sends each display() item when the code makes it: display, 
   const [, first, second] = arrivals
   expect(second!.at - first!.at).toBeGreaterThan(BUSY_MS / 3)
 }, 60_000)
+
+/** Python busy for a while without `time` (not in the data profile): a loop on the clock. */
+const PYTHON_BUSY_MS = 1500
+const pythonBusy = [
+  'import datetime',
+  `until = datetime.datetime.now() + datetime.timedelta(milliseconds=${PYTHON_BUSY_MS})`,
+  'while datetime.datetime.now() < until:',
+  '    pass',
+]
+
+test.each([
+  {
+    path: 'warm (pandas: a child of the zygote)',
+    code: ['import pandas as pd', "display(pd.DataFrame({'region': ['north'], 'revenue': [15]}))", ...pythonBusy, "print('after')"],
+    kind: 'table',
+  },
+  { path: 'cold (a fresh python3)', code: ["display({'step': 1})", ...pythonBusy, "print('after')"], kind: 'json' },
+])(
+  'Python on the process tier, $path: the output event arrives while the code still runs',
+  async ({ code, kind }) => {
+    const client = new ExecgateClient({ url: server.url, apiKey: ACME })
+    const arrivals: Array<{ type: string; at: number }> = []
+    let result: ExecutionResult | undefined
+    for await (const event of client.stream({ language: 'python', code: code.join('\n'), timeoutMs: 30_000 })) {
+      arrivals.push({ type: event.type, at: performance.now() })
+      if (event.type === 'output') expect({ index: event.index, kind: event.output.kind }).toEqual({ index: 0, kind })
+      if (event.type === 'result') result = event.result
+    }
+    expect({ status: result?.status, adapter: result?.adapter, stderr: result?.stderr }).toEqual({
+      status: 'ok',
+      adapter: 'process',
+      stderr: '',
+    })
+    expect(result?.outputs?.map((output) => output.kind)).toEqual([kind])
+    // Sent at the end, the item would come after the code's later print, together with the result. (The print may
+    // arrive in more than one chunk.)
+    const types = arrivals.map((arrival) => arrival.type).filter((type, at, all) => type !== all[at - 1])
+    expect(types).toEqual(['output', 'stdout', 'result'])
+    expect(arrivals.at(-1)!.at - arrivals[0]!.at).toBeGreaterThan(PYTHON_BUSY_MS / 3)
+  },
+  120_000,
+)

@@ -101,6 +101,34 @@ test('POST /v1/plans answers 201; GET shows steps, versions and what a revision 
   expect(resumed.map((event) => event.id)).toEqual(events.slice(-2).map((event) => event.id))
 })
 
+test("the events carry a step's display() items as output events, with no id, before the step's end", async () => {
+  // Busy first: outputs are live only, so the stream must be open before the step makes one.
+  const code = "let t = Date.now(); while (Date.now() - t < 1000) {}\ndisplay([{ region: 'north', revenue: 15 }])\n7"
+  const created = await call('/v1/plans', { key: ACME, body: { goal: 'show a table', steps: [js('a', code)] } })
+  expect(created.status).toBe(201)
+  const events = sse((await call(`/v1/plans/${created.json.id}/events`, { key: ACME })).text)
+  const outputs = events.filter((event) => event.type === 'output')
+  expect(outputs).toEqual([
+    {
+      id: Number.NaN,
+      type: 'output',
+      data: {
+        type: 'output',
+        planId: created.json.id,
+        stepId: 'a',
+        taskId: expect.any(String),
+        attempt: 1,
+        index: 0,
+        output: { kind: 'table', columns: ['region', 'revenue'], rows: [['north', 15]], rowCount: 1, bytes: expect.any(Number) },
+      },
+    },
+  ])
+  const stepEnd = events.findIndex((event) => event.type === 'step' && event.data.stepId === 'a' && event.data.to === 'COMPLETED')
+  expect(events.indexOf(outputs[0]!)).toBeLessThan(stepEnd)
+  const plan = (await call(`/v1/plans/${created.json.id}`, { key: ACME })).json
+  expect(plan.steps[0].result.outputs).toEqual([outputs[0]!.data.output])
+})
+
 test("another tenant's plan answers 404 like a missing one; lists are the tenant's and paged", async () => {
   const first = await call('/v1/plans', { key: GLOBEX, body: { steps: [js('only', '1')] } })
   const second = await call('/v1/plans', { key: GLOBEX, body: { steps: [js('only', '2')] } })

@@ -4,6 +4,7 @@ import path from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { createExecgate, type Execgate } from '../../src'
+import { ExecgateClient } from '../../src/client'
 import { serve, type RunningServer } from '../../src/server/serve'
 import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
 
@@ -71,6 +72,41 @@ test('a live SSE stream carries the transitions as they happen and the output, a
   expect(stream.text).toContain('event: transition')
   expect(stream.text).toMatch(/"to":"COMPLETED"/)
   expect(stream.text).toContain('event: stdout\ndata: {"chunk":"out\\n"}')
+})
+
+test("the events carry each display() item as an output event while the task runs, and the task's result keeps them", async () => {
+  const client = new ExecgateClient({ url: server.url, apiKey: ACME })
+  // Busy first: the stream is live, so the reader must be there before the first item (the log replays transitions only).
+  const code = [
+    'let t = Date.now(); while (Date.now() - t < 1000) {}',
+    'display({ step: 1 })',
+    't = Date.now(); while (Date.now() - t < 600) {}',
+    "console.log('after')",
+    "display([{ region: 'north', revenue: 15 }])",
+    '1',
+  ].join('\n')
+  const task = await client.tasks.submit({ request: { language: 'javascript', code } })
+  const seen: string[] = []
+  for await (const event of client.tasks.events(task.id)) {
+    if (event.type === 'transition') seen.push(event.event.to)
+    else if (event.type === 'output') seen.push(`output ${event.index} ${event.output.kind} attempt ${event.attempt}`)
+    else seen.push(`${event.type} ${event.chunk.trim()}`)
+  }
+  // The first item went out while the code was busy, before what it printed after; both before the task's end.
+  expect(seen).toEqual([
+    'PENDING',
+    'SPAWNING',
+    'RUNNING',
+    'output 0 json attempt 1',
+    'stdout after',
+    'output 1 table attempt 1',
+    'COMPLETED',
+  ])
+  const done = await client.tasks.get(task.id)
+  expect(done?.result?.outputs).toEqual([
+    { kind: 'json', mimeType: 'application/json', data: { step: 1 }, bytes: expect.any(Number) },
+    { kind: 'table', columns: ['region', 'revenue'], rows: [['north', 15]], rowCount: 1, bytes: expect.any(Number) },
+  ])
 })
 
 test('Idempotency-Key returns the same task; list filters by state and intentId and pages; tenants are apart', async () => {

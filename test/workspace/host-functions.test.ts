@@ -85,6 +85,8 @@ beforeAll(async () => {
     },
     hostFunctions: [priceOf],
   })
+  // Warm first: a run that meets pyodide still warming waits only its own time limit (test/execution/warm-up.test.ts).
+  await execgate.ready(['pyodide'])
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-stable-'))
   outside = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-outside-'))
   fs.mkdirSync(path.join(root, 'data'))

@@ -10,7 +10,7 @@ import threading
 import time
 import unittest
 
-from execgate import AsyncExecgateClient, Cancel, ExecgateClient, ExecgateError, OutputEvent, ResultEvent, RetryPolicy, TransitionEvent
+from execgate import AsyncExecgateClient, Cancel, ExecgateClient, ExecgateError, OutputEvent, ResultEvent, RetryPolicy, RichOutputEvent, TransitionEvent
 
 
 def env(name: str) -> str:
@@ -60,10 +60,13 @@ class SyncScenarios(unittest.TestCase):
         self.assertEqual((invalid.status, invalid.error.code), ("invalid_request", "EXECGATE_REQUEST_INVALID"))
 
     def test_stream(self) -> None:
-        events = list(self.client.stream({"language": "javascript", "code": 'console.log("one"); console.log("two"); 3'}))
+        events = list(self.client.stream({"language": "javascript", "code": 'console.log("one"); display({ n: 1 }); console.log("two"); 3'}))
         self.assertIsInstance(events[-1], ResultEvent)
         self.assertEqual((events[-1].result.status, events[-1].result.value), ("ok", 3))
         self.assertEqual("".join(event.chunk for event in events[:-1] if isinstance(event, OutputEvent)), "one\ntwo\n")
+        rich = [event for event in events if isinstance(event, RichOutputEvent)]
+        self.assertEqual([(event.index, event.output["kind"], event.output["data"]) for event in rich], [(0, "json", {"n": 1})])
+        self.assertEqual(events[-1].result.outputs, [rich[0].output])
         chunks = []
         result = self.client.execute({"language": "javascript", "code": 'console.log("hi"); 1'}, on_output=lambda _stream, chunk: chunks.append(chunk))
         self.assertEqual((result.status, "".join(chunks)), ("ok", "hi\n"))

@@ -28,7 +28,7 @@ export function ActivityPage({ api }: PageProps) {
   const summary = live.data
   return html`
     <h1 id="page-title" tabindex="-1">Activity</h1>
-    <p class="lede">Runs that finished on this server, from its in-memory record of recent runs${summary ? ` (the last ${summary.capacity.toLocaleString()})` : ''}: yours only, whoever started them (HTTP, MCP, tasks). Updates every ${REFRESH_MS / 1000} s.</p>
+    <p class="lede">Runs that finished ${summary?.scope === 'deployment' ? `on every node of this deployment (${summary.nodes?.length ?? 0} with runs in the window), from its record of recent runs in Redis` : 'on this server, from its in-memory record of recent runs'}${summary ? ` (the last ${summary.capacity.toLocaleString()})` : ''}: yours only, whoever started them (HTTP, MCP, tasks). Updates every ${REFRESH_MS / 1000} s.</p>
     <div class="field inline">
       <label for="activity-window">Window</label>
       <select id="activity-window" value=${String(choice)} onChange=${(event: Event) => setChoice(Number((event.currentTarget as HTMLSelectElement).value))}>

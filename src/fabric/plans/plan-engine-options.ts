@@ -35,7 +35,7 @@ export interface PlanEngineOptions {
   logger?: Logger
   /** How often plans whose steps run in other processes are looked at, in ms. @default 1000 */
   tickMs?: number
-  /** This process's name in `plan.owner` while it revises a plan. @default host:pid */
+  /** This engine's name in `plan.owner` while it revises a plan, and of its leases. @default host:pid#n (src/fabric/owner-id.ts) */
   owner?: string
   /** Whether the owner of a revision still runs. @default the store's lease when it keeps them, else its pid on this host */
   ownerAlive?: (owner: string) => boolean | Promise<boolean>
@@ -44,6 +44,12 @@ export interface PlanEngineOptions {
    * third of this. A node that dies has its revisions taken over after this (`fabric.leaseMs`). @default 30000
    */
   leaseMs?: number
+  /**
+   * How long the driver lease (`<prefix>:plans:driver`) outlives its holder's last renewal, which is every tick: a
+   * driver killed mid-plan is replaced this soon rather than after `leaseMs`. Two drivers for a moment (one paused
+   * past it) are harmless: every plan write is a compare-and-set. @default min(leaseMs, max(2000, 5 × tickMs))
+   */
+  driverLeaseMs?: number
 }
 
 export interface PlanCaller {

@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events'
-import os from 'node:os'
 import { randomUUID } from 'node:crypto'
 import { ExecgateError, describeError } from '../../core'
 import { requestRefusal, type Task, type TaskState } from '../tasks'
@@ -12,6 +11,7 @@ import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
 import { planVersionRecord } from './plan-versions'
 import { alignSteps } from './plan-suspension'
 import { EngineLease } from './engine-lease'
+import { nextOwnerId } from '../owner-id'
 
 export type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
 
@@ -45,7 +45,7 @@ export class PlanEngine {
   private stopWatch: () => void = () => undefined
 
   constructor(private readonly options: PlanEngineOptions) {
-    this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
+    this.owner = options.owner ?? nextOwnerId()
     this.emitter.setMaxListeners(0)
     this.lease = new EngineLease(options.store, this.owner, options)
     this.steps = new StepLogMirror(options.store, options.taskStore, (events) => this.announce(events))
@@ -81,7 +81,7 @@ export class PlanEngine {
     const { store } = this.options
     if (!store.drive) return true
     try {
-      const driving = await store.drive(this.owner, this.options.leaseMs ?? 30_000)
+      const driving = await store.drive(this.owner, this.driverLeaseMs())
       if (driving !== this.driving)
         this.options.logger?.info({ owner: this.owner, driving }, driving ? 'driving plans' : 'another engine drives plans')
       this.driving = driving
@@ -89,6 +89,12 @@ export class PlanEngine {
       this.options.logger?.warn({ err: describeError(error) }, 'the plan engine could not renew its driver lease')
     }
     return this.driving
+  }
+
+  /** Short, and renewed every tick: the deployment's plans wait for a dead driver's lease to run out (docs/plans.md). */
+  private driverLeaseMs(): number {
+    const { driverLeaseMs, leaseMs = 30_000, tickMs = 1000 } = this.options
+    return driverLeaseMs ?? Math.min(leaseMs, Math.max(2000, 5 * tickMs))
   }
 
   async stop(): Promise<void> {

@@ -6,7 +6,15 @@ import { currentVersion, type StepCheck } from './plan-revision'
 import { applyResumeChanges, resumeReason } from './plan-resume'
 import { stepViews } from './plan-steps'
 import type { PlanStore } from './plan-store'
-import { isPlanFinal, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanView } from './plan-types'
+import {
+  isPlanFinal,
+  type Plan,
+  type PlanOutputEvent,
+  type PlanSpec,
+  type PlanState,
+  type PlanStreamItem,
+  type PlanView,
+} from './plan-types'
 import type { Reflector } from './reflector'
 import type { PlanVersionRecorder } from './plan-versions'
 
@@ -45,8 +53,11 @@ export interface PlanService {
     filter?: { state?: PlanState; limit?: number; cursor?: string; order?: 'oldest' | 'newest' },
     caller?: TaskCaller,
   ): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
-  /** The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends. */
-  events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanEvent>
+  /**
+   * The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends; with its
+   * steps' rich outputs as they are made, for the steps this process runs (`type: 'output'`, no `seq`).
+   */
+  events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanStreamItem>
   /** Starts driving plans now (continuing those a stopped process left) instead of at the first call. */
   start(): Promise<void>
   /** Stops driving plans; the task service is the caller's to close. */
@@ -66,6 +77,8 @@ export interface PlanServiceOptions {
   taskStore: TaskReader & Pick<TaskStore, 'update'>
   /** `fabric.leaseMs`: how long a dead engine's revision waits before another node takes it over (Redis). */
   leaseMs?: number
+  /** This engine's name in plans it revises and in its leases (one per execgate: src/fabric/owner-id.ts). */
+  owner?: string
   /** Drive plans in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
   run?: boolean
   tickMs?: number
@@ -87,6 +100,7 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
     logger: options.logger,
     tickMs: options.tickMs,
     leaseMs: options.leaseMs,
+    ...(options.owner ? { owner: options.owner } : {}),
   })
   const tickMs = options.tickMs ?? 1000
   const tenantOf = (caller: TaskCaller = {}) => caller.tenant ?? DEFAULT_TENANT
@@ -202,20 +216,36 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       await owned(id, eventOptions)
       let last = eventOptions.afterSeq ?? 0
       let ended = false
-      for (;;) {
-        const changed = nextChange(id, tickMs)
-        // Steps' transitions reach the plan's log when the plan has something to decide; a live reader wants them now.
-        await engine.catchUp(id)
-        const events = await store.events(id, last)
-        for (const event of events) {
-          last = event.seq
-          yield event
-          if (event.type === 'plan' && isPlanFinal(event.to)) return
+      const outputs: PlanOutputEvent[] = []
+      let wake = () => undefined as void
+      const stopOutputs = options.tasks.scheduler.outputs.subscribe((item) => {
+        if (item.planId !== id || !item.stepId) return
+        const { taskId, stepId, attempt, index, output } = item
+        outputs.push({ type: 'output', planId: id, stepId, taskId, attempt, index, output })
+        wake()
+      })
+      try {
+        for (;;) {
+          const changed = nextChange(id, tickMs)
+          const woken = new Promise<void>((resolve) => (wake = resolve))
+          while (outputs.length) yield outputs.shift()!
+          // Steps' transitions reach the plan's log when the plan has something to decide; a live reader wants them now.
+          await engine.catchUp(id)
+          const events = await store.events(id, last)
+          for (const event of events) {
+            // A step's outputs were made before its task's end was written, so before any event that follows from it.
+            while (outputs.length) yield outputs.shift()!
+            last = event.seq
+            yield event
+            if (event.type === 'plan' && isPlanFinal(event.to)) return
+          }
+          // Resumed past the plan's end (Last-Event-ID): one more read for what landed meanwhile, then done.
+          if (ended) return
+          if (events.length === 0) ended = isPlanFinal((await store.get(id))?.state ?? 'TERMINATED')
+          if (!ended) await Promise.race([changed, woken])
         }
-        // Resumed past the plan's end (Last-Event-ID): one more read for what landed meanwhile, then done.
-        if (ended) return
-        if (events.length === 0) ended = isPlanFinal((await store.get(id))?.state ?? 'TERMINATED')
-        if (!ended) await changed
+      } finally {
+        stopOutputs()
       }
     },
     start: () => ready(),

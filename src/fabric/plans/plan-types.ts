@@ -1,4 +1,4 @@
-import type { ExecutionResult, FileReference, Language } from '../../core'
+import type { ExecutionResult, FileReference, Language, Output } from '../../core'
 import type { TaskLane, TaskState } from '../tasks/task-types'
 
 /**
@@ -137,7 +137,7 @@ export interface Plan {
   revisions: PlanRevision[]
   /** The step whose failure is being revised (REVISING) or that failed the plan (FAILED). */
   failedStep?: string
-  /** The process driving a revision (`host:pid`), so a restart knows which it must take over. */
+  /** The engine driving a revision (`host:pid#n`), so a restart knows which it must take over. */
   owner?: string
   /** Increases with every write: writes are compare-and-set on it, so two processes never both revise a plan. */
   rev: number
@@ -178,6 +178,24 @@ export type PlanEvent = { seq: number; planId: string; at: string; version: numb
     }
   | { type: 'revision'; attempt: number; accepted: boolean; stepId: string; reason: string; changes?: PlanChanges }
 )
+
+/**
+ * A rich output (an image, a table, a display() item) of a step's run, live on the process that runs it: not in the
+ * plan's log (no `seq`), so a reader that resumes with Last-Event-ID does not see it again; the step's task keeps
+ * it in its result (`outputs[index]`).
+ */
+export interface PlanOutputEvent {
+  type: 'output'
+  planId: string
+  stepId: string
+  taskId: string
+  attempt: number
+  index: number
+  output: Output
+}
+
+/** What a plan's event stream yields: its log, and its steps' rich outputs as they are made. */
+export type PlanStreamItem = PlanEvent | PlanOutputEvent
 
 /** An event before the store numbers it. */
 export type NewPlanEvent = PlanEvent extends infer E ? (E extends PlanEvent ? Omit<E, 'seq' | 'planId'> : never) : never

@@ -48,11 +48,15 @@ function systemPrompt(allowedImports: readonly string[]): string {
     `- Imports allowed: ${allowedImports.length ? allowedImports.join(', ') : 'none'}. No network. No eval, exec, compile, Function constructors or dynamic imports.`,
     'Languages: python, javascript, typescript, bash.',
     'Answer with one JSON object and nothing else:',
-    '{"note": "what you changed and why, in one sentence", "steps": [{"id": "b", "description": "...", "language": "python", "code": "...", "dependsOn": ["a"], "limits": {"timeoutMs": 5000}}]}',
+    '{"note": "what you changed and why, in one sentence", "steps": [{"id": "b", "description": ' +
+      '"...", "language": "python", "code": "...", "dependsOn": ["a"], "limits": ' +
+      '{"timeoutMs": 5000}}]}',
     'Rules for "steps":',
-    '- List every step that has not completed: the failed one fixed, the others unchanged or changed as needed. You may add steps and leave steps out.',
+    '- List every step that has not completed: the failed one fixed, the others unchanged or ' +
+      'changed as needed. You may add steps and leave steps out.',
     '- Completed steps keep their results: depend on them by id. List a completed step only to run it again with other code.',
-    '- Step ids: letters, digits, _ and -. dependsOn names steps of the plan; no cycles. limits (optional): timeoutMs, memoryMb, outputBytes, maxAttempts.',
+    '- Step ids: letters, digits, _ and -. dependsOn names steps of the plan; no cycles. limits ' +
+      '(optional): timeoutMs, memoryMb, outputBytes, maxAttempts.',
   ].join('\n')
 }
 

@@ -23,5 +23,6 @@ export { assertResumeChanges, requestRefusal, withLoosestTimeout, type RequestCh
 export { TASK_SPEC_SCHEMA, findTaskProblem } from './task-schema'
 export { TRANSITIONS, canTransition, outcomeOf, backoffDelay } from './lifecycle'
 export { DEPENDENCY_ROOT } from './dependency-inputs'
+export { TaskOutputs, type TaskOutput } from './task-outputs'
 export { bucketTaskWorkspaces } from './bucket-workspaces'
 export * from './task-types'

@@ -4,10 +4,12 @@ import { ExecgateError, describeError, type ExecutionRequest, type ExecutionResu
 import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import type { Workspace } from '../../workspace'
+import { nextOwnerId, ownerOfThisProcessAlive, ownerProcess } from '../owner-id'
 import type { TaskDispatcher } from './bullmq-dispatcher'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { runInputsFor } from './run-options'
+import { TaskOutputs, type TaskOutput } from './task-outputs'
 import type { TaskChange, TaskStore } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
 import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
@@ -23,7 +25,7 @@ export interface TaskSchedulerOptions {
   concurrency?: number
   /** How often due retries, deadlines and other processes' submissions are looked for, in ms. @default 200 */
   tickMs?: number
-  /** This process's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid */
+  /** This scheduler's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid#n (src/fabric/owner-id.ts) */
   owner?: string
   /**
    * Hands due tasks to processes with free slots (the distributed store's BullMQ queue). Without one, this process
@@ -41,7 +43,10 @@ export interface TaskSchedulerOptions {
 
 /** What `events()` yields: transitions from the action log, and output while this process runs the task. */
 export type TaskStreamItem =
-  { type: 'transition'; event: TaskEvent } | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
+  | { type: 'transition'; event: TaskEvent }
+  | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
+  /** A rich output (an image, a table, a display() item) as the code made it (task-outputs.ts). */
+  | ({ type: 'rich-output' } & TaskOutput)
 
 /** Changes a resumed task may bring: other limits or another adapter (the failure table's "resumable"). */
 export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'adapter' | 'policy'>
@@ -50,9 +55,11 @@ export const RESUME_FIELDS: readonly string[] = ['timeoutMs', 'memoryMb', 'adapt
 
 const SHUTDOWN = new Error('the task scheduler is shutting down')
 
-/** Same host and its pid alive (another machine's owner counts as alive: not ours to judge). */
+/** Same host and its pid alive, or in this process not retired (another machine's owner counts as alive: not ours to judge). */
 export function defaultOwnerAlive(owner: string): boolean {
-  const [host, pid] = [owner.slice(0, owner.lastIndexOf(':')), Number(owner.slice(owner.lastIndexOf(':') + 1))]
+  const here = ownerOfThisProcessAlive(owner)
+  if (here !== undefined) return here
+  const { host, pid } = ownerProcess(owner)
   if (host !== os.hostname() || !Number.isInteger(pid)) return true // another machine's run: not ours to judge
   try {
     process.kill(pid, 0)
@@ -69,6 +76,8 @@ export function defaultOwnerAlive(owner: string): boolean {
  */
 export class TaskScheduler {
   readonly store: TaskStore
+  /** Rich outputs of the runs here, as their code makes them (task and plan event streams). */
+  readonly outputs = new TaskOutputs()
   private readonly emitter = new EventEmitter()
   private readonly running = new Map<string, AbortController>()
   private readonly concurrency: number
@@ -82,7 +91,7 @@ export class TaskScheduler {
   constructor(private readonly options: TaskSchedulerOptions) {
     this.store = options.store
     this.concurrency = options.concurrency ?? 4
-    this.owner = options.owner ?? `${os.hostname()}:${process.pid}`
+    this.owner = options.owner ?? nextOwnerId()
     this.emitter.setMaxListeners(0)
   }
 
@@ -150,11 +159,16 @@ export class TaskScheduler {
     const onTransition = (event: TaskEvent) => event.taskId === id && signal()
     this.emitter.on('output', onOutput)
     this.emitter.on('transition', onTransition)
+    const stopOutputs = this.outputs.subscribe(
+      (output) => output.taskId === id && (outputs.push({ type: 'rich-output', ...output }), signal()),
+    )
     try {
       for (;;) {
         while (outputs.length) yield outputs.shift()!
         const events = await this.store.events(id, last)
         for (const event of events) {
+          // Output sent before this transition was written (a run's last items, then its end) goes out first.
+          while (outputs.length) yield outputs.shift()!
           last = event.seq
           yield { type: 'transition', event }
           if (isFinal(event.to)) return
@@ -167,6 +181,7 @@ export class TaskScheduler {
         })
       }
     } finally {
+      stopOutputs()
       this.emitter.off('output', onOutput)
       this.emitter.off('transition', onTransition)
     }
@@ -299,8 +314,9 @@ export class TaskScheduler {
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
         this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
+      const rich = this.outputs.forRun(running)
       const run = runInputsFor(running, request, controller.signal, onOutput, await this.workspaceOf(running))
-      const result = await this.options.execute(run.request, run.options)
+      const result = await this.options.execute(run.request, { ...run.options, onRichOutput: rich.onRichOutput })
       if (controller.signal.aborted) {
         // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
         if (controller.signal.reason === SHUTDOWN)
@@ -312,6 +328,7 @@ export class TaskScheduler {
         // Cancelled or suspended meanwhile: that transition already happened.
         return
       }
+      rich.rest(result)
       await this.settle(running, result, outcomeOf(running, result))
     } catch (error) {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')

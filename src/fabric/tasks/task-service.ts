@@ -58,6 +58,8 @@ export interface TaskServiceOptions {
   concurrency?: number
   tickMs?: number
   logger?: Logger
+  /** This scheduler's name in the runs it holds (one per execgate: src/fabric/owner-id.ts). */
+  owner?: string
   /** Run tasks in this process (false: only submit and read, e.g. the CLI without --wait). @default true */
   run?: boolean
   /** Opens the bucket workspace of a task that keeps one (a plan step's, `fabric.plans.workspaces: s3`). */
@@ -112,6 +114,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     concurrency: options.concurrency,
     tickMs: options.tickMs,
     workspaceFor: options.workspaceFor,
+    ...(options.owner ? { owner: options.owner } : {}),
   })
   const submitter = (caller: TaskCaller = {}): Submitter => ({
     tenant: caller.tenant ?? DEFAULT_TENANT,

@@ -143,7 +143,7 @@ export interface Task {
   attempts: number
   /** True once every dependency COMPLETED (always true without dependencies): only ready tasks are started. */
   ready: boolean
-  /** The process running it (`host:pid`) while SPAWNING or RUNNING, so a restart knows which runs it lost. */
+  /** The execgate running it (`host:pid#n`) while SPAWNING or RUNNING, so a restart knows which runs it lost. */
   owner?: string
   /** Epoch ms before which a PENDING task waiting to retry is not started. */
   notBefore: number

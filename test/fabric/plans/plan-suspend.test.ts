@@ -87,7 +87,7 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
 
   async function eventsOf(target: Execgate, id: string): Promise<PlanEvent[]> {
     const events: PlanEvent[] = []
-    for await (const event of target.plans.events(id)) events.push(event)
+    for await (const event of target.plans.events(id)) if (event.type !== 'output') events.push(event)
     return events
   }
 

@@ -134,25 +134,38 @@ test('the per-tenant cap counts the sandboxes of both nodes; a DELETE through th
   expect((await call(a, '/v1/sandboxes', { key: GLOBEX })).json.sandboxes).toEqual([])
 }, 60_000)
 
-/** A library execgate of the same deployment (its Redis, its API keys), serving nothing: it reaches sandboxes through their nodes. */
-function library() {
-  return createExecgate({
-    overrides: {
-      execution: { enabled: ['shell'] },
-      readiness: { enabled: false },
-      log: { level: 'silent' },
-      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`] },
-      fabric: { store: 'redis', redisUrl: redis.url, dataDir: path.join(root, 'library'), ledger: { enabled: false } },
-    },
-  })
+/**
+ * A library execgate of the same deployment (its Redis, its API keys), serving nothing: it reaches sandboxes through
+ * their nodes. Its keys are in its configuration (`server.apiKeys`), or only in `EXECGATE_API_KEYS` (`keysFrom: 'env'`).
+ */
+async function library(keysFrom: 'config' | 'env' = 'config') {
+  const keys = [`acme=${ACME}`, `globex=${GLOBEX}`]
+  const before = process.env.EXECGATE_API_KEYS
+  if (keysFrom === 'env') process.env.EXECGATE_API_KEYS = keys.join(',')
+  try {
+    const execgate = await createExecgate({
+      overrides: {
+        execution: { enabled: ['shell'] },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+        server: { apiKeys: keysFrom === 'config' ? keys : [] },
+        fabric: { store: 'redis', redisUrl: redis.url, dataDir: path.join(root, 'library'), ledger: { enabled: false } },
+      },
+    })
+    void execgate.sandboxes // its keys are read when its sandboxes are first used
+    return execgate
+  } finally {
+    if (before === undefined) delete process.env.EXECGATE_API_KEYS
+    else process.env.EXECGATE_API_KEYS = before
+  }
 }
 
-test("the library's find() and the MCP tools reach a sandbox on another node, tenants kept apart", async () => {
+test("the library's find() (keys only in EXECGATE_API_KEYS) and the MCP tools reach a sandbox on another node, tenants kept apart", async () => {
   const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]]
   const started = await call(a, '/v1/sandboxes', { body: { adapter: 'shell', files: [{ path: 'in.txt', content: 'b\na\nb\n' }] } })
   expect(started.status).toBe(201)
   const id = started.json.id as string
-  const execgate = await library()
+  const execgate = await library('env')
   try {
     expect(execgate.sandboxes.get(id, { tenant: 'acme' })).toBeUndefined()
     const sandbox = await execgate.sandboxes.find(id, { tenant: 'acme' })

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import os from 'node:os'
 import path from 'node:path'
 import type { Task, TaskEvent } from '../../../src/fabric/tasks'
+import { ownerProcess } from '../../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 
 /**
@@ -114,7 +115,7 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
   test('kill -9 of the worker running a task: its lease lapses and the task completes on the other worker, 0 lost', async () => {
     const submitted = await submit(busy(2500), { retryPolicy: { maxAttempts: 3 } })
     const running = await until(submitted.id, (task) => task.state === 'RUNNING')
-    const pid = Number(running.owner!.slice(running.owner!.lastIndexOf(':') + 1))
+    const { pid } = ownerProcess(running.owner!)
     const victim = workers.find((worker) => worker.pid === pid)
     expect(victim).toBeDefined()
     victim!.kill('SIGKILL')
@@ -145,8 +146,7 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
       if (Date.now() > deadline) throw new Error('the workers never ran the tasks')
       const states = await Promise.all(accepted.map((task) => api<Task>('GET', `/v1/tasks/${task.id}`)))
       const running = states.filter((task) => task.state === 'RUNNING' && task.owner)
-      if (states.some((task) => task.state === 'COMPLETED') && running.length)
-        victimPid = Number(running[0]!.owner!.slice(running[0]!.owner!.lastIndexOf(':') + 1))
+      if (states.some((task) => task.state === 'COMPLETED') && running.length) victimPid = ownerProcess(running[0]!.owner!).pid
       else await new Promise((resolve) => setTimeout(resolve, 20))
     }
     const victim = workers.find((worker) => worker.pid === victimPid)!

@@ -5,10 +5,10 @@ from ._http import Cancel, RetryPolicy
 from .aio import AsyncExecgateClient, AsyncSandbox
 from .client import ExecgateClient, Sandbox
 from .errors import ExecgateError
-from .types import ExecutionError, ExecutionEvent, ExecutionResult, OutputEvent, ResultEvent, TransitionEvent
+from .types import ExecutionError, ExecutionEvent, ExecutionResult, OutputEvent, ResultEvent, RichOutputEvent, TransitionEvent
 
 __all__ = [
     "AsyncExecgateClient", "AsyncSandbox", "Cancel", "ExecgateClient", "ExecgateError", "ExecutionError", "ExecutionEvent",
-    "ExecutionResult", "OutputEvent", "ResultEvent", "RetryPolicy", "Sandbox", "TransitionEvent",
+    "ExecutionResult", "OutputEvent", "ResultEvent", "RetryPolicy", "RichOutputEvent", "Sandbox", "TransitionEvent",
 ]
 __version__ = "0.1.0"

@@ -8,7 +8,7 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 from ._http import Cancel, Response, RetryPolicy, Transport
 from ._routes import ROUTES
 from .errors import ExecgateError
-from .types import ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent, TransitionEvent, UploadedFile
+from .types import ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, RichOutputEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent, TransitionEvent, UploadedFile
 
 FINAL_TASK_STATES = ("COMPLETED", "FAILED", "TERMINATED", "SUSPENDED")
 
@@ -53,6 +53,8 @@ def _execution_events(response: Response) -> Iterator[ExecutionEvent]:
             return
         if event in ("stdout", "stderr"):
             yield OutputEvent(event, parsed.get("chunk", ""))
+        elif event == "output" and parsed.get("output") is not None:
+            yield RichOutputEvent(int(parsed.get("index", 0)), parsed["output"])
     raise ExecgateError("EXECGATE_RESPONSE_INVALID", "the event stream ended before its result event", 200)
 
 
@@ -60,7 +62,8 @@ def _follow(events: Iterator[ExecutionEvent], on_output: Any) -> ExecutionResult
     for event in events:
         if isinstance(event, ResultEvent):
             return event.result
-        on_output(event.type, event.chunk)
+        if isinstance(event, OutputEvent):
+            on_output(event.type, event.chunk)
     raise ExecgateError("EXECGATE_RESPONSE_INVALID", "the event stream ended before its result event", 200)
 
 
@@ -99,6 +102,8 @@ class Tasks(_Api):
                 yield TransitionEvent(parsed)
             elif event in ("stdout", "stderr"):
                 yield OutputEvent(event, parsed.get("chunk", ""))
+            elif event == "output" and parsed.get("output") is not None:
+                yield RichOutputEvent(int(parsed.get("index", 0)), parsed["output"], parsed.get("attempt"))
 
     def wait(self, task_id: str, cancel: Optional[Cancel] = None) -> Task:
         """Follows the task's events until it ends (or is suspended); answers it as it then is."""

@@ -81,7 +81,18 @@ class ResultEvent:
     type: Literal["result"] = "result"
 
 
-ExecutionEvent = Union[OutputEvent, ResultEvent]
+@dataclass
+class RichOutputEvent:
+    """One rich output (an image, a table, a display() item) when the code made it: the result's outputs[index].
+    On a task's stream, `attempt` is the run that made it."""
+
+    index: int
+    output: Dict[str, Any]
+    attempt: Optional[int] = None
+    type: Literal["output"] = "output"
+
+
+ExecutionEvent = Union[OutputEvent, RichOutputEvent, ResultEvent]
 
 
 class TaskEvent(TypedDict):
@@ -101,7 +112,7 @@ class TransitionEvent:
     type: Literal["transition"] = "transition"
 
 
-TaskStreamEvent = Union[TransitionEvent, OutputEvent]
+TaskStreamEvent = Union[TransitionEvent, OutputEvent, RichOutputEvent]
 
 
 class Task(TypedDict, total=False):
@@ -135,12 +146,18 @@ class Plan(TypedDict, total=False):
 
 
 class PlanEvent(TypedDict, total=False):
+    """An entry of the plan's log, or (type "output", no seq) a step's rich output as it was made."""
+
     seq: int
     planId: str
-    type: Literal["plan", "step", "revision"]
+    type: Literal["plan", "step", "revision", "output"]
     to: str
     stepId: str
+    taskId: str
     reason: str
+    attempt: int
+    index: int
+    output: Dict[str, Any]
 
 
 class SandboxInfo(TypedDict, total=False):

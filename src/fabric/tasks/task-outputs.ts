@@ -1,0 +1,53 @@
+import { EventEmitter } from 'node:events'
+import type { ExecutionResult, Output } from '../../core'
+import type { Task } from './task-types'
+
+/**
+ * A rich output of a task's run (an image, a table, a display() item) on the process that runs it: `index` is its place
+ * in the run's `result.outputs`, which the task keeps with its result. A plan's step carries its plan and step ids.
+ */
+export interface TaskOutput {
+  taskId: string
+  attempt: number
+  index: number
+  output: Output
+  planId?: string
+  stepId?: string
+}
+
+/**
+ * The rich outputs of the tasks this process runs, as their code makes them: from adapters that stream them
+ * (onRichOutput), and after the run whatever its result holds that was not sent yet (adapters that report them at
+ * the end), so a reader of the task's or the plan's events sees every item once, before the task's final transition.
+ */
+export class TaskOutputs {
+  private readonly emitter = new EventEmitter().setMaxListeners(0)
+
+  /** The hooks of one run: `onRichOutput` for the service, `rest` once it has answered. */
+  forRun(task: Pick<Task, 'id' | 'attempts' | 'provenance'>): {
+    onRichOutput: (output: Output, index: number) => void
+    rest: (result: ExecutionResult) => void
+  } {
+    let sent = 0
+    const base = {
+      taskId: task.id,
+      attempt: task.attempts,
+      ...(task.provenance?.planId ? { planId: task.provenance.planId } : {}),
+      ...(task.provenance?.stepId ? { stepId: task.provenance.stepId } : {}),
+    }
+    const emit = (output: Output, index: number) => this.emitter.emit('output', { ...base, index, output } satisfies TaskOutput)
+    return {
+      onRichOutput: (output, index) => {
+        emit(output, index)
+        sent = Math.max(sent, index + 1)
+      },
+      rest: (result) => result.outputs?.slice(sent).forEach((output, offset) => emit(output, sent + offset)),
+    }
+  }
+
+  /** Calls `listener` with every output from now on; returns the way to stop. */
+  subscribe(listener: (output: TaskOutput) => void): () => void {
+    this.emitter.on('output', listener)
+    return () => this.emitter.off('output', listener)
+  }
+}
