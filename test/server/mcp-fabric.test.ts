@@ -49,7 +49,7 @@ async function mcpAs(key: string): Promise<Client> {
   clients.push(client)
   return client
 }
-const textOf = (answer: { content?: unknown }) => (answer.content as Array<{ text: string }>)[0]!.text
+const textOf = (answer: unknown) => (answer as { content: Array<{ text: string }> }).content[0]!.text
 
 describe('submit_task over MCP', () => {
   test('a timeoutMs above the profile is refused with the HTTP code and message; nothing is stored', async () => {
