@@ -1,10 +1,13 @@
 import type { UploadedFile } from './client-types'
-import { isExecgateClientError } from './client-error'
+import { ExecgateClientError, isExecgateClientError } from './client-error'
 import type { CallOptions, HttpTransport } from './http-transport'
 import { Sha256 } from './sha256'
 
-/** What `client.uploads.put` takes: bytes, text, or a Blob (in Node `await fs.openAsBlob(path)`, read as it is sent). */
-export type UploadSource = Uint8Array | ArrayBuffer | Blob | string
+/**
+ * What `client.uploads.put` takes: bytes, text, a Blob, or (in Node) a file on disk as `{ path }` or a `file:` URL,
+ * which is hashed and sent as it is read from disk (`fs.openAsBlob`), never held whole in memory.
+ */
+export type UploadSource = Uint8Array | ArrayBuffer | Blob | string | { path: string } | URL
 
 export interface UploadOptions extends CallOptions {
   /** The bytes' digest when the caller knows it already: the client then does not hash them. */
@@ -26,7 +29,13 @@ export class RemoteUploads {
   async put(source: UploadSource, options: UploadOptions = {}): Promise<UploadResult> {
     const { sha256: known, ...call } = options
     const body =
-      typeof source === 'string' ? new TextEncoder().encode(source) : source instanceof ArrayBuffer ? new Uint8Array(source) : source
+      typeof source === 'string'
+        ? new TextEncoder().encode(source)
+        : source instanceof ArrayBuffer
+          ? new Uint8Array(source)
+          : source instanceof Uint8Array || source instanceof Blob
+            ? source
+            : await fileBlob(source)
     const sha256 = known?.replace(/^sha256:/, '') ?? (await digestOf(body))
     const held = await this.get(sha256, call)
     if (held) return { ...held, reused: true }
@@ -62,6 +71,46 @@ export class RemoteUploads {
   /** How a request names an upload: `files: [client.uploads.reference('sales.csv', uploaded)]`. */
   reference(path: string, uploaded: { sha256: string }): { path: string; sha256: string } {
     return { path, sha256: uploaded.sha256 }
+  }
+}
+
+/** Node's fs module where the runtime has one, without importing it: the client also runs in browsers and Deno. */
+interface NodeFs {
+  openAsBlob?(path: string | URL): Promise<Blob>
+}
+
+/**
+ * A file on disk as a Blob that reads it lazily (Node 20.16+: `process.getBuiltinModule('node:fs').openAsBlob`), so
+ * hashing and sending stream it from disk. Elsewhere the caller is told to pass a Blob of its own.
+ */
+async function fileBlob(source: { path: string } | URL): Promise<Blob> {
+  const where = source instanceof URL ? source : source?.path
+  if (!(where instanceof URL) && (typeof where !== 'string' || where === ''))
+    throw new ExecgateClientError({
+      code: 'EXECGATE_REQUEST_INVALID',
+      message: 'uploads.put takes bytes, text, a Blob, { path } or a file: URL',
+      status: 0,
+      attempts: 0,
+    })
+  const runtime = (globalThis as { process?: { getBuiltinModule?(name: string): unknown } }).process
+  const fs = runtime?.getBuiltinModule?.('node:fs') as NodeFs | undefined
+  if (!fs?.openAsBlob)
+    throw new ExecgateClientError({
+      code: 'EXECGATE_REQUEST_INVALID',
+      message: 'uploads.put({ path }) needs Node 20.16 or later (fs.openAsBlob); elsewhere pass a Blob or bytes',
+      status: 0,
+      attempts: 0,
+    })
+  try {
+    return await fs.openAsBlob(where)
+  } catch (error) {
+    throw new ExecgateClientError({
+      code: 'EXECGATE_REQUEST_INVALID',
+      message: `uploads.put could not open ${String(where)}: ${(error as Error).message}`,
+      status: 0,
+      attempts: 0,
+      cause: error,
+    })
   }
 }
 

@@ -1,3 +1,8 @@
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { ExecgateClient, isExecgateClientError, type ExecutionEvent, type TaskStreamEvent } from '../../src/client'
 import {
   ACME_KEY,
@@ -322,4 +327,47 @@ describe('execgate/client against a real execgate serve', () => {
     expect(Object.keys(scenario).sort()).toEqual([...scenarios.scenarios].sort())
   })
   for (const name of scenarios.scenarios) test(name, () => scenario[name]!(), 60_000)
+})
+
+describe('uploads.put of a file on disk (TypeScript only: the Python client takes a path already)', () => {
+  test('{ path } and a file: URL are hashed and sent from disk as a Blob, never as bytes read whole', async () => {
+    const folder = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'execgate-client-path-'))
+    try {
+      const file = path.join(folder, 'sales.csv')
+      // 3 MiB of unique rows: several read chunks, so a hash of one chunk only would differ.
+      const rows = Array.from({ length: 150_000 }, (_, index) => `r${index},${(index * 7919 + Date.now()) % 100_003}`).join('\n')
+      await fs.promises.writeFile(file, `region,amount\n${rows}\n`)
+      const content = await fs.promises.readFile(file)
+      const expected = createHash('sha256').update(content).digest('hex')
+      const bodies: unknown[] = []
+      const methods: string[] = []
+      const recording = new ExecgateClient({
+        url: server.url,
+        apiKey: ACME_KEY,
+        fetch: async (input, init) => (methods.push(init?.method ?? 'GET'), bodies.push(init?.body), fetch(input, init)),
+      })
+      const first = await recording.uploads.put({ path: file })
+      expect(first).toMatchObject({ sha256: expected, bytes: content.length, reused: false })
+      expect(methods).toEqual(['GET', 'PUT'])
+      // The PUT's body is the file-backed Blob (fetch streams it), not a buffer of the file.
+      expect(bodies[1]).toBeInstanceOf(Blob)
+      expect((bodies[1] as Blob).size).toBe(content.length)
+      methods.length = 0
+      expect(await recording.uploads.put(pathToFileURL(file))).toMatchObject({ sha256: expected, reused: true })
+      expect(methods).toEqual(['GET'])
+      const counted = await client.execute({
+        language: 'javascript',
+        code: '(await read_file("sales.csv")).trim().split("\\n").length - 1',
+        files: [client.uploads.reference('sales.csv', first)],
+      })
+      expect(counted).toMatchObject({ status: 'ok', value: 150_000 })
+      await expect(client.uploads.put({ path: path.join(folder, 'missing.csv') })).rejects.toMatchObject({
+        code: 'EXECGATE_REQUEST_INVALID',
+        message: expect.stringContaining('missing.csv'),
+      })
+      expect(await client.uploads.delete(first.sha256)).toBe(true)
+    } finally {
+      await fs.promises.rm(folder, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
