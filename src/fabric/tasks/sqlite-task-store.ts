@@ -1,5 +1,6 @@
 import { openSqlite, type Database, type SqliteDriver, type Statement } from '../sqlite'
 import type { InsertedTask, TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionSteps } from './task-store'
+import { holdsFor } from './task-store'
 import type { Task, TaskEvent, TaskState } from './task-types'
 import { DUE_ORDER_SQL } from './due-order'
 
@@ -108,7 +109,7 @@ export class SqliteTaskStore implements TaskStore {
     )
     this.transitionMany = this.db.transaction((id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => {
       const current = parse(this.statements.get!.get(id))
-      if (!current || !from.includes(current.state)) return undefined
+      if (!current || !from.includes(current.state) || !changes.every((change) => holdsFor(current, change))) return undefined
       return this.applySteps(current, changes)
     })
     this.insertStarting = this.db.transaction((task: Task, reason: string, now: number, changes: readonly TaskChange[]) => {

@@ -414,6 +414,7 @@ export class TaskScheduler {
             to: 'PENDING',
             reason: 'interrupted by a shutdown; runs again',
             patch: { attempts: running.attempts - 1, owner: undefined },
+            heldBy: holderOf(running),
           })
         // Cancelled or suspended meanwhile: that transition already happened.
         return
@@ -422,9 +423,8 @@ export class TaskScheduler {
       await this.settle(running, result, outcomeOf(running, result))
     } catch (error) {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
-      await this.move(task.id, ['SPAWNING', 'RUNNING'], { to: 'FAILED', reason: `internal error: ${describeError(error)}` }).catch(
-        () => undefined,
-      )
+      const change: TaskChange = { to: 'FAILED', reason: `internal error: ${describeError(error)}`, heldBy: holderOf(task) }
+      await this.move(task.id, ['SPAWNING', 'RUNNING'], change).catch(() => undefined)
     }
   }
 
@@ -440,26 +440,28 @@ export class TaskScheduler {
 
   private async settle(task: Task, result: ExecutionResult | undefined, outcome: RunOutcome): Promise<void> {
     const from: TaskState[] = ['RUNNING', 'SPAWNING']
+    // The end is written only while this run still holds the task: a late result after a takeover settles nothing.
     const withResult = result ? { result, ...(result.files ? { outputFiles: result.files } : {}) } : {}
+    const move = (change: TaskChange) => this.move(task.id, from, { ...change, heldBy: holderOf(task) })
     switch (outcome.kind) {
       case 'complete':
-        await this.move(task.id, from, { to: 'COMPLETED', reason: 'completed', patch: { ...withResult, owner: undefined } })
+        await move({ to: 'COMPLETED', reason: 'completed', patch: { ...withResult, owner: undefined } })
         return
       case 'retry':
-        await this.move(task.id, from, {
+        await move({
           to: 'PENDING',
           reason: outcome.reason,
           patch: { ...withResult, owner: undefined, notBefore: Date.now() + outcome.delayMs },
         })
         return
       case 'suspend':
-        await this.move(task.id, from, { to: 'SUSPENDED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        await move({ to: 'SUSPENDED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
         return
       case 'terminate':
-        await this.move(task.id, from, { to: 'TERMINATED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        await move({ to: 'TERMINATED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
         return
       case 'fail':
-        await this.move(task.id, from, { to: 'FAILED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        await move({ to: 'FAILED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
     }
   }
 
@@ -519,4 +521,9 @@ export class TaskScheduler {
     }
     for (const task of await this.store.inStates(['PENDING', 'SUSPENDED'])) if (!task.ready) await this.refreshReadiness(task)
   }
+}
+
+/** The holder of a claimed run, as its claim wrote it: this scheduler and the attempt it counted. */
+function holderOf(task: Task): TaskChange['heldBy'] {
+  return task.owner ? { owner: task.owner, attempt: task.attempts } : undefined
 }

@@ -29,6 +29,16 @@ export interface TaskChange {
   to: TaskState
   reason: string
   patch?: Partial<Pick<Task, 'attempts' | 'notBefore' | 'result' | 'outputFiles' | 'request' | 'ready' | 'owner'>>
+  /**
+   * Only while this holder's attempt still holds the task: a run's end written by a process whose hold lapsed (its
+   * lease ran out, the task went to another process) is dropped like a lost race, so it cannot settle the new run.
+   */
+  heldBy?: { owner: string; attempt: number }
+}
+
+/** Whether a change's holder condition (if any) holds for the task as stored. */
+export function holdsFor(task: Task, change: TaskChange): boolean {
+  return !change.heldBy || (task.owner === change.heldBy.owner && task.attempts === change.heldBy.attempt)
 }
 
 /** What `transitions` answers: the task at the end, and each step's event with the task as it stood after that step. */
