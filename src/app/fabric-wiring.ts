@@ -185,6 +185,8 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
           })
         return fs.promises.readFile(found.hostPath)
       },
+      // For backends that bind an upload in (the process tier): no copy, so no file limit.
+      locate: (sha256, tenant) => parts.uploads().locate(tenant, sha256),
     },
     // Files in and out through the ledger's own tenant check (the one GET /v1/artifacts/:sha256 answers with).
     ...(config.fabric.ledger.enabled
