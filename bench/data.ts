@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
+import { Readable } from 'node:stream'
 import os from 'node:os'
 import path from 'node:path'
 import type { Execgate } from '../src'
@@ -93,6 +94,7 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
           ? [against('warm pandas sum', warmSums[work]!, warmSums[0]!), against('warm groupby + chart', warmCharts[work]!, warmCharts[0]!)]
           : []),
         ratio(`100 MB CSV: execgate (${subjects[work]!.tag}) / host python3`, csv.measurements[1]!, csv.measurements[0]!, '≤ 1.5×'),
+        ratio('warm pandas sum: one upload bound in / no upload', csv.measurements[3]!, csv.measurements[2]!),
       ],
       notes: [
         'warm: the whole request through ExecutionService under the shipped `data` profile (policy, ' +
@@ -115,6 +117,21 @@ async function measureCsv(execgate: Execgate, scratch: string): Promise<{ measur
   const bytes = await writeSalesCsv(file, 100 * 1024 * 1024)
   const uploaded = await execgate.uploads.put('local', fs.createReadStream(file))
   const code = READ_CSV('big.csv')
+  // The same warm run with and without an upload to bind: with one it takes the pre-forked spare too (its G binds
+  // the upload at its go), so the difference is the link and the bind, not a child made on demand.
+  const small = await execgate.uploads.put('local', Readable.from([Buffer.from('a,b\n1,2\n3,4\n')]))
+  const warmSum = (files?: { path: string; sha256: string }[]) => async () => {
+    const result = await execgate.execute({ language: 'python', code: PANDAS_SUM, ...(files ? { files } : {}) }, { profile: 'data' })
+    if (result.status !== 'ok' || result.value !== 6)
+      throw new Error(`execgate answered ${result.status}: ${result.message ?? ''} ${result.stderr.slice(-300)}`)
+  }
+  const uploads = await measureInterleaved(
+    [
+      { name: 'warm: pandas DataFrame sum, no upload', fn: warmSum() },
+      { name: 'warm: pandas DataFrame sum, one upload bound in', fn: warmSum([{ path: 'small.csv', sha256: small.sha256 }]) },
+    ],
+    { iterations: 20, batch: 5, warmup: 2 },
+  )
   const measurements = await measureInterleaved(
     [
       {
@@ -135,5 +152,5 @@ async function measureCsv(execgate: Execgate, scratch: string): Promise<{ measur
     ],
     { iterations: CSV_RUNS, batch: 1, warmup: 1 },
   )
-  return { measurements, bytes }
+  return { measurements: [...measurements, ...uploads], bytes }
 }

@@ -14,6 +14,7 @@ import {
   type Availability,
   type CodeExecutionAdapter,
   type ExecutionContext,
+  type OutputOptions,
   type ExecutionRequest,
   type ExecutionResult,
   type ExecutionStatus,
@@ -130,7 +131,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
         message: `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once encoded; the docker adapter passes them through the environment`,
       })
     }
-    const task = this.run(request.language as DockerLanguage, payload, context, started)
+    const task = this.run(request.language as DockerLanguage, payload, context, started, request.outputs)
     this.running.add(task)
     try {
       return await task
@@ -144,7 +145,13 @@ export class DockerAdapter implements CodeExecutionAdapter {
     }
   }
 
-  private async run(language: DockerLanguage, payload: string[], context: ExecutionContext, started: number): Promise<ExecutionResult> {
+  private async run(
+    language: DockerLanguage,
+    payload: string[],
+    context: ExecutionContext,
+    started: number,
+    outputOptions?: OutputOptions,
+  ): Promise<ExecutionResult> {
     const policy = context.policy
     const nonce = randomBytes(12).toString('hex')
     const memory = policy.memoryMb * 2 ** 20
@@ -160,7 +167,7 @@ export class DockerAdapter implements CodeExecutionAdapter {
             DOCKER_PYTHON_RUNNER,
             'run',
             policy.allowedImports.join(','),
-            runnerOutputLimits(policy),
+            runnerOutputLimits(policy, outputOptions),
           ]
         : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', DOCKER_NODE_RUNNER]
     const egress = context.egress

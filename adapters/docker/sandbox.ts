@@ -168,7 +168,7 @@ export class DockerSandbox implements AdapterSandbox {
               SANDBOX_PYTHON_RUNNER,
               'run',
               policy.allowedImports.join(','),
-              runnerOutputLimits(policy),
+              runnerOutputLimits(policy, request.outputs),
             ]
           : ['/usr/bin/node', `--max-old-space-size=${policy.memoryMb}`, '-e', SANDBOX_NODE_RUNNER]
     } else {

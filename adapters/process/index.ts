@@ -214,6 +214,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
           collectFiles,
           warm,
           ...(mounts.length ? { mounts } : {}),
+          ...(request.outputs ? { outputs: request.outputs } : {}),
           ...(warm ? {} : await this.egressFor(context)),
         },
         request.code,
@@ -283,6 +284,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
           code,
           ...extra,
           ...(shape.mounts?.length ? { mounts: shape.mounts } : {}),
+          ...(shape.outputs ? { outputs: shape.outputs } : {}),
           policy: shape.policy,
           controller,
           output,
@@ -488,6 +490,11 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       }
     }
     return { status: 'available', latencyMs, checkedAt }
+  }
+
+  /** How the warm data interpreter's runs got their sandbox (from the spare, or made on demand); undefined before it starts. */
+  warmRuns(): { readonly fromSpare: number; readonly madeOnDemand: number } | undefined {
+    return this.warmPython ? { ...this.warmPython.runCounts } : undefined
   }
 
   /**

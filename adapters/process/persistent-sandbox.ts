@@ -1,3 +1,4 @@
+import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import {
   OutputCapture,
@@ -10,6 +11,7 @@ import {
   type ExecutionRequest,
   type ExecutionResult,
   type ExecutionStatus,
+  type FileMount,
   type Language,
   type SandboxFileEntry,
 } from '../../src/core'
@@ -20,8 +22,11 @@ import { classifyExit } from './classify'
 import { releaseDirectory, type SandboxDirectory } from './sandbox-directories'
 import { sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox } from './spawn-sandbox'
+import { stageSandboxUpload } from './sandbox-uploads'
 import { sweep as killProcessesOf } from './uid-pool'
 import { WorkspaceDirectory } from './workspace-directory'
+
+const EMPTY = new Uint8Array(0)
 
 type ProcessLanguage = 'python' | 'javascript' | 'bash'
 const LANGUAGES: readonly ProcessLanguage[] = ['bash', 'python', 'javascript']
@@ -36,6 +41,8 @@ const LANGUAGES: readonly ProcessLanguage[] = ['bash', 'python', 'javascript']
 export class ProcessSandbox implements AdapterSandbox {
   readonly languages: readonly Language[] = LANGUAGES
   private readonly files: WorkspaceDirectory
+  /** Uploads bound read-only for the sandbox's life, by workspace path (their staged host files). */
+  private readonly mounts = new Map<string, FileMount>()
   private closing: Promise<void> | undefined
 
   constructor(
@@ -76,6 +83,8 @@ export class ProcessSandbox implements AdapterSandbox {
           withFiles: false,
           collectFiles: false,
           persistentWorkspace: this.directory.workspace,
+          ...(request.outputs ? { outputs: request.outputs } : {}),
+          ...(await this.mountsForExec()),
           ...(await this.egressFor(context)),
         },
       )
@@ -114,20 +123,52 @@ export class ProcessSandbox implements AdapterSandbox {
     }
   }
 
+  /**
+   * The uploads each exec binds over their empty placeholder files (bubblewrap's --ro-bind, sandbox.ts): the
+   * placeholder is made again when the code moved its folder away; a path the code made a link or a folder of drops
+   * its upload (it is the sandbox's own workspace).
+   */
+  private async mountsForExec(): Promise<Pick<RunShape, 'mounts'>> {
+    for (const [relative, mount] of this.mounts) {
+      const kept =
+        fs.existsSync(mount.hostPath) &&
+        (await this.files.write(relative, EMPTY).then(
+          () => true,
+          () => false,
+        ))
+      if (!kept) this.mounts.delete(relative)
+    }
+    return this.mounts.size ? { mounts: [...this.mounts.values()] } : {}
+  }
+
+  /** Binds the upload read-only at `mount.path` from the next exec on: no copy, and no write reaches it. */
+  async mountFile(mount: FileMount): Promise<void> {
+    await this.files.write(mount.path, EMPTY)
+    this.mounts.set(mount.path, stageSandboxUpload(this.directory.folder, mount, this.directory.uid !== undefined))
+  }
+
   writeFile(path: string, content: Uint8Array): Promise<void> {
+    // Bytes written at an upload's path replace the binding.
+    this.mounts.delete(path)
     return this.files.write(path, content)
   }
 
-  readFile(path: string): Promise<Uint8Array | undefined> {
+  async readFile(path: string): Promise<Uint8Array | undefined> {
+    const mount = this.mounts.get(path)
+    if (mount && (await this.files.read(path)) !== undefined) return fs.promises.readFile(mount.hostPath)
     return this.files.read(path)
   }
 
   deleteFile(path: string): Promise<boolean> {
+    this.mounts.delete(path)
     return this.files.delete(path)
   }
 
-  listFiles(): Promise<SandboxFileEntry[]> {
-    return this.files.list()
+  async listFiles(): Promise<SandboxFileEntry[]> {
+    return (await this.files.list()).map((entry) => {
+      const mount = this.mounts.get(entry.path)
+      return mount ? { path: entry.path, size: mount.bytes } : entry
+    })
   }
 
   /** Ends any process of its uid, unmounts the workspace and deletes the folder: the uid is free for the next sandbox. */

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import type { FileMount, SecurityPolicy } from '../../src/core'
+import type { FileMount, OutputOptions, SecurityPolicy } from '../../src/core'
 import { egressBridgeArgs, type EgressBridgeFiles } from './egress-bridge'
 import { FD, NODE_RUNNER, PYTHON_RUNNER, SANDBOX_PATHS, launcherScript, type LauncherLimits } from './runners'
 import { runnerOutputLimits } from '../shared/python-outputs'
@@ -41,6 +41,8 @@ export interface RunShape {
   egress?: { socketPath: string; files: EgressBridgeFiles; caBundlePath?: string }
   /** Uploaded files bound read-only into the workspace from the upload store (never copied, never collected back). */
   mounts?: readonly FileMount[]
+  /** The request's rich-output options (the charts' image format). */
+  outputs?: OutputOptions
 }
 
 const RUNNER_PYC = '/run/execgate/runner.pyc'
@@ -114,7 +116,9 @@ function programArgv(plan: SandboxPlan, shape: RunShape): string[] {
         '-B',
         '-u',
         ...(plan.pythonRunnerPyc ? [RUNNER_PYC] : ['-c', PYTHON_RUNNER]),
-        ...(shape.mode === 'check' ? ['check'] : ['run', shape.policy.allowedImports.join(','), runnerOutputLimits(shape.policy)]),
+        ...(shape.mode === 'check'
+          ? ['check']
+          : ['run', shape.policy.allowedImports.join(','), runnerOutputLimits(shape.policy, shape.outputs)]),
       ]
     case 'javascript':
       return [plan.interpreters.javascript, `--max-old-space-size=${shape.policy.memoryMb}`, '-e', NODE_RUNNER, ...check]

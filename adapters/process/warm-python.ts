@@ -5,7 +5,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
-import type { FileMount, OutputCapture, SecurityPolicy } from '../../src/core'
+import type { FileMount, OutputCapture, OutputOptions, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { parseReport, ReportChannel } from '../shared/run-report'
@@ -79,6 +79,8 @@ export interface WarmRunOptions {
   mounts?: readonly FileMount[]
   stdin?: string
   policy: SecurityPolicy
+  /** The request's rich-output options (the charts' image format). */
+  outputs?: OutputOptions
   controller: RunController
   output: OutputCapture
   reportLimitBytes: number
@@ -111,6 +113,8 @@ export class WarmPython {
   private folder?: string
   private dataKiB = 0
   private sequence = 0
+  /** Runs that took the spare made ahead of them, and runs that had to make their own (no spare ready, or its zygote gone). */
+  readonly runCounts = { fromSpare: 0, madeOnDemand: 0 }
   private failure?: string
   private spare?: Spare
   /** Spares whose zygote or set-up died before a run took them: their uid is swept and released. */
@@ -253,6 +257,9 @@ export class WarmPython {
     const id = `r${process.pid}-${++this.sequence}`
     const folder = path.join(this.folder!, 'runs', id)
     fs.mkdirSync(folder, { mode: 0o700 })
+    // Where the uploads of the run that takes this spare are linked at its go (C keeps it in sight until then).
+    fs.mkdirSync(path.join(folder, 'up'), { mode: 0o700 })
+    if (uid !== undefined) fs.chownSync(path.join(folder, 'up'), uid, uid)
     const mounts = uploads.length ? linkUploads(uploads, folder).map((mount, index) => ({ path: mount.path, file: String(index) })) : []
     if (uid !== undefined) fs.chownSync(folder, uid, uid)
     const zygote = this.zygote!
@@ -313,10 +320,14 @@ export class WarmPython {
       return { ...(stoppedFor ? { stoppedFor } : {}), exitCode: null, signal: null, report: '', archiveCut: false, spawnError, wallMs: 0 }
     }
     if (!up || !this.zygote) return failed(this.failure ?? 'the warm python is not running')
-    // A run with uploads makes its own sandbox (they are bound in before /runs is hidden); the spare waits for the next.
+    // A run with uploads takes the spare too: they are linked into its up/ folder now and bound in by G at its go.
     const uploads = options.mounts ?? []
-    let spare = !uploads.length && this.spare?.zygote === this.zygote ? this.spare : undefined
-    if (spare) this.spare = undefined
+    let spare = this.spare?.zygote === this.zygote ? this.spare : undefined
+    let goMounts: { path: string; file: string }[] = []
+    if (spare) {
+      this.spare = undefined
+      this.runCounts.fromSpare++
+    } else this.runCounts.madeOnDemand++
     if (!spare) {
       const claimed = await this.uidFor(controller, signal, deadline)
       if ('error' in claimed) return failed(claimed.error, signal.aborted ? 'cancelled' : 'timeout')
@@ -324,7 +335,10 @@ export class WarmPython {
         if (claimed.uid !== undefined) this.plan.uids!.release(claimed.uid)
         return failed(this.failure ?? 'the warm python is not running')
       }
-      spare = this.prepare(claimed.uid, uploads)
+      spare = this.prepare(claimed.uid)
+    }
+    if (uploads.length) {
+      goMounts = linkUploads(uploads, path.join(spare.folder, 'up')).map((mount, index) => ({ path: mount.path, file: String(index) }))
     }
     this.spareIds.delete(spare.id)
     const { id, folder, uid } = spare
@@ -338,8 +352,9 @@ export class WarmPython {
     const policy = options.policy
     const go = {
       go: id,
+      ...(goMounts.length ? { mounts: goMounts } : {}),
       allowedImports: policy.allowedImports,
-      outputs: runnerOutputLimits(policy),
+      outputs: runnerOutputLimits(policy, options.outputs),
       ...(this.plan.seccompFilter ? { seccomp: this.plan.seccompFilter.toString('base64') } : {}),
       limits: {
         dataBytes: policy.memoryMb * 2 ** 20,

@@ -43,6 +43,8 @@ libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes
 libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
 NEW_NAMESPACES = 0x10000000 | 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000  # user mnt pid net ipc uts
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_RDONLY, MS_REC, MS_PRIVATE, MS_BIND, MS_REMOUNT = 2, 4, 8, 1, 0x4000, 1 << 18, 0x1000, 0x20
+MNT_DETACH = 2
+UPLOADS = '/tmp/.execgate-uploads'
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 
 def check(result, what):
@@ -139,6 +141,10 @@ def run_child(request, ends, control):
     folder = os.open('/runs/' + request['prepare'], os.O_RDONLY | os.O_DIRECTORY)
     for upload in request.get('mounts', []):
         bind_upload('/runs/' + request['prepare'] + '/' + upload['file'], upload['path'])
+    # The folder's up/ stays in sight at UPLOADS until G's go: the uploads of a run that takes this spare are linked
+    # there by the host then, G binds them, and unmounts UPLOADS before the code runs.
+    os.mkdir(UPLOADS, 0o700)
+    mount(('/runs/' + request['prepare'] + '/up').encode(), UPLOADS.encode(), None, MS_BIND, None)
     # Other runs' folders and processes: out of sight.
     mount(b'tmpfs', b'/runs', b'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, b'size=4k')
     mount(b'tmpfs', b'/proc', b'tmpfs', MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, b'size=4k')
@@ -173,6 +179,10 @@ def in_folder(folder, name):
 def run_code(folder, control, ends):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     request = read_go(control)
+    for upload in request.get('mounts', []):
+        bind_upload(UPLOADS + '/' + upload['file'], upload['path'])
+    check(libc.umount2(UPLOADS.encode(), MNT_DETACH), 'umount %s' % UPLOADS)
+    os.rmdir(UPLOADS)
     with os.fdopen(in_folder(folder, 'code'), encoding='utf-8') as f:
         code = f.read()
     archive = in_folder(folder, 'in.tar')

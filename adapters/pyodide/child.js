@@ -231,6 +231,73 @@ def _execgate_setup():
             kept[name] = value
         return base64.b64encode(pickle.dumps(kept)).decode('ascii')
 
+    # display(value, mime=None): the same rich outputs as quickjs and the Python runner (docs/data.md#rich-outputs).
+    # A list of dicts or {'columns', 'rows'} becomes a table (its first 1000 rows that fit), an SVG string an
+    # image/svg+xml, another string starting with '<' HTML, anything else JSON. Held to the policy's count and bytes
+    # here as the code goes; each item goes to the host at once and is checked there again (OutputCollector).
+    mime_types = ('text/html', 'image/svg+xml', 'application/json')
+
+    def compact(value):
+        # The bytes as the host counts them (JSON.stringify's form).
+        return json.dumps(value, separators=(',', ':'), ensure_ascii=False).encode('utf-8', 'surrogatepass')
+
+    def make_display(send, limits):
+        max_count, max_bytes, table_bytes = json.loads(limits)
+        state = {'count': 0, 'bytes': 0, 'omitted': 0}
+
+        def emit(item, size):
+            if state['count'] >= max_count or state['bytes'] + size > max_bytes:
+                state['omitted'] += 1
+                return
+            state['count'] += 1
+            state['bytes'] += size
+            send(json.dumps(item))
+
+        def table(columns, row_at, count):
+            room = 0 if state['count'] >= max_count else max(0, min(max_bytes - state['bytes'], table_bytes))
+            budget = room - len(compact(columns)) - 64
+            rows = []
+            for index in range(min(count, 1000)):
+                row = jsonable(list(row_at(index)), set())
+                size = len(compact(row)) + 1
+                if size > budget:
+                    break
+                budget -= size
+                rows.append(row)
+            emit({'kind': 'table', 'columns': columns, 'rows': rows, 'rowCount': count}, len(compact({'columns': columns, 'rows': rows})))
+
+        def display(value, mime=None):
+            if mime is not None and mime not in mime_types:
+                raise ValueError('display(value, mime): mime must be one of ' + ', '.join(mime_types))
+            if isinstance(value, str):
+                head = value.lstrip()
+                if mime == 'image/svg+xml' or (mime is None and (head.startswith('<svg') or (head.startswith('<?xml') and '<svg' in head[:4096]))):
+                    data = value.encode('utf-8', 'surrogatepass')
+                    return emit({'kind': 'image', 'mimeType': 'image/svg+xml', 'data': base64.b64encode(data).decode('ascii')}, len(data))
+                if mime == 'text/html' or (mime is None and head.startswith('<')):
+                    return emit({'kind': 'html', 'mimeType': 'text/html', 'data': value}, len(value.encode('utf-8', 'surrogatepass')))
+            if mime in ('text/html', 'image/svg+xml'):
+                raise TypeError('display(value, %r): the value must be a string of markup' % mime)
+            if mime is None and isinstance(value, (list, tuple)) and value and all(isinstance(record, dict) for record in value):
+                columns, keys, seen = [], [], set()
+                for record in value[:1000]:
+                    for key in record:
+                        if str(key) not in seen:
+                            seen.add(str(key))
+                            columns.append(str(key))
+                            keys.append(key)
+                return table(columns, lambda index: [value[index].get(key) for key in keys], len(value))
+            if mime is None and isinstance(value, dict) and set(value) == {'columns', 'rows'} and isinstance(value['columns'], (list, tuple)) and isinstance(value['rows'], (list, tuple)):
+                rows = value['rows']
+                for index, row in enumerate(rows):
+                    if not isinstance(row, (list, tuple)):
+                        raise TypeError('display({columns, rows}): every row must be a list (row %d is not)' % index)
+                return table([str(column) for column in value['columns']], lambda index: rows[index], len(rows))
+            data = jsonable(value, set())
+            emit({'kind': 'json', 'mimeType': 'application/json', 'data': data}, len(compact(data)))
+
+        return display, state
+
     # Host calls raise these; any other name the host sends becomes a RuntimeError.
     raisable = {t.__name__: t for t in (FileNotFoundError, PermissionError, TypeError, ValueError, RuntimeError)}
 
@@ -250,8 +317,10 @@ def _execgate_setup():
     egress = {'call': None}
     _execgate_network()(egress)
 
-    async def run(code, state=None, keep=False, host_names='[]', host_call=None):
+    async def run(code, state=None, keep=False, host_names='[]', host_call=None, display_send=None, display_limits='[0, 0, 0]'):
         scope = {'__name__': '__main__', '__builtins__': builtins}
+        display, shown = make_display(display_send, display_limits)
+        scope['display'] = display
         for name in json.loads(host_names):
             scope[name] = host_function(name, host_call)
         egress['call'] = scope.get('http_request')
@@ -268,7 +337,7 @@ def _execgate_setup():
                 except Exception:
                     pass
         session = capture(scope) if keep else None
-        return json.dumps([None if value is None else to_json(value), session])
+        return json.dumps([None if value is None else to_json(value), session, shown['omitted']])
 
     # Taken after everything above exists, and kept in this closure rather than in a module a run could edit.
     # __main__ is left out: the runs get their own globals, and our names there are removed before the first run.
@@ -394,6 +463,11 @@ async function main() {
   }
   pyodide.setStdout(writer('stdout'))
   pyodide.setStderr(writer('stderr'))
+  // A display() item goes out at once, after the text written before it.
+  const sendDisplay = (item) => {
+    flush()
+    send({ type: 'display', id: currentRun, item })
+  }
 
   process.on('message', async (message) => {
     if (message.type === 'parse') {
@@ -405,10 +479,23 @@ async function main() {
     let result
     try {
       const state = message.session ? message.session.state || null : null
-      const [json, session] = JSON.parse(
-        await run(message.code, state, Boolean(message.session), JSON.stringify(message.hostFunctions || []), callHost),
+      const [json, session, outputsOmitted] = JSON.parse(
+        await run(
+          message.code,
+          state,
+          Boolean(message.session),
+          JSON.stringify(message.hostFunctions || []),
+          callHost,
+          sendDisplay,
+          JSON.stringify(message.outputs || [0, 0, 0]),
+        ),
       )
-      result = { status: 'ok', value: json === undefined || json === null ? undefined : JSON.parse(json), ...(session ? { session } : {}) }
+      result = {
+        status: 'ok',
+        value: json === undefined || json === null ? undefined : JSON.parse(json),
+        ...(session ? { session } : {}),
+        ...(outputsOmitted ? { outputsOmitted } : {}),
+      }
     } catch (error) {
       result = { status: 'error', error: describePythonError(error) }
     }

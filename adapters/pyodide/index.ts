@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
   OutputCapture,
+  OutputCollector,
   isFatalHostError,
   pythonExceptionFor,
   createResult,
@@ -23,6 +24,7 @@ import {
 import { SessionStore, callHostFunction, RunController, PoolWaitTimeout, internalContext, stoppedOutcome } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
+import { networkWrapper } from './network-namespace'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
 import { packageVersions } from '../shared/engine-versions'
 
@@ -59,7 +61,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       processes: 'hard',
       // Measured from outside every few milliseconds, then killed: best effort between two measurements.
       memory: 'soft',
-      // fetch and sockets are removed from the process, but Node 20's permission model does not cover the network.
+      // Without bubblewrap: fetch and sockets are removed from the process (a first layer), but Node 20's permission
+      // model does not cover the network. With it (the constructor), the process has a network namespace of its own.
       network: 'soft',
       // The policy's import check runs before the adapter; nothing inside the interpreter refuses an import.
       imports: 'soft',
@@ -93,9 +96,18 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     this.memoryPollMs = settings.memoryPollMs
     // Started by warmUp() (execgate's ready() warms pyodide behind the first tier) or by the first run, never here:
     // a pool loading CPython at construction would take the cores the first tier warms on.
-    this.pool = new PyodideProcessPool(poolSize, false)
+    const wrapper = networkWrapper(settings.bwrapPath)
+    this.pool = new PyodideProcessPool(poolSize, false, wrapper)
     // One run per pool process: admission counts them as this adapter's slots.
     this.capabilities = { ...this.capabilities, concurrency: poolSize }
+    if (wrapper) {
+      // Each process is in a network namespace with only its own loopback: the gateway's host function is the way out.
+      this.capabilities = {
+        ...this.capabilities,
+        isolation: `${this.capabilities.isolation}, in a network namespace of its own (bubblewrap)`,
+        enforcement: { ...this.capabilities.enforcement, network: 'hard' },
+      }
+    }
     this.sessions = new SessionStore(NAME, options.sessions)
   }
 
@@ -148,7 +160,9 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       return createResult('cancelled', NAME, { message: '[execgate] [pyodide] the run was cancelled before it started' })
     }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
-    const outcome = await this.runOn(pyodideProcess, request.code, context, run, output, session)
+    // display() items, each sent by the child when the code makes it and checked here (docs/data.md#rich-outputs).
+    const outputs = new OutputCollector(context.policy, context.onRichOutput)
+    const outcome = await this.runOn(pyodideProcess, request.code, context, run, output, outputs, session)
     if (request.sessionId && session) {
       const captured = outcome.status === 'ok' ? outcome.session : undefined
       const message = this.sessions.keepAfterCall(
@@ -159,12 +173,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       if (message) outcome.message = message
     }
     const captured = output.finish(valueBytes(outcome.value))
-    const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+    outputs.omitByRunner(outcome.outputsOmitted)
+    const rich = outputs.fields(outcome.status, NAME)
+    const status = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
     return createResult(status, NAME, {
       ...captured,
       value: outcome.value,
       error: outcome.error,
-      ...(outcome.message ? { message: outcome.message } : {}),
+      ...(rich.outputs ? { outputs: rich.outputs } : {}),
+      ...(outcome.message || rich.message ? { message: outcome.message ?? rich.message } : {}),
       usage: {
         wallMs: performance.now() - started,
         outputBytes: output.totalBytes,
@@ -183,6 +200,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     context: ExecutionContext,
     run: RunController,
     output: OutputCapture,
+    outputs: OutputCollector,
     session?: { state: string },
   ): Promise<{
     status: ExecutionStatus
@@ -191,6 +209,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     memoryBytes?: number
     session?: string
     message?: string
+    outputsOmitted?: number
   }> {
     const id = ++this.nextId
     const memoryLimit = context.policy.memoryMb * 1024 * 1024
@@ -203,6 +222,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
         memoryBytes?: number
         session?: string
         message?: string
+        outputsOmitted?: number
       }
       let settled = false
       let answered: Outcome | undefined
@@ -244,6 +264,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
             for (const [stream, text] of message.chunks) {
               if (!output.write(stream, text)) return run.stop('output_limit')
             }
+          } else if (message.type === 'display' && message.id === id) {
+            if (!answered) outputs.add(parseItem(message.item))
           } else if (message.type === 'hostCall' && message.id === id) {
             answerHostCall(pyodideProcess, context, message, (error) =>
               stop('policy_violation', 'PolicyViolation', describeError(error), error.code),
@@ -255,6 +277,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
                 value: message.value,
                 session: message.session,
                 memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline),
+                ...(message.outputsOmitted ? { outputsOmitted: message.outputsOmitted } : {}),
               })
             else answer(mapPythonError(message.error))
           } else if (message.type === 'checked' && message.id === id) {
@@ -282,7 +305,15 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       if (run.settled) return
       pyodideProcess.runs++
       const hostFunctions = (context.hostFunctions?.list() ?? []).map((spec) => spec.name)
-      pyodideProcess.child.send({ type: 'run', id, code, hostFunctions, ...(session ? { session } : {}) })
+      const { maxOutputs, outputsBytes, outputBytes } = context.policy
+      pyodideProcess.child.send({
+        type: 'run',
+        id,
+        code,
+        hostFunctions,
+        outputs: [maxOutputs, outputsBytes, outputBytes],
+        ...(session ? { session } : {}),
+      })
     })
   }
 
@@ -409,4 +440,13 @@ function mapPythonError(error: ExecutionErrorInfo | undefined): { status: Execut
 
 export function createPyodideAdapter(options?: PyodideAdapterOptions): PyodideAdapter {
   return new PyodideAdapter(options)
+}
+
+/** A display() item's JSON text as the child sent it; anything that does not parse reaches the collector as undefined (dropped, counted). */
+function parseItem(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
 }

@@ -9,6 +9,8 @@ export interface PyodideOptions {
   memoryPollMs: number
   /** Start the pool with execgate (a server) rather than on the first Python request that needs it (the CLI, which runs one request). */
   warmOnStart: boolean
+  /** bubblewrap, which puts each pyodide process in a network namespace of its own (network: hard); absent or unusable, the in-process first layer stays (network: soft). */
+  bwrapPath: string
 }
 
 /** What `new PyodideAdapter()` takes: any config option (the rest default) and the session limits. */
@@ -30,5 +32,11 @@ export const PYODIDE_OPTIONS_SCHEMA: OptionSchema<PyodideOptions> = {
     format: Boolean,
     default: true,
     env: 'EXECGATE_ADAPTERS_PYODIDE_WARM_ON_START',
+  },
+  bwrapPath: {
+    doc: 'bubblewrap binary: each pyodide process gets a network namespace of its own (network: hard) where it works',
+    format: String,
+    default: '/usr/bin/bwrap',
+    env: 'EXECGATE_ADAPTERS_PYODIDE_BWRAP_PATH',
   },
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import { Pool, PooledChildProcess, residentBytes } from '../../src/runtime'
+import type { NetworkWrapper } from './network-namespace'
 
 export type ChildMessage =
   | { type: 'output'; id: number; chunks: ['stdout' | 'stderr', string][] }
@@ -12,9 +13,13 @@ export type ChildMessage =
       status: 'ok' | 'error'
       value?: unknown
       session?: string
+      /** display() items left out for the policy's limits. */
+      outputsOmitted?: number
       error?: { type: string; message: string; line?: number; stack?: string }
     }
   | { type: 'checked'; id: number; recycle: boolean }
+  /** A display() item as the code made it (JSON text), unchecked: the host's OutputCollector checks it. */
+  | { type: 'display'; id: number; item: string }
   /** From the host-call channel (fd 4), not the IPC channel; `args` is the JSON text of the argument list. */
   | { type: 'hostCall'; id: number; name: string; args: string }
 
@@ -39,7 +44,8 @@ export function pyodideDirectory(): string {
 export class PyodideProcess extends PooledChildProcess<ChildMessage> {
   runs = 0
 
-  constructor(onExit: (process: PyodideProcess, reason: string) => void) {
+  /** @param wrapper bubblewrap's network namespace around the child, where it works */
+  constructor(onExit: (process: PyodideProcess, reason: string) => void, wrapper?: NetworkWrapper) {
     const pyodideDir = pyodideDirectory()
     const script = childScript()
     super(
@@ -58,6 +64,7 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
         // fd 4 carries host-call requests from the child, fd 5 the answers it blocks on.
         extraPipes: 2,
         loads: 'pyodide',
+        ...(wrapper ? { wrapper } : {}),
       },
       (member, reason) => onExit(member as PyodideProcess, reason),
     )
@@ -112,9 +119,9 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
     return `the pyodide process exited while loading (${signal ?? `code ${code}`})`
   }
 
-  /** Resident memory of the child, from /proc, without asking the (possibly busy) child. */
+  /** Resident memory of the Node process (under bubblewrap, its child), from /proc, without asking the (possibly busy) child. */
   rssBytes(): number | undefined {
-    return residentBytes(this.child.pid)
+    return residentBytes(this.processPid)
   }
 }
 
@@ -123,11 +130,11 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
  * killed (timeout, memory, output flood) or poisoned by its run is replaced in the background.
  */
 export class PyodideProcessPool extends Pool<PyodideProcess> {
-  constructor(size: number, warmNow: boolean) {
+  constructor(size: number, warmNow: boolean, wrapper?: NetworkWrapper) {
     super({
       size,
       startNow: warmNow,
-      start: (onExit) => new PyodideProcess(onExit),
+      start: (onExit) => new PyodideProcess(onExit, wrapper),
       cannotStart: 'pyodide cannot start here',
       disposed: 'the pyodide adapter was disposed',
     })

@@ -1,10 +1,10 @@
-import type { SecurityPolicy } from '../../src/core'
+import type { OutputOptions, SecurityPolicy } from '../../src/core'
 
 /**
  * Rich outputs in the Python runner (interpreter-runners.ts): matplotlib figures shown (`plt.show()` renders and
  * closes them, as a notebook does) or left open at the end become images; a pandas DataFrame or Series that is the
  * last expression becomes a table; `display(obj)` adds an image, a table, HTML or JSON. Figures render as PNG, or SVG
- * when the code sets `plt.rcParams['savefig.format'] = 'svg'`. The runner holds them to the policy's count and bytes
+ * when the request asks (`outputs: { imageFormat: 'svg' }`) or the code sets `plt.rcParams['savefig.format'] = 'svg'`. The runner holds them to the policy's count and bytes
  * as it goes (so a loop of a thousand figures never renders them all) and the host checks them again
  * (src/core/rich-outputs.ts): nothing the runner reports is trusted.
  *
@@ -20,6 +20,8 @@ class _Outputs:
         self.enabled = bool(spec)
         parts = [int(p) for p in spec.split(',')] if spec else [0, 0, 0]
         self.max_count, self.max_bytes, self.table_bytes = parts[0], parts[1], parts[2]
+        # The request's outputs.imageFormat: 1 for svg.
+        self.svg = len(parts) > 3 and parts[3] == 1
         # Each item sent the moment it is made (RunnerIo.streamOutputs), or else kept for the report.
         self.stream = stream
         self.items = []
@@ -45,7 +47,7 @@ class _Outputs:
             self.omitted += 1
             return
         import io, base64
-        svg = str(sys.modules['matplotlib'].rcParams.get('savefig.format')) == 'svg'
+        svg = self.svg or str(sys.modules['matplotlib'].rcParams.get('savefig.format')) == 'svg'
         buffer = io.BytesIO()
         fig.savefig(buffer, format='svg' if svg else 'png')
         data = buffer.getvalue()
@@ -161,9 +163,9 @@ class _Outputs:
         return doc[:-1] + extra + '}'
 `
 
-/** argv[3] of the Python runner: the policy's output limits (see PYTHON_OUTPUTS). */
-export function runnerOutputLimits(policy: SecurityPolicy): string {
-  return `${policy.maxOutputs},${policy.outputsBytes},${policy.outputBytes}`
+/** argv[3] of the Python runner: the policy's output limits and the request's image format (see PYTHON_OUTPUTS). */
+export function runnerOutputLimits(policy: SecurityPolicy, options?: OutputOptions): string {
+  return `${policy.maxOutputs},${policy.outputsBytes},${policy.outputBytes},${options?.imageFormat === 'svg' ? 1 : 0}`
 }
 
 /**

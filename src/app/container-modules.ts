@@ -189,7 +189,10 @@ function uploadStoreFor(config: Config): UploadStore {
     quotaBytesPerTenant: config.fabric.files.quotaBytes,
     ...(index ? { index } : {}),
     ...(config.fabric.ledger.blobs === 's3'
-      ? { shared: new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.ledger.blobs')).under('uploads/') }
+      ? {
+          shared: new S3Objects(s3SettingsFrom(config.fabric.s3, 'fabric.ledger.blobs')).under('uploads/'),
+          localCopyBytes: config.fabric.files.localCopyBytes,
+        }
       : {}),
   })
 }

@@ -140,6 +140,15 @@ export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManage
     adapters: parts.registry,
     ttlMs: config.sessions.ttlSeconds * 1000,
     logger: parts.logger,
+    // A memory workspace's files move with the session's state (a bucket's are every node's already).
+    ...(parts.service.sessionFiles && parts.service.restoreSessionFiles
+      ? {
+          workspaces: {
+            files: (id: string) => parts.service.sessionFiles!(id),
+            restore: (id: string, files: readonly { path: string; content: Buffer }[]) => parts.service.restoreSessionFiles!(id, files),
+          },
+        }
+      : {}),
   })
 }
 
@@ -176,6 +185,8 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
           })
         return fs.promises.readFile(found.hostPath)
       },
+      // For backends that bind an upload in (the process tier): no copy, so no file limit.
+      locate: (sha256, tenant) => parts.uploads().locate(tenant, sha256),
     },
     // Files in and out through the ledger's own tenant check (the one GET /v1/artifacts/:sha256 answers with).
     ...(config.fabric.ledger.enabled

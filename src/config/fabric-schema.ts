@@ -51,6 +51,8 @@ export interface FabricConfig {
     dir: string
     /** Bytes of uploads one tenant may hold; an upload past it is refused (HTTP 413). @default 1073741824 @env EXECGATE_FABRIC_FILES_QUOTA_BYTES */
     quotaBytes: number
+    /** Where the ledger's blobs are in a bucket (so every upload is there): bytes of uploads' copies this node keeps, least recently used removed first, and copies of uploads no tenant holds removed at once; 0 keeps every copy. @default 10737418240 @env EXECGATE_FABRIC_FILES_LOCAL_COPY_BYTES */
+    localCopyBytes: number
   }
   /** Plans: DAGs of steps run as tasks, revised by a reflector when a step fails (docs/plans.md). */
   plans: {
@@ -107,6 +109,11 @@ export const FABRIC_SCHEMA = {
   files: {
     dir: { doc: 'Folder of the upload store (empty: <fabric.dataDir>/uploads)', format: String, default: '' },
     quotaBytes: { doc: 'Bytes of uploaded files one tenant may hold', format: formats.positiveInt, default: 1024 ** 3 },
+    localCopyBytes: {
+      doc: "With the ledger's blobs in a bucket: bytes of uploads' copies this node keeps (least recently used go first; 0: all)",
+      format: formats.nonNegativeInt,
+      default: 10 * 1024 ** 3,
+    },
   },
   plans: {
     maxRevisions: { doc: 'Revisions the reflector may make to one plan (refused ones count)', format: formats.nonNegativeInt, default: 3 },

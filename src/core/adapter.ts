@@ -205,6 +205,13 @@ export interface AdapterSandbox {
   exec(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult>
   /** Writes (creating folders as needed) or replaces a file; throws `EXECGATE_WORKSPACE_*` when refused. */
   writeFile(path: string, content: Uint8Array): Promise<void>
+  /**
+   * Optional: binds an upload (`PUT /v1/files`) read-only at `mount.path` for the sandbox's life instead of copying
+   * its bytes, so a file of any size costs no copy and no workspace space; code in the sandbox cannot change it.
+   * `readFile`, `listFiles` and snapshots see the upload's bytes there; `writeFile` or `deleteFile` on the path
+   * replaces or removes the binding. Backends without it get the bytes through `writeFile`.
+   */
+  mountFile?(mount: FileMount): Promise<void>
   /** The file's bytes, or undefined when there is no regular file at that path. */
   readFile(path: string): Promise<Uint8Array | undefined>
   /** True when a file was removed. */

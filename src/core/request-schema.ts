@@ -77,5 +77,6 @@ export const EXECUTION_REQUEST_SCHEMA = {
     priority: { type: 'integer', minimum: -1000, maximum: 1000 },
     agentType: { type: 'string', minLength: 1, maxLength: 64 },
     maxQueueMs: { type: 'integer', minimum: 0 },
+    outputs: { type: 'object', additionalProperties: false, properties: { imageFormat: { enum: ['png', 'svg'] } } },
   },
 } as const

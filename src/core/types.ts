@@ -150,6 +150,17 @@ export interface ExecutionRequest {
   agentType?: string
   /** Longest the request may wait in the queue before it starts; never longer than its time limit. */
   maxQueueMs?: number
+  /** How rich outputs are made (docs/data.md#rich-outputs). */
+  outputs?: OutputOptions
+}
+
+/** How a run's rich outputs are made. */
+export interface OutputOptions {
+  /**
+   * The format of the charts a Python run makes (matplotlib figures shown or left open): `svg` saves them as
+   * `image/svg+xml` instead of `image/png`. @default 'png'
+   */
+  imageFormat?: 'png' | 'svg'
 }
 
 export interface ExecutionErrorInfo {

@@ -45,11 +45,24 @@ export interface EgressRefusal {
   rule?: string
 }
 
+/**
+ * The run's tenant's egress quotas, live: asked before every request and counted into as the run goes, so a run
+ * already admitted is cut (its next request refused) once its tenant's quota runs out, by it or by the tenant's other
+ * runs. Every request counts, whatever its record says (the record keeps at most MAX_EGRESS_RECORDS lines).
+ */
+export interface EgressQuota {
+  /** Why the next request is refused (the quota is spent, naming it), or undefined while there is room. */
+  refusal(): string | undefined
+  countRequest(): void
+  countBytes(bytes: number): void
+}
+
 export interface EgressRunOptions {
   network: readonly string[]
   caps: EgressCaps
   resolver: EgressResolver
   exemptions?: AddressExemptions
+  quota?: EgressQuota
 }
 
 /**
@@ -85,6 +98,21 @@ export class EgressRun {
     options: { canInspect?: boolean } = {},
   ): Promise<EgressGrant | EgressRefusal> {
     if (this.closed) return { ok: false, status: 403, reason: 'the run has ended' }
+    const quota = this.options.quota
+    const spent = quota?.refusal()
+    if (spent) return { ok: false, status: 403, reason: spent, rule: 'tenant quota' }
+    const answer = await this.check(method, rawHost, port, options)
+    // A re-terminated CONNECT is not counted: each request inside it is, on its own.
+    if (quota && !(answer.ok && answer.inspect)) quota.countRequest()
+    return answer
+  }
+
+  private async check(
+    method: string | undefined,
+    rawHost: string,
+    port: number,
+    options: { canInspect?: boolean },
+  ): Promise<EgressGrant | EgressRefusal> {
     const host = normaliseHost(rawHost)
     if (!host) return { ok: false, status: 400, reason: `"${rawHost}" is not a host name` }
     const bare = host.replace(/^\[|\]$/g, '')
@@ -148,12 +176,14 @@ export class EgressRun {
   /** Counts bytes the code received; false once the run is past its cap (the connection must then be cut). */
   received(bytes: number): boolean {
     this.bytesIn += bytes
+    this.options.quota?.countBytes(bytes)
     return this.bytesIn <= this.options.caps.maxBytesIn
   }
 
   /** Counts bytes the code sent; false once past the cap. */
   sent(bytes: number): boolean {
     this.bytesOut += bytes
+    this.options.quota?.countBytes(bytes)
     return this.bytesOut <= this.options.caps.maxBytesOut
   }
 

@@ -7,7 +7,7 @@ import type { HostFunctionDefinition } from '../workspace'
 import tls from 'node:tls'
 import { AddressExemptions } from './address-check'
 import { createCertificateAuthority, type CertificateAuthority } from './certificates'
-import { EgressRun, type EgressCaps } from './egress-run'
+import { EgressRun, type EgressCaps, type EgressQuota } from './egress-run'
 import { ForwardProxy } from './forward-proxy'
 import { hostFetch, type HostFetchOptions } from './host-fetch'
 import { systemResolver, type EgressResolver } from './resolver'
@@ -101,9 +101,18 @@ export class EgressGateway {
     this.resolver = options.resolver ?? systemResolver
   }
 
-  /** Opens a run's egress under its policy's rules (`network` must not be 'none'); throws on a rule that does not parse. */
-  openRun(network: readonly string[], signal?: AbortSignal): EgressRunHandle {
-    const run = new EgressRun({ network, caps: this.caps, resolver: this.resolver, exemptions: this.exemptions })
+  /**
+   * Opens a run's egress under its policy's rules (`network` must not be 'none'), its requests and bytes counted into
+   * its tenant's live `quota` when it has one; throws on a rule that does not parse.
+   */
+  openRun(network: readonly string[], signal?: AbortSignal, quota?: EgressQuota): EgressRunHandle {
+    const run = new EgressRun({
+      network,
+      caps: this.caps,
+      resolver: this.resolver,
+      exemptions: this.exemptions,
+      ...(quota ? { quota } : {}),
+    })
     let listener: net.Server | undefined
     let socketPath: string | undefined
     const sockets = new Set<net.Socket>()

@@ -1,5 +1,5 @@
 export { EgressGateway, DEFAULT_EGRESS_CAPS, HTTP_REQUEST_FUNCTION, type EgressGatewayOptions, type EgressRunHandle } from './gateway'
-export { EgressRun, MAX_EGRESS_RECORDS, type EgressCaps, type EgressGrant, type EgressRefusal } from './egress-run'
+export { EgressRun, MAX_EGRESS_RECORDS, type EgressCaps, type EgressQuota, type EgressGrant, type EgressRefusal } from './egress-run'
 export { addressRefusal, canonicalAddress, forbiddenRange, AddressExemptions, parseCidr } from './address-check'
 export { systemResolver, tableResolver, type EgressResolver } from './resolver'
 export { loadSecrets, scrubSecrets, secretHeaders, type LoadedSecret, type SecretDefinition } from './secrets'

@@ -33,8 +33,8 @@ import { callerPolicy } from './caller-policy'
 import { normaliseResult } from './normalise-result'
 import { namesHostFunction, prepareRunHost } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
-import type { EgressGateway } from '../egress'
-import { egressUse, openRunEgress } from './run-egress'
+import type { EgressGateway, EgressQuota } from '../egress'
+import { openRunEgress } from './run-egress'
 import { LazyAbort } from './lazy-abort'
 import { newRunId } from './run-id'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
@@ -99,6 +99,14 @@ export class DefaultExecutionService implements ExecutionService {
   /** Drops a session's workspace; true when there was one. */
   closeSession(sessionId: string): boolean {
     return this.sessionWorkspaces.close(sessionId)
+  }
+
+  sessionFiles(sessionId: string): Promise<{ path: string; content: Buffer }[] | undefined> {
+    return this.sessionWorkspaces.files(sessionId)
+  }
+
+  restoreSessionFiles(sessionId: string, files: readonly { path: string; content: Buffer }[]): Promise<void> {
+    return this.sessionWorkspaces.restore(sessionId, files)
   }
 
   async execute(request: ExecutionRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
@@ -199,13 +207,20 @@ export class DefaultExecutionService implements ExecutionService {
       router.dispatched?.(adapter.name)
       // Still warming (pyodide behind the first tier at start-up): this run waits for it, and its route says so.
       const warmingWhenChosen = !options.sandbox && adapter.isWarm?.() === false
-      const result = await this.runOnAdapter(adapter, request, policy, options, traceId, ticket.startedAt, resolved).catch(
-        (error: unknown) => {
-          ticket.release(0)
-          throw error
-        },
-      )
-      ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt, egressUse(result))
+      const result = await this.runOnAdapter(
+        adapter,
+        request,
+        policy,
+        options,
+        traceId,
+        ticket.startedAt,
+        resolved,
+        ticket.egressQuota,
+      ).catch((error: unknown) => {
+        ticket.release(0)
+        throw error
+      })
+      ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt)
       result.admission = { lane: ticket.lane, priority: ticket.priority, queuedMs: ticket.queuedMs }
       router.observe?.(adapter.name, result)
       if (fallbackFrom) result.fallbackFrom = fallbackFrom
@@ -223,7 +238,7 @@ export class DefaultExecutionService implements ExecutionService {
         options,
         router,
         tried,
-        runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved),
+        runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved, ticket.egressQuota),
       })
       if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
@@ -314,6 +329,8 @@ export class DefaultExecutionService implements ExecutionService {
     traceId: string,
     started: number,
     resolved: ResolvedRun,
+    /** The tenant's egress quotas, live, from the run's admission ticket. */
+    egressQuota?: EgressQuota,
   ): Promise<ExecutionResult> {
     const callerSignal = options.signal
     if (callerSignal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
@@ -325,7 +342,7 @@ export class DefaultExecutionService implements ExecutionService {
       }
     }
     const controller = new LazyAbort()
-    const egress = openRunEgress(this.options.egress, policy, () => controller.signal)
+    const egress = openRunEgress(this.options.egress, policy, () => controller.signal, egressQuota)
     if ('status' in egress) return egress
     const definitions = this.options.hostFunctions ?? []
     const placed = await placeUploads(adapter, request, resolved.mounts ?? [], this.workspaceLimits.maxFileBytes)

@@ -1,5 +1,5 @@
 import { ExecgateError, errorResult, type EgressAccess, type ExecutionResult, type SecurityPolicy } from '../core'
-import { scrubSecrets, type EgressGateway, type EgressRunHandle } from '../egress'
+import { scrubSecrets, type EgressGateway, type EgressQuota, type EgressRunHandle } from '../egress'
 import type { HostFunctionDefinition } from '../workspace'
 
 /** What a run gets from the egress gateway, and how its record lands in the result. */
@@ -24,6 +24,8 @@ export function openRunEgress(
   policy: SecurityPolicy,
   /** The run's signal, asked for only when the run gets a way out (making one costs several µs). */
   signal: () => AbortSignal,
+  /** Its tenant's egress quotas, live (from admission). */
+  quota?: EgressQuota,
 ): RunEgress | ExecutionResult {
   if (!gateway) return NONE
   const secrets = gateway.secrets
@@ -42,7 +44,7 @@ export function openRunEgress(
   if (policy.network === 'none') return { ...NONE, finish: scrub }
   let handle: EgressRunHandle
   try {
-    handle = gateway.openRun(policy.network, signal())
+    handle = gateway.openRun(policy.network, signal(), quota)
   } catch (error) {
     return errorResult('invalid_request', 'execgate', new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: (error as Error).message }))
   }
@@ -54,17 +56,5 @@ export function openRunEgress(
       return scrub(result)
     },
     close: () => handle.close(),
-  }
-}
-
-/**
- * What a run moved through the gateway, for its tenant's egress quotas: its record's lines (refused attempts too) and
- * their bytes both ways. The record keeps at most 100 lines, above the default 50-request cap per run.
- */
-export function egressUse(result: ExecutionResult): { requests: number; bytes: number } | undefined {
-  if (!result.egress?.length) return undefined
-  return {
-    requests: result.egress.length,
-    bytes: result.egress.reduce((sum, record) => sum + record.bytesIn + record.bytesOut, 0),
   }
 }

@@ -34,6 +34,24 @@ export class SessionWorkspaces {
     return held.workspace
   }
 
+  /** The files of a session's workspace held here in memory; undefined when none is, or its files are in a bucket. */
+  async files(sessionId: string): Promise<{ path: string; content: Buffer }[] | undefined> {
+    const held = this.byId.get(sessionId)
+    if (!held || held.workspace.clear) return undefined
+    const files: { path: string; content: Buffer }[] = []
+    for (const entry of await held.workspace.list()) {
+      const content = await held.workspace.read(entry.path)
+      if (content) files.push({ path: entry.path, content })
+    }
+    return files
+  }
+
+  /** Writes files into the session's workspace (made if none is held): a session taken over from another node. */
+  async restore(sessionId: string, files: readonly { path: string; content: Buffer }[]): Promise<void> {
+    const workspace = this.get(sessionId)
+    for (const file of files) await workspace.write(file.path, file.content)
+  }
+
   close(sessionId: string): boolean {
     const held = this.byId.get(sessionId)
     this.byId.delete(sessionId)

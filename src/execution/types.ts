@@ -89,6 +89,13 @@ export interface ExecutionService {
   languages(): readonly Language[]
   /** Drops a session's workspace; true when there was one. */
   closeSession?(sessionId: string): boolean
+  /**
+   * The files of a session's workspace held in this process's memory (for another node to take the session over);
+   * undefined when none is held here, or its files live in a bucket every node reads already.
+   */
+  sessionFiles?(sessionId: string): Promise<{ path: string; content: Buffer }[] | undefined>
+  /** Writes files into a session's workspace: a session taken over from a node that died. */
+  restoreSessionFiles?(sessionId: string, files: readonly { path: string; content: Buffer }[]): Promise<void>
   /** Stops admitting runs: queued ones are answered `unavailable` with a retry hint; resolves when running ones end. */
   dispose?(): Promise<void>
 }

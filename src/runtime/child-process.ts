@@ -1,6 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process'
+import os from 'node:os'
 import type { Readable, Writable } from 'node:stream'
 import type { PoolMember } from './pool'
+import { onlyChildOf } from './child-pid'
 
 /** How a warm child process starts: its module, Node's flags (the permission model, a heap cap), its environment. */
 export interface ChildProcessSpec {
@@ -16,6 +18,12 @@ export interface ChildProcessSpec {
   stdout?: 'pipe'
   /** What loads in the child, for its `failed` message: `pyodide failed to load: …`. */
   loads: string
+  /**
+   * A launcher Node runs under (bubblewrap: a network namespace of its own), which execs `node` with `execArgv` after
+   * `args`. It keeps the inherited fds (IPC, pipes) and the environment, and must not fork Node into a pid namespace:
+   * the Node process is the launcher's one child, whose pid the host measures.
+   */
+  wrapper?: { file: string; args: readonly string[] }
 }
 
 /** What every such child says first: it is ready, or it could not load its interpreter. */
@@ -34,12 +42,18 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
   readonly ready: Promise<void>
   stderrTail = ''
   dead = false
+  private readonly wrapped: boolean
+  private nodePid: number | undefined
   private listener: ((message: Message) => void) | undefined
   private onDeath: ((reason: string) => void) | undefined
 
   constructor(spec: ChildProcessSpec, onExit: (member: PooledChildProcess<Message>, reason: string) => void) {
+    this.wrapped = spec.wrapper !== undefined
     this.child = fork(spec.module, [...(spec.args ?? [])], {
-      execArgv: [...spec.execArgv],
+      // fork runs `execPath ...execArgv module ...args`: with a wrapper, that is `bwrap ... -- node flags module args`.
+      ...(spec.wrapper
+        ? { execPath: spec.wrapper.file, execArgv: [...spec.wrapper.args, process.execPath, ...spec.execArgv] }
+        : { execArgv: [...spec.execArgv] }),
       env: spec.env,
       stdio: ['ignore', spec.stdout ?? 'ignore', 'pipe', 'ipc', ...Array.from({ length: spec.extraPipes ?? 0 }, () => 'pipe' as const)],
       serialization: 'advanced',
@@ -53,8 +67,9 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
         else if (message.type === 'failed') reject(new Error(`${spec.loads} failed to load: ${(message as { reason: string }).reason}`))
         else this.listener?.(message as Message)
       })
-      this.child.once('exit', (code, signal) => {
+      this.child.once('exit', (exitCode, exitSignal) => {
         this.dead = true
+        const { code, signal } = this.nodeExit(exitCode, exitSignal)
         const reason = this.exitReason(code, signal)
         reject(new Error(this.startExitReason(code, signal) ?? reason))
         this.onDeath?.(reason)
@@ -66,6 +81,23 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
       () => this.hold(false),
       () => undefined,
     )
+  }
+
+  /**
+   * The Node process's pid, which is what to measure (memory): the child itself, or under a wrapper its one child
+   * (the launcher's own few hundred kilobytes are not the interpreter's). Undefined until the launcher has forked.
+   */
+  get processPid(): number | undefined {
+    if (!this.wrapped) return this.child.pid
+    this.nodePid ??= this.child.pid === undefined || this.dead ? undefined : onlyChildOf(this.child.pid)
+    return this.nodePid
+  }
+
+  /** A launcher reports a child killed by a signal as exit code 128 + the signal's number: named again here. */
+  private nodeExit(code: number | null, signal: NodeJS.Signals | null): { code: number | null; signal: NodeJS.Signals | null } {
+    if (!this.wrapped || signal || code === null || code <= 128) return { code, signal }
+    const name = Object.entries(os.constants.signals).find(([, number]) => number === code - 128)?.[0]
+    return name ? { code: null, signal: name as NodeJS.Signals } : { code, signal }
   }
 
   /** Why the child exited, in words, from its exit and its stderr's tail. */

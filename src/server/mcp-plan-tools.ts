@@ -4,6 +4,7 @@ import { LANGUAGES, type Language } from '../core'
 import type { PlanView } from '../fabric/plans'
 import type { TaskCaller } from '../fabric/tasks'
 import type { Execgate } from '../index'
+import { toolRefusal } from './mcp-refusal'
 
 /** A few lines an agent can read: the plan's state and why, then each step's state and value. */
 function describePlan(plan: PlanView): string {
@@ -54,7 +55,12 @@ export function registerPlanTools(server: McpServer, execgate: Execgate, caller:
       },
     },
     async (input) => {
-      const plan = await execgate.plans.run(input, caller)
+      let plan: PlanView
+      try {
+        plan = await execgate.plans.run(input, caller)
+      } catch (error) {
+        return toolRefusal(error)
+      }
       return {
         content: [{ type: 'text' as const, text: describePlan(plan) }],
         structuredContent: plan as unknown as Record<string, unknown>,

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { LANGUAGES, type Language } from '../core'
 import type { Task, TaskCaller } from '../fabric/tasks'
 import type { Execgate } from '../index'
+import { toolRefusal } from './mcp-refusal'
 
 /** One line an agent can read: the state, why, and the value or error once there is one. */
 function describeTask(task: Task): string {
@@ -42,7 +43,12 @@ export function registerTaskTools(server: McpServer, execgate: Execgate, caller:
     },
     async (input) => {
       const { language, code, ...rest } = input
-      const task = await execgate.tasks.submit({ request: { language, code }, ...rest }, caller)
+      let task: Task
+      try {
+        task = await execgate.tasks.submit({ request: { language, code }, ...rest }, caller)
+      } catch (error) {
+        return toolRefusal(error)
+      }
       return {
         content: [{ type: 'text' as const, text: describeTask(task) }],
         structuredContent: task as unknown as Record<string, unknown>,

@@ -140,6 +140,18 @@ describe('rich outputs from the data Python', () => {
         expect(figure.kind === 'image' && Buffer.from(figure.data, 'base64').toString('utf8')).toContain('<svg')
       }, 120_000)
 
+      test("outputs: { imageFormat: 'svg' } on the request saves the charts as SVG", async () => {
+        const code = 'import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\nplt.figure()\nplt.plot([2, 1])'
+        const result = await execgate.execute(
+          { language: 'python', code, adapter: path.adapter, outputs: { imageFormat: 'svg' } },
+          { basePolicy: path.policy },
+        )
+        expect({ status: result.status, context: describeRun(result) }).toMatchObject({ status: 'ok' })
+        expect(result.outputs?.map((output) => output.kind === 'image' && output.mimeType)).toEqual(['image/svg+xml', 'image/svg+xml'])
+        const shown = result.outputs![0]!
+        expect(shown.kind === 'image' && Buffer.from(shown.data, 'base64').toString('utf8')).toContain('<svg')
+      }, 120_000)
+
       test('each output reaches the caller while the code runs, before what the code prints after it', async () => {
         const code = [
           'import pandas as pd',
@@ -202,6 +214,15 @@ describe('rich outputs from the data Python', () => {
       }, 120_000)
     })
   }
+
+  test('an image format other than png or svg is refused before the run', async () => {
+    const refused = await execgate.execute(
+      { language: 'python', code: '1', adapter: 'process', outputs: { imageFormat: 'gif' } } as never,
+      { basePolicy: POLICY },
+    )
+    expect(refused.status).toBe('invalid_request')
+    expect(refused.message).toContain('imageFormat')
+  })
 
   test('a request may tighten the outputs limits but not loosen them', async () => {
     const loosened = await execgate.execute(

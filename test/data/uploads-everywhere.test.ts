@@ -6,6 +6,7 @@ import { Readable } from 'node:stream'
 import { createExecgate, type Execgate } from '../../src'
 import { DEFAULT_POLICY } from '../../src/policy'
 import type { SecurityPolicy } from '../../src/core'
+import type { ProcessAdapter } from '../../adapters/process'
 
 /**
  * Issue 25: an upload (PUT /v1/files, here the library's `execgate.uploads.put`) is usable everywhere a run happens:
@@ -50,6 +51,12 @@ describe('one execgate on a data folder', () => {
   afterAll(() => execgate?.dispose(), 30_000)
 
   test('the warm data interpreter reads an upload bound read-only, as a cold run does, and cannot write it', async () => {
+    const processAdapter = execgate.adapters().find((adapter) => adapter.name === 'process') as ProcessAdapter
+    // A first warm run: the interpreter is up and has made the spare for the next run when it answers.
+    const first = await execgate.execute({ language: 'python', adapter: 'process', code: 'import pandas\n1' }, { basePolicy: DATA_POLICY })
+    expect(first).toMatchObject({ status: 'ok', value: 1 })
+    await new Promise((resolve) => setImmediate(resolve))
+    const before = processAdapter.warmRuns()!
     const code = [
       'import pandas as pd, os, errno',
       "frame = pd.read_csv('data/sales.csv')",
@@ -67,6 +74,8 @@ describe('one execgate on a data folder', () => {
     )
     expect({ status: result.status, stderr: result.stderr.slice(-400) }).toMatchObject({ status: 'ok' })
     expect(result.value).toEqual([0, TOTAL, true, expect.stringMatching(/^(EROFS|EACCES|EPERM)$/)])
+    // The run with an upload took the spare made ahead of it (its uploads bound at its go), not a sandbox of its own.
+    expect(processAdapter.warmRuns()).toEqual({ fromSpare: before.fromSpare + 1, madeOnDemand: before.madeOnDemand })
     const blob = (await execgate.uploads.locate('local', DIGEST))!.hostPath
     expect(createHash('sha256').update(fs.readFileSync(blob)).digest('hex')).toBe(DIGEST)
     // The next warm run, without the upload, sees no trace of it.

@@ -2,6 +2,7 @@ import { ContainerModule } from 'inversify'
 import { createExecgate, tokens, type Execgate } from '../../src'
 import { EgressGateway, tableResolver } from '../../src/egress'
 import { createHash } from 'node:crypto'
+import fs from 'node:fs'
 import net from 'node:net'
 import { BINARY_BODY, startLoopbackServers, type LoopbackServers } from './loopback-servers'
 import { PyodideAdapter } from '../../adapters/pyodide'
@@ -162,6 +163,44 @@ test("the JS bridge finds no socket in the interpreter's process: every way to o
     ].join('\n')
     const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['js'] }))
     expect({ status: result.status, value: result.value }).toEqual({ status: 'ok', value: ways.map(() => 'refused') })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(connections).toBe(0)
+  } finally {
+    await adapter.dispose()
+    await new Promise((resolve) => listener.close(resolve))
+  }
+}, 120_000)
+
+test("with bubblewrap, the interpreter's process is in a network namespace of its own: nothing it opens reaches the host", async () => {
+  // Installed by scripts/setup/bubblewrap.sh; without it pyodide's network stays soft (docs/network.md).
+  expect({ bwrap: fs.existsSync('/usr/bin/bwrap'), install: 'bash scripts/setup/bubblewrap.sh' }).toMatchObject({ bwrap: true })
+  let connections = 0
+  const listener = net.createServer((socket) => {
+    connections++
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve))
+  const port = (listener.address() as net.AddressInfo).port
+  const adapter = new PyodideAdapter({ poolSize: 1 })
+  try {
+    expect(adapter.capabilities.enforcement.network).toBe('hard')
+    // What the first layer leaves (fetch over undici, a fresh http.Agent's socket) tried too; whatever answers
+    // inside, the namespace has only its own loopback: the host's listener must see nothing.
+    const code = `import js
+out = [js.process.pid]
+for way in ["fetch('http://127.0.0.1:${port}/').then(() => 'opened', (e) => 'failed')", "Promise.resolve('none')"]:
+    try:
+        out.append(await js.eval(way))
+    except Exception:
+        out.append('refused')
+out`
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['js'] }))
+    expect(result.status).toBe('ok')
+    const [pid, fetched] = result.value as [number, string]
+    expect(fetched).not.toBe('opened')
+    const namespace = (id: number | 'self') => fs.readlinkSync(`/proc/${id}/ns/net`)
+    expect(namespace(pid)).toMatch(/^net:\[\d+\]$/)
+    expect(namespace(pid)).not.toBe(namespace('self'))
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect(connections).toBe(0)
   } finally {

@@ -47,6 +47,7 @@ const CONTRACT = [
   'NetworkAccess',
   'Output',
   'OutputKind',
+  'OutputOptions',
   'OutputStream',
   'POLICY_LIMITS',
   'PolicyLimit',

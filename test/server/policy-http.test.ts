@@ -10,8 +10,8 @@ import { ExecgateClient } from '../../src/client'
 
 /**
  * A tenant's profile over HTTP is a ceiling: a request body that asks for more of any limit is refused naming the
- * limit, before anything runs; a task is submitted and resumed only within it (a looser task is refused at the
- * submit, a looser resume at the resume, over HTTP, through the library and the client); a plan's resume changes its
+ * limit, before anything runs; a task or a plan is submitted and resumed only within it (a looser task or plan step is refused at
+ * the submit, a looser resume at the resume, over HTTP, through the library and the client); a plan's resume changes its
  * held steps' limits only within it; another tenant's tasks and plans cannot be suspended or resumed (404, as missing). Real server on loopback, real quickjs, real SQLite task store.
  */
 
@@ -209,6 +209,69 @@ describe('tasks stay inside the tenant profile', () => {
     expect((await call(`/v1/tasks/${id}`, { key: ACME })).json).toMatchObject({ state: 'SUSPENDED', attempts: 1 })
     expect((await call(`/v1/tasks/${id}/resume`, { key: ACME, body: { policy: { outputBytes: 1024 } } })).json.state).toBe('PENDING')
     expect(await settled(id, ACME)).toMatchObject({ state: 'COMPLETED', result: { value: 7, stdout: `${PRINTED}\n` } })
+  }, 60_000)
+})
+
+/** Every limit a plan step carries (`limits`: timeoutMs, memoryMb, outputBytes), each one above the profile. */
+const stepLoosenings = [
+  {
+    label: 'step timeoutMs',
+    limits: { timeoutMs: TIGHT.wallTimeMs + 1 },
+    limit: `wallTimeMs ${TIGHT.wallTimeMs + 1} is above the allowed ${TIGHT.wallTimeMs}`,
+  },
+  {
+    label: 'step memoryMb',
+    limits: { memoryMb: TIGHT.memoryMb + 1 },
+    limit: `memoryMb ${TIGHT.memoryMb + 1} is above the allowed ${TIGHT.memoryMb}`,
+  },
+  { label: 'step outputBytes', limits: { outputBytes: TIGHT.outputBytes + 1 }, limit: 'outputBytes' },
+]
+const planOf = (limits: object) => ({
+  steps: [
+    { id: 'fine', language: 'javascript', code: '1' },
+    { id: 'loose', language: 'javascript', code: '2', dependsOn: ['fine'], limits },
+  ],
+})
+const plansOf = async (key: string) => (await call('/v1/plans?limit=500', { key })).json.plans.length
+
+describe('plans stay inside the tenant profile at submit', () => {
+  test.each(stepLoosenings.map((item) => [item.label, item] as const))(
+    'a plan whose %s loosens the profile: 400 EXECGATE_SUBMIT_REFUSED naming the step and the limit, nothing stored',
+    async (_label, item) => {
+      const before = await plansOf(ACME)
+      const refused = await call('/v1/plans', { key: ACME, body: planOf(item.limits) })
+      expect({ status: refused.status, code: refused.json.error?.code }).toEqual({ status: 400, code: 'EXECGATE_SUBMIT_REFUSED' })
+      expect(refused.json.error.message).toContain('the plan was not submitted: step "loose": the request may only tighten the policy')
+      expect(refused.json.error.message).toContain(item.limit)
+      expect(await plansOf(ACME)).toBe(before)
+    },
+  )
+
+  test('through the library and the client the same refusal; a forbidden import stays EXECGATE_REQUEST_INVALID; tightened it runs', async () => {
+    const acme = { tenant: 'acme', profile: 'tight' }
+    await expect(execgate.plans.run(planOf({ memoryMb: TIGHT.memoryMb + 1 }) as never, acme)).rejects.toMatchObject({
+      code: 'EXECGATE_SUBMIT_REFUSED',
+      message: expect.stringContaining('step "loose": the request may only tighten the policy: memoryMb 65 is above the allowed 64'),
+    })
+    const client = new ExecgateClient({ url: server.url, apiKey: GLOBEX })
+    const globexPlans = await plansOf(GLOBEX)
+    await expect(client.plans.run(planOf({ timeoutMs: TIGHT.wallTimeMs * 2 }) as never)).rejects.toMatchObject({
+      name: 'ExecgateClientError',
+      code: 'EXECGATE_SUBMIT_REFUSED',
+      status: 400,
+      fault: 'client',
+      retryable: false,
+      message: expect.stringContaining(`wallTimeMs ${TIGHT.wallTimeMs * 2} is above the allowed ${TIGHT.wallTimeMs}`),
+    })
+    expect(await plansOf(GLOBEX)).toBe(globexPlans)
+    const forbidden = await call('/v1/plans', {
+      key: ACME,
+      body: { steps: [{ id: 'a', language: 'python', code: 'import os\nos.getcwd()' }] },
+    })
+    expect({ status: forbidden.status, code: forbidden.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_REQUEST_INVALID' })
+    const tightened = await client.plans.run(planOf({ timeoutMs: TIGHT.wallTimeMs, memoryMb: TIGHT.memoryMb, outputBytes: 1024 }) as never)
+    const done = await client.plans.wait(tightened.id)
+    expect(done).toMatchObject({ state: 'COMPLETED', steps: [{ result: { value: 1 } }, { result: { value: 2 } }] })
   }, 60_000)
 })
 

@@ -11,7 +11,8 @@ import {
   type SecurityPolicy,
 } from '../../core'
 import { reservedSlots, resolveLane, type TenantAdmission } from './lanes'
-import { checkAgentTypeLimits, checkCpuQuota, checkEgressQuota, TenantUsage, type AgentTypeProfile, type EgressUse } from './quotas'
+import { checkAgentTypeLimits, checkCpuQuota, checkEgressQuota, tenantEgressQuota, TenantUsage, type AgentTypeProfile } from './quotas'
+import type { EgressQuota } from '../../egress'
 import { SlotPool } from './slot-pool'
 import { WaitQueue } from './wait-queue'
 
@@ -46,7 +47,9 @@ export interface AdmissionTicket {
   readonly queuedMs: number
   /** `performance.now()` when the run may start: its time limit counts from here. */
   readonly startedAt: number
-  release(cpuMs: number, egress?: EgressUse): void
+  /** The tenant's egress quotas, live: the run's gateway counts into them and refuses once they are spent. */
+  readonly egressQuota?: EgressQuota
+  release(cpuMs: number): void
 }
 
 export interface AdapterAdmissionStatus {
@@ -269,13 +272,15 @@ export class AdmissionController {
     if (agentType !== undefined) this.agentRunning.set(agentType, (this.agentRunning.get(agentType) ?? 0) + 1)
     this.running += 1
     const startedAt = performance.now()
+    const egressQuota = tenant === undefined ? undefined : tenantEgressQuota(tenant, this.options.tenants[tenant], this.usageOf(tenant))
     let released = false
     return {
       lane,
       priority: waiter.priority,
       queuedMs: startedAt - waiter.enqueuedAt,
       startedAt,
-      release: (cpuMs, egress) => {
+      ...(egressQuota ? { egressQuota } : {}),
+      release: (cpuMs) => {
         if (released) return
         released = true
         state.pool.release(lane)
@@ -284,10 +289,6 @@ export class AdmissionController {
           const usage = this.usageOf(tenant)
           usage.running -= 1
           usage.record(cpuMs)
-          if (egress) {
-            usage.egressRequests.add(egress.requests)
-            usage.egressBytes.add(egress.bytes)
-          }
         }
         if (agentType !== undefined) this.agentRunning.set(agentType, (this.agentRunning.get(agentType) ?? 1) - 1)
         this.running -= 1

@@ -2,7 +2,7 @@ const MINUTE_MS = 60_000
 
 /**
  * A sum over the last minute (egress requests, egress bytes of a tenant's runs), and when enough of it leaves the
- * window to get back under a limit. Amounts are added as runs end; checking costs O(1) but for what expires.
+ * window to get back under a limit. Amounts are added as they happen; checking costs O(1) but for what expires.
  */
 export class MinuteWindow {
   private readonly items: { at: number; amount: number }[] = []
@@ -13,7 +13,11 @@ export class MinuteWindow {
 
   add(amount: number): void {
     if (amount <= 0) return
-    this.items.push({ at: this.now(), amount })
+    const at = this.now()
+    const last = this.items.length > this.first ? this.items[this.items.length - 1] : undefined
+    // Amounts counted live (a download's chunks) in the same millisecond share one item: the window stays small.
+    if (last && last.at === at) last.amount += amount
+    else this.items.push({ at, amount })
     this.total += amount
   }
 

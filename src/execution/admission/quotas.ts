@@ -1,5 +1,6 @@
 import { ExecgateError, type SecurityPolicy } from '../../core'
 import type { TenantAdmission } from './lanes'
+import type { EgressQuota } from '../../egress'
 import { MinuteWindow } from './minute-window'
 
 /**
@@ -26,7 +27,7 @@ export class TenantUsage {
   /** The sum of `spent` from `first` on: checking the quota costs O(1) per run, not a walk over the minute's runs. */
   private total = 0
 
-  /** Egress requests and bytes of the tenant's runs that ended in the last minute. */
+  /** Egress requests and bytes of the tenant's runs in the last minute, counted as they happen (tenantEgressQuota). */
   readonly egressRequests: MinuteWindow
   readonly egressBytes: MinuteWindow
 
@@ -84,10 +85,21 @@ export function checkCpuQuota(
   })
 }
 
-/** What a run moved through the egress gateway, counted against its tenant's egress quotas when it ends. */
-export interface EgressUse {
-  requests: number
-  bytes: number
+/** The first of the tenant's egress quotas it has spent in the last minute: which, how much, and when it frees up. */
+function spentEgressQuota(
+  settings: TenantAdmission | undefined,
+  usage: TenantUsage,
+): { key: string; what: string; used: number; limit: number; freeInMs: number } | undefined {
+  const quotas: [number | undefined, MinuteWindow, string, string][] = [
+    [settings?.egressRequestsPerMinute, usage.egressRequests, 'egressRequestsPerMinute', 'egress requests'],
+    [settings?.egressBytesPerMinute, usage.egressBytes, 'egressBytesPerMinute', 'bytes through the egress gateway'],
+  ]
+  for (const [limit, window, key, what] of quotas) {
+    if (limit === undefined) continue
+    const { used, freeInMs } = window.inWindow(limit)
+    if (used >= limit) return { key, what, used, limit, freeInMs }
+  }
+  return undefined
 }
 
 /**
@@ -99,22 +111,32 @@ export function checkEgressQuota(
   settings: TenantAdmission | undefined,
   usage: TenantUsage | undefined,
 ): ExecgateError | undefined {
-  if (!usage) return undefined
-  const quotas: [number | undefined, MinuteWindow, string, string][] = [
-    [settings?.egressRequestsPerMinute, usage.egressRequests, 'egressRequestsPerMinute', 'egress requests'],
-    [settings?.egressBytesPerMinute, usage.egressBytes, 'egressBytesPerMinute', 'bytes through the egress gateway'],
-  ]
-  for (const [limit, window, key, what] of quotas) {
-    if (limit === undefined) continue
-    const { used, freeInMs } = window.inWindow(limit)
-    if (used < limit) continue
-    return new ExecgateError('EXECGATE_QUOTA_EXCEEDED', {
-      quota: `admission.tenants.${tenant}.${key}`,
-      detail: `tenant ${tenant} used ${used} of its ${limit} ${what} in the last minute; a run without network is still admitted`,
-      retryAfter: Math.max(1, Math.ceil(freeInMs / 1000)),
-    })
+  const spent = usage && spentEgressQuota(settings, usage)
+  if (!spent) return undefined
+  return new ExecgateError('EXECGATE_QUOTA_EXCEEDED', {
+    quota: `admission.tenants.${tenant}.${spent.key}`,
+    detail: `tenant ${tenant} used ${spent.used} of its ${spent.limit} ${spent.what} in the last minute; a run without network is still admitted`,
+    retryAfter: Math.max(1, Math.ceil(spent.freeInMs / 1000)),
+  })
+}
+
+/**
+ * An admitted run's live view of its tenant's egress quotas (undefined when the tenant has none): the gateway counts
+ * every request and byte into the tenant's windows as they happen, and refuses the next request once a quota is
+ * spent, by this run or by the tenant's others, so admission is not the only check.
+ */
+export function tenantEgressQuota(tenant: string, settings: TenantAdmission | undefined, usage: TenantUsage): EgressQuota | undefined {
+  if (settings?.egressRequestsPerMinute === undefined && settings?.egressBytesPerMinute === undefined) return undefined
+  return {
+    refusal() {
+      const spent = spentEgressQuota(settings, usage)
+      if (!spent) return undefined
+      const seconds = Math.max(1, Math.ceil(spent.freeInMs / 1000))
+      return `tenant ${tenant}'s egress quota is spent: ${spent.used} of its ${spent.limit} ${spent.what} in the last minute (admission.tenants.${tenant}.${spent.key}); room again in ${seconds} s`
+    },
+    countRequest: () => usage.egressRequests.add(1),
+    countBytes: (bytes) => usage.egressBytes.add(bytes),
   }
-  return undefined
 }
 
 /** A policy asking more than the agent type allows is refused naming the cap (never silently cut). */

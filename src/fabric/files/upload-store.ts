@@ -6,6 +6,7 @@ import { Transform, type Readable } from 'node:stream'
 import { ExecgateError } from '../../core/errors'
 import { DirectoryBlobStore } from '../ledger/blob-store'
 import type { S3Objects } from '../../workspace/s3-objects'
+import { LocalCopies } from './local-copies'
 import { SqliteUploadIndex, type IndexedUpload, type UploadIndex } from './upload-index'
 
 /**
@@ -27,6 +28,13 @@ export interface UploadStoreOptions {
   index?: UploadIndex
   /** The bucket the blobs are shared through (the ledger's, under `uploads/`), when nodes share one. */
   shared?: S3Objects
+  /**
+   * With `shared`: bytes of copies this node keeps (`fabric.files.localCopyBytes`), least recently used removed
+   * first; 0 keeps all. Copies of uploads no tenant holds any more are removed too (local-copies.ts).
+   */
+  localCopyBytes?: number
+  /** A copy used this recently is never removed. @default 60000 */
+  copyGraceMs?: number
 }
 
 export interface UploadedFile {
@@ -43,9 +51,31 @@ export class UploadStore {
   /** Digests being fetched from the bucket, so two runs naming one at once fetch it once. */
   private readonly fetching = new Map<string, Promise<boolean>>()
 
+  /** This node's copies, when the bucket holds every upload (else the folder is the only copy: never trimmed). */
+  private readonly copies: LocalCopies | undefined
+
   constructor(private readonly options: UploadStoreOptions) {
     this.blobs = new DirectoryBlobStore(options.root)
-    this.index = options.index ?? new SqliteUploadIndex(options.root)
+    const index = (this.index = options.index ?? new SqliteUploadIndex(options.root))
+    this.copies = options.shared
+      ? new LocalCopies({
+          root: options.root,
+          maxBytes: options.localCopyBytes ?? 0,
+          held: (sha256) => index.heldByAnyone(sha256),
+          remove: (sha256) => this.blobs.delete([sha256]),
+          ...(options.copyGraceMs !== undefined ? { graceMs: options.copyGraceMs } : {}),
+        })
+      : undefined
+  }
+
+  /** Bytes of this node's copies of shared uploads (0 without a bucket: the folder is then the store itself). */
+  localCopyBytes(): number {
+    return this.copies?.bytes() ?? 0
+  }
+
+  /** Removes this node's copies past `localCopyBytes` or of uploads nobody holds; resolves to how many went. */
+  trimCopies(): Promise<number> {
+    return this.copies?.trim() ?? Promise.resolve(0)
   }
 
   /** Bytes of uploads the tenant holds. */
@@ -68,7 +98,13 @@ export class UploadStore {
     const file = await this.find(tenant, sha256)
     if (!file) return undefined
     const hostPath = this.blobs.pathOf(sha256)
-    if (!fs.existsSync(hostPath) && !(await this.fetch(sha256))) return undefined
+    if (fs.existsSync(hostPath)) this.copies?.used(sha256, file.bytes)
+    else {
+      if (!(await this.fetch(sha256))) return undefined
+      this.copies?.used(sha256, file.bytes)
+      // A new copy may pass the budget: older ones go, never this one.
+      await this.copies?.trim(sha256)
+    }
     return { hostPath, bytes: file.bytes }
   }
 
@@ -127,7 +163,9 @@ export class UploadStore {
         }
         throw new ExecgateError('EXECGATE_FILE_QUOTA', { tenant, used: await this.used(tenant), bytes, quota })
       }
+      this.copies?.used(sha256, bytes)
       if (outcome === 'held') return { ...(await this.find(tenant, sha256))!, reused: true }
+      await this.copies?.trim(sha256)
       return { sha256, bytes, createdAt: new Date(createdAt).toISOString(), reused: false }
     } finally {
       await fs.promises.rm(temporary, { force: true })
@@ -139,6 +177,7 @@ export class UploadStore {
     if (!DIGEST.test(sha256)) return false
     const { removed, stillHeld } = await this.index.remove(tenant, sha256)
     if (removed && !stillHeld) {
+      this.copies?.forget(sha256)
       await this.blobs.delete([sha256])
       await this.options.shared?.delete([sha256])
     }

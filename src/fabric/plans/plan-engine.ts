@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events'
 import { randomUUID } from 'node:crypto'
 import { ExecgateError, describeError } from '../../core'
-import type { Task, TaskState } from '../tasks'
+import { requestRefusal, type Task, type TaskState } from '../tasks'
 import { findPlanProblem } from './plan-schema'
-import { ENGINE_REASON_PREFIX, failureOf, recordsFor, stepWorkspacePrefix, taskSpecFor } from './plan-steps'
+import { ENGINE_REASON_PREFIX, failureOf, recordsFor, requestFor, stepWorkspacePrefix, taskSpecFor } from './plan-steps'
 import { currentVersion, decideRevision, revisionContext, stepCheckProblem } from './plan-revision'
 import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion } from './plan-types'
 import { StepLogMirror } from './step-log-mirror'
@@ -151,8 +151,20 @@ export class PlanEngine {
       createdAt: at,
       updatedAt: at,
     }
+    // A step whose limits loosen the caller's profile is refused as a task's would be (EXECGATE_SUBMIT_REFUSED, naming
+    // the step and the limit); the code's static checks (a forbidden import) refuse the plan as invalid.
+    const rules = this.rules()
+    const checked = {
+      tenant: plan.tenant,
+      ...(plan.profile ? { profile: plan.profile } : {}),
+      ...(rules.workspaceAccess ? { workspaceAccess: rules.workspaceAccess } : {}),
+    }
     for (const step of version.steps) {
-      const refused = stepCheckProblem(this.rules(), plan, step)
+      const loosened = requestRefusal(rules.check, requestFor(step), checked)
+      if (loosened) throw new ExecgateError('EXECGATE_SUBMIT_REFUSED', { subject: 'the plan', reason: `step "${step.id}": ${loosened}` })
+    }
+    for (const step of version.steps) {
+      const refused = stepCheckProblem(rules, plan, step)
       if (refused) throw invalid(refused)
     }
     this.announce(await this.options.store.insert(plan, [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }]))

@@ -6,6 +6,11 @@ export function isArtifactFile(file: SandboxFile): file is Extract<SandboxFile, 
   return typeof file === 'object' && file !== null && 'sha256' in file && (file as { sha256?: unknown }).sha256 !== undefined
 }
 
+/** A file named by digest alone (no content): an upload or an artifact, which a backend may bind instead of copying. */
+export function isUploadByDigest(file: SandboxFile): file is Extract<SandboxFile, { sha256: string }> {
+  return isArtifactFile(file) && typeof file.sha256 === 'string' && (file as { content?: unknown }).content === undefined
+}
+
 /**
  * The bytes of a sandbox file: its content, or by digest the tenant's upload (`PUT /v1/files`), else the tenant's
  * artifact read from the ledger. A file with both, or a digest that is no upload while the ledger is off, is refused

@@ -14,7 +14,7 @@ import {
   type SecurityPolicy,
   type WorkspaceFile,
 } from '../../core'
-import { sandboxFileBytes } from './artifact-files'
+import { isUploadByDigest, sandboxFileBytes } from './artifact-files'
 import { takeSnapshot } from './snapshots'
 import type { ExecuteOptions } from '../../execution/types'
 import { normalizeWorkspacePath } from '../../workspace'
@@ -146,7 +146,10 @@ export class LiveSandbox implements Sandbox {
         return refusal('cancelled', this.adapter, `[execgate] the exec was cancelled before it started in sandbox ${this.id}`, 'Cancelled')
       for (const [index, file] of (request.files ?? []).entries()) {
         try {
-          await this.handle.writeFile(normalizeWorkspacePath(file.path), await this.bytesOf(file))
+          const relative = normalizeWorkspacePath(file.path)
+          const upload = isUploadByDigest(file) ? await this.locateUpload(file.sha256) : undefined
+          if (upload && this.handle.mountFile) await this.handle.mountFile({ path: relative, ...upload })
+          else await this.handle.writeFile(relative, await this.bytesOf(file))
         } catch (error) {
           // An unknown upload or artifact, or the ledger off, answers with its own code, as the file calls do.
           const known = (['EXECGATE_NOT_FOUND', 'EXECGATE_FILE_NOT_FOUND', 'EXECGATE_LEDGER_DISABLED'] as const).find((code) =>
@@ -208,9 +211,28 @@ export class LiveSandbox implements Sandbox {
     return this.serial(() => (this.live ? work() : Promise.reject(this.stoppedError())))
   }
 
+  /** The tenant's upload with this digest as a backend that binds files needs it; undefined otherwise. */
+  private async locateUpload(sha256: string): Promise<{ sha256: string; bytes: number; hostPath: string } | undefined> {
+    if (!this.handle.mountFile || !this.host.uploads?.locate) return undefined
+    const digest = sha256.replace(/^sha256:/, '')
+    const found = await this.host.uploads.locate(digest, this.tenant)
+    return found && { sha256: digest, bytes: found.bytes, hostPath: found.hostPath }
+  }
+
   /** A file's bytes: its content, or by digest the tenant's upload, else its artifact from the ledger. */
   private bytesOf(file: SandboxFile): Promise<Buffer> {
     return sandboxFileBytes(file, this.tenant, this.host.artifacts, this.host.uploads)
+  }
+
+  /**
+   * Binds the tenant's upload in read-only where the backend can (`mountFile`: the process tier), so a file of any
+   * size costs no copy; false when it cannot (no such upload, or a backend that copies), and the bytes are written.
+   */
+  private async mountUpload(relative: string, sha256: string): Promise<boolean> {
+    const upload = await this.locateUpload(sha256)
+    if (!upload) return false
+    await this.fileCall(() => this.handle.mountFile!({ path: relative, ...upload }))
+    return true
   }
 
   async writeFile(path: string, content: string | Uint8Array | { sha256: string }): Promise<void> {
@@ -219,6 +241,7 @@ export class LiveSandbox implements Sandbox {
       throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
         detail: 'a file is a string, bytes, or { sha256 } of an upload or an artifact',
       })
+    if (typeof content !== 'string' && !(content instanceof Uint8Array) && (await this.mountUpload(relative, content.sha256))) return
     const bytes =
       typeof content === 'string'
         ? Buffer.from(content, 'utf8')
@@ -233,7 +256,7 @@ export class LiveSandbox implements Sandbox {
   }
 
   async writeFiles(files: readonly SandboxFile[]): Promise<void> {
-    for (const file of files) await this.writeFile(file.path, await this.bytesOf(file))
+    for (const file of files) await this.writeFile(file.path, isUploadByDigest(file) ? { sha256: file.sha256 } : await this.bytesOf(file))
   }
 
   async readFile(path: string): Promise<Buffer> {

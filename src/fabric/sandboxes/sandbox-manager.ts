@@ -14,7 +14,7 @@ import type { Logger } from '../../observability/logger'
 import { resolvePolicy } from '../../policy'
 import { unenforcedRequirement } from '../../routing/config-router'
 import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
-import { sandboxFileBytes } from './artifact-files'
+import { isUploadByDigest, sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
 import { sandboxLostError } from './lost-sandbox'
 import { snapshotFiles } from './snapshots'
@@ -272,13 +272,19 @@ export class SandboxManager implements SandboxService {
     const idleTimeoutMs = this.idleTimeoutOf(options.idleTimeoutMs)
     // Read before a backend opens: an unknown artifact costs no container, and answers as GET /v1/artifacts would.
     // A snapshot's files go first, so the start's own files are written over them.
-    const files: { path: string; content: Buffer }[] =
+    const files: { path: string; content: Buffer | { sha256: string } }[] =
       options.from !== undefined ? await snapshotFiles(options.from, tenant, this.options.artifacts) : []
+    const locate = this.options.uploads?.locate
     for (const [index, file] of (options.files ?? []).entries()) {
       try {
+        const path = normalizeWorkspacePath(file.path)
+        // An upload is only found now (nothing read): the sandbox binds it in where its backend can, else copies it.
+        const upload = isUploadByDigest(file) && locate ? await locate(file.sha256.replace(/^sha256:/, ''), tenant) : undefined
         files.push({
-          path: normalizeWorkspacePath(file.path),
-          content: await sandboxFileBytes(file, tenant, this.options.artifacts, this.options.uploads),
+          path,
+          content: upload
+            ? { sha256: (file as { sha256: string }).sha256 }
+            : await sandboxFileBytes(file, tenant, this.options.artifacts, this.options.uploads),
         })
       } catch (error) {
         if (

@@ -84,6 +84,11 @@ export interface SavedArtifact {
  */
 export interface SandboxUploads {
   read(sha256: string, tenant: string): Promise<Buffer | undefined>
+  /**
+   * Where the tenant's upload is on this host (no size limit: nothing is copied), for backends that bind it in
+   * (`AdapterSandbox.mountFile`); undefined when the tenant uploaded none.
+   */
+  locate?(sha256: string, tenant: string): Promise<{ hostPath: string; bytes: number } | undefined>
 }
 
 /**

@@ -3,6 +3,7 @@ import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import type { NodeRecord } from '../sandboxes'
 import type { SessionRecord, SessionRegistry } from './session-registry'
+import { decodeSessionFiles, encodeSessionFiles, SESSION_FILES_MAX_BYTES, type SessionFile } from './session-files'
 
 /** Where a session is, seen from this node. */
 export type SessionWhereabouts =
@@ -21,6 +22,14 @@ export interface SessionDirectoryOptions {
   adapters: AdapterRegistry
   /** How long a session lives without a call (`sessions.ttlSeconds`). */
   ttlMs: number
+  /**
+   * A session's workspace files held in this process's memory, and how they are put back (the execution service's):
+   * kept beside a movable state, so a session taken over has its files too. Without it only the state moves.
+   */
+  workspaces?: {
+    files(sessionId: string): Promise<SessionFile[] | undefined>
+    restore(sessionId: string, files: readonly SessionFile[]): Promise<void>
+  }
   logger?: Logger
 }
 
@@ -119,10 +128,26 @@ export class SessionDirectory {
       if (now.kind === 'node') return { result: this.elsewhere(traceId, now.record, now.node) }
     }
     await adapter.importSession(id, state)
-    this.options.logger?.info({ session: id, from: record.node, adapter: adapter.name, bytes: state.byteLength }, 'session taken over')
+    const files = await this.restoreFiles(id, record)
+    this.options.logger?.info(
+      { session: id, from: record.node, adapter: adapter.name, bytes: state.byteLength, files },
+      'session taken over',
+    )
+    const withFiles = files === undefined ? '' : ` with its ${files} workspace file${files === 1 ? '' : 's'}`
     return {
-      restored: `The session was restored on this node from the state its last call left (its node ${record.node} is gone).`,
+      restored: `The session was restored on this node from the state its last call left${withFiles} (its node ${record.node} is gone).`,
     }
+  }
+
+  /** The session's workspace files kept with its state, written into its workspace here; how many, if any were kept. */
+  private async restoreFiles(id: string, record: SessionRecord): Promise<number | undefined> {
+    const { workspaces } = this.options
+    if (!record.hasFiles || !workspaces) return undefined
+    const bytes = await this.registry.files(id)
+    if (!bytes) return undefined
+    const files = decodeSessionFiles(bytes)
+    await workspaces.restore(id, files)
+    return files.length
   }
 
   private elsewhere(traceId: string | undefined, record: SessionRecord, node: NodeRecord): ExecutionResult {
@@ -147,10 +172,26 @@ export class SessionDirectory {
         return
       }
       const state = await adapter.exportSession?.(id)
-      await this.registry.put(this.recordOf(id, me, adapter.name, state !== undefined), this.options.ttlMs, state)
+      // The files only matter where the state moves: a session that cannot move is lost with its node anyway.
+      const files = state !== undefined ? await this.filesOf(id) : undefined
+      const record = { ...this.recordOf(id, me, adapter.name, state !== undefined), ...(files ? { hasFiles: true } : {}) }
+      await this.registry.put(record, this.options.ttlMs, state, files)
     } catch (error) {
       this.options.logger?.warn({ session: id, err: describeError(error) }, 'session registry write failed')
     }
+  }
+
+  /** The session's workspace files as the registry keeps them; undefined when there are none here, or too many bytes. */
+  private async filesOf(id: string): Promise<Uint8Array | undefined> {
+    const files = await this.options.workspaces?.files(id)
+    if (!files?.length) return undefined
+    const bytes = encodeSessionFiles(files)
+    if (!bytes)
+      this.options.logger?.warn(
+        { session: id, files: files.length, maxBytes: SESSION_FILES_MAX_BYTES },
+        'session workspace too large to keep with its state: a node taking the session over will not have its files',
+      )
+    return bytes
   }
 
   private recordOf(id: string, node: string, adapter: string, hasState: boolean): SessionRecord {

@@ -15,25 +15,32 @@ export interface SessionRecord {
   updatedAt: string
   /** Its state's bytes are kept beside the record (adapters with `exportSession`: monty). */
   hasState: boolean
+  /** Its workspace files are kept beside the record too (session-files.ts), with its state. */
+  hasFiles?: boolean
 }
 
 export interface SessionRegistry {
   /** Records a new session for its node unless one is already recorded; answers the record that holds instead. */
   claim(record: SessionRecord, ttlMs: number): Promise<SessionRecord | undefined>
-  /** Writes the holder's latest view, and the state's bytes when given; both expire after `ttlMs` without a call. */
-  put(record: SessionRecord, ttlMs: number, state?: Uint8Array): Promise<void>
+  /**
+   * Writes the holder's latest view, and the state's and workspace files' bytes when given (what is not given goes);
+   * all expire after `ttlMs` without a call.
+   */
+  put(record: SessionRecord, ttlMs: number, state?: Uint8Array, files?: Uint8Array): Promise<void>
   /** Moves a session to `record.node` if it is still held by `from` (two nodes taking over at once: one wins). */
   takeOver(record: SessionRecord, from: string, ttlMs: number): Promise<boolean>
   get(id: string): Promise<SessionRecord | undefined>
   /** The state's bytes saved with the record's last `put`. */
   state(id: string): Promise<Uint8Array | undefined>
+  /** The workspace files' bytes saved with the record's last `put`. */
+  files(id: string): Promise<Uint8Array | undefined>
   remove(id: string): Promise<void>
   close(): Promise<void>
 }
 
 /** One node's registry: nothing to share, kept so the directory reads alike on both stores. */
 export class MemorySessionRegistry implements SessionRegistry {
-  private readonly records = new Map<string, { record: SessionRecord; state?: Uint8Array; until: number }>()
+  private readonly records = new Map<string, { record: SessionRecord; state?: Uint8Array; files?: Uint8Array; until: number }>()
 
   private entry(id: string) {
     const held = this.records.get(id)
@@ -48,14 +55,15 @@ export class MemorySessionRegistry implements SessionRegistry {
     return undefined
   }
 
-  async put(record: SessionRecord, ttlMs: number, state?: Uint8Array): Promise<void> {
-    this.records.set(record.id, { record, ...(state ? { state } : {}), until: Date.now() + ttlMs })
+  async put(record: SessionRecord, ttlMs: number, state?: Uint8Array, files?: Uint8Array): Promise<void> {
+    this.records.set(record.id, { record, ...(state ? { state } : {}), ...(files ? { files } : {}), until: Date.now() + ttlMs })
   }
 
   async takeOver(record: SessionRecord, from: string, ttlMs: number): Promise<boolean> {
     const held = this.entry(record.id)
     if (held && held.record.node !== from) return false
-    this.records.set(record.id, { record, ...(held?.state ? { state: held.state } : {}), until: Date.now() + ttlMs })
+    const kept = { ...(held?.state ? { state: held.state } : {}), ...(held?.files ? { files: held.files } : {}) }
+    this.records.set(record.id, { record, ...kept, until: Date.now() + ttlMs })
     return true
   }
 
@@ -65,6 +73,10 @@ export class MemorySessionRegistry implements SessionRegistry {
 
   async state(id: string): Promise<Uint8Array | undefined> {
     return this.entry(id)?.state
+  }
+
+  async files(id: string): Promise<Uint8Array | undefined> {
+    return this.entry(id)?.files
   }
 
   async remove(id: string): Promise<void> {

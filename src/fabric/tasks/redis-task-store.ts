@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-store'
+import { holdsFor } from './task-store'
 import type { Task, TaskEvent, TaskState } from './task-types'
 import { compareDue } from './due-order'
 
@@ -167,7 +168,8 @@ export class RedisTaskStore implements TaskStore {
   async transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined> {
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const current = await this.read(id)
-      if (!current || !from.includes(current.task.state)) return undefined
+      // Checked on the task as read: the script below writes only if the stored task is still exactly that one.
+      if (!current || !from.includes(current.task.state) || !holdsFor(current.task, change)) return undefined
       const at = new Date().toISOString()
       const task: Task = { ...current.task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
       const eventTemplate = JSON.stringify({

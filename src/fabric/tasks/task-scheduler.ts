@@ -10,7 +10,7 @@ import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { runInputsFor } from './run-options'
 import { TaskOutputs, type TaskOutput } from './task-outputs'
-import type { TaskChange, TaskStore } from './task-store'
+import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
 import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
 
@@ -54,6 +54,13 @@ export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'a
 export const RESUME_FIELDS: readonly string[] = ['timeoutMs', 'memoryMb', 'adapter', 'policy'] satisfies Array<keyof ResumeChanges>
 
 const SHUTDOWN = new Error('the task scheduler is shutting down')
+/** A claimed run's start: SPAWNING → RUNNING. */
+const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
+
+/** A run with no dependency outputs to read and no workspace to open: its claim and its start can be one write. */
+function needsNoPreparation(task: Task): boolean {
+  return task.dependencies.length === 0 && !task.workspace
+}
 
 /** Same host and its pid alive, or in this process not retired (another machine's owner counts as alive: not ours to judge). */
 export function defaultOwnerAlive(owner: string): boolean {
@@ -117,13 +124,66 @@ export class TaskScheduler {
   }
 
   async submit(specs: readonly TaskSpec[], submitter: Submitter): Promise<Task[]> {
-    const tasks = await this.store.insert(await prepareTasks(this.store, specs, submitter), 'submitted')
+    const prepared = await prepareTasks(this.store, specs, submitter)
+    if (prepared.length === 1 && this.startsAtSubmit(prepared[0]!)) return [await this.submitAndStart(prepared[0]!)]
+    const tasks = await this.store.insert(prepared, 'submitted')
     // A dependency may have finished between the readiness check and the insert: look again for the fresh ones.
     for (const task of tasks) {
       if (!task.ready && task.state === 'PENDING') await this.refreshReadiness(task)
       else if (task.ready && task.state === 'PENDING') await this.announce(task)
     }
     return tasks
+  }
+
+  /**
+   * Whether a new task may be stored and started in one write: this process finds its own due tasks (no dispatcher),
+   * runs, has a free slot, and the run needs no preparation. The store starts it only if no due task is ahead of it.
+   */
+  private startsAtSubmit(task: Task): boolean {
+    return (
+      this.store.insertAndStart !== undefined &&
+      !this.options.dispatcher &&
+      !this.stopped &&
+      this.running.size < this.concurrency &&
+      task.ready &&
+      needsNoPreparation(task) &&
+      !(task.deadline && Date.parse(task.deadline) < Date.now())
+    )
+  }
+
+  /** Stores the task and, when it is the first due, starts it in the same commit; answers the task as submitted. */
+  private async submitAndStart(task: Task): Promise<Task> {
+    const controller = this.reserve(task.id)
+    let inserted: InsertedTask | undefined
+    try {
+      inserted = await this.store.insertAndStart!(task, 'submitted', Date.now(), [this.claimChange(task), STARTED])
+    } finally {
+      if (!inserted?.started) this.release(task.id, controller)
+    }
+    if (inserted.started) {
+      this.begin(inserted.started.task, inserted.started.steps, controller, true)
+      return inserted.task
+    }
+    // Not started (another task was due first, or the key found an earlier task): left to the pump as usual.
+    const stored = inserted.task
+    if (stored.ready && stored.state === 'PENDING') await this.announce(stored)
+    else if (stored.state === 'PENDING') await this.refreshReadiness(stored)
+    return stored
+  }
+
+  /**
+   * Takes a slot for a run before its claim is written, so a claim made meanwhile (the pump, a submit) sees the slot
+   * taken and never runs more than `concurrency` at once.
+   */
+  private reserve(id: string): AbortController {
+    const controller = new AbortController()
+    this.running.set(id, controller)
+    return controller
+  }
+
+  /** Gives back a slot (only its own: the id may have been reserved again meanwhile, a retry's next claim). */
+  private release(id: string, controller: AbortController): void {
+    if (this.running.get(id) === controller) this.running.delete(id)
   }
 
   /** Terminates a task (DELETE /v1/tasks/:id); a run in flight here is cancelled. Undefined when it had already ended. */
@@ -193,19 +253,21 @@ export class TaskScheduler {
     const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
     for (;;) {
       // Listening before reading: a transition landing between the read and the wait is not missed.
-      let fired = false
+      let settled: Task | undefined
       let woken: () => void = () => undefined
-      const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((fired = true), woken())
+      const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((settled = task), woken())
       this.emitter.on('transition', onEvent)
       try {
         const task = await this.store.get(id)
         if (settles(task) || Date.now() >= until) return task
-        if (fired) continue
+        if (settled) return settled
         // Another process's transitions are not announced here: look again every tick.
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(this.options.tickMs ?? 200, Math.max(until - Date.now(), 0)))
           woken = () => (clearTimeout(timer), resolve())
         })
+        // The transition that settled it carries the task as it was written: no read needed.
+        if (settled) return settled
       } finally {
         this.emitter.off('transition', onEvent)
       }
@@ -256,11 +318,13 @@ export class TaskScheduler {
 
   private async pump(): Promise<void> {
     while (!this.stopped && this.running.size < this.concurrency) {
-      const due = await this.store.due(Date.now(), this.concurrency - this.running.size)
+      const free = this.concurrency - this.running.size
+      const due = await this.store.due(Date.now(), free)
       if (due.length === 0) return
       let started = 0
       for (const task of due) if (await this.claim(task)) started++
-      if (started === 0) return
+      // Fewer due than free slots: nothing else was due, no need to ask again (a task due later wakes the pump itself).
+      if (started === 0 || due.length < free) return
     }
   }
 
@@ -285,24 +349,50 @@ export class TaskScheduler {
       await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
       return undefined
     }
+    const claim = this.claimChange(task)
+    const controller = this.reserve(task.id)
+    let begun: { settled: Promise<void> } | undefined
+    try {
+      if (this.store.transitions && needsNoPreparation(task)) {
+        // Nothing to prepare: claimed and started in one write, one commit instead of two (the log still shows both).
+        const moved = await this.store.transitions(task.id, ['PENDING'], [claim, STARTED])
+        if (moved) begun = this.begin(moved.task, moved.steps, controller, true)
+      } else {
+        const claimed = await this.move(task.id, ['PENDING'], claim)
+        if (claimed) begun = this.begin(claimed, [], controller, false)
+      }
+    } finally {
+      if (!begun) this.release(task.id, controller)
+    }
+    return begun
+  }
+
+  /** PENDING → SPAWNING for this process, counting the attempt. */
+  private claimChange(task: Task): TaskChange {
     const attempt = task.attempts + 1
-    const claimed = await this.move(task.id, ['PENDING'], {
+    return {
       to: 'SPAWNING',
       reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`,
       patch: { attempts: attempt, owner: this.owner },
-    })
-    if (!claimed) return undefined
-    const controller = new AbortController()
-    this.running.set(task.id, controller)
+    }
+  }
+
+  /**
+   * Starts a claimed run in its reserved slot. `steps` are the claim's transitions still to announce: after the
+   * reservation, so a listener's cancel reaches the run. `started` when the claim already moved it to RUNNING.
+   */
+  private begin(task: Task, steps: TransitionSteps['steps'], controller: AbortController, started: boolean): { settled: Promise<void> } {
+    for (const step of steps) this.emitter.emit('transition', step.event, step.task)
     // In an object: an async function returning the promise itself would wait for the whole run.
-    const settled = this.run(claimed, controller).finally(() => {
-      this.running.delete(task.id)
+    const settled = this.run(task, controller, started ? task : undefined).finally(() => {
+      this.release(task.id, controller)
       this.wake()
     })
     return { settled }
   }
 
-  private async run(task: Task, controller: AbortController): Promise<void> {
+  /** Runs a claimed task; `started` when the claim already moved it to RUNNING. */
+  private async run(task: Task, controller: AbortController, started?: Task): Promise<void> {
     try {
       const dependencies = await this.store.getMany(task.dependencies)
       const request = withDependencyInputs(
@@ -310,7 +400,7 @@ export class TaskScheduler {
         dependencies,
         task.dependencyPaths,
       )
-      const running = await this.move(task.id, ['SPAWNING'], { to: 'RUNNING', reason: 'started' })
+      const running = started ?? (await this.move(task.id, ['SPAWNING'], STARTED))
       if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
         this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
@@ -324,6 +414,7 @@ export class TaskScheduler {
             to: 'PENDING',
             reason: 'interrupted by a shutdown; runs again',
             patch: { attempts: running.attempts - 1, owner: undefined },
+            heldBy: holderOf(running),
           })
         // Cancelled or suspended meanwhile: that transition already happened.
         return
@@ -332,9 +423,8 @@ export class TaskScheduler {
       await this.settle(running, result, outcomeOf(running, result))
     } catch (error) {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
-      await this.move(task.id, ['SPAWNING', 'RUNNING'], { to: 'FAILED', reason: `internal error: ${describeError(error)}` }).catch(
-        () => undefined,
-      )
+      const change: TaskChange = { to: 'FAILED', reason: `internal error: ${describeError(error)}`, heldBy: holderOf(task) }
+      await this.move(task.id, ['SPAWNING', 'RUNNING'], change).catch(() => undefined)
     }
   }
 
@@ -350,26 +440,28 @@ export class TaskScheduler {
 
   private async settle(task: Task, result: ExecutionResult | undefined, outcome: RunOutcome): Promise<void> {
     const from: TaskState[] = ['RUNNING', 'SPAWNING']
+    // The end is written only while this run still holds the task: a late result after a takeover settles nothing.
     const withResult = result ? { result, ...(result.files ? { outputFiles: result.files } : {}) } : {}
+    const move = (change: TaskChange) => this.move(task.id, from, { ...change, heldBy: holderOf(task) })
     switch (outcome.kind) {
       case 'complete':
-        await this.move(task.id, from, { to: 'COMPLETED', reason: 'completed', patch: { ...withResult, owner: undefined } })
+        await move({ to: 'COMPLETED', reason: 'completed', patch: { ...withResult, owner: undefined } })
         return
       case 'retry':
-        await this.move(task.id, from, {
+        await move({
           to: 'PENDING',
           reason: outcome.reason,
           patch: { ...withResult, owner: undefined, notBefore: Date.now() + outcome.delayMs },
         })
         return
       case 'suspend':
-        await this.move(task.id, from, { to: 'SUSPENDED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        await move({ to: 'SUSPENDED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
         return
       case 'terminate':
-        await this.move(task.id, from, { to: 'TERMINATED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        await move({ to: 'TERMINATED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
         return
       case 'fail':
-        await this.move(task.id, from, { to: 'FAILED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
+        await move({ to: 'FAILED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
     }
   }
 
@@ -429,4 +521,9 @@ export class TaskScheduler {
     }
     for (const task of await this.store.inStates(['PENDING', 'SUSPENDED'])) if (!task.ready) await this.refreshReadiness(task)
   }
+}
+
+/** The holder of a claimed run, as its claim wrote it: this scheduler and the attempt it counted. */
+function holderOf(task: Task): TaskChange['heldBy'] {
+  return task.owner ? { owner: task.owner, attempt: task.attempts } : undefined
 }

@@ -29,6 +29,28 @@ export interface TaskChange {
   to: TaskState
   reason: string
   patch?: Partial<Pick<Task, 'attempts' | 'notBefore' | 'result' | 'outputFiles' | 'request' | 'ready' | 'owner'>>
+  /**
+   * Only while this holder's attempt still holds the task: a run's end written by a process whose hold lapsed (its
+   * lease ran out, the task went to another process) is dropped like a lost race, so it cannot settle the new run.
+   */
+  heldBy?: { owner: string; attempt: number }
+}
+
+/** Whether a change's holder condition (if any) holds for the task as stored. */
+export function holdsFor(task: Task, change: TaskChange): boolean {
+  return !change.heldBy || (task.owner === change.heldBy.owner && task.attempts === change.heldBy.attempt)
+}
+
+/** What `transitions` answers: the task at the end, and each step's event with the task as it stood after that step. */
+export interface TransitionSteps {
+  task: Task
+  steps: { event: TaskEvent; task: Task }[]
+}
+
+/** What `insertAndStart` answers: the task as submitted (or the one its idempotency key found), and its start if it started. */
+export interface InsertedTask {
+  task: Task
+  started?: TransitionSteps
 }
 
 export interface TaskStore {
@@ -37,6 +59,13 @@ export interface TaskStore {
    * idempotency key is not inserted: the existing task is returned in its place.
    */
   insert(tasks: readonly Task[], reason: string): Promise<Task[]>
+  /**
+   * Optional: inserts one task as `insert` does and, in the same atomic write, applies `changes` to it when it is the
+   * first due task at `now` (no due task ahead of it in the due order), so a submit that finds a free slot stores and
+   * starts its run with one commit. Without `started` when it did not start (another task was due first, or the
+   * idempotency key found an existing task, which is answered instead).
+   */
+  insertAndStart?(task: Task, reason: string, now: number, changes: readonly TaskChange[]): Promise<InsertedTask>
   get(id: string): Promise<Task | undefined>
   getMany(ids: readonly string[]): Promise<Task[]>
   list(filter: TaskListFilter): Promise<TaskPage>
@@ -45,6 +74,13 @@ export interface TaskStore {
    * atomic write. Undefined when the task was not in one of those states (another process or call got there first).
    */
   transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined>
+  /**
+   * Optional: several transitions in a row (the first from one of `from`, each next from the one before it) in one
+   * atomic write, every one with its action-log entry: all or none. `steps` holds each event with the task as it
+   * stood after it. The scheduler uses it to claim and start a run that needs no preparation in one commit; a store
+   * without it gets the transitions one by one.
+   */
+  transitions?(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): Promise<TransitionSteps | undefined>
   /** Updates fields that are not a transition (readiness), only while the task is in `state`. */
   update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined>
   /** Ready PENDING tasks whose backoff has passed, in the one due order (due-order.ts): priority, then submission. */

@@ -57,7 +57,8 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
     if (ids.has(spec.id)) throw invalid(`task id "${spec.id}" appears twice in the batch`)
     ids.set(spec.id, spec.dependencies ?? [])
   }
-  const taken = await store.getMany([...ids.keys()])
+  // Only ids the caller chose can be taken: a fresh random UUID is not looked up (a read saved per plain submit).
+  const taken = await store.getMany(specs.flatMap((spec) => (spec.id ? [spec.id] : [])))
   // An idempotent resubmission may name its own earlier id; any other reuse of an id is refused.
   const reused = taken.find(
     (task) =>

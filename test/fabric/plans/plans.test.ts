@@ -136,9 +136,16 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
       expect(await refused({ steps: [js('a', '1', ['b']), js('b', '1', ['a'])] })).toContain('dependency cycle: a -> b -> a')
       expect(await refused({ steps: [js('a', '1', ['nope'])] })).toContain('unknown dependency: step "a" depends on "nope"')
       expect(await refused({ steps: [{ id: 'a', language: 'python', code: 'import os\nos.getcwd()' }] })).toMatch(/step "a": .*os/)
-      expect(await refused({ steps: [{ ...js('a', '1'), limits: { timeoutMs: 999_999 } }] })).toContain(
-        'wallTimeMs 999999 is above the allowed 5000',
-      )
+      // A loosened limit is refused as a task's is: EXECGATE_SUBMIT_REFUSED, naming the step and the limit.
+      const loosened = await execgate.plans
+        .run({ steps: [{ ...js('a', '1'), limits: { timeoutMs: 999_999 } }] })
+        .catch((caught: unknown) => caught)
+      expect(loosened).toMatchObject({
+        code: 'EXECGATE_SUBMIT_REFUSED',
+        message: expect.stringContaining(
+          'the plan was not submitted: step "a": the request may only tighten the policy: wallTimeMs 999999 is above the allowed 5000',
+        ),
+      })
       expect(await refused({ steps: [js('a', '1')], maxRevisions: 9 })).toContain('maxRevisions 9 is above the allowed 4')
       expect(await refused({ steps: [{ ...js('a', '1'), extra: true } as PlanStepSpec] })).toContain('steps[0].extra is not a known field')
     })

@@ -11,7 +11,7 @@ import { kill, startServe, type Node } from '../cluster'
  * redis-server. A session started through node A is used through node B (B forwards the call to A, which holds the
  * interpreter's state), for monty and quickjs; another tenant's session of the same id is its own. A is killed with
  * SIGKILL: while its heartbeat lasts, B answers 502 EXECGATE_SESSION_ELSEWHERE (never a fresh session); once A is gone,
- * B restores the monty session from the state saved after its last call, and says the quickjs session was lost with
+ * B restores the monty session from the state saved after its last call (its workspace files too), and says the quickjs session was lost with
  * its node (EXECGATE_SESSION_LOST), once, the next call starting afresh.
  */
 
@@ -31,6 +31,8 @@ function env(name: string): NodeJS.ProcessEnv {
     EXECGATE_READINESS_ENABLED: 'false',
     EXECGATE_EXECUTION_ENABLED: 'monty,quickjs',
     EXECGATE_SERVER_API_KEYS: `acme=${ACME},globex=${GLOBEX}`,
+    // A session's workspace files readable by its calls (read_file), to see them after a takeover.
+    EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'sandboxed',
     EXECGATE_FABRIC_STORE: 'redis',
     EXECGATE_FABRIC_REDIS_URL: redis.url,
     EXECGATE_FABRIC_NODE_HEARTBEAT_MS: String(HEARTBEAT_MS),
@@ -64,8 +66,11 @@ afterAll(async () => {
 }, 30_000)
 
 test('sessions live on one node, are reached through any, and outlive their node where their state can move', async () => {
-  // Started through A, used through B: B forwards to A, so the state is the one A's interpreter holds.
-  expect((await run(a, python('x = 41', 'calc'))).json.status).toBe('ok')
+  // Started through A, used through B: B forwards to A, so the state is the one A's interpreter holds. Its
+  // workspace holds a file (the request's), kept with its state.
+  expect(
+    (await run(a, { ...python('x = 41', 'calc'), files: [{ path: 'notes/kept.txt', content: 'kept with the state' }] })).json.status,
+  ).toBe('ok')
   const throughB = await run(b, python('x = x + 1\nx', 'calc'))
   expect(throughB.status).toBe(200)
   expect(throughB.json).toMatchObject({ status: 'ok', adapter: 'monty', value: 42 })
@@ -91,8 +96,13 @@ test('sessions live on one node, are reached through any, and outlive their node
   await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS * 3 + 500))
   const restored = await run(b, python('x = x + 1\nx', 'calc'))
   expect(restored.json).toMatchObject({ status: 'ok', adapter: 'monty', value: 43 })
-  expect(restored.json.message).toMatch(/restored on this node from the state its last call left \(its node node-\w+ is gone\)/)
+  expect(restored.json.message).toMatch(
+    /restored on this node from the state its last call left with its 1 workspace file \(its node node-\w+ is gone\)/,
+  )
   expect((await run(b, python('x', 'calc'))).json.value).toBe(43)
+  // Its workspace came too: the session's file, read on B by a call of the same session.
+  const file = await run(b, javascript('await read_file("notes/kept.txt")', 'calc'))
+  expect(file.json).toMatchObject({ status: 'ok', value: 'kept with the state' })
 
   // quickjs's state cannot move: B says it was lost with its node, once; the next call starts a new session.
   const lost = await run(b, javascript('n', 'counter'))

@@ -229,7 +229,12 @@ describe.each(stores)('%s store', (storeKind) => {
     })
 
     test('higher priority starts first when slots are busy', async () => {
-      const blockers = await Promise.all([0, 1].map(() => execgate.tasks.submit(js(busy(400)))))
+      const blockers = await Promise.all([0, 1].map(() => execgate.tasks.submit(js(busy(1000)))))
+      // Both slots taken first (on Redis a claim goes through BullMQ, so a submit does not mean a start): only then
+      // are the two contenders both waiting, and the order between them is the priority's alone.
+      for (const blocker of blockers)
+        while (!['RUNNING', 'COMPLETED'].includes((await execgate.tasks.get(blocker.id))?.state ?? ''))
+          await new Promise((resolve) => setTimeout(resolve, 5))
       const low = await execgate.tasks.submit(js('1', { priority: 1 }))
       const high = await execgate.tasks.submit(js('1', { priority: 10 }))
       await Promise.all([...blockers, low, high].map((task) => execgate.tasks.wait(task.id)))
