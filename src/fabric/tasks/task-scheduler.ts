@@ -1,57 +1,25 @@
 import { EventEmitter } from 'node:events'
-import os from 'node:os'
-import { ExecgateError, describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
-import type { ExecuteOptions } from '../../execution/types'
-import type { Logger } from '../../observability/logger'
+import { ExecgateError, describeError, type ExecutionResult } from '../../core'
 import type { Workspace } from '../../workspace'
-import { nextOwnerId, ownerOfThisProcessAlive, ownerProcess } from '../owner-id'
-import type { TaskDispatcher } from './bullmq-dispatcher'
+import { nextOwnerId } from '../owner-id'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { runInputsFor } from './run-options'
-import { TaskOutputs, type TaskOutput } from './task-outputs'
+import { TaskOutputs } from './task-outputs'
 import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
+import { defaultOwnerAlive, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler-options'
 import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
+import { taskEvents, waitForTask, type TaskWatchSource } from './task-watch'
 
-/** Runs one execution request: the ExecutionService's `execute`, which never rejects. */
-export type ExecuteFunction = (request: ExecutionRequest, options: ExecuteOptions) => Promise<ExecutionResult>
-
-export interface TaskSchedulerOptions {
-  store: TaskStore
-  execute: ExecuteFunction
-  logger?: Logger
-  /** Tasks this process runs at once. @default 4 */
-  concurrency?: number
-  /** How often due retries, deadlines and other processes' submissions are looked for, in ms. @default 200 */
-  tickMs?: number
-  /** This scheduler's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid#n (src/fabric/owner-id.ts) */
-  owner?: string
-  /**
-   * Hands due tasks to processes with free slots (the distributed store's BullMQ queue). Without one, this process
-   * polls the store for due tasks itself.
-   */
-  dispatcher?: TaskDispatcher
-  /** Whether an owner still runs (default: same host and its pid is alive), so a restart leaves live runs alone. */
-  ownerAlive?: (owner: string) => boolean
-  /**
-   * Opens the workspace of a task that keeps one outside memory (`task.workspace`, a bucket prefix), emptied for the
-   * attempt. Without it such a task's run fails naming the missing setting.
-   */
-  workspaceFor?: (task: Task) => Promise<Workspace>
-}
-
-/** What `events()` yields: transitions from the action log, and output while this process runs the task. */
-export type TaskStreamItem =
-  | { type: 'transition'; event: TaskEvent }
-  | { type: 'output'; taskId: string; stream: 'stdout' | 'stderr'; chunk: string }
-  /** A rich output (an image, a table, a display() item) as the code made it (task-outputs.ts). */
-  | ({ type: 'rich-output' } & TaskOutput)
-
-/** Changes a resumed task may bring: other limits or another adapter (the failure table's "resumable"). */
-export type ResumeChanges = Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'adapter' | 'policy'>
-/** The fields a resume may change (HTTP refuses a body naming any other). */
-export const RESUME_FIELDS: readonly string[] = ['timeoutMs', 'memoryMb', 'adapter', 'policy'] satisfies Array<keyof ResumeChanges>
+export {
+  RESUME_FIELDS,
+  defaultOwnerAlive,
+  type ExecuteFunction,
+  type ResumeChanges,
+  type TaskSchedulerOptions,
+  type TaskStreamItem,
+} from './task-scheduler-options'
 
 const SHUTDOWN = new Error('the task scheduler is shutting down')
 /** A claimed run's start: SPAWNING → RUNNING. */
@@ -60,20 +28,6 @@ const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
 /** A run with no dependency outputs to read and no workspace to open: its claim and its start can be one write. */
 function needsNoPreparation(task: Task): boolean {
   return task.dependencies.length === 0 && !task.workspace
-}
-
-/** Same host and its pid alive, or in this process not retired (another machine's owner counts as alive: not ours to judge). */
-export function defaultOwnerAlive(owner: string): boolean {
-  const here = ownerOfThisProcessAlive(owner)
-  if (here !== undefined) return here
-  const { host, pid } = ownerProcess(owner)
-  if (host !== os.hostname() || !Number.isInteger(pid)) return true // another machine's run: not ours to judge
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 /**
@@ -209,69 +163,17 @@ export class TaskScheduler {
   }
 
   /** Every transition from the action log (from `afterSeq`), then live ones and output, until the task ends. */
-  async *events(id: string, afterSeq = 0): AsyncGenerator<TaskStreamItem> {
-    let last = afterSeq
-    const outputs: TaskStreamItem[] = []
-    let signal: () => void = () => undefined
-    const onOutput = (item: TaskStreamItem) => {
-      if (item.type === 'output' && item.taskId === id) (outputs.push(item), signal())
-    }
-    const onTransition = (event: TaskEvent) => event.taskId === id && signal()
-    this.emitter.on('output', onOutput)
-    this.emitter.on('transition', onTransition)
-    const stopOutputs = this.outputs.subscribe(
-      (output) => output.taskId === id && (outputs.push({ type: 'rich-output', ...output }), signal()),
-    )
-    try {
-      for (;;) {
-        while (outputs.length) yield outputs.shift()!
-        const events = await this.store.events(id, last)
-        for (const event of events) {
-          // Output sent before this transition was written (a run's last items, then its end) goes out first.
-          while (outputs.length) yield outputs.shift()!
-          last = event.seq
-          yield { type: 'transition', event }
-          if (isFinal(event.to)) return
-        }
-        if (events.length === 0 && !(await this.store.get(id))) return
-        // Local transitions wake us at once; another process's show up within a tick.
-        await new Promise<void>((resolve) => {
-          signal = resolve
-          setTimeout(resolve, this.options.tickMs ?? 200)
-        })
-      }
-    } finally {
-      stopOutputs()
-      this.emitter.off('output', onOutput)
-      this.emitter.off('transition', onTransition)
-    }
+  events(id: string, afterSeq = 0): AsyncGenerator<TaskStreamItem> {
+    return taskEvents(this.watchSource(), id, afterSeq)
   }
 
   /** Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is. */
-  async wait(id: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<Task | undefined> {
-    const until = Date.now() + timeoutMs
-    const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
-    for (;;) {
-      // Listening before reading: a transition landing between the read and the wait is not missed.
-      let settled: Task | undefined
-      let woken: () => void = () => undefined
-      const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((settled = task), woken())
-      this.emitter.on('transition', onEvent)
-      try {
-        const task = await this.store.get(id)
-        if (settles(task) || Date.now() >= until) return task
-        if (settled) return settled
-        // Another process's transitions are not announced here: look again every tick.
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(this.options.tickMs ?? 200, Math.max(until - Date.now(), 0)))
-          woken = () => (clearTimeout(timer), resolve())
-        })
-        // The transition that settled it carries the task as it was written: no read needed.
-        if (settled) return settled
-      } finally {
-        this.emitter.off('transition', onEvent)
-      }
-    }
+  wait(id: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<Task | undefined> {
+    return waitForTask(this.watchSource(), id, timeoutMs)
+  }
+
+  private watchSource(): TaskWatchSource {
+    return { store: this.store, emitter: this.emitter, outputs: this.outputs, tickMs: this.options.tickMs ?? 200 }
   }
 
   onTransition(listener: (event: TaskEvent, task: Task) => void): () => void {

@@ -1,0 +1,82 @@
+import type { EventEmitter } from 'node:events'
+import type { TaskStreamItem } from './task-scheduler-options'
+import type { TaskOutputs } from './task-outputs'
+import type { TaskStore } from './task-store'
+import { isFinal, type Task, type TaskEvent } from './task-types'
+
+/**
+ * The read side of a task's life, for callers who watch it: its event stream and waiting for it to settle. Local
+ * transitions and output arrive through the scheduler's emitter at once; another process's show up within a tick.
+ */
+export interface TaskWatchSource {
+  store: TaskStore
+  emitter: EventEmitter
+  outputs: TaskOutputs
+  tickMs: number
+}
+
+/** Every transition from the action log (from `afterSeq`), then live ones and output, until the task ends. */
+export async function* taskEvents(source: TaskWatchSource, id: string, afterSeq = 0): AsyncGenerator<TaskStreamItem> {
+  let last = afterSeq
+  const outputs: TaskStreamItem[] = []
+  let signal: () => void = () => undefined
+  const onOutput = (item: TaskStreamItem) => {
+    if (item.type === 'output' && item.taskId === id) (outputs.push(item), signal())
+  }
+  const onTransition = (event: TaskEvent) => event.taskId === id && signal()
+  source.emitter.on('output', onOutput)
+  source.emitter.on('transition', onTransition)
+  const stopOutputs = source.outputs.subscribe(
+    (output) => output.taskId === id && (outputs.push({ type: 'rich-output', ...output }), signal()),
+  )
+  try {
+    for (;;) {
+      while (outputs.length) yield outputs.shift()!
+      const events = await source.store.events(id, last)
+      for (const event of events) {
+        // Output sent before this transition was written (a run's last items, then its end) goes out first.
+        while (outputs.length) yield outputs.shift()!
+        last = event.seq
+        yield { type: 'transition', event }
+        if (isFinal(event.to)) return
+      }
+      if (events.length === 0 && !(await source.store.get(id))) return
+      // Local transitions wake us at once; another process's show up within a tick.
+      await new Promise<void>((resolve) => {
+        signal = resolve
+        setTimeout(resolve, source.tickMs)
+      })
+    }
+  } finally {
+    stopOutputs()
+    source.emitter.off('output', onOutput)
+    source.emitter.off('transition', onTransition)
+  }
+}
+
+/** Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is. */
+export async function waitForTask(source: TaskWatchSource, id: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<Task | undefined> {
+  const until = Date.now() + timeoutMs
+  const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
+  for (;;) {
+    // Listening before reading: a transition landing between the read and the wait is not missed.
+    let settled: Task | undefined
+    let woken: () => void = () => undefined
+    const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((settled = task), woken())
+    source.emitter.on('transition', onEvent)
+    try {
+      const task = await source.store.get(id)
+      if (settles(task) || Date.now() >= until) return task
+      if (settled) return settled
+      // Another process's transitions are not announced here: look again every tick.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(source.tickMs, Math.max(until - Date.now(), 0)))
+        woken = () => (clearTimeout(timer), resolve())
+      })
+      // The transition that settled it carries the task as it was written: no read needed.
+      if (settled) return settled
+    } finally {
+      source.emitter.off('transition', onEvent)
+    }
+  }
+}
