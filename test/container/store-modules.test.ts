@@ -18,6 +18,12 @@ class CountingTaskStore extends SqliteTaskStore {
     this.inserts++
     return super.insert(...args)
   }
+
+  // A submit with a free slot stores and starts the task in one commit: that is an insert too.
+  override insertAndStart(...args: Parameters<SqliteTaskStore['insertAndStart']>): ReturnType<SqliteTaskStore['insertAndStart']> {
+    this.inserts++
+    return super.insertAndStart(...args)
+  }
 }
 
 describe("a user's module replacing the task store", () => {
