@@ -41,6 +41,10 @@ beforeAll(async () => {
       log: { level: 'silent' as const },
       workspace: { maxFileBytes: MAX_FILE_BYTES },
       fabric: { dataDir, ledger: { enabled: false } },
+      security: {
+        defaultPolicy: { wallTimeMs: 30_000, cpuTimeMs: 30_000 },
+        profiles: { inspect: { allowedImports: ['os', 'hashlib'], memoryMb: 256 } },
+      },
     },
   })
   await execgate.uploads.put('local', Readable.from([BIG]))
@@ -172,4 +176,24 @@ test('a snapshot holds an upload bound in as its bytes, and restores them as a f
     await withLedger.dispose()
     fs.rmSync(ledgerDir, { recursive: true, force: true })
   }
+}, 240_000)
+
+test("a one-shot docker run binds the upload read-only too: its own mount, refused writes, the upload's bytes", async () => {
+  const code = [
+    'import os, hashlib',
+    "mounts = [line.split()[5].split(',')[0] for line in open('/proc/self/mountinfo') if line.split()[4] == '/workspace/big.csv']",
+    'try:',
+    "    open('big.csv', 'a').write('tampered')",
+    "    wrote = 'wrote'",
+    'except OSError:',
+    "    wrote = 'write-refused'",
+    "[mounts, wrote, os.path.getsize('big.csv'), hashlib.sha256(open('big.csv', 'rb').read()).hexdigest()]",
+  ].join('\n')
+  const result = await execgate.execute(
+    { language: 'python', adapter: 'docker', code, files: [{ path: 'big.csv', sha256: DIGEST }] },
+    { profile: 'inspect' },
+  )
+  expect({ status: result.status, stderr: result.stderr, message: result.message }).toMatchObject({ status: 'ok' })
+  expect(result.value).toEqual([['ro'], 'write-refused', BIG.length, DIGEST])
+  expect(createHash('sha256').update(fs.readFileSync(blob)).digest('hex')).toBe(DIGEST)
 }, 240_000)
