@@ -32,7 +32,7 @@ describe('POST /v1/executions while pyodide is still warming up', () => {
         body: JSON.stringify({ language: 'python', code: '6 * 7', timeoutMs: 300 }),
       })
     const early = await post()
-    const body = await early.json()
+    const body = (await early.json()) as { retryAfterMs: number; value?: unknown }
     expect(execgate.status().adapters.find((adapter) => adapter.name === 'pyodide')?.warm).toBe(false)
     expect(early.status).toBe(200)
     expect(body).toMatchObject({
