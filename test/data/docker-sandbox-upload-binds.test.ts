@@ -87,6 +87,14 @@ test('an upload three times the file limit is bound read-only, the same inode as
     await sandbox.writeFile('again.csv', { sha256: `sha256:${DIGEST}` })
     const perExec = await sandbox.exec({ command: PROBE('per-exec.csv'), files: [{ path: 'per-exec.csv', sha256: DIGEST }] })
     expect(perExec.stdout.trim().split('\n')).toEqual([inode, ...REFUSED])
+    // An exec that may only read (another uid, in the workspace's group) reads it too, and still cannot change it.
+    const reader = await sandbox.exec({
+      command: 'id -u; sha256sum < again.csv | cut -c1-64; (echo x >> again.csv) 2>/dev/null && echo wrote || echo write-refused',
+      policy: { filesystem: 'read_only' },
+    })
+    const [readerUid, ...readerRest] = reader.stdout.trim().split('\n')
+    expect(readerUid).not.toBe((await sandbox.exec({ command: 'id -u' })).stdout.trim())
+    expect(readerRest).toEqual([DIGEST, 'write-refused'])
     // The host's file calls see the upload's bytes.
     expect(await sandbox.listFiles()).toEqual(
       expect.arrayContaining([
