@@ -14,6 +14,7 @@ import {
   type ExecutionRequest,
   type ExecutionResult,
   type ExecutionStatus,
+  type FileMount,
   type Language,
   type SandboxFileEntry,
   type SandboxOpenOptions,
@@ -28,6 +29,7 @@ import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } fr
 import { runSandboxExec } from './sandbox-exec'
 import { SandboxEgressFolder } from './sandbox-egress'
 import { KEEPER, execUsers, sandboxLauncher } from './sandbox-launcher'
+import { LINK_UPLOAD, SandboxUploadFolder, UPLOADS_MOUNT_POINT, removeUploadFolders } from './sandbox-uploads'
 import type { EgressBridgeFiles } from '../shared/egress-bridge'
 
 /** Every sandbox container carries this label (its sandbox id), and the owner label: `host/pid:start`. */
@@ -56,11 +58,13 @@ export class DockerSandbox implements AdapterSandbox {
     private readonly settings: DockerOptions,
     private readonly onClosed: (sandbox: DockerSandbox) => void,
     private readonly egressFolder: SandboxEgressFolder | undefined,
+    private readonly uploads: SandboxUploadFolder,
   ) {}
 
   /**
    * Creates and starts the container: no network, read-only root, a size-capped tmpfs workspace owned by the
-   * sandbox's user. When the sandbox's policy allows any network, its egress folder is bound in (sandbox-egress.ts).
+   * sandbox's user. Its upload folder is bound in read-only (sandbox-uploads.ts); when the sandbox's policy allows any
+   * network, its egress folder too (sandbox-egress.ts).
    */
   static async open(
     docker: Docker,
@@ -71,6 +75,7 @@ export class DockerSandbox implements AdapterSandbox {
   ): Promise<DockerSandbox> {
     const { policy } = options
     const egressFolder = policy.network !== 'none' && egressFiles ? SandboxEgressFolder.create(egressFiles()) : undefined
+    const uploads = SandboxUploadFolder.create()
     const [uid, gid] = settings.user.split(':') as [string, string]
     // The cgroup holds the whole sandbox: an exec's memory (each exec's own cap is its RLIMIT_DATA), the tmpfs
     // workspace and /tmp (tmpfs pages count against it), and the keeper.
@@ -94,7 +99,7 @@ export class DockerSandbox implements AdapterSandbox {
         // The code's processes (node's threads count), the keeper, the launcher, and a kill exec.
         PidsLimit: policy.maxProcesses + 24,
         ReadonlyRootfs: true,
-        ...(egressFolder ? { Binds: [egressFolder.bind] } : {}),
+        Binds: [uploads.bind, ...(egressFolder ? [egressFolder.bind] : [])],
         Tmpfs: { '/workspace': `rw,size=${settings.workspaceMb}m,mode=0750,${ownership}`, '/tmp': 'rw,size=16m,mode=1777' },
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
@@ -120,6 +125,7 @@ export class DockerSandbox implements AdapterSandbox {
     }
     if (!container) {
       egressFolder?.remove()
+      uploads.remove()
       throw new ExecgateError(
         'EXECGATE_ADAPTER_UNAVAILABLE',
         { name: 'docker', detail: `the sandbox container could not be created: ${engineMessage(lastError)}` },
@@ -131,13 +137,14 @@ export class DockerSandbox implements AdapterSandbox {
     } catch (error) {
       await container.remove({ force: true }).catch(() => undefined)
       egressFolder?.remove()
+      uploads.remove()
       throw new ExecgateError(
         'EXECGATE_ADAPTER_UNAVAILABLE',
         { name: 'docker', detail: `the sandbox container did not start: ${engineMessage(error)}` },
         { cause: error, source: 'docker' },
       )
     }
-    return new DockerSandbox(options.id, container, settings, onClosed, egressFolder)
+    return new DockerSandbox(options.id, container, settings, onClosed, egressFolder, uploads)
   }
 
   async exec(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
@@ -263,59 +270,57 @@ export class DockerSandbox implements AdapterSandbox {
     }
   }
 
+  /** Binds the upload read-only at `mount.path` (sandbox-uploads.ts): a link into the upload folder, no copy. */
+  async mountFile(mount: FileMount): Promise<void> {
+    const done = await this.run(['/bin/sh', '-c', LINK_UPLOAD, 'link', mount.path, this.uploads.stage(mount)])
+    if (done.exitCode !== 0)
+      throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path: mount.path, reason: lastLine(done.stderr, done.exitCode) })
+  }
+
   async writeFile(path: string, content: Uint8Array): Promise<void> {
-    const done = await this.run(['/bin/sh', '-c', 'umask 027; mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', 'write', path], {
-      stdin: content,
-    })
+    // Bytes written at an upload's path replace its link (writing through it would meet the read-only mount).
+    const unlink = `case "$(readlink -- "$1")" in ${UPLOADS_MOUNT_POINT}/*) rm -f -- "$1";; esac`
+    const script = `umask 027; mkdir -p -- "$(dirname -- "$1")" && { ${unlink}; cat > "$1"; }`
+    const done = await this.run(['/bin/sh', '-c', script, 'write', path], { stdin: content })
     if (done.exitCode === 0) return
     if (/No space left|File too large/i.test(done.stderr))
       throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
         detail: `${path}: the sandbox's workspace is full (adapters.docker.workspaceMb)`,
       })
-    throw new ExecgateError('EXECGATE_WORKSPACE_PATH', {
-      path,
-      reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}`,
-    })
+    throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: lastLine(done.stderr, done.exitCode) })
   }
 
   async readFile(path: string): Promise<Uint8Array | undefined> {
     const done = await this.run(['/bin/sh', '-c', '[ -f "$1" ] || exit 3; exec cat -- "$1"', 'read', path])
     if (done.exitCode === 3) return undefined
-    if (done.exitCode !== 0)
-      throw new ExecgateError('EXECGATE_WORKSPACE_PATH', {
-        path,
-        reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}`,
-      })
+    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: lastLine(done.stderr, done.exitCode) })
     return done.stdout
   }
 
   async deleteFile(path: string): Promise<boolean> {
     const done = await this.run(['/bin/sh', '-c', '[ -f "$1" ] || [ -L "$1" ] || exit 3; exec rm -f -- "$1"', 'delete', path])
     if (done.exitCode === 3) return false
-    if (done.exitCode !== 0)
-      throw new ExecgateError('EXECGATE_WORKSPACE_PATH', {
-        path,
-        reason: done.stderr.trim().split('\n').pop() || `exit code ${done.exitCode}`,
-      })
+    if (done.exitCode !== 0) throw new ExecgateError('EXECGATE_WORKSPACE_PATH', { path, reason: lastLine(done.stderr, done.exitCode) })
     return true
   }
 
+  /** Regular files, and the links to uploads with the upload's size (other links are not listed). */
   async listFiles(): Promise<SandboxFileEntry[]> {
-    const done = await this.run(['/usr/bin/find', '/workspace', '-type', 'f', '-printf', '%s %P\\0'])
+    const done = await this.run(['/usr/bin/find', '/workspace', '(', '-type', 'f', '-o', '-type', 'l', ')', '-printf', '%y%s %P\\0%l\\0'])
     if (done.exitCode !== 0)
       throw new ExecgateError('EXECGATE_BACKEND_FAILED', {
         name: 'docker',
         detail: `listing the sandbox's files failed: ${done.stderr.trim()}`,
       })
-    return done.stdout
-      .toString('utf8')
-      .split('\0')
-      .filter(Boolean)
-      .map((entry) => {
-        const space = entry.indexOf(' ')
-        return { path: entry.slice(space + 1), size: Number(entry.slice(0, space)) }
-      })
-      .sort((a, b) => a.path.localeCompare(b.path))
+    const fields = done.stdout.toString('utf8').split('\0')
+    const entries: SandboxFileEntry[] = []
+    for (let at = 0; at + 1 < fields.length; at += 2) {
+      const entry = fields[at]!
+      const space = entry.indexOf(' ')
+      const size = entry[0] === 'l' ? this.uploads.bytesAt(fields[at + 1]!) : Number(entry.slice(1, space))
+      if (size !== undefined) entries.push({ path: entry.slice(space + 1), size })
+    }
+    return entries.sort((a, b) => a.path.localeCompare(b.path))
   }
 
   /** A plain exec (file operations, kills) as the workspace's owner unless told, with its output as bytes. */
@@ -365,6 +370,7 @@ export class DockerSandbox implements AdapterSandbox {
       .remove({ force: true })
       .finally(() => {
         this.egressFolder?.remove()
+        this.uploads.remove()
         this.onClosed(this)
       })
       .then(
@@ -381,6 +387,10 @@ export class DockerSandbox implements AdapterSandbox {
   }
 }
 
+function lastLine(stderr: string, exitCode: number | null): string {
+  return stderr.trim().split('\n').pop() || `exit code ${exitCode}`
+}
+
 function engineMessage(error: unknown): string {
   return (error as { json?: { message?: string } })?.json?.message ?? describeError(error)
 }
@@ -394,6 +404,7 @@ export async function sweepSandboxContainers(docker: Docker): Promise<number> {
     if (owner && ownerMayBeAlive(owner)) continue
     try {
       await docker.getContainer(item.Id).remove({ force: true })
+      removeUploadFolders(item.Mounts)
       removed++
     } catch {
       // removed meanwhile, or the engine refused: the next sweep tries again

@@ -90,7 +90,7 @@ export const FABRIC_SCHEMA = {
   redisUrl: { doc: 'The Redis of the redis task store', format: String, default: 'redis://127.0.0.1:6379' },
   redisPrefix: { doc: "Prefix of the redis store's keys and queue", format: String, default: 'execgate' },
   leaseMs: {
-    doc: "A worker's lease on a run before it counts as lost, and a plan engine's before another node takes over its revision (ms)",
+    doc: "A worker's lease on a run before it counts as lost (ms); also the bound of the plan driver and revision leases (5 s)",
     format: formats.positiveInt,
     default: 30000,
   },

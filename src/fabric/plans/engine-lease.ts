@@ -6,8 +6,11 @@ import type { PlanStore } from './plan-store'
 /**
  * Whether the engine that owns a revision still runs. A plan left REVISING by a dead engine is taken over by another;
  * one whose owner lives is left to it, so the reflector is asked by one engine at a time. On a store several machines
- * share (Redis), each engine holds a lease there, renewed every third of `leaseMs`: an owner whose lease ran out (a
- * SIGKILL, a lost machine) is gone, wherever it ran. On the embedded store the owner is judged by its pid on this host.
+ * share (Redis), each engine holds a lease there, as short as the driver lease (5 s by default) and renewed as often
+ * (every tick): an owner whose lease ran out (a SIGKILL, a lost machine) is gone, wherever it ran, and its revision is
+ * taken over about 5 s later rather than after `fabric.leaseMs`. A live engine paused past it costs one more question
+ * to the reflector at worst: the revision's write is a compare-and-set, so one answer alone becomes the version.
+ * On the embedded store the owner is judged by its pid on this host.
  */
 export class EngineLease {
   private timer: NodeJS.Timeout | undefined
@@ -15,19 +18,26 @@ export class EngineLease {
   constructor(
     private readonly store: Pick<PlanStore, 'heartbeat' | 'release' | 'ownerAlive'>,
     private readonly owner: string,
-    private readonly options: { leaseMs?: number; ownerAlive?: (owner: string) => boolean | Promise<boolean>; logger?: Logger },
+    private readonly options: {
+      /** How long the lease outlives its last renewal (ms). */
+      ttlMs: number
+      /** How often it is renewed (ms); at most a third of `ttlMs` is used. */
+      renewMs: number
+      ownerAlive?: (owner: string) => boolean | Promise<boolean>
+      logger?: Logger
+    },
   ) {}
 
   async start(): Promise<void> {
     const { store } = this
     if (!store.heartbeat || this.timer) return
-    const leaseMs = this.options.leaseMs ?? 30_000
+    const { ttlMs, renewMs } = this.options
     const renew = () =>
-      store.heartbeat!(this.owner, leaseMs).catch((error: unknown) =>
+      store.heartbeat!(this.owner, ttlMs).catch((error: unknown) =>
         this.options.logger?.warn({ err: describeError(error) }, 'the plan engine could not renew its lease'),
       )
     await renew()
-    this.timer = setInterval(() => void renew(), Math.max(100, Math.floor(leaseMs / 3)))
+    this.timer = setInterval(() => void renew(), Math.max(100, Math.min(renewMs, Math.floor(ttlMs / 3))))
     this.timer.unref()
   }
 

@@ -37,7 +37,7 @@ export function planServiceOptionsFrom(
         })
       : undefined)
   return {
-    // Used only by a driver whose store keeps engine leases (src/fabric/plans/engine-lease.ts); others judge by pid.
+    // Bounds the driver and revision leases of a store that keeps them (src/fabric/plans/engine-lease.ts).
     leaseMs: fabric.leaseMs,
     settings: {
       maxRevisions: plans.maxRevisions,

@@ -39,15 +39,13 @@ export interface PlanEngineOptions {
   owner?: string
   /** Whether the owner of a revision still runs. @default the store's lease when it keeps them, else its pid on this host */
   ownerAlive?: (owner: string) => boolean | Promise<boolean>
-  /**
-   * How long this engine's lease in a store that keeps them (Redis) outlives its last renewal; it renews it every
-   * third of this. A node that dies has its revisions taken over after this (`fabric.leaseMs`). @default 30000
-   */
+  /** `fabric.leaseMs`: the upper bound of the driver and revision leases below. @default 30000 */
   leaseMs?: number
   /**
-   * How long the driver lease (`<prefix>:plans:driver`) outlives its holder's last renewal, which is every tick: a
-   * driver killed mid-plan is replaced this soon rather than after `leaseMs`. Two drivers for a moment (one paused
-   * past it) are harmless: every plan write is a compare-and-set. @default min(leaseMs, max(2000, 5 × tickMs))
+   * How long the driver lease (`<prefix>:plans:driver`) and this engine's revision lease (`<prefix>:plans:engine:
+   * <owner>`) outlive their last renewal, which is every tick: a driver, or a node revising a plan, killed mid-plan is
+   * replaced this soon rather than after `leaseMs`. Two drivers or revisers for a moment (one paused past it) are
+   * harmless: every plan write is a compare-and-set. @default min(leaseMs, max(2000, 5 × tickMs))
    */
   driverLeaseMs?: number
 }

@@ -47,7 +47,13 @@ export class PlanEngine {
   constructor(private readonly options: PlanEngineOptions) {
     this.owner = options.owner ?? nextOwnerId()
     this.emitter.setMaxListeners(0)
-    this.lease = new EngineLease(options.store, this.owner, options)
+    // The revision lease expires with the driver lease: a node killed while asking the reflector is replaced as soon.
+    this.lease = new EngineLease(options.store, this.owner, {
+      ttlMs: this.driverLeaseMs(),
+      renewMs: options.tickMs ?? 1000,
+      ...(options.ownerAlive ? { ownerAlive: options.ownerAlive } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    })
     this.steps = new StepLogMirror(options.store, options.taskStore, (events) => this.announce(events))
   }
 
@@ -91,7 +97,10 @@ export class PlanEngine {
     return this.driving
   }
 
-  /** Short, and renewed every tick: the deployment's plans wait for a dead driver's lease to run out (docs/plans.md). */
+  /**
+   * Short, and renewed every tick: the deployment's plans wait for a dead driver's lease (or a dead reviser's) to run
+   * out (docs/plans.md).
+   */
   private driverLeaseMs(): number {
     const { driverLeaseMs, leaseMs = 30_000, tickMs = 1000 } = this.options
     return driverLeaseMs ?? Math.min(leaseMs, Math.max(2000, 5 * tickMs))

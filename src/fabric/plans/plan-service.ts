@@ -75,7 +75,7 @@ export interface PlanServiceOptions {
   store: PlanStore
   /** The tasks' store, through its interface (the one `tasks` runs on): read, and a SUSPENDED step's request updated on resume. */
   taskStore: TaskReader & Pick<TaskStore, 'update'>
-  /** `fabric.leaseMs`: how long a dead engine's revision waits before another node takes it over (Redis). */
+  /** `fabric.leaseMs`: the bound of the plan driver and revision leases (each 5 s by default, docs/plans.md). */
   leaseMs?: number
   /** This engine's name in plans it revises and in its leases (one per execgate: src/fabric/owner-id.ts). */
   owner?: string
