@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import type { ExecutionResult, Output } from '../../core'
+import type { OutputRelay } from './output-relay'
 import type { Task } from './task-types'
 
 /**
@@ -19,9 +20,18 @@ export interface TaskOutput {
  * The rich outputs of the tasks this process runs, as their code makes them: from adapters that stream them
  * (onRichOutput), and after the run whatever its result holds that was not sent yet (adapters that report them at
  * the end), so a reader of the task's or the plan's events sees every item once, before the task's final transition.
+ * With a relay (the Redis store), each is also published to the other processes, and a reader here hears theirs.
  */
 export class TaskOutputs {
   private readonly emitter = new EventEmitter().setMaxListeners(0)
+  private stopRelay: (() => void) | undefined
+
+  constructor(private readonly relay?: OutputRelay) {}
+
+  /** Whether outputs of other processes' runs reach this one (then they may land after a run's end was written). */
+  get relayed(): boolean {
+    return this.relay !== undefined
+  }
 
   /** The hooks of one run: `onRichOutput` for the service, `rest` once it has answered. */
   forRun(task: Pick<Task, 'id' | 'attempts' | 'provenance'>): {
@@ -35,7 +45,11 @@ export class TaskOutputs {
       ...(task.provenance?.planId ? { planId: task.provenance.planId } : {}),
       ...(task.provenance?.stepId ? { stepId: task.provenance.stepId } : {}),
     }
-    const emit = (output: Output, index: number) => this.emitter.emit('output', { ...base, index, output } satisfies TaskOutput)
+    const emit = (output: Output, index: number) => {
+      const item: TaskOutput = { ...base, index, output }
+      this.emitter.emit('output', item)
+      this.relay?.publish(item)
+    }
     return {
       onRichOutput: (output, index) => {
         emit(output, index)
@@ -47,7 +61,15 @@ export class TaskOutputs {
 
   /** Calls `listener` with every output from now on; returns the way to stop. */
   subscribe(listener: (output: TaskOutput) => void): () => void {
+    // Other processes' outputs are listened for once someone here reads: a process nobody reads from never subscribes.
+    this.stopRelay ??= this.relay?.subscribe((output) => this.emitter.emit('output', output))
     this.emitter.on('output', listener)
     return () => this.emitter.off('output', listener)
+  }
+
+  async close(): Promise<void> {
+    this.stopRelay?.()
+    this.stopRelay = undefined
+    await this.relay?.close()
   }
 }
