@@ -1,4 +1,17 @@
-import type { TaskOutput } from './task-outputs'
+import type { Output } from '../../core'
+
+/**
+ * A rich output of a task's run (an image, a table, a display() item): `index` is its place in the run's
+ * `result.outputs`, which the task keeps with its result. A plan's step carries its plan and step ids.
+ */
+export interface TaskOutput {
+  taskId: string
+  attempt: number
+  index: number
+  output: Output
+  planId?: string
+  stepId?: string
+}
 
 /**
  * Carries the rich outputs of runs between the processes of a deployment, so that a reader of a task's or a plan's

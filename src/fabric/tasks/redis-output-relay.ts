@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from '../../observability/logger'
 import { describeError } from '../../core'
-import type { OutputRelay } from './output-relay'
-import type { TaskOutput } from './task-outputs'
+import type { OutputRelay, TaskOutput } from './output-relay'
 
 /**
  * Rich outputs between processes over Redis pub/sub, on the channel `<prefix>:outputs`: each message is one output as

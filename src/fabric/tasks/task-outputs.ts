@@ -1,20 +1,9 @@
 import { EventEmitter } from 'node:events'
 import type { ExecutionResult, Output } from '../../core'
-import type { OutputRelay } from './output-relay'
-import type { Task } from './task-types'
+import type { OutputRelay, TaskOutput } from './output-relay'
 
-/**
- * A rich output of a task's run (an image, a table, a display() item) on the process that runs it: `index` is its place
- * in the run's `result.outputs`, which the task keeps with its result. A plan's step carries its plan and step ids.
- */
-export interface TaskOutput {
-  taskId: string
-  attempt: number
-  index: number
-  output: Output
-  planId?: string
-  stepId?: string
-}
+export type { TaskOutput } from './output-relay'
+import type { Task } from './task-types'
 
 /**
  * The rich outputs of the tasks this process runs, as their code makes them: from adapters that stream them
