@@ -3,6 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import type { FileMount } from '../../src/core'
 
+const FOLDER_PREFIX = 'execgate-docker-sandbox-uploads-'
+
 /** Where the folder is bound in the sandbox's container (read-only). */
 export const UPLOADS_MOUNT_POINT = '/run/execgate-uploads'
 
@@ -26,7 +28,7 @@ export class SandboxUploadFolder {
   private constructor(readonly directory: string) {}
 
   static create(): SandboxUploadFolder {
-    const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-docker-sandbox-uploads-'))
+    const directory = fs.mkdtempSync(path.join(os.tmpdir(), FOLDER_PREFIX))
     // The container's users are not the server's: they traverse the folder and read a file by its name.
     fs.chmodSync(directory, 0o711)
     return new SandboxUploadFolder(directory)
@@ -70,5 +72,17 @@ export class SandboxUploadFolder {
 
   remove(): void {
     fs.rmSync(this.directory, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Removes the upload folders a swept container had bound (its owner is gone, so nothing else removes them): each
+ * holds hard links that would keep a deleted upload's bytes on disk. Only folders this module makes are touched.
+ */
+export function removeUploadFolders(mounts: readonly { Source?: string; Destination?: string }[] | undefined): void {
+  for (const mount of mounts ?? []) {
+    const source = mount.Source ?? ''
+    if (mount.Destination !== UPLOADS_MOUNT_POINT || path.dirname(source) !== os.tmpdir()) continue
+    if (path.basename(source).startsWith(FOLDER_PREFIX)) fs.rmSync(source, { recursive: true, force: true })
   }
 }

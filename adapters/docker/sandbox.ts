@@ -29,7 +29,7 @@ import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } fr
 import { runSandboxExec } from './sandbox-exec'
 import { SandboxEgressFolder } from './sandbox-egress'
 import { KEEPER, execUsers, sandboxLauncher } from './sandbox-launcher'
-import { LINK_UPLOAD, SandboxUploadFolder, UPLOADS_MOUNT_POINT } from './sandbox-uploads'
+import { LINK_UPLOAD, SandboxUploadFolder, UPLOADS_MOUNT_POINT, removeUploadFolders } from './sandbox-uploads'
 import type { EgressBridgeFiles } from '../shared/egress-bridge'
 
 /** Every sandbox container carries this label (its sandbox id), and the owner label: `host/pid:start`. */
@@ -404,6 +404,7 @@ export async function sweepSandboxContainers(docker: Docker): Promise<number> {
     if (owner && ownerMayBeAlive(owner)) continue
     try {
       await docker.getContainer(item.Id).remove({ force: true })
+      removeUploadFolders(item.Mounts)
       removed++
     } catch {
       // removed meanwhile, or the engine refused: the next sweep tries again

@@ -5,6 +5,7 @@ import {
   createResult,
   describeError,
   enforcementTable,
+  OutputCollector,
   valueBytes,
   type AdapterCapabilities,
   type Availability,
@@ -18,6 +19,7 @@ import {
 } from '../../src/core'
 import { WorkerPool, internalContext, resultFromJob, runWorkerJob, type JobMessage, scanPython } from '../../src/runtime'
 import { isMontyException, loadMontyBinding } from './binding'
+import { usesDisplay } from './display'
 import { mapMontyError } from './map-error'
 import { montyGap } from './python-gaps'
 import type { ToWorker } from './protocol'
@@ -110,11 +112,14 @@ export class MontyAdapter implements CodeExecutionAdapter {
         return createResult('invalid_request', NAME, { message: `[execgate] [monty] ${SESSIONS_WITHOUT_HOST_FUNCTIONS}` })
       return this.replSessions.run(request.sessionId, request.code, context)
     }
-    if (!context.hostFunctions?.list().length && this.inlineBudgetMs > 0) {
+    // display() is answered by the worker (display.ts): code that calls it skips the inline path.
+    const display = usesDisplay(request.code)
+    if (!context.hostFunctions?.list().length && !display && this.inlineBudgetMs > 0) {
       const inline = this.runInline(request.code, context, started)
       if (inline) return inline
     }
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
+    const outputs = new OutputCollector(context.policy, context.onRichOutput)
     const remainingSecs = Math.max(0.001, (context.deadline - performance.now()) / 1000)
     const outcome = await runWorkerJob(
       this.pool,
@@ -129,13 +134,29 @@ export class MontyAdapter implements CodeExecutionAdapter {
         },
         outputBytes: context.policy.outputBytes,
         hostFunctions: (context.hostFunctions?.list() ?? []).map((spec) => spec.name),
+        ...(display
+          ? {
+              display: {
+                maxOutputs: context.policy.maxOutputs,
+                outputsBytes: context.policy.outputsBytes,
+                tableBytes: context.policy.outputBytes,
+              },
+            }
+          : {}),
         recycleAboveBytes: this.recycleAboveBytes,
       },
       context,
       output,
-      { label: NAME, killGraceMs: this.killGraceMs },
+      { label: NAME, killGraceMs: this.killGraceMs, outputs },
     )
-    return resultFromJob(NAME, outcome, output, started)
+    const result = resultFromJob(NAME, outcome, output, started)
+    // display() items, sent while the code ran; items the worker left out for the limits make an ok run output_limit.
+    outputs.omitByRunner(outcome.outputsOmitted)
+    const rich = outputs.fields(result.status, NAME)
+    result.status = rich.status
+    if (rich.outputs) result.outputs = rich.outputs
+    if (rich.message) result.message ??= rich.message
+    return result
   }
 
   /**

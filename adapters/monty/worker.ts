@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { isFatalHostError, pythonExceptionFor, describeError } from '../../src/core'
 import { WorkerJobChannel, cancelRequested, settleHostCall } from '../../src/runtime'
+import { MontyDisplay } from './display'
 import { mapMontyError } from './map-error'
 import type { MontyJob, MontyParseJob, ToWorker } from './protocol'
 import { toJsonValue } from './to-json'
@@ -34,8 +35,11 @@ async function runWithHostFunctions(
   job: MontyJob,
   channel: WorkerJobChannel,
   printCallback: (stream: string, text: string) => void,
+  display: MontyDisplay | undefined,
 ) {
-  const names = new Set(job.hostFunctions)
+  // display() is answered here, in the worker, unless the caller gave a host function of that name.
+  const localDisplay = display && !job.hostFunctions.includes('display') ? display : undefined
+  const names = new Set([...job.hostFunctions, ...(localDisplay ? ['display'] : [])])
   const deadline = Date.now() + job.limits.maxDurationSecs * 1000
   let progress: unknown = program.start({ limits: job.limits, printCallback })
   for (;;) {
@@ -50,6 +54,19 @@ async function runWithHostFunctions(
       continue
     }
     const snapshot = progress as InstanceType<MontyModule['MontySnapshot']>
+    if (localDisplay && snapshot.functionName === 'display') {
+      try {
+        const kwargs = toJsonValue(snapshot.kwargs ?? {}) as Record<string, unknown>
+        localDisplay.show(
+          (snapshot.args as unknown[]).map((arg) => toJsonValue(arg)),
+          kwargs,
+        )
+        progress = snapshot.resume({ returnValue: null })
+      } catch (error) {
+        progress = snapshot.resume({ exception: { type: 'TypeError', message: describeError(error) } })
+      }
+      continue
+    }
     try {
       const args = (snapshot.args as unknown[]).map((arg) => toJsonValue(arg))
       progress = snapshot.resume({ returnValue: await channel.callHost(snapshot.functionName, args) })
@@ -63,15 +80,19 @@ async function runWithHostFunctions(
 async function run(job: MontyJob): Promise<void> {
   const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
   // A process that grew past its bound asks to be replaced: memory monty freed may stay with the process.
-  const retire = () => (!parentPort && process.memoryUsage().rss > job.recycleAboveBytes ? { retire: true } : {})
+  const retireIfGrown = () => (!parentPort && process.memoryUsage().rss > job.recycleAboveBytes ? { retire: true } : {})
   const printCallback = (stream: string, text: string) => {
     if (!channel.write(stream === 'stderr' ? 'stderr' : 'stdout', text)) throw OUTPUT_CAP
   }
+  const display = job.display && new MontyDisplay(job.display, (item) => channel.display(item))
+  // Items the worker left out for the limits, whatever the run's end.
+  const omitted = () => (display?.omitted ? { outputsOmitted: display.omitted } : {})
+  const retire = () => ({ ...omitted(), ...retireIfGrown() })
   try {
     const program = new monty.Monty(job.code, { scriptName: 'main.py' })
     const value =
-      job.hostFunctions.length > 0
-        ? await runWithHostFunctions(program, job, channel, printCallback)
+      job.hostFunctions.length > 0 || display
+        ? await runWithHostFunctions(program, job, channel, printCallback, display)
         : program.run({ limits: job.limits, printCallback })
     channel.finish({ status: 'ok', value: toJsonValue(value), hostCalls: channel.hostCalls, ...retire() })
   } catch (error) {

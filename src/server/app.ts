@@ -228,6 +228,9 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
           retryAfterMs: result.retryAfterMs,
         })
       }
+      // A run that never started for a passing reason (pyodide still warming: EXECGATE_INTERPRETER_WAIT) stays a 200
+      // result; its retryAfterMs becomes the same header, so plain HTTP clients know when to try again.
+      if (result.retryAfterMs !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(result.retryAfterMs / 1000))))
       return result
     }
     reply.hijack()

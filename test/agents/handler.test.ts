@@ -213,6 +213,9 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
       // Once warm, its check measures a latency under the budget, and voice goes back to it.
       await gate.readiness.checkNow()
       expect(gate.readiness.health('pyodide').latencyMs).toBeLessThan(voiceBudgetMs)
+      // The check's probe used an interpreter, and a used one is replaced: until the replacement loads, the pool is
+      // cold again and voice rightly passes it over (on a loaded machine it was). Wait for a warm one, as a caller would.
+      await gate.ready(['pyodide'])
       expect(
         (await handler.handleComputationRequest({ description: 'total with tax', code: classCode, channel: 'voice' })).result?.adapter,
       ).toBe('pyodide')

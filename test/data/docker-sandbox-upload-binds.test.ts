@@ -3,7 +3,10 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Readable } from 'node:stream'
+import Docker from 'dockerode'
 import { DockerAdapter } from '../../adapters/docker'
+import { OWNER_LABEL, SANDBOX_LABEL } from '../../adapters/docker/sandbox'
+import { formatOwner } from '../../adapters/shared/sandbox-owner'
 import { createExecgate, type Execgate } from '../../src'
 
 /**
@@ -84,6 +87,14 @@ test('an upload three times the file limit is bound read-only, the same inode as
     await sandbox.writeFile('again.csv', { sha256: `sha256:${DIGEST}` })
     const perExec = await sandbox.exec({ command: PROBE('per-exec.csv'), files: [{ path: 'per-exec.csv', sha256: DIGEST }] })
     expect(perExec.stdout.trim().split('\n')).toEqual([inode, ...REFUSED])
+    // An exec that may only read (another uid, in the workspace's group) reads it too, and still cannot change it.
+    const reader = await sandbox.exec({
+      command: 'id -u; sha256sum < again.csv | cut -c1-64; (echo x >> again.csv) 2>/dev/null && echo wrote || echo write-refused',
+      policy: { filesystem: 'read_only' },
+    })
+    const [readerUid, ...readerRest] = reader.stdout.trim().split('\n')
+    expect(readerUid).not.toBe((await sandbox.exec({ command: 'id -u' })).stdout.trim())
+    expect(readerRest).toEqual([DIGEST, 'write-refused'])
     // The host's file calls see the upload's bytes.
     expect(await sandbox.listFiles()).toEqual(
       expect.arrayContaining([
@@ -197,3 +208,25 @@ test("a one-shot docker run binds the upload read-only too: its own mount, refus
   expect(result.value).toEqual([['ro'], 'write-refused', BIG.length, DIGEST])
   expect(createHash('sha256').update(fs.readFileSync(blob)).digest('hex')).toBe(DIGEST)
 }, 240_000)
+
+test("a dead owner's sandbox container is swept with its upload folder (whose links would keep deleted uploads)", async () => {
+  const docker = new Docker({ socketPath: SOCKET })
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-docker-sandbox-uploads-'))
+  fs.linkSync(blob, path.join(folder, DIGEST))
+  expect(fs.statSync(blob).nlink).toBe(2)
+  // pid 4194304 is past the kernel's largest: that owner is certainly gone.
+  const container = await docker.createContainer({
+    Image: 'execgate-sandbox:bookworm',
+    Cmd: ['/bin/true'],
+    Labels: { [SANDBOX_LABEL]: 'sb-swept', [OWNER_LABEL]: formatOwner({ host: os.hostname(), pid: 4_194_304, startTicks: 1 }) },
+    HostConfig: { Binds: [`${folder}:/run/execgate-uploads:ro`], NetworkMode: 'none' },
+  })
+  try {
+    expect(await new DockerAdapter({ socketPath: SOCKET }).sweepSandboxes()).toBeGreaterThanOrEqual(1)
+    expect(fs.existsSync(folder)).toBe(false)
+    expect(fs.statSync(blob).nlink).toBe(1)
+  } finally {
+    await container.remove({ force: true }).catch(() => undefined)
+    fs.rmSync(folder, { recursive: true, force: true })
+  }
+}, 120_000)

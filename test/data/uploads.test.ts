@@ -17,6 +17,7 @@ import { openApiDocument } from '../../src/server/openapi'
 const ACME = 'acme-key-0123456789abcdef'
 const GLOBEX = 'globex-key-0123456789abcdef'
 const QUOTA = 256 * 1024
+const BODY_LIMIT = 32 * 1024
 const CSV = 'region,amount\n' + Array.from({ length: 2000 }, (_, i) => `r${i % 7},${i}`).join('\n') + '\n'
 const TOTAL = (1999 * 2000) / 2
 const sha = (data: string | Buffer) => createHash('sha256').update(data).digest('hex')
@@ -40,7 +41,12 @@ beforeAll(async () => {
         defaultPolicy: { wallTimeMs: 30_000, cpuTimeMs: 30_000 },
         profiles: { writer: { filesystem: 'sandboxed' }, inspect: { allowedImports: ['os'] } },
       },
-      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`], tenants: { acme: { profiles: ['writer', 'inspect'] } } },
+      // Far below the quota: an upload is streamed past the server's body limit, never parsed (or buffered) as a body.
+      server: {
+        apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`],
+        tenants: { acme: { profiles: ['writer', 'inspect'] } },
+        bodyLimitBytes: BODY_LIMIT,
+      },
     },
   })
   server = await serve(execgate, { port: 0 }, false)
@@ -168,6 +174,15 @@ describe('PUT /v1/files and requests that name { path, sha256 }', () => {
     expect(fs.readdirSync(path.join(dataDir, 'uploads', 'incoming'))).toEqual([])
     const wrong = await call(`/v1/files?sha256=${sha('other')}`, { method: 'PUT', key: ACME, stream: chunked('a,b\n1,2\n') })
     expect(wrong).toMatchObject({ status: 400, json: { error: { code: 'EXECGATE_FILE_DIGEST_MISMATCH' } } })
+  })
+
+  test("an upload over the server's body limit is streamed into the store whole; a JSON body that size is refused", async () => {
+    const large = Buffer.alloc(4 * BODY_LIMIT, 'y')
+    const put = await call('/v1/files', { method: 'PUT', key: GLOBEX, stream: chunked(large) })
+    expect(put).toMatchObject({ status: 201, json: { sha256: sha(large), bytes: large.length } })
+    const tooLarge = await call('/v1/executions', { key: GLOBEX, body: { language: 'python', code: `'${'y'.repeat(2 * BODY_LIMIT)}'` } })
+    expect(tooLarge.status).toBe(413)
+    expect((await call(`/v1/files/${put.json.sha256}`, { method: 'DELETE', key: GLOBEX })).status).toBe(204)
   })
 
   test('DELETE frees the quota; the OpenAPI document lists the routes and the file reference', async () => {
