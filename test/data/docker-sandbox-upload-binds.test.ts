@@ -125,7 +125,7 @@ test('an upload three times the file limit is bound read-only, the same inode as
   expect(fs.statSync(blob).nlink).toBe(1)
 }, 240_000)
 
-test("bytes given inline over the file limit are still refused: the binding is for uploads only; another tenant's digest is not found", async () => {
+test("inline bytes over the file limit are refused (the binding is for uploads only); another tenant's digest is not found", async () => {
   const sandbox = await execgate.sandboxes.start({ adapter: 'docker' })
   try {
     await expect(sandbox.writeFile('copy.csv', BIG)).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_LIMIT' })
