@@ -450,7 +450,9 @@ export function createPyodideAdapter(options?: PyodideAdapterOptions): PyodideAd
   return new PyodideAdapter(options)
 }
 
-/** A display() item's JSON text as the child sent it; anything that does not parse reaches the collector as undefined (dropped, counted). */
+/**
+ * A display() item's JSON text as the child sent it; anything that does not parse reaches the collector as undefined
+ * (dropped, counted). */
 function parseItem(text: string): unknown {
   try {
     return JSON.parse(text)
