@@ -118,7 +118,9 @@ r`)
 
 test('a run whose policy allows no network: the helpers refuse, and the next run with network works again', async () => {
   const closed = await python(
-    `import urllib.request\ntry:\n    urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello')\n    r = 'reached'\nexcept Exception as e:\n    r = str(e)\nr`,
+    `import urllib.request\ntry:\n    ` +
+      `urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello')\n    r = ` +
+      `'reached'\nexcept Exception as e:\n    r = str(e)\nr`,
     'none',
   )
   expect(closed).toMatchObject({ status: 'ok', value: expect.stringMatching(/network access is not allowed/) })
