@@ -30,6 +30,7 @@ import { collectedOutputs } from '../shared/run-report'
 import { DOCKER_OPTIONS_SCHEMA, type DockerAdapterOptions, type DockerOptions } from './options'
 import { runContainer } from './container-run'
 import { runLabels } from './run-labels'
+import { sweepRunContainers } from './run-sweep'
 import { classify } from './classify'
 import { DockerSandbox, sweepSandboxContainers } from './sandbox'
 import { DOCKER_NODE_RUNNER, DOCKER_PYTHON_RUNNER, PAYLOAD_LIMIT, payloadEnvironment } from './runners'
@@ -67,6 +68,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
   private readonly sandboxes = new Set<DockerSandbox>()
   /** The egress bridge's forwarder and preload, written at the first run with network. */
   private egressFiles?: EgressBridgeFiles
+  /** The sweep of dead processes' run containers, started at the first call to the engine. */
+  private runSweep?: Promise<number>
 
   constructor(options: DockerAdapterOptions = {}) {
     this.settings = withOptionDefaults(DOCKER_OPTIONS_SCHEMA, options)
@@ -107,12 +110,27 @@ export class DockerAdapter implements CodeExecutionAdapter {
 
   /** dockerode is loaded on first use, so an adapter that is not enabled costs nothing. */
   private async docker(): Promise<Docker> {
-    if (this.injected) return this.injected
-    if (!this.client) {
+    if (!this.injected && !this.client) {
       const { default: DockerClient } = await importOptional('docker', () => import('dockerode'))
       this.client = new DockerClient({ socketPath: resolveSocketPath(this.settings.socketPath) })
     }
-    return this.client
+    const client = (this.injected ?? this.client)!
+    // At the adapter's start (its first call to the engine), behind it: a run does not wait for the sweep.
+    this.runSweep ??= sweepRunContainers(client).catch(() => 0)
+    return client
+  }
+
+  /**
+   * Removes the run containers of execgate processes of this host that died mid-run (kill -9); started by the first
+   * call to the engine, once per adapter. Resolves with how many it removed; an engine that does not answer removes none.
+   */
+  async sweepDeadRuns(): Promise<number> {
+    try {
+      await this.docker()
+    } catch {
+      return 0
+    }
+    return this.runSweep!
   }
 
   supportedLanguages(): readonly Language[] {
@@ -349,6 +367,6 @@ export class DockerAdapter implements CodeExecutionAdapter {
   }
 
   async dispose(): Promise<void> {
-    await Promise.allSettled([...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
+    await Promise.allSettled([this.runSweep, ...this.running, ...[...this.sandboxes].map((sandbox) => sandbox.close())])
   }
 }

@@ -71,7 +71,10 @@ function taskWorkspaces(config: Config): ((task: Task) => Promise<Workspace>) | 
 /** Durable tasks over the execution service, in the store `fabric.store` names. `run: false` only submits and reads. */
 export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
   const workspaceFor = taskWorkspaces(parts.config)
-  const dispatcher = storeDriver(parts.config.fabric.store).taskDispatcher(parts.config.fabric)
+  const driver = storeDriver(parts.config.fabric.store)
+  const dispatcher = driver.taskDispatcher(parts.config.fabric)
+  // Runs' rich outputs to readers on every node (Redis pub/sub), not only this process's (docs/tasks.md#events).
+  const outputRelay = driver.outputRelay?.(parts.config.fabric)
   return createTaskService({
     execute: (request, options) => parts.service.execute(request, options),
     // A resume that loosens the task's profile is refused at the resume, not found when the task runs.
@@ -79,6 +82,7 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
     concurrency: parts.config.fabric.concurrency,
     store: parts.taskStore(),
     ...(dispatcher ? { dispatcher } : {}),
+    ...(outputRelay ? { outputRelay } : {}),
     run,
     logger: parts.logger,
     owner: parts.owner,

@@ -64,8 +64,8 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
   })
 
   // Server-sent events: the plan's log in order (`event: plan`, `step` or `revision`, its `seq` as the event id),
-  // then live, until the plan ends; `event: output` for each rich output of a step this server runs. `Last-Event-ID`
-  // resumes after an event already seen.
+  // then live, until the plan ends; `event: output` for each rich output of a step (one another node runs too, on
+  // Redis). `Last-Event-ID` resumes after an event already seen.
   app.get('/v1/plans/:id/events', async (request, reply) => {
     const caller = callerOf(request)
     if (!(await execgate.plans.get(idOf(request), caller))) throw notFound(request)

@@ -64,9 +64,9 @@ export function registerTaskRoutes(app: FastifyInstance, execgate: Execgate): vo
     return execgate.tasks.resume(idOf(request), body, callerOf(request))
   })
 
-  // Server-sent events: each transition (`event: transition`), and output while the task runs on this server
-  // (`event: stdout` / `stderr`, and `event: output` for each rich output, as on POST /v1/executions/stream), until
-  // the task ends. `Last-Event-ID` resumes after a transition already seen.
+  // Server-sent events: each transition (`event: transition`), output while the task runs on this server
+  // (`event: stdout` / `stderr`), and `event: output` for each rich output, as on POST /v1/executions/stream (of a
+  // run on another node too, on the Redis store), until the task ends. `Last-Event-ID` resumes after a transition already seen.
   app.get('/v1/tasks/:id/events', async (request, reply) => {
     const caller = callerOf(request)
     if (!(await execgate.tasks.get(idOf(request), caller)))

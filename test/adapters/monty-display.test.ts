@@ -101,6 +101,13 @@ test('a wrong mime type or no value is a TypeError in the code, which can catch 
   expect(caught.value).toContain('needs a value')
 })
 
+test('code that defines its own display keeps it: nothing is added', async () => {
+  const result = await run('def display(x):\n    return x * 2\ndisplay(21)')
+  expect(describeRun(result)).toBe('ok  ""')
+  expect(result.value).toBe(42)
+  expect(result.outputs).toBeUndefined()
+})
+
 test('each item reaches onRichOutput when the code makes it, between the text printed around it', async () => {
   const events: string[] = []
   const result = await run(

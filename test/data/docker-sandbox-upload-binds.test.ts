@@ -125,34 +125,30 @@ test('an upload three times the file limit is bound read-only, the same inode as
   expect(fs.statSync(blob).nlink).toBe(1)
 }, 240_000)
 
-test(
-  'bytes given inline over the file limit are still refused: the binding is for uploads ' + "only; another tenant's digest is not found",
-  async () => {
-    const sandbox = await execgate.sandboxes.start({ adapter: 'docker' })
-    try {
-      await expect(sandbox.writeFile('copy.csv', BIG)).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_LIMIT' })
-      // The sandbox's upload folder holds only what it was given, and cannot be listed.
-      const folder = await sandbox.exec({
-        command: 'ls /run/execgate-uploads 2>/dev/null | wc -l; ls /run/execgate-uploads >/dev/null 2>&1 || echo unlisted',
-      })
-      expect(folder.stdout.trim().split('\n')).toEqual(['0', 'unlisted'])
-    } finally {
-      await sandbox.stop()
-    }
-    await expect(
-      execgate.sandboxes.start({ adapter: 'docker', files: [{ path: 'x.csv', sha256: DIGEST }] }, { tenant: 'globex' }),
-    ).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
-    const globex = await execgate.sandboxes.start({ adapter: 'docker' }, { tenant: 'globex' })
-    try {
-      await expect(globex.writeFile('x.csv', { sha256: DIGEST })).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
-      const probed = await globex.exec({ command: `cat /run/execgate-uploads/${DIGEST} >/dev/null 2>&1 && echo read || echo absent` })
-      expect(probed.stdout.trim()).toBe('absent')
-    } finally {
-      await globex.stop()
-    }
-  },
-  240_000,
-)
+test("inline bytes over the file limit are refused (the binding is for uploads only); another tenant's digest is not found", async () => {
+  const sandbox = await execgate.sandboxes.start({ adapter: 'docker' })
+  try {
+    await expect(sandbox.writeFile('copy.csv', BIG)).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_LIMIT' })
+    // The sandbox's upload folder holds only what it was given, and cannot be listed.
+    const folder = await sandbox.exec({
+      command: 'ls /run/execgate-uploads 2>/dev/null | wc -l; ls /run/execgate-uploads >/dev/null 2>&1 || echo unlisted',
+    })
+    expect(folder.stdout.trim().split('\n')).toEqual(['0', 'unlisted'])
+  } finally {
+    await sandbox.stop()
+  }
+  await expect(
+    execgate.sandboxes.start({ adapter: 'docker', files: [{ path: 'x.csv', sha256: DIGEST }] }, { tenant: 'globex' }),
+  ).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
+  const globex = await execgate.sandboxes.start({ adapter: 'docker' }, { tenant: 'globex' })
+  try {
+    await expect(globex.writeFile('x.csv', { sha256: DIGEST })).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
+    const probed = await globex.exec({ command: `cat /run/execgate-uploads/${DIGEST} >/dev/null 2>&1 && echo read || echo absent` })
+    expect(probed.stdout.trim()).toBe('absent')
+  } finally {
+    await globex.stop()
+  }
+}, 240_000)
 
 test('a snapshot holds an upload bound in as its bytes, and restores them as a file of the new sandbox', async () => {
   const ledgerDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-docker-sandbox-binds-ledger-'))

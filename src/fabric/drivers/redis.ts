@@ -7,6 +7,7 @@ import { RedisSandboxRegistry } from '../sandboxes/sandbox-registry-redis'
 import { RedisSessionRegistry } from '../sessions/session-registry-redis'
 import { BullmqDispatcher } from '../tasks/bullmq-dispatcher'
 import { RedisTaskStore } from '../tasks/redis-task-store'
+import { RedisOutputRelay } from '../tasks/redis-output-relay'
 import type { FabricStoreDriver, FabricStoreSettings } from './types'
 
 /** A connection of its own for each store (each closes its own), ioredis loaded only when this driver opens one. */
@@ -26,6 +27,8 @@ export const REDIS_DRIVER: FabricStoreDriver = {
   tasks: (settings) => new RedisTaskStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:tasks`, ownsConnection: true }),
   taskDispatcher: (settings) =>
     new BullmqDispatcher({ url: settings.redisUrl, queue: `${settings.redisPrefix}-tasks`, leaseMs: settings.leaseMs }),
+  // Connected at the first output published or the first reader: a process doing neither opens no connection for them.
+  outputRelay: (settings) => new RedisOutputRelay(() => connect(settings), `${settings.redisPrefix}:tasks`),
   plans: (settings) => new RedisPlanStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:plans`, ownsConnection: true }),
   ledgerRecords: (settings) =>
     new RedisLedgerStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:ledger`, ownsConnection: true }),

@@ -4,6 +4,7 @@ import type { PlanStore } from '../plans/plan-store'
 import type { SandboxRegistry } from '../sandboxes/sandbox-registry'
 import type { SessionRegistry } from '../sessions/session-registry'
 import type { TaskDispatcher } from '../tasks/bullmq-dispatcher'
+import type { OutputRelay } from '../tasks/output-relay'
 import type { TaskStore } from '../tasks/task-store'
 
 /** The `fabric` keys every driver opens its stores from (each driver reads the ones it needs). */
@@ -30,6 +31,8 @@ export interface FabricStoreDriver {
   tasks(settings: FabricStoreSettings): TaskStore
   /** How due tasks reach processes; undefined where the scheduler polls its store. */
   taskDispatcher(settings: FabricStoreSettings): TaskDispatcher | undefined
+  /** Optional: how runs' rich outputs reach readers on other processes; without it a reader hears its own process's. */
+  outputRelay?(settings: FabricStoreSettings): OutputRelay
   plans(settings: FabricStoreSettings): PlanStore
   ledgerRecords(settings: FabricStoreSettings): LedgerRecordStore
   sandboxRegistry(settings: FabricStoreSettings): SandboxRegistry

@@ -55,7 +55,8 @@ export interface PlanService {
   ): Promise<{ plans: PlanSummary[]; nextCursor?: string }>
   /**
    * The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends; with its
-   * steps' rich outputs as they are made, for the steps this process runs (`type: 'output'`, no `seq`).
+   * steps' rich outputs as they are made (`type: 'output'`, no `seq`): the steps this process runs, and on the Redis
+   * store those of any process (src/fabric/tasks/redis-output-relay.ts).
    */
   events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanStreamItem>
   /** Starts driving plans now (continuing those a stopped process left) instead of at the first call. */

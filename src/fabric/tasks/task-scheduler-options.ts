@@ -5,6 +5,7 @@ import type { Logger } from '../../observability/logger'
 import type { Workspace } from '../../workspace'
 import { ownerOfThisProcessAlive, ownerProcess } from '../owner-id'
 import type { TaskDispatcher } from './bullmq-dispatcher'
+import type { OutputRelay } from './output-relay'
 import type { TaskOutput } from './task-outputs'
 import type { TaskStore } from './task-store'
 import type { Task, TaskEvent } from './task-types'
@@ -29,6 +30,8 @@ export interface TaskSchedulerOptions {
    * polls the store for due tasks itself.
    */
   dispatcher?: TaskDispatcher
+  /** Carries rich outputs to and from the other processes of the deployment (the Redis store's pub/sub). */
+  outputRelay?: OutputRelay
   /** Whether an owner still runs (default: same host and its pid is alive), so a restart leaves live runs alone. */
   ownerAlive?: (owner: string) => boolean
   /**

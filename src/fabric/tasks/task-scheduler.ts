@@ -38,7 +38,7 @@ function needsNoPreparation(task: Task): boolean {
 export class TaskScheduler {
   readonly store: TaskStore
   /** Rich outputs of the runs here, as their code makes them (task and plan event streams). */
-  readonly outputs = new TaskOutputs()
+  readonly outputs: TaskOutputs
   private readonly emitter = new EventEmitter()
   private readonly running = new Map<string, AbortController>()
   private readonly concurrency: number
@@ -51,6 +51,7 @@ export class TaskScheduler {
 
   constructor(private readonly options: TaskSchedulerOptions) {
     this.store = options.store
+    this.outputs = new TaskOutputs(options.outputRelay)
     this.concurrency = options.concurrency ?? 4
     this.owner = options.owner ?? nextOwnerId()
     this.emitter.setMaxListeners(0)
@@ -75,6 +76,7 @@ export class TaskScheduler {
     if (abort) for (const controller of this.running.values()) controller.abort(SHUTDOWN)
     while (this.running.size > 0 || this.pumping) await new Promise((resolve) => setTimeout(resolve, 10))
     await this.options.dispatcher?.close()
+    await this.outputs.close()
   }
 
   async submit(specs: readonly TaskSpec[], submitter: Submitter): Promise<Task[]> {

@@ -4,6 +4,7 @@ import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
 import { storeDriver, type FabricStoreSettings } from '../drivers'
 import type { TaskDispatcher } from './bullmq-dispatcher'
+import type { OutputRelay } from './output-relay'
 import { assertResumeChanges, requestRefusal, withLoosestTimeout } from './request-refusal'
 import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler'
 import type { TaskListFilter, TaskPage, TaskStore } from './task-store'
@@ -48,6 +49,8 @@ export interface TaskServiceOptions {
   store?: TaskStore
   /** With `store`: how due tasks reach processes (the distributed store's dispatcher). */
   dispatcher?: TaskDispatcher
+  /** With `store`: how runs' rich outputs reach readers in other processes (the distributed store's pub/sub). */
+  outputRelay?: OutputRelay
   /**
    * The store to open when none is given, by its driver (src/fabric/drivers): the embedded one in `dataDir` (default),
    * or Redis with BullMQ at `url`, keys under `prefix`.
@@ -92,12 +95,18 @@ function driverSettings(options: Pick<TaskServiceOptions, 'backend' | 'dataDir'>
   }
 }
 
-function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?: TaskDispatcher } {
-  if (options.store) return { store: options.store, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) }
+function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?: TaskDispatcher; outputRelay?: OutputRelay } {
+  if (options.store)
+    return {
+      store: options.store,
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+      ...(options.outputRelay ? { outputRelay: options.outputRelay } : {}),
+    }
   const driver = storeDriver(options.backend?.kind ?? 'sqlite')
   const settings = driverSettings(options)
   const dispatcher = driver.taskDispatcher(settings)
-  return { store: driver.tasks(settings), ...(dispatcher ? { dispatcher } : {}) }
+  const outputRelay = driver.outputRelay?.(settings)
+  return { store: driver.tasks(settings), ...(dispatcher ? { dispatcher } : {}), ...(outputRelay ? { outputRelay } : {}) }
 }
 
 /**
@@ -105,10 +114,11 @@ function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?
  * starts the scheduler (unless `run` is false), so creating the service costs an open file and nothing more.
  */
 export function createTaskService(options: TaskServiceOptions): TaskService {
-  const { store, dispatcher } = openStore(options)
+  const { store, dispatcher, outputRelay } = openStore(options)
   const scheduler = new TaskScheduler({
     store,
     dispatcher,
+    ...(outputRelay ? { outputRelay } : {}),
     execute: options.execute,
     logger: options.logger,
     concurrency: options.concurrency,

@@ -26,17 +26,39 @@ export async function* taskEvents(source: TaskWatchSource, id: string, afterSeq 
   const onTransition = (event: TaskEvent) => event.taskId === id && signal()
   source.emitter.on('output', onOutput)
   source.emitter.on('transition', onTransition)
+  // Rich outputs sent, by attempt and index: one relayed from another process is sent once, and its run's stored
+  // result fills in what the relay carried after the run's end (below).
+  const sent = new Set<string>()
   const stopOutputs = source.outputs.subscribe(
     (output) => output.taskId === id && (outputs.push({ type: 'rich-output', ...output }), signal()),
   )
+  // Output is made while the task runs: it waits for the stream's RUNNING (another process's transitions are read a
+  // tick late, its outputs come at once). A resumed stream (afterSeq) does not know: it sends them as they come.
+  let lastTo: TaskEvent['to'] | undefined
+  const running = () => (lastTo === undefined ? afterSeq > 0 : lastTo === 'RUNNING')
+  function* drain(): Generator<TaskStreamItem> {
+    if (!running()) return
+    while (outputs.length) {
+      const item = outputs.shift()!
+      if (item.type === 'rich-output') {
+        const key = `${item.attempt}:${item.index}`
+        if (sent.has(key)) continue
+        sent.add(key)
+      }
+      yield item
+    }
+  }
   try {
     for (;;) {
-      while (outputs.length) yield outputs.shift()!
+      yield* drain()
       const events = await source.store.events(id, last)
       for (const event of events) {
+        // Another process's run: its last outputs may come through Redis after its end was written; the stored result has them.
+        if (isFinal(event.to) && event.from === 'RUNNING' && source.outputs.relayed) outputs.push(...(await unsent(source.store, id, sent)))
         // Output sent before this transition was written (a run's last items, then its end) goes out first.
-        while (outputs.length) yield outputs.shift()!
+        yield* drain()
         last = event.seq
+        lastTo = event.to
         yield { type: 'transition', event }
         if (isFinal(event.to)) return
       }
@@ -52,6 +74,21 @@ export async function* taskEvents(source: TaskWatchSource, id: string, afterSeq 
     source.emitter.off('output', onOutput)
     source.emitter.off('transition', onTransition)
   }
+}
+
+/** The rich outputs of the task's last run that a reader was not sent live (a late reader: all), from its stored result. */
+async function unsent(store: TaskStore, id: string, sent: ReadonlySet<string>): Promise<TaskStreamItem[]> {
+  const task = await store.get(id)
+  if (!task?.result?.outputs) return []
+  const attempt = task.attempts
+  const base = {
+    type: 'rich-output' as const,
+    taskId: id,
+    attempt,
+    ...(task.provenance?.planId ? { planId: task.provenance.planId } : {}),
+    ...(task.provenance?.stepId ? { stepId: task.provenance.stepId } : {}),
+  }
+  return task.result.outputs.flatMap((output, index) => (sent.has(`${attempt}:${index}`) ? [] : [{ ...base, index, output }]))
 }
 
 /** Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is. */
