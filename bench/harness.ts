@@ -18,7 +18,8 @@ export interface BenchSection {
   notes?: string[]
 }
 
-function percentile(sorted: number[], p: number): number {
+/** The p-th percentile of ascending samples; NaN (printed as such) when there are none. */
+export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
   return sorted[index]!

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import type { Execgate } from '../src'
 import type { TaskSpec } from '../src/fabric/tasks'
 import { tagged, workingSubject, type Subject } from './against'
-import { measure, measureInterleaved, type BenchSection, type Measurement } from './harness'
+import { measure, measureInterleaved, percentile, type BenchSection, type Measurement } from './harness'
 
 export const compares = true
 import { redisServerInstalled, startRedisServer } from './redis-server'
@@ -23,12 +23,11 @@ const TRIVIAL: TaskSpec = { request: { language: 'javascript', code: '1+1' } }
 
 function series(name: string, samples: number[], totalMs: number): Measurement {
   const sorted = [...samples].sort((a, b) => a - b)
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
   return {
     name,
     iterations: samples.length,
-    p50Ms: at(50),
-    p95Ms: at(95),
+    p50Ms: percentile(sorted, 50),
+    p95Ms: percentile(sorted, 95),
     meanMs: totalMs / samples.length,
     opsPerSec: (samples.length / totalMs) * 1000,
   }
@@ -135,24 +134,31 @@ async function runOn(store: 'sqlite' | 'redis', redisUrl?: string): Promise<Benc
       { iterations: 2000 },
     )
 
-    const started = new Map<string, number>()
-    const startSamples: number[] = []
+    // The RUNNING time is kept per task and paired with its submit afterwards: with idle slots a submit inserts and
+    // starts the task in one store call, so RUNNING is announced before submit() answers with the task's id (pairing
+    // in the listener found no submit yet and left the series empty, which crashed the report).
+    const submittedAt = new Map<string, number>()
+    const runningAt = new Map<string, number>()
     const stopListening = tasks.scheduler.onTransition((event) => {
-      const at = started.get(event.taskId)
-      if (at !== undefined && event.to === 'RUNNING') startSamples.push(performance.now() - at)
+      if (event.to === 'RUNNING' && !runningAt.has(event.taskId)) runningAt.set(event.taskId, performance.now())
     })
     const oneByOne = await measure(
       `task: submit → wait, one at a time (${label})`,
       async () => {
         const t0 = performance.now()
         const task = await tasks.submit(TRIVIAL)
-        started.set(task.id, t0)
+        submittedAt.set(task.id, t0)
         const done = await tasks.wait(task.id)
         if (done.state !== 'COMPLETED') throw new Error(`task ended ${done.state}: ${done.reason}`)
       },
       { iterations: 2000 },
     )
     stopListening()
+    const startSamples: number[] = []
+    for (const [taskId, t0] of submittedAt) {
+      const at = runningAt.get(taskId)
+      if (at !== undefined) startSamples.push(at - t0)
+    }
     const submitToStart = series(
       `submit-to-start (submit called → RUNNING), idle slots (${label})`,
       startSamples,

@@ -163,6 +163,10 @@ const scenario: Record<string, () => Promise<void>> = {
     const done = await client.plans.wait(plan.id)
     expect(done.state).toBe('COMPLETED')
     expect(done.steps.find((step) => step.id === 'average')?.result).toMatchObject({ status: 'ok', value: 138.1875 })
+    // The plan's signed receipt covers its steps' runs, signed by the key the server publishes.
+    const receipt = await client.ledger.planReceipt(plan.id)
+    expect(Buffer.from(receipt.payload, 'base64').toString()).toContain(plan.id)
+    expect(receipt.signatures[0]!.keyid).toBe((await client.ledger.publicKey()).keyid)
   },
 
   async sandbox() {
@@ -198,6 +202,15 @@ const scenario: Record<string, () => Promise<void>> = {
       expect(await client.files.text(saved.sha256)).toBe('total 42\n')
       const lineage = await client.ledger.lineage(saved.sha256)
       expect(lineage.ancestors.activities).toEqual([expect.objectContaining({ kind: 'sandbox_file', sandboxId: sandbox.id })])
+      // A snapshot of the workspace, into the ledger; a new sandbox started from it holds the same files.
+      const snapshot = await sandbox.snapshot()
+      expect(snapshot).toMatchObject({ sandboxId: sandbox.id, reason: 'requested', id: expect.stringMatching(/^[0-9a-f]{64}$/) })
+      const restored = await client.sandboxes.start({ adapter: 'shell', from: snapshot.id })
+      try {
+        expect(await restored.readText('out/summary.txt')).toBe('total 42\n')
+      } finally {
+        await restored.stop()
+      }
     } finally {
       await sandbox.stop()
     }

@@ -2,7 +2,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
-import type { PlanEvent, PlanStepSpec, PlanView } from '../../src/fabric/plans'
+import type { PlanEvent, PlanView } from '../../src/fabric/plans'
+import { js, value } from './plans/plan-steps'
 import type { Task, TaskEvent } from '../../src/fabric/tasks'
 import { S3Objects } from '../../src/workspace'
 import { ownerProcess } from '../../src/fabric/owner-id'
@@ -110,14 +111,6 @@ afterAll(async () => {
   await redis?.stop()
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
-
-const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({
-  id,
-  language: 'javascript',
-  code,
-  ...(dependsOn ? { dependsOn } : {}),
-})
-const value = (id: string) => `JSON.parse(await read_file("steps/${id}/value.json"))`
 
 test('both nodes see the same step fail and end: the plan is paused, revised and completed exactly once', async () => {
   const [nodeA, nodeB] = nodes.filter((started) => started.url)

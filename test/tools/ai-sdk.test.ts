@@ -2,7 +2,7 @@ import { generateText, stepCountIs, type ModelMessage } from 'ai'
 import { MockLanguageModelV3 } from 'ai/test'
 import { executeCodeTool } from '../../src/tools/ai-sdk'
 import type { CodeToolOptions } from '../../src/tools/code-tool'
-import { SANDBOX_CALLS, SESSION_CALLS, SUM_CALL, startToolBackends, type ToolBackends } from './tool-harness'
+import { IMAGE_CALL, SANDBOX_CALLS, SESSION_CALLS, SUM_CALL, SVG_BASE64, startToolBackends, type ToolBackends } from './tool-harness'
 
 /**
  * execgate/ai-sdk in the AI SDK's own tool-call loop: generateText with a scripted MockLanguageModelV3 that asks for
@@ -96,6 +96,23 @@ describe.each(['in-process', 'remote'] as const)('execgate/ai-sdk (%s)', (mode) 
     } finally {
       await sandbox.stop()
     }
+  })
+
+  test('an image the run drew reaches the model as image content in its next prompt', async () => {
+    const { result, model } = await loop({ execgate: runner() }, [IMAGE_CALL])
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'ok', value: 'drawn', images: [{ mimeType: 'image/svg+xml' }] })
+    const sent = (model.doGenerateCalls[1]!.prompt as ModelMessage[])
+      .flatMap((message) => (message.role === 'tool' ? message.content : []))
+      .map((part) => (part.type === 'tool-result' ? part.output : undefined))
+    expect(sent).toEqual([
+      {
+        type: 'content',
+        value: [
+          { type: 'text', text: expect.stringContaining('"status":"ok"') },
+          { type: 'image-data', data: SVG_BASE64, mediaType: 'image/svg+xml' },
+        ],
+      },
+    ])
   })
 })
 

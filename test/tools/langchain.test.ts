@@ -5,7 +5,7 @@ import type { StructuredToolInterface } from '@langchain/core/tools'
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling'
 import { executeCodeTool } from '../../src/tools/langchain'
 import type { CodeToolOptions } from '../../src/tools/code-tool'
-import { SANDBOX_CALLS, SESSION_CALLS, SUM_CALL, startToolBackends, type ToolBackends } from './tool-harness'
+import { IMAGE_CALL, SANDBOX_CALLS, SESSION_CALLS, SUM_CALL, SVG_BASE64, startToolBackends, type ToolBackends } from './tool-harness'
 
 /**
  * execgate/langchain in LangChain's tool-calling loop: a chat model with bound tools answers with tool_calls, each
@@ -101,5 +101,14 @@ describe.each(['in-process', 'remote'] as const)('execgate/langchain (%s)', (mod
     } finally {
       await sandbox.stop()
     }
+  })
+
+  test('an image the run drew is an image_url block of the ToolMessage the model reads next', async () => {
+    const { toolMessages } = await loop({ execgate: runner() }, [IMAGE_CALL])
+    expect(toolMessages[0]!.content).toEqual([
+      { type: 'text', text: expect.stringContaining('"status":"ok"') },
+      { type: 'image_url', image_url: { url: `data:image/svg+xml;base64,${SVG_BASE64}` } },
+    ])
+    expect(toolMessages[0]!.artifact).toMatchObject({ outputs: [{ kind: 'image', mimeType: 'image/svg+xml', data: SVG_BASE64 }] })
   })
 })

@@ -1,7 +1,7 @@
 import { Agent, Runner, Usage, setTracingDisabled, type Model, type ModelRequest, type ModelResponse } from '@openai/agents'
 import { executeCodeTool } from '../../src/tools/openai-agents'
 import type { CodeToolOptions } from '../../src/tools/code-tool'
-import { SANDBOX_CALLS, SESSION_CALLS, SUM_CALL, startToolBackends, type ToolBackends } from './tool-harness'
+import { IMAGE_CALL, SANDBOX_CALLS, SESSION_CALLS, SUM_CALL, SVG_BASE64, startToolBackends, type ToolBackends } from './tool-harness'
 
 /**
  * execgate/openai-agents in the OpenAI Agents SDK's own loop: an Agent run by a Runner whose model is a scripted
@@ -98,5 +98,18 @@ describe.each(['in-process', 'remote'] as const)('execgate/openai-agents (%s)', 
     } finally {
       await sandbox.stop()
     }
+  })
+
+  test('an image the run drew reaches the model as an image item of the function_call_result', async () => {
+    const model = new ScriptedModel([IMAGE_CALL])
+    const agent = new Agent({ name: 'artist', instructions: 'draw', model, tools: [executeCodeTool({ execgate: runner() })] })
+    await new Runner({ tracingDisabled: true }).run(agent, 'draw it', { maxTurns: 3 })
+    const sent = (model.requests[1]!.input as Item[]).filter((item) => item.type === 'function_call_result').map((item) => item.output)
+    expect(sent).toEqual([
+      [
+        { type: 'input_text', text: expect.stringContaining('"status":"ok"') },
+        { type: 'input_image', image: `data:image/svg+xml;base64,${SVG_BASE64}` },
+      ],
+    ])
   })
 })

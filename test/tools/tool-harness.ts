@@ -62,3 +62,8 @@ export const SANDBOX_CALLS = [
   { language: 'bash' as const, code: 'echo 42 > answer.txt && echo saved' },
   { language: 'bash' as const, code: 'cat answer.txt' },
 ]
+
+/** JavaScript on quickjs that draws: display() of an SVG string is an `image/svg+xml` output (docs/data.md). */
+export const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4" fill="teal"/></svg>'
+export const IMAGE_CALL = { language: 'javascript' as const, code: `display(${JSON.stringify(SVG)}); 'drawn'` }
+export const SVG_BASE64 = Buffer.from(SVG).toString('base64')

@@ -3,6 +3,7 @@
 run by hand the same way (docs/clients.md). Every scenario name is a test method: test_<scenario> (sync) and
 test_<scenario>_async."""
 import asyncio
+import base64
 import hashlib
 import os
 import tempfile
@@ -99,6 +100,9 @@ class SyncScenarios(unittest.TestCase):
         done = self.client.plans.wait(plan["id"])
         average = next(step for step in done["steps"] if step["id"] == "average")
         self.assertEqual((done["state"], average["result"]["value"]), ("COMPLETED", 138.1875))
+        receipt = self.client.ledger.plan_receipt(plan["id"])
+        self.assertIn(plan["id"], base64.b64decode(receipt["payload"]).decode())
+        self.assertEqual(receipt["signatures"][0]["keyid"], self.client.ledger.public_key()["keyid"])
 
     def test_sandbox(self) -> None:
         with self.client.sandboxes.start(adapter="shell") as sandbox:

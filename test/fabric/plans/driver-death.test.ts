@@ -2,7 +2,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
-import type { PlanEvent, PlanStepSpec, PlanView } from '../../../src/fabric/plans'
+import type { PlanEvent, PlanView } from '../../../src/fabric/plans'
+import { js, value } from './plan-steps'
 import type { TaskEvent } from '../../../src/fabric/tasks'
 import { ownerProcess } from '../../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
@@ -53,13 +54,6 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({
-  id,
-  language: 'javascript',
-  code,
-  ...(dependsOn ? { dependsOn } : {}),
-})
-const value = (id: string) => `JSON.parse(await read_file("steps/${id}/value.json"))`
 /** A step that keeps the plan running a while (so the driver dies mid-plan), then adds one to `from`'s value. */
 const slow = (id: string, from: string) => js(id, `const t = Date.now(); while (Date.now() - t < 1500) {} ; ${value(from)} + 1`, [from])
 

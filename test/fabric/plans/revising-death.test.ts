@@ -2,7 +2,8 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
-import type { PlanEvent, PlanStepSpec, PlanView } from '../../../src/fabric/plans'
+import type { PlanEvent, PlanView } from '../../../src/fabric/plans'
+import { js, value } from './plan-steps'
 import type { TaskEvent } from '../../../src/fabric/tasks'
 import { ownerProcess } from '../../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
@@ -68,14 +69,6 @@ afterAll(async () => {
   await redis?.stop()
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
-
-const js = (id: string, code: string, dependsOn?: string[]): PlanStepSpec => ({
-  id,
-  language: 'javascript',
-  code,
-  ...(dependsOn ? { dependsOn } : {}),
-})
-const value = (id: string) => `JSON.parse(await read_file("steps/${id}/value.json"))`
 
 test('kill -9 of the node revising a plan: the other takes the revision over well before fabric.leaseMs, once', async () => {
   const serves = nodes.filter((started) => started.url)
