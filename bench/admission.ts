@@ -248,13 +248,22 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     ratios: [
       `python: under load / alone p95 = ${p95Ratio(0)}× and ${loaded[0]!.p95Ms.toFixed(1)} ms (targets ≤ 3×, ≤ 50 ms)`,
       `javascript: under load / alone p95 = ${p95Ratio(1)}× and ${loaded[1]!.p95Ms.toFixed(1)} ms (targets ≤ 3×, ≤ 50 ms)`,
-      `batch throughput ${withReservation.batch.runsPerSec.toFixed(2)} runs/s with the reservation, ${withoutReservation.batch.runsPerSec.toFixed(2)} without: ${(lost * 100).toFixed(1)}% lost (target ≤ 20%); batch runs not ok ${withReservation.batch.failed} (${withReservation.batch.statuses}) / ${withoutReservation.batch.failed} (${withoutReservation.batch.statuses})`,
-      `a batch run took ${(withReservation.batch.meanRunMs / 1000).toFixed(2)} s on average with the reservation, ${(withoutReservation.batch.meanRunMs / 1000).toFixed(2)} s without (request to answer, minus its wait for a slot)`,
+      `batch throughput ${withReservation.batch.runsPerSec.toFixed(2)} runs/s with the ` +
+        `reservation, ${withoutReservation.batch.runsPerSec.toFixed(2)} without: ` +
+        `${(lost * 100).toFixed(1)}% lost (target ≤ 20%); batch runs not ok ` +
+        `${withReservation.batch.failed} (${withReservation.batch.statuses}) / ` +
+        `${withoutReservation.batch.failed} (${withoutReservation.batch.statuses})`,
+      `a batch run took ${(withReservation.batch.meanRunMs / 1000).toFixed(2)} s on average ` +
+        `with the reservation, ${(withoutReservation.batch.meanRunMs / 1000).toFixed(2)} s without ` +
+        `(request to answer, minus its wait for a slot)`,
       `admission overhead p50 = ${(overhead.p50Ms * 1000).toFixed(1)} µs (target ≤ 5 µs)`,
       ...(overheads.length > 1 ? [against('admission overhead', overhead, overheads[0]!)] : []),
     ],
     notes: [
-      `${BATCH_CLIENTS} batch clients alternate JavaScript and Python loops sized to 1–2 s of CPU each (loop rates measured alone: python ${rates.python.toFixed(0)}, javascript ${rates.javascript.toFixed(0)} loops/ms); interactive requests are one at a time, 50 ms apart, for ${LOAD_SECONDS / 2} s per language while the load runs`,
+      `${BATCH_CLIENTS} batch clients alternate JavaScript and Python loops sized to 1–2 s of ` +
+        `CPU each (loop rates measured alone: python ${rates.python.toFixed(0)}, javascript ` +
+        `${rates.javascript.toFixed(0)} loops/ms); interactive requests are one at a time, 50 ms ` +
+        `apart, for ${LOAD_SECONDS / 2} s per language while the load runs`,
       'the load part runs the working tree only; server: execgate serve with quickjs and monty (2 ' +
         'workers each, one reserved for interactive), admission.inProcessBatchRuns 0 (one batch run ' +
         'per core); without the reservation: interactiveShare 0 and no in-process bound',

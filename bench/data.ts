@@ -101,7 +101,9 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
           'static checks, routing, admission); each run is a fresh child of the zygote in its own ' +
           'uid, user/mount/pid/net/ipc/uts namespaces, tmpfs workspace, rlimits',
         'cold: the bubblewrap sandbox alone (no service), python3 importing the data stack itself',
-        `100 MB CSV: ${csv.bytes} bytes generated here, uploaded once (uploads.put), named { path, sha256 } and bound in read-only; the host series is /usr/bin/python3 -c on the same file, no sandbox; ${CSV_RUNS} runs each, interleaved`,
+        `100 MB CSV: ${csv.bytes} bytes generated here, uploaded once (uploads.put), named { ` +
+          `path, sha256 } and bound in read-only; the host series is /usr/bin/python3 -c on the same ` +
+          `file, no sandbox; ${CSV_RUNS} runs each, interleaved`,
       ],
     }
   } finally {

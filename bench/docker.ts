@@ -31,7 +31,8 @@ export async function run(): Promise<BenchSection> {
       title: 'docker adapter: a container per run',
       measurements: [python, node],
       ratios: [
-        `python p50 = ${python.p50Ms.toFixed(0)} ms, javascript p50 = ${node.p50Ms.toFixed(0)} ms, each create → attach → start → wait → remove`,
+        `python p50 = ${python.p50Ms.toFixed(0)} ms, javascript p50 = ${node.p50Ms.toFixed(0)} ` +
+          `ms, each create → attach → start → wait → remove`,
       ],
       notes: ['podman 4.3 (runc) serving the Docker API on a unix socket; the image is a debootstrapped Debian 12 with python3 and nodejs'],
     }

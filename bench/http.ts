@@ -88,7 +88,9 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     const after = servers.map((server) => rssMb(server.child.pid!))
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
     const measurements: Measurement[] = totals.map((total, index) => ({
-      name: `${subjects.length > 1 ? `[${subjects[index]!.tag}] ` : ''}autocannon → POST /v1/executions (javascript 1 + 1), 16 connections, ${ROUNDS} × ${ROUND_SECONDS} s`,
+      name:
+        `${subjects.length > 1 ? `[${subjects[index]!.tag}] ` : ''}autocannon → POST ` +
+        `/v1/executions (javascript 1 + 1), 16 connections, ${ROUNDS} × ${ROUND_SECONDS} s`,
       iterations: total.requests,
       p50Ms: median(total.p50),
       p95Ms: median(total.p97),
@@ -98,8 +100,11 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     const ratios = measurements.flatMap((m, index) => {
       const tag = subjects.length > 1 ? `[${subjects[index]!.tag}] ` : ''
       return [
-        `${tag}${m.opsPerSec.toFixed(0)} req/s (target ≥ 3,000), p99 ${median(totals[index]!.p99)} ms, errors ${totals[index]!.errors} (target 0)`,
-        `${tag}server RSS ${before[index]!.toFixed(0)} MB before the load, ${peak[index]!.toFixed(0)} MB at its peak, ${after[index]!.toFixed(0)} MB ${SETTLE_SECONDS} s after it ended (target: within 50 MB of before)`,
+        `${tag}${m.opsPerSec.toFixed(0)} req/s (target ≥ 3,000), p99 ` +
+          `${median(totals[index]!.p99)} ms, errors ${totals[index]!.errors} (target 0)`,
+        `${tag}server RSS ${before[index]!.toFixed(0)} MB before the load, ` +
+          `${peak[index]!.toFixed(0)} MB at its peak, ${after[index]!.toFixed(0)} MB ` +
+          `${SETTLE_SECONDS} s after it ended (target: within 50 MB of before)`,
       ]
     })
     if (measurements.length > 1)

@@ -62,7 +62,8 @@ async function main(): Promise<void> {
   const work = workingSubject()
   const subjects = ref ? [buildBaseline(ref), work] : [work]
   process.stdout.write(
-    `# execgate benchmark\n\n${new Date().toISOString()} · Node ${process.version} · ${os.cpus().length} × ${cpu} · ${Math.round(os.totalmem() / 2 ** 30)} GiB\n`,
+    `# execgate benchmark\n\n${new Date().toISOString()} · Node ${process.version} · ` +
+      `${os.cpus().length} × ${cpu} · ${Math.round(os.totalmem() / 2 ** 30)} GiB\n`,
   )
   if (ref) process.stdout.write(`\nbase = ${subjects[0]!.label}, work = ${work.label}: measured in this one process, interleaved\n`)
   let failed = false

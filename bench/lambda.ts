@@ -44,7 +44,8 @@ export async function run(): Promise<BenchSection> {
       title: 'lambda adapter: invoke overhead over the local emulator',
       measurements: [viaLambda, direct],
       ratios: [
-        `median invoke overhead = ${(viaLambda.p50Ms - direct.p50Ms).toFixed(2)} ms (SDK signing, HTTP to serverless-offline, its handler dispatch)`,
+        `median invoke overhead = ${(viaLambda.p50Ms - direct.p50Ms).toFixed(2)} ms (SDK signing, ` +
+          `HTTP to serverless-offline, its handler dispatch)`,
       ],
     }
   } finally {

@@ -101,19 +101,25 @@ async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string, subj
         tagged(
           subjects,
           subject,
-          `${adapter}: recording adds ${((on.p50Ms - off.p50Ms) * 1000).toFixed(1)} µs at p50 on the result's path (${on.p50Ms.toFixed(3)} vs ${off.p50Ms.toFixed(3)} ms, ${(on.p50Ms / off.p50Ms).toFixed(2)}×)`,
+          `${adapter}: recording adds ${((on.p50Ms - off.p50Ms) * 1000).toFixed(1)} µs at p50 on ` +
+            `the result's path (${on.p50Ms.toFixed(3)} vs ${off.p50Ms.toFixed(3)} ms, ` +
+            `${(on.p50Ms / off.p50Ms).toFixed(2)}×)`,
         ),
         tagged(
           subjects,
           subject,
-          `${adapter}: whole cost per run, amortised over 1000-run loops ending in a flush (median of 5): ${(whole * 1000).toFixed(1)} µs (${(median(loops[index]!.on) * 1000).toFixed(1)} vs ${(median(loops[index]!.off) * 1000).toFixed(1)} µs per run; target ≤ 10 µs)`,
+          `${adapter}: whole cost per run, amortised over 1000-run loops ending in a flush (median ` +
+            `of 5): ${(whole * 1000).toFixed(1)} µs (${(median(loops[index]!.on) * 1000).toFixed(1)} ` +
+            `vs ${(median(loops[index]!.off) * 1000).toFixed(1)} µs per run; target ≤ 10 µs)`,
         ),
       )
     }
     if (pairs.length > 1) {
       ratios.push(against(`${adapter}: ledger on`, measured[measured.length - 2]!, measured[0]!))
       ratios.push(
-        `${adapter}: whole ledger cost per run, work ${(wholes[wholes.length - 1]! * 1000).toFixed(1)} µs vs base ${(wholes[0]! * 1000).toFixed(1)} µs`,
+        `${adapter}: whole ledger cost per run, work ` +
+          `${(wholes[wholes.length - 1]! * 1000).toFixed(1)} µs vs base ` +
+          `${(wholes[0]! * 1000).toFixed(1)} µs`,
       )
     }
     return { measurements: measured, ratios }
@@ -200,7 +206,9 @@ async function lineageAtScale(dataDir: string) {
         `lineage among ${chains * CHAIN} records: p95 ${lineage.p95Ms.toFixed(2)} ms (target ≤ 50 ms); up to ${largest} runs per answer`,
       ],
       notes: [
-        `building the ${chains * CHAIN}-record chain store: ${(buildMs / 1000).toFixed(1)} s (${Math.round((chains * CHAIN) / (buildMs / 1000))} records/s appended in batches of 1000)`,
+        `building the ${chains * CHAIN}-record chain store: ${(buildMs / 1000).toFixed(1)} s ` +
+          `(${Math.round((chains * CHAIN) / (buildMs / 1000))} records/s appended in batches of ` +
+          `1000)`,
         `verify of the whole ${report.records}-record chain: ${(verifyMs / 1000).toFixed(2)} s (${report.ok ? 'ok' : 'BROKEN'})`,
       ],
     }
@@ -226,7 +234,9 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       measurements: [...quickjs.measurements, ...monty.measurements, ...lineage.measurements],
       ratios: [...quickjs.ratios, ...monty.ratios, ...lineage.ratios],
       notes: [
-        "on the result's path the ledger copies what it records and queues it; hashing and writes run within 20 ms, one transaction per batch (quickjs: a batch every 20 ms; monty's inline runs never yield, so batches of 500)",
+        "on the result's path the ledger copies what it records and queues it; hashing and writes " +
+          "run within 20 ms, one transaction per batch (quickjs: a batch every 20 ms; monty's inline " +
+          'runs never yield, so batches of 500)',
         ...lineage.notes,
       ],
     }

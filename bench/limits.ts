@@ -35,7 +35,9 @@ export async function run(): Promise<BenchSection> {
   const notes: string[] = []
   try {
     for (const { adapter, request } of LOOPS) {
-      const label = `${adapter} · ${request.language} loop to its ${LIMIT_MS} ms limit${request.code.includes('trap') ? ' (ignores SIGTERM, forks)' : ''}`
+      const label =
+        `${adapter} · ${request.language} loop to its ${LIMIT_MS} ms ` +
+        `limit${request.code.includes('trap') ? ' (ignores SIGTERM, forks)' : ''}`
       measurements.push(
         await measure(
           label,
@@ -64,7 +66,9 @@ export async function run(): Promise<BenchSection> {
   }
   cold.sort((a, b) => a - b)
   notes.push(
-    `quickjs first run on a cold pool (warm: false), 5 rounds: median ${cold[2]!.toFixed(0)} ms, max ${cold[4]!.toFixed(0)} ms (its worker's start counts in the duration, not in the time limit)`,
+    `quickjs first run on a cold pool (warm: false), 5 rounds: median ${cold[2]!.toFixed(0)} ` +
+      `ms, max ${cold[4]!.toFixed(0)} ms (its worker's start counts in the duration, not in the ` +
+      `time limit)`,
   )
   notes.push(`overshoot = p50 - ${LIMIT_MS} ms; the contract's test bound is ten times the limit plus the adapter's slack`)
   return { title: 'Limits: how close to the time limit each tier answers', measurements, ratios: [], notes }

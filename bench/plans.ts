@@ -83,7 +83,9 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       return tagged(
         subjects,
         subject,
-        `plan end to end minus the sum of its steps' own runs, p50 = ${(planned.p50Ms - direct.p50Ms).toFixed(2)} ms (target ≤ 3 ms); p95 = ${(planned.p95Ms - direct.p95Ms).toFixed(2)} ms`,
+        `plan end to end minus the sum of its steps' own runs, p50 = ` +
+          `${(planned.p50Ms - direct.p50Ms).toFixed(2)} ms (target ≤ 3 ms); p95 = ` +
+          `${(planned.p95Ms - direct.p95Ms).toFixed(2)} ms`,
       )
     })
     if (subjects.length > 1) ratios.push(against('plan end to end', measured[measured.length - 1]!, measured[1]!))

@@ -78,7 +78,8 @@ export async function run(): Promise<BenchSection> {
       measurements: [raw, service, bash],
       ratios: [ratio('service/raw (python print(2))', service, raw, '≤ 1.2×')],
       notes: [
-        'the adapter adds a dash launcher (rlimits, then exec), the runner (.pyc: audit hook, value channel), a uid of its own per run and the service (policy, static checks)',
+        'the adapter adds a dash launcher (rlimits, then exec), the runner (.pyc: audit hook, ' +
+          'value channel), a uid of its own per run and the service (policy, static checks)',
       ],
     }
   } finally {

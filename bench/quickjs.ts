@@ -81,7 +81,8 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
         ...compare('service/raw (1+1, back to back)', trivial, '≤ 1.5×'),
         ...compare('service/raw (1+1, 1 ms apart)', spaced, '≤ 1.1×'),
         ...compare('service/raw (CPU-bound)', cpu),
-        `spawning node -e is ${(spawn.p50Ms / trivial[trivial.length - 1]!.p50Ms).toFixed(0)}× slower than the service at p50 (target ≥ 50×)`,
+        `spawning node -e is ${(spawn.p50Ms / trivial[trivial.length - 1]!.p50Ms).toFixed(0)}× ` +
+          `slower than the service at p50 (target ≥ 50×)`,
       ],
       notes: ['raw runs on the main thread; the adapter runs each execution in a worker thread (round trip included)'],
     }

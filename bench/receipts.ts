@@ -35,7 +35,8 @@ export async function run(): Promise<BenchSection> {
       measurements: [issue, check],
       ratios: [],
       notes: [
-        `envelope ${Buffer.byteLength(JSON.stringify(envelope))} bytes for a trivial run; the record comes from ledger.sqlite each time (no cache)`,
+        `envelope ${Buffer.byteLength(JSON.stringify(envelope))} bytes for a trivial run; the ` +
+          `record comes from ledger.sqlite each time (no cache)`,
       ],
     }
   } finally {

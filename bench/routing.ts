@@ -36,7 +36,8 @@ export async function run(): Promise<BenchSection> {
       title: 'routing: the cost of choosing an adapter',
       measurements: [select, selectUnseen, routed, pinned, ...rerun.measurements],
       ratios: [
-        `router.select p50 = ${(select.p50Ms * 1000).toFixed(1)} µs (target ≤ 10 µs); code not seen before ${(selectUnseen.p50Ms * 1000).toFixed(1)} µs`,
+        `router.select p50 = ${(select.p50Ms * 1000).toFixed(1)} µs (target ≤ 10 µs); code not ` +
+          `seen before ${(selectUnseen.p50Ms * 1000).toFixed(1)} µs`,
         `routed − pinned p50 = ${overheadUs.toFixed(1)} µs per execution (target ≤ 10 µs)`,
         ...rerun.ratios,
       ],
@@ -71,7 +72,8 @@ async function measureRerun(execgate: Awaited<ReturnType<typeof createExecgate>>
   return {
     measurements: [rerun, montyPinned, pyodidePinned],
     ratios: [
-      `a monty error rerun on pyodide costs ${(rerun.p50Ms - montyPinned.p50Ms).toFixed(2)} ms more at p50 than monty's error (pyodide alone: ${pyodidePinned.p50Ms.toFixed(2)} ms)`,
+      `a monty error rerun on pyodide costs ${(rerun.p50Ms - montyPinned.p50Ms).toFixed(2)} ms ` +
+        `more at p50 than monty's error (pyodide alone: ${pyodidePinned.p50Ms.toFixed(2)} ms)`,
     ],
   }
 }

@@ -81,9 +81,12 @@ export async function run(): Promise<BenchSection> {
     ratios,
     notes: [
       'both series go through ExecutionService.execute (the sandbox exec with options.sandbox); interleaved in batches of 10',
-      "docker: podman 4.3 (runc) serving the Docker API on a unix socket; the one-shot run is a fresh container per run, the exec a `docker exec` into the sandbox's container",
-      "process: the exec is a fresh bubblewrap run over the sandbox's folder (a tmpfs of its own); the one-shot run a fresh bubblewrap run over an empty tmpfs",
-      "shell: the exec hands the workspace to the shell adapter's warm process pool and takes back what changed; the one-shot run the same pool",
+      'docker: podman 4.3 (runc) serving the Docker API on a unix socket; the one-shot run is a ' +
+        "fresh container per run, the exec a `docker exec` into the sandbox's container",
+      "process: the exec is a fresh bubblewrap run over the sandbox's folder (a tmpfs of its " +
+        'own); the one-shot run a fresh bubblewrap run over an empty tmpfs',
+      "shell: the exec hands the workspace to the shell adapter's warm process pool and takes " +
+        'back what changed; the one-shot run the same pool',
     ],
   }
 }

@@ -63,15 +63,23 @@ export async function run(): Promise<BenchSection> {
       measurements: [...plans.measurements, one.measurement, two.measurement],
       ratios: [
         ...plans.ratios,
-        `tasks/s: 1 worker ${one.measurement.opsPerSec.toFixed(0)}, 2 workers ${two.measurement.opsPerSec.toFixed(0)} (2 workers / 1 = ${(two.measurement.opsPerSec / one.measurement.opsPerSec).toFixed(2)}×, on ${os.cpus().length} cores)`,
+        `tasks/s: 1 worker ${one.measurement.opsPerSec.toFixed(0)}, 2 workers ` +
+          `${two.measurement.opsPerSec.toFixed(0)} (2 workers / 1 = ` +
+          `${(two.measurement.opsPerSec / one.measurement.opsPerSec).toFixed(2)}×, on ` +
+          `${os.cpus().length} cores)`,
         ...redisCost.map(
           (cost, index) =>
-            `Redis per task (${index + 1} worker${index ? 's' : ''}): ${cost.commandsPerTask.toFixed(1)} commands, ${cost.cpuMicrosPerTask.toFixed(0)} µs of redis-server CPU: one Redis core saturates at ≈ ${(1e6 / cost.cpuMicrosPerTask).toFixed(0)} tasks/s`,
+            `Redis per task (${index + 1} worker${index ? 's' : ''}): ` +
+            `${cost.commandsPerTask.toFixed(1)} commands, ${cost.cpuMicrosPerTask.toFixed(0)} µs of ` +
+            `redis-server CPU: one Redis core saturates at ≈ ` +
+            `${(1e6 / cost.cpuMicrosPerTask).toFixed(0)} tasks/s`,
         ),
-        `Redis per plan of 3 steps: ${plans.redisCost.commandsPerPlan.toFixed(0)} commands, ${plans.redisCost.cpuMicrosPerPlan.toFixed(0)} µs of redis-server CPU`,
+        `Redis per plan of 3 steps: ${plans.redisCost.commandsPerPlan.toFixed(0)} commands, ` +
+          `${plans.redisCost.cpuMicrosPerPlan.toFixed(0)} µs of redis-server CPU`,
       ],
       notes: [
-        `each worker: fabric.concurrency 4, quickjs with its default 2 worker threads; the submitter is this process (it runs no task); ${backlog} tasks per row`,
+        `each worker: fabric.concurrency 4, quickjs with its default 2 worker threads; the ` +
+          `submitter is this process (it runs no task); ${backlog} tasks per row`,
       ],
     }
   } finally {
@@ -139,7 +147,9 @@ async function planOverhead(
       redisCost: { commandsPerPlan: (after.commands - before.commands) / 50, cpuMicrosPerPlan: (after.cpuMicros - before.cpuMicros) / 50 },
       measurements: [direct!, onSqlite!, onRedisStore!],
       ratios: [
-        `plan overhead p50 (plan − its steps' runs): SQLite ${sqliteOverhead.toFixed(2)} ms, Redis ${redisOverhead.toFixed(2)} ms: Redis/SQLite = ${(redisOverhead / sqliteOverhead).toFixed(2)}× (target ≤ 2×)`,
+        `plan overhead p50 (plan − its steps' runs): SQLite ${sqliteOverhead.toFixed(2)} ms, ` +
+          `Redis ${redisOverhead.toFixed(2)} ms: Redis/SQLite = ` +
+          `${(redisOverhead / sqliteOverhead).toFixed(2)}× (target ≤ 2×)`,
         `plan end to end p50: Redis/SQLite = ${(onRedisStore!.p50Ms / onSqlite!.p50Ms).toFixed(2)}×`,
       ],
     }
@@ -183,7 +193,9 @@ async function drain(
     const ms = performance.now() - t0
     const after = await redisCounters(peek)
     const measurement: Measurement = {
-      name: `${backlog} trivial tasks submitted and drained by ${workers} execgate worker process${workers > 1 ? 'es' : ''} (Redis + BullMQ)`,
+      name:
+        `${backlog} trivial tasks submitted and drained by ${workers} execgate worker ` +
+        `process${workers > 1 ? 'es' : ''} (Redis + BullMQ)`,
       iterations: backlog,
       p50Ms: NaN,
       p95Ms: NaN,

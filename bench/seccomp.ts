@@ -49,7 +49,9 @@ export async function run(): Promise<BenchSection> {
     measurements: [plain!, filtered!, plainCalls!, filteredCalls!],
     ratios: [ratio('seccomp/plain (print(2))', filtered!, plain!), ratio(`seccomp/plain (${SYSCALLS} calls)`, filteredCalls!, plainCalls!)],
     notes: [
-      `filter: ${filter.length / 8} BPF instructions; p50 difference per system call ≈ ${perCallNs.toFixed(0)} ns (getppid, the last call on the deny-list scan's fall-through path)`,
+      `filter: ${filter.length / 8} BPF instructions; p50 difference per system call ≈ ` +
+        `${perCallNs.toFixed(0)} ns (getppid, the last call on the deny-list scan's fall-through ` +
+        `path)`,
     ],
   }
 }

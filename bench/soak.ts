@@ -131,7 +131,9 @@ export async function soak(flags: Flags): Promise<boolean> {
     peakChildren = Math.max(peakChildren, rss.children)
     if (warmRss === undefined && Date.now() - started >= Math.min(60_000, flags.minutes * 30_000)) warmRss = rss.server
     console.error(
-      `[soak] ${((Date.now() - started) / 1000).toFixed(0)}s requests=${requests} rss server=${rss.server.toFixed(0)}MB children(${rss.pids.length - 1})=${rss.children.toFixed(0)}MB`,
+      `[soak] ${((Date.now() - started) / 1000).toFixed(0)}s requests=${requests} rss ` +
+        `server=${rss.server.toFixed(0)}MB ` +
+        `children(${rss.pids.length - 1})=${rss.children.toFixed(0)}MB`,
     )
   }, 5000)
   async function worker(): Promise<void> {
@@ -172,7 +174,9 @@ export async function soak(flags: Flags): Promise<boolean> {
   console.log(`requests: ${requests}; by status: ${JSON.stringify(Object.fromEntries(statuses))}`)
   console.log(`errors (connection or 5xx): ${errors}; leftover processes: ${leftovers.length}`)
   console.log(
-    `server RSS after warm-up ${(warmRss ?? 0).toFixed(0)} MB, end (after 10 s idle and a full GC) ${end.server.toFixed(0)} MB, peak ${peak.toFixed(0)} MB; pool processes peak ${peakChildren.toFixed(0)} MB total`,
+    `server RSS after warm-up ${(warmRss ?? 0).toFixed(0)} MB, end (after 10 s idle and a ` +
+      `full GC) ${end.server.toFixed(0)} MB, peak ${peak.toFixed(0)} MB; pool processes peak ` +
+      `${peakChildren.toFixed(0)} MB total`,
   )
   const failures: string[] = []
   if (errors > 0) failures.push(`${errors} errors (target 0)`)

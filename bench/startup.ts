@@ -210,7 +210,8 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       const secondRun = summarize(`${label}: second request`, second)
       measurements.push(summarize(`${label}: createExecgate()`, start), firstRun, secondRun)
       ratios.push(
-        `${label}: first/second request p50 = ${(firstRun.p50Ms / secondRun.p50Ms).toFixed(2)}× (${firstRun.p50Ms.toFixed(1)} ms vs ${secondRun.p50Ms.toFixed(1)} ms)`,
+        `${label}: first/second request p50 = ${(firstRun.p50Ms / secondRun.p50Ms).toFixed(2)}× ` +
+          `(${firstRun.p50Ms.toFixed(1)} ms vs ${secondRun.p50Ms.toFixed(1)} ms)`,
       )
     }
   }
@@ -219,7 +220,8 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     measurements,
     ratios,
     notes: [
-      `${ROUNDS} fresh execgates per row (EXECGATE_BENCH_STARTUP_ROUNDS); readiness off; pyodide with its default pool of 2 (warm-up waits for the first interpreter)`,
+      `${ROUNDS} fresh execgates per row (EXECGATE_BENCH_STARTUP_ROUNDS); readiness off; ` +
+        `pyodide with its default pool of 2 (warm-up waits for the first interpreter)`,
       'with --against: the `execgate serve` rows measure both builds (spawned in turn each ' +
         'round); the library rows measure the working tree',
       'CPU by /readyz 200: user + system time of the serve process and its children (/proc), a ' +

@@ -80,7 +80,9 @@ async function overheadCompared(subjects: readonly Subject[]): Promise<BenchSect
         tagged(
           subjects,
           subject,
-          `SQLite store: overhead per task p50 = ${(measured[index * 2 + 1]!.p50Ms - measured[index * 2]!.p50Ms).toFixed(3)} ms (target ≤ 0.3 ms)`,
+          `SQLite store: overhead per task p50 = ` +
+            `${(measured[index * 2 + 1]!.p50Ms - measured[index * 2]!.p50Ms).toFixed(3)} ms (target ≤ ` +
+            `0.3 ms)`,
         ),
       ),
     }
@@ -195,11 +197,13 @@ async function runOn(store: 'sqlite' | 'redis', redisUrl?: string): Promise<Benc
       title: `tasks (${label}, quickjs)`,
       measurements: [direct, oneByOne, submitToStart, throughput],
       ratios: [
-        `${label}: overhead per task p50 = ${(oneByOne.p50Ms - direct.p50Ms).toFixed(3)} ms${store === 'sqlite' ? ' (target ≤ 0.3 ms)' : ''}`,
+        `${label}: overhead per task p50 = ${(oneByOne.p50Ms - direct.p50Ms).toFixed(3)} ` +
+          `ms${store === 'sqlite' ? ' (target ≤ 0.3 ms)' : ''}`,
         `${label}: throughput = ${throughput.opsPerSec.toFixed(0)} tasks/s${store === 'sqlite' ? ' (target ≥ 1,000)' : ''}`,
       ],
       notes: [
-        `${label}: heap while draining ${backlog}: ${mib(heapBefore)} MiB before, then every 1,000 completions: ${heap.map(mib).join(', ')} MiB`,
+        `${label}: heap while draining ${backlog}: ${mib(heapBefore)} MiB before, then every ` +
+          `1,000 completions: ${heap.map(mib).join(', ')} MiB`,
       ],
     }
   } finally {

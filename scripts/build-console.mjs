@@ -36,5 +36,7 @@ const sizes = fs.readdirSync(out).map((file) => {
 })
 const total = sizes.reduce((sum, item) => sum + item.gzipped, 0)
 console.log(
-  `[execgate] console bundle: ${sizes.map((item) => `${item.file} ${(item.bytes / 1024).toFixed(1)} KiB (${(item.gzipped / 1024).toFixed(1)} KiB gzipped)`).join(', ')}; ${(total / 1024).toFixed(1)} KiB gzipped in all`,
+  `[execgate] console bundle: ` +
+    `${sizes.map((item) => `${item.file} ${(item.bytes / 1024).toFixed(1)} KiB (${(item.gzipped / 1024).toFixed(1)} KiB gzipped)`).join(', ')}; ` +
+    `${(total / 1024).toFixed(1)} KiB gzipped in all`,
 )

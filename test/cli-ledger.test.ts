@@ -27,7 +27,8 @@ beforeAll(() => {
   }
   fs.writeFileSync(
     path.join(dataDir, 'summary.js'),
-    `const rows = (await read_file('sales.csv')).trim().split('\\n').slice(1); await write_file('total.txt', String(rows.length)); rows.length`,
+    `const rows = (await read_file('sales.csv')).trim().split('\\n').slice(1); await ` +
+      `write_file('total.txt', String(rows.length)); rows.length`,
   )
   fs.mkdirSync(path.join(dataDir, 'data'))
   fs.writeFileSync(path.join(dataDir, 'data', 'sales.csv'), 'region,amount\nnorth,10\nsouth,20\n')

@@ -89,7 +89,8 @@ test(
     expect(suspended.code).toBe(0)
     expect(suspended.stdout).toMatch(
       new RegExp(
-        `^plan ${queued.id}  SUSPENDED  version 1  revisions 0/3  suspended by the caller\n  orders   SUSPENDED  plan ${queued.id} suspended\n`,
+        `^plan ${queued.id}  SUSPENDED  version 1  revisions 0/3  suspended by the caller\n  ` +
+          `orders   SUSPENDED  plan ${queued.id} suspended\n`,
       ),
     )
     const again = execgate(['plan', 'suspend', queued.id])
@@ -100,7 +101,8 @@ test(
     const loosened = execgate(['plan', 'resume', queued.id, '--memory-mb', '100000'])
     expect([loosened.code, loosened.stderr.trim()]).toEqual([
       2,
-      `[execgate] plan ${queued.id} was not resumed and stays SUSPENDED: step "orders": the request may only tighten the policy: memoryMb 100000 is above the allowed 128`,
+      `[execgate] plan ${queued.id} was not resumed and stays SUSPENDED: step "orders": the ` +
+        `request may only tighten the policy: memoryMb 100000 is above the allowed 128`,
     ])
     expect(execgate(['plan', 'resume', queued.id, '--memory-mb', '64']).stdout).toMatch(
       new RegExp(`^plan ${queued.id}  RUNNING  version 1  revisions 0/3  resumed by the caller with memoryMb changed\n`),

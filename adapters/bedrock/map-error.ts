@@ -23,7 +23,9 @@ export function mapAwsError(error: unknown): { status: ExecutionStatus; type: st
       return {
         status: 'unavailable',
         type: name,
-        message: `access denied by AWS (${name}): ${message}; check the credentials and the IAM policy for bedrock-agentcore:*CodeInterpreter*`,
+        message:
+          `access denied by AWS (${name}): ${message}; check the credentials and the IAM policy for ` +
+          `bedrock-agentcore:*CodeInterpreter*`,
       }
     case 'ResourceNotFoundException':
       return { status: 'unavailable', type: name, message: `the code interpreter or session was not found: ${message}` }

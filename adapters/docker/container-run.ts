@@ -220,7 +220,10 @@ export async function runContainer(
     if (stalled)
       return {
         report: filter.report,
-        engineError: `the container did not reach the code within ${options.startupTimeoutMs} ms of its create call (adapters.docker.startupTimeoutMs; a stalled engine or interpreter start); it was killed`,
+        engineError:
+          `the container did not reach the code within ${options.startupTimeoutMs} ms of its create ` +
+          `call (adapters.docker.startupTimeoutMs; a stalled engine or interpreter start); it was ` +
+          `killed`,
       }
     const detail = (error as { json?: { message?: string }; message?: string }).json?.message ?? (error as Error).message
     return { report: filter.report, engineError: detail }

@@ -78,7 +78,8 @@ export class DockerAdapter implements CodeExecutionAdapter {
       languages: LANGUAGES,
       tier: 4,
       isolation:
-        'a container per run: namespaces, cgroup memory and pids limits, read-only root, no network but the egress gateway, no capabilities',
+        'a container per run: namespaces, cgroup memory and pids limits, read-only root, no ' +
+        'network but the egress gateway, no capabilities',
       enforcement: enforcementTable({
         wallTime: 'hard',
         cpuTime: 'hard',
@@ -146,7 +147,9 @@ export class DockerAdapter implements CodeExecutionAdapter {
     const payload = payloadEnvironment(request.code, context.files ?? inlineFiles(request.files) ?? [])
     if (!payload) {
       return createResult('invalid_request', NAME, {
-        message: `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once encoded; the docker adapter passes them through the environment`,
+        message:
+          `[execgate] [docker] code and files together are over ${PAYLOAD_LIMIT / 1024} KiB once ` +
+          `encoded; the docker adapter passes them through the environment`,
       })
     }
     const task = this.run(request.language as DockerLanguage, payload, context, started, request.outputs)
@@ -327,7 +330,9 @@ export class DockerAdapter implements CodeExecutionAdapter {
         } catch {
           return {
             status: 'unavailable',
-            reason: `image ${image} not found in the engine at ${socket}; build it with scripts/setup/podman.sh or set adapters.docker.*Image`,
+            reason:
+              `image ${image} not found in the engine at ${socket}; build it with ` +
+              `scripts/setup/podman.sh or set adapters.docker.*Image`,
             checkedAt,
           }
         }

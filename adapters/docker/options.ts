@@ -3,7 +3,9 @@ import type { OptionSchema } from '../shared/option-schema'
 
 /** The `adapters.docker` config section. */
 export interface DockerOptions {
-  /** The Docker Engine API's unix socket (Docker, or podman's `podman system service`). Empty: `DOCKER_HOST` (`unix://…`), else /var/run/docker.sock. */
+  /**
+   * The Docker Engine API's unix socket (Docker, or podman's `podman system service`). Empty: `DOCKER_HOST`
+   * (`unix://…`), else /var/run/docker.sock. */
   socketPath: string
   /** Image for Python; needs /usr/bin/python3. */
   pythonImage: string

@@ -187,7 +187,8 @@ export async function runSandboxExec(
     if (how === 'stalled')
       return {
         report: stdout.report,
-        engineError: `the exec did not reach the code within ${options.startupTimeoutMs} ms (adapters.docker.startupTimeoutMs); it was killed`,
+        engineError:
+          `the exec did not reach the code within ${options.startupTimeoutMs} ms ` + `(adapters.docker.startupTimeoutMs); it was killed`,
       }
     if (stdout.exitCode !== undefined) return { stoppedFor, exitCode: stdout.exitCode, report: stdout.report }
     if (how === 'unconfirmed') return { stoppedFor, report: stdout.report }

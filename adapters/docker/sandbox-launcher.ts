@@ -23,7 +23,9 @@ export function sandboxLauncher(
   return [
     'nonce=$EXECGATE_NONCE; ready=$EXECGATE_LAUNCHER_READY; unset EXECGATE_LAUNCHER_READY',
     'kill -9 -1 2>/dev/null',
-    `ulimit -d ${limits.dataKiB} && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ${limits.cpuSeconds + 1} && ulimit -f ${limits.fileBlocks512} && ulimit -c 0${processes} || exit 126`,
+    `ulimit -d ${limits.dataKiB} && ulimit -S -t ${limits.cpuSeconds} && ulimit -H -t ` +
+      `${limits.cpuSeconds + 1} && ulimit -f ${limits.fileBlocks512} && ulimit -c 0${processes} ` +
+      `|| exit 126`,
     'umask 027',
     // An exec with network: its forwarder (the exec user's, so the kill at the end takes it too) before the program.
     ...(egressStartLine ? [egressStartLine] : []),

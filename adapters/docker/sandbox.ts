@@ -157,7 +157,9 @@ export class DockerSandbox implements AdapterSandbox {
     if (request.language === 'bash') {
       if (Buffer.byteLength(request.code) > COMMAND_LIMIT)
         return createResult('invalid_request', 'docker', {
-          message: `[execgate] [docker] a command is at most ${COMMAND_LIMIT / 1024} KiB; write a longer script into the workspace and run it (bash script.sh)`,
+          message:
+            `[execgate] [docker] a command is at most ${COMMAND_LIMIT / 1024} KiB; write a longer ` +
+            `script into the workspace and run it (bash script.sh)`,
         })
       argv = ['/bin/bash', '--noprofile', '--norc', '-c', request.code]
     } else if (request.language === 'python' || request.language === 'javascript') {
@@ -249,7 +251,9 @@ export class DockerSandbox implements AdapterSandbox {
     })
   }
 
-  /** Ends every process of `user` in the container (pid 1 excepted): the keeper's builtin kill for the workspace's user, an exec of `kill` for any. */
+  /**
+   * Ends every process of `user` in the container (pid 1 excepted): the keeper's builtin kill for the workspace's user,
+   * an exec of `kill` for any. */
   private async killAll(user: string): Promise<void> {
     await Promise.all([
       user === this.settings.user ? this.container.kill({ signal: 'SIGUSR1' }).catch(() => undefined) : undefined,

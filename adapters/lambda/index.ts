@@ -97,7 +97,8 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     const payload = Buffer.from(JSON.stringify({ request: { ...forwarded, traceId: context.traceId }, policy: context.policy }))
     if (payload.length > MAX_PAYLOAD_BYTES) {
       return createResult('invalid_request', NAME, {
-        message: `[execgate] [lambda] the request is ${payload.length} bytes; Lambda takes at most ${MAX_PAYLOAD_BYTES} bytes synchronously`,
+        message:
+          `[execgate] [lambda] the request is ${payload.length} bytes; Lambda takes at most ` + `${MAX_PAYLOAD_BYTES} bytes synchronously`,
       })
     }
     // The function holds the code to the policy's time itself; a cold start (pyodide's, say) is Lambda's time. So the

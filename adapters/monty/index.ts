@@ -203,7 +203,8 @@ export class MontyAdapter implements CodeExecutionAdapter {
       } else {
         ;({ status, error } = mapMontyError(outcome))
         if (status === 'timeout' && budgetMs < remainingMs - 1) return undefined // needs more time: a worker takes it
-        if (status === 'memory_limit' && this.inlineMemoryBytes < memoryBytes) return undefined // needs more memory: a worker process takes it
+        // needs more memory: a worker process takes it
+        if (status === 'memory_limit' && this.inlineMemoryBytes < memoryBytes) return undefined
       }
     } else {
       value = toJsonValue(outcome)

@@ -110,7 +110,9 @@ export class ProcessAdapter implements CodeExecutionAdapter {
     this.capabilities = {
       languages: LANGUAGES,
       tier: 4,
-      isolation: `bubblewrap: user/pid/net/ipc/uts/mount namespaces, read-only /usr, tmpfs workspace, rlimits, own uid${syscallFilter ? ', seccomp filter' : ''}`,
+      isolation:
+        `bubblewrap: user/pid/net/ipc/uts/mount namespaces, read-only /usr, tmpfs workspace, ` +
+        `rlimits, own uid${syscallFilter ? ', seccomp filter' : ''}`,
       enforcement: enforcementTable({
         wallTime: 'hard',
         cpuTime: 'hard',
@@ -246,7 +248,8 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         ? {
             message:
               outcome.error?.message ??
-              `workspace: ${[...(workspace?.skipped ?? []), ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : [])].join('; ')}`,
+              `workspace: ` +
+                `${[...(workspace?.skipped ?? []), ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : [])].join('; ')}`,
           }
         : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },

@@ -52,7 +52,8 @@ export function launcherScript(limits: LauncherLimits): string {
 const LAUNCHER_BODY = [
   'collect=$EXECGATE_COLLECT; direct=$EXECGATE_EXEC; mounted=$EXECGATE_MOUNTED; unset EXECGATE_COLLECT EXECGATE_EXEC EXECGATE_MOUNTED',
   'cd /workspace || exit 125',
-  `if [ -f ${SANDBOX_PATHS.filesIn} ]; then tar -x -f ${SANDBOX_PATHS.filesIn} --no-same-owner --no-same-permissions -C /workspace || exit 125; fi`,
+  `if [ -f ${SANDBOX_PATHS.filesIn} ]; then tar -x -f ${SANDBOX_PATHS.filesIn} ` +
+    `--no-same-owner --no-same-permissions -C /workspace || exit 125; fi`,
   // Nothing to collect and a runner that handles SIGXCPU itself: the program replaces the launcher as pid 1 (one
   // fork less). pid 1 ignores signals it has no handler for, hence the runners' own SIGXCPU handlers.
   // A run with network starts the egress forwarder first (adapters/process/egress-bridge.ts).
@@ -61,7 +62,8 @@ const LAUNCHER_BODY = [
   '"$@" 6>&-',
   'rc=$?',
   // Uploaded files bound in read-only are the caller's own input: never sent back as files the run wrote.
-  'if [ "$collect" = 1 ]; then printf "%s\\n" "$mounted" > /tmp/.execgate-mounted; tar -c -f - --anchored --no-wildcards -X /tmp/.execgate-mounted -C /workspace . >&6 2>/dev/null; fi',
+  'if [ "$collect" = 1 ]; then printf "%s\\n" "$mounted" > /tmp/.execgate-mounted; tar -c ' +
+    '-f - --anchored --no-wildcards -X /tmp/.execgate-mounted -C /workspace . >&6 2>/dev/null; fi',
   'exit $rc',
 ]
 
@@ -69,7 +71,9 @@ const LAUNCHER_BODY = [
 export const PYTHON_RUNNER = pythonRunner({
   prelude: '',
   load: `open('${SANDBOX_PATHS.code}', encoding='utf-8').read()`,
-  send: `def _send(doc):\n    data = doc.encode('utf-8', 'surrogatepass')\n    while data:\n        data = data[os.write(${FD.result}, data):]`,
+  send:
+    `def _send(doc):\n    data = doc.encode('utf-8', 'surrogatepass')\n    while ` +
+    `data:\n        data = data[os.write(${FD.result}, data):]`,
   streamOutputs: true,
 })
 

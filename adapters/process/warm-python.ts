@@ -25,7 +25,10 @@ const WARM_RUNNER = pythonRunner({
   prelude: '',
   load: '_CODE',
   // Only pid 1 of the run reports: a process the code forked carries fd 5 too, and its report would garble the run's.
-  send: `def _send(doc):\n    if os.getpid() != 1:\n        return\n    data = doc.encode('utf-8', 'surrogatepass')\n    while data:\n        data = data[os.write(${FD.result}, data):]`,
+  send:
+    `def _send(doc):\n    if os.getpid() != 1:\n        return\n    data = ` +
+    `doc.encode('utf-8', 'surrogatepass')\n    while data:\n        data = ` +
+    `data[os.write(${FD.result}, data):]`,
   streamOutputs: true,
 })
 

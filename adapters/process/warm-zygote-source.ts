@@ -8,7 +8,8 @@
  *          net, ipc and uts namespace; tmpfs /workspace and /tmp of its own, the run's files copied in from its
  *          per-run folder, /runs and /proc covered, so no other run's folder or process is visible
  *       └ G: pid 1 of the run's pid namespace (when it exits the kernel ends everything left in it, threads and
- *            daemons included); rlimits set, every capability and the bounding set dropped, no_new_privs, the cold runs' seccomp filter, then the
+ * daemons included); rlimits set, every capability and the bounding set dropped, no_new_privs, the cold runs' seccomp
+ * filter, then the
  *            shared runner (adapters/shared/interpreter-runners.ts) runs the code with the policy's import guard.
  *
  * Nothing a run does reaches another: a monkeypatched pandas or a thread left running lives in G's copy of memory,

@@ -24,7 +24,7 @@ import {
 import { SessionStore, callHostFunction, RunController, PoolWaitTimeout, internalContext, stoppedOutcome } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
-import { networkWrapper } from './network-namespace'
+import type { NetworkWrapper } from './network-namespace'
 import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
 import { packageVersions } from '../shared/engine-versions'
 
@@ -49,7 +49,8 @@ const WARMING_RETRY_AFTER_MS = 3000
  */
 export class PyodideAdapter implements CodeExecutionAdapter {
   readonly name = NAME
-  readonly capabilities: AdapterCapabilities = {
+  // Not readonly: network becomes 'hard' once the pool's first start has probed bubblewrap (onProbed).
+  capabilities: AdapterCapabilities = {
     engines: packageVersions(['pyodide']),
     languages: LANGUAGES,
     tier: 3,
@@ -62,7 +63,8 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       // Measured from outside every few milliseconds, then killed: best effort between two measurements.
       memory: 'soft',
       // Without bubblewrap: fetch and sockets are removed from the process (a first layer), but Node 20's permission
-      // model does not cover the network. With it (the constructor), the process has a network namespace of its own.
+      // model does not cover the network. With it (probed at the pool's first start), each process has a network
+      // namespace of its own and this becomes 'hard' (onProbed).
       network: 'soft',
       // The policy's import check runs before the adapter; nothing inside the interpreter refuses an import.
       imports: 'soft',
@@ -96,19 +98,25 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     this.memoryPollMs = settings.memoryPollMs
     // Started by warmUp() (execgate's ready() warms pyodide behind the first tier) or by the first run, never here:
     // a pool loading CPython at construction would take the cores the first tier warms on.
-    const wrapper = networkWrapper(settings.bwrapPath)
-    this.pool = new PyodideProcessPool(poolSize, false, wrapper)
+    this.pool = new PyodideProcessPool(poolSize, false, settings.bwrapPath, (wrapper) => this.onProbed(wrapper))
     // One run per pool process: admission counts them as this adapter's slots.
     this.capabilities = { ...this.capabilities, concurrency: poolSize }
-    if (wrapper) {
-      // Each process is in a network namespace with only its own loopback: the gateway's host function is the way out.
-      this.capabilities = {
-        ...this.capabilities,
-        isolation: `${this.capabilities.isolation}, in a network namespace of its own (bubblewrap)`,
-        enforcement: { ...this.capabilities.enforcement, network: 'hard' },
-      }
-    }
     this.sessions = new SessionStore(NAME, options.sessions)
+  }
+
+  /**
+   * The pool's first start probed bubblewrap. Only then, and only if it works, does the adapter claim `network: 'hard'`:
+   * before it (an adapter never started, `execgate policy` on a cold process) the claim is the first layer's 'soft',
+   * which is true of every run, namespaced or not.
+   */
+  private onProbed(wrapper: NetworkWrapper | undefined): void {
+    if (!wrapper) return
+    // Each process is in a network namespace with only its own loopback: the gateway's host function is the way out.
+    this.capabilities = {
+      ...this.capabilities,
+      isolation: `${this.capabilities.isolation}, in a network namespace of its own (bubblewrap)`,
+      enforcement: { ...this.capabilities.enforcement, network: 'hard' },
+    }
   }
 
   /** Resolves once one interpreter of the pool is loaded, so the next run pays no cold start. */
@@ -442,7 +450,9 @@ export function createPyodideAdapter(options?: PyodideAdapterOptions): PyodideAd
   return new PyodideAdapter(options)
 }
 
-/** A display() item's JSON text as the child sent it; anything that does not parse reaches the collector as undefined (dropped, counted). */
+/**
+ * A display() item's JSON text as the child sent it; anything that does not parse reaches the collector as undefined
+ * (dropped, counted). */
 function parseItem(text: string): unknown {
   try {
     return JSON.parse(text)

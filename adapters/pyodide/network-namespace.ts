@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 
 /** How the pyodide child is launched: under bubblewrap in a network namespace of its own, or as a plain Node child. */
@@ -19,25 +19,31 @@ export function networkNamespaceArgs(): string[] {
 
 const ENV = '/usr/bin/env'
 
-const probed = new Map<string, boolean>()
+const probed = new Map<string, Promise<boolean>>()
 
 /**
  * The wrapper where bubblewrap is installed and can make a network namespace here (unprivileged user namespaces may be
  * off), else undefined: then the child's in-process first layer is all there is (docs/network.md). Probed once per
- * binary, by running `node --version` through it (~10 ms).
+ * binary, by running `node --version` through it (~10 ms of a Node start), asynchronously and only when the pool
+ * first starts: building the adapter does no process work and blocks no event loop.
  */
-export function networkWrapper(bwrapPath: string): NetworkWrapper | undefined {
-  if (!probed.has(bwrapPath)) {
-    let works = false
-    if (fs.existsSync(bwrapPath) && fs.existsSync(ENV)) {
-      const probe = spawnSync(bwrapPath, [...networkNamespaceArgs(), process.execPath, '--version'], {
-        env: {},
-        stdio: ['ignore', 'pipe', 'pipe'],
-        timeout: 10_000,
-      })
-      works = probe.status === 0 && probe.stdout.toString().trim() === process.version
-    }
+export async function probeNetworkWrapper(bwrapPath: string): Promise<NetworkWrapper | undefined> {
+  let works = probed.get(bwrapPath)
+  if (!works) {
+    works = runsNodeThrough(bwrapPath)
     probed.set(bwrapPath, works)
   }
-  return probed.get(bwrapPath) ? { file: bwrapPath, args: networkNamespaceArgs() } : undefined
+  return (await works) ? { file: bwrapPath, args: networkNamespaceArgs() } : undefined
+}
+
+function runsNodeThrough(bwrapPath: string): Promise<boolean> {
+  if (!fs.existsSync(bwrapPath) || !fs.existsSync(ENV)) return Promise.resolve(false)
+  return new Promise((resolve) => {
+    execFile(
+      bwrapPath,
+      [...networkNamespaceArgs(), process.execPath, '--version'],
+      { env: {}, timeout: 10_000, encoding: 'utf8' },
+      (error, stdout) => resolve(!error && stdout.trim() === process.version),
+    )
+  })
 }

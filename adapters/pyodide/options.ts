@@ -3,13 +3,17 @@ import type { OptionSchema } from '../shared/option-schema'
 
 /** The `adapters.pyodide` config section. */
 export interface PyodideOptions {
-  /** Warm pyodide processes, each with one CPython interpreter (~4 s and ~160 MB to start, so they are started with execgate, never on a request). */
+  /**
+   * Warm pyodide processes, each with one CPython interpreter (~4 s and ~160 MB to start, so they are started with
+   * execgate, never on a request). */
   poolSize: number
   /** How often a running interpreter's memory is measured (ms). */
   memoryPollMs: number
   /** Start the pool with execgate (a server) rather than on the first Python request that needs it (the CLI, which runs one request). */
   warmOnStart: boolean
-  /** bubblewrap, which puts each pyodide process in a network namespace of its own (network: hard); absent or unusable, the in-process first layer stays (network: soft). */
+  /**
+   * bubblewrap, which puts each pyodide process in a network namespace of its own (network: hard); absent or unusable,
+   * the in-process first layer stays (network: soft). */
   bwrapPath: string
 }
 

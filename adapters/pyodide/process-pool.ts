@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import { Pool, PooledChildProcess, residentBytes } from '../../src/runtime'
-import type { NetworkWrapper } from './network-namespace'
+import { type NetworkWrapper, probeNetworkWrapper } from './network-namespace'
 
 export type ChildMessage =
   | { type: 'output'; id: number; chunks: ['stdout' | 'stderr', string][] }
@@ -127,13 +127,19 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
 
 /**
  * Long-lived pyodide processes, warmed at start (`warmNow`) so no request pays the ~4 s cold start. A process that is
- * killed (timeout, memory, output flood) or poisoned by its run is replaced in the background.
+ * killed (timeout, memory, output flood) or poisoned by its run is replaced in the background. At its first start the
+ * pool probes bubblewrap (asynchronously) and tells `onProbed` whether its processes run in a network namespace.
  */
 export class PyodideProcessPool extends Pool<PyodideProcess> {
-  constructor(size: number, warmNow: boolean, wrapper?: NetworkWrapper) {
+  constructor(size: number, warmNow: boolean, bwrapPath: string, onProbed: (wrapper: NetworkWrapper | undefined) => void) {
+    let wrapper: NetworkWrapper | undefined
     super({
       size,
       startNow: warmNow,
+      prepare: async () => {
+        wrapper = await probeNetworkWrapper(bwrapPath)
+        onProbed(wrapper)
+      },
       start: (onExit) => new PyodideProcess(onExit, wrapper),
       cannotStart: 'pyodide cannot start here',
       disposed: 'the pyodide adapter was disposed',

@@ -72,8 +72,12 @@ export function captureScript(names: readonly string[]): string {
     .filter((name) => IDENTIFIER.test(name) && !name.startsWith(RESERVED_PREFIX))
     .map(
       (name) =>
-        `try { const __execgate_v = ${name}; if (typeof __execgate_v === 'function') __execgate_out[${JSON.stringify(name)}] = { f: Function.prototype.toString.call(__execgate_v) }; ` +
-        `else if (__execgate_v !== undefined) { const __execgate_j = JSON.stringify(__execgate_v); if (__execgate_j !== undefined) __execgate_out[${JSON.stringify(name)}] = { v: __execgate_j } } } catch (__execgate_e) {}`,
+        `try { const __execgate_v = ${name}; if (typeof __execgate_v === 'function') ` +
+        `__execgate_out[${JSON.stringify(name)}] = { f: ` +
+        `Function.prototype.toString.call(__execgate_v) }; ` +
+        (`else if (__execgate_v !== undefined) { const __execgate_j = ` +
+          `JSON.stringify(__execgate_v); if (__execgate_j !== undefined) ` +
+          `__execgate_out[${JSON.stringify(name)}] = { v: __execgate_j } } } catch (__execgate_e) {}`),
     )
     .join('\n')
   return `(() => { const __execgate_out = {};\n${body}\nreturn JSON.stringify(__execgate_out) })()`

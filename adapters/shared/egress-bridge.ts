@@ -218,4 +218,6 @@ export function writeEgressBridgeFiles(): EgressBridgeFiles {
 export const PROXY_VARIABLES = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy'] as const
 
 /** The shell line that starts the forwarder (it returns once the port listens), before the program. */
-export const START_FORWARDER = `if [ -n "$EXECGATE_EGRESS_FORWARDER" ]; then "$EXECGATE_EGRESS_FORWARDER" -I -S ${EGRESS_PATHS.forwarder} || exit 124; fi; unset EXECGATE_EGRESS_FORWARDER`
+export const START_FORWARDER =
+  `if [ -n "$EXECGATE_EGRESS_FORWARDER" ]; then "$EXECGATE_EGRESS_FORWARDER" -I -S ` +
+  `${EGRESS_PATHS.forwarder} || exit 124; fi; unset EXECGATE_EGRESS_FORWARDER`

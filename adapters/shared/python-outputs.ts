@@ -4,7 +4,8 @@ import type { OutputOptions, SecurityPolicy } from '../../src/core'
  * Rich outputs in the Python runner (interpreter-runners.ts): matplotlib figures shown (`plt.show()` renders and
  * closes them, as a notebook does) or left open at the end become images; a pandas DataFrame or Series that is the
  * last expression becomes a table; `display(obj)` adds an image, a table, HTML or JSON. Figures render as PNG, or SVG
- * when the request asks (`outputs: { imageFormat: 'svg' }`) or the code sets `plt.rcParams['savefig.format'] = 'svg'`. The runner holds them to the policy's count and bytes
+ * when the request asks (`outputs: { imageFormat: 'svg' }`) or the code sets `plt.rcParams['savefig.format'] = 'svg'`.
+ * The runner holds them to the policy's count and bytes
  * as it goes (so a loop of a thousand figures never renders them all) and the host checks them again
  * (src/core/rich-outputs.ts): nothing the runner reports is trusted.
  *

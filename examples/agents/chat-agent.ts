@@ -17,7 +17,10 @@ async function main(): Promise<void> {
       description: 'Summarise last month: total, average and the best day of these daily sales.',
       code: llm
         ? undefined
-        : "const sales = { '2026-10-01': 420, '2026-10-02': 385, '2026-10-03': 512, '2026-10-04': 298 }\nconst days = Object.entries(sales)\nconst total = days.reduce((sum, [, v]) => sum + v, 0)\nconst [bestDay] = days.reduce((best, day) => (day[1] > best[1] ? day : best));\n({ total, average: total / days.length, bestDay })",
+        : "const sales = { '2026-10-01': 420, '2026-10-02': 385, '2026-10-03': 512, '2026-10-04': " +
+          '298 }\nconst days = Object.entries(sales)\nconst total = days.reduce((sum, [, v]) => sum ' +
+          '+ v, 0)\nconst [bestDay] = days.reduce((best, day) => (day[1] > best[1] ? day : ' +
+          'best));\n({ total, average: total / days.length, bestDay })',
       language: 'javascript',
       channel: 'chat',
       showCode: true,

@@ -45,7 +45,8 @@ function systemPrompt(
   return [
     `You write ${language} code that runs in a sandbox to compute an answer for a voice or chat assistant.`,
     'Rules of the sandbox:',
-    `- Imports allowed: ${allowedImports.length ? allowedImports.join(', ') : 'none'}. No other modules, no network, no files unless a host function below gives them.`,
+    `- Imports allowed: ${allowedImports.length ? allowedImports.join(', ') : 'none'}. No ` +
+      `other modules, no network, no files unless a host function below gives them.`,
     '- No eval, exec, compile, Function constructors or dynamic imports.',
     '- Deliver the result: make it the value of the last expression (or pass it to submit_result(value) if that host function is listed).',
     ...(functions.length ? ['Host functions you may call:', ...functions.map(([name, description]) => `- ${name}: ${description}`)] : []),
@@ -99,7 +100,9 @@ export class CodeGenerator {
         if (failures.length > 0) {
           messages.push({
             role: 'user',
-            text: `Your previous code failed:\n${failures.map((failure) => `- ${failure}`).join('\n')}\nFix it and answer again with one code block.`,
+            text:
+              `Your previous code failed:\n${failures.map((failure) => `- ${failure}`).join('\n')}\nFix ` +
+              `it and answer again with one code block.`,
           })
         }
         const answer = await this.llm.complete({ system, messages, signal: options.signal })

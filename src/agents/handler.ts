@@ -95,7 +95,8 @@ export class CodeExecutionHandler {
     if (!work) {
       const ttl =
         this.continuations.ttlMs >= 1000 ? `${Math.round(this.continuations.ttlMs / 1000)} seconds` : `${this.continuations.ttlMs} ms`
-      const text = `There is nothing to continue under "${continuation}": it was already answered, cancelled, or finished more than ${ttl} ago.`
+      const text =
+        `There is nothing to continue under "${continuation}": it was already answered, ` + `cancelled, or finished more than ${ttl} ago.`
       return { text, outcome: 'invalid_request', generations: 0 }
     }
     return work
@@ -207,7 +208,9 @@ export class CodeExecutionHandler {
         how = ''
       }
     }
-    const text = `I can't run calculations right now.${how ? ` Here is how it would be done: ${how.trim()}` : ` Here is what I would compute: ${request.description}.`}`
+    const text =
+      `I can't run calculations right ` +
+      `now.${how ? ` Here is how it would be done: ${how.trim()}` : ` Here is what I would compute: ${request.description}.`}`
     return this.answer(request, 'deferred', request.channel === 'voice' ? speakText(text) : text, { result, code, language, generations })
   }
 

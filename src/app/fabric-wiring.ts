@@ -156,7 +156,9 @@ export function sessionDirectoryFor(parts: FabricParts, sandboxes: SandboxManage
   })
 }
 
-/** The SandboxManager over the execution service and the adapters, from the `sandboxes` and `workspace` keys; files in and out through the ledger when it is on. */
+/**
+ * The SandboxManager over the execution service and the adapters, from the `sandboxes` and `workspace` keys; files in
+ * and out through the ledger when it is on. */
 export function sandboxManagerFor(parts: FabricParts): SandboxManager {
   const { config } = parts
   const profiles = profilesFromConfig(config)
@@ -185,7 +187,9 @@ export function sandboxManagerFor(parts: FabricParts): SandboxManager {
         if (!found) return undefined
         if (found.bytes > config.workspace.maxFileBytes)
           throw new ExecgateError('EXECGATE_WORKSPACE_LIMIT', {
-            detail: `the upload ${sha256} is ${found.bytes} bytes; a sandbox file may hold ${config.workspace.maxFileBytes} (workspace.maxFileBytes)`,
+            detail:
+              `the upload ${sha256} is ${found.bytes} bytes; a sandbox file may hold ` +
+              `${config.workspace.maxFileBytes} (workspace.maxFileBytes)`,
           })
         return fs.promises.readFile(found.hostPath)
       },

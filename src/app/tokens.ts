@@ -33,7 +33,9 @@ export function adapterToken(name: string): symbol {
   return Symbol.for(`execgate.adapter.${name}`)
 }
 
-/** Admission: lanes, slots per adapter, bounded queues and quotas, before every run: `AdmissionController` of src/execution/admission/admission-controller. */
+/**
+ * Admission: lanes, slots per adapter, bounded queues and quotas, before every run: `AdmissionController` of
+ * src/execution/admission/admission-controller. */
 export const Admission = Symbol('Admission')
 /** The egress gateway (src/egress): the forward proxy and policy engine every run's network goes through. */
 export const EgressGateway = Symbol('EgressGateway')

@@ -25,7 +25,8 @@ export async function adaptersCommand(flags: { config?: string; json?: boolean }
         breaker: adapter ? adapter.breaker : '',
         // In use per lane (interactive/batch) of the adapter's slots, the interactive reservation, waiting per lane.
         slots: admission
-          ? `${admission.inUse.interactive}/${admission.inUse.batch} of ${admission.slots ?? 'unbounded'}${admission.reserved ? ` (${admission.reserved} interactive)` : ''}`
+          ? `${admission.inUse.interactive}/${admission.inUse.batch} of ` +
+            `${admission.slots ?? 'unbounded'}${admission.reserved ? ` (${admission.reserved} interactive)` : ''}`
           : '',
         queued: admission ? `${admission.queued.interactive}/${admission.queued.batch}` : '',
         description: definition.description,
@@ -39,13 +40,16 @@ export async function adaptersCommand(flags: { config?: string; json?: boolean }
     } else {
       out.write(formatTable(rows))
       out.write(
-        `\nactive adapter: ${status.active}${status.active === 'auto' ? ' (routing picks the cheapest available adapter for each request)' : ''}\n`,
+        `\nactive adapter: ` +
+          `${status.active}${status.active === 'auto' ? ' (routing picks the cheapest available adapter for each request)' : ''}\n`,
       )
       out.write(
-        `slots and queued are interactive/batch; batch runs on in-process tiers: ${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}\n`,
+        `slots and queued are interactive/batch; batch runs on in-process tiers: ` +
+          `${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}\n`,
       )
       out.write(
-        `last switch: ${status.lastSwitch ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}` : 'none'}\n`,
+        `last switch: ` +
+          `${status.lastSwitch ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}` : 'none'}\n`,
       )
     }
     return 0
@@ -75,7 +79,8 @@ export async function policyCommand(
     const { allowPrivateRanges, ...egressCaps } = execgate.config.security.egress
     // The test-only exemption is named whenever it is set, so it cannot sit in a production config unnoticed.
     const exemption = allowPrivateRanges.length
-      ? `WARNING: security.egress.allowPrivateRanges exempts ${allowPrivateRanges.join(', ')} from the egress gateway's private-address check (for tests only)`
+      ? `WARNING: security.egress.allowPrivateRanges exempts ${allowPrivateRanges.join(', ')} ` +
+        `from the egress gateway's private-address check (for tests only)`
       : undefined
     if (flags.json) {
       out.write(JSON.stringify({ ...explanation, egress: { ...egressCaps, allowPrivateRanges } }) + '\n')

@@ -62,7 +62,8 @@ function describeGraph(graph: LineageGraph): string[] {
       .join(', ')
     const head =
       activity.kind === 'run'
-        ? `  run ${activity.id}  ${activity.adapter} ${activity.language ?? ''} ${activity.status}  ${activity.startedAt}${where ? `  (${where})` : ''}`
+        ? `  run ${activity.id}  ${activity.adapter} ${activity.language ?? ''} ${activity.status}  ` +
+          `${activity.startedAt}${where ? `  (${where})` : ''}`
         : `  plan version ${activity.id}  ${activity.startedAt}`
     const relations = graph.relations
       .filter((relation) => relation.activity === activity.id)
@@ -91,8 +92,15 @@ export function formatLineage(lineage: Lineage): string {
 
 function formatVerify(report: VerifyReport): string {
   if (report.ok)
-    return `${report.tenant}: ok, ${report.records} record(s)${report.head ? `, head ${report.head.seq} ${report.head.hash}` : ''}${report.checkpoint ? `, from checkpoint ${report.checkpoint.seq}` : ''}\n`
-  return `${report.tenant}: BROKEN at record ${report.broken!.seq}${report.broken!.id ? ` (${report.broken!.id})` : ''}: ${report.broken!.reason}\n`
+    return (
+      `${report.tenant}: ok, ${report.records} ` +
+      `record(s)${report.head ? `, head ${report.head.seq} ${report.head.hash}` : ''}${report.checkpoint ? `, from checkpoint ${report.checkpoint.seq}` : ''}\n`
+    )
+  return (
+    `${report.tenant}: BROKEN at record ` +
+    `${report.broken!.seq}${report.broken!.id ? ` (${report.broken!.id})` : ''}: ` +
+    `${report.broken!.reason}\n`
+  )
 }
 
 function readText(file: string, what: string): string {

@@ -80,7 +80,8 @@ function print(out: NodeJS.WritableStream, flags: CommonFlags, plan: PlanView): 
   for (const line of stepLines(plan)) out.write(`${line}\n`)
   for (const revision of plan.revisions)
     out.write(
-      `  revision ${revision.attempt} (step ${revision.stepId}): ${revision.accepted ? `version ${revision.version}: ` : 'refused: '}${revision.reason}\n`,
+      `  revision ${revision.attempt} (step ${revision.stepId}): ` +
+        `${revision.accepted ? `version ${revision.version}: ` : 'refused: '}${revision.reason}\n`,
     )
 }
 

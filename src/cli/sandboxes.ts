@@ -82,7 +82,10 @@ function sandboxPath(spec: string): { id: string; path: string } | undefined {
 }
 
 function line(info: SandboxInfo): string {
-  return `${info.id}  ${info.adapter}  execs ${info.execs}  idle timeout ${Math.round(info.idleTimeoutMs / 1000)} s  expires ${info.expiresAt}\n`
+  return (
+    `${info.id}  ${info.adapter}  execs ${info.execs}  idle timeout ` +
+    `${Math.round(info.idleTimeoutMs / 1000)} s  expires ${info.expiresAt}\n`
+  )
 }
 
 /** Reads a server-sent event stream, writing output as it comes; resolves with the result event. */

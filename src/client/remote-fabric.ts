@@ -115,7 +115,9 @@ export class RemotePlans {
     return this.http.json<PlanView>('resumePlan', { params: { id }, json: changes }, options)
   }
 
-  /** The plan's log (plan and step transitions, revisions), then live, until it ends; its steps' rich outputs as made (`type: 'output'`). */
+  /**
+   * The plan's log (plan and step transitions, revisions), then live, until it ends; its steps' rich outputs as made
+   * (`type: 'output'`). */
   async *events(id: string, options: EventStreamOptions = {}): AsyncGenerator<PlanStreamItem> {
     for await (const message of this.http.events('planEvents', { params: { id } }, resumeHeader(options)))
       yield JSON.parse(message.data) as PlanStreamItem

@@ -11,9 +11,13 @@ export interface EgressConfig {
   maxBytesIn: number
   /** Bytes one run may send, over all its requests. @default 1048576 @env EXECGATE_SECURITY_EGRESS_MAX_BYTES_OUT */
   maxBytesOut: number
-  /** Longest one connection (a request and its answer, or a tunnel) may last, in ms. @default 10000 @env EXECGATE_SECURITY_EGRESS_MAX_CONNECTION_MS */
+  /**
+   * Longest one connection (a request and its answer, or a tunnel) may last, in ms. @default 10000 @env
+   * EXECGATE_SECURITY_EGRESS_MAX_CONNECTION_MS */
   maxConnectionMs: number
-  /** Longest the gateway waits for an upstream to accept a connection, in ms. @default 3000 @env EXECGATE_SECURITY_EGRESS_CONNECT_TIMEOUT_MS */
+  /**
+   * Longest the gateway waits for an upstream to accept a connection, in ms. @default 3000 @env
+   * EXECGATE_SECURITY_EGRESS_CONNECT_TIMEOUT_MS */
   connectTimeoutMs: number
   /**
    * CIDRs exempt from the private-address check, for tests against loopback servers ONLY (`127.0.0.0/8`). Named in

@@ -16,7 +16,9 @@ export interface FabricConfig {
   store: FabricStoreKind
   /** The Redis of the `redis` store. @default 'redis://127.0.0.1:6379' @env EXECGATE_FABRIC_REDIS_URL */
   redisUrl: string
-  /** Prefix of the `redis` store's keys and BullMQ queue, so deployments can share a Redis. @default 'execgate' @env EXECGATE_FABRIC_REDIS_PREFIX */
+  /**
+   * Prefix of the `redis` store's keys and BullMQ queue, so deployments can share a Redis. @default 'execgate' @env
+   * EXECGATE_FABRIC_REDIS_PREFIX */
   redisPrefix: string
   /**
    * How long a worker of the `redis` store may go without renewing its lease on a run before the run counts as
@@ -35,7 +37,9 @@ export interface FabricConfig {
   nodeHeartbeatMs: number
   /** Whether `execgate serve` runs tasks too, or only accepts them for workers. @default true @env EXECGATE_FABRIC_SERVE_RUNS_TASKS */
   serveRunsTasks: boolean
-  /** Folder of the embedded stores (`tasks.sqlite`, `ledger.sqlite`, the ledger's `blobs/`), created when missing. @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
+  /**
+   * Folder of the embedded stores (`tasks.sqlite`, `ledger.sqlite`, the ledger's `blobs/`), created when missing.
+   * @default '.execgate' @env EXECGATE_FABRIC_DATA_DIR */
   dataDir: string
   /** Tasks one process runs at once. @default 4 @env EXECGATE_FABRIC_CONCURRENCY */
   concurrency: number
@@ -43,20 +47,32 @@ export interface FabricConfig {
   ledger: LedgerConfig
   /** The S3-compatible bucket of the ledger's `s3` blobs and of `s3` workspaces. */
   s3: S3Config
-  /** Where session workspaces live: `memory` (this process) or `s3` (`fabric.s3`, shared by nodes). @default 'memory' @env EXECGATE_FABRIC_WORKSPACES */
+  /**
+   * Where session workspaces live: `memory` (this process) or `s3` (`fabric.s3`, shared by nodes). @default 'memory'
+   * @env EXECGATE_FABRIC_WORKSPACES */
   workspaces: 'memory' | 's3'
   /** Files uploaded once and named by digest (`PUT /v1/files`, `execgate run --file`; docs/data.md). */
   files: {
-    /** Folder of the upload store's blobs by SHA-256 (this node's copies when they are shared through the ledger's bucket) and, unless `fabric.store` is `redis`, their index; empty for `<fabric.dataDir>/uploads`. @default '' @env EXECGATE_FABRIC_FILES_DIR */
+    /**
+     * Folder of the upload store's blobs by SHA-256 (this node's copies when they are shared through the ledger's
+     * bucket) and, unless `fabric.store` is `redis`, their index; empty for `<fabric.dataDir>/uploads`. @default ''
+     * @env EXECGATE_FABRIC_FILES_DIR */
     dir: string
-    /** Bytes of uploads one tenant may hold; an upload past it is refused (HTTP 413). @default 1073741824 @env EXECGATE_FABRIC_FILES_QUOTA_BYTES */
+    /**
+     * Bytes of uploads one tenant may hold; an upload past it is refused (HTTP 413). @default 1073741824 @env
+     * EXECGATE_FABRIC_FILES_QUOTA_BYTES */
     quotaBytes: number
-    /** Where the ledger's blobs are in a bucket (so every upload is there): bytes of uploads' copies this node keeps, least recently used removed first, and copies of uploads no tenant holds removed at once; 0 keeps every copy. @default 10737418240 @env EXECGATE_FABRIC_FILES_LOCAL_COPY_BYTES */
+    /**
+     * Where the ledger's blobs are in a bucket (so every upload is there): bytes of uploads' copies this node keeps,
+     * least recently used removed first, and copies of uploads no tenant holds removed at once; 0 keeps every copy.
+     * @default 10737418240 @env EXECGATE_FABRIC_FILES_LOCAL_COPY_BYTES */
     localCopyBytes: number
   }
   /** Plans: DAGs of steps run as tasks, revised by a reflector when a step fails (docs/plans.md). */
   plans: {
-    /** Revisions the reflector may make to one plan, refused ones included; a plan may ask for fewer. @default 3 @env EXECGATE_FABRIC_PLANS_MAX_REVISIONS */
+    /**
+     * Revisions the reflector may make to one plan, refused ones included; a plan may ask for fewer. @default 3 @env
+     * EXECGATE_FABRIC_PLANS_MAX_REVISIONS */
     maxRevisions: number
     /** Steps one plan (or one revision of it) may have. @default 50 @env EXECGATE_FABRIC_PLANS_MAX_STEPS */
     maxSteps: number
@@ -73,11 +89,15 @@ export interface FabricConfig {
      */
     workspaces: 'memory' | 's3'
     reflector: {
-      /** Bedrock model id (or inference profile) of the reflector; empty: no reflector, a failed step fails its plan. @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_MODEL_ID */
+      /**
+       * Bedrock model id (or inference profile) of the reflector; empty: no reflector, a failed step fails its plan.
+       * @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_MODEL_ID */
       modelId: string
       /** @default 'us-east-1' @env EXECGATE_FABRIC_PLANS_REFLECTOR_REGION */
       region: string
-      /** A Converse endpoint instead of AWS's (a plain http:// one is spoken to over HTTP/1.1). @default '' @env EXECGATE_FABRIC_PLANS_REFLECTOR_ENDPOINT */
+      /**
+       * A Converse endpoint instead of AWS's (a plain http:// one is spoken to over HTTP/1.1). @default '' @env
+       * EXECGATE_FABRIC_PLANS_REFLECTOR_ENDPOINT */
       endpoint: string
       /** Longest answer asked of the model. @default 4096 @env EXECGATE_FABRIC_PLANS_REFLECTOR_MAX_TOKENS */
       maxTokens: number

@@ -13,7 +13,9 @@ export interface LedgerConfig {
    * node), or `auto`: the same kind as `fabric.store`. @default 'auto' @env EXECGATE_FABRIC_LEDGER_STORE
    */
   store: 'auto' | FabricStoreKind
-  /** Where artifacts' bytes live: `directory` (`blobDir`) or `s3` (`fabric.s3.*`). @default 'directory' @env EXECGATE_FABRIC_LEDGER_BLOBS */
+  /**
+   * Where artifacts' bytes live: `directory` (`blobDir`) or `s3` (`fabric.s3.*`). @default 'directory' @env
+   * EXECGATE_FABRIC_LEDGER_BLOBS */
   blobs: 'directory' | 's3'
   /** Folder of the `directory` blob store; empty for `<fabric.dataDir>/blobs`. @default '' @env EXECGATE_FABRIC_LEDGER_BLOB_DIR */
   blobDir: string
@@ -47,7 +49,9 @@ export interface LedgerConfig {
      * bytes (0: no limit). @default 0 @env EXECGATE_FABRIC_LEDGER_RETENTION_MAX_BYTES_PER_TENANT
      */
     maxBytesPerTenant: number
-    /** How often a running execgate applies the policy (0: only on `execgate ledger prune`). @default 60 @env EXECGATE_FABRIC_LEDGER_RETENTION_INTERVAL_MINUTES */
+    /**
+     * How often a running execgate applies the policy (0: only on `execgate ledger prune`). @default 60 @env
+     * EXECGATE_FABRIC_LEDGER_RETENTION_INTERVAL_MINUTES */
     intervalMinutes: number
   }
 }
@@ -61,7 +65,9 @@ export interface S3Config {
   endpoint: string
   /** @default 'us-east-1' @env EXECGATE_FABRIC_S3_REGION */
   region: string
-  /** Put the bucket in the path, not the host name (most S3-compatible servers need it). @default false @env EXECGATE_FABRIC_S3_FORCE_PATH_STYLE */
+  /**
+   * Put the bucket in the path, not the host name (most S3-compatible servers need it). @default false @env
+   * EXECGATE_FABRIC_S3_FORCE_PATH_STYLE */
   forcePathStyle: boolean
 }
 

@@ -88,7 +88,9 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     for (const [language, profile] of Object.entries(languageProfiles)) {
       if (!profiles[profile]) {
         throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
-          detail: `security.languageProfiles.${language}: no profile named "${profile}" in security.profiles (${Object.keys(profiles).join(', ') || 'none defined'})`,
+          detail:
+            `security.languageProfiles.${language}: no profile named "${profile}" in ` +
+            `security.profiles (${Object.keys(profiles).join(', ') || 'none defined'})`,
         })
       }
     }

@@ -63,12 +63,16 @@ export interface ExecgateConfig {
      */
     inProcessBatchRuns: number
     queue: {
-      /** Interactive runs that may wait per adapter; one more is refused (HTTP 429). @default 64 @env EXECGATE_ADMISSION_QUEUE_INTERACTIVE */
+      /**
+       * Interactive runs that may wait per adapter; one more is refused (HTTP 429). @default 64 @env
+       * EXECGATE_ADMISSION_QUEUE_INTERACTIVE */
       interactive: number
       /** Batch runs that may wait per adapter; one more is refused (HTTP 429). @default 256 @env EXECGATE_ADMISSION_QUEUE_BATCH */
       batch: number
     }
-    /** Retry hint (`retryAfterMs`, HTTP `Retry-After`) with a full queue or a shutdown. @default 1000 @env EXECGATE_ADMISSION_RETRY_AFTER_MS */
+    /**
+     * Retry hint (`retryAfterMs`, HTTP `Retry-After`) with a full queue or a shutdown. @default 1000 @env
+     * EXECGATE_ADMISSION_RETRY_AFTER_MS */
     retryAfterMs: number
     /**
      * Per tenant: `{"acme": {"lane": "batch", "defaultLane": "interactive", "maxConcurrent": 4, "maxQueued": 16,
@@ -102,16 +106,22 @@ export interface ExecgateConfig {
      */
     tierOrder: number[]
     breaker: {
-      /** Backend failures (unavailable, backend crash) within `windowMs` that open an adapter's breaker. @default 3 @env EXECGATE_ROUTING_BREAKER_FAILURES */
+      /**
+       * Backend failures (unavailable, backend crash) within `windowMs` that open an adapter's breaker. @default 3 @env
+       * EXECGATE_ROUTING_BREAKER_FAILURES */
       failures: number
       /** @default 30000 @env EXECGATE_ROUTING_BREAKER_WINDOW_MS */
       windowMs: number
-      /** How long an open breaker skips its adapter before one request probes it. @default 10000 @env EXECGATE_ROUTING_BREAKER_COOLDOWN_MS */
+      /**
+       * How long an open breaker skips its adapter before one request probes it. @default 10000 @env
+       * EXECGATE_ROUTING_BREAKER_COOLDOWN_MS */
       cooldownMs: number
     }
   }
   server: {
-    /** Address `execgate serve` binds. Without API keys it binds loopback only, whatever this says. @default '127.0.0.1' @env EXECGATE_SERVER_HOST */
+    /**
+     * Address `execgate serve` binds. Without API keys it binds loopback only, whatever this says. @default '127.0.0.1'
+     * @env EXECGATE_SERVER_HOST */
     host: string
     /** @default 8787 @env EXECGATE_SERVER_PORT */
     port: number
@@ -130,7 +140,9 @@ export interface ExecgateConfig {
     ratePerMinute: number
     /** @default 1048576 @env EXECGATE_SERVER_BODY_LIMIT_BYTES */
     bodyLimitBytes: number
-    /** On SIGTERM, how long runs in flight may finish before adapters are disposed. @default 10000 @env EXECGATE_SERVER_SHUTDOWN_GRACE_MS */
+    /**
+     * On SIGTERM, how long runs in flight may finish before adapters are disposed. @default 10000 @env
+     * EXECGATE_SERVER_SHUTDOWN_GRACE_MS */
     shutdownGraceMs: number
     /**
      * Finished runs the server keeps in memory for `GET /v1/activity` and the console's Activity page (a ring buffer:
@@ -162,7 +174,9 @@ export interface ExecgateConfig {
      * profiles, requests only tighten). Used per language and per tenant. @default {} @env EXECGATE_SECURITY_PROFILES (JSON)
      */
     profiles: Record<string, PolicyOverrides>
-    /** Profile applied to each language's requests, e.g. `{"python": "data-science"}`. @default {} @env EXECGATE_SECURITY_LANGUAGE_PROFILES (JSON) */
+    /**
+     * Profile applied to each language's requests, e.g. `{"python": "data-science"}`. @default {} @env
+     * EXECGATE_SECURITY_LANGUAGE_PROFILES (JSON) */
     languageProfiles: Record<string, string>
     /**
      * Files a request sends: `read` lets its code read them (a fresh workspace holding only them, read-only) even
@@ -218,7 +232,9 @@ export interface ExecgateConfig {
     maxFiles: number
   }
   sessions: {
-    /** Idle time after which a session's interpreter state and workspace are dropped (s). @default 600 @env EXECGATE_SESSIONS_TTL_SECONDS */
+    /**
+     * Idle time after which a session's interpreter state and workspace are dropped (s). @default 600 @env
+     * EXECGATE_SESSIONS_TTL_SECONDS */
     ttlSeconds: number
     /** Sessions each adapter keeps at once; a new one past this answers `unavailable`. @default 32 @env EXECGATE_SESSIONS_MAX_SESSIONS */
     maxSessions: number
@@ -230,9 +246,13 @@ export interface ExecgateConfig {
      * process, shell), or `auto` for the cheapest by `routing.tierOrder`. @default 'auto' @env EXECGATE_SANDBOXES_ADAPTER
      */
     adapter: string
-    /** Live sandboxes one tenant may hold; one more is refused with EXECGATE_SANDBOX_LIMIT (HTTP 429). @default 4 @env EXECGATE_SANDBOXES_MAX_PER_TENANT */
+    /**
+     * Live sandboxes one tenant may hold; one more is refused with EXECGATE_SANDBOX_LIMIT (HTTP 429). @default 4 @env
+     * EXECGATE_SANDBOXES_MAX_PER_TENANT */
     maxPerTenant: number
-    /** A sandbox no call has reached for this long is stopped and its resources freed (ms). @default 600000 @env EXECGATE_SANDBOXES_IDLE_TIMEOUT_MS */
+    /**
+     * A sandbox no call has reached for this long is stopped and its resources freed (ms). @default 600000 @env
+     * EXECGATE_SANDBOXES_IDLE_TIMEOUT_MS */
     idleTimeoutMs: number
     /** The longest idle timeout a start may ask for (ms). @default 3600000 @env EXECGATE_SANDBOXES_MAX_IDLE_TIMEOUT_MS */
     maxIdleTimeoutMs: number

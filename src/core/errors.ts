@@ -94,7 +94,9 @@ export const ERROR_CODES = {
     fault: 'backend',
     retryable: false,
     template:
-      'session "{id}" is lost: it lived on node {node}, which is gone ({detail}), and its {adapter} state cannot move to another node; the next call with this id starts a new session',
+      'session "{id}" is lost: it lived on node {node}, which is gone ({detail}), and its ' +
+      '{adapter} state cannot move to another node; the next call with this id starts a new ' +
+      'session',
   },
   EXECGATE_SESSION_ELSEWHERE: {
     fault: 'backend',

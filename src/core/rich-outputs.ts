@@ -100,7 +100,8 @@ export class OutputCollector {
     const { maxOutputs, outputsBytes } = this.policy
     if (this.omitted)
       reasons.push(
-        `${this.omitted} output${this.omitted === 1 ? '' : 's'} left out: a run may return ${maxOutputs} outputs of ${outputsBytes} bytes in all (policy maxOutputs, outputsBytes)`,
+        `${this.omitted} output${this.omitted === 1 ? '' : 's'} left out: a run may return ` +
+          `${maxOutputs} outputs of ${outputsBytes} bytes in all (policy maxOutputs, outputsBytes)`,
       )
     if (this.malformed) reasons.push(`${this.malformed} malformed output${this.malformed === 1 ? '' : 's'} dropped`)
     return { outputs: [...this.kept], overLimit: this.omitted, ...(reasons.length ? { reason: reasons.join('; ') } : {}) }

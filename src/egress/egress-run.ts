@@ -127,7 +127,9 @@ export class EgressRun {
       const why = !hostPortRule
         ? `no network rule allows ${bare}:${port} (rules: ${this.rules.map((candidate) => candidate.text).join(', ') || 'none'})`
         : method === undefined
-          ? `no rule allows a blind tunnel (CONNECT) to ${bare}:${port}: rule "${hostPortRule.text}" names methods, and the methods inside a tunnel whose TLS the gateway does not re-terminate cannot be seen`
+          ? `no rule allows a blind tunnel (CONNECT) to ${bare}:${port}: rule "${hostPortRule.text}" ` +
+            `names methods, and the methods inside a tunnel whose TLS the gateway does not ` +
+            `re-terminate cannot be seen`
           : `no rule allows ${method} to ${bare}:${port}: rule "${hostPortRule.text}" allows ${hostPortRule.methods?.join(',')}`
       return { ok: false, status: 403, reason: why, rule: 'deny by default' }
     }

@@ -97,7 +97,9 @@ export class ForwardProxy {
       })
       const body = refusalBody(reason, rule)
       client.end(
-        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; charset=utf-8\r\nx-execgate-egress: denied\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain; ` +
+          `charset=utf-8\r\nx-execgate-egress: denied\r\ncontent-length: ` +
+          `${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       )
     }
     if (!run) return refuse(403, 'the connection belongs to no run')

@@ -123,7 +123,10 @@ export class EgressGateway {
       hostFunction: {
         name: HTTP_REQUEST_FUNCTION,
         description:
-          "http_request(url, {method, headers, body, bodyEncoding, responseType, redirect}?) -> {status, headers, body, url, redirected}: an HTTP(S) request through the egress gateway, under the policy's network rules; responseType 'base64' answers the body's bytes as base64",
+          'http_request(url, {method, headers, body, bodyEncoding, responseType, redirect}?) -> ' +
+          '{status, headers, body, url, redirected}: an HTTP(S) request through the egress gateway, ' +
+          "under the policy's network rules; responseType 'base64' answers the body's bytes as " +
+          'base64',
         parameters: HTTP_REQUEST_PARAMETERS,
         handler: ([url, options], call) =>
           hostFetch(url as string, (options ?? {}) as HostFetchOptions, {
@@ -211,15 +214,18 @@ export class EgressGateway {
   /** Words for `execgate policy`: the caps, and the private ranges exempted when any are. */
   describe(): string[] {
     const lines = [
-      `egress caps per run: ${this.caps.maxRequests} requests, ${this.caps.maxBytesIn} bytes in, ${this.caps.maxBytesOut} bytes out, ${this.caps.maxConnectionMs} ms a connection`,
+      `egress caps per run: ${this.caps.maxRequests} requests, ${this.caps.maxBytesIn} bytes ` +
+        `in, ${this.caps.maxBytesOut} bytes out, ${this.caps.maxConnectionMs} ms a connection`,
     ]
     if (this.exemptions.cidrs.length)
       lines.push(
-        `WARNING: security.egress.allowPrivateRanges exempts ${this.exemptions.cidrs.join(', ')} from the private-address check (for tests only)`,
+        `WARNING: security.egress.allowPrivateRanges exempts ${this.exemptions.cidrs.join(', ')} ` +
+          `from the private-address check (for tests only)`,
       )
     if (this.secrets.length)
       lines.push(
-        `secrets the gateway adds: ${this.secrets.map((secret) => `${secret.name} -> ${secret.hosts.map((host) => host.text).join(', ')}`).join('; ')}`,
+        `secrets the gateway adds: ` +
+          `${this.secrets.map((secret) => `${secret.name} -> ${secret.hosts.map((host) => host.text).join(', ')}`).join('; ')}`,
       )
     return lines
   }

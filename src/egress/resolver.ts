@@ -19,7 +19,8 @@ export const systemResolver: EgressResolver = {
 
 /**
  * A resolver from a table, for tests and fixed deployments: each name maps to its addresses, or to a list of
- * answers given in turn (the last one repeats, or with `cycle` the first comes again) — a name that resolves to a public address once and to a private one
+ * answers given in turn (the last one repeats, or with `cycle` the first comes again) — a name that resolves to a
+ * public address once and to a private one
  * next. Names not in the table go to `fallback`, or fail like an unknown name.
  */
 export function tableResolver(

@@ -35,7 +35,9 @@ export function describeImportRefusal(
     .map((adapter) => adapter.name)
   const allow =
     allowingProfiles.length > 0
-      ? `; the policy profile${allowingProfiles.length > 1 ? 's' : ''} ${allowingProfiles.map((name) => `"${name}"`).join(', ')} allow${allowingProfiles.length > 1 ? '' : 's'} ${modules.length > 1 ? 'them' : 'it'}`
+      ? `; the policy profile${allowingProfiles.length > 1 ? 's' : ''} ` +
+        `${allowingProfiles.map((name) => `"${name}"`).join(', ')} ` +
+        `allow${allowingProfiles.length > 1 ? '' : 's'} ${modules.length > 1 ? 'them' : 'it'}`
       : "; no policy profile allows them all: an operator can add them to a profile's allowedImports"
   const adapters =
     packages.length > 0
@@ -43,5 +45,8 @@ export function describeImportRefusal(
         ? `; adapters with ${packages.join(', ')}: ${holders.join(', ')}`
         : `; no enabled adapter has ${packages.join(', ')}`
       : ''
-  return `import${modules.length > 1 ? 's' : ''} not allowed by the policy: ${where.join(', ')} (allowed: ${policy.allowedImports.join(', ') || 'none'})${allow}${adapters}`
+  return (
+    `import${modules.length > 1 ? 's' : ''} not allowed by the policy: ${where.join(', ')} ` +
+    `(allowed: ${policy.allowedImports.join(', ') || 'none'})${allow}${adapters}`
+  )
 }

@@ -70,7 +70,10 @@ export async function placeUploads(
   if (large)
     return refused(
       new ExecgateError('EXECGATE_REQUEST_INVALID', {
-        detail: `${large.path} (${large.bytes} bytes) is over the ${maxFileBytes}-byte workspace file limit of ${adapter.name}, which copies files in; the process and docker tiers bind uploads in whole`,
+        detail:
+          `${large.path} (${large.bytes} bytes) is over the ${maxFileBytes}-byte workspace file ` +
+          `limit of ${adapter.name}, which copies files in; the process and docker tiers bind ` +
+          `uploads in whole`,
       }),
     )
   const copies = await Promise.all(mounts.map(async (mount) => toWorkspaceFile(mount.path, await fs.readFile(mount.hostPath))))

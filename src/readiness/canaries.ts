@@ -64,7 +64,9 @@ const CANARIES: readonly Canary[] = [
     // Counts the forks that succeed: a cap that holds stops them at maxProcesses.
     code: {
       python:
-        'import os, time\nn = 0\ntry:\n    while n < 200:\n        if os.fork() == 0:\n            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)',
+        'import os, time\nn = 0\ntry:\n    while n < 200:\n        if os.fork() == ' +
+        '0:\n            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept ' +
+        'OSError:\n    pass\nprint(n)',
     },
     policy: { maxProcesses: 8, wallTimeMs: 3000, cpuTimeMs: 3000, allowedImports: ['os', 'time'] },
     held: ['ok'],

@@ -65,7 +65,8 @@ export function unenforcedRequirement(adapter: CodeExecutionAdapter, policy: Sec
 }
 
 /**
- * Routing (step 4 of one execution, docs/architecture.md). A pinned adapter — the request's, else the readiness monitor's active binding, else
+ * Routing (step 4 of one execution, docs/architecture.md). A pinned adapter — the request's, else the readiness
+ * monitor's active binding, else
  * `execution.adapter` — runs the request if it can; otherwise the cheapest adapter (by `routing.tierOrder`) that
  * runs the language, offers the features the request needs, is not known to be unavailable, has its breaker
  * closed, and can enforce every `required` limit. Degraded adapters come after healthy ones of any tier.
@@ -223,7 +224,9 @@ export class ConfigRouter implements Router {
       const withLanguage = this.ordered(request).filter((adapter) => !exclude.includes(adapter.name))
       const lacking = [...new Set(withLanguage.flatMap((adapter) => missingPackages(adapter, request)))]
       if (lacking.length > 0) {
-        const detail = `${withLanguage.map((adapter) => `${adapter.name} has ${adapter.capabilities.packages?.join(', ') || 'none of them'}`).join('; ') || `no enabled adapter runs ${request.language}`}; ${PACKAGE_PROVIDERS}`
+        const detail =
+          `${withLanguage.map((adapter) => `${adapter.name} has ${adapter.capabilities.packages?.join(', ') || 'none of them'}`).join('; ') || `no enabled adapter runs ${request.language}`}; ` +
+          `${PACKAGE_PROVIDERS}`
         return {
           refusal: {
             status: 'unavailable',
@@ -281,7 +284,9 @@ export class ConfigRouter implements Router {
     const kib = Math.round((needs.inputBytes ?? 0) / 1024)
     return {
       adapter: best.adapter,
-      reason: `estimated faster: ${best.ms.toFixed(1)} ms on ${best.adapter.name} against ${chosenMs.toFixed(1)} ms on ${chosen.name} for ${kib} KiB of input`,
+      reason:
+        `estimated faster: ${best.ms.toFixed(1)} ms on ${best.adapter.name} against ` +
+        `${chosenMs.toFixed(1)} ms on ${chosen.name} for ${kib} KiB of input`,
     }
   }
 

@@ -22,6 +22,11 @@ export interface PoolOptions<Member extends PoolMember> {
   start: (onExit: (member: Member, reason: string) => void) => Member
   /** Start the members now rather than at the first `acquire` or warm-up (a command that never runs never pays). */
   startNow?: boolean
+  /**
+   * Asynchronous work done once, at the first start, before any member starts (pyodide's bubblewrap probe): kept out
+   * of the constructor so building an adapter does no process work. A rejection breaks the pool with its message.
+   */
+  prepare?: () => Promise<void>
   /** The words before the reason when no member can start: `QuickJS workers cannot start`. */
   cannotStart: string
   /** The error a waiting or later `acquire` gets once the pool is disposed. */
@@ -53,6 +58,7 @@ export class Pool<Member extends PoolMember> {
   private started = false
   private loadedOnce = false
   private startFailures = 0
+  private prepared: Promise<void> | undefined
   lastFailure: string | undefined
   readonly size: number
 
@@ -65,7 +71,15 @@ export class Pool<Member extends PoolMember> {
   start(): void {
     if (this.started || this.disposed) return
     this.started = true
-    for (let i = 0; i < this.size; i++) this.spawn()
+    const spawnAll = () => {
+      if (!this.disposed) for (let i = 0; i < this.size; i++) this.spawn()
+    }
+    if (!this.options.prepare) return spawnAll()
+    this.prepared = this.options.prepare().then(spawnAll, (error: Error) => {
+      this.startFailures = BROKEN_AFTER
+      this.lastFailure = error.message
+      for (const waiter of this.waiting.splice(0)) waiter.reject(this.cannotStart())
+    })
   }
 
   get broken(): boolean {
@@ -192,6 +206,7 @@ export class Pool<Member extends PoolMember> {
   /** Starts the pool if it has not started and resolves once every member has loaded or failed to. */
   async settled(): Promise<void> {
     this.start()
+    await this.prepared
     await Promise.allSettled([...this.all].map((member) => member.ready))
   }
 

@@ -81,7 +81,8 @@ export class SessionStore<State> {
     const kept = next && !tooLarge ? next.state() : previous
     if (kept !== undefined) this.save(id, kept)
     return tooLarge
-      ? `[execgate] [${this.adapter}] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes and was not kept; the previous state stays`
+      ? `[execgate] [${this.adapter}] the session's state passed ${MAX_SESSION_STATE_BYTES} bytes ` +
+          `and was not kept; the previous state stays`
       : undefined
   }
 

@@ -59,7 +59,9 @@ export class PooledWorker<FromWorker extends { type: string } = { type: string }
     this.worker.once('exit', (code: number) => {
       this.exited = true
       if (this.worker instanceof ProcessWorker && this.worker.memoryExceeded) {
-        const reason = `the ${label} worker process passed its memory bound (${Math.round(this.worker.options.maxRssBytes / 2 ** 20)} MiB resident) and was stopped`
+        const reason =
+          `the ${label} worker process passed its memory bound ` +
+          `(${Math.round(this.worker.options.maxRssBytes / 2 ** 20)} MiB resident) and was stopped`
         this.failure?.(reason, 'memory_limit')
         onExit(this, reason)
         return

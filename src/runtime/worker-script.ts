@@ -12,6 +12,7 @@ export function startWorker(directory: string, name: string, options: WorkerOpti
   if (fs.existsSync(compiled)) return new Worker(compiled, options)
   const source = path.join(directory, `${name}.ts`)
   if (!fs.existsSync(source)) throw new Error(`worker module ${name} not found in ${directory}`)
-  const bootstrap = `require('ts-node').register({ transpileOnly: true, compilerOptions: { module: 'commonjs' } }); require(${JSON.stringify(source)})`
+  const bootstrap =
+    `require('ts-node').register({ transpileOnly: true, compilerOptions: { module: 'commonjs' ` + `} }); require(${JSON.stringify(source)})`
   return new Worker(bootstrap, { ...options, eval: true })
 }

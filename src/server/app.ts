@@ -185,7 +185,9 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
     if (tenants.size > 0 && !request.tenant.profiles.includes(asked)) {
       metrics.recordRejected('forbidden_profile')
       throw new ExecgateError('EXECGATE_FORBIDDEN', {
-        detail: `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ${request.tenant.profiles.join(', ') || 'none'})`,
+        detail:
+          `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ` +
+          `${request.tenant.profiles.join(', ') || 'none'})`,
       })
     }
     return asked

@@ -26,7 +26,8 @@ const CONTENT_TYPES: Record<string, string> = {
 
 // Everything from the console's own origin and nothing else: no inline script, no third-party host, no framing.
 const CONTENT_SECURITY_POLICY =
-  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src " +
+  "'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 interface Asset {
   body: Buffer

@@ -10,10 +10,12 @@ import { toolRefusal } from './mcp-refusal'
 function describePlan(plan: PlanView): string {
   const steps = plan.steps.map(
     (step) =>
-      `- ${step.id}: ${step.state}${step.state === 'COMPLETED' ? ` value: ${JSON.stringify(step.result?.value ?? null)}` : step.state === 'FAILED' ? ` (${step.reason})` : ''}`,
+      `- ${step.id}: ` +
+      `${step.state}${step.state === 'COMPLETED' ? ` value: ${JSON.stringify(step.result?.value ?? null)}` : step.state === 'FAILED' ? ` (${step.reason})` : ''}`,
   )
   return [
-    `plan ${plan.id} is ${plan.state} (version ${plan.version}, ${plan.revisions.length} of ${plan.maxRevisions} revisions used): ${plan.reason}`,
+    `plan ${plan.id} is ${plan.state} (version ${plan.version}, ${plan.revisions.length} of ` +
+      `${plan.maxRevisions} revisions used): ${plan.reason}`,
     ...steps,
   ].join('\n')
 }
@@ -47,7 +49,10 @@ export function registerPlanTools(server: McpServer, execgate: Execgate, caller:
     {
       title: 'Run a plan of code steps',
       description:
-        'Runs a plan: steps of code that depend on each other (a DAG). Each step reads what the steps it depends on produced at steps/<id>/value.json and steps/<id>/files/<path>; independent steps run in parallel; a failed step is revised by the reflector. Returns the plan id at once; call get_plan for its state.',
+        'Runs a plan: steps of code that depend on each other (a DAG). Each step reads what the ' +
+        'steps it depends on produced at steps/<id>/value.json and steps/<id>/files/<path>; ' +
+        'independent steps run in parallel; a failed step is revised by the reflector. Returns the ' +
+        'plan id at once; call get_plan for its state.',
       inputSchema: {
         goal: z.string().optional().describe('what the plan is for'),
         steps: z.array(step).min(1),

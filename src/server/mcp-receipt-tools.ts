@@ -15,7 +15,10 @@ export function registerReceiptTools(server: McpServer, execgate: Execgate, call
     {
       title: "A run's or a plan's signed receipt",
       description:
-        "The signed receipt of a run (its runId, from execute_code's result) or a plan: an in-toto Statement (the run's code, adapter, policy, egress log, outputs by digest) in a DSSE envelope signed with the server's Ed25519 key, and that public key. Verify offline with `execgate ledger verify-receipt`.",
+        "The signed receipt of a run (its runId, from execute_code's result) or a plan: an " +
+        "in-toto Statement (the run's code, adapter, policy, egress log, outputs by digest) in a " +
+        "DSSE envelope signed with the server's Ed25519 key, and that public key. Verify offline " +
+        'with `execgate ledger verify-receipt`.',
       inputSchema: {
         runId: z.string().min(1).optional().describe("the run's id (result.runId)"),
         planId: z.string().min(1).optional().describe("a plan's id: its receipt covers its steps' receipts"),

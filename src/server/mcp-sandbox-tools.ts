@@ -6,7 +6,10 @@ import type { Execgate } from '../index'
 import { outputContent, outputsSentence, structuredResult } from './mcp-outputs'
 
 function describeSandbox(info: SandboxInfo): string {
-  return `sandbox ${info.id} on ${info.adapter} (runs ${info.languages.join(', ')}; stopped after ${Math.round(info.idleTimeoutMs / 1000)} s idle)`
+  return (
+    `sandbox ${info.id} on ${info.adapter} (runs ${info.languages.join(', ')}; stopped after ` +
+    `${Math.round(info.idleTimeoutMs / 1000)} s idle)`
+  )
 }
 
 function describeExec(result: ExecutionResult): string {
@@ -46,7 +49,9 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     {
       title: 'Start a persistent sandbox',
       description:
-        'Starts a sandbox: a workspace kept across calls, where sandbox_exec runs shell commands (ls, cat, grep, jq, sed, awk…) and programs. Files written by one call are there for the next. Returns its id.',
+        'Starts a sandbox: a workspace kept across calls, where sandbox_exec runs shell commands ' +
+        '(ls, cat, grep, jq, sed, awk…) and programs. Files written by one call are there for the ' +
+        'next. Returns its id.',
       inputSchema: {
         adapter: z.string().min(1).optional().describe('docker, process or shell; default: the configured one'),
         idleTimeoutMs: z.number().int().positive().optional().describe('stopped after this long without a call'),
@@ -79,7 +84,9 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     {
       title: 'Run a command in a sandbox',
       description:
-        'Runs a bash command line (or a program: language and code) in a sandbox from sandbox_start, under the security policy. It starts in the workspace; files persist, `cd` and variables do not.',
+        'Runs a bash command line (or a program: language and code) in a sandbox from ' +
+        'sandbox_start, under the security policy. It starts in the workspace; files persist, `cd` ' +
+        'and variables do not.',
       inputSchema: {
         sandboxId: z.string().min(1),
         command: z.string().min(1).optional().describe('a bash command line'),
@@ -109,7 +116,9 @@ export function registerSandboxTools(server: McpServer, execgate: Execgate, call
     {
       title: "Snapshot a sandbox's files",
       description:
-        "Saves every file of a sandbox's workspace as one snapshot and returns its id; sandbox_start with from: that id starts a new sandbox (a fork, or a restore after a stop) with those files.",
+        "Saves every file of a sandbox's workspace as one snapshot and returns its id; " +
+        'sandbox_start with from: that id starts a new sandbox (a fork, or a restore after a stop) ' +
+        'with those files.',
       inputSchema: { sandboxId: z.string().min(1) },
     },
     async (input) => {

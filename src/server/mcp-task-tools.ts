@@ -27,7 +27,8 @@ export function registerTaskTools(server: McpServer, execgate: Execgate, caller:
     {
       title: 'Queue a durable task',
       description:
-        'Queues a program to run as a durable task (it survives restarts and is retried by its policy). Returns the task id at once; call get_task for its state and result.',
+        'Queues a program to run as a durable task (it survives restarts and is retried by its ' +
+        'policy). Returns the task id at once; call get_task for its state and result.',
       inputSchema: {
         language: z.enum(LANGUAGES as unknown as [Language, ...Language[]]),
         code: z.string().min(1),
@@ -60,7 +61,8 @@ export function registerTaskTools(server: McpServer, execgate: Execgate, caller:
     {
       title: "A task's state and result",
       description:
-        'The state (PENDING, SPAWNING, RUNNING, SUSPENDED, COMPLETED, FAILED, TERMINATED), the reason of its last transition, and its result once it ran.',
+        'The state (PENDING, SPAWNING, RUNNING, SUSPENDED, COMPLETED, FAILED, TERMINATED), the ' +
+        'reason of its last transition, and its result once it ran.',
       inputSchema: {
         id: z.string().min(1),
         waitMs: z.number().int().min(0).max(60_000).optional().describe('wait up to this long for the task to end'),

@@ -38,7 +38,9 @@ export async function createMcpServer(
     {
       title: 'Run code in a sandbox',
       description:
-        'Runs a short program (JavaScript, TypeScript, Python or bash) in an isolated sandbox under a security policy and returns its status, output and the value of its last expression.',
+        'Runs a short program (JavaScript, TypeScript, Python or bash) in an isolated sandbox ' +
+        'under a security policy and returns its status, output and the value of its last ' +
+        'expression.',
       inputSchema: {
         language,
         code: z.string().min(1).describe('the program; the value of its last expression is returned'),

@@ -91,7 +91,9 @@ export function registerObservationRoutes(app: FastifyInstance, execgate: Execga
     const asked = (request.query as { profile?: string }).profile
     if (asked && options.tenants.size > 0 && !request.tenant.profiles.includes(asked)) {
       throw new ExecgateError('EXECGATE_FORBIDDEN', {
-        detail: `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ${request.tenant.profiles.join(', ') || 'none'})`,
+        detail:
+          `tenant ${request.tenant.name} may not use the policy profile "${asked}" (allowed: ` +
+          `${request.tenant.profiles.join(', ') || 'none'})`,
       })
     }
     const profile = asked || request.tenant.profile

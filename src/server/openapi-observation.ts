@@ -31,7 +31,9 @@ export const OBSERVATION_PATHS = {
   },
   '/v1/readiness/events': {
     get: {
-      summary: `The readiness monitor's health changes and active-adapter switches since the server started, oldest first (the last ${READINESS_HISTORY_SIZE})`,
+      summary:
+        `The readiness monitor's health changes and active-adapter switches since the server ` +
+        `started, oldest first (the last ${READINESS_HISTORY_SIZE})`,
       parameters: [integer('limit', 1, READINESS_HISTORY_SIZE, 'only the newest limit events')],
       responses: {
         '200': {

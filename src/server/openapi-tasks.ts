@@ -49,7 +49,8 @@ export const TASK_PATHS = {
       responses: {
         '201': task('the task, PENDING'),
         '400': errorOf(
-          "invalid task (EXECGATE_REQUEST_INVALID), or its limits are looser than the tenant's policy profile allows, naming the limit; nothing is stored (EXECGATE_SUBMIT_REFUSED)",
+          "invalid task (EXECGATE_REQUEST_INVALID), or its limits are looser than the tenant's " +
+            'policy profile allows, naming the limit; nothing is stored (EXECGATE_SUBMIT_REFUSED)',
         ),
       },
     },
@@ -88,7 +89,8 @@ export const TASK_PATHS = {
       responses: {
         '200': task('the task, PENDING'),
         '400': errorOf(
-          "the changes loosen the task's policy profile (naming the limit) or are malformed; the task stays SUSPENDED (EXECGATE_RESUME_REFUSED)",
+          "the changes loosen the task's policy profile (naming the limit) or are malformed; the " +
+            'task stays SUSPENDED (EXECGATE_RESUME_REFUSED)',
         ),
         '404': notFound,
         '409': conflict,
@@ -105,7 +107,8 @@ export const TASK_PATHS = {
       responses: {
         '200': {
           description:
-            '`event: transition` (data: a TaskEvent, id: its seq), `event: stdout|stderr` (data: { chunk }), `event: output` per rich output (data: { index, attempt, output }; no id)',
+            '`event: transition` (data: a TaskEvent, id: its seq), `event: stdout|stderr` (data: { ' +
+            'chunk }), `event: output` per rich output (data: { index, attempt, output }; no id)',
           content: { 'text/event-stream': {} },
         },
         '404': notFound,

@@ -91,7 +91,10 @@ const planPaths = {
         '200': { description: 'the plan, RUNNING', ...planBody },
         '400': {
           description:
-            "the changes loosen the plan's policy profile for a step it held (naming the step and the limit) or are malformed; nothing moves and the plan stays SUSPENDED (EXECGATE_RESUME_REFUSED); a field other than timeoutMs, memoryMb, adapter, policy (EXECGATE_REQUEST_INVALID)",
+            "the changes loosen the plan's policy profile for a step it held (naming the step and the " +
+            'limit) or are malformed; nothing moves and the plan stays SUSPENDED ' +
+            '(EXECGATE_RESUME_REFUSED); a field other than timeoutMs, memoryMb, adapter, policy ' +
+            '(EXECGATE_REQUEST_INVALID)',
         },
         '404': { description: 'no such plan for this tenant' },
         '409': { description: 'the plan is not SUSPENDED' },
@@ -101,7 +104,9 @@ const planPaths = {
   '/v1/plans/{id}/events': {
     get: {
       summary:
-        "The plan's events as server-sent events (plan, step, revision, with their seq as id; output, a step's rich output, live only and without id), until it ends; Last-Event-ID resumes",
+        "The plan's events as server-sent events (plan, step, revision, with their seq as id; " +
+        "output, a step's rich output, live only and without id), until it ends; Last-Event-ID " +
+        'resumes',
       parameters: [idParameter, { name: 'Last-Event-ID', in: 'header', schema: { type: 'string' } }],
       responses: {
         '200': { description: 'text/event-stream', content: { 'text/event-stream': {} } },
@@ -152,7 +157,8 @@ export function openApiDocument(): object {
       '/v1/executions': {
         post: {
           summary:
-            'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced, an output event per rich output, and the result last',
+            'Run code; with Accept: text/event-stream, stdout/stderr events arrive as produced, an ' +
+            'output event per rich output, and the result last',
           parameters: [
             {
               name: 'traceparent',
@@ -183,7 +189,8 @@ export function openApiDocument(): object {
       '/v1/adapters': {
         get: {
           summary:
-            'Adapter health, breakers, the active adapter and the last switch, admission slots and queues; node and nodes: every live node of the fabric (docs/sandboxes.md#many-nodes)',
+            'Adapter health, breakers, the active adapter and the last switch, admission slots and ' +
+            'queues; node and nodes: every live node of the fabric (docs/sandboxes.md#many-nodes)',
           responses: { '200': { description: 'status' } },
         },
       },

@@ -29,7 +29,9 @@ export function tenantsByKey(config: Config, env: NodeJS.ProcessEnv = process.en
     const key = entry.slice(at + 1)
     if (at < 1 || key.length < 16 || !/^[A-Za-z0-9_.-]+$/.test(name)) {
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
-        detail: `server.apiKeys[${index}]: must be "tenant=key" with a tenant name of letters, digits, _ . - and a key of at least 16 characters`,
+        detail:
+          `server.apiKeys[${index}]: must be "tenant=key" with a tenant name of letters, digits, _ ` +
+          `. - and a key of at least 16 characters`,
       })
     }
     const settings = config.server.tenants[name] ?? {}

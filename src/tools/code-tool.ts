@@ -88,7 +88,11 @@ export function codeToolDescription(options: CodeToolOptions): string {
     : options.sessionId
       ? ' Calls share one session: variables defined by one call are there for the next.'
       : ''
-  return `Run ${languages} code in a secure sandbox and get its status, output (stdout/stderr), the value of its last expression, and any images it made. Use it to compute, check or transform data exactly rather than estimating.${state}`
+  return (
+    `Run ${languages} code in a secure sandbox and get its status, output (stdout/stderr), ` +
+    `the value of its last expression, and any images it made. Use it to compute, check or ` +
+    `transform data exactly rather than estimating.${state}`
+  )
 }
 
 /** Runs one call of the tool; never throws (a refused or failed run is an answer with its status). */

@@ -54,7 +54,8 @@ export function standardHostFunctions(options: { llm?: LlmProvider } = {}): Host
     },
     {
       name: 'search_content',
-      description: `search_content(text, glob="**") -> list[{path, line, text}]: lines containing the text (not a regex), at most ${MAX_MATCHES}`,
+      description:
+        `search_content(text, glob="**") -> list[{path, line, text}]: lines containing the text ` + `(not a regex), at most ${MAX_MATCHES}`,
       parameters: { type: 'array', items: [{ type: 'string', minLength: 1, maxLength: 1000 }, glob], minItems: 1, maxItems: 2 },
       access: 'read',
       async handler([needle, pattern], call) {

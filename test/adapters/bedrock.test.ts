@@ -48,7 +48,9 @@ for (const language of ['python', 'javascript', 'typescript'] as const) {
             'js-mem-map-objects': {
               expect: { statusIn: ['memory_limit', 'timeout', 'error'] },
               reason:
-                'the stand-in runs JavaScript on QuickJS, which throws null when its heap is too full to build the error, and the wrapper reports that as an error (seen in CI on typescript, once on javascript at load 25); contained: hostSurvives and nextRunOk still checked',
+                'the stand-in runs JavaScript on QuickJS, which throws null when its heap is too full to ' +
+                'build the error, and the wrapper reports that as an error (seen in CI on typescript, once ' +
+                'on javascript at load 25); contained: hostSurvives and nextRunOk still checked',
             },
           }
         : {},

@@ -25,7 +25,8 @@ const DOCKER_PYTHON_ADJUSTED = {
   'py-fork-bomb': {
     expect: { statusIn: ['error', 'policy_violation', 'timeout', 'memory_limit'] },
     reason:
-      "each CPython fork costs pages against the container's 64 MiB cgroup, so the bomb meets the memory cap before the process cap (noLeftoverProcesses still checked)",
+      "each CPython fork costs pages against the container's 64 MiB cgroup, so the bomb meets " +
+      'the memory cap before the process cap (noLeftoverProcesses still checked)',
   },
   'py-fs-symlink-out': {
     expect: { notContains: ['HOSTILE_ENV_CANARY_VALUE'] },
@@ -81,7 +82,9 @@ describe('docker adapter', () => {
 
   test('the pids limit stops a fork bomb', async () => {
     const code =
-      'import os, time\nn = 0\ntry:\n    while n < 500:\n        if os.fork() == 0:\n            time.sleep(10)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)'
+      'import os, time\nn = 0\ntry:\n    while n < 500:\n        if os.fork() == ' +
+      '0:\n            time.sleep(10)\n            os._exit(0)\n        n += 1\nexcept ' +
+      'OSError:\n    pass\nprint(n)'
     const result = await adapter.execute({ language: 'python', code }, contractContext({ allowedImports: ['os', 'time'], maxProcesses: 8 }))
     expect(result.status).toBe('ok')
     expect(Number(result.stdout.trim())).toBeLessThanOrEqual(12)

@@ -203,7 +203,11 @@ test('python3, node and bash still do their ordinary work under the filter: thre
     {
       language: 'python',
       adapter: 'process',
-      code: "import threading, subprocess, multiprocessing\nt = threading.Thread(target=print, args=('thread',)); t.start(); t.join()\nprint(subprocess.run(['echo', 'child'], capture_output=True, text=True).stdout.strip())\nwith multiprocessing.Pool(2) as pool: print(sum(pool.map(abs, [-1, -2, -3])))",
+      code:
+        'import threading, subprocess, multiprocessing\nt = threading.Thread(target=print, ' +
+        "args=('thread',)); t.start(); t.join()\nprint(subprocess.run(['echo', 'child'], " +
+        'capture_output=True, text=True).stdout.strip())\nwith multiprocessing.Pool(2) as pool: ' +
+        'print(sum(pool.map(abs, [-1, -2, -3])))',
     },
     { basePolicy: BROAD },
   )
@@ -213,7 +217,10 @@ test('python3, node and bash still do their ordinary work under the filter: thre
     {
       language: 'javascript',
       adapter: 'process',
-      code: "(async () => { const big = new Array(2e6).fill(1).length; const parts = await Promise.all([20, 22].map(async (n) => n)); console.log('node', big); return parts[0] + parts[1] })()",
+      code:
+        '(async () => { const big = new Array(2e6).fill(1).length; const parts = await ' +
+        "Promise.all([20, 22].map(async (n) => n)); console.log('node', big); return parts[0] + " +
+        'parts[1] })()',
     },
     { basePolicy: BROAD },
   )
@@ -222,7 +229,9 @@ test('python3, node and bash still do their ordinary work under the filter: thre
     {
       language: 'bash',
       adapter: 'process',
-      code: "seq 1 5 | (while read n; do echo $((n * n)); done) | paste -sd+ | bc 2>/dev/null || echo 55\ngrep '^Seccomp:' /proc/self/status",
+      code:
+        'seq 1 5 | (while read n; do echo $((n * n)); done) | paste -sd+ | bc 2>/dev/null || echo ' +
+        "55\ngrep '^Seccomp:' /proc/self/status",
     },
     { basePolicy: BROAD },
   )

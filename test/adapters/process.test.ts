@@ -143,7 +143,9 @@ describe('process adapter: the sandbox itself, without the static check', () => 
 
   test('a fork bomb stops at the process cap and nothing outlives the run', async () => {
     const code =
-      "import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import time\n            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError as error:\n    print('capped', n, error.errno)"
+      'import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            import ' +
+      'time\n            time.sleep(60)\n            os._exit(0)\n        n += 1\nexcept OSError ' +
+      "as error:\n    print('capped', n, error.errno)"
     const result = await adapter.execute({ language: 'python', code }, contractContext({ ...open, maxProcesses: 8 }))
     expect(result.status).toBe('ok')
     const [, forked, errno] = result.stdout.trim().split(' ')
@@ -204,7 +206,10 @@ describe('process adapter: the sandbox itself, without the static check', () => 
     const result = await adapter.execute(
       {
         language: 'python',
-        code: "n = 0\ntry:\n    with open('fill', 'wb') as f:\n        while True:\n            f.write(b'0' * (1 << 20))\n            n += 1\nexcept OSError as error:\n    print('stopped', n, error.errno)",
+        code:
+          "n = 0\ntry:\n    with open('fill', 'wb') as f:\n        while True:\n            " +
+          "f.write(b'0' * (1 << 20))\n            n += 1\nexcept OSError as error:\n    " +
+          "print('stopped', n, error.errno)",
       },
       contractContext(open),
     )
@@ -237,7 +242,9 @@ describe('process adapter: the sandbox itself, without the static check', () => 
 
   test('workspace files go in, come back, and a symlink out of the workspace is not followed', async () => {
     const code =
-      "import os\nopen('out/result.txt', 'w').write(open('in/data.csv').read().upper())\nos.symlink('/etc/passwd', 'leak')\nos.symlink('/usr/bin/python3', 'bin')\nsorted(os.listdir('.'))"
+      "import os\nopen('out/result.txt', " +
+      "'w').write(open('in/data.csv').read().upper())\nos.symlink('/etc/passwd', " +
+      "'leak')\nos.symlink('/usr/bin/python3', 'bin')\nsorted(os.listdir('.'))"
     const result = await adapter.execute(
       {
         language: 'python',

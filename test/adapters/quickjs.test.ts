@@ -78,7 +78,9 @@ describe('quickjs adapter', () => {
     const result = await adapter.execute(
       {
         language: 'javascript',
-        code: "await write_file('a.txt', 'hi'); const v = await hostFn(); [await read_file('a.txt'), v.a, Object.getPrototypeOf(v) === Object.prototype]",
+        code:
+          "await write_file('a.txt', 'hi'); const v = await hostFn(); [await read_file('a.txt'), " +
+          'v.a, Object.getPrototypeOf(v) === Object.prototype]',
       },
       contractContext({}, { hostFunctions: new HostileHostFunctions() }),
     )

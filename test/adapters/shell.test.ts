@@ -175,37 +175,42 @@ describe('shell adapter', () => {
 })
 
 describe('shell processes: the heap cap is the backstop', () => {
-  test("a script past the heap cap where just-bash's own limits would let it through kills its process alone: memory_limit, then a fresh process", async () => {
-    const pool = new ShellProcessPool(48, 1)
-    // just-bash's data limits are sized from memoryBytes: at 1 GiB they let a doubling string reach 128 MiB in a 48 MiB heap.
-    const job = (id: number, script: string): ShellJob => ({
-      type: 'run',
-      id,
-      script,
-      files: [],
-      filesystem: 'none',
-      remainingMs: 0,
-      timeoutMs: 30_000,
-      outputBytes: 65_536,
-      memoryBytes: 1024 ** 3,
-      maxCallDepth: 100,
-      maxIterations: 1e7,
-      commands: shellUtilities(),
-    })
-    try {
-      const bomb = await runShellJob(
-        pool,
-        job(1, 'x=y; while true; do x="$x$x"; done'),
-        contractContext({ wallTimeMs: 30_000, memoryMb: 48 }),
-        50,
-      )
-      expect(bomb).toMatchObject({ status: 'memory_limit', error: { type: 'MemoryError', message: expect.stringContaining('48 MiB') } })
-      const next = await runShellJob(pool, job(2, 'echo ok'), contractContext({ wallTimeMs: 30_000 }), 50)
-      expect(next).toMatchObject({ status: 'ok', stdout: 'ok\n' })
-    } finally {
-      await pool.dispose()
-    }
-  }, 60_000)
+  test(
+    "a script past the heap cap where just-bash's own limits would let it through kills its " +
+      'process alone: memory_limit, then a fresh process',
+    async () => {
+      const pool = new ShellProcessPool(48, 1)
+      // just-bash's data limits are sized from memoryBytes: at 1 GiB they let a doubling string reach 128 MiB in a 48 MiB heap.
+      const job = (id: number, script: string): ShellJob => ({
+        type: 'run',
+        id,
+        script,
+        files: [],
+        filesystem: 'none',
+        remainingMs: 0,
+        timeoutMs: 30_000,
+        outputBytes: 65_536,
+        memoryBytes: 1024 ** 3,
+        maxCallDepth: 100,
+        maxIterations: 1e7,
+        commands: shellUtilities(),
+      })
+      try {
+        const bomb = await runShellJob(
+          pool,
+          job(1, 'x=y; while true; do x="$x$x"; done'),
+          contractContext({ wallTimeMs: 30_000, memoryMb: 48 }),
+          50,
+        )
+        expect(bomb).toMatchObject({ status: 'memory_limit', error: { type: 'MemoryError', message: expect.stringContaining('48 MiB') } })
+        const next = await runShellJob(pool, job(2, 'echo ok'), contractContext({ wallTimeMs: 30_000 }), 50)
+        expect(next).toMatchObject({ status: 'ok', stdout: 'ok\n' })
+      } finally {
+        await pool.dispose()
+      }
+    },
+    60_000,
+  )
 })
 
 describe('cost model: which tier is faster, from the script and its input', () => {

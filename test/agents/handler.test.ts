@@ -94,7 +94,8 @@ describe('voice and chat handler, end to end with a scripted model over the Conv
       })
       expect(response.outcome).toBe('deferred')
       expect(response.text).toBe(
-        "I can't run calculations right now. Here is how it would be done: Add the three prices, then multiply the sum by one point zero eight.",
+        "I can't run calculations right now. Here is how it would be done: Add the three prices, " +
+          'then multiply the sum by one point zero eight.',
       )
     } finally {
       await fake.close()

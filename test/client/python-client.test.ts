@@ -88,7 +88,11 @@ test('pip install ./clients/python works offline into a fresh venv, and the inst
     await run(path.join(venv, 'bin', 'pip'), ['install', '--no-index', '--disable-pip-version-check', '--quiet', source], {
       timeout: 120_000,
     })
-    const script = `import execgate; from execgate import ExecgateClient; r = ExecgateClient(${JSON.stringify(server.url)}, ${JSON.stringify(ACME_KEY)}).execute({"language": "python", "code": "6 * 7"}); print(execgate.__version__, r.status, r.value, execgate.__file__)`
+    const script =
+      `import execgate; from execgate import ExecgateClient; r = ` +
+      `ExecgateClient(${JSON.stringify(server.url)}, ` +
+      `${JSON.stringify(ACME_KEY)}).execute({"language": "python", "code": "6 * 7"}); ` +
+      `print(execgate.__version__, r.status, r.value, execgate.__file__)`
     const { stdout } = await run(path.join(venv, 'bin', 'python'), ['-c', script], { cwd: venv, timeout: 60_000 })
     const [version, status, value, file] = stdout.trim().split(' ')
     expect({ version, status, value }).toEqual({ version: '0.1.0', status: 'ok', value: '42' })

@@ -111,7 +111,8 @@ test("an artifact a run wrote: from the Run page's result to its preview, its li
 
 test('an image is previewed, other bytes offered as a download; a pasted digest opens its artifact', async () => {
   const svg =
-    '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="60"><rect width="120" height="60" fill="#1a7f37"/><circle cx="30" cy="30" r="20" fill="#fff"/></svg>'
+    '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="60"><rect width="120" ' +
+    'height="60" fill="#1a7f37"/><circle cx="30" cy="30" r="20" fill="#fff"/></svg>'
   const run = await fixture.call('POST', '/v1/executions', {
     language: 'javascript',
     code: `await write_file('badge.svg', ${JSON.stringify(svg)}); await write_file('blob.bin', 'not for people'); 0`,

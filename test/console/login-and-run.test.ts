@@ -75,12 +75,17 @@ describe('signing in', () => {
         )
       }
       const median = (values: number[]) => values.sort((a, b) => a - b)[2]
-      return `${samples.map((item) => item.usable).join(', ')} ms (median ${median(samples.map((item) => item.usable))}; from the request for the page: median ${median(samples.map((item) => item.fromRequest))})`
+      return (
+        `${samples.map((item) => item.usable).join(', ')} ms (median ` +
+        `${median(samples.map((item) => item.usable))}; from the request for the page: median ` +
+        `${median(samples.map((item) => item.fromRequest))})`
+      )
     }
     const login = await timing(undefined, '#api-key')
     const run = await timing(ACME, '#run-language option')
     console.log(
-      `[console] first render, 5 cold loads each, navigation start to usable: sign-in form ${login}; Run page with its languages and adapters loaded ${run}`,
+      `[console] first render, 5 cold loads each, navigation start to usable: sign-in form ` +
+        `${login}; Run page with its languages and adapters loaded ${run}`,
     )
     expect(run).toContain('median')
   })

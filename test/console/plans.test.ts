@@ -82,7 +82,8 @@ test('a plan submitted as JSON shows its steps as a graph, the first one running
     samples.push(await cold.evaluate(() => Math.round(performance.now())))
   }
   console.log(
-    `[console] first render of a plan's page with its graph, 5 cold loads: ${samples.join(', ')} ms (median ${[...samples].sort((a, b) => a - b)[2]})`,
+    `[console] first render of a plan's page with its graph, 5 cold loads: ` +
+      `${samples.join(', ')} ms (median ${[...samples].sort((a, b) => a - b)[2]})`,
   )
 })
 

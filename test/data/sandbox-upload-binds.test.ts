@@ -94,14 +94,18 @@ test('an upload three times the file limit is bound read-only, the same inode as
   expect(fs.statSync(blob).nlink).toBe(1)
 }, 120_000)
 
-test("bytes given inline over the file limit are still refused: the binding is for uploads only; another tenant's digest is not found", async () => {
-  const sandbox = await execgate.sandboxes.start({ adapter: 'process' })
-  try {
-    await expect(sandbox.writeFile('copy.csv', BIG)).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_LIMIT' })
-  } finally {
-    await sandbox.stop()
-  }
-  await expect(
-    execgate.sandboxes.start({ adapter: 'process', files: [{ path: 'x.csv', sha256: DIGEST }] }, { tenant: 'globex' }),
-  ).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
-}, 120_000)
+test(
+  'bytes given inline over the file limit are still refused: the binding is for uploads ' + "only; another tenant's digest is not found",
+  async () => {
+    const sandbox = await execgate.sandboxes.start({ adapter: 'process' })
+    try {
+      await expect(sandbox.writeFile('copy.csv', BIG)).rejects.toMatchObject({ code: 'EXECGATE_WORKSPACE_LIMIT' })
+    } finally {
+      await sandbox.stop()
+    }
+    await expect(
+      execgate.sandboxes.start({ adapter: 'process', files: [{ path: 'x.csv', sha256: DIGEST }] }, { tenant: 'globex' }),
+    ).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
+  },
+  120_000,
+)

@@ -87,7 +87,9 @@ describe('hostile corpus on the warm data interpreter (process tier)', () => {
       // expected limit must still be the one that stops it, given time to spare (as test/hostile's runner does).
       if (hostile.category === 'memory-bomb' && result.status === 'timeout')
         result = await run(hostile.code, { ...POLICY, wallTimeMs: 20_000, cpuTimeMs: 20_000 })
-      const context = `case ${hostile.id} → ${result.status}: ${result.message ?? ''}\nstdout: ${result.stdout.slice(0, 300)}\nstderr: ${result.stderr.slice(-300)}`
+      const context =
+        `case ${hostile.id} → ${result.status}: ${result.message ?? ''}\nstdout: ` +
+        `${result.stdout.slice(0, 300)}\nstderr: ${result.stderr.slice(-300)}`
       const { expect: expectations } = hostile
       if (expectations.status) expect({ status: result.status, context }).toEqual({ status: expectations.status, context })
       if (expectations.statusIn) expect({ ok: expectations.statusIn.includes(result.status), context }).toEqual({ ok: true, context })

@@ -149,7 +149,9 @@ test('a download past the byte cap is cut; a run without network has no http_req
 
 test('the hosts a run reached are PROV entities of its ledger record; refused ones are counted', async () => {
   const result = await js(
-    `await http_request('${servers.https.url}/hello'); await http_request('${servers.https.url}/hello'); try { await http_request('http://evil.test:81/') } catch {} 1`,
+    `await http_request('${servers.https.url}/hello'); await ` +
+      `http_request('${servers.https.url}/hello'); try { await ` +
+      `http_request('http://evil.test:81/') } catch {} 1`,
   )
   expect(result.status).toBe('ok')
   const prov = await execgate.ledger.provenance(result.runId!)

@@ -118,7 +118,9 @@ r`)
 
 test('a run whose policy allows no network: the helpers refuse, and the next run with network works again', async () => {
   const closed = await python(
-    `import urllib.request\ntry:\n    urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello')\n    r = 'reached'\nexcept Exception as e:\n    r = str(e)\nr`,
+    `import urllib.request\ntry:\n    ` +
+      `urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello')\n    r = ` +
+      `'reached'\nexcept Exception as e:\n    r = str(e)\nr`,
     'none',
   )
   expect(closed).toMatchObject({ status: 'ok', value: expect.stringMatching(/network access is not allowed/) })
@@ -183,7 +185,12 @@ test("with bubblewrap, the interpreter's process is in a network namespace of it
   const port = (listener.address() as net.AddressInfo).port
   const adapter = new PyodideAdapter({ poolSize: 1 })
   try {
+    // Construction does no process work: the probe runs at the pool's first start, and until it has succeeded the
+    // adapter claims only the first layer (docs/adapters/pyodide.md).
+    expect(adapter.capabilities.enforcement.network).toBe('soft')
+    await adapter.warmUp()
     expect(adapter.capabilities.enforcement.network).toBe('hard')
+    expect(adapter.capabilities.isolation).toMatch(/network namespace of its own \(bubblewrap\)/)
     // What the first layer leaves (fetch over undici, a fresh http.Agent's socket) tried too; whatever answers
     // inside, the namespace has only its own loopback: the host's listener must see nothing.
     const code = `import js
@@ -206,5 +213,23 @@ out`
   } finally {
     await adapter.dispose()
     await new Promise((resolve) => listener.close(resolve))
+  }
+}, 120_000)
+
+test("where bubblewrap cannot make a namespace, the probe says so at the first start: runs work and network stays 'soft'", async () => {
+  // /bin/false exits 1 for the probe's `node --version`: the same answer as a bwrap without user namespaces.
+  const adapter = new PyodideAdapter({ poolSize: 1, bwrapPath: '/bin/false' })
+  try {
+    const result = await adapter.execute(
+      { language: 'python', code: 'import js\njs.process.pid' },
+      contractContext({ allowedImports: ['js'] }),
+    )
+    expect(result.status).toBe('ok')
+    expect(adapter.capabilities.enforcement.network).toBe('soft')
+    expect(adapter.capabilities.isolation).not.toMatch(/bubblewrap/)
+    // Not namespaced: the interpreter's process shares the host's network namespace.
+    expect(fs.readlinkSync(`/proc/${result.value as number}/ns/net`)).toBe(fs.readlinkSync('/proc/self/ns/net'))
+  } finally {
+    await adapter.dispose()
   }
 }, 120_000)

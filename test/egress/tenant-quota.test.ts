@@ -44,7 +44,8 @@ afterAll(async () => {
 })
 
 const fetchTimes = (times: number, path = '/hello') =>
-  `let n = 0; for (let i = 0; i < ${times}; i++) { const r = await http_request('http://api.example.test:${servers.http.port}${path}'); n += r.body.length } n`
+  `let n = 0; for (let i = 0; i < ${times}; i++) { const r = await ` +
+  `http_request('http://api.example.test:${servers.http.port}${path}'); n += r.body.length } n`
 
 test("a tenant's egress requests per minute: spent, its next run with network is refused naming the quota", async () => {
   const spend = await execgate.execute({ language: 'javascript', code: fetchTimes(3) }, { tenant: 'acme' })
@@ -100,7 +101,10 @@ test("every request counts against the quota, past the 100 lines a run's record 
   const cut = await execgate.execute(
     {
       language: 'javascript',
-      code: `let ok = 0, refused = 0; for (let i = 0; i < 15; i++) { try { await http_request('http://api.example.test:${servers.http.port}/hello'); ok++ } catch { refused++ } } [ok, refused]`,
+      code:
+        `let ok = 0, refused = 0; for (let i = 0; i < 15; i++) { try { await ` +
+        `http_request('http://api.example.test:${servers.http.port}/hello'); ok++ } catch { ` +
+        `refused++ } } [ok, refused]`,
     },
     { tenant: 'umbrella' },
   )

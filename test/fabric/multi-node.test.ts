@@ -220,77 +220,82 @@ test('a 5-step plan with a failing step is revised once and completes while the 
   expect(await call<{ ok: boolean }>(survivor, 'GET', '/v1/ledger/verify')).toMatchObject({ ok: true })
 }, 120_000)
 
-test('1,000 tasks submitted across both nodes while a worker is killed (SIGKILL): 0 lost, each completed once, one task per key', async () => {
-  // The node killed above is replaced, so both nodes take submissions again.
-  if (nodes.filter((started) => started.url && started.child.exitCode === null && !started.child.signalCode).length < 2) await node('serve')
-  const serves = nodes.filter((started) => started.url && started.child.exitCode === null && !started.child.signalCode)
-  const workers = nodes.filter((started) => !started.url)
-  const submit = (index: number, serve: Node) =>
-    call<Task>(serve, 'POST', '/v1/tasks', {
-      request: { language: 'javascript', code: `const t = Date.now(); while (Date.now() - t < 5) {}; ${index} * 2` },
-      idempotencyKey: `batch-${index}`,
-      retryPolicy: { maxAttempts: 5 },
-    })
-  const ids = new Array<string>(TASKS)
-  const retried = new Map<number, string>()
-  let killedAt = -1
-  let inFlight: string[] = []
-  // 16 submissions in flight at once, alternating nodes; every tenth is sent again to the other node.
-  let next = 0
-  await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      for (let index = next++; index < TASKS; index = next++) {
-        ids[index] = (await submit(index, serves[index % 2]!)).id
-        if (index % 10 === 0) retried.set(index, (await submit(index, serves[(index + 1) % 2]!)).id)
-        if (index === TASKS / 4 && killedAt < 0) {
-          killedAt = index
-          // Mid-batch, while it has a run in flight, a worker dies.
-          inFlight = await until(
-            () => runningOn(workers[0]!),
-            (running) => running.length > 0,
-            'a run on the worker to kill',
-            20_000,
-          )
-          await kill(workers[0]!)
+test(
+  '1,000 tasks submitted across both nodes while a worker is killed (SIGKILL): 0 lost, each ' + 'completed once, one task per key',
+  async () => {
+    // The node killed above is replaced, so both nodes take submissions again.
+    if (nodes.filter((started) => started.url && started.child.exitCode === null && !started.child.signalCode).length < 2)
+      await node('serve')
+    const serves = nodes.filter((started) => started.url && started.child.exitCode === null && !started.child.signalCode)
+    const workers = nodes.filter((started) => !started.url)
+    const submit = (index: number, serve: Node) =>
+      call<Task>(serve, 'POST', '/v1/tasks', {
+        request: { language: 'javascript', code: `const t = Date.now(); while (Date.now() - t < 5) {}; ${index} * 2` },
+        idempotencyKey: `batch-${index}`,
+        retryPolicy: { maxAttempts: 5 },
+      })
+    const ids = new Array<string>(TASKS)
+    const retried = new Map<number, string>()
+    let killedAt = -1
+    let inFlight: string[] = []
+    // 16 submissions in flight at once, alternating nodes; every tenth is sent again to the other node.
+    let next = 0
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let index = next++; index < TASKS; index = next++) {
+          ids[index] = (await submit(index, serves[index % 2]!)).id
+          if (index % 10 === 0) retried.set(index, (await submit(index, serves[(index + 1) % 2]!)).id)
+          if (index === TASKS / 4 && killedAt < 0) {
+            killedAt = index
+            // Mid-batch, while it has a run in flight, a worker dies.
+            inFlight = await until(
+              () => runningOn(workers[0]!),
+              (running) => running.length > 0,
+              'a run on the worker to kill',
+              20_000,
+            )
+            await kill(workers[0]!)
+          }
         }
-      }
-    }),
-  )
-  expect(killedAt).toBe(TASKS / 4)
-  expect(inFlight.length).toBeGreaterThan(0)
-  // One task per key: the retries answered the first task.
-  expect(new Set(ids).size).toBe(TASKS)
-  for (const [index, id] of retried) expect(id).toBe(ids[index])
+      }),
+    )
+    expect(killedAt).toBe(TASKS / 4)
+    expect(inFlight.length).toBeGreaterThan(0)
+    // One task per key: the retries answered the first task.
+    expect(new Set(ids).size).toBe(TASKS)
+    for (const [index, id] of retried) expect(id).toBe(ids[index])
 
-  const states = await until(
-    async () => (await peek.mget(ids.map((id) => `${PREFIX}:tasks:task:${id}`))).map((raw) => (JSON.parse(raw!) as Task).state),
-    (all) => all.every((state) => state === 'COMPLETED' || state === 'FAILED' || state === 'TERMINATED'),
-    'the 1,000 tasks',
-    90_000,
-  )
-  // 0 lost: every task completed, with its own value.
-  expect(states.filter((state) => state !== 'COMPLETED')).toEqual([])
-  const tasks = (await peek.mget(ids.map((id) => `${PREFIX}:tasks:task:${id}`))).map((raw) => JSON.parse(raw!) as Task)
-  tasks.forEach((task, index) => expect(task.result?.value).toBe(index * 2))
-  // Each completed exactly once; a run started again only after its lease lapsed, and the log names who held it: the
-  // killed worker (at most its CONCURRENCY runs), or a live worker too busy to renew in time (a loaded machine: seen
-  // once in a whole-suite run at load ~20 with LEASE_MS 3 s; leases exist so a stalled holder's run is taken over).
-  const logs = await taskLogs(ids)
-  const restarted = [...logs.values()].filter((events) => count(events, 'RUNNING') > 1)
-  for (const events of logs.values()) expect(count(events, 'COMPLETED')).toBe(1)
-  const workerPids = workers.map((worker) => worker.pid)
-  const lostBy = restarted.map((events) => {
-    const firstRun = events.findIndex((event) => event.to === 'RUNNING')
-    const lost = events[firstRun + 1]!
-    const holder = /^the process running it \((\S+)\) stopped renewing its lease/.exec(lost.reason)?.[1]
-    expect({ to: lost.to, reason: lost.reason, byAWorker: !!holder && workerPids.includes(ownerProcess(holder).pid) }).toEqual({
-      to: 'PENDING',
-      reason: lost.reason,
-      byAWorker: true,
+    const states = await until(
+      async () => (await peek.mget(ids.map((id) => `${PREFIX}:tasks:task:${id}`))).map((raw) => (JSON.parse(raw!) as Task).state),
+      (all) => all.every((state) => state === 'COMPLETED' || state === 'FAILED' || state === 'TERMINATED'),
+      'the 1,000 tasks',
+      90_000,
+    )
+    // 0 lost: every task completed, with its own value.
+    expect(states.filter((state) => state !== 'COMPLETED')).toEqual([])
+    const tasks = (await peek.mget(ids.map((id) => `${PREFIX}:tasks:task:${id}`))).map((raw) => JSON.parse(raw!) as Task)
+    tasks.forEach((task, index) => expect(task.result?.value).toBe(index * 2))
+    // Each completed exactly once; a run started again only after its lease lapsed, and the log names who held it: the
+    // killed worker (at most its CONCURRENCY runs), or a live worker too busy to renew in time (a loaded machine: seen
+    // once in a whole-suite run at load ~20 with LEASE_MS 3 s; leases exist so a stalled holder's run is taken over).
+    const logs = await taskLogs(ids)
+    const restarted = [...logs.values()].filter((events) => count(events, 'RUNNING') > 1)
+    for (const events of logs.values()) expect(count(events, 'COMPLETED')).toBe(1)
+    const workerPids = workers.map((worker) => worker.pid)
+    const lostBy = restarted.map((events) => {
+      const firstRun = events.findIndex((event) => event.to === 'RUNNING')
+      const lost = events[firstRun + 1]!
+      const holder = /^the process running it \((\S+)\) stopped renewing its lease/.exec(lost.reason)?.[1]
+      expect({ to: lost.to, reason: lost.reason, byAWorker: !!holder && workerPids.includes(ownerProcess(holder).pid) }).toEqual({
+        to: 'PENDING',
+        reason: lost.reason,
+        byAWorker: true,
+      })
+      return holder!
     })
-    return holder!
-  })
-  expect(lostBy.filter((holder) => ownerProcess(holder).pid === workers[0]!.pid).length).toBeLessThanOrEqual(CONCURRENCY)
-  // No task beyond the 1,000 and the plan's: no key stored a second one.
-  expect(await peek.zcard(`${PREFIX}:tasks:tenant:${tasks[0]!.tenant}`)).toBe(TASKS + 2 + 1 + 5 + 3)
-}, 150_000)
+    expect(lostBy.filter((holder) => ownerProcess(holder).pid === workers[0]!.pid).length).toBeLessThanOrEqual(CONCURRENCY)
+    // No task beyond the 1,000 and the plan's: no key stored a second one.
+    expect(await peek.zcard(`${PREFIX}:tasks:tenant:${tasks[0]!.tenant}`)).toBe(TASKS + 2 + 1 + 5 + 3)
+  },
+  150_000,
+)

@@ -205,7 +205,9 @@ test(`kill -9 of execgate serve with ${TASKS} tasks and a plan in flight; after 
     const lastTask = (await api<Task>('GET', `/v1/tasks/${ranAfter.id}`)).json
     expect((await api<unknown>('GET', `/v1/runs/${encodeURIComponent(String(lastTask.result!.runId))}/record`)).status).toBe(200)
     process.stdout.write(
-      `serve crash: ${completedBeforeKill.length} tasks completed before the kill, ${lost.length} of their runs missing from the ledger (window ${windowMs} ms); plan steps done before the kill: ${doneBeforeKill.join(', ')}\n`,
+      `serve crash: ${completedBeforeKill.length} tasks completed before the kill, ` +
+        `${lost.length} of their runs missing from the ledger (window ${windowMs} ms); plan steps ` +
+        `done before the kill: ${doneBeforeKill.join(', ')}\n`,
     )
   } finally {
     if (serve.child.exitCode === null) serve.child.kill('SIGKILL')

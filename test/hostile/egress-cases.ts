@@ -3,7 +3,8 @@
  * it comes from. `{ALLOWED}` is the allowed loopback server's port (api.example.test → 127.0.0.1), `{FORBIDDEN}` an
  * internal server on 127.0.0.2 that no spelling may reach (only 127.0.0.1/32 is exempt from the address check),
  * `{HTTPS}` the allowed HTTPS server's port. The allowed server also listens on 127.0.0.1:{FORBIDDEN}, so a rebinding
- * name's first answer reaches it and its second would reach the internal one. Every case runs on every tier with network (egress-corpus.test.ts).
+ * name's first answer reaches it and its second would reach the internal one. Every case runs on every tier with
+ * network (egress-corpus.test.ts).
  */
 export interface EgressCase {
   id: string
@@ -22,7 +23,8 @@ export const EGRESS_CASES: EgressCase[] = [
   {
     id: 'ssrf-loopback-spellings',
     source:
-      'OWASP SSRF Prevention Cheat Sheet ("bypassing IP filters"); PortSwigger "SSRF with blacklist-based input filter"; CVE-2021-22931/CVE-2023-24329 style parser differentials',
+      'OWASP SSRF Prevention Cheat Sheet ("bypassing IP filters"); PortSwigger "SSRF with ' +
+      'blacklist-based input filter"; CVE-2021-22931/CVE-2023-24329 style parser differentials',
     urls: [
       'http://127.0.0.2:{FORBIDDEN}/',
       'http://2130706434:{FORBIDDEN}/',
@@ -40,7 +42,8 @@ export const EGRESS_CASES: EgressCase[] = [
   {
     id: 'ssrf-cloud-metadata',
     source:
-      'AWS IMDS (169.254.169.254, fd00:ec2::254) as used in the Capital One breach (2019); HackTricks "Cloud SSRF"; GCP metadata.google.internal',
+      'AWS IMDS (169.254.169.254, fd00:ec2::254) as used in the Capital One breach (2019); ' +
+      'HackTricks "Cloud SSRF"; GCP metadata.google.internal',
     urls: [
       'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
       'http://[fd00:ec2::254]/latest/meta-data/',

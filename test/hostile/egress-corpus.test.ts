@@ -9,7 +9,8 @@ import { EGRESS_CASES, fill } from './egress-cases'
 
 /**
  * The hostile egress corpus (egress-cases.ts) on every tier with network: quickjs and monty through `http_request`,
- * pyodide's urllib (carried by `http_request`), process and docker through the proxy socket with Python's urllib and Node's fetch. The operator's policy is the worst case,
+ * pyodide's urllib (carried by `http_request`), process and docker through the proxy socket with Python's urllib and
+ * Node's fetch. The operator's policy is the worst case,
  * `*:*`, so the address check and the caps are what hold; an internal server on 127.0.0.2 must never see a request.
  */
 const TOKEN = 'hostile-egress-token-5f2a9c'
@@ -106,7 +107,10 @@ out`,
 /** The OS tiers' probe in JavaScript: the global fetch, steered to the gateway by the bridge's preload. */
 const fetchProbe = (urls: string[]) => ({
   language: 'javascript' as const,
-  code: `(async () => { const out = []; for (const u of ${JSON.stringify(urls)}) { try { const r = await fetch(u); out.push(r.status + ':' + (await r.text()).slice(0, 300)) } catch (e) { out.push('error:' + e.message + ' ' + (e.cause && e.cause.message)) } } return out })()`,
+  code:
+    `(async () => { const out = []; for (const u of ${JSON.stringify(urls)}) { try { const r ` +
+    `= await fetch(u); out.push(r.status + ':' + (await r.text()).slice(0, 300)) } catch (e) { ` +
+    `out.push('error:' + e.message + ' ' + (e.cause && e.cause.message)) } } return out })()`,
 })
 
 /** The same probe in each door's own idiom: request each URL, keep status and the start of the body, or the error. */
@@ -114,12 +118,18 @@ const DOORS = {
   'quickjs http_request': (urls: string[]): Pick<ExecutionRequest, 'language' | 'code' | 'adapter'> => ({
     adapter: 'quickjs',
     language: 'javascript',
-    code: `const out = []; for (const u of ${JSON.stringify(urls)}) { try { const r = await http_request(u); out.push(r.status + ':' + r.body.slice(0, 200)) } catch (e) { out.push('refused:' + e.message) } } out`,
+    code:
+      `const out = []; for (const u of ${JSON.stringify(urls)}) { try { const r = await ` +
+      `http_request(u); out.push(r.status + ':' + r.body.slice(0, 200)) } catch (e) { ` +
+      `out.push('refused:' + e.message) } } out`,
   }),
   'monty http_request': (urls: string[]) => ({
     adapter: 'monty',
     language: 'python' as const,
-    code: `out = []\nfor u in ${JSON.stringify(urls)}:\n    try:\n        r = http_request(u)\n        out.append(str(r['status']) + ':' + r['body'][:200])\n    except Exception as e:\n        out.append('refused:' + str(e))\nout`,
+    code:
+      `out = []\nfor u in ${JSON.stringify(urls)}:\n    try:\n        r = ` +
+      `http_request(u)\n        out.append(str(r['status']) + ':' + r['body'][:200])\n    except ` +
+      `Exception as e:\n        out.append('refused:' + str(e))\nout`,
   }),
   'pyodide python urllib': (urls: string[]) => ({ adapter: 'pyodide', ...urllibProbe(urls) }),
   'process python urllib': (urls: string[]) => ({ adapter: 'process', ...urllibProbe(urls) }),

@@ -313,7 +313,10 @@ async function runCase(
   // clock in the tests does.
   const maxWallMs = expectations.maxWallMs && Math.max(expectations.maxWallMs, 10 * policy.wallTimeMs)
   const outputDuringRun = lateOutput.length
-  const context = `case ${hostileCase.id} → status ${result.status}, ${Math.round(wallMs)} ms, message: ${result.message ?? ''}\nstdout: ${result.stdout.slice(0, 300)}\nstderr: ${result.stderr.slice(0, 300)}`
+  const context =
+    `case ${hostileCase.id} → status ${result.status}, ${Math.round(wallMs)} ms, message: ` +
+    `${result.message ?? ''}\nstdout: ${result.stdout.slice(0, 300)}\nstderr: ` +
+    `${result.stderr.slice(0, 300)}`
 
   try {
     if (expectations.status)

@@ -89,7 +89,8 @@ test('a package that is installed but fails to load keeps its own error', () => 
   }
   expect(isExecgateError(thrown, 'EXECGATE_DEPENDENCY_MISSING')).toBe(true)
   expect((thrown as Error).message).toBe(
-    '[execgate] the redis fabric store (fabric.store or fabric.ledger.store = redis) needs ioredis, bullmq, which is not installed: run `npm install ioredis bullmq`',
+    '[execgate] the redis fabric store (fabric.store or fabric.ledger.store = redis) needs ' +
+      'ioredis, bullmq, which is not installed: run `npm install ioredis bullmq`',
   )
 })
 

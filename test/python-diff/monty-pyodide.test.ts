@@ -53,7 +53,8 @@ describe('monty answers like CPython (pyodide) on the differential corpus', () =
     await execgate.dispose() // disposes both adapters
     // One line of figures for whoever reads the run: how much of the corpus each path covers.
     process.stdout.write(
-      `python-diff: ${corpus.length} cases, ${seen.escalated} escalated by the scan, ${seen.same} same, ${seen.rerun} rerun on pyodide, ${seen.differs} known to differ\n`,
+      `python-diff: ${corpus.length} cases, ${seen.escalated} escalated by the scan, ` +
+        `${seen.same} same, ${seen.rerun} rerun on pyodide, ${seen.differs} known to differ\n`,
     )
   })
 

@@ -41,7 +41,8 @@ describe('bash routing: the native shell or bubblewrap, by what the script needs
       files: [{ path: 'data.csv', content: csvOf(900_000) }],
       timeoutMs: 5000,
     })
-    // 900 KB (under the 1 MB file limit), not the crossover's few hundred KB: the process tier's start-up is learned from its runs and grows with
+    // 900 KB (under the 1 MB file limit), not the crossover's few hundred KB: the process tier's start-up is learned
+    // from its runs and grows with
     // the machine's load (bubblewrap's start at a load average of 25 kept 440 KB on the shell); here the per-byte
     // difference (30 against 4 ns per byte and stage) outweighs any start-up this machine has shown.
     expect(large).toMatchObject({

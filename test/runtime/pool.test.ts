@@ -97,3 +97,44 @@ test('dispose kills every member and turns away waiters', async () => {
   expect(member.dead).toBe(true)
   await expect(pool.acquire()).rejects.toThrow('the echo pool was disposed')
 })
+
+test('`prepare` runs once, at the first start and not at construction; its rejection breaks the pool with its words', async () => {
+  let prepared = 0
+  const pool = new Pool<EchoProcess>({
+    size: 1,
+    startNow: false,
+    prepare: async () => {
+      prepared++
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    },
+    start: (onExit) => new EchoProcess(good, onExit),
+    cannotStart: 'echo children cannot start',
+    disposed: 'the echo pool was disposed',
+  })
+  try {
+    expect(prepared).toBe(0)
+    // An acquire during `prepare` waits for it, then gets the member started after it.
+    const member = await pool.acquire()
+    expect((await ask(member, 'after prepare')).text).toBe('after prepare')
+    pool.release(member)
+    await pool.warmUp()
+    expect(prepared).toBe(1)
+  } finally {
+    await pool.dispose()
+  }
+  const refusing = new Pool<EchoProcess>({
+    size: 1,
+    prepare: async () => {
+      throw new Error('no namespace here')
+    },
+    start: (onExit) => new EchoProcess(good, onExit),
+    cannotStart: 'echo children cannot start',
+    disposed: 'the echo pool was disposed',
+  })
+  try {
+    await expect(refusing.acquire()).rejects.toThrow('echo children cannot start: no namespace here')
+    expect(refusing.broken).toBe(true)
+  } finally {
+    await refusing.dispose()
+  }
+})

@@ -207,7 +207,8 @@ test("MCP submit_plan and get_plan, as the calling tenant's plans", async () => 
       ],
     })
     expect((got.content as Array<{ text: string }>)[0]!.text).toBe(
-      `plan ${id} is COMPLETED (version 1, 0 of 3 revisions used): every step completed (version 1)\n- x: COMPLETED value: 42\n- y: COMPLETED value: 43`,
+      `plan ${id} is COMPLETED (version 1, 0 of 3 revisions used): every step completed ` +
+        `(version 1)\n- x: COMPLETED value: 42\n- y: COMPLETED value: 43`,
     )
     expect((await call(`/v1/plans/${id}`, { key: ACME })).status).toBe(404)
   } finally {

@@ -80,23 +80,26 @@ test('suspend answers the plan SUSPENDED, resume RUNNING, and it completes; the 
   ])
 }, 30_000)
 
-test("another tenant's plan answers 404 to suspend and resume, exactly like a missing one; the OpenAPI document lists both routes", async () => {
-  const created = await call('/v1/plans', {
-    key: GLOBEX,
-    body: { steps: [js('slow', 'const t = Date.now(); while (Date.now() - t < 1000) {}; 1')] },
-  })
-  for (const action of ['suspend', 'resume']) {
-    for (const id of [created.json.id, 'no-such-plan']) {
-      const answer = await call(`/v1/plans/${id}/${action}`, { key: ACME, method: 'POST' })
-      expect([answer.status, answer.json.error.code, answer.json.error.message]).toEqual([
-        404,
-        'EXECGATE_NOT_FOUND',
-        `[execgate] no plan "${id}" for tenant acme`,
-      ])
+test(
+  "another tenant's plan answers 404 to suspend and resume, exactly like a missing one; the " + 'OpenAPI document lists both routes',
+  async () => {
+    const created = await call('/v1/plans', {
+      key: GLOBEX,
+      body: { steps: [js('slow', 'const t = Date.now(); while (Date.now() - t < 1000) {}; 1')] },
+    })
+    for (const action of ['suspend', 'resume']) {
+      for (const id of [created.json.id, 'no-such-plan']) {
+        const answer = await call(`/v1/plans/${id}/${action}`, { key: ACME, method: 'POST' })
+        expect([answer.status, answer.json.error.code, answer.json.error.message]).toEqual([
+          404,
+          'EXECGATE_NOT_FOUND',
+          `[execgate] no plan "${id}" for tenant acme`,
+        ])
+      }
     }
-  }
-  expect((await call(`/v1/plans/${created.json.id}`, { key: GLOBEX })).json.state).not.toBe('SUSPENDED')
-  const { paths } = (await call('/docs/json')).json
-  expect(Object.keys(paths)).toEqual(expect.arrayContaining(['/v1/plans/{id}/suspend', '/v1/plans/{id}/resume']))
-  await call(`/v1/plans/${created.json.id}`, { key: GLOBEX, method: 'DELETE' })
-})
+    expect((await call(`/v1/plans/${created.json.id}`, { key: GLOBEX })).json.state).not.toBe('SUSPENDED')
+    const { paths } = (await call('/docs/json')).json
+    expect(Object.keys(paths)).toEqual(expect.arrayContaining(['/v1/plans/{id}/suspend', '/v1/plans/{id}/resume']))
+    await call(`/v1/plans/${created.json.id}`, { key: GLOBEX, method: 'DELETE' })
+  },
+)

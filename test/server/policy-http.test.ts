@@ -12,7 +12,8 @@ import { ExecgateClient } from '../../src/client'
  * A tenant's profile over HTTP is a ceiling: a request body that asks for more of any limit is refused naming the
  * limit, before anything runs; a task or a plan is submitted and resumed only within it (a looser task or plan step is refused at
  * the submit, a looser resume at the resume, over HTTP, through the library and the client); a plan's resume changes its
- * held steps' limits only within it; another tenant's tasks and plans cannot be suspended or resumed (404, as missing). Real server on loopback, real quickjs, real SQLite task store.
+ * held steps' limits only within it; another tenant's tasks and plans cannot be suspended or resumed (404, as missing).
+ * Real server on loopback, real quickjs, real SQLite task store.
  */
 
 const TIGHT = {
@@ -247,32 +248,38 @@ describe('plans stay inside the tenant profile at submit', () => {
     },
   )
 
-  test('through the library and the client the same refusal; a forbidden import stays EXECGATE_REQUEST_INVALID; tightened it runs', async () => {
-    const acme = { tenant: 'acme', profile: 'tight' }
-    await expect(execgate.plans.run(planOf({ memoryMb: TIGHT.memoryMb + 1 }) as never, acme)).rejects.toMatchObject({
-      code: 'EXECGATE_SUBMIT_REFUSED',
-      message: expect.stringContaining('step "loose": the request may only tighten the policy: memoryMb 65 is above the allowed 64'),
-    })
-    const client = new ExecgateClient({ url: server.url, apiKey: GLOBEX })
-    const globexPlans = await plansOf(GLOBEX)
-    await expect(client.plans.run(planOf({ timeoutMs: TIGHT.wallTimeMs * 2 }) as never)).rejects.toMatchObject({
-      name: 'ExecgateClientError',
-      code: 'EXECGATE_SUBMIT_REFUSED',
-      status: 400,
-      fault: 'client',
-      retryable: false,
-      message: expect.stringContaining(`wallTimeMs ${TIGHT.wallTimeMs * 2} is above the allowed ${TIGHT.wallTimeMs}`),
-    })
-    expect(await plansOf(GLOBEX)).toBe(globexPlans)
-    const forbidden = await call('/v1/plans', {
-      key: ACME,
-      body: { steps: [{ id: 'a', language: 'python', code: 'import os\nos.getcwd()' }] },
-    })
-    expect({ status: forbidden.status, code: forbidden.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_REQUEST_INVALID' })
-    const tightened = await client.plans.run(planOf({ timeoutMs: TIGHT.wallTimeMs, memoryMb: TIGHT.memoryMb, outputBytes: 1024 }) as never)
-    const done = await client.plans.wait(tightened.id)
-    expect(done).toMatchObject({ state: 'COMPLETED', steps: [{ result: { value: 1 } }, { result: { value: 2 } }] })
-  }, 60_000)
+  test(
+    'through the library and the client the same refusal; a forbidden import stays ' + 'EXECGATE_REQUEST_INVALID; tightened it runs',
+    async () => {
+      const acme = { tenant: 'acme', profile: 'tight' }
+      await expect(execgate.plans.run(planOf({ memoryMb: TIGHT.memoryMb + 1 }) as never, acme)).rejects.toMatchObject({
+        code: 'EXECGATE_SUBMIT_REFUSED',
+        message: expect.stringContaining('step "loose": the request may only tighten the policy: memoryMb 65 is above the allowed 64'),
+      })
+      const client = new ExecgateClient({ url: server.url, apiKey: GLOBEX })
+      const globexPlans = await plansOf(GLOBEX)
+      await expect(client.plans.run(planOf({ timeoutMs: TIGHT.wallTimeMs * 2 }) as never)).rejects.toMatchObject({
+        name: 'ExecgateClientError',
+        code: 'EXECGATE_SUBMIT_REFUSED',
+        status: 400,
+        fault: 'client',
+        retryable: false,
+        message: expect.stringContaining(`wallTimeMs ${TIGHT.wallTimeMs * 2} is above the allowed ${TIGHT.wallTimeMs}`),
+      })
+      expect(await plansOf(GLOBEX)).toBe(globexPlans)
+      const forbidden = await call('/v1/plans', {
+        key: ACME,
+        body: { steps: [{ id: 'a', language: 'python', code: 'import os\nos.getcwd()' }] },
+      })
+      expect({ status: forbidden.status, code: forbidden.json.error.code }).toEqual({ status: 400, code: 'EXECGATE_REQUEST_INVALID' })
+      const tightened = await client.plans.run(
+        planOf({ timeoutMs: TIGHT.wallTimeMs, memoryMb: TIGHT.memoryMb, outputBytes: 1024 }) as never,
+      )
+      const done = await client.plans.wait(tightened.id)
+      expect(done).toMatchObject({ state: 'COMPLETED', steps: [{ result: { value: 1 } }, { result: { value: 2 } }] })
+    },
+    60_000,
+  )
 })
 
 describe('resuming with limits looser than the tenant profile is refused at the resume', () => {

@@ -120,68 +120,72 @@ test("a run's receipt: an in-toto Statement in a DSSE envelope, signed with the 
   expect([foreign.status, foreign.json.error.code, missing.status]).toEqual([404, 'EXECGATE_NOT_FOUND', 404])
 })
 
-test('a changed byte, a swapped payload type, another key: each fails with a reason, in the library and the built CLI offline', async () => {
-  if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js')))
-    throw new Error('dist/ is missing: run `npm run build` (npm test does)')
-  const run = await call('/v1/executions', { key: GLOBEX, body: { language: 'javascript', code: '6 * 7' } })
-  const envelope = (await call(`/v1/runs/${run.json.runId}/receipt`, { key: GLOBEX })).json
-  const serverKey = (await call('/v1/ledger/public-key', { key: GLOBEX })).json.publicKeyPem as string
-  const otherKey = generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString()
+test(
+  'a changed byte, a swapped payload type, another key: each fails with a reason, in the ' + 'library and the built CLI offline',
+  async () => {
+    if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js')))
+      throw new Error('dist/ is missing: run `npm run build` (npm test does)')
+    const run = await call('/v1/executions', { key: GLOBEX, body: { language: 'javascript', code: '6 * 7' } })
+    const envelope = (await call(`/v1/runs/${run.json.runId}/receipt`, { key: GLOBEX })).json
+    const serverKey = (await call('/v1/ledger/public-key', { key: GLOBEX })).json.publicKeyPem as string
+    const otherKey = generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString()
 
-  const payload = Buffer.from(envelope.payload, 'base64')
-  const changed = Buffer.from(payload)
-  const at = changed.indexOf('"status":"ok"') + '"status":"'.length
-  changed[at] = 'O'.charCodeAt(0)
-  const tampered = { ...envelope, payload: changed.toString('base64') }
-  const retyped = { ...envelope, payloadType: 'application/json' }
+    const payload = Buffer.from(envelope.payload, 'base64')
+    const changed = Buffer.from(payload)
+    const at = changed.indexOf('"status":"ok"') + '"status":"'.length
+    changed[at] = 'O'.charCodeAt(0)
+    const tampered = { ...envelope, payload: changed.toString('base64') }
+    const retyped = { ...envelope, payloadType: 'application/json' }
 
-  expect(verifyReceipt(tampered, serverKey)).toEqual({
-    ok: false,
-    reason: expect.stringMatching(/no signature verifies with key [0-9a-f]{64}: the payload, its type or the signature was changed/),
-  })
-  expect(verifyReceipt(retyped, serverKey)).toEqual({
-    ok: false,
-    reason: 'the payloadType is "application/json", not "application/vnd.in-toto+json"',
-  })
-  expect(verifyReceipt(envelope, otherKey)).toEqual({
-    ok: false,
-    reason: expect.stringMatching(
-      /no signature by the given key [0-9a-f]{64}: the receipt names key [0-9a-f]{64} \(signed with another key\)/,
-    ),
-  })
+    expect(verifyReceipt(tampered, serverKey)).toEqual({
+      ok: false,
+      reason: expect.stringMatching(/no signature verifies with key [0-9a-f]{64}: the payload, its type or the signature was changed/),
+    })
+    expect(verifyReceipt(retyped, serverKey)).toEqual({
+      ok: false,
+      reason: 'the payloadType is "application/json", not "application/vnd.in-toto+json"',
+    })
+    expect(verifyReceipt(envelope, otherKey)).toEqual({
+      ok: false,
+      reason: expect.stringMatching(
+        /no signature by the given key [0-9a-f]{64}: the receipt names key [0-9a-f]{64} \(signed with another key\)/,
+      ),
+    })
 
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-receipt-files-'))
-  try {
-    const write = (name: string, content: unknown) => {
-      fs.writeFileSync(path.join(folder, name), typeof content === 'string' ? content : JSON.stringify(content))
-      return path.join(folder, name)
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-receipt-files-'))
+    try {
+      const write = (name: string, content: unknown) => {
+        fs.writeFileSync(path.join(folder, name), typeof content === 'string' ? content : JSON.stringify(content))
+        return path.join(folder, name)
+      }
+      const files = {
+        good: write('good.json', envelope),
+        tampered: write('tampered.json', tampered),
+        key: write('key.pem', serverKey),
+        other: write('other.pem', otherKey),
+      }
+      // No config, no data directory, no server: the CLI needs only the two files.
+      const cli = (args: string[]) =>
+        spawnSync(process.execPath, [path.join(root, 'bin', 'execgate.js'), 'ledger', 'verify-receipt', ...args], {
+          cwd: folder,
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '' },
+          timeout: 60_000,
+        })
+      const good = cli([files.good, '--key', files.key])
+      expect(good.status).toBe(0)
+      expect(good.stdout).toMatch(new RegExp(`^ok: run ${run.json.runId} \\(ok on quickjs, tenant globex`))
+      expect(good.stdout).toContain(`${sha('42')}  value`)
+      const bad = cli([files.tampered, '--key', files.key])
+      expect([bad.status, bad.stdout]).toEqual([1, expect.stringMatching(/^FAILED: .*tampered\.json: no signature verifies with key/)])
+      const wrongKey = cli([files.good, '--key', files.other])
+      expect([wrongKey.status, wrongKey.stdout]).toEqual([1, expect.stringContaining('signed with another key')])
+    } finally {
+      fs.rmSync(folder, { recursive: true, force: true })
     }
-    const files = {
-      good: write('good.json', envelope),
-      tampered: write('tampered.json', tampered),
-      key: write('key.pem', serverKey),
-      other: write('other.pem', otherKey),
-    }
-    // No config, no data directory, no server: the CLI needs only the two files.
-    const cli = (args: string[]) =>
-      spawnSync(process.execPath, [path.join(root, 'bin', 'execgate.js'), 'ledger', 'verify-receipt', ...args], {
-        cwd: folder,
-        encoding: 'utf8',
-        env: { PATH: process.env.PATH ?? '' },
-        timeout: 60_000,
-      })
-    const good = cli([files.good, '--key', files.key])
-    expect(good.status).toBe(0)
-    expect(good.stdout).toMatch(new RegExp(`^ok: run ${run.json.runId} \\(ok on quickjs, tenant globex`))
-    expect(good.stdout).toContain(`${sha('42')}  value`)
-    const bad = cli([files.tampered, '--key', files.key])
-    expect([bad.status, bad.stdout]).toEqual([1, expect.stringMatching(/^FAILED: .*tampered\.json: no signature verifies with key/)])
-    const wrongKey = cli([files.good, '--key', files.other])
-    expect([wrongKey.status, wrongKey.stdout]).toEqual([1, expect.stringContaining('signed with another key')])
-  } finally {
-    fs.rmSync(folder, { recursive: true, force: true })
-  }
-}, 60_000)
+  },
+  60_000,
+)
 
 test("a plan's receipt covers its steps' run receipts by digest; the CLI checks step files against it", async () => {
   if (!fs.existsSync(path.join(root, 'dist', 'src', 'cli', 'ledger.js')))

@@ -70,43 +70,46 @@ test('save a file to the ledger, fetch it as an artifact, start another sandbox 
   await Promise.all([first, id].map((sandbox) => call(`/v1/sandboxes/${sandbox}`, { key: ACME, method: 'DELETE' })))
 })
 
-test("another tenant's artifact answers 404 exactly like an unknown digest, on start and on PUT; a foreign sandbox's save is 404", async () => {
-  const acme = (await start(ACME)).json.id as string
-  await call(`/v1/sandboxes/${acme}/files/secret.txt`, { key: ACME, method: 'PUT', raw: Buffer.from('acme secret\n') })
-  const digest = (await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { path: 'secret.txt' } })).json.sha256 as string
-  const globex = (await start(GLOBEX)).json.id as string
+test(
+  "another tenant's artifact answers 404 exactly like an unknown digest, on start and on " + "PUT; a foreign sandbox's save is 404",
+  async () => {
+    const acme = (await start(ACME)).json.id as string
+    await call(`/v1/sandboxes/${acme}/files/secret.txt`, { key: ACME, method: 'PUT', raw: Buffer.from('acme secret\n') })
+    const digest = (await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { path: 'secret.txt' } })).json.sha256 as string
+    const globex = (await start(GLOBEX)).json.id as string
 
-  const answers = async (sha: string) => {
-    const started = await start(GLOBEX, { adapter: 'shell', files: [{ path: 'x', sha256: sha }] })
-    const put = await call(`/v1/sandboxes/${globex}/files/x?sha256=${sha}`, { key: GLOBEX, method: 'PUT' })
-    const served = await call(`/v1/artifacts/${sha}`, { key: GLOBEX })
-    return [started, put, served].map((answer) => ({
-      status: answer.status,
-      code: answer.json?.error?.code,
-      message: answer.json?.error?.message.replace(sha, '<digest>'),
-    }))
-  }
-  const foreign = await answers(digest)
-  expect(foreign).toEqual(await answers(UNKNOWN))
-  expect(foreign[0]).toEqual({ status: 404, code: 'EXECGATE_NOT_FOUND', message: '[execgate] no artifact <digest> for tenant globex' })
-  expect(foreign.map((answer) => answer.status)).toEqual([404, 404, 404])
+    const answers = async (sha: string) => {
+      const started = await start(GLOBEX, { adapter: 'shell', files: [{ path: 'x', sha256: sha }] })
+      const put = await call(`/v1/sandboxes/${globex}/files/x?sha256=${sha}`, { key: GLOBEX, method: 'PUT' })
+      const served = await call(`/v1/artifacts/${sha}`, { key: GLOBEX })
+      return [started, put, served].map((answer) => ({
+        status: answer.status,
+        code: answer.json?.error?.code,
+        message: answer.json?.error?.message.replace(sha, '<digest>'),
+      }))
+    }
+    const foreign = await answers(digest)
+    expect(foreign).toEqual(await answers(UNKNOWN))
+    expect(foreign[0]).toEqual({ status: 404, code: 'EXECGATE_NOT_FOUND', message: '[execgate] no artifact <digest> for tenant globex' })
+    expect(foreign.map((answer) => answer.status)).toEqual([404, 404, 404])
 
-  // Saving from another tenant's sandbox is a missing sandbox; a missing file is a missing file.
-  expect((await call(`/v1/sandboxes/${acme}/artifacts`, { key: GLOBEX, body: { path: 'secret.txt' } })).status).toBe(404)
-  expect(await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { path: 'nope.txt' } })).toMatchObject({
-    status: 404,
-    json: { error: { message: expect.stringContaining('no file "nope.txt"') } },
-  })
-  expect((await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { file: 'secret.txt' } })).status).toBe(400)
-  expect(await start(ACME, { files: [{ path: 'x', content: 'x', sha256: UNKNOWN }] })).toMatchObject({
-    status: 400,
-    json: { error: { message: expect.stringContaining('files[0] needs either content or sha256') } },
-  })
-  await Promise.all([
-    call(`/v1/sandboxes/${acme}`, { key: ACME, method: 'DELETE' }),
-    call(`/v1/sandboxes/${globex}`, { key: GLOBEX, method: 'DELETE' }),
-  ])
-})
+    // Saving from another tenant's sandbox is a missing sandbox; a missing file is a missing file.
+    expect((await call(`/v1/sandboxes/${acme}/artifacts`, { key: GLOBEX, body: { path: 'secret.txt' } })).status).toBe(404)
+    expect(await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { path: 'nope.txt' } })).toMatchObject({
+      status: 404,
+      json: { error: { message: expect.stringContaining('no file "nope.txt"') } },
+    })
+    expect((await call(`/v1/sandboxes/${acme}/artifacts`, { key: ACME, body: { file: 'secret.txt' } })).status).toBe(400)
+    expect(await start(ACME, { files: [{ path: 'x', content: 'x', sha256: UNKNOWN }] })).toMatchObject({
+      status: 400,
+      json: { error: { message: expect.stringContaining('files[0] needs either content or sha256') } },
+    })
+    await Promise.all([
+      call(`/v1/sandboxes/${acme}`, { key: ACME, method: 'DELETE' }),
+      call(`/v1/sandboxes/${globex}`, { key: GLOBEX, method: 'DELETE' }),
+    ])
+  },
+)
 
 test('with the ledger off, saving answers 501 EXECGATE_LEDGER_DISABLED', async () => {
   const off = await createExecgate({

@@ -29,7 +29,8 @@ class SkipReporter {
     const unexpected = skipped.filter((item) => !this.allowed.some((entry) => entry.pattern.test(item.name)))
     const allowedCount = skipped.length - unexpected.length
     process.stdout.write(
-      `\nskipped tests: ${skipped.length} (${allowedCount} on the allow-list test/setup/allowed-skips.json${narrowed ? ', run narrowed by -t' : ''})\n`,
+      `\nskipped tests: ${skipped.length} (${allowedCount} on the allow-list ` +
+        `test/setup/allowed-skips.json${narrowed ? ', run narrowed by -t' : ''})\n`,
     )
     if (!narrowed) for (const item of unexpected.slice(0, 50)) process.stdout.write(`  skipped, not allowed: ${item.name}\n`)
     if (!narrowed && unexpected.length > 50) process.stdout.write(`  … and ${unexpected.length - 50} more\n`)

@@ -10,7 +10,9 @@ import { executeCodeTool } from 'execgate/mastra'
 const scenario = JSON.parse(process.argv[2])
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 }
 
-/** An AI SDK LanguageModelV2 (what Mastra 0.24 drives) that streams a tool call per scripted call, then answers from the last tool result. */
+/**
+ * An AI SDK LanguageModelV2 (what Mastra 0.24 drives) that streams a tool call per scripted call, then answers from the
+ * last tool result. */
 function scriptedModel(calls) {
   const toolNames = []
   const next = (options) => {

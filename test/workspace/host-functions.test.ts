@@ -209,7 +209,9 @@ test('pyodide runs what monty cannot (a class) with host functions, and keeps a 
     {
       language: 'python',
       sessionId: 'hf-1',
-      code: "class Basket:\n    def __init__(self, rows):\n        self.rows = rows\nbasket = Basket(read_file('data/prices.csv').splitlines()[1:])\ncount = len(basket.rows)\ncount",
+      code:
+        'class Basket:\n    def __init__(self, rows):\n        self.rows = rows\nbasket = ' +
+        "Basket(read_file('data/prices.csv').splitlines()[1:])\ncount = len(basket.rows)\ncount",
     },
     { workspace },
   )

@@ -11,24 +11,30 @@ import threading
 import time
 import unittest
 
-from execgate import AsyncExecgateClient, Cancel, ExecgateClient, ExecgateError, OutputEvent, ResultEvent, RetryPolicy, RichOutputEvent, TransitionEvent
+from execgate import (
+    AsyncExecgateClient, Cancel, ExecgateClient, ExecgateError, OutputEvent, ResultEvent, RetryPolicy, RichOutputEvent, TransitionEvent,
+)
 
 
 def env(name: str) -> str:
     value = os.environ.get(name)
     if not value:
-        raise RuntimeError(f"{name} is not set: run these tests through `npx jest test/client/python-client.test.ts` (it starts execgate serve)")
+        raise RuntimeError(
+            f"{name} is not set: run these tests through `npx jest test/client/python-client.test.ts` (it starts execgate serve)")
     return value
 
 
-URL, KEY, METERED_KEY, DRAINING_URL = env("EXECGATE_URL"), env("EXECGATE_API_KEY"), env("EXECGATE_METERED_KEY"), env("EXECGATE_DRAINING_URL")
+URL, KEY = env("EXECGATE_URL"), env("EXECGATE_API_KEY")
+METERED_KEY, DRAINING_URL = env("EXECGATE_METERED_KEY"), env("EXECGATE_DRAINING_URL")
 METERED_RATE = int(env("EXECGATE_METERED_RATE"))
 BUSY = "const started = Date.now(); while (Date.now() - started < {ms}) {{}}; 'done'"
 PLAN = {
     "goal": "the average order value",
     "steps": [
         {"id": "orders", "language": "python", "code": "[120.5, 80.0, 42.25, 310.0]"},
-        {"id": "average", "language": "javascript", "dependsOn": ["orders"], "code": 'const o = JSON.parse(await read_file("steps/orders/value.json")); o.reduce((a, b) => a + b, 0) / o.length'},
+        {
+            "id": "average", "language": "javascript", "dependsOn": ["orders"],
+            "code": 'const o = JSON.parse(await read_file("steps/orders/value.json")); o.reduce((a, b) => a + b, 0) / o.length'},
     ],
 }
 
@@ -61,7 +67,8 @@ class SyncScenarios(unittest.TestCase):
         self.assertEqual((invalid.status, invalid.error.code), ("invalid_request", "EXECGATE_REQUEST_INVALID"))
 
     def test_stream(self) -> None:
-        events = list(self.client.stream({"language": "javascript", "code": 'console.log("one"); display({ n: 1 }); console.log("two"); 3'}))
+        events = list(self.client.stream({
+            "language": "javascript", "code": 'console.log("one"); display({ n: 1 }); console.log("two"); 3'}))
         self.assertIsInstance(events[-1], ResultEvent)
         self.assertEqual((events[-1].result.status, events[-1].result.value), ("ok", 3))
         self.assertEqual("".join(event.chunk for event in events[:-1] if isinstance(event, OutputEvent)), "one\ntwo\n")
@@ -69,11 +76,14 @@ class SyncScenarios(unittest.TestCase):
         self.assertEqual([(event.index, event.output["kind"], event.output["data"]) for event in rich], [(0, "json", {"n": 1})])
         self.assertEqual(events[-1].result.outputs, [rich[0].output])
         chunks = []
-        result = self.client.execute({"language": "javascript", "code": 'console.log("hi"); 1'}, on_output=lambda _stream, chunk: chunks.append(chunk))
+        result = self.client.execute(
+            {"language": "javascript", "code": 'console.log("hi"); 1'}, on_output=lambda _stream, chunk: chunks.append(chunk))
         self.assertEqual((result.status, "".join(chunks)), ("ok", "hi\n"))
 
     def test_task(self) -> None:
-        task = self.client.tasks.submit({"request": {"language": "javascript", "code": "21 * 2"}, "intentId": "python-scenario"}, idempotency_key=f"py-{time.time()}")
+        task = self.client.tasks.submit(
+            {"request": {"language": "javascript", "code": "21 * 2"}, "intentId": "python-scenario"},
+            idempotency_key=f"py-{time.time()}")
         self.assertEqual(task["state"], "PENDING")
         states = [event.event["to"] for event in self.client.tasks.events(task["id"]) if isinstance(event, TransitionEvent)]
         self.assertTrue({"PENDING", "RUNNING", "COMPLETED"} <= set(states), states)
@@ -148,7 +158,8 @@ class SyncScenarios(unittest.TestCase):
             grown = self.client.uploads.put(path)  # new bytes: streamed from the file
             self.assertEqual((grown["reused"], grown["bytes"]), (False, len(csv) + 7))
         code = '(await read_file("data/sales.csv")).trim().split("\\n").length - 1'
-        result = self.client.execute({"language": "javascript", "code": code, "files": [self.client.uploads.reference("data/sales.csv", grown)]})
+        result = self.client.execute({
+            "language": "javascript", "code": code, "files": [self.client.uploads.reference("data/sales.csv", grown)]})
         self.assertEqual((result.status, result.value), ("ok", 4))
         self.assertIn(first["sha256"], [item["sha256"] for item in self.client.uploads.list()["files"]])
         self.assertEqual(self.client.uploads.get(first["sha256"])["bytes"], len(csv))
@@ -168,7 +179,8 @@ class SyncScenarios(unittest.TestCase):
         self.assertEqual((refused.status, refused.error.code), ("invalid_request", "EXECGATE_UNAUTHORIZED"))
         with self.assertRaises(ExecgateError) as caught:
             stranger.tasks.list()
-        self.assertEqual((caught.exception.code, caught.exception.status, caught.exception.retryable), ("EXECGATE_UNAUTHORIZED", 401, False))
+        self.assertEqual(
+            (caught.exception.code, caught.exception.status, caught.exception.retryable), ("EXECGATE_UNAUTHORIZED", 401, False))
         with self.assertRaises(ExecgateError) as missing:
             self.client.tasks.cancel("no-such-task")
         self.assertEqual((missing.exception.code, missing.exception.status), ("EXECGATE_NOT_FOUND", 404))
@@ -177,7 +189,9 @@ class SyncScenarios(unittest.TestCase):
         self.assertEqual(nowhere.execute({"language": "javascript", "code": "1"}).error.code, "EXECGATE_SERVER_UNREACHABLE")
         with self.assertRaises(ExecgateError) as unreachable:
             nowhere.languages()
-        self.assertEqual((unreachable.exception.code, unreachable.exception.status, unreachable.exception.retryable), ("EXECGATE_SERVER_UNREACHABLE", 0, True))
+        self.assertEqual(
+            (unreachable.exception.code, unreachable.exception.status, unreachable.exception.retryable),
+            ("EXECGATE_SERVER_UNREACHABLE", 0, True))
 
     def test_retry_429(self) -> None:
         refused = drain_metered()
@@ -265,7 +279,9 @@ class AsyncScenarios(unittest.IsolatedAsyncioTestCase):
         uploaded = await self.client.uploads.put(data)
         self.assertFalse(uploaded["reused"])
         self.assertTrue((await self.client.uploads.put(data))["reused"])
-        result = await self.client.execute({"language": "javascript", "code": '(await read_file("n.csv")).split("\\n")[0]', "files": [{"path": "n.csv", "sha256": uploaded["sha256"]}]})
+        result = await self.client.execute({
+            "language": "javascript", "code": '(await read_file("n.csv")).split("\\n")[0]',
+            "files": [{"path": "n.csv", "sha256": uploaded["sha256"]}]})
         self.assertEqual((result.status, result.value), ("ok", "n"))
         self.assertTrue(await self.client.uploads.delete(uploaded["sha256"]))
 
@@ -280,7 +296,8 @@ class AsyncScenarios(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(result.value, 42)
 
     async def test_retry_503_async(self) -> None:
-        result = await AsyncExecgateClient(DRAINING_URL, KEY, retry=RetryPolicy(max_attempts=2, fallback_delay=0.05)).execute({"language": "javascript", "code": "1"})
+        result = await AsyncExecgateClient(
+            DRAINING_URL, KEY, retry=RetryPolicy(max_attempts=2, fallback_delay=0.05)).execute({"language": "javascript", "code": "1"})
         self.assertEqual(result.error.code, "EXECGATE_SHUTTING_DOWN")
 
     async def test_retry_budget_async(self) -> None:

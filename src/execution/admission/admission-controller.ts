@@ -236,7 +236,8 @@ export class AdmissionController {
           refusal(
             'cancelled',
             SERVICE,
-            `[execgate] the run was cancelled by the caller while it waited in the ${waiter.lane} queue for ${adapterName}; it never started`,
+            `[execgate] the run was cancelled by the caller while it waited in the ${waiter.lane} ` +
+              `queue for ${adapterName}; it never started`,
             'Cancelled',
           ),
         )

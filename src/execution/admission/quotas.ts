@@ -115,7 +115,9 @@ export function checkEgressQuota(
   if (!spent) return undefined
   return new ExecgateError('EXECGATE_QUOTA_EXCEEDED', {
     quota: `admission.tenants.${tenant}.${spent.key}`,
-    detail: `tenant ${tenant} used ${spent.used} of its ${spent.limit} ${spent.what} in the last minute; a run without network is still admitted`,
+    detail:
+      `tenant ${tenant} used ${spent.used} of its ${spent.limit} ${spent.what} in the last ` +
+      `minute; a run without network is still admitted`,
     retryAfter: Math.max(1, Math.ceil(spent.freeInMs / 1000)),
   })
 }
@@ -132,7 +134,11 @@ export function tenantEgressQuota(tenant: string, settings: TenantAdmission | un
       const spent = spentEgressQuota(settings, usage)
       if (!spent) return undefined
       const seconds = Math.max(1, Math.ceil(spent.freeInMs / 1000))
-      return `tenant ${tenant}'s egress quota is spent: ${spent.used} of its ${spent.limit} ${spent.what} in the last minute (admission.tenants.${tenant}.${spent.key}); room again in ${seconds} s`
+      return (
+        `tenant ${tenant}'s egress quota is spent: ${spent.used} of its ${spent.limit} ` +
+        `${spent.what} in the last minute (admission.tenants.${tenant}.${spent.key}); room again ` +
+        `in ${seconds} s`
+      )
     },
     countRequest: () => usage.egressRequests.add(1),
     countBytes: (bytes) => usage.egressBytes.add(bytes),

@@ -316,7 +316,8 @@ export class SqliteLedgerStore implements LedgerRecordStore {
       (
         this.db
           .prepare(
-            `SELECT tenant, seq, id, hash, body FROM ledger_records WHERE tenant = ? AND seq IN (${part.map(() => '?').join(',')}) ORDER BY seq`,
+            `SELECT tenant, seq, id, hash, body FROM ledger_records WHERE tenant = ? AND seq IN ` +
+              `(${part.map(() => '?').join(',')}) ORDER BY seq`,
           )
           .all(tenant, ...part) as RecordRow[]
       ).map(toRecord),

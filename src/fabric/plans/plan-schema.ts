@@ -143,7 +143,10 @@ export function findPlanProblem(spec: unknown, bounds: { maxSteps: number; maxRe
   if (plan.steps.length > bounds.maxSteps)
     return `the plan has ${plan.steps.length} steps; at most ${bounds.maxSteps} are allowed (fabric.plans.maxSteps)`
   if (plan.maxRevisions !== undefined && plan.maxRevisions > bounds.maxRevisions) {
-    return `maxRevisions ${plan.maxRevisions} is above the allowed ${bounds.maxRevisions} (fabric.plans.maxRevisions); a plan may only lower it`
+    return (
+      `maxRevisions ${plan.maxRevisions} is above the allowed ${bounds.maxRevisions} ` +
+      `(fabric.plans.maxRevisions); a plan may only lower it`
+    )
   }
   if (plan.workspace === 's3' && !bounds.bucket)
     return 'workspace "s3" needs a bucket, and fabric.s3.bucket is empty (EXECGATE_FABRIC_S3_BUCKET)'

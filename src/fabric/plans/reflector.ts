@@ -42,10 +42,17 @@ function systemPrompt(allowedImports: readonly string[]): string {
   return [
     'You repair plans of code steps that execgate runs in sandboxes. A plan is a DAG of steps; each step runs alone in a fresh sandbox.',
     'How a step works:',
-    `- It reads what each step it depends on produced: ${STEP_INPUT_ROOT}/<id>/value.json (the JSON of that step's value) and ${STEP_INPUT_ROOT}/<id>/files/<path> (files it wrote).`,
-    `  JavaScript/TypeScript: JSON.parse(await read_file('${STEP_INPUT_ROOT}/a/value.json')). Python: json.loads(read_file('${STEP_INPUT_ROOT}/a/value.json')). bash: cat ${STEP_INPUT_ROOT}/a/value.json.`,
-    "- Its value is the value of its last expression (or what it passes to submit_result(value)); write_file(path, text) writes a file its dependents see. A bash step's output is its stdout and the files it writes.",
-    `- Imports allowed: ${allowedImports.length ? allowedImports.join(', ') : 'none'}. No network. No eval, exec, compile, Function constructors or dynamic imports.`,
+    `- It reads what each step it depends on produced: ${STEP_INPUT_ROOT}/<id>/value.json ` +
+      `(the JSON of that step's value) and ${STEP_INPUT_ROOT}/<id>/files/<path> (files it ` +
+      `wrote).`,
+    `  JavaScript/TypeScript: JSON.parse(await read_file('${STEP_INPUT_ROOT}/a/value.json')). ` +
+      `Python: json.loads(read_file('${STEP_INPUT_ROOT}/a/value.json')). bash: cat ` +
+      `${STEP_INPUT_ROOT}/a/value.json.`,
+    '- Its value is the value of its last expression (or what it passes to ' +
+      'submit_result(value)); write_file(path, text) writes a file its dependents see. A bash ' +
+      "step's output is its stdout and the files it writes.",
+    `- Imports allowed: ${allowedImports.length ? allowedImports.join(', ') : 'none'}. No ` +
+      `network. No eval, exec, compile, Function constructors or dynamic imports.`,
     'Languages: python, javascript, typescript, bash.',
     'Answer with one JSON object and nothing else:',
     '{"note": "what you changed and why, in one sentence", "steps": [{"id": "b", "description": ' +
@@ -74,7 +81,8 @@ function userMessage(context: RevisionContext): string {
     `Why it failed: ${task.reason}`,
     ...(task.result?.error
       ? [
-          `Exception: ${task.result.error.type}: ${task.result.error.message}${task.result.error.line ? ` (line ${task.result.error.line})` : ''}`,
+          `Exception: ${task.result.error.type}: ` +
+            `${task.result.error.message}${task.result.error.line ? ` (line ${task.result.error.line})` : ''}`,
         ]
       : []),
     `stdout (end): ${tail(task.result?.stdout)}`,

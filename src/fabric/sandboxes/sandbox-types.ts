@@ -211,7 +211,9 @@ export const FORWARDED_HEADER = 'x-execgate-forwarded-by'
 /** A node of the fabric, as its heartbeat says. */
 export interface NodeRecord {
   id: string
-  /** Where other nodes forward a sandbox's requests (`fabric.nodeUrl`, else the address `serve` listens on); absent for a library with no server. */
+  /**
+   * Where other nodes forward a sandbox's requests (`fabric.nodeUrl`, else the address `serve` listens on); absent for
+   * a library with no server. */
   url?: string
   startedAt: string
   heartbeatAt: string

@@ -21,7 +21,9 @@ export interface TaskSchedulerOptions {
   concurrency?: number
   /** How often due retries, deadlines and other processes' submissions are looked for, in ms. @default 200 */
   tickMs?: number
-  /** This scheduler's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid#n (src/fabric/owner-id.ts) */
+  /**
+   * This scheduler's name in `task.owner`; a restart recovers the runs of owners that are gone. @default host:pid#n
+   * (src/fabric/owner-id.ts) */
   owner?: string
   /**
    * Hands due tasks to processes with free slots (the distributed store's BullMQ queue). Without one, this process

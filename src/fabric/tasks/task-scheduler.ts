@@ -337,7 +337,9 @@ export class TaskScheduler {
     if (!task.workspace) return undefined
     if (!this.options.workspaceFor)
       throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
-        detail: `task ${task.id} keeps its workspace in the bucket (${task.workspace.prefix}), and this process has no bucket: set fabric.s3.bucket (EXECGATE_FABRIC_S3_BUCKET)`,
+        detail:
+          `task ${task.id} keeps its workspace in the bucket (${task.workspace.prefix}), and this ` +
+          `process has no bucket: set fabric.s3.bucket (EXECGATE_FABRIC_S3_BUCKET)`,
       })
     return this.options.workspaceFor(task)
   }

@@ -63,7 +63,9 @@ export const QUESTIONS: DataQuestion[] = [
     id: 'best-margin-product',
     kind: 'join',
     question: 'Which product (by name) earns the most gross margin?',
-    code: 'str((lambda j: j.assign(margin=j.revenue - j.units * j.cost).groupby("name").margin.sum().idxmax())(sales.merge(products, on="product_id")))',
+    code:
+      'str((lambda j: j.assign(margin=j.revenue - j.units * ' +
+      'j.cost).groupby("name").margin.sum().idxmax())(sales.merge(products, on="product_id")))',
     answer: (d) =>
       argMax(
         groupSum(
@@ -91,7 +93,10 @@ export const QUESTIONS: DataQuestion[] = [
     id: 'targets-met',
     kind: 'join',
     question: 'Which regions met their annual revenue target?',
-    code: 'sorted(str(r) for r in (lambda j: j[j.revenue >= j.target].region)(sales.groupby("region", as_index=False).revenue.sum().merge(targets, on="region")))',
+    code:
+      'sorted(str(r) for r in (lambda j: j[j.revenue >= ' +
+      'j.target].region)(sales.groupby("region", as_index=False).revenue.sum().merge(targets, ' +
+      'on="region")))',
     answer: (d) => {
       const totals = groupSum(d.sales, (s) => s.region, revenue)
       return d.targets
@@ -105,7 +110,9 @@ export const QUESTIONS: DataQuestion[] = [
     kind: 'join',
     question: 'What fraction of its target did each region reach?',
     code: floatDict(
-      '(lambda j: j.set_index("region").revenue / j.set_index("region").target)(sales.groupby("region", as_index=False).revenue.sum().merge(targets, on="region"))',
+      '(lambda j: j.set_index("region").revenue / ' +
+        'j.set_index("region").target)(sales.groupby("region", ' +
+        'as_index=False).revenue.sum().merge(targets, on="region"))',
     ),
     answer: (d) => {
       const totals = groupSum(d.sales, (s) => s.region, revenue)

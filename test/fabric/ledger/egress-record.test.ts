@@ -38,7 +38,10 @@ test('the hosts a run reached are in its record, its PROV-JSON and its signed re
   const url = `${servers.https.url}/hello`
   const result = await execgate.execute({
     language: 'javascript',
-    code: `const a = await http_request('${url}'); const b = await http_request('${url}'); let refused = ''; try { await http_request('http://evil.test:81/') } catch (e) { refused = 'refused' } [a.status, b.status, refused]`,
+    code:
+      `const a = await http_request('${url}'); const b = await http_request('${url}'); let ` +
+      `refused = ''; try { await http_request('http://evil.test:81/') } catch (e) { refused = ` +
+      `'refused' } [a.status, b.status, refused]`,
   })
   expect(result).toMatchObject({ status: 'ok', value: [200, 200, 'refused'] })
   expect(result.egress).toHaveLength(3)

@@ -47,7 +47,9 @@ function ancestorsOf(lineage: Lineage) {
 }
 
 test("a run's record: who, where, under which policy, when, with which inputs and outputs, and no code or output in it", async () => {
-  const code = `const text = await read_file('in.txt'); await write_file('out/summary.json', JSON.stringify({ words: text.split(' ').length })); console.error('note'); 42`
+  const code =
+    `const text = await read_file('in.txt'); await write_file('out/summary.json', ` +
+    `JSON.stringify({ words: text.split(' ').length })); console.error('note'); 42`
   const result = await execgate.execute(
     { language: 'javascript', code, files: [{ path: 'in.txt', content: 'one two three' }], agentType: 'research', stdin: 'ignored' },
     { tenant: 'acme' },
@@ -105,7 +107,10 @@ test('every call is its own run, whatever traceId the caller sends; refused requ
 
 test("a task chain: the file task 2 wrote traces back through task 1's file to the code of both", async () => {
   const producer = `await write_file('numbers.txt', '3 4 5'); 'written'`
-  const consumer = `const numbers = (await read_file('deps/t-produce/files/numbers.txt')).split(' ').map(Number); await write_file('total.txt', String(numbers.reduce((a, b) => a + b))); 'summed'`
+  const consumer =
+    `const numbers = (await read_file('deps/t-produce/files/numbers.txt')).split(' ` +
+    `').map(Number); await write_file('total.txt', String(numbers.reduce((a, b) => a + b))); ` +
+    `'summed'`
   await execgate.tasks.submitMany([
     { id: 't-produce', request: { language: 'javascript', code: producer } },
     { id: 't-consume', request: { language: 'javascript', code: consumer }, dependencies: ['t-produce'] },

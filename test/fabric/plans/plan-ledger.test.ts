@@ -8,7 +8,8 @@ import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 
 /**
  * Plans and the artifact ledger together, on real components and both stores: the embedded SQLite stores, or a real
- * redis-server on a loopback port (plans, tasks and the ledger's records on it), with the blob folder in a temp dir; real quickjs runs, and the reflector as Bedrock Converse spoken to by the real SDK client over HTTP/1.1 to a
+ * redis-server on a loopback port (plans, tasks and the ledger's records on it), with the blob folder in a temp dir;
+ * real quickjs runs, and the reflector as Bedrock Converse spoken to by the real SDK client over HTTP/1.1 to a
  * local server with scripted replies. Every version a plan gets is in the ledger, its steps' runs name it, and every
  * artifact of the plan traces back to the code that produced it.
  */
@@ -63,9 +64,13 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
   const BASE = 'await write_file("note.txt", "ten"); 10'
   const BROKEN = 'const n = JSON.parse(await read_file("steps/base/value.json")); twice(n)'
   const FIXED =
-    'const n = JSON.parse(await read_file("steps/base/value.json")); const word = await read_file("steps/base/files/note.txt"); await write_file("double.txt", word + " twice"); n * 2'
+    'const n = JSON.parse(await read_file("steps/base/value.json")); const word = await ' +
+    'read_file("steps/base/files/note.txt"); await write_file("double.txt", word + " twice"); ' +
+    'n * 2'
   const REPORT =
-    'const d = await read_file("steps/double/files/double.txt"); await write_file("report.txt", d + "!"); JSON.parse(await read_file("steps/double/value.json")) + 1'
+    'const d = await read_file("steps/double/files/double.txt"); await ' +
+    'write_file("report.txt", d + "!"); JSON.parse(await read_file("steps/double/value.json")) ' +
+    '+ 1'
 
   /** Runs a plan whose second step fails in version 1 and is fixed by the scripted reflector in version 2. */
   async function revisedPlan(): Promise<PlanView> {

@@ -97,64 +97,73 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
   const states = (plan: PlanView) => plan.steps.map((step) => step.state)
 
   describe('plans.suspend and plans.resume', () => {
-    test('suspend holds the running step and the ones after it (not a failure: no revision); resume completes it, nothing completed runs again', async () => {
-      const plan = await execgate.plans.run(chain())
-      await untilStepRunning(execgate, plan.id, 'slow')
-      const suspended = await execgate.plans.suspend(plan.id)
-      expect(suspended).toMatchObject({ state: 'SUSPENDED', reason: 'suspended by the caller', version: 1 })
-      expect(states(suspended)).toEqual(['COMPLETED', 'SUSPENDED', 'SUSPENDED'])
-      expect(suspended.steps[1]!.reason).toBe(`plan ${plan.id} suspended`)
-      // wait settles on a suspended plan, like tasks.wait on a suspended task.
-      expect((await execgate.plans.wait(plan.id, { timeoutMs: 5000 })).state).toBe('SUSPENDED')
-      // Past the slow step's run and more than a tick of the engine: still held, nothing asked of the reflector.
-      await new Promise((resolve) => setTimeout(resolve, 2000))
-      const held = (await execgate.plans.get(plan.id))!
-      expect([held.state, ...states(held)]).toEqual(['SUSPENDED', 'COMPLETED', 'SUSPENDED', 'SUSPENDED'])
-      expect(converse.requests).toHaveLength(0)
+    test(
+      'suspend holds the running step and the ones after it (not a failure: no revision); ' +
+        'resume completes it, nothing completed runs again',
+      async () => {
+        const plan = await execgate.plans.run(chain())
+        await untilStepRunning(execgate, plan.id, 'slow')
+        const suspended = await execgate.plans.suspend(plan.id)
+        expect(suspended).toMatchObject({ state: 'SUSPENDED', reason: 'suspended by the caller', version: 1 })
+        expect(states(suspended)).toEqual(['COMPLETED', 'SUSPENDED', 'SUSPENDED'])
+        expect(suspended.steps[1]!.reason).toBe(`plan ${plan.id} suspended`)
+        // wait settles on a suspended plan, like tasks.wait on a suspended task.
+        expect((await execgate.plans.wait(plan.id, { timeoutMs: 5000 })).state).toBe('SUSPENDED')
+        // Past the slow step's run and more than a tick of the engine: still held, nothing asked of the reflector.
+        await new Promise((resolve) => setTimeout(resolve, 2000))
+        const held = (await execgate.plans.get(plan.id))!
+        expect([held.state, ...states(held)]).toEqual(['SUSPENDED', 'COMPLETED', 'SUSPENDED', 'SUSPENDED'])
+        expect(converse.requests).toHaveLength(0)
 
-      const resumed = await execgate.plans.resume(plan.id)
-      expect(resumed).toMatchObject({ state: 'RUNNING', reason: 'resumed by the caller' })
-      const done = await execgate.plans.wait(plan.id)
-      expect(done).toMatchObject({ state: 'COMPLETED', version: 1, revisions: [] })
-      expect(done.steps.map((step) => step.result?.value)).toEqual([20, 21, 42])
-      expect(converse.requests).toHaveLength(0)
-      const events = await eventsOf(execgate, plan.id)
-      expect(planMoves(events)).toEqual(['null>RUNNING', 'RUNNING>SUSPENDED', 'SUSPENDED>RUNNING', 'RUNNING>COMPLETED'])
-      // The running step was stopped once and ran again after the resume, to completion, and not after that.
-      expect([runsOf(events, 'first'), runsOf(events, 'slow'), runsOf(events, 'last')]).toEqual([1, 2, 1])
-      const slowMoves = events.flatMap((event) => (event.type === 'step' && event.stepId === 'slow' ? [event.to] : []))
-      expect(slowMoves.filter((to) => to === 'COMPLETED')).toHaveLength(1)
-      expect(slowMoves.at(-1)).toBe('COMPLETED')
-      expect(slowMoves).toContain('SUSPENDED')
-    }, 30_000)
+        const resumed = await execgate.plans.resume(plan.id)
+        expect(resumed).toMatchObject({ state: 'RUNNING', reason: 'resumed by the caller' })
+        const done = await execgate.plans.wait(plan.id)
+        expect(done).toMatchObject({ state: 'COMPLETED', version: 1, revisions: [] })
+        expect(done.steps.map((step) => step.result?.value)).toEqual([20, 21, 42])
+        expect(converse.requests).toHaveLength(0)
+        const events = await eventsOf(execgate, plan.id)
+        expect(planMoves(events)).toEqual(['null>RUNNING', 'RUNNING>SUSPENDED', 'SUSPENDED>RUNNING', 'RUNNING>COMPLETED'])
+        // The running step was stopped once and ran again after the resume, to completion, and not after that.
+        expect([runsOf(events, 'first'), runsOf(events, 'slow'), runsOf(events, 'last')]).toEqual([1, 2, 1])
+        const slowMoves = events.flatMap((event) => (event.type === 'step' && event.stepId === 'slow' ? [event.to] : []))
+        expect(slowMoves.filter((to) => to === 'COMPLETED')).toHaveLength(1)
+        expect(slowMoves.at(-1)).toBe('COMPLETED')
+        expect(slowMoves).toContain('SUSPENDED')
+      },
+      30_000,
+    )
 
-    test('suspend of a plan not RUNNING and resume of one not SUSPENDED are conflicts; cancel of a suspended plan terminates it', async () => {
-      const plan = await execgate.plans.run(chain())
-      await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({
-        code: 'EXECGATE_PLAN_CONFLICT',
-        message: `[execgate] plan ${plan.id} is RUNNING and cannot be resumed (only SUSPENDED plans can)`,
-      })
-      await execgate.plans.suspend(plan.id)
-      await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({
-        code: 'EXECGATE_PLAN_CONFLICT',
-        message: `[execgate] plan ${plan.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`,
-      })
-      const cancelled = await execgate.plans.cancel(plan.id)
-      expect(cancelled.state).toBe('TERMINATED')
-      expect(cancelled.steps.every((step) => step.state === 'COMPLETED' || step.state === 'TERMINATED')).toBe(true)
-      await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({
-        code: 'EXECGATE_PLAN_CONFLICT',
-        message: `[execgate] plan ${plan.id} is TERMINATED and cannot be resumed (only SUSPENDED plans can)`,
-      })
-      await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({
-        message: `[execgate] plan ${plan.id} is TERMINATED and cannot be suspended (only RUNNING plans can)`,
-      })
-      await expect(execgate.plans.cancel(plan.id)).rejects.toMatchObject({
-        message: `[execgate] plan ${plan.id} is TERMINATED and cannot be cancelled`,
-      })
-      const events = await eventsOf(execgate, plan.id)
-      expect(planMoves(events)).toEqual(['null>RUNNING', 'RUNNING>SUSPENDED', 'SUSPENDED>TERMINATED'])
-    }, 30_000)
+    test(
+      'suspend of a plan not RUNNING and resume of one not SUSPENDED are conflicts; cancel of a ' + 'suspended plan terminates it',
+      async () => {
+        const plan = await execgate.plans.run(chain())
+        await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({
+          code: 'EXECGATE_PLAN_CONFLICT',
+          message: `[execgate] plan ${plan.id} is RUNNING and cannot be resumed (only SUSPENDED plans can)`,
+        })
+        await execgate.plans.suspend(plan.id)
+        await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({
+          code: 'EXECGATE_PLAN_CONFLICT',
+          message: `[execgate] plan ${plan.id} is SUSPENDED and cannot be suspended (only RUNNING plans can)`,
+        })
+        const cancelled = await execgate.plans.cancel(plan.id)
+        expect(cancelled.state).toBe('TERMINATED')
+        expect(cancelled.steps.every((step) => step.state === 'COMPLETED' || step.state === 'TERMINATED')).toBe(true)
+        await expect(execgate.plans.resume(plan.id)).rejects.toMatchObject({
+          code: 'EXECGATE_PLAN_CONFLICT',
+          message: `[execgate] plan ${plan.id} is TERMINATED and cannot be resumed (only SUSPENDED plans can)`,
+        })
+        await expect(execgate.plans.suspend(plan.id)).rejects.toMatchObject({
+          message: `[execgate] plan ${plan.id} is TERMINATED and cannot be suspended (only RUNNING plans can)`,
+        })
+        await expect(execgate.plans.cancel(plan.id)).rejects.toMatchObject({
+          message: `[execgate] plan ${plan.id} is TERMINATED and cannot be cancelled`,
+        })
+        const events = await eventsOf(execgate, plan.id)
+        expect(planMoves(events)).toEqual(['null>RUNNING', 'RUNNING>SUSPENDED', 'SUSPENDED>TERMINATED'])
+      },
+      30_000,
+    )
 
     test("another tenant's plan is not found, exactly like a missing one", async () => {
       const plan = await execgate.plans.run(chain(), { tenant: 'acme' })

@@ -96,7 +96,9 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
           { id: 'extract', language: 'python', code: 'write_file("extra.txt", "4")\n[1, 2, 3]', description: 'the rows' },
           js(
             'total',
-            'const rows = JSON.parse(await read_file("steps/extract/value.json")); ({ sum: rows.reduce((a, b) => a + b, 0) + Number(await read_file("steps/extract/files/extra.txt")), seen: await list_files() })',
+            'const rows = JSON.parse(await read_file("steps/extract/value.json")); ({ sum: ' +
+              'rows.reduce((a, b) => a + b, 0) + Number(await ' +
+              'read_file("steps/extract/files/extra.txt")), seen: await list_files() })',
             ['extract'],
           ),
           { id: 'report', language: 'bash', code: 'echo "total: $(cat steps/total/value.json)"', dependsOn: ['total'] },
@@ -245,32 +247,35 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
       }
     })
 
-    test('revisions with a cycle, a forbidden import, an unknown dependency are refused and counted; the reflector is told why', async () => {
-      replies.push(
-        reply([js('b', '1', ['c']), js('c', '2', ['b'])]),
-        reply([{ id: 'b', language: 'python', code: 'import os\nos.getcwd()', dependsOn: ['a'] }]),
-        reply([js('b', '1', ['ghost'])]),
-        reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) + 1', ['a'])]),
-      )
-      const plan = await execgate.plans.run({ steps: [js('a', '41'), js('b', 'throw new Error("bad input")', ['a'])] })
-      const done = await execgate.plans.wait(plan.id)
-      expect(done).toMatchObject({ state: 'COMPLETED', version: 2 })
-      expect(done.steps[1]!.result?.value).toBe(42)
-      expect(done.revisions.map((revision) => revision.accepted)).toEqual([false, false, false, true])
-      expect(done.revisions[0]!.reason).toBe('dependency cycle: b -> c -> b')
-      expect(done.revisions[1]!.reason).toMatch(/^step "b": .*os/)
-      expect(done.revisions[2]!.reason).toContain('unknown dependency: step "b" depends on "ghost"')
-      expect(converse.requests).toHaveLength(4)
-      expect(converse.requests[1]!.messages[0]!.text).toContain('1. dependency cycle: b -> c -> b')
-      expect(converse.requests[3]!.messages[0]!.text).toContain('3. unknown dependency')
-      const revisionEvents = (await eventsOf(execgate, plan.id)).filter((event) => event.type === 'revision')
-      expect(revisionEvents.map((event) => event.type === 'revision' && [event.attempt, event.accepted])).toEqual([
-        [1, false],
-        [2, false],
-        [3, false],
-        [4, true],
-      ])
-    })
+    test(
+      'revisions with a cycle, a forbidden import, an unknown dependency are refused and ' + 'counted; the reflector is told why',
+      async () => {
+        replies.push(
+          reply([js('b', '1', ['c']), js('c', '2', ['b'])]),
+          reply([{ id: 'b', language: 'python', code: 'import os\nos.getcwd()', dependsOn: ['a'] }]),
+          reply([js('b', '1', ['ghost'])]),
+          reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) + 1', ['a'])]),
+        )
+        const plan = await execgate.plans.run({ steps: [js('a', '41'), js('b', 'throw new Error("bad input")', ['a'])] })
+        const done = await execgate.plans.wait(plan.id)
+        expect(done).toMatchObject({ state: 'COMPLETED', version: 2 })
+        expect(done.steps[1]!.result?.value).toBe(42)
+        expect(done.revisions.map((revision) => revision.accepted)).toEqual([false, false, false, true])
+        expect(done.revisions[0]!.reason).toBe('dependency cycle: b -> c -> b')
+        expect(done.revisions[1]!.reason).toMatch(/^step "b": .*os/)
+        expect(done.revisions[2]!.reason).toContain('unknown dependency: step "b" depends on "ghost"')
+        expect(converse.requests).toHaveLength(4)
+        expect(converse.requests[1]!.messages[0]!.text).toContain('1. dependency cycle: b -> c -> b')
+        expect(converse.requests[3]!.messages[0]!.text).toContain('3. unknown dependency')
+        const revisionEvents = (await eventsOf(execgate, plan.id)).filter((event) => event.type === 'revision')
+        expect(revisionEvents.map((event) => event.type === 'revision' && [event.attempt, event.accepted])).toEqual([
+          [1, false],
+          [2, false],
+          [3, false],
+          [4, true],
+        ])
+      },
+    )
 
     test('out of revisions: the plan ends FAILED naming the step and its last error', async () => {
       replies.push('I am not sure how to fix this.', reply([js('b', 'throw new Error("boom again")', ['a'])]))
@@ -346,38 +351,41 @@ describe.each(['sqlite', 'redis'] as const)('%s store', (storeKind) => {
       }
     })
 
-    test('a restart while the reflector is being asked asks it again and completes; the question left unanswered is not counted', async () => {
-      const revisingDir = newDataDir()
-      const endpoint = await reflectorUrl()
-      let asked!: () => void
-      const question = new Promise<void>((resolve) => (asked = resolve))
-      // The first question is never answered: the process stops while it waits.
-      replies.push(
-        () => (asked(), new Promise<string>(() => undefined)),
-        reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) * 2', ['a'])]),
-      )
-      const first = await open(revisingDir, endpoint)
-      const plan = await first.plans.run({ steps: [js('a', '21'), js('b', 'throw new Error("first try")', ['a'])] })
-      await question
-      expect((await first.plans.get(plan.id))?.state).toBe('REVISING')
-      await first.dispose()
-      const second = await open(revisingDir, endpoint)
-      try {
-        const done = await second.plans.wait(plan.id)
-        expect(done).toMatchObject({
-          state: 'COMPLETED',
-          version: 2,
-          steps: [
-            { id: 'a', reusedFrom: 1 },
-            { id: 'b', result: { value: 42 } },
-          ],
-        })
-        expect(done.revisions).toEqual([expect.objectContaining({ attempt: 1, accepted: true })])
-        expect(converse.requests).toHaveLength(2)
-        expect(runsOf(await eventsOf(second, plan.id), 'a')).toBe(1)
-      } finally {
-        await second.dispose()
-      }
-    })
+    test(
+      'a restart while the reflector is being asked asks it again and completes; the question ' + 'left unanswered is not counted',
+      async () => {
+        const revisingDir = newDataDir()
+        const endpoint = await reflectorUrl()
+        let asked!: () => void
+        const question = new Promise<void>((resolve) => (asked = resolve))
+        // The first question is never answered: the process stops while it waits.
+        replies.push(
+          () => (asked(), new Promise<string>(() => undefined)),
+          reply([js('b', 'JSON.parse(await read_file("steps/a/value.json")) * 2', ['a'])]),
+        )
+        const first = await open(revisingDir, endpoint)
+        const plan = await first.plans.run({ steps: [js('a', '21'), js('b', 'throw new Error("first try")', ['a'])] })
+        await question
+        expect((await first.plans.get(plan.id))?.state).toBe('REVISING')
+        await first.dispose()
+        const second = await open(revisingDir, endpoint)
+        try {
+          const done = await second.plans.wait(plan.id)
+          expect(done).toMatchObject({
+            state: 'COMPLETED',
+            version: 2,
+            steps: [
+              { id: 'a', reusedFrom: 1 },
+              { id: 'b', result: { value: 42 } },
+            ],
+          })
+          expect(done.revisions).toEqual([expect.objectContaining({ attempt: 1, accepted: true })])
+          expect(converse.requests).toHaveLength(2)
+          expect(runsOf(await eventsOf(second, plan.id), 'a')).toBe(1)
+        } finally {
+          await second.dispose()
+        }
+      },
+    )
   })
 })

@@ -68,7 +68,10 @@ test('round trip: an exec writes a file, saveArtifact stores it, a second sandbo
   try {
     await second.writeFile('copy.csv', { sha256: saved.sha256 })
     const read = await second.exec({
-      command: `total=0; while IFS=, read -r region sales; do [ "$region" = region ] || total=$((total + sales)); done < in/data.csv; echo $total; cmp in/data.csv copy.csv && cmp copy.csv late.csv && echo same`,
+      command:
+        `total=0; while IFS=, read -r region sales; do [ "$region" = region ] || total=$((total + ` +
+        `sales)); done < in/data.csv; echo $total; cmp in/data.csv copy.csv && cmp copy.csv ` +
+        `late.csv && echo same`,
       files: [{ path: 'late.csv', sha256: saved.sha256 }],
     })
     expect(read).toMatchObject({ status: 'ok', stdout: '8\nsame\n', stderr: '' })
@@ -140,34 +143,37 @@ test('refusals in words: a malformed digest, content and sha256 together, a miss
   }
 })
 
-test('with the ledger off, a digest can only be an upload (EXECGATE_FILE_NOT_FOUND); saveArtifact is EXECGATE_LEDGER_DISABLED', async () => {
-  const off = await createExecgate({
-    overrides: {
-      execution: { enabled: ['shell'] },
-      fabric: { dataDir, ledger: { enabled: false } },
-      readiness: { enabled: false },
-      log: { level: 'silent' },
-    },
-  })
-  try {
-    await expect(off.sandboxes.start({ files: [{ path: 'a', sha256: UNKNOWN }] })).rejects.toMatchObject({
-      code: 'EXECGATE_FILE_NOT_FOUND',
-      message: expect.stringContaining('upload it first (PUT /v1/files'),
+test(
+  'with the ledger off, a digest can only be an upload (EXECGATE_FILE_NOT_FOUND); ' + 'saveArtifact is EXECGATE_LEDGER_DISABLED',
+  async () => {
+    const off = await createExecgate({
+      overrides: {
+        execution: { enabled: ['shell'] },
+        fabric: { dataDir, ledger: { enabled: false } },
+        readiness: { enabled: false },
+        log: { level: 'silent' },
+      },
     })
-    const sandbox = await off.sandboxes.start()
-    await sandbox.writeFile('a.txt', 'a')
-    await expect(sandbox.saveArtifact('a.txt')).rejects.toMatchObject({
-      code: 'EXECGATE_LEDGER_DISABLED',
-      message: expect.stringContaining('fabric.ledger.enabled is false'),
-    })
-    // Said before the file is looked for: no file could ever be saved.
-    await expect(sandbox.saveArtifact('missing.txt')).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
-    await expect(sandbox.writeFile('b.txt', { sha256: UNKNOWN })).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
-    expect(await sandbox.exec({ command: 'cat b.txt', files: [{ path: 'b.txt', sha256: UNKNOWN }] })).toMatchObject({
-      status: 'invalid_request',
-      error: { code: 'EXECGATE_FILE_NOT_FOUND' },
-    })
-  } finally {
-    await off.dispose()
-  }
-})
+    try {
+      await expect(off.sandboxes.start({ files: [{ path: 'a', sha256: UNKNOWN }] })).rejects.toMatchObject({
+        code: 'EXECGATE_FILE_NOT_FOUND',
+        message: expect.stringContaining('upload it first (PUT /v1/files'),
+      })
+      const sandbox = await off.sandboxes.start()
+      await sandbox.writeFile('a.txt', 'a')
+      await expect(sandbox.saveArtifact('a.txt')).rejects.toMatchObject({
+        code: 'EXECGATE_LEDGER_DISABLED',
+        message: expect.stringContaining('fabric.ledger.enabled is false'),
+      })
+      // Said before the file is looked for: no file could ever be saved.
+      await expect(sandbox.saveArtifact('missing.txt')).rejects.toMatchObject({ code: 'EXECGATE_LEDGER_DISABLED' })
+      await expect(sandbox.writeFile('b.txt', { sha256: UNKNOWN })).rejects.toMatchObject({ code: 'EXECGATE_FILE_NOT_FOUND' })
+      expect(await sandbox.exec({ command: 'cat b.txt', files: [{ path: 'b.txt', sha256: UNKNOWN }] })).toMatchObject({
+        status: 'invalid_request',
+        error: { code: 'EXECGATE_FILE_NOT_FOUND' },
+      })
+    } finally {
+      await off.dispose()
+    }
+  },
+)

@@ -160,54 +160,58 @@ async function library(keysFrom: 'config' | 'env' = 'config') {
   }
 }
 
-test("the library's find() (keys only in EXECGATE_API_KEYS) and the MCP tools reach a sandbox on another node, tenants kept apart", async () => {
-  const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]]
-  const started = await call(a, '/v1/sandboxes', { body: { adapter: 'shell', files: [{ path: 'in.txt', content: 'b\na\nb\n' }] } })
-  expect(started.status).toBe(201)
-  const id = started.json.id as string
-  const execgate = await library('env')
-  try {
-    expect(execgate.sandboxes.get(id, { tenant: 'acme' })).toBeUndefined()
-    const sandbox = await execgate.sandboxes.find(id, { tenant: 'acme' })
-    expect(sandbox).toMatchObject({ id, adapter: 'shell', tenant: 'acme' })
-    expect(sandbox!.info().node).toBe(started.json.node)
-    const sorted = await sandbox!.exec('sort in.txt | uniq -c > counts.txt; cat counts.txt')
-    expect(sorted).toMatchObject({ status: 'ok', stdout: expect.stringMatching(/1 a\n\s+2 b\n$/) })
-    await sandbox!.writeFile('notes/more.txt', 'c\n')
-    expect((await sandbox!.readFile('notes/more.txt')).toString()).toBe('c\n')
-    expect((await sandbox!.listFiles()).map((file) => file.path)).toEqual(['counts.txt', 'in.txt', 'notes/more.txt'])
-    expect(await sandbox!.readFiles(['in.txt'])).toEqual([{ path: 'in.txt', content: 'b\na\nb\n' }])
-    // Another tenant: undefined, exactly like a missing id.
-    expect(await execgate.sandboxes.find(id, { tenant: 'globex' })).toBeUndefined()
-    expect(await execgate.sandboxes.find('sb-00000000000000000000', { tenant: 'acme' })).toBeUndefined()
-  } finally {
-    await execgate.dispose()
-  }
+test(
+  "the library's find() (keys only in EXECGATE_API_KEYS) and the MCP tools reach a sandbox " + 'on another node, tenants kept apart',
+  async () => {
+    const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]]
+    const started = await call(a, '/v1/sandboxes', { body: { adapter: 'shell', files: [{ path: 'in.txt', content: 'b\na\nb\n' }] } })
+    expect(started.status).toBe(201)
+    const id = started.json.id as string
+    const execgate = await library('env')
+    try {
+      expect(execgate.sandboxes.get(id, { tenant: 'acme' })).toBeUndefined()
+      const sandbox = await execgate.sandboxes.find(id, { tenant: 'acme' })
+      expect(sandbox).toMatchObject({ id, adapter: 'shell', tenant: 'acme' })
+      expect(sandbox!.info().node).toBe(started.json.node)
+      const sorted = await sandbox!.exec('sort in.txt | uniq -c > counts.txt; cat counts.txt')
+      expect(sorted).toMatchObject({ status: 'ok', stdout: expect.stringMatching(/1 a\n\s+2 b\n$/) })
+      await sandbox!.writeFile('notes/more.txt', 'c\n')
+      expect((await sandbox!.readFile('notes/more.txt')).toString()).toBe('c\n')
+      expect((await sandbox!.listFiles()).map((file) => file.path)).toEqual(['counts.txt', 'in.txt', 'notes/more.txt'])
+      expect(await sandbox!.readFiles(['in.txt'])).toEqual([{ path: 'in.txt', content: 'b\na\nb\n' }])
+      // Another tenant: undefined, exactly like a missing id.
+      expect(await execgate.sandboxes.find(id, { tenant: 'globex' })).toBeUndefined()
+      expect(await execgate.sandboxes.find('sb-00000000000000000000', { tenant: 'acme' })).toBeUndefined()
+    } finally {
+      await execgate.dispose()
+    }
 
-  // MCP on B: its sandbox tools reach A's sandbox for its tenant, and not for another.
-  const connect = async (key: string) => {
-    const client = new Client({ name: 'multi-node-test', version: '0.0.0' })
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }),
-    )
-    return client
-  }
-  const acme = await connect(ACME)
-  const globex = await connect(GLOBEX)
-  try {
-    const read = await acme.callTool({ name: 'sandbox_exec', arguments: { sandboxId: id, command: 'cat notes/more.txt counts.txt' } })
-    expect(read.structuredContent).toMatchObject({ status: 'ok', stdout: expect.stringMatching(/^c\n\s+1 a\n\s+2 b\n$/) })
-    const foreign = await globex.callTool({ name: 'sandbox_exec', arguments: { sandboxId: id, command: 'ls' } })
-    expect(foreign.isError).toBe(true)
-    expect((foreign.content as Array<{ text: string }>)[0]!.text).toBe(`no sandbox "${id}"; start one with sandbox_start`)
-    expect((await globex.callTool({ name: 'sandbox_stop', arguments: { sandboxId: id } })).isError).toBe(true)
-    expect((await acme.callTool({ name: 'sandbox_stop', arguments: { sandboxId: id } })).isError).toBe(false)
-  } finally {
-    await acme.close()
-    await globex.close()
-  }
-  expect((await call(a, `/v1/sandboxes/${id}`)).status).toBe(404)
-}, 90_000)
+    // MCP on B: its sandbox tools reach A's sandbox for its tenant, and not for another.
+    const connect = async (key: string) => {
+      const client = new Client({ name: 'multi-node-test', version: '0.0.0' })
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${b.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }),
+      )
+      return client
+    }
+    const acme = await connect(ACME)
+    const globex = await connect(GLOBEX)
+    try {
+      const read = await acme.callTool({ name: 'sandbox_exec', arguments: { sandboxId: id, command: 'cat notes/more.txt counts.txt' } })
+      expect(read.structuredContent).toMatchObject({ status: 'ok', stdout: expect.stringMatching(/^c\n\s+1 a\n\s+2 b\n$/) })
+      const foreign = await globex.callTool({ name: 'sandbox_exec', arguments: { sandboxId: id, command: 'ls' } })
+      expect(foreign.isError).toBe(true)
+      expect((foreign.content as Array<{ text: string }>)[0]!.text).toBe(`no sandbox "${id}"; start one with sandbox_start`)
+      expect((await globex.callTool({ name: 'sandbox_stop', arguments: { sandboxId: id } })).isError).toBe(true)
+      expect((await acme.callTool({ name: 'sandbox_stop', arguments: { sandboxId: id } })).isError).toBe(false)
+    } finally {
+      await acme.close()
+      await globex.close()
+    }
+    expect((await call(a, `/v1/sandboxes/${id}`)).status).toBe(404)
+  },
+  90_000,
+)
 
 test('a sandbox started through A is used through B; A dies; B says lost with its last snapshot; restore on B', async () => {
   const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]]

@@ -11,7 +11,8 @@ import { kill, startServe, type Node } from '../cluster'
  * redis-server. A session started through node A is used through node B (B forwards the call to A, which holds the
  * interpreter's state), for monty and quickjs; another tenant's session of the same id is its own. A is killed with
  * SIGKILL: while its heartbeat lasts, B answers 502 EXECGATE_SESSION_ELSEWHERE (never a fresh session); once A is gone,
- * B restores the monty session from the state saved after its last call (its workspace files too), and says the quickjs session was lost with
+ * B restores the monty session from the state saved after its last call (its workspace files too), and says the quickjs
+ * session was lost with
  * its node (EXECGATE_SESSION_LOST), once, the next call starting afresh.
  */
 

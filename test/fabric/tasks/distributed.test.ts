@@ -125,7 +125,8 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
     expect(log.map((event) => event.reason)).toContainEqual(
       expect.stringMatching(
         new RegExp(
-          `^the process running it \\(${running.owner!}\\) stopped renewing its lease \\(it stopped, or was too busy to renew in time\\); retry 2/3 in \\d+ ms$`,
+          `^the process running it \\(${running.owner!}\\) stopped renewing its lease \\(it ` +
+            `stopped, or was too busy to renew in time\\); retry 2/3 in \\d+ ms$`,
         ),
       ),
     )

@@ -177,7 +177,8 @@ describe.each(stores)('%s store', (storeKind) => {
       const [first, second] = await execgate.tasks.submitMany([
         { id: 'producer-1', ...js('await write_file("out.txt", "hello"); 21') },
         js(
-          'const v = JSON.parse(await read_file("deps/producer-1/value.json")); (await read_file("deps/producer-1/files/out.txt")) + ":" + v * 2',
+          'const v = JSON.parse(await read_file("deps/producer-1/value.json")); (await ' +
+            'read_file("deps/producer-1/files/out.txt")) + ":" + v * 2',
           { dependencies: ['producer-1'] },
         ),
       ])
@@ -212,21 +213,24 @@ describe.each(stores)('%s store', (storeKind) => {
       expect(await execgate.tasks.get('cycle-a')).toBeUndefined()
     })
 
-    test('a start-by deadline that passes before the start ends the task TERMINATED with reason deadline, before its dependency ends', async () => {
-      const blocker = await execgate.tasks.submit(js(busy(3000), { id: 'blocker-1' }))
-      const deadline = new Date(Date.now() + 300)
-      const late = await execgate.tasks.submit(js('1', { dependencies: [blocker.id], deadline: deadline.toISOString() }))
-      const done = await execgate.tasks.wait(late.id)
-      expect(done.state).toBe('TERMINATED')
-      expect(done.reason).toMatch(/^deadline/)
-      const ended = (await execgate.tasks.scheduler.store.events(late.id)).at(-1)!
-      // An order, not a clock: the deadline ended it while its dependency (ten times the deadline) still ran.
-      const blockerDone = await execgate.tasks.wait(blocker.id)
-      expect(blockerDone.state).toBe('COMPLETED')
-      const blockerEnded = (await execgate.tasks.scheduler.store.events(blocker.id)).at(-1)!
-      expect(Date.parse(ended.at)).toBeGreaterThanOrEqual(deadline.getTime())
-      expect(Date.parse(ended.at)).toBeLessThan(Date.parse(blockerEnded.at))
-    })
+    test(
+      'a start-by deadline that passes before the start ends the task TERMINATED with reason ' + 'deadline, before its dependency ends',
+      async () => {
+        const blocker = await execgate.tasks.submit(js(busy(3000), { id: 'blocker-1' }))
+        const deadline = new Date(Date.now() + 300)
+        const late = await execgate.tasks.submit(js('1', { dependencies: [blocker.id], deadline: deadline.toISOString() }))
+        const done = await execgate.tasks.wait(late.id)
+        expect(done.state).toBe('TERMINATED')
+        expect(done.reason).toMatch(/^deadline/)
+        const ended = (await execgate.tasks.scheduler.store.events(late.id)).at(-1)!
+        // An order, not a clock: the deadline ended it while its dependency (ten times the deadline) still ran.
+        const blockerDone = await execgate.tasks.wait(blocker.id)
+        expect(blockerDone.state).toBe('COMPLETED')
+        const blockerEnded = (await execgate.tasks.scheduler.store.events(blocker.id)).at(-1)!
+        expect(Date.parse(ended.at)).toBeGreaterThanOrEqual(deadline.getTime())
+        expect(Date.parse(ended.at)).toBeLessThan(Date.parse(blockerEnded.at))
+      },
+    )
 
     test('higher priority starts first when slots are busy', async () => {
       const blockers = await Promise.all([0, 1].map(() => execgate.tasks.submit(js(busy(1000)))))

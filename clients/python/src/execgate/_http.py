@@ -99,7 +99,9 @@ class Response:
         try:
             return jsonlib.loads(data)
         except ValueError as error:
-            raise ExecgateError("EXECGATE_RESPONSE_INVALID", f"the server answered HTTP {self.status} with a body that is not JSON: {data[:120]!r}", self.status) from error
+            raise ExecgateError(
+                "EXECGATE_RESPONSE_INVALID",
+                f"the server answered HTTP {self.status} with a body that is not JSON: {data[:120]!r}", self.status) from error
 
     def events(self) -> Iterator[Tuple[str, str, Optional[str]]]:
         """The body's Server-Sent Events as (event, data, id); closing the generator closes the connection."""
@@ -139,7 +141,9 @@ class Response:
 
 
 class Transport:
-    def __init__(self, url: str, api_key: Optional[str] = None, retry: Optional[RetryPolicy] = None, timeout: float = 300.0, headers: Optional[Dict[str, str]] = None):
+    def __init__(
+            self, url: str, api_key: Optional[str] = None, retry: Optional[RetryPolicy] = None, timeout: float = 300.0,
+            headers: Optional[Dict[str, str]] = None):
         if not url:
             raise ValueError("[execgate] [client] url is required, e.g. http://127.0.0.1:8080")
         parts = urlsplit(url.rstrip("/"))
@@ -164,7 +168,8 @@ class Transport:
             return http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=ssl.create_default_context())
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
 
-    def request(self, method: str, path: str, *, query: Optional[Dict[str, Any]] = None, json: Any = None, body: Optional[Union[bytes, BinaryIO]] = None,
+    def request(self, method: str, path: str, *, query: Optional[Dict[str, Any]] = None, json: Any = None,
+                body: Optional[Union[bytes, BinaryIO]] = None,
                 headers: Optional[Dict[str, str]] = None, accept: str = "application/json", cancel: Optional[Cancel] = None,
                 retry: Optional[RetryPolicy] = None) -> Response:
         retry = retry or self.retry
@@ -200,8 +205,10 @@ class Transport:
                 if cancel is not None:
                     cancel._attach(None)
                     if cancel.cancelled:
-                        raise ExecgateError("EXECGATE_REQUEST_CANCELLED", f"the request was cancelled: {cancel.reason}", attempts=attempt) from error
-                raise ExecgateError("EXECGATE_SERVER_UNREACHABLE", f"cannot reach the execgate server at {self.base}: {error}", attempts=attempt) from error
+                        raise ExecgateError(
+                            "EXECGATE_REQUEST_CANCELLED", f"the request was cancelled: {cancel.reason}", attempts=attempt) from error
+                raise ExecgateError(
+                    "EXECGATE_SERVER_UNREACHABLE", f"cannot reach the execgate server at {self.base}: {error}", attempts=attempt) from error
             if 200 <= response.status < 300:
                 return Response(connection, response, cancel)
             retry_after = parse_retry_after(response.getheader("retry-after"))
@@ -232,4 +239,7 @@ class Transport:
         problem = body.get("error") if isinstance(body, dict) else None
         if isinstance(problem, dict) and isinstance(problem.get("code"), str) and isinstance(problem.get("message"), str):
             return ExecgateError(problem["code"], problem["message"], response.status, retry_after, attempts)
-        return ExecgateError("EXECGATE_RESPONSE_INVALID", f"the server answered HTTP {response.status} with a body that is not execgate JSON: {text[:120] or '(empty)'}", response.status, retry_after, attempts)
+        return ExecgateError(
+            "EXECGATE_RESPONSE_INVALID",
+            f"the server answered HTTP {response.status} with a body that is not execgate JSON: {text[:120] or '(empty)'}",
+            response.status, retry_after, attempts)

@@ -202,7 +202,9 @@ class _AsyncProxy:
 class AsyncExecgateClient:
     """execgate over HTTP for asyncio code: `await client.execute(...)`, `async for event in client.stream(...)`."""
 
-    def __init__(self, url: str, api_key: Optional[str] = None, retry: Optional[RetryPolicy] = None, timeout: float = 300.0, headers: Optional[Dict[str, str]] = None):
+    def __init__(
+            self, url: str, api_key: Optional[str] = None, retry: Optional[RetryPolicy] = None, timeout: float = 300.0,
+            headers: Optional[Dict[str, str]] = None):
         self.sync = ExecgateClient(url, api_key, retry, timeout, headers)
         self.tasks = AsyncTasks(self.sync.tasks)
         self.plans = AsyncPlans(self.sync.plans)
@@ -211,10 +213,14 @@ class AsyncExecgateClient:
         self.files: Files = _AsyncProxy(self.sync.files)  # type: ignore[assignment]
         self.uploads: Uploads = _AsyncProxy(self.sync.uploads)  # type: ignore[assignment]
 
-    async def execute(self, request: Dict[str, Any], on_output: Any = None, profile: Optional[str] = None, cancel: Optional[Cancel] = None, retry: Optional[RetryPolicy] = None) -> ExecutionResult:
+    async def execute(
+            self, request: Dict[str, Any], on_output: Any = None, profile: Optional[str] = None, cancel: Optional[Cancel] = None,
+            retry: Optional[RetryPolicy] = None) -> ExecutionResult:
         return await _run(self.sync.execute, request, on_output, profile, cancel=cancel, retry=retry)
 
-    def stream(self, request: Dict[str, Any], profile: Optional[str] = None, cancel: Optional[Cancel] = None, retry: Optional[RetryPolicy] = None) -> AsyncIterator[ExecutionEvent]:
+    def stream(
+            self, request: Dict[str, Any], profile: Optional[str] = None, cancel: Optional[Cancel] = None,
+            retry: Optional[RetryPolicy] = None) -> AsyncIterator[ExecutionEvent]:
         return _iterate(lambda token: self.sync.stream(request, profile=profile, cancel=token, retry=retry), cancel)
 
     async def validate(self, code: str, language: str, adapter: Optional[str] = None) -> Dict[str, Any]:

@@ -8,7 +8,10 @@ from typing import Any, Dict, Iterator, List, Optional, Union
 from ._http import Cancel, Response, RetryPolicy, Transport
 from ._routes import ROUTES
 from .errors import ExecgateError
-from .types import ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, RichOutputEvent, SandboxInfo, SandboxSnapshot, SavedArtifact, Task, TaskStreamEvent, TransitionEvent, UploadedFile
+from .types import (
+    ExecutionEvent, ExecutionResult, OutputEvent, Plan, PlanEvent, ResultEvent, RichOutputEvent, SandboxInfo, SandboxSnapshot,
+    SavedArtifact, Task, TaskStreamEvent, TransitionEvent, UploadedFile,
+)
 
 FINAL_TASK_STATES = ("COMPLETED", "FAILED", "TERMINATED", "SUSPENDED")
 
@@ -71,7 +74,8 @@ class Tasks(_Api):
     """Durable tasks (docs/tasks.md)."""
 
     def submit(self, spec: Dict[str, Any], idempotency_key: Optional[str] = None, cancel: Optional[Cancel] = None) -> Task:
-        return self._json("submit_task", json=spec, headers={"idempotency-key": idempotency_key} if idempotency_key else None, cancel=cancel)
+        return self._json(
+            "submit_task", json=spec, headers={"idempotency-key": idempotency_key} if idempotency_key else None, cancel=cancel)
 
     def get(self, task_id: str) -> Optional[Task]:
         try:
@@ -81,7 +85,9 @@ class Tasks(_Api):
                 return None
             raise
 
-    def list(self, state: Optional[str] = None, intent_id: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None, order: Optional[str] = None) -> Dict[str, Any]:
+    def list(
+            self, state: Optional[str] = None, intent_id: Optional[str] = None, limit: Optional[int] = None,
+            cursor: Optional[str] = None, order: Optional[str] = None) -> Dict[str, Any]:
         return self._json("list_tasks", query={"state": state, "intentId": intent_id, "limit": limit, "cursor": cursor, "order": order})
 
     def cancel(self, task_id: str) -> Task:
@@ -96,7 +102,8 @@ class Tasks(_Api):
     def events(self, task_id: str, after_seq: Optional[int] = None, cancel: Optional[Cancel] = None) -> Iterator[TaskStreamEvent]:
         """The task's action log, then its transitions and output live, until it ends."""
         headers = {"last-event-id": str(after_seq)} if after_seq else None
-        for event, data, _id in self._call("task_events", params={"id": task_id}, accept="text/event-stream", headers=headers, cancel=cancel).events():
+        for event, data, _id in self._call(
+            "task_events", params={"id": task_id}, accept="text/event-stream", headers=headers, cancel=cancel).events():
             parsed = jsonlib.loads(data)
             if event == "transition":
                 yield TransitionEvent(parsed)
@@ -130,7 +137,9 @@ class Plans(_Api):
                 return None
             raise
 
-    def list(self, state: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None, order: Optional[str] = None) -> Dict[str, Any]:
+    def list(
+            self, state: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None,
+            order: Optional[str] = None) -> Dict[str, Any]:
         return self._json("list_plans", query={"state": state, "limit": limit, "cursor": cursor, "order": order})
 
     def cancel(self, plan_id: str) -> Plan:
@@ -145,7 +154,8 @@ class Plans(_Api):
 
     def events(self, plan_id: str, after_seq: Optional[int] = None, cancel: Optional[Cancel] = None) -> Iterator[PlanEvent]:
         headers = {"last-event-id": str(after_seq)} if after_seq else None
-        for _event, data, _id in self._call("plan_events", params={"id": plan_id}, accept="text/event-stream", headers=headers, cancel=cancel).events():
+        for _event, data, _id in self._call(
+            "plan_events", params={"id": plan_id}, accept="text/event-stream", headers=headers, cancel=cancel).events():
             yield jsonlib.loads(data)
 
     def wait(self, plan_id: str, cancel: Optional[Cancel] = None) -> Plan:
@@ -171,13 +181,17 @@ class Sandbox(_Api):
         try:
             if on_output is None:
                 return ExecutionResult.from_json(self._json("exec_sandbox", params={"id": self.id}, json=body, cancel=cancel))
-            return _follow(_execution_events(self._call("exec_sandbox", params={"id": self.id}, json=body, accept="text/event-stream", cancel=cancel)), on_output)
+            return _follow(
+                _execution_events(self._call("exec_sandbox", params={"id": self.id}, json=body, accept="text/event-stream", cancel=cancel)),
+                on_output)
         except ExecgateError as error:
             return result_from_error(error, body.get("traceId"), self.info.get("adapter", "remote"))
 
     def write_file(self, path: str, content: Union[str, bytes, None] = None, sha256: Optional[str] = None) -> None:
         data = content.encode() if isinstance(content, str) else content
-        self._call("write_sandbox_file", params={"id": self.id, "path": path}, body=data if sha256 is None else None, query={"sha256": sha256}).content()
+        self._call(
+            "write_sandbox_file", params={"id": self.id, "path": path}, body=data if sha256 is None else None,
+            query={"sha256": sha256}).content()
 
     def read_file(self, path: str) -> bytes:
         return self._call("read_sandbox_file", params={"id": self.id, "path": path}, accept="*/*").content()
@@ -349,7 +363,9 @@ class ExecgateClient(_Api):
     `unavailable` with retry_after_ms, `invalid_request`, `cancelled`…) whose `error.code` is the registry's. The other
     calls raise ExecgateError with that code. A 429 or 503 is retried after its Retry-After within the retry budget."""
 
-    def __init__(self, url: str, api_key: Optional[str] = None, retry: Optional[RetryPolicy] = None, timeout: float = 300.0, headers: Optional[Dict[str, str]] = None):
+    def __init__(
+            self, url: str, api_key: Optional[str] = None, retry: Optional[RetryPolicy] = None, timeout: float = 300.0,
+            headers: Optional[Dict[str, str]] = None):
         super().__init__(Transport(url, api_key, retry, timeout, headers))
         self.tasks = Tasks(self._http)
         self.plans = Plans(self._http)
@@ -358,7 +374,9 @@ class ExecgateClient(_Api):
         self.files = Files(self._http)
         self.uploads = Uploads(self._http)
 
-    def execute(self, request: Dict[str, Any], on_output: Any = None, profile: Optional[str] = None, cancel: Optional[Cancel] = None, retry: Optional[RetryPolicy] = None) -> ExecutionResult:
+    def execute(
+            self, request: Dict[str, Any], on_output: Any = None, profile: Optional[str] = None, cancel: Optional[Cancel] = None,
+            retry: Optional[RetryPolicy] = None) -> ExecutionResult:
         headers = {"x-execgate-profile": profile} if profile else None
         try:
             if on_output is None:
@@ -367,11 +385,14 @@ class ExecgateClient(_Api):
         except ExecgateError as error:
             return result_from_error(error, request.get("traceId"), request.get("adapter") or "remote")
 
-    def stream(self, request: Dict[str, Any], profile: Optional[str] = None, cancel: Optional[Cancel] = None, retry: Optional[RetryPolicy] = None, _raise: bool = False) -> Iterator[ExecutionEvent]:
+    def stream(
+            self, request: Dict[str, Any], profile: Optional[str] = None, cancel: Optional[Cancel] = None,
+            retry: Optional[RetryPolicy] = None, _raise: bool = False) -> Iterator[ExecutionEvent]:
         """Output as the run produces it, then a ResultEvent (a failed request too, as a result) last."""
         headers = {"x-execgate-profile": profile} if profile else None
         try:
-            yield from _execution_events(self._call("execute", json=request, headers=headers, accept="text/event-stream", cancel=cancel, retry=retry))
+            yield from _execution_events(self._call(
+                "execute", json=request, headers=headers, accept="text/event-stream", cancel=cancel, retry=retry))
         except ExecgateError as error:
             if _raise:
                 raise

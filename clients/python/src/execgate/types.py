@@ -55,7 +55,9 @@ class ExecutionResult:
             stderr=data.get("stderr", ""),
             truncated=data.get("truncated", False),
             value=data.get("value"),
-            error=ExecutionError(type=error.get("type", ""), message=error.get("message", ""), code=error.get("code"), line=error.get("line")) if error else None,
+            error=ExecutionError(
+                type=error.get("type", ""), message=error.get("message", ""), code=error.get("code"), line=error.get("line"),
+            ) if error else None,
             message=data.get("message"),
             run_id=data.get("runId"),
             retry_after_ms=data.get("retryAfterMs"),

@@ -69,7 +69,10 @@ export function loadSigningKey(configured: string, dataDir: string): SigningKey 
     throw new ExecgateError(
       'EXECGATE_CONFIG_INVALID',
       {
-        detail: `fabric.ledger.signing.key: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); name an Ed25519 PEM private key, or leave it empty to generate one in fabric.dataDir`,
+        detail:
+          `fabric.ledger.signing.key: cannot read ${file} ` +
+          `(${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); name an Ed25519 ` +
+          `PEM private key, or leave it empty to generate one in fabric.dataDir`,
       },
       { cause: error },
     )

@@ -64,7 +64,10 @@ export function checkPlanSteps(
   for (const step of steps) {
     if (step.statement.predicateType !== RUN_PREDICATE_TYPE) return `${step.file} is not a run receipt`
     if (!covered.has(step.payloadSha256))
-      return `${step.file} (run ${(step.statement.predicate as RunPredicate).runId}) is not one of the plan's step receipts: its payload digest ${step.payloadSha256} is not a subject`
+      return (
+        `${step.file} (run ${(step.statement.predicate as RunPredicate).runId}) is not one of the ` +
+        `plan's step receipts: its payload digest ${step.payloadSha256} is not a subject`
+      )
   }
   return undefined
 }
