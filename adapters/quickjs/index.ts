@@ -155,13 +155,8 @@ export class QuickJsAdapter implements CodeExecutionAdapter {
       output,
       { label: NAME, killGraceMs: this.killGraceMs, outputs },
     )
-    const result = resultFromJob(NAME, outcome, output, started)
     // display() items, sent while the code ran; items the worker left out for the limits make an ok run output_limit.
-    outputs.omitByRunner(outcome.outputsOmitted)
-    const rich = outputs.fields(result.status, NAME)
-    result.status = rich.status
-    if (rich.outputs) result.outputs = rich.outputs
-    if (rich.message) result.message ??= rich.message
+    const result = outputs.applyTo(resultFromJob(NAME, outcome, output, started), NAME, outcome.outputsOmitted)
     if (request.sessionId && session) {
       const captured = outcome.session
       const next =

@@ -1,4 +1,4 @@
-import type { ExecutionStatus, Output, SecurityPolicy } from './types'
+import type { ExecutionResult, ExecutionStatus, Output, SecurityPolicy } from './types'
 
 /**
  * Rich outputs as the host accepts them. A runner inside a sandbox reports them, so nothing it says is trusted:
@@ -105,6 +105,19 @@ export class OutputCollector {
       )
     if (this.malformed) reasons.push(`${this.malformed} malformed output${this.malformed === 1 ? '' : 's'} dropped`)
     return { outputs: [...this.kept], overLimit: this.omitted, ...(reasons.length ? { reason: reasons.join('; ') } : {}) }
+  }
+
+  /**
+   * Folds the outputs into a finished result: the runner's own omissions counted, the items set, and an `ok` run that
+   * lost items to the limits made `output_limit` with a message saying so (a message the result has is kept).
+   */
+  applyTo(result: ExecutionResult, adapter: string, omittedByRunner: number | undefined): ExecutionResult {
+    this.omitByRunner(omittedByRunner)
+    const rich = this.fields(result.status, adapter)
+    result.status = rich.status
+    if (rich.outputs) result.outputs = rich.outputs
+    if (rich.message) result.message ??= rich.message
+    return result
   }
 
   /** The collected outputs as result fields (see outputResultFields). */
