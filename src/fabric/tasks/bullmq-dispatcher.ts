@@ -10,8 +10,12 @@ import type { Task } from './task-types'
 export interface TaskDispatcher {
   /** Announces a task that is due now, or at `task.notBefore`. Extra announcements are harmless (claims are CAS). */
   dispatch(task: Task): Promise<void>
-  /** Starts taking announced tasks, `concurrency` at a time; `run` resolves when the task's run has settled. */
-  consume(run: (taskId: string) => Promise<void>, concurrency: number): Promise<void>
+  /**
+   * Starts taking announced tasks, `concurrency` at a time; `run` resolves when the task's run has settled. It is
+   * given the task's attempt count when it was announced (undefined for an announcement made without one), so that a
+   * stale announcement handed back late is not taken for the run a later one started.
+   */
+  consume(run: (taskId: string, announcedAttempts?: number) => Promise<void>, concurrency: number): Promise<void>
   /** Stops taking announced tasks (runs in flight go on); used before a shutdown stops them. */
   pause(): Promise<void>
   close(): Promise<void>
@@ -68,7 +72,7 @@ export class BullmqDispatcher implements TaskDispatcher {
     const delay = Math.max(0, task.notBefore - Date.now())
     await queue.add(
       'task',
-      { taskId: task.id },
+      { taskId: task.id, attempts: task.attempts },
       {
         priority: bullmqPriority(task.priority),
         ...(delay > 0 ? { delay } : {}),
@@ -79,9 +83,10 @@ export class BullmqDispatcher implements TaskDispatcher {
     )
   }
 
-  async consume(run: (taskId: string) => Promise<void>, concurrency: number): Promise<void> {
+  async consume(run: (taskId: string, announcedAttempts?: number) => Promise<void>, concurrency: number): Promise<void> {
     const { Worker } = await importOptional('redis', () => import('bullmq'))
-    this.worker = new Worker(this.name, async (job) => run((job.data as { taskId: string }).taskId), {
+    const announced = (job: { data: unknown }) => job.data as { taskId: string; attempts?: number }
+    this.worker = new Worker(this.name, async (job) => run(announced(job).taskId, announced(job).attempts), {
       connection: this.connection(),
       concurrency,
       lockDuration: this.leaseMs,

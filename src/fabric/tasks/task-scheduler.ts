@@ -63,7 +63,8 @@ export class TaskScheduler {
     await this.recover()
     this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 200)
     this.timer.unref()
-    if (this.options.dispatcher) await this.options.dispatcher.consume((id) => this.runDispatched(id), this.concurrency)
+    if (this.options.dispatcher)
+      await this.options.dispatcher.consume((id, announced) => this.runDispatched(id, announced), this.concurrency)
     this.wake()
   }
 
@@ -192,14 +193,21 @@ export class TaskScheduler {
   /**
    * Runs a task the dispatcher handed this process, until it settles. A run still marked as another process's was
    * lost (the dispatcher only hands it back when that process stopped renewing its lease): the retry policy decides.
+   * An announcement made for an earlier attempt is stale and does nothing: a process killed mid-run leaves its
+   * announcement held until its lease lapses, and by then a restart's recovery may have retried the task under a new
+   * announcement; the old one, handed back, must not take the new run for the lost one (or claim the retry early).
    */
-  private async runDispatched(id: string): Promise<void> {
+  private async runDispatched(id: string, announced?: number): Promise<void> {
     let task = await this.store.get(id)
     if (task && (task.state === 'SPAWNING' || task.state === 'RUNNING') && task.owner !== this.owner && !this.running.has(id)) {
+      // The run this announcement started is attempt announced + 1; any later one was started by a later announcement.
+      if (announced !== undefined && task.attempts !== announced + 1) return
       await this.settle(task, undefined, outcomeOfLostRun(task, 'lease lapsed'))
       task = await this.store.get(id)
+      if (announced !== undefined) return
     }
     if (!task || task.state !== 'PENDING' || !task.ready) return
+    if (announced !== undefined && task.attempts !== announced) return
     // Handed over while this process stops, or early: announced again so another process (or a later time) runs it.
     if (this.stopped || task.notBefore > Date.now()) return this.options.dispatcher?.dispatch(task)
     await (

@@ -157,7 +157,14 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
     await startWorker()
     for (const [index, task] of accepted.entries()) {
       const done = await until(task.id, (current) => ['COMPLETED', 'FAILED', 'TERMINATED'].includes(current.state), 60_000)
-      expect({ index, state: done.state, value: done.result?.value }).toEqual({ index, state: 'COMPLETED', value: 200 + index })
+      // The reason and the log are in the comparison so that a task that did not complete says why.
+      const why = done.state === 'COMPLETED' ? undefined : { reason: done.reason, log: await events(task.id) }
+      expect({ index, state: done.state, value: done.result?.value, why }).toEqual({
+        index,
+        state: 'COMPLETED',
+        value: 200 + index,
+        why: undefined,
+      })
       expect({ index, completions: (await events(task.id)).filter((event) => event.to === 'COMPLETED').length }).toEqual({
         index,
         completions: 1,
