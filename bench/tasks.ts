@@ -6,9 +6,9 @@ import type { Execgate } from '../src'
 import type { TaskSpec } from '../src/fabric/tasks'
 import { tagged, workingSubject, type Subject } from './against'
 import { measure, measureInterleaved, percentile, type BenchSection, type Measurement } from './harness'
+import { redisServerInstalled, startRedisServer } from './redis-server'
 
 export const compares = true
-import { redisServerInstalled, startRedisServer } from './redis-server'
 
 /**
  * Durable tasks on both stores, trivial quickjs tasks: the embedded SQLite store (a file in a temp dir, WAL), and the

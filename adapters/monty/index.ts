@@ -150,8 +150,7 @@ export class MontyAdapter implements CodeExecutionAdapter {
       { label: NAME, killGraceMs: this.killGraceMs, outputs },
     )
     // display() items, sent while the code ran; items the worker left out for the limits make an ok run output_limit.
-    const result = outputs.applyTo(resultFromJob(NAME, outcome, output, started), NAME, outcome.outputsOmitted)
-    return result
+    return outputs.applyTo(resultFromJob(NAME, outcome, output, started), NAME, outcome.outputsOmitted)
   }
 
   /**

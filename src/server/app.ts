@@ -26,6 +26,7 @@ import { ServerMetrics } from './metrics'
 import { openApiDocument } from './openapi'
 import { ANONYMOUS, RateLimiter, tenantsByKey, type Tenant } from './tenants'
 import { outputEvents } from './output-events'
+import { retryAfterSeconds } from './retry-after'
 
 export interface ServerOptions {
   execgate: Execgate
@@ -223,7 +224,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       const result = await execgate.execute(executionRequest, { signal: controller.signal, profile, tenant })
       const refusedWith = result.error?.code ? ADMISSION_REFUSAL_STATUS[result.error.code as ErrorCode] : undefined
       if (refusedWith && result.status === 'unavailable') {
-        reply.header('Retry-After', String(Math.max(1, Math.ceil((result.retryAfterMs ?? 1000) / 1000))))
+        reply.header('Retry-After', retryAfterSeconds(result.retryAfterMs))
         return reply.code(refusedWith).send({
           error: { code: result.error!.code, message: result.message },
           traceId: result.traceId,
@@ -232,7 +233,7 @@ export function buildServer(options: ServerOptions): { app: FastifyInstance; met
       }
       // A run that never started for a passing reason (pyodide still warming: EXECGATE_INTERPRETER_WAIT) stays a 200
       // result; its retryAfterMs becomes the same header, so plain HTTP clients know when to try again.
-      if (result.retryAfterMs !== undefined) reply.header('Retry-After', String(Math.max(1, Math.ceil(result.retryAfterMs / 1000))))
+      if (result.retryAfterMs !== undefined) reply.header('Retry-After', retryAfterSeconds(result.retryAfterMs))
       return result
     }
     reply.hijack()

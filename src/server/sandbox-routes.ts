@@ -6,6 +6,7 @@ import type { Execgate } from '../index'
 import { registerSandboxForwarding } from './sandbox-forwarding'
 import { sandboxBodyProblem } from './sandbox-schemas'
 import { outputEvents } from './output-events'
+import { retryAfterSeconds } from './retry-after'
 
 /**
  * Persistent sandboxes over HTTP (docs/sandboxes.md). Every route is the calling tenant's: another tenant's sandbox
@@ -79,7 +80,7 @@ export function registerSandboxRoutes(app: FastifyInstance, execgate: Execgate):
       if (result.status === 'invalid_request' && code === 'EXECGATE_SANDBOX_STOPPED') throw notFound(request)
       const retryWith = code ? RETRY_STATUS[code] : undefined
       if (retryWith && result.status === 'unavailable') {
-        reply.header('Retry-After', String(Math.max(1, Math.ceil((result.retryAfterMs ?? 1000) / 1000))))
+        reply.header('Retry-After', retryAfterSeconds(result.retryAfterMs))
         return reply
           .code(retryWith)
           .send({ error: { code, message: result.message }, traceId: result.traceId, retryAfterMs: result.retryAfterMs })

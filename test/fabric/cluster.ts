@@ -36,6 +36,27 @@ function start(args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<N
   })
 }
 
+/**
+ * The environment every node of a test's cluster shares: quiet, no readiness monitor, quickjs only, the Redis store at
+ * `redisUrl` under `prefix`, files in `dataDir`; `extra` adds or overrides (lease, ledger, reflector, keys).
+ */
+export function redisClusterEnv(
+  cluster: { redisUrl: string; prefix: string; dataDir: string },
+  extra: Record<string, string> = {},
+): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    EXECGATE_LOG_LEVEL: 'silent',
+    EXECGATE_READINESS_ENABLED: 'false',
+    EXECGATE_EXECUTION_ENABLED: 'quickjs',
+    EXECGATE_FABRIC_STORE: 'redis',
+    EXECGATE_FABRIC_REDIS_URL: cluster.redisUrl,
+    EXECGATE_FABRIC_REDIS_PREFIX: cluster.prefix,
+    EXECGATE_FABRIC_DATA_DIR: cluster.dataDir,
+    ...extra,
+  }
+}
+
 export const startServe = (env: NodeJS.ProcessEnv) => start(['serve', '--port', '0'], env, /serving on (http:\/\/\S+)/)
 export const startWorker = (env: NodeJS.ProcessEnv) => start(['worker'], env, /worker \d+ running tasks/)
 

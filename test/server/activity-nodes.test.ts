@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
-import { kill, startServe, until, type Node } from '../fabric/cluster'
+import { kill, redisClusterEnv, startServe, until, type Node } from '../fabric/cluster'
 
 /**
  * The activity of every node (docs/console.md#activity): two `execgate serve` nodes on one redis-server, runs sent to
@@ -22,18 +22,10 @@ const nodes: Node[] = []
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-activity-nodes-'))
   redis = await startRedisServer()
-  const env = {
-    ...process.env,
-    EXECGATE_LOG_LEVEL: 'silent',
-    EXECGATE_READINESS_ENABLED: 'false',
-    EXECGATE_EXECUTION_ENABLED: 'quickjs',
-    EXECGATE_API_KEYS: `acme=${ACME},globex=${GLOBEX}`,
-    EXECGATE_FABRIC_STORE: 'redis',
-    EXECGATE_FABRIC_REDIS_URL: redis.url,
-    EXECGATE_FABRIC_REDIS_PREFIX: 'activity-nodes',
-    EXECGATE_FABRIC_DATA_DIR: dataDir,
-    EXECGATE_FABRIC_LEDGER_ENABLED: 'false',
-  }
+  const env = redisClusterEnv(
+    { redisUrl: redis.url, prefix: 'activity-nodes', dataDir },
+    { EXECGATE_API_KEYS: `acme=${ACME},globex=${GLOBEX}`, EXECGATE_FABRIC_LEDGER_ENABLED: 'false' },
+  )
   nodes.push(...(await Promise.all([startServe(env), startServe(env)])))
 }, 120_000)
 

@@ -7,7 +7,7 @@ import { js, value } from './plan-steps'
 import type { TaskEvent } from '../../../src/fabric/tasks'
 import { ownerProcess } from '../../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
-import { call, kill, readEvents, startServe, startWorker, until, type Node } from '../cluster'
+import { call, kill, readEvents, redisClusterEnv, startServe, startWorker, until, type Node } from '../cluster'
 
 /**
  * The plan driver's death (docs/plans.md#many-nodes): two `execgate serve` nodes and one `execgate worker` on one
@@ -31,19 +31,14 @@ beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-driver-death-'))
   redis = await startRedisServer()
   peek = new Redis(redis.url)
-  const env = {
-    ...process.env,
-    EXECGATE_LOG_LEVEL: 'silent',
-    EXECGATE_READINESS_ENABLED: 'false',
-    EXECGATE_EXECUTION_ENABLED: 'quickjs',
-    EXECGATE_FABRIC_STORE: 'redis',
-    EXECGATE_FABRIC_REDIS_URL: redis.url,
-    EXECGATE_FABRIC_REDIS_PREFIX: PREFIX,
-    EXECGATE_FABRIC_LEASE_MS: String(LEASE_MS),
-    EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false',
-    EXECGATE_FABRIC_DATA_DIR: dataDir,
-    EXECGATE_FABRIC_LEDGER_ENABLED: 'false',
-  }
+  const env = redisClusterEnv(
+    { redisUrl: redis.url, prefix: PREFIX, dataDir },
+    {
+      EXECGATE_FABRIC_LEASE_MS: String(LEASE_MS),
+      EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false',
+      EXECGATE_FABRIC_LEDGER_ENABLED: 'false',
+    },
+  )
   nodes.push(...(await Promise.all([startServe(env), startServe(env), startWorker(env)])))
 }, 120_000)
 

@@ -8,7 +8,7 @@ import type { TaskEvent } from '../../../src/fabric/tasks'
 import { ownerProcess } from '../../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 import { FakeConverse } from '../../fakes/converse-server'
-import { call, kill, readEvents, startServe, startWorker, until, type Node } from '../cluster'
+import { call, kill, readEvents, redisClusterEnv, startServe, startWorker, until, type Node } from '../cluster'
 
 /**
  * A node's death while it revises a plan (docs/plans.md#many-nodes): two `execgate serve` nodes and one `execgate
@@ -41,24 +41,19 @@ beforeAll(async () => {
   redis = await startRedisServer()
   peek = new Redis(redis.url)
   const reflector = await converse.listen()
-  const env = {
-    ...process.env,
-    // The Bedrock client signs its requests to the local Converse server with some credentials.
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_REGION: 'us-east-1',
-    EXECGATE_LOG_LEVEL: 'silent',
-    EXECGATE_READINESS_ENABLED: 'false',
-    EXECGATE_EXECUTION_ENABLED: 'quickjs',
-    EXECGATE_FABRIC_STORE: 'redis',
-    EXECGATE_FABRIC_REDIS_URL: redis.url,
-    EXECGATE_FABRIC_REDIS_PREFIX: PREFIX,
-    EXECGATE_FABRIC_LEASE_MS: String(LEASE_MS),
-    EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false',
-    EXECGATE_FABRIC_DATA_DIR: dataDir,
-    EXECGATE_FABRIC_PLANS_REFLECTOR_MODEL_ID: MODEL,
-    EXECGATE_FABRIC_PLANS_REFLECTOR_ENDPOINT: reflector,
-  }
+  const env = redisClusterEnv(
+    { redisUrl: redis.url, prefix: PREFIX, dataDir },
+    {
+      // The Bedrock client signs its requests to the local Converse server with some credentials.
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_REGION: 'us-east-1',
+      EXECGATE_FABRIC_LEASE_MS: String(LEASE_MS),
+      EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false',
+      EXECGATE_FABRIC_PLANS_REFLECTOR_MODEL_ID: MODEL,
+      EXECGATE_FABRIC_PLANS_REFLECTOR_ENDPOINT: reflector,
+    },
+  )
   nodes.push(...(await Promise.all([startServe(env), startServe(env), startWorker(env)])))
 }, 120_000)
 

@@ -4,7 +4,7 @@ import path from 'node:path'
 import type { PlanView } from '../../../src/fabric/plans'
 import type { Task } from '../../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
-import { call, kill, startServe, startWorker, until, type Node } from '../cluster'
+import { call, kill, redisClusterEnv, startServe, startWorker, until, type Node } from '../cluster'
 
 /**
  * Rich outputs (`event: output`) to readers on any node (docs/tasks.md#events): two `execgate serve` nodes that run
@@ -25,18 +25,10 @@ const nodes: Node[] = []
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-outputs-multi-node-'))
   redis = await startRedisServer()
-  const env = {
-    ...process.env,
-    EXECGATE_LOG_LEVEL: 'silent',
-    EXECGATE_READINESS_ENABLED: 'false',
-    EXECGATE_EXECUTION_ENABLED: 'quickjs',
-    EXECGATE_FABRIC_STORE: 'redis',
-    EXECGATE_FABRIC_REDIS_URL: redis.url,
-    EXECGATE_FABRIC_REDIS_PREFIX: PREFIX,
-    EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false',
-    EXECGATE_FABRIC_DATA_DIR: dataDir,
-    EXECGATE_FABRIC_LEDGER_ENABLED: 'false',
-  }
+  const env = redisClusterEnv(
+    { redisUrl: redis.url, prefix: PREFIX, dataDir },
+    { EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false', EXECGATE_FABRIC_LEDGER_ENABLED: 'false' },
+  )
   nodes.push(...(await Promise.all([startServe(env), startServe(env), startWorker(env)])))
 }, 120_000)
 
