@@ -5,7 +5,7 @@ import type { Config } from '../config/load'
 import type { ExecutionService } from '../execution/types'
 import type { UploadStore } from '../fabric/files'
 import { s3SettingsFrom, type LedgerService } from '../fabric/ledger'
-import { createPlanService, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
+import { createPlanService, decidesPlan, planServiceOptionsFrom, type PlanService, type PlanStore } from '../fabric/plans'
 import { SandboxManager } from '../fabric/sandboxes'
 import { SessionDirectory } from '../fabric/sessions'
 import { nextOwnerId } from '../fabric/owner-id'
@@ -92,8 +92,9 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
 
 /**
  * On a store several machines share, every transition of a plan's step, in whichever process it happens (a worker's
- * run, a cancel), is announced on the plans' channel: the node driving plans advances the plan at once and every
- * node's event streams wake (docs/plans.md#many-nodes). Answers what closes the plan store if only this opened it.
+ * run, a cancel), is announced on the plans' channel: the node driving plans advances the plan at once when the step
+ * ended (`step`), and every node's event streams wake (docs/plans.md#many-nodes). Answers what closes the plan store
+ * if only this opened it.
  */
 export function announcePlanSteps(parts: FabricParts, tasks: TaskService): () => PlanStore | undefined {
   if (parts.config.fabric.store !== 'redis') return () => undefined
@@ -102,7 +103,7 @@ export function announcePlanSteps(parts: FabricParts, tasks: TaskService): () =>
     const planId = task.provenance?.planId
     if (!planId) return
     ;(store ??= parts.planStore())
-      .announceStep?.(planId)
+      .announceStep?.(planId, decidesPlan(task.state) ? 'step' : 'moved')
       .catch((error: unknown) => parts.logger.warn({ planId, err: describeError(error) }, 'a plan step transition was not announced'))
   })
   return () => store

@@ -5,7 +5,16 @@ import { requestRefusal, type Task, type TaskState } from '../tasks'
 import { findPlanProblem } from './plan-schema'
 import { ENGINE_REASON_PREFIX, failureOf, recordsFor, requestFor, stepWorkspacePrefix, taskSpecFor } from './plan-steps'
 import { currentVersion, decideRevision, revisionContext, stepCheckProblem } from './plan-revision'
-import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent, type PlanSpec, type PlanState, type PlanVersion } from './plan-types'
+import {
+  decidesPlan,
+  isPlanFinal,
+  type NewPlanEvent,
+  type Plan,
+  type PlanEvent,
+  type PlanSpec,
+  type PlanState,
+  type PlanVersion,
+} from './plan-types'
 import { StepLogMirror } from './step-log-mirror'
 import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
 import { planVersionRecord } from './plan-versions'
@@ -16,8 +25,6 @@ import { nextOwnerId } from '../owner-id'
 export type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
 
 const IN_FLIGHT: readonly TaskState[] = ['SPAWNING', 'RUNNING']
-/** Task states after which the plan may have something to decide. */
-const DECISIVE: readonly TaskState[] = ['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED']
 
 /**
  * The plan engine: submits each version's steps as tasks (dependencies by task, inputs under `steps/<id>/`), follows
@@ -68,7 +75,7 @@ export class PlanEngine {
       const planId = task.provenance?.planId
       if (!planId) return
       // Not the driver: the transition is announced to it (src/app/fabric-wiring.ts), which advances the plan.
-      if (DECISIVE.includes(task.state) && this.driving) this.kick(planId)
+      if (decidesPlan(task.state) && this.driving) this.kick(planId)
       else this.emitter.emit('step', planId)
     })
     // Steps that moved in other processes (workers) are pushed: the driver advances their plans at once.
@@ -231,7 +238,7 @@ export class PlanEngine {
   kick(id: string): void {
     if (!this.driving) {
       this.options.store
-        .announceStep?.(id)
+        .announceStep?.(id, 'step')
         .catch((error: unknown) => this.options.logger?.warn({ planId: id, err: describeError(error) }, 'could not tell the plan driver'))
       return
     }

@@ -41,13 +41,17 @@ export interface PlanStore {
   /** The plan's event log in order, after `afterSeq`. */
   events(planId: string, afterSeq?: number): Promise<PlanEvent[]>
   /**
-   * Optional (a store several machines share): hears every plan write, by any process, with the plan's id, and every
-   * step that moved (`announceStep`), so a reader on one node follows a plan another node advances, and the driver
-   * advances it, without waiting for a tick.
+   * Optional (a store several machines share): hears every plan write by another process, with the plan's id, and
+   * every step that moved there (`announceStep`), so a reader on one node follows a plan another node advances, and
+   * the driver advances it, without waiting for a tick. What this process wrote or announced is not heard back: the
+   * engine here tells its own listeners at once.
    */
   watch?(listener: (planId: string, kind: PlanChangeKind) => void): () => void
-  /** Optional, beside `watch`: a step of the plan moved in this process (a worker's run, a cancel). */
-  announceStep?(planId: string): Promise<void>
+  /**
+   * Optional, beside `watch`: a step of the plan moved in this process (a worker's run, a cancel): `step` when the
+   * plan may have something to decide (decidesPlan: the driver advances it), `moved` when not (readers look).
+   */
+  announceStep?(planId: string, kind?: Exclude<PlanChangeKind, 'write'>): Promise<void>
   /**
    * Optional (a store several machines share): takes or renews the one plan-driver lease of the deployment for
    * `owner` (true while it holds it). Only the driver advances plans on what it hears and sweeps the active plans;
@@ -64,5 +68,9 @@ export interface PlanStore {
   close(): Promise<void>
 }
 
-/** What a watched change was: a plan written (its state, versions, log), or a step of it that moved. */
-export type PlanChangeKind = 'write' | 'step'
+/**
+ * What a watched change was: `write`, the plan written (its state, versions); `step`, a step ended or was suspended
+ * (the driver advances the plan); `moved`, a step moved with nothing to decide, or steps' transitions were copied
+ * into the plan's log (only live readers look).
+ */
+export type PlanChangeKind = 'write' | 'step' | 'moved'

@@ -72,6 +72,11 @@ export function isPlanFinal(state: PlanState): boolean {
   return state === 'COMPLETED' || state === 'FAILED' || state === 'TERMINATED'
 }
 
+/** A step's task states after which its plan may have something to decide (a step's end, or its suspension). */
+export function decidesPlan(state: TaskState): boolean {
+  return state === 'COMPLETED' || state === 'FAILED' || state === 'TERMINATED' || state === 'SUSPENDED'
+}
+
 /** A step as one version of the plan holds it: its definition and the task that runs it (or ran it, when reused). */
 export interface PlanStepRecord extends PlanStepSpec {
   taskId: string

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { PlanChangeKind, PlanListFilter, PlanPage, PlanStore } from './plan-store'
 import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent } from './plan-types'
@@ -15,29 +16,33 @@ import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent } from './pla
  * `engine:<owner>` (a node's lease, renewed while its engine runs). The scripts build no key names of their own.
  */
 
+/** ARGV[1] body, [2] rev, [3] state, [4] tenant, [5] id, [6] the message published, then the events. */
 const INSERT = `
 local seq = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'body', ARGV[1], 'rev', ARGV[2], 'state', ARGV[3], 'seq', seq, 'tenant', ARGV[4])
 redis.call('ZADD', KEYS[3], seq, ARGV[5])
 redis.call('ZADD', KEYS[4], seq, ARGV[5])
 local first = redis.call('LLEN', KEYS[5]) + 1
-for i = 6, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[i]) end
-redis.call('PUBLISH', KEYS[6], ARGV[5])
+for i = 7, #ARGV do redis.call('RPUSH', KEYS[5], ARGV[i]) end
+redis.call('PUBLISH', KEYS[6], ARGV[6])
 return first
 `
 
-/** Compare-and-set on rev: ARGV[1] the rev expected, [2] body, [3] new rev, [4] state, [5] '1' when it ended, [6] id. */
+/**
+ * Compare-and-set on rev: ARGV[1] the rev expected, [2] body, [3] new rev, [4] state, [5] '1' when it ended, [6] id,
+ * [7] the message published, then the events.
+ */
 const UPDATE = `
 if redis.call('HGET', KEYS[1], 'rev') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', ARGV[3], 'state', ARGV[4])
 if ARGV[5] == '1' then redis.call('ZREM', KEYS[3], ARGV[6]) end
 local first = redis.call('LLEN', KEYS[2]) + 1
-for i = 7, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-redis.call('PUBLISH', KEYS[4], ARGV[6])
+for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('PUBLISH', KEYS[4], ARGV[7])
 return first
 `
 
-/** Appends each step event not copied yet: ARGV[1] the plan id, then (task id, task seq, body) per event. */
+/** Appends each step event not copied yet: ARGV[1] the message published, then (task id, task seq, body) per event. */
 const MIRROR = `
 local seqs = {}
 for i = 2, #ARGV, 3 do
@@ -61,8 +66,11 @@ export interface RedisPlanStoreOptions {
   ownsConnection?: boolean
 }
 
-/** A `changes` message naming a plan whose step moved (a plan write's message is the bare plan id). */
-const STEP_PREFIX = 'step:'
+/**
+ * A `changes` message: `<kind>:<origin>:<plan id>`, the kind a PlanChangeKind, the origin the publishing store's own
+ * random name (a store does not hear back what it published: its engine told its listeners already).
+ */
+const MESSAGE = /^(write|step|moved):([^:]+):(.+)$/
 
 /** The driver lease: taken when free, renewed by its holder, never taken from a holder whose lease runs. */
 const DRIVE = `
@@ -84,6 +92,7 @@ export class RedisPlanStore implements PlanStore {
   private readonly prefix: string
   private subscriber: Redis | undefined
   private readonly watchers = new Set<(planId: string, kind: PlanChangeKind) => void>()
+  private readonly origin = randomUUID()
 
   constructor(private readonly options: RedisPlanStoreOptions) {
     this.redis = options.redis
@@ -92,6 +101,10 @@ export class RedisPlanStore implements PlanStore {
 
   private key(...parts: string[]): string {
     return [this.prefix, ...parts].join(':')
+  }
+
+  private message(kind: PlanChangeKind, planId: string): string {
+    return `${kind}:${this.origin}:${planId}`
   }
 
   private number(events: readonly NewPlanEvent[], planId: string, first: number): PlanEvent[] {
@@ -113,6 +126,7 @@ export class RedisPlanStore implements PlanStore {
       plan.state,
       plan.tenant,
       plan.id,
+      this.message('write', plan.id),
       ...events.map((event) => JSON.stringify(event)),
     )) as number
     return this.number(events, plan.id, first)
@@ -168,6 +182,7 @@ export class RedisPlanStore implements PlanStore {
       plan.state,
       isPlanFinal(plan.state) ? '1' : '0',
       plan.id,
+      this.message('write', plan.id),
       ...events.map((event) => JSON.stringify(event)),
     )) as number
     return first === 0 ? undefined : this.number(events, plan.id, first)
@@ -187,7 +202,8 @@ export class RedisPlanStore implements PlanStore {
       this.key('mirroredSeqs', planId),
       this.key('mirrored', planId),
       this.key('changes'),
-      planId,
+      // The log grew; the plan itself did not change: only live readers look.
+      this.message('moved', planId),
       ...events.flatMap((event) => [event.taskId, String(event.taskSeq), JSON.stringify(event)]),
     )) as number[]
     return events.flatMap((event, index) => (seqs[index] ? [{ ...event, seq: seqs[index], planId } as PlanEvent] : []))
@@ -204,16 +220,16 @@ export class RedisPlanStore implements PlanStore {
   }
 
   /**
-   * Hears every plan written by any node, and every step of a plan that moved in any process (`announceStep`), with the
-   * plan's id, through a connection of its own opened at the first call.
+   * Hears every plan written by another node, and every step of a plan that moved in another process (`announceStep`),
+   * with the plan's id, through a connection of its own opened at the first call.
    */
   watch(listener: (planId: string, kind: PlanChangeKind) => void): () => void {
     if (!this.subscriber) {
       const subscriber = (this.subscriber = this.redis.duplicate())
       subscriber.on('message', (_channel: string, message: string) => {
-        const step = message.startsWith(STEP_PREFIX)
-        const planId = step ? message.slice(STEP_PREFIX.length) : message
-        this.watchers.forEach((watcher) => watcher(planId, step ? 'step' : 'write'))
+        const [, kind, origin, planId] = MESSAGE.exec(message) ?? []
+        if (!planId || origin === this.origin) return
+        this.watchers.forEach((watcher) => watcher(planId, kind as PlanChangeKind))
       })
       // A subscription that fails leaves the tick to find other nodes' writes: slower, never wrong.
       subscriber.subscribe(this.key('changes')).catch(() => undefined)
@@ -232,8 +248,8 @@ export class RedisPlanStore implements PlanStore {
   }
 
   /** Says a step of the plan moved (a task transition, in whichever process ran it): the driver and live readers hear it. */
-  async announceStep(planId: string): Promise<void> {
-    await this.redis.publish(this.key('changes'), `${STEP_PREFIX}${planId}`)
+  async announceStep(planId: string, kind: Exclude<PlanChangeKind, 'write'> = 'step'): Promise<void> {
+    await this.redis.publish(this.key('changes'), this.message(kind, planId))
   }
 
   /** Takes or renews the deployment's plan-driver lease for `owner`; false while another engine holds it. */

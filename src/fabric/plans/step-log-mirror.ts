@@ -25,28 +25,29 @@ export class StepLogMirror {
     let state = this.plans.get(planId)
     if (!state) this.plans.set(planId, (state = { upTo: await this.store.mirrored(planId), seen: new Map() }))
     const { upTo, seen } = state
-    const fresh: StepEvent[] = []
-    for (const task of tasks) {
+    const moved = [...tasks].filter((task) => {
       const { stepId, planVersion } = task.provenance ?? {}
-      const signature = `${task.state}|${task.updatedAt}`
-      if (!stepId || !planVersion || seen.get(task.id) === signature) continue
-      // Read after the task: its log holds at least what brought it to the state it was read in.
-      for (const event of await this.tasks.events(task.id, upTo.get(task.id) ?? 0)) {
-        fresh.push({
-          type: 'step',
-          at: event.at,
-          version: planVersion,
-          stepId,
-          taskId: task.id,
-          from: event.from,
-          to: event.to,
-          reason: event.reason,
-          attempt: event.attempt,
-          taskSeq: event.seq,
-        })
-      }
-      seen.set(task.id, signature)
-    }
+      return stepId && planVersion && seen.get(task.id) !== `${task.state}|${task.updatedAt}`
+    })
+    // Read after the tasks: each log holds at least what brought its task to the state it was read in. The logs are
+    // read at once (on a store across the network, one round trip for all of them).
+    const logs = await Promise.all(moved.map((task) => this.tasks.events(task.id, upTo.get(task.id) ?? 0)))
+    const fresh: StepEvent[] = moved.flatMap((task, index) => {
+      seen.set(task.id, `${task.state}|${task.updatedAt}`)
+      const { stepId, planVersion } = task.provenance!
+      return logs[index]!.map((event) => ({
+        type: 'step' as const,
+        at: event.at,
+        version: planVersion!,
+        stepId: stepId!,
+        taskId: task.id,
+        from: event.from,
+        to: event.to,
+        reason: event.reason,
+        attempt: event.attempt,
+        taskSeq: event.seq,
+      }))
+    })
     if (fresh.length === 0) return
     fresh.sort((a, b) => a.taskSeq - b.taskSeq)
     for (const event of fresh) upTo.set(event.taskId, Math.max(upTo.get(event.taskId) ?? 0, event.taskSeq))

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis'
-import type { TaskChange, TaskListFilter, TaskPage, TaskStore } from './task-store'
+import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionSteps } from './task-store'
 import { holdsFor } from './task-store'
-import type { Task, TaskEvent, TaskState } from './task-types'
+import { isFinal, type Task, type TaskEvent, type TaskState } from './task-types'
 import { compareDue } from './due-order'
 
 /**
@@ -15,16 +15,38 @@ import { compareDue } from './due-order'
  * script builds key names from the prefix, so the store needs one Redis (not a Cluster), like BullMQ's queue.
  */
 
+/**
+ * A compare-and-set of the task's JSON with one or more transitions in a row: ARGV[1] the JSON expected, [2] the new
+ * JSON, [3] the start-by score ('' for none), [4] the id, then one event template per transition (`%d` for its seq).
+ * Moves the id from the first state's index to the last's and answers the first event's seq (the others follow it:
+ * one script, so nothing else takes a seq between them), or -1 when the stored task is not the one expected.
+ */
 const TRANSITION = `
 local current = redis.call('GET', KEYS[1])
 if current ~= ARGV[1] then return -1 end
 redis.call('SET', KEYS[1], ARGV[2])
-redis.call('SREM', KEYS[2], ARGV[5])
-redis.call('SADD', KEYS[3], ARGV[5])
-local seq = redis.call('INCR', KEYS[4])
-redis.call('RPUSH', KEYS[5], string.format(ARGV[3], seq))
-if ARGV[4] == '' then redis.call('ZREM', KEYS[6], ARGV[5]) else redis.call('ZADD', KEYS[6], tonumber(ARGV[4]), ARGV[5]) end
-return seq
+redis.call('SREM', KEYS[2], ARGV[4])
+redis.call('SADD', KEYS[3], ARGV[4])
+local first = -1
+for i = 5, #ARGV do
+  local seq = redis.call('INCR', KEYS[4])
+  if first < 0 then first = seq end
+  redis.call('RPUSH', KEYS[5], string.format(ARGV[i], seq))
+end
+if ARGV[3] == '' then redis.call('ZREM', KEYS[6], ARGV[4]) else redis.call('ZADD', KEYS[6], tonumber(ARGV[3]), ARGV[4]) end
+return first
+`
+
+/** The JSON of every task that depends on KEYS[1]'s task, in one round trip: ARGV[1] the prefix. */
+const DEPENDENTS = `
+local ids = redis.call('SMEMBERS', KEYS[1])
+local raws = {}
+for from = 1, #ids, 500 do
+  local keys = {}
+  for i = from, math.min(from + 499, #ids) do keys[#keys + 1] = ARGV[1] .. ':task:' .. ids[i] end
+  for _, raw in ipairs(redis.call('MGET', unpack(keys))) do raws[#raws + 1] = raw end
+end
+return raws
 `
 
 /**
@@ -79,6 +101,9 @@ export interface RedisTaskStoreOptions {
 /** How many times a compare-and-set is tried again after losing a race before the store says it lost. */
 const CAS_ATTEMPTS = 20
 
+/** How many tasks' JSON the store keeps as it last read or wrote them (unfinished tasks only: they move again). */
+const KNOWN_TASKS = 1024
+
 function deadlineScore(task: Task): string {
   return task.state === 'PENDING' && task.attempts === 0 && task.deadline ? String(Date.parse(task.deadline)) : ''
 }
@@ -86,6 +111,12 @@ function deadlineScore(task: Task): string {
 export class RedisTaskStore implements TaskStore {
   private readonly redis: Redis
   private readonly prefix: string
+  /**
+   * Each unfinished task's JSON as this store last read or wrote it. A compare-and-set is tried on it first, without
+   * a read: the script compares it with what is stored, so a stale copy (another process moved the task) only costs
+   * the read it would have made anyway, and a write lands only on exactly the task it was checked against.
+   */
+  private readonly known = new Map<string, string>()
 
   constructor(private readonly options: RedisTaskStoreOptions) {
     this.redis = options.redis
@@ -98,7 +129,28 @@ export class RedisTaskStore implements TaskStore {
 
   private async read(id: string): Promise<{ raw: string; task: Task } | undefined> {
     const raw = await this.redis.get(this.key('task', id))
-    return raw ? { raw, task: JSON.parse(raw) as Task } : undefined
+    return raw ? this.parsed(raw) : undefined
+  }
+
+  /** The task of `raw`, remembered for the next compare-and-set while it is unfinished. */
+  private parsed(raw: string): { raw: string; task: Task } {
+    const task = JSON.parse(raw) as Task
+    this.remember(task, raw)
+    return { raw, task }
+  }
+
+  private remember(task: Task, raw: string): void {
+    this.known.delete(task.id)
+    if (isFinal(task.state)) return
+    this.known.set(task.id, raw)
+    // Oldest first out: a Map iterates in insertion order.
+    if (this.known.size > KNOWN_TASKS) this.known.delete(this.known.keys().next().value!)
+  }
+
+  /** The task as last seen here, if it is remembered: tried first, then read (`fresh`) when the store has moved on. */
+  private async current(id: string, fresh: boolean): Promise<{ raw: string; task: Task } | undefined> {
+    const raw = fresh ? undefined : this.known.get(id)
+    return raw ? { raw, task: JSON.parse(raw) as Task } : this.read(id)
   }
 
   async insert(tasks: readonly Task[], reason: string): Promise<Task[]> {
@@ -118,6 +170,7 @@ export class RedisTaskStore implements TaskStore {
       ]
     })
     const answers = (await this.redis.eval(INSERT, 0, this.prefix, ...args)) as (string | number)[]
+    tasks.forEach((task, index) => answers[index] === 1 && this.remember(task, args[index * 8 + 1]!))
     // A task already stored under its idempotency key, or under its id (two nodes submitting one plan step), is the
     // one answered: nothing is stored twice.
     const existing = await this.getMany(answers.filter((answer): answer is string => typeof answer === 'string'))
@@ -135,7 +188,7 @@ export class RedisTaskStore implements TaskStore {
   async getMany(ids: readonly string[]): Promise<Task[]> {
     if (ids.length === 0) return []
     const raws = await this.redis.mget(ids.map((id) => this.key('task', id)))
-    return raws.filter((raw): raw is string => raw !== null).map((raw) => JSON.parse(raw) as Task)
+    return raws.filter((raw): raw is string => raw !== null).map((raw) => this.parsed(raw).task)
   }
 
   async list(filter: TaskListFilter): Promise<TaskPage> {
@@ -166,53 +219,83 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined> {
+    const moved = await this.transitions(id, from, [change])
+    return moved && { task: moved.task, event: moved.steps[0]!.event }
+  }
+
+  /** Several transitions in a row as one compare-and-set (a claim and its start), each with its action-log entry. */
+  async transitions(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): Promise<TransitionSteps | undefined> {
+    let fresh = false
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const current = await this.read(id)
-      // Checked on the task as read: the script below writes only if the stored task is still exactly that one.
-      if (!current || !from.includes(current.task.state) || !holdsFor(current.task, change)) return undefined
+      const current = await this.current(id, fresh)
+      // Checked on the task as known: the script below writes only if the stored task is still exactly that one.
+      const holds = current && from.includes(current.task.state) && changes.every((change) => holdsFor(current.task, change))
+      if (!holds) {
+        // A remembered copy that fails the checks may be stale: only the stored task can say no.
+        if (!fresh && this.known.has(id)) {
+          fresh = true
+          continue
+        }
+        return undefined
+      }
       const at = new Date().toISOString()
-      const task: Task = { ...current.task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
-      const eventTemplate = JSON.stringify({
-        seq: 0,
-        taskId: id,
-        at,
-        from: current.task.state,
-        to: change.to,
-        reason: change.reason,
-        attempt: task.attempts,
-      })
-      // The event's seq comes from the script's counter: `%d` stands where JSON has the placeholder 0.
-      const template = eventTemplate.replaceAll('%', '%%').replace('{"seq":0,', '{"seq":%d,')
-      const seq = (await this.redis.eval(
+      const steps: { task: Task; event: Omit<TaskEvent, 'seq'> }[] = []
+      let task = current.task
+      for (const change of changes) {
+        const previous = task.state
+        task = { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
+        steps.push({ task, event: { taskId: id, at, from: previous, to: change.to, reason: change.reason, attempt: task.attempts } })
+      }
+      // Each event's seq comes from the script's counter: `%d` stands where JSON has the placeholder 0.
+      const templates = steps.map((step) =>
+        JSON.stringify({ seq: 0, ...step.event })
+          .replaceAll('%', '%%')
+          .replace('{"seq":0,', '{"seq":%d,'),
+      )
+      const raw = JSON.stringify(task)
+      const first = (await this.redis.eval(
         TRANSITION,
         6,
         this.key('task', id),
         this.key('state', current.task.state),
-        this.key('state', change.to),
+        this.key('state', task.state),
         this.key('eventSeq'),
         this.key('events', id),
         this.key('deadlines'),
         current.raw,
-        JSON.stringify(task),
-        template,
+        raw,
         deadlineScore(task),
         id,
+        ...templates,
       )) as number
-      if (seq >= 0)
-        return {
-          task,
-          event: { seq, taskId: id, at, from: current.task.state, to: change.to, reason: change.reason, attempt: task.attempts },
-        }
+      if (first >= 0) {
+        this.remember(task, raw)
+        return { task, steps: steps.map((step, index) => ({ task: step.task, event: { seq: first + index, ...step.event } })) }
+      }
+      // Lost to another write (or the copy was stale): read the task as stored.
+      fresh = true
     }
     return undefined
   }
 
   async update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined> {
+    let fresh = false
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const current = await this.read(id)
-      if (!current || current.task.state !== state) return undefined
+      const current = await this.current(id, fresh)
+      if (!current || current.task.state !== state) {
+        if (!fresh && this.known.has(id)) {
+          fresh = true
+          continue
+        }
+        return undefined
+      }
       const task = { ...current.task, ...patch, updatedAt: new Date().toISOString() }
-      if ((await this.redis.eval(UPDATE, 1, this.key('task', id), current.raw, JSON.stringify(task))) === 1) return task
+      const raw = JSON.stringify(task)
+      if ((await this.redis.eval(UPDATE, 1, this.key('task', id), current.raw, raw)) === 1) {
+        this.remember(task, raw)
+        return task
+      }
+      fresh = true
     }
     return undefined
   }
@@ -242,7 +325,8 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async dependentsOf(id: string): Promise<Task[]> {
-    return this.getMany(await this.redis.smembers(this.key('dependents', id)))
+    const raws = (await this.redis.eval(DEPENDENTS, 1, this.key('dependents', id), this.prefix)) as (string | null)[]
+    return raws.filter((raw): raw is string => typeof raw === 'string').map((raw) => this.parsed(raw).task)
   }
 
   async events(id: string, afterSeq = 0): Promise<TaskEvent[]> {

@@ -84,11 +84,16 @@ export class TaskScheduler {
     const prepared = await prepareTasks(this.store, specs, submitter)
     if (prepared.length === 1 && this.startsAtSubmit(prepared[0]!)) return [await this.submitAndStart(prepared[0]!)]
     const tasks = await this.store.insert(prepared, 'submitted')
-    // A dependency may have finished between the readiness check and the insert: look again for the fresh ones.
-    for (const task of tasks) {
-      if (!task.ready && task.state === 'PENDING') await this.refreshReadiness(task)
-      else if (task.ready && task.state === 'PENDING') await this.announce(task)
+    const announced = async () => {
+      // One after another: tasks of equal priority are announced in submission order.
+      for (const task of tasks) if (task.ready && task.state === 'PENDING') await this.announce(task)
     }
+    // A dependency may have finished between the readiness check and the insert: look again for the fresh ones
+    // (each look on its own, beside the announcements: on a store across the network, one round trip for all).
+    await Promise.all([
+      announced(),
+      ...tasks.filter((task) => !task.ready && task.state === 'PENDING').map((task) => this.refreshReadiness(task)),
+    ])
     return tasks
   }
 
@@ -306,14 +311,17 @@ export class TaskScheduler {
   /** Runs a claimed task; `started` when the claim already moved it to RUNNING. */
   private async run(task: Task, controller: AbortController, started?: Task): Promise<void> {
     try {
-      const dependencies = await this.store.getMany(task.dependencies)
+      // The dependencies' outputs are read while the start is written: on a store across the network, one round trip.
+      const [dependencies, running] = await Promise.all([
+        this.store.getMany(task.dependencies),
+        started ?? this.move(task.id, ['SPAWNING'], STARTED),
+      ])
+      if (!running) return
       const request = withDependencyInputs(
         { ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) },
         dependencies,
         task.dependencyPaths,
       )
-      const running = started ?? (await this.move(task.id, ['SPAWNING'], STARTED))
-      if (!running) return
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
         this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
       const rich = this.outputs.forRun(running)
@@ -399,7 +407,7 @@ export class TaskScheduler {
   private async afterEnd(task: Task): Promise<void> {
     for (const dependent of await this.store.dependentsOf(task.id)) {
       if (isFinal(dependent.state)) continue
-      if (task.state === 'COMPLETED') await this.refreshReadiness(dependent)
+      if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
       else
         await this.move(dependent.id, ['PENDING', 'SUSPENDED'], {
           to: 'TERMINATED',
@@ -409,8 +417,13 @@ export class TaskScheduler {
     if (task.state === 'COMPLETED') this.wake()
   }
 
-  private async refreshReadiness(task: Task): Promise<void> {
-    const dependencies = await this.store.getMany(task.dependencies)
+  /** `ended`: a dependency just read as it ended, so it is not read again. */
+  private async refreshReadiness(task: Task, ended?: Task): Promise<void> {
+    const known = ended && task.dependencies.includes(ended.id) ? [ended] : []
+    const dependencies = [
+      ...known,
+      ...(await this.store.getMany(task.dependencies.filter((id) => !known.some((dependency) => dependency.id === id)))),
+    ]
     const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
     if (failed) {
       await this.move(task.id, ['PENDING', 'SUSPENDED'], {
