@@ -56,7 +56,6 @@ export default tseslint.config(
     // text (Python/JS sources in template literals). .py/.js/.mjs/.cjs files: test/package/line-length.test.ts.
     files: ['**/*.ts', '**/*.tsx'],
     ignores: [
-      'console/src/**',
       'adapters/bedrock/wrap.ts',
       'adapters/docker/runners.ts',
       'adapters/process/index.ts',

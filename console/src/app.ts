@@ -38,10 +38,11 @@ export function App() {
 
   if (auth.state === 'checking') return html`<main id="main" class="centered"><p role="status">Connecting to execgate…</p></main>`
   if (auth.state === 'unreachable') {
-    return html`<main id="main" class="centered"><div class="error-message" role="alert"><strong>The console cannot reach the server:</strong> ${auth.message}</div><button type="button" onClick=${() => {
-      setAuth({ state: 'checking' })
-      connect(storedKey())
-    }}>Try again</button></main>`
+    return html`<main id="main" class="centered"><div class="error-message" role="alert">
+      <strong>The console cannot reach the server:</strong> ${auth.message}</div><button type="button" onClick=${() => {
+        setAuth({ state: 'checking' })
+        connect(storedKey())
+      }}>Try again</button></main>`
   }
   if (auth.state === 'login') {
     return html`<${LoginPage} message=${auth.message} onSignedIn=${(key: string) => {
@@ -79,7 +80,10 @@ function Shell({ authKey, onSignOut }: { authKey: string | undefined; onSignOut:
       <span class="brand">execgate <span class="muted">console</span></span>
       <nav aria-label="Console pages">
         <ul>
-          ${PAGES.filter((page) => !page.parent).map((page) => html`<li><a href=${href(page.path)} aria-current=${page.path === current ? 'page' : undefined}>${page.title}</a></li>`)}
+          ${PAGES.filter((page) => !page.parent).map(
+            (page) => html`<li>
+            <a href=${href(page.path)} aria-current=${page.path === current ? 'page' : undefined}>${page.title}</a></li>`,
+          )}
         </ul>
       </nav>
       <div class="session">

@@ -282,8 +282,13 @@ export function cancelRequested(flags: Int32Array): boolean {
 export function resultFromJob(adapter: string, outcome: JobOutcome, output: OutputCapture, started: number): ExecutionResult {
   const captured = output.finish(valueBytes(outcome.value))
   const status = outcome.status === 'ok' && captured.truncated ? 'output_limit' : outcome.status
+  // Not `{ ...captured, value, … }`: on Node 20 properties after a leading spread cost ~0.5 µs each (see monty's runInline).
   return createResult(status, adapter, {
-    ...captured,
+    stdout: captured.stdout,
+    stderr: captured.stderr,
+    truncated: captured.truncated,
+    stdoutBytes: captured.stdoutBytes,
+    stderrBytes: captured.stderrBytes,
     value: outcome.value,
     error: outcome.error,
     message: outcome.message,

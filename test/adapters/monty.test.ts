@@ -86,6 +86,8 @@ describe('monty adapter', () => {
   test('runtime errors carry the line', async () => {
     const result = await adapter.execute({ language: 'python', code: 'x = 1\ny = x / 0' }, contractContext())
     expect(result).toMatchObject({ status: 'error', error: { type: 'ZeroDivisionError', line: 2 } })
+    // The inline path names no script (monty's default); its tracebacks must read as the workers' ('main.py').
+    expect(result.error?.stack).toContain('File "main.py", line 2')
   })
 
   test('deep recursion is a RecursionError, and the next run works', async () => {

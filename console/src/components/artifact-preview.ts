@@ -74,9 +74,29 @@ export function ArtifactPreview({ api, entity }: { api: ApiClient; entity: Linea
       </dl>
       <${ErrorMessage} error=${error} context="Could not load the content" />
       ${!preview && !error ? html`<${Loading} what="the content" />` : null}
-      ${preview?.kind === 'text' ? html`<pre class="output preview-text" data-testid="artifact-text" tabindex="0" aria-label="Content">${preview.text}</pre>${preview.cut ? html`<p class="hint">Showing the first ${formatBytes(TEXT_PREVIEW_CHARS)}; download for all of it.</p>` : null}` : null}
-      ${preview?.kind === 'image' ? html`<img class="preview-image" data-testid="artifact-image" src=${preview.dataUrl} alt=${`The image ${entity.paths[0] ?? entity.sha256}`} />` : null}
-      ${preview?.kind === 'none' ? html`<p class="muted">${preview.why[0]!.toUpperCase()}${preview.why.slice(1)}: download it to look inside.</p>` : null}
+      ${
+        preview?.kind === 'text'
+          ? html`<pre class="output preview-text" data-testid="artifact-text" tabindex="0" aria-label="Content">
+        ${preview.text}</pre>${
+          preview.cut
+            ? html`<p class="hint">
+        Showing the first ${formatBytes(TEXT_PREVIEW_CHARS)}; download for all of it.</p>`
+            : null
+        }`
+          : null
+      }
+      ${
+        preview?.kind === 'image'
+          ? html`<img class="preview-image" data-testid="artifact-image" src=${preview.dataUrl}
+        alt=${`The image ${entity.paths[0] ?? entity.sha256}`} />`
+          : null
+      }
+      ${
+        preview?.kind === 'none'
+          ? html`<p class="muted">${preview.why[0]!.toUpperCase()}
+        ${preview.why.slice(1)}: download it to look inside.</p>`
+          : null
+      }
       <div class="actions"><button type="button" onClick=${download}>Download ${fileName(entity)}</button></div>
       <${ErrorMessage} error=${downloadError} context="Download failed" />
     </div>

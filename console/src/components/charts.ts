@@ -81,8 +81,14 @@ function frame(xDomain: [number, number], values: number[], scale: 'linear' | 'l
 function Axes({ frame: f, formatY }: { frame: Frame; formatY: (value: number) => string }) {
   return html`
     <g class="axis" aria-hidden="true">
-      ${f.yTicks.map((tick) => html`<g><line class="grid" x1=${MARGIN.left} x2=${f.width - MARGIN.right} y1=${f.y(tick)} y2=${f.y(tick)} /><text x=${MARGIN.left - 6} y=${f.y(tick) + 4} text-anchor="end">${formatY(tick)}</text></g>`)}
-      ${f.xTicks.map((tick, index) => html`<text x=${f.x(tick)} y=${f.height - 8} text-anchor=${index === 0 ? 'start' : index === 4 ? 'end' : 'middle'}>${formatTime(tick)}</text>`)}
+      ${f.yTicks.map(
+        (tick) => html`<g><line class="grid" x1=${MARGIN.left} x2=${f.width - MARGIN.right} y1=${f.y(tick)} y2=${f.y(tick)} />
+        <text x=${MARGIN.left - 6} y=${f.y(tick) + 4} text-anchor="end">${formatY(tick)}</text></g>`,
+      )}
+      ${f.xTicks.map(
+        (tick, index) => html`<text x=${f.x(tick)} y=${f.height - 8}
+        text-anchor=${index === 0 ? 'start' : index === 4 ? 'end' : 'middle'}>${formatTime(tick)}</text>`,
+      )}
     </g>
   `
 }
@@ -102,7 +108,8 @@ function Chart({
 }) {
   return html`
     <div class="chart-box" ref=${size.ref}>
-      <svg class="chart" width=${size.width} height=${size.height} viewBox=${`0 0 ${size.width} ${size.height}`} role="img" aria-labelledby=${`${id}-title ${id}-desc`} data-testid=${id}>
+      <svg class="chart" width=${size.width} height=${size.height} viewBox=${`0 0 ${size.width} ${size.height}`} role="img"
+        aria-labelledby=${`${id}-title ${id}-desc`} data-testid=${id}>
         <title id=${`${id}-title`}>${title}</title>
         <desc id=${`${id}-desc`}>${description}</desc>
         ${children}
@@ -150,7 +157,12 @@ export function LineChart({ id, title, description, series, xDomain, step, scale
     <${Axes} frame=${f} formatY=${formatY} />
     ${series.map(
       (item) => html`<g class=${`series series-${item.colour % 8}${item.dashed ? ' dashed' : ''}`} data-series=${item.name}>
-      ${runsOf(item.points, step).map((run) => (run.length > 1 ? html`<polyline points=${run.map(at).join(' ')} />` : html`<circle cx=${f.x(run[0]!.x).toFixed(1)} cy=${f.y(run[0]!.y).toFixed(1)} r="3" />`))}
+      ${runsOf(item.points, step).map((run) =>
+        run.length > 1
+          ? html`<polyline points=${run.map(at).join(' ')}
+        />`
+          : html`<circle cx=${f.x(run[0]!.x).toFixed(1)} cy=${f.y(run[0]!.y).toFixed(1)} r="3" />`,
+      )}
     </g>`,
     )}
   <//>`
@@ -187,7 +199,8 @@ export function StackedBars({ id, title, description, xDomain, bucketMs, buckets
           const top = f.y(base + part.value)
           const bottom = f.y(base)
           base += part.value
-          return html`<rect class=${`bar fill-${part.key}`} x=${f.x(bucket.x).toFixed(1)} y=${top.toFixed(1)} width=${barWidth.toFixed(1)} height=${Math.max(0, bottom - top).toFixed(1)} />`
+          return html`<rect class=${`bar fill-${part.key}`} x=${f.x(bucket.x).toFixed(1)} y=${top.toFixed(1)} width=${barWidth.toFixed(1)}
+            height=${Math.max(0, bottom - top).toFixed(1)} />`
         })
     })}
   <//>`

@@ -102,13 +102,17 @@ export function CodeEditor({ id, label, value, onChange, indent, findings = [], 
             ${Array.from({ length: lineCount }, (_, index) => {
               const marks = byLine.get(index + 1)
               const severity = marks?.some((mark) => mark.severity === 'error') ? 'error' : 'warning'
-              return html`<div class=${marks ? `gutter-line has-finding finding-${severity}` : 'gutter-line'} data-line=${index + 1} title=${marks?.map((mark) => mark.message).join('\n')}>${index + 1}</div>`
+              return html`<div class=${marks ? `gutter-line has-finding finding-${severity}` : 'gutter-line'} data-line=${index + 1}
+                title=${marks?.map((mark) => mark.message).join('\n')}>${index + 1}</div>`
             })}
           </div>
         </div>
         <div class="editor-body">
           <div class="editor-marks" aria-hidden="true" style=${{ transform: `translateY(${-scrollTop}px)` }}>
-            ${[...byLine.keys()].map((line) => html`<div class="line-mark" style=${{ top: `calc(${line - 1} * var(--code-line) + var(--code-pad))` }}></div>`)}
+            ${[...byLine.keys()].map(
+              (line) => html`<div class="line-mark"
+              style=${{ top: `calc(${line - 1} * var(--code-line) + var(--code-pad))` }}></div>`,
+            )}
           </div>
           <textarea
             id=${id}

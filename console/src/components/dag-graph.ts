@@ -131,27 +131,37 @@ export function DagGraph({ id, title, description, nodes, edges, onSelect }: Dag
   const layout = layoutDag(nodes, edges)
   return html`
     <div class="graph-scroll">
-      <svg class="dag" data-testid=${id} width=${layout.width} height=${layout.height} viewBox=${`0 0 ${layout.width} ${layout.height}`} role="img" aria-labelledby=${`${id}-title ${id}-desc`}>
+      <svg class="dag" data-testid=${id} width=${layout.width} height=${layout.height} viewBox=${`0 0 ${layout.width} ${layout.height}`}
+        role="img" aria-labelledby=${`${id}-title ${id}-desc`}>
         <title id=${`${id}-title`}>${title}</title>
         <desc id=${`${id}-desc`}>${description}</desc>
         <defs>
-          <marker id=${`${id}-arrow`} viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="arrow" /></marker>
+          <marker id=${`${id}-arrow`} viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+            <path d="M0,0 L10,5 L0,10 z" class="arrow" /></marker>
         </defs>
         ${edges.map((edge) => {
           const from = layout.at.get(edge.from)
           const to = layout.at.get(edge.to)
           return from && to
-            ? html`<path class=${`edge${edge.dashed ? ' dashed' : ''}`} d=${edgePath(from, to)} marker-end=${`url(#${id}-arrow)`} data-from=${edge.from} data-to=${edge.to} />`
+            ? html`<path class=${`edge${edge.dashed ? ' dashed' : ''}`} d=${edgePath(from, to)} marker-end=${`url(#${id}-arrow)`}
+              data-from=${edge.from} data-to=${edge.to} />`
             : null
         })}
         ${nodes.map((node) => {
           const place = layout.at.get(node.id)!
           const radius = node.shape === 'pill' ? NODE_HEIGHT / 2 : 6
-          return html`<g class=${`node tone-${node.tone}${node.emphasis ? ' emphasis' : ''}${onSelect ? ' clickable' : ''}`} data-node=${node.id} data-state=${node.state} transform=${`translate(${place.x},${place.y})`} onClick=${onSelect ? () => onSelect(node.id) : undefined}>
+          return html`<g class=${`node tone-${node.tone}${node.emphasis ? ' emphasis' : ''}${onSelect ? ' clickable' : ''}`}
+            data-node=${node.id} data-state=${node.state} transform=${`translate(${place.x},${place.y})`}
+            onClick=${onSelect ? () => onSelect(node.id) : undefined}>
             <title>${node.label}${node.detail ? ` (${node.detail})` : ''}</title>
             <rect width=${NODE_WIDTH} height=${NODE_HEIGHT} rx=${radius} ry=${radius} />
             <text class="node-label" x=${NODE_WIDTH / 2} y="19" text-anchor="middle">${fit(node.label, 7.2)}</text>
-            ${node.detail ? html`<text class="node-detail" x=${NODE_WIDTH / 2} y="36" text-anchor="middle">${fit(node.detail, 6.2)}</text>` : null}
+            ${
+              node.detail
+                ? html`<text class="node-detail" x=${NODE_WIDTH / 2} y="36" text-anchor="middle">
+              ${fit(node.detail, 6.2)}</text>`
+                : null
+            }
           </g>`
         })}
       </svg>

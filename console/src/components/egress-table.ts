@@ -13,8 +13,10 @@ export function EgressTable({ records, caption }: { records: readonly EgressReco
   return html`
     <div class="egress table-scroll" data-testid="egress-records">
       <table class="data">
-        <caption>${caption ?? 'Network'}: ${records.length} ${records.length === 1 ? 'request' : 'requests'} through the egress gateway${denied ? `, ${denied} refused` : ''}</caption>
-        <thead><tr><th scope="col">Decision</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Out / in</th><th scope="col">Time</th><th scope="col">Rule or reason</th></tr></thead>
+        <caption>${caption ?? 'Network'}: ${records.length} ${records.length === 1 ? 'request' : 'requests'} through the egress${' '}
+          gateway${denied ? `, ${denied} refused` : ''}</caption>
+        <thead><tr><th scope="col">Decision</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Out / in</th>
+          <th scope="col">Time</th><th scope="col">Rule or reason</th></tr></thead>
         <tbody>
           ${records.map(
             (record) => html`<tr data-decision=${record.decision}>
@@ -23,7 +25,8 @@ export function EgressTable({ records, caption }: { records: readonly EgressReco
               <td>${record.status ?? '—'}</td>
               <td>${formatBytes(record.bytesOut)} / ${formatBytes(record.bytesIn)}</td>
               <td>${formatMs(record.durationMs)}</td>
-              <td>${record.rule ? html`<code>${record.rule}</code>` : null}${record.rule && record.reason ? ' — ' : ''}${record.reason ?? ''}</td>
+              <td>${record.rule ? html`<code>${record.rule}</code>` : null}${record.rule && record.reason ? ' — ' : ''}
+                ${record.reason ?? ''}</td>
             </tr>`,
           )}
         </tbody>

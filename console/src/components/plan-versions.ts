@@ -16,7 +16,10 @@ export function PlanVersions({ plan }: { plan: Plan }) {
     <section class="panel" aria-labelledby="versions-title">
       <h2 id="versions-title">Versions</h2>
       <ol class="versions" data-testid="plan-versions">
-        ${plan.versions.map((version, index) => html`<${VersionEntry} version=${version} previous=${plan.versions[index - 1]} current=${version.version === plan.version} />`)}
+        ${plan.versions.map(
+          (version, index) => html`<${VersionEntry} version=${version} previous=${plan.versions[index - 1]}
+          current=${version.version === plan.version} />`,
+        )}
       </ol>
     </section>
   `
@@ -26,13 +29,18 @@ function VersionEntry({ version, previous, current }: { version: PlanVersion; pr
   const changes = version.changes
   return html`
     <li data-version=${version.version}>
-      <h3>Version ${version.version}${current ? html` <span class="badge tone-busy">current</span>` : null} <time class="muted small" datetime=${version.createdAt}>${formatDateTime(version.createdAt)}</time></h3>
+      <h3>Version ${version.version}${current ? html` <span class="badge tone-busy">current</span>` : null} <time class="muted small"
+        datetime=${version.createdAt}>${formatDateTime(version.createdAt)}</time></h3>
       <p class="reason"><strong>Why:</strong> ${version.reason}</p>
       ${version.note ? html`<p class="reason"><strong>Reflector's note:</strong> ${version.note}</p>` : null}
       ${
         changes
           ? html`<dl class="changes">
-            ${KINDS.map(({ key, word }) => html`<div data-change=${key}><dt>${word}</dt><dd>${changes[key].length ? changes[key].map((id) => html`<code>${id}</code> `) : html`<span class="muted">none</span>`}</dd></div>`)}
+            ${KINDS.map(
+              ({ key, word }) => html`<div data-change=${key}><dt>${word}</dt><dd>
+              ${changes[key].length ? changes[key].map((id) => html`<code>${id}</code> `) : html`<span class="muted">none</span>`}</dd>
+              </div>`,
+            )}
           </dl>`
           : html`<p class="muted">The plan as submitted: ${version.steps.length} step${version.steps.length === 1 ? '' : 's'}.</p>`
       }
@@ -42,10 +50,14 @@ function VersionEntry({ version, previous, current }: { version: PlanVersion; pr
           ${version.steps.map((step) => {
             const before = changes?.changed.includes(step.id) ? previous?.steps.find((item) => item.id === step.id) : undefined
             return html`<li>
-              <strong>${step.id}</strong> <span class="muted">${step.language}${step.dependsOn?.length ? `, after ${step.dependsOn.join(', ')}` : ''}${step.reusedFrom ? `, reused from version ${step.reusedFrom}` : ''}</span>
+              <strong>${step.id}</strong> <span class="muted">${step.language}
+                ${step.dependsOn?.length ? `, after ${step.dependsOn.join(', ')}` : ''}
+                ${step.reusedFrom ? `, reused from version ${step.reusedFrom}` : ''}</span>
               ${
                 before
-                  ? html`<div class="code-pair"><div><span class="small muted">version ${previous!.version}</span><pre class="code removed">${before.code}</pre></div><div><span class="small muted">version ${version.version}</span><pre class="code added">${step.code}</pre></div></div>`
+                  ? html`<div class="code-pair"><div><span class="small muted">version ${previous!.version}</span><pre class="code removed">
+                    ${before.code}</pre></div><div><span class="small muted">version ${version.version}</span><pre class="code added">
+                    ${step.code}</pre></div></div>`
                   : html`<pre class="code">${step.code}</pre>`
               }
             </li>`
@@ -65,7 +77,8 @@ export function PlanRevisions({ plan }: { plan: Plan }) {
       <div class="table-scroll">
         <table class="data" data-testid="plan-revisions">
           <caption class="visually-hidden">The reflector's answers, accepted or refused</caption>
-          <thead><tr><th scope="col">Attempt</th><th scope="col">Failed step</th><th scope="col">Answer</th><th scope="col">Version</th><th scope="col">Reason or note</th></tr></thead>
+          <thead><tr><th scope="col">Attempt</th><th scope="col">Failed step</th><th scope="col">Answer</th><th scope="col">Version</th>
+            <th scope="col">Reason or note</th></tr></thead>
           <tbody>
             ${plan.revisions.map(
               (revision) => html`<tr data-accepted=${String(revision.accepted)}>

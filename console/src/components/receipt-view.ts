@@ -18,7 +18,11 @@ interface PublicKeyAnswer {
 function CheckOutcome({ check, testId }: { check: ReceiptCheck; testId: string }) {
   return html`<p class="receipt-check" data-testid=${testId} data-ok=${String(check.ok)}>
     <${Badge} value=${check.ok ? 'verified' : 'not verified'} />
-    ${check.ok ? ` signed by the server's key ${shortId(check.keyid, 16)}; payload SHA-256 ${shortId(check.payloadSha256, 16)}` : ` ${check.reason}`}
+    ${
+      check.ok
+        ? ` signed by the server's key ${shortId(check.keyid, 16)}; payload SHA-256 ${shortId(check.payloadSha256, 16)}`
+        : ` ${check.reason}`
+    }
   </p>`
 }
 
@@ -37,9 +41,19 @@ function StatementView({ check }: { check: ReceiptCheck & { ok: true } }) {
     ['Ended', predicate.endedAt],
   ]
   return html`
-    <dl class="facts">${facts.filter(([, value]) => value !== undefined).map(([name, value]) => html`<div><dt>${name}</dt><dd><code>${String(value)}</code></dd></div>`)}</dl>
+    <dl class="facts">${facts
+      .filter(([, value]) => value !== undefined)
+      .map(
+        ([name, value]) => html`<div><dt>${name}</dt><dd>
+      <code>${String(value)}</code></dd></div>`,
+      )}</dl>
     <h4>Subjects</h4>
-    <ul class="receipt-subjects" data-testid="receipt-subjects">${statement.subject.map((item) => html`<li><code>${item.name}</code> <span class="muted small" title=${item.digest.sha256}>sha256 ${shortId(item.digest.sha256, 16)}</span></li>`)}</ul>
+    <ul class="receipt-subjects" data-testid="receipt-subjects">
+      ${statement.subject.map(
+        (item) => html`<li>
+      <code>${item.name}</code> <span class="muted small"
+      title=${item.digest.sha256}>sha256 ${shortId(item.digest.sha256, 16)}</span></li>`,
+      )}</ul>
     <${EgressTable} records=${predicate.egress as EgressRecord[] | undefined} caption="Signed egress log" />
     <details><summary>The signed statement (JSON)</summary><pre class="output">${formatJson(statement)}</pre></details>
   `
@@ -90,15 +104,28 @@ export function ReceiptPanel({ api, runId }: { api: ApiClient; runId: string }) 
       <${CheckOutcome} check=${check} testId="receipt-check" />
       ${check.ok ? html`<${StatementView} check=${check} />` : null}
       <div class="actions">
-        <button type="button" onClick=${() => saveBlob(new Blob([JSON.stringify(envelope, null, 2)], { type: 'application/json' }), `receipt-${runId}.json`)}>Download receipt</button>
-        <button type="button" onClick=${() => saveBlob(new Blob([key.publicKeyPem], { type: 'application/x-pem-file' }), 'execgate-public-key.pem')}>Download public key</button>
+        <button type="button" onClick=${() =>
+          saveBlob(
+            new Blob([JSON.stringify(envelope, null, 2)], { type: 'application/json' }),
+            `receipt-${runId}.json`,
+          )}>Download receipt</button>
+        <button type="button" onClick=${() =>
+          saveBlob(
+            new Blob([key.publicKeyPem], { type: 'application/x-pem-file' }),
+            'execgate-public-key.pem',
+          )}>Download public key</button>
       </div>
       <p class="small muted">Offline: <code>execgate ledger verify-receipt receipt-${runId}.json --key execgate-public-key.pem</code></p>
       <div class="field">
         <label for="receipt-file">Check a receipt file against this server's key</label>
         <input id="receipt-file" type="file" accept="application/json,.json" onChange=${checkFile} />
       </div>
-      ${fileCheck ? html`<p class="small">${fileCheck.name}:</p><${CheckOutcome} check=${fileCheck.check} testId="receipt-file-check" />` : null}
+      ${
+        fileCheck
+          ? html`<p class="small">${fileCheck.name}:</p>
+        <${CheckOutcome} check=${fileCheck.check} testId="receipt-file-check" />`
+          : null
+      }
     </div>
   `
 }

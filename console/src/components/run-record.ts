@@ -26,7 +26,9 @@ export function useRunRecord(api: ApiClient, runId: string | undefined): { answe
 
 /** A link to an artifact's page, named by its path (or role) with its size and media type. */
 export function ArtifactLink({ artifact }: { artifact: Pick<ArtifactRef, 'sha256' | 'size'> & { path?: string; mediaType?: string } }) {
-  return html`<a href=${href(`artifacts/${artifact.sha256}`)} class="artifact-link" data-sha256=${artifact.sha256}><code>${artifact.path ?? shortId(artifact.sha256, 12)}</code></a> <span class="muted small">${[artifact.mediaType, formatBytes(artifact.size)].filter(Boolean).join(', ')}</span>`
+  return html`<a href=${href(`artifacts/${artifact.sha256}`)} class="artifact-link"
+    data-sha256=${artifact.sha256}><code>${artifact.path ?? shortId(artifact.sha256, 12)}</code></a> <span class="muted small">
+    ${[artifact.mediaType, formatBytes(artifact.size)].filter(Boolean).join(', ')}</span>`
 }
 
 /** The run's PROV-JSON document (GET /v1/runs/:id/provenance), saved as a file. */
@@ -44,7 +46,8 @@ export function ExportProvButton({ api, runId }: { api: ApiClient; runId: string
       setBusy(false)
     }
   }
-  return html`<button type="button" onClick=${save} disabled=${busy}>${busy ? 'Exporting…' : 'Export PROV-JSON'}</button><${ErrorMessage} error=${error} context="Export failed" />`
+  return html`<button type="button" onClick=${save} disabled=${busy}>${busy ? 'Exporting…' : 'Export PROV-JSON'}</button>
+    <${ErrorMessage} error=${error} context="Export failed" />`
 }
 
 function ArtifactList({ items, empty }: { items: (ArtifactRef | undefined)[]; empty: string }) {
@@ -76,13 +79,32 @@ export function RunRecordView({ api, answer }: { api: ApiClient; answer: RunReco
   ]
   return html`
     <div class="run-record" data-run=${record.runId}>
-      <p>Status <${Badge} value=${record.status} /> ${record.taskId ? html` · task <a href=${href(`tasks/${record.taskId}`)}><code>${record.taskId}</code></a>${record.attempt ? `, attempt ${record.attempt}` : ''}` : null}
-        ${record.planId ? html` · plan <a href=${href(`plans/${record.planId}`)}><code>${shortId(record.planId)}</code></a> version ${record.planVersion}, step <code>${record.stepId}</code>` : null}</p>
-      <dl class="facts">${facts.filter(([, value]) => value !== undefined && value !== '').map(([name, value]) => html`<div><dt>${name}</dt><dd>${String(value)}</dd></div>`)}</dl>
+      <p>Status <${Badge} value=${record.status}
+        /> ${
+          record.taskId
+            ? html` · task <a href=${href(`tasks/${record.taskId}`)}><code>${record.taskId}</code></a>
+        ${record.attempt ? `, attempt ${record.attempt}` : ''}`
+            : null
+        }
+        ${
+          record.planId
+            ? html` · plan <a href=${href(`plans/${record.planId}`)}><code>${shortId(record.planId)}</code>
+          </a> version ${record.planVersion}, step <code>${record.stepId}</code>`
+            : null
+        }</p>
+      <dl class="facts">${facts
+        .filter(([, value]) => value !== undefined && value !== '')
+        .map(
+          ([name, value]) => html`<div><dt>${name}</dt>
+        <dd>${String(value)}</dd></div>`,
+        )}</dl>
       <dl class="facts digests">
-        <div><dt>Code digest (SHA-256)</dt><dd><a href=${href(`artifacts/${record.code.sha256}`)} data-testid="code-digest"><code>${record.code.sha256}</code></a></dd></div>
-        <div><dt>Policy digest (SHA-256)</dt><dd><code data-testid="policy-digest">${record.policySha256 ?? 'none: refused before its policy was resolved'}</code></dd></div>
-        <div><dt>Place in the tenant's chain</dt><dd>record ${answer.seq}, hash <code title=${answer.hash}>${shortId(answer.hash, 16)}</code></dd></div>
+        <div><dt>Code digest (SHA-256)</dt><dd><a href=${href(`artifacts/${record.code.sha256}`)}
+          data-testid="code-digest"><code>${record.code.sha256}</code></a></dd></div>
+        <div><dt>Policy digest (SHA-256)</dt><dd>
+          <code data-testid="policy-digest">${record.policySha256 ?? 'none: refused before its policy was resolved'}</code></dd></div>
+        <div><dt>Place in the tenant's chain</dt>
+          <dd>record ${answer.seq}, hash <code title=${answer.hash}>${shortId(answer.hash, 16)}</code></dd></div>
       </dl>
       ${
         record.limits
@@ -92,8 +114,18 @@ export function RunRecordView({ api, answer }: { api: ApiClient; answer: RunReco
           : null
       }
       <div class="record-columns">
-        <div><h3>Used</h3><${ArtifactList} items=${[record.code, ...record.inputs, record.planDocument && { ...record.planDocument, path: 'plan document' }]} empty="Nothing." /></div>
-        <div><h3>Generated</h3><${ArtifactList} items=${[...record.outputs, record.value && { path: 'value', sha256: record.value.sha256, size: record.value.size, mediaType: 'application/json' }, stream('stdout'), stream('stderr')]} empty="No file, value or stored stream." /></div>
+        <div><h3>Used</h3><${ArtifactList} items=${[
+          record.code,
+          ...record.inputs,
+          record.planDocument && { ...record.planDocument, path: 'plan document' },
+        ]} empty="Nothing." /></div>
+        <div><h3>Generated</h3><${ArtifactList} items=${[
+          ...record.outputs,
+          record.value && { path: 'value', sha256: record.value.sha256, size: record.value.size, mediaType: 'application/json' },
+          stream('stdout'),
+          stream('stderr'),
+        ]}
+          empty="No file, value or stored stream." /></div>
       </div>
       <${EgressTable} records=${record.egress} />
       <div class="actions"><${ExportProvButton} api=${api} runId=${record.runId} /></div>
@@ -123,7 +155,10 @@ export function ProducedArtifacts({ api, runId }: { api: ApiClient; runId: strin
   return html`
     <div class="produced" data-testid="produced-artifacts">
       <h3>Produced</h3>
-      <${ArtifactList} items=${[...outputs, value && { path: 'value', sha256: value.sha256, size: value.size, mediaType: 'application/json' }]} empty="No file and no value." />
+      <${ArtifactList} items=${[
+        ...outputs,
+        value && { path: 'value', sha256: value.sha256, size: value.size, mediaType: 'application/json' },
+      ]} empty="No file and no value." />
       <p><a href=${href(`runs/${runId}`)}>Provenance of this run</a> (code, policy, inputs, times; PROV-JSON export)</p>
     </div>
   `

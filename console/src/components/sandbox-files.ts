@@ -92,16 +92,20 @@ export function SandboxFiles({ api, sandboxId, version }: { api: ApiClient; sand
           : html`<div class="table-scroll">
             <table class="data" data-testid="file-table">
               <caption class="visually-hidden">Files in the sandbox's workspace</caption>
-              <thead><tr><th scope="col">Path</th><th scope="col">Size</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+              <thead><tr><th scope="col">Path</th><th scope="col">Size</th><th scope="col">
+                <span class="visually-hidden">Actions</span></th></tr></thead>
               <tbody>
                 ${files.map(
                   (file) => html`<tr data-file=${file.path}>
                   <th scope="row"><code>${file.path}</code></th>
                   <td>${formatBytes(file.size)}</td>
                   <td class="row-actions">
-                    <button type="button" class="link" onClick=${() => view(file.path, file.size)} aria-label=${`View ${file.path}`}>View</button>
-                    <button type="button" class="link" onClick=${() => download(file.path)} aria-label=${`Download ${file.path}`}>Download</button>
-                    <button type="button" class="link danger" disabled=${busy === `delete ${file.path}`} onClick=${() => remove(file.path)} aria-label=${`Delete ${file.path}`}>Delete</button>
+                    <button type="button" class="link" onClick=${() => view(file.path, file.size)}
+                      aria-label=${`View ${file.path}`}>View</button>
+                    <button type="button" class="link" onClick=${() => download(file.path)}
+                      aria-label=${`Download ${file.path}`}>Download</button>
+                    <button type="button" class="link danger" disabled=${busy === `delete ${file.path}`} onClick=${() => remove(file.path)}
+                      aria-label=${`Delete ${file.path}`}>Delete</button>
                   </td>
                 </tr>`,
                 )}
@@ -113,8 +117,15 @@ export function SandboxFiles({ api, sandboxId, version }: { api: ApiClient; sand
     ${
       viewed
         ? html`<div class="file-view" data-testid="file-view">
-          <h3>${viewed.path} <span class="muted small">${formatBytes(viewed.size)}</span> <button type="button" class="link" onClick=${() => setViewed(undefined)}>Close</button></h3>
-          ${viewed.binary ? html`<p class="muted">Not UTF-8 text: download it to look inside.</p>` : html`<pre class="output" tabindex="0" aria-label=${`Content of ${viewed.path}`}>${viewed.text!.slice(0, VIEW_CHARS)}</pre>${viewed.text!.length > VIEW_CHARS ? html`<p class="hint">Showing the first ${formatBytes(VIEW_CHARS)}.</p>` : null}`}
+          <h3>${viewed.path} <span class="muted small">${formatBytes(viewed.size)}</span> <button type="button" class="link"
+            onClick=${() => setViewed(undefined)}>Close</button></h3>
+          ${
+            viewed.binary
+              ? html`<p class="muted">Not UTF-8 text: download it to look inside.</p>`
+              : html`<pre class="output" tabindex="0"
+            aria-label=${`Content of ${viewed.path}`}>${viewed.text!.slice(0, VIEW_CHARS)}</pre>
+            ${viewed.text!.length > VIEW_CHARS ? html`<p class="hint">Showing the first ${formatBytes(VIEW_CHARS)}.</p>` : null}`
+          }
         </div>`
         : null
     }
@@ -129,7 +140,8 @@ export function SandboxFiles({ api, sandboxId, version }: { api: ApiClient; sand
       </div>
       <div class="field">
         <label for="upload-path">Save as (workspace path)</label>
-        <input id="upload-path" value=${uploadPath} spellcheck=${false} autocomplete="off" placeholder="the file's name" onInput=${(event: Event) => setUploadPath((event.currentTarget as HTMLInputElement).value)} />
+        <input id="upload-path" value=${uploadPath} spellcheck=${false} autocomplete="off" placeholder="the file's name"
+          onInput=${(event: Event) => setUploadPath((event.currentTarget as HTMLInputElement).value)} />
       </div>
       <button type="submit" disabled=${busy === 'upload'}>${busy === 'upload' ? 'Uploading…' : 'Upload'}</button>
     </form>

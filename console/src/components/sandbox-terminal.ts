@@ -106,15 +106,33 @@ export function SandboxTerminal({ api, sandboxId, onExecuted }: { api: ApiClient
 
   return html`
     <div class="terminal">
-      <div class="terminal-log" ref=${log} role="log" aria-live="polite" aria-label="Execs and their output" aria-busy=${running ? 'true' : 'false'} data-testid="terminal-log" tabindex="0">
-        ${execs.length === 0 ? html`<p class="muted">No exec yet. Each exec starts a fresh shell in /workspace: files persist, <code>cd</code> and variables do not.</p>` : null}
+      <div class="terminal-log" ref=${log} role="log" aria-live="polite" aria-label="Execs and their output"
+        aria-busy=${running ? 'true' : 'false'} data-testid="terminal-log" tabindex="0">
+        ${
+          execs.length === 0
+            ? html`<p class="muted">No exec yet. Each exec starts a fresh shell in /workspace: files persist,${' '}
+          <code>cd</code> and variables do not.</p>`
+            : null
+        }
         ${execs.map(
           (exec) => html`<div class="exec" data-testid="exec" data-status=${exec.result?.status ?? (exec.error ? 'failed' : 'running')}>
           <div class="exec-command"><span aria-hidden="true">$ </span><span class="visually-hidden">Command: </span>${exec.command}</div>
-          ${exec.chunks.length ? html`<pre class="exec-output">${exec.chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre>` : null}
+          ${
+            exec.chunks.length
+              ? html`<pre class="exec-output">
+            ${exec.chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre>`
+              : null
+          }
           ${
             exec.result
-              ? html`<div class="exec-status"><${Badge} value=${exec.result.status} /> <span data-testid="exit-code">exit ${exitCodeOf(exec.result)}</span> · ${formatMs(exec.result.durationMs)}${exec.result.status !== 'ok' && (exec.result.message || exec.result.error) ? html` · <span class="reason">${exec.result.error?.message ?? exec.result.message}</span>` : null}</div>`
+              ? html`<div class="exec-status"><${Badge} value=${exec.result.status}
+                /> <span data-testid="exit-code">exit ${exitCodeOf(exec.result)}</span> · ${formatMs(exec.result.durationMs)}
+                ${
+                  exec.result.status !== 'ok' && (exec.result.message || exec.result.error)
+                    ? html` · <span class="reason">
+                ${exec.result.error?.message ?? exec.result.message}</span>`
+                    : null
+                }</div>`
               : exec.error
                 ? html`<${ErrorMessage} error=${exec.error} context="Exec failed" />`
                 : html`<div class="exec-status muted">running…</div>`
@@ -128,7 +146,8 @@ export function SandboxTerminal({ api, sandboxId, onExecuted }: { api: ApiClient
       }}>
         <label for="sandbox-command">Command</label>
         <span class="prompt" aria-hidden="true">$</span>
-        <input id="sandbox-command" ref=${input} value=${command} autocomplete="off" spellcheck=${false} autocapitalize="off" aria-describedby="sandbox-command-help"
+        <input id="sandbox-command" ref=${input} value=${command} autocomplete="off" spellcheck=${false} autocapitalize="off"
+          aria-describedby="sandbox-command-help"
           onInput=${(event: Event) => {
             setCommand((event.currentTarget as HTMLInputElement).value)
             position.current = undefined

@@ -38,7 +38,8 @@ export function AdaptersPage({ api }: PageProps) {
   const status = live.data?.status
   return html`
     <h1 id="page-title" tabindex="-1">Adapters</h1>
-    <p class="lede">Health as the readiness monitor last saw it, circuit breakers, and admission's slots and queues per lane. Updates every ${REFRESH_MS / 1000} s.</p>
+    <p class="lede">Health as the readiness monitor last saw it, circuit breakers, and admission's slots and queues per lane. Updates${' '}
+      every ${REFRESH_MS / 1000} s.</p>
     <${ErrorMessage} error=${live.error} context="Could not refresh" />
     ${
       !status
@@ -47,10 +48,18 @@ export function AdaptersPage({ api }: PageProps) {
           : html`<${Loading} what="adapters" />`
         : html`
           <dl class="facts summary">
-            <div><dt>Active adapter</dt><dd data-testid="active-adapter">${status.active === 'auto' ? 'auto (cheapest available)' : status.active}</dd></div>
-            <div><dt>Last switch</dt><dd>${status.lastSwitch ? `${formatTime(status.lastSwitch.at)}: ${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} (${status.lastSwitch.reason})` : 'none since start'}</dd></div>
+            <div><dt>Active adapter</dt><dd data-testid="active-adapter">
+              ${status.active === 'auto' ? 'auto (cheapest available)' : status.active}</dd></div>
+            <div><dt>Last switch</dt><dd>${
+              status.lastSwitch
+                ? `${formatTime(status.lastSwitch.at)}: ${
+                    status.lastSwitch.from ?? 'auto'
+                  } → ${status.lastSwitch.to ?? 'auto'} (${status.lastSwitch.reason})`
+                : 'none since start'
+            }</dd></div>
             <div><dt>Warm-up</dt><dd>${status.warmedUp ? 'done' : 'in progress'}</dd></div>
-            <div><dt>In-process batch runs</dt><dd>${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}</dd></div>
+            <div><dt>In-process batch runs</dt><dd>${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}</dd>
+              </div>
           </dl>
           <section class="panel" aria-labelledby="health-title">
             <h2 id="health-title">Health and capacity</h2>
@@ -88,21 +97,38 @@ function AdapterTable({ status }: { status: ExecgateStatus }) {
     <div class="table-scroll">
       <table class="data" data-testid="adapter-table">
         <caption class="visually-hidden">Adapters, their health and capacity</caption>
-        <thead><tr><th scope="col">Adapter</th><th scope="col">Tier</th><th scope="col">Languages</th><th scope="col">Health</th><th scope="col">Breaker</th><th scope="col">Slots in use</th><th scope="col">Queued</th></tr></thead>
+        <thead><tr><th scope="col">Adapter</th><th scope="col">Tier</th><th scope="col">Languages</th><th scope="col">Health</th>
+          <th scope="col">Breaker</th><th scope="col">Slots in use</th><th scope="col">Queued</th></tr></thead>
         <tbody>
           ${status.adapters.map((adapter) => {
             const slots = admission.get(adapter.name)
             return html`<tr data-adapter=${adapter.name}>
-              <th scope="row">${adapter.name}${adapter.warm === undefined ? null : html` <span class="muted">${adapter.warm ? 'warm' : 'cold'}</span>`}</th>
+              <th scope="row">${adapter.name}${
+                adapter.warm === undefined
+                  ? null
+                  : html` <span class="muted">
+                ${adapter.warm ? 'warm' : 'cold'}</span>`
+              }</th>
               <td>${adapter.tier} <span class="muted">${TIER_NAMES[adapter.tier]}</span></td>
               <td>${adapter.languages.join(', ')}</td>
               <td class="health" data-state=${adapter.health.state}>
                 <${Badge} value=${adapter.health.state} />
                 ${adapter.health.reason ? html`<div class="reason">${adapter.health.reason}</div>` : null}
-                <div class="muted small">${adapter.health.checkedAt ? `checked ${formatTime(adapter.health.checkedAt)}${adapter.health.latencyMs !== undefined ? `, ${formatMs(adapter.health.latencyMs)}` : ''}` : 'not checked yet'}</div>
+                <div class="muted small">${
+                  adapter.health.checkedAt
+                    ? `checked ${formatTime(adapter.health.checkedAt)}${
+                        adapter.health.latencyMs !== undefined ? `, ${formatMs(adapter.health.latencyMs)}` : ''
+                      }`
+                    : 'not checked yet'
+                }</div>
               </td>
               <td><${Badge} value=${adapter.breaker} /></td>
-              <td>${slots ? html`${lanes(slots.inUse)}<div class="muted small">${slots.slots === null ? 'unbounded' : `${slots.slots} slots, ${slots.reserved} kept for interactive`}</div>` : '—'}</td>
+              <td>${
+                slots
+                  ? html`${lanes(slots.inUse)}<div class="muted small">
+                ${slots.slots === null ? 'unbounded' : `${slots.slots} slots, ${slots.reserved} kept for interactive`}</div>`
+                  : '—'
+              }</td>
               <td>${slots ? lanes(slots.queued) : '—'}</td>
             </tr>`
           })}
@@ -116,11 +142,21 @@ function EnforcementTable({ policies }: { policies: PolicyExplanation[] }) {
   const first = policies[0]
   if (!first) return html`<p>No adapter is enabled.</p>`
   return html`
-    <p class="muted">How each adapter holds each limit of ${first.profile ? html`the policy profile <code>${first.profile}</code>` : 'the default policy (security.defaultPolicy)'}: <strong>hard</strong> (the backend stops it), <strong>soft</strong> (checked after the fact) or <strong>none</strong>. A required limit an adapter cannot hold keeps routing away from it.</p>
+    <p class="muted">How each adapter holds each limit of ${
+      first.profile
+        ? html`the policy profile <code>${first.profile}
+      </code>`
+        : 'the default policy (security.defaultPolicy)'
+    }: <strong>hard</strong> (the backend stops it), <strong>soft</strong>${' '}
+      (checked after the fact) or <strong>none</strong>. A required limit an adapter cannot hold keeps routing away from it.</p>
     <div class="table-scroll">
       <table class="data enforcement" data-testid="enforcement-table">
         <caption class="visually-hidden">Enforcement of each policy limit by each adapter</caption>
-        <thead><tr><th scope="col">Limit</th><th scope="col">Setting</th>${policies.map((policy) => html`<th scope="col">${policy.adapter}${policy.usable ? null : html` <span class="muted">(not usable)</span>`}</th>`)}</tr></thead>
+        <thead><tr><th scope="col">Limit</th><th scope="col">Setting</th>
+          ${policies.map(
+            (policy) => html`<th scope="col">${policy.adapter}
+          ${policy.usable ? null : html` <span class="muted">(not usable)</span>`}</th>`,
+          )}</tr></thead>
         <tbody>
           ${first.rows.map(
             (row, index) => html`<tr>
@@ -128,7 +164,8 @@ function EnforcementTable({ policies }: { policies: PolicyExplanation[] }) {
             <td>${row.setting}</td>
             ${policies.map((policy) => {
               const cell = policy.rows[index]!
-              return html`<td data-adapter=${policy.adapter}><${Badge} value=${cell.enforcement} />${cell.satisfied ? null : html` <span class="reason">not enforced, required</span>`}</td>`
+              return html`<td data-adapter=${policy.adapter}><${Badge} value=${cell.enforcement} />
+                ${cell.satisfied ? null : html` <span class="reason">not enforced, required</span>`}</td>`
             })}
           </tr>`,
           )}
@@ -140,7 +177,8 @@ function EnforcementTable({ policies }: { policies: PolicyExplanation[] }) {
 
 function Timeline({ events, capacity }: { events: ReadinessEvent[]; capacity: number }) {
   if (events.length === 0)
-    return html`<p data-testid="timeline-empty">No health change or switch since the server started. The readiness monitor checks every adapter on <code>readiness.schedule</code>.</p>`
+    return html`<p data-testid="timeline-empty">No health change or switch since the server started. The readiness monitor checks${' '}
+      every adapter on <code>readiness.schedule</code>.</p>`
   return html`
     <p class="muted">Newest first; the server keeps the last ${capacity}.</p>
     <ol class="timeline" data-testid="timeline">
@@ -169,7 +207,8 @@ function NodeTable({ status }: { status: ExecgateStatus }) {
     <div class="table-scroll">
       <table class="data" data-testid="node-table">
         <caption class="visually-hidden">Nodes of the fabric</caption>
-        <thead><tr><th scope="col">Node</th><th scope="col">URL</th><th scope="col">Adapters</th><th scope="col">Slots in use</th><th scope="col">Queued</th><th scope="col">Sandboxes</th><th scope="col">Last heartbeat</th></tr></thead>
+        <thead><tr><th scope="col">Node</th><th scope="col">URL</th><th scope="col">Adapters</th><th scope="col">Slots in use</th>
+          <th scope="col">Queued</th><th scope="col">Sandboxes</th><th scope="col">Last heartbeat</th></tr></thead>
         <tbody>
           ${(status.nodes ?? []).map(
             (node) => html`<tr data-node=${node.id}>

@@ -31,18 +31,26 @@ export function ArtifactsPage(_props: PageProps) {
   }
   return html`
     <h1 id="page-title" tabindex="-1">Artifacts</h1>
-    <p class="lede">Every run is recorded in the artifact ledger: its code, inputs, files, value and long output are kept as artifacts, addressed by their SHA-256, and linked to the runs that used and generated them. A run's result links to its provenance and to what it produced; or paste a digest or a run id here.</p>
+    <p class="lede">Every run is recorded in the artifact ledger: its code, inputs, files, value and long output are kept as${' '}
+      artifacts, addressed by their SHA-256, and linked to the runs that used and generated them. A run's result links to its${' '}
+      provenance and to what it produced; or paste a digest or a run id here.</p>
     <form class="controls lookup" onSubmit=${openArtifact} aria-label="Open an artifact">
       <div class="field grow">
         <label for="artifact-digest">Artifact SHA-256</label>
-        <input id="artifact-digest" value=${digest} spellcheck=${false} autocomplete="off" placeholder="64 hexadecimal characters" aria-invalid=${problem?.field === 'digest' ? 'true' : undefined} aria-describedby=${problem?.field === 'digest' ? 'lookup-problem' : undefined} onInput=${(event: Event) => setDigest((event.currentTarget as HTMLInputElement).value)} />
+        <input id="artifact-digest" value=${digest} spellcheck=${false} autocomplete="off" placeholder="64 hexadecimal characters"
+          aria-invalid=${problem?.field === 'digest' ? 'true' : undefined}
+          aria-describedby=${problem?.field === 'digest' ? 'lookup-problem' : undefined}
+          onInput=${(event: Event) => setDigest((event.currentTarget as HTMLInputElement).value)} />
       </div>
       <button type="submit" class="primary">Open artifact</button>
     </form>
     <form class="controls lookup" onSubmit=${openRun} aria-label="Open a run's provenance">
       <div class="field grow">
         <label for="run-id">Run id</label>
-        <input id="run-id" value=${runId} spellcheck=${false} autocomplete="off" aria-invalid=${problem?.field === 'run' ? 'true' : undefined} aria-describedby=${problem?.field === 'run' ? 'lookup-problem' : undefined} onInput=${(event: Event) => setRunId((event.currentTarget as HTMLInputElement).value)} />
+        <input id="run-id" value=${runId} spellcheck=${false} autocomplete="off"
+          aria-invalid=${problem?.field === 'run' ? 'true' : undefined}
+          aria-describedby=${problem?.field === 'run' ? 'lookup-problem' : undefined}
+          onInput=${(event: Event) => setRunId((event.currentTarget as HTMLInputElement).value)} />
       </div>
       <button type="submit">Open run</button>
     </form>

@@ -86,7 +86,8 @@ export function PlanDetailPage({ api, params }: PageProps) {
   }
 
   if (!plan)
-    return html`<p><a href=${href('plans')}>← All plans</a></p><h1 id="page-title" tabindex="-1">Plan <code>${id}</code></h1>${loadError ? html`<${ErrorMessage} error=${loadError} />` : html`<${Loading} what="the plan" />`}`
+    return html`<p><a href=${href('plans')}>← All plans</a></p><h1 id="page-title" tabindex="-1">Plan <code>${id}</code></h1>
+      ${loadError ? html`<${ErrorMessage} error=${loadError} />` : html`<${Loading} what="the plan" />`}`
 
   const steps = plan.steps.map((step) => ({ ...step, ...(live[`${plan.version}:${step.id}`] ?? {}) }))
   const chosen = steps.find((step) => step.id === selected)
@@ -104,17 +105,35 @@ export function PlanDetailPage({ api, params }: PageProps) {
     <h1 id="page-title" tabindex="-1">Plan <code>${plan.id}</code></h1>
     <p class="plan-state">State <${Badge} value=${plan.state} /> <span class="muted" role="status">${STREAM_WORDS[stream]}</span></p>
     <div class="actions" role="group" aria-label="Plan actions">
-      <button type="button" disabled=${!!busy || !CAN.cancel.includes(plan.state)} onClick=${() => act('cancel', () => api.delete<Plan>(path))}>${busy === 'cancel' ? 'Cancelling…' : 'Cancel plan'}</button>
-      <button type="button" disabled=${!!busy || !CAN.suspend.includes(plan.state)} onClick=${() => act('suspend', () => api.post<Plan>(`${path}/suspend`))}>${busy === 'suspend' ? 'Suspending…' : 'Suspend'}</button>
-      <button type="button" disabled=${!!busy || !CAN.resume.includes(plan.state)} onClick=${() => act('resume', () => api.post<Plan>(`${path}/resume`))}>${busy === 'resume' ? 'Resuming…' : 'Resume'}</button>
+      <button type="button" disabled=${!!busy || !CAN.cancel.includes(plan.state)}
+        onClick=${() => act('cancel', () => api.delete<Plan>(path))}>${busy === 'cancel' ? 'Cancelling…' : 'Cancel plan'}</button>
+      <button type="button" disabled=${!!busy || !CAN.suspend.includes(plan.state)}
+        onClick=${() => act('suspend', () => api.post<Plan>(`${path}/suspend`))}>${busy === 'suspend' ? 'Suspending…' : 'Suspend'}</button>
+      <button type="button" disabled=${!!busy || !CAN.resume.includes(plan.state)}
+        onClick=${() => act('resume', () => api.post<Plan>(`${path}/resume`))}>${busy === 'resume' ? 'Resuming…' : 'Resume'}</button>
     </div>
-    <p class="hint">Cancel terminates the plan and its running steps. Suspend holds a running plan (no step starts, running steps are suspended) until Resume; completed steps never run again. A plan also pauses by itself (REVISING) while the reflector revises a failed step.</p>
+    <p class="hint">Cancel terminates the plan and its running steps. Suspend holds a running plan (no step starts, running steps are${' '}
+      suspended) until Resume; completed steps never run again. A plan also pauses by itself (REVISING) while the reflector revises a${' '}
+      failed step.</p>
     <${ErrorMessage} error=${actionError} />
     <${ErrorMessage} error=${loadError} context="Could not refresh" />
-    <dl class="facts">${facts.filter(([, value]) => value !== undefined && value !== '').map(([name, value]) => html`<div><dt>${name}</dt><dd>${String(value)}</dd></div>`)}</dl>
+    <dl class="facts">${facts
+      .filter(([, value]) => value !== undefined && value !== '')
+      .map(
+        ([name, value]) => html`<div><dt>${name}</dt>
+      <dd>${String(value)}</dd></div>`,
+      )}</dl>
     <section class="panel" aria-labelledby="steps-title">
       <h2 id="steps-title">Steps of version ${plan.version}</h2>
-      <${DagGraph} id="plan-graph" title=${`The steps of plan ${plan.id}, version ${plan.version}`} description=${graphDescription(steps)} nodes=${steps.map((step): GraphNode => ({ id: step.id, label: step.id, detail: `${step.state}${step.reusedFrom ? ` · reused v${step.reusedFrom}` : ''}`, tone: STEP_TONES[step.state], state: step.state, emphasis: step.id === selected }))}
+      <${DagGraph} id="plan-graph" title=${`The steps of plan ${plan.id}, version ${plan.version}`} description=${graphDescription(steps)}
+        nodes=${steps.map((step): GraphNode => ({
+          id: step.id,
+          label: step.id,
+          detail: `${step.state}${step.reusedFrom ? ` · reused v${step.reusedFrom}` : ''}`,
+          tone: STEP_TONES[step.state],
+          state: step.state,
+          emphasis: step.id === selected,
+        }))}
         edges=${steps.flatMap((step) => (step.dependsOn ?? []).map((from) => ({ from, to: step.id })))} onSelect=${setSelected} />
       <${StepTable} steps=${steps} selected=${selected} onSelect=${setSelected} />
     </section>
@@ -143,17 +162,25 @@ function StepTable({
     <div class="table-scroll">
       <table class="data" data-testid="step-table">
         <caption class="visually-hidden">The plan's steps, their states and what they depend on</caption>
-        <thead><tr><th scope="col">Step</th><th scope="col">State</th><th scope="col">Depends on</th><th scope="col">Language</th><th scope="col">Attempts</th><th scope="col">Task</th><th scope="col">Run</th><th scope="col">Reason</th></tr></thead>
+        <thead><tr><th scope="col">Step</th><th scope="col">State</th><th scope="col">Depends on</th><th scope="col">Language</th>
+          <th scope="col">Attempts</th><th scope="col">Task</th><th scope="col">Run</th><th scope="col">Reason</th></tr></thead>
         <tbody>
           ${steps.map(
             (step) => html`<tr data-step=${step.id} data-state=${step.state} class=${step.id === selected ? 'selected' : undefined}>
-            <th scope="row"><button type="button" class="link" aria-pressed=${step.id === selected ? 'true' : 'false'} onClick=${() => onSelect(step.id)}>${step.id}</button>${step.reusedFrom ? html` <span class="muted small">reused from v${step.reusedFrom}</span>` : null}</th>
+            <th scope="row"><button type="button" class="link" aria-pressed=${step.id === selected ? 'true' : 'false'}
+              onClick=${() => onSelect(step.id)}>${step.id}</button>
+              ${step.reusedFrom ? html` <span class="muted small">reused from v${step.reusedFrom}</span>` : null}</th>
             <td><${Badge} value=${step.state} /></td>
             <td>${step.dependsOn?.length ? step.dependsOn.join(', ') : html`<span class="muted">—</span>`}</td>
             <td>${step.language}</td>
             <td>${step.attempt ?? step.attempts}</td>
             <td><a href=${href(`tasks/${step.taskId}`)} aria-label=${`Task of step ${step.id}`}>task</a></td>
-            <td>${step.result?.runId ? html`<a href=${href(`runs/${step.result.runId}`)} aria-label=${`Provenance of step ${step.id}'s run`}>provenance</a>` : html`<span class="muted">—</span>`}</td>
+            <td>${
+              step.result?.runId
+                ? html`<a href=${href(`runs/${step.result.runId}`)}
+              aria-label=${`Provenance of step ${step.id}'s run`}>provenance</a>`
+                : html`<span class="muted">—</span>`
+            }</td>
             <td class="reason">${step.reason}</td>
           </tr>`,
           )}
@@ -170,7 +197,12 @@ function StepDetail({ step }: { step: PlanStepView }) {
       ${step.description ? html`<p>${step.description}</p>` : null}
       <h3>Code (${step.language})</h3>
       <pre class="code">${step.code}</pre>
-      ${step.result ? html`<h3>Result</h3><${ResultView} result=${step.result} showOutput=${true} />` : html`<p class="muted">No result yet.</p>`}
+      ${
+        step.result
+          ? html`<h3>Result</h3><${ResultView} result=${step.result} showOutput=${true}
+        />`
+          : html`<p class="muted">No result yet.</p>`
+      }
     </section>
   `
 }

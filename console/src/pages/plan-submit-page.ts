@@ -23,7 +23,9 @@ const SAMPLE = JSON.stringify(
         description: 'the mean order value',
         language: 'javascript',
         dependsOn: ['orders'],
-        code: "const orders = JSON.parse(await read_file('steps/orders/files/orders.json'))\nMath.round(orders.reduce((a, b) => a + b, 0) / orders.length * 100) / 100",
+        code:
+          "const orders = JSON.parse(await read_file('steps/orders/files/orders.json'))\n" +
+          'Math.round(orders.reduce((a, b) => a + b, 0) / orders.length * 100) / 100',
       },
       {
         id: 'report',
@@ -85,7 +87,10 @@ export function PlanSubmitPage({ api }: PageProps) {
   return html`
     <p><a href=${href('plans')}>← All plans</a></p>
     <h1 id="page-title" tabindex="-1">Submit a plan</h1>
-    <p class="lede">The plan as JSON: <code>goal</code>, <code>steps</code> (each with <code>id</code>, <code>language</code>, <code>code</code> and optional <code>dependsOn</code>, <code>description</code>, <code>limits</code>), <code>maxRevisions</code>, <code>priority</code>, <code>lane</code>. A step reads what a step it depends on produced under <code>${'steps/<id>/'}</code>. The server checks the plan and answers why it refuses one.</p>
+    <p class="lede">The plan as JSON: <code>goal</code>, <code>steps</code> (each with <code>id</code>, <code>language</code>,${' '}
+      <code>code</code> and optional <code>dependsOn</code>, <code>description</code>, <code>limits</code>),${' '}
+      <code>maxRevisions</code>, <code>priority</code>, <code>lane</code>. A step reads what a step it depends on produced under${' '}
+      <code>${'steps/<id>/'}</code>. The server checks the plan and answers why it refuses one.</p>
     <form onSubmit=${(event: Event) => {
       event.preventDefault()
       void submit()

@@ -30,11 +30,13 @@ export function PlansPage({ api }: PageProps) {
 
   return html`
     <h1 id="page-title" tabindex="-1">Plans</h1>
-    <p class="lede">Your plans, newest first: DAGs of code steps, each step a durable task, revised by the reflector when a step fails. Updates every ${REFRESH_MS / 1000} s.</p>
+    <p class="lede">Your plans, newest first: DAGs of code steps, each step a durable task, revised by the reflector when a step${' '}
+      fails. Updates every ${REFRESH_MS / 1000} s.</p>
     <div class="controls">
       <div class="field">
         <label for="plan-state">State</label>
-        <select id="plan-state" value=${state} onChange=${(event: Event) => setState((event.currentTarget as HTMLSelectElement).value as PlanState | '')}>
+        <select id="plan-state" value=${state} onChange=${(event: Event) =>
+          setState((event.currentTarget as HTMLSelectElement).value as PlanState | '')}>
           <option value="">any</option>
           ${PLAN_STATES.map((item) => html`<option value=${item}>${item}</option>`)}
         </select>
@@ -53,11 +55,14 @@ export function PlansPage({ api }: PageProps) {
             <div class="table-scroll">
               <table class="data" data-testid="plan-table">
                 <caption class="visually-hidden">Plans${state ? ` in state ${state}` : ''}, newest first</caption>
-                <thead><tr><th scope="col">Plan</th><th scope="col">Goal</th><th scope="col">State</th><th scope="col">Version</th><th scope="col">Steps</th><th scope="col">Revisions</th><th scope="col">Created</th><th scope="col">Updated</th><th scope="col">Reason</th></tr></thead>
+                <thead><tr><th scope="col">Plan</th><th scope="col">Goal</th><th scope="col">State</th><th scope="col">Version</th>
+                  <th scope="col">Steps</th><th scope="col">Revisions</th><th scope="col">Created</th><th scope="col">Updated</th>
+                  <th scope="col">Reason</th></tr></thead>
                 <tbody>
                   ${page.plans.map(
                     (plan) => html`<tr data-plan=${plan.id} data-state=${plan.state}>
-                    <th scope="row"><a href=${href(`plans/${plan.id}`)} title=${plan.id} aria-label=${`Plan ${plan.id}`}><code>${shortId(plan.id)}</code></a></th>
+                    <th scope="row"><a href=${href(`plans/${plan.id}`)} title=${plan.id}
+                      aria-label=${`Plan ${plan.id}`}><code>${shortId(plan.id)}</code></a></th>
                     <td>${plan.goal ?? html`<span class="muted">—</span>`}</td>
                     <td><${Badge} value=${plan.state} /></td>
                     <td>${plan.version}</td>
@@ -71,7 +76,12 @@ export function PlansPage({ api }: PageProps) {
                 </tbody>
               </table>
             </div>
-            ${page.nextCursor && limit < MOST ? html`<button type="button" onClick=${() => setLimit(Math.min(MOST, limit + PAGE_SIZE))}>Show ${PAGE_SIZE} more</button>` : null}
+            ${
+              page.nextCursor && limit < MOST
+                ? html`<button type="button"
+              onClick=${() => setLimit(Math.min(MOST, limit + PAGE_SIZE))}>Show ${PAGE_SIZE} more</button>`
+                : null
+            }
           `
     }
   `

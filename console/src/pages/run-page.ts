@@ -138,27 +138,35 @@ export function RunPage({ api }: PageProps) {
       <div class="controls">
         <div class="field">
           <label for="run-language">Language</label>
-          <select id="run-language" value=${language} onChange=${(event: Event) => changeLanguage((event.currentTarget as HTMLSelectElement).value as Language)}>
+          <select id="run-language" value=${language}
+            onChange=${(event: Event) => changeLanguage((event.currentTarget as HTMLSelectElement).value as Language)}>
             ${languages.map((item) => html`<option value=${item}>${item}</option>`)}
           </select>
         </div>
         <div class="field">
           <label for="run-adapter">Adapter</label>
-          <select id="run-adapter" value=${adapter} onChange=${(event: Event) => setAdapter((event.currentTarget as HTMLSelectElement).value)}>
+          <select id="run-adapter" value=${adapter}
+            onChange=${(event: Event) => setAdapter((event.currentTarget as HTMLSelectElement).value)}>
             <option value="">automatic (routing chooses)</option>
-            ${adapterChoices.map((item) => html`<option value=${item.name}>${item.name}${item.health.state === 'unavailable' ? ' (unavailable)' : ''}</option>`)}
+            ${adapterChoices.map(
+              (item) => html`<option value=${item.name}>${item.name}
+              ${item.health.state === 'unavailable' ? ' (unavailable)' : ''}</option>`,
+            )}
           </select>
         </div>
         <div class="field">
           <label for="run-timeout">Time limit (ms)</label>
-          <input id="run-timeout" type="number" step="1" inputmode="numeric" placeholder="policy's" value=${timeoutMs} onInput=${(event: Event) => setTimeoutMs((event.currentTarget as HTMLInputElement).value)} />
+          <input id="run-timeout" type="number" step="1" inputmode="numeric" placeholder="policy's" value=${timeoutMs}
+            onInput=${(event: Event) => setTimeoutMs((event.currentTarget as HTMLInputElement).value)} />
         </div>
         <div class="field">
           <label for="run-memory">Memory (MiB)</label>
-          <input id="run-memory" type="number" step="1" inputmode="numeric" placeholder="policy's" value=${memoryMb} onInput=${(event: Event) => setMemoryMb((event.currentTarget as HTMLInputElement).value)} />
+          <input id="run-memory" type="number" step="1" inputmode="numeric" placeholder="policy's" value=${memoryMb}
+            onInput=${(event: Event) => setMemoryMb((event.currentTarget as HTMLInputElement).value)} />
         </div>
       </div>
-      <${CodeEditor} id="run-code" label="Code" value=${code} onChange=${setCode} indent=${language === 'python' ? '    ' : '  '} findings=${findings} onRun=${run} textareaRef=${textarea} />
+      <${CodeEditor} id="run-code" label="Code" value=${code} onChange=${setCode} indent=${language === 'python' ? '    ' : '  '}
+        findings=${findings} onRun=${run} textareaRef=${textarea} />
       <div class="actions">
         <button type="submit" class="primary" disabled=${!language || !!running}>${running ? 'Running…' : 'Run'}</button>
         ${running ? html`<button type="button" onClick=${() => running.abort()}>Stop</button>` : null}
@@ -167,12 +175,33 @@ export function RunPage({ api }: PageProps) {
       </div>
     </form>
     <${ErrorMessage} error=${error} />
-    ${report ? html`<${Findings} report=${report} onPick=${(line: number, column?: number) => textarea.current && focusAt(textarea.current, line, column)} />` : null}
+    ${
+      report
+        ? html`<${Findings} report=${report}
+      onPick=${(line: number, column?: number) => textarea.current && focusAt(textarea.current, line, column)} />`
+        : null
+    }
     <section aria-labelledby="output-title" class="panel">
       <h2 id="output-title">Output</h2>
-      <pre class="output" role="log" aria-live="polite" aria-busy=${running ? 'true' : 'false'} data-testid="run-output">${chunks.length === 0 ? html`<span class="muted">${running ? 'Waiting for output…' : 'Nothing yet.'}</span>` : chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre>
+      <pre class="output" role="log" aria-live="polite" aria-busy=${running ? 'true' : 'false'} data-testid="run-output">
+        ${
+          chunks.length === 0
+            ? html`<span class="muted">${running ? 'Waiting for output…' : 'Nothing yet.'}
+        </span>`
+            : chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)
+        }</pre>
     </section>
-    ${result ? html`<section aria-labelledby="result-title" class="panel"><h2 id="result-title">Result</h2><${ResultView} result=${result} />${result.runId ? html`<${ProducedArtifacts} api=${api} runId=${result.runId} />` : null}</section>` : null}
+    ${
+      result
+        ? html`<section aria-labelledby="result-title" class="panel"><h2 id="result-title">Result</h2>
+      <${ResultView} result=${result} />${
+        result.runId
+          ? html`<${ProducedArtifacts} api=${api} runId=${result.runId}
+      />`
+          : null
+      }</section>`
+        : null
+    }
   `
 }
 
@@ -182,13 +211,18 @@ function Findings({ report, onPick }: { report: ValidationReport; onPick: (line:
       <h2 id="findings-title">Validation</h2>
       ${
         report.issues.length === 0
-          ? html`<p role="status">No findings: ${report.implemented ? `the code passes ${report.validator}'s checks.` : `${report.validator} cannot validate ${report.language}.`}</p>`
+          ? html`<p role="status">No findings: ${
+              report.implemented
+                ? `the code passes ${report.validator}'s checks.`
+                : `${report.validator} cannot validate ${report.language}.`
+            }</p>`
           : html`<ul role="list">
             ${report.issues.map(
               (issue) => html`<li class=${`finding finding-${issue.severity}`}>
               ${
                 issue.line !== undefined
-                  ? html`<button type="button" class="link" onClick=${() => onPick(issue.line!, issue.column)}>Line ${issue.line}${issue.column !== undefined ? `, column ${issue.column}` : ''}</button>`
+                  ? html`<button type="button" class="link" onClick=${() => onPick(issue.line!, issue.column)}>Line ${issue.line}
+                    ${issue.column !== undefined ? `, column ${issue.column}` : ''}</button>`
                   : html`<span>Whole program</span>`
               }
               <span class="finding-severity">${issue.severity}</span> <code>${issue.code}</code> ${issue.message}

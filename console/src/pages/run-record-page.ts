@@ -15,8 +15,23 @@ export function RunRecordPage({ api, params }: PageProps) {
   return html`
     <p><a href=${href('artifacts')}>← Artifacts</a></p>
     <h1 id="page-title" tabindex="-1">Run <code>${runId}</code></h1>
-    <p class="lede">The run's provenance record in the artifact ledger: what ran it, under which policy, when, and the artifacts it used and generated. Export gives the same as W3C PROV-JSON.</p>
-    <section class="panel" aria-label="Provenance record">${error ? html`<${ErrorMessage} error=${error} />` : answer ? html`<${RunRecordView} api=${api} answer=${answer} />` : html`<${Loading} what="the run's record" />`}</section>
-    ${answer ? html`<section class="panel" aria-labelledby="receipt-title"><h2 id="receipt-title">Signed receipt</h2><p class="lede">The record as an in-toto Statement signed by this server (Ed25519, DSSE), checked here against the server's public key.</p><${ReceiptPanel} api=${api} runId=${runId} /></section>` : null}
+    <p class="lede">The run's provenance record in the artifact ledger: what ran it, under which policy, when, and the artifacts it${' '}
+      used and generated. Export gives the same as W3C PROV-JSON.</p>
+    <section class="panel" aria-label="Provenance record">
+      ${
+        error
+          ? html`<${ErrorMessage} error=${error} />`
+          : answer
+            ? html`<${RunRecordView} api=${api} answer=${answer}
+      />`
+            : html`<${Loading} what="the run's record" />`
+      }</section>
+    ${
+      answer
+        ? html`<section class="panel" aria-labelledby="receipt-title"><h2 id="receipt-title">Signed receipt</h2>
+      <p class="lede">The record as an in-toto Statement signed by this server (Ed25519, DSSE), checked here against the server's${' '}
+      public key.</p><${ReceiptPanel} api=${api} runId=${runId} /></section>`
+        : null
+    }
   `
 }

@@ -58,26 +58,38 @@ export function SandboxesPage({ api }: PageProps) {
   const sandboxes = live.data?.sandboxes
   return html`
     <h1 id="page-title" tabindex="-1">Sandboxes</h1>
-    <p class="lede">Live environments kept across many execs: a workspace of files where each exec runs a shell command. They live in this server's process and end when stopped, after their idle timeout, or with the server. Updates every ${REFRESH_MS / 1000} s.</p>
+    <p class="lede">Live environments kept across many execs: a workspace of files where each exec runs a shell command. They live in${' '}
+      this server's process and end when stopped, after their idle timeout, or with the server. Updates every ${REFRESH_MS / 1000} s.</p>
     <form class="controls" onSubmit=${start} aria-label="Start a sandbox">
       <div class="field">
         <label for="sandbox-adapter">Backend</label>
-        <select id="sandbox-adapter" value=${adapter} onChange=${(event: Event) => setAdapter((event.currentTarget as HTMLSelectElement).value)}>
+        <select id="sandbox-adapter" value=${adapter}
+          onChange=${(event: Event) => setAdapter((event.currentTarget as HTMLSelectElement).value)}>
           <option value="">automatic (sandboxes.adapter)</option>
-          ${(hosts ?? []).map((item) => html`<option value=${item.name}>${item.name} (${item.languages.join(', ')})${item.health.state === 'unavailable' ? ' unavailable' : ''}</option>`)}
+          ${(hosts ?? []).map(
+            (item) => html`<option value=${item.name}>
+            ${item.name} (${item.languages.join(', ')})${item.health.state === 'unavailable' ? ' unavailable' : ''}</option>`,
+          )}
         </select>
       </div>
       <div class="field">
         <label for="sandbox-idle">Idle timeout (minutes)</label>
-        <input id="sandbox-idle" type="number" min="1" step="1" inputmode="numeric" placeholder="server's" value=${idleMinutes} onInput=${(event: Event) => setIdleMinutes((event.currentTarget as HTMLInputElement).value)} />
+        <input id="sandbox-idle" type="number" min="1" step="1" inputmode="numeric" placeholder="server's" value=${idleMinutes}
+          onInput=${(event: Event) => setIdleMinutes((event.currentTarget as HTMLInputElement).value)} />
       </div>
       <div class="field">
         <label for="sandbox-from">From snapshot (optional)</label>
-        <input id="sandbox-from" type="text" spellcheck="false" placeholder="a snapshot id" value=${from} onInput=${(event: Event) => setFrom((event.currentTarget as HTMLInputElement).value)} />
+        <input id="sandbox-from" type="text" spellcheck="false" placeholder="a snapshot id" value=${from}
+          onInput=${(event: Event) => setFrom((event.currentTarget as HTMLInputElement).value)} />
       </div>
       <button type="submit" class="primary" disabled=${busy === 'start'}>${busy === 'start' ? 'Starting…' : 'Start a sandbox'}</button>
     </form>
-    ${hosts && hosts.length === 0 ? html`<p class="notice" role="note">No enabled adapter can host sandboxes (shell, process or docker: execution.enabled).</p>` : null}
+    ${
+      hosts && hosts.length === 0
+        ? html`<p class="notice"
+      role="note">No enabled adapter can host sandboxes (shell, process or docker: execution.enabled).</p>`
+        : null
+    }
     <${ErrorMessage} error=${error} />
     <${ErrorMessage} error=${live.error} context="Could not refresh" />
     ${
@@ -90,18 +102,22 @@ export function SandboxesPage({ api }: PageProps) {
           : html`<div class="table-scroll">
             <table class="data" data-testid="sandbox-table">
               <caption class="visually-hidden">Your live sandboxes</caption>
-              <thead><tr><th scope="col">Sandbox</th><th scope="col">Backend</th><th scope="col">Languages</th><th scope="col">Execs</th><th scope="col">Started</th><th scope="col">Last used</th><th scope="col">Stops if idle at</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+              <thead><tr><th scope="col">Sandbox</th><th scope="col">Backend</th><th scope="col">Languages</th><th scope="col">Execs</th>
+                <th scope="col">Started</th><th scope="col">Last used</th><th scope="col">Stops if idle at</th><th scope="col">
+                <span class="visually-hidden">Actions</span></th></tr></thead>
               <tbody>
                 ${sandboxes.map(
                   (sandbox) => html`<tr data-sandbox=${sandbox.id}>
-                  <th scope="row"><a href=${href(`sandboxes/${sandbox.id}`)} title=${sandbox.id} aria-label=${`Sandbox ${sandbox.id}`}><code>${shortId(sandbox.id)}</code></a></th>
+                  <th scope="row"><a href=${href(`sandboxes/${sandbox.id}`)} title=${sandbox.id}
+                    aria-label=${`Sandbox ${sandbox.id}`}><code>${shortId(sandbox.id)}</code></a></th>
                   <td>${sandbox.adapter}</td>
                   <td>${sandbox.languages.join(', ')}</td>
                   <td>${sandbox.execs}</td>
                   <td><time datetime=${sandbox.createdAt}>${formatTime(sandbox.createdAt)}</time></td>
                   <td><time datetime=${sandbox.lastUsedAt}>${formatTime(sandbox.lastUsedAt)}</time></td>
                   <td><time datetime=${sandbox.expiresAt}>${formatTime(sandbox.expiresAt)}</time></td>
-                  <td><button type="button" disabled=${busy === sandbox.id} onClick=${() => stop(sandbox.id)} aria-label=${`Stop sandbox ${sandbox.id}`}>${busy === sandbox.id ? 'Stopping…' : 'Stop'}</button></td>
+                  <td><button type="button" disabled=${busy === sandbox.id} onClick=${() => stop(sandbox.id)}
+                    aria-label=${`Stop sandbox ${sandbox.id}`}>${busy === sandbox.id ? 'Stopping…' : 'Stop'}</button></td>
                 </tr>`,
                 )}
               </tbody>

@@ -92,7 +92,8 @@ export function TaskDetailPage({ api, params }: PageProps) {
   }
 
   if (!task)
-    return html`<h1 id="page-title" tabindex="-1">Task <code>${id}</code></h1><p><a href=${href('tasks')}>← All tasks</a></p>${loadError ? html`<${ErrorMessage} error=${loadError} />` : html`<${Loading} what="the task" />`}`
+    return html`<h1 id="page-title" tabindex="-1">Task <code>${id}</code></h1><p><a href=${href('tasks')}>← All tasks</a></p>
+      ${loadError ? html`<${ErrorMessage} error=${loadError} />` : html`<${Loading} what="the task" />`}`
 
   const facts: [string, unknown][] = [
     ['Reason', task.reason],
@@ -109,16 +110,34 @@ export function TaskDetailPage({ api, params }: PageProps) {
   return html`
     <p><a href=${href('tasks')}>← All tasks</a></p>
     <h1 id="page-title" tabindex="-1">Task <code>${task.id}</code></h1>
-    <p class="task-state">State <${Badge} value=${task.state} /> <span class="muted" role="status">${{ connecting: 'connecting…', live: 'live', ended: 'stream ended', reconnecting: 'connection lost, reconnecting…' }[stream]}</span></p>
+    <p class="task-state">State <${Badge} value=${task.state} /> <span class="muted"
+      role="status">${
+        { connecting: 'connecting…', live: 'live', ended: 'stream ended', reconnecting: 'connection lost, reconnecting…' }[stream]
+      }</span></p>
     <div class="actions" role="group" aria-label="Task actions">
-      <button type="button" disabled=${!!busy || !CAN.cancel.includes(task.state)} onClick=${() => act('cancel', () => api.delete<Task>(path))}>${busy === 'cancel' ? 'Cancelling…' : 'Cancel task'}</button>
-      <button type="button" disabled=${!!busy || !CAN.suspend.includes(task.state)} onClick=${() => act('suspend', () => api.post<Task>(`${path}/suspend`))}>${busy === 'suspend' ? 'Suspending…' : 'Suspend'}</button>
-      <button type="button" disabled=${!!busy || !CAN.resume.includes(task.state)} onClick=${() => act('resume', () => api.post<Task>(`${path}/resume`, {}))}>${busy === 'resume' ? 'Resuming…' : 'Resume'}</button>
+      <button type="button" disabled=${!!busy || !CAN.cancel.includes(task.state)}
+        onClick=${() => act('cancel', () => api.delete<Task>(path))}>${busy === 'cancel' ? 'Cancelling…' : 'Cancel task'}</button>
+      <button type="button" disabled=${!!busy || !CAN.suspend.includes(task.state)}
+        onClick=${() => act('suspend', () => api.post<Task>(`${path}/suspend`))}>${busy === 'suspend' ? 'Suspending…' : 'Suspend'}</button>
+      <button type="button" disabled=${!!busy || !CAN.resume.includes(task.state)}
+        onClick=${() => act('resume', () => api.post<Task>(`${path}/resume`, {}))}>${busy === 'resume' ? 'Resuming…' : 'Resume'}</button>
     </div>
     <${ErrorMessage} error=${actionError} />
     <${ErrorMessage} error=${loadError} context="Could not refresh" />
-    <dl class="facts">${facts.filter(([, value]) => value !== undefined && value !== '').map(([name, value]) => html`<div><dt>${name}</dt><dd>${String(value)}</dd></div>`)}</dl>
-    ${task.dependencies.length ? html`<p>Depends on ${task.dependencies.map((dependency, index) => html`${index ? ', ' : ''}<a href=${href(`tasks/${dependency}`)}><code>${dependency}</code></a>`)}</p>` : null}
+    <dl class="facts">${facts
+      .filter(([, value]) => value !== undefined && value !== '')
+      .map(
+        ([name, value]) => html`<div><dt>${name}</dt>
+      <dd>${String(value)}</dd></div>`,
+      )}</dl>
+    ${
+      task.dependencies.length
+        ? html`<p>Depends on ${task.dependencies.map(
+            (dependency, index) => html`${index ? ', ' : ''}
+      <a href=${href(`tasks/${dependency}`)}><code>${dependency}</code></a>`,
+          )}</p>`
+        : null
+    }
     <section class="panel" aria-labelledby="log-title">
       <h2 id="log-title">Action log</h2>
       <ol class="action-log" data-testid="action-log">
@@ -132,8 +151,20 @@ export function TaskDetailPage({ api, params }: PageProps) {
         )}
       </ol>
     </section>
-    ${output.length ? html`<section class="panel" aria-labelledby="task-output-title"><h2 id="task-output-title">Live output</h2><pre class="output" role="log">${output.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre></section>` : null}
-    ${task.result ? html`<section class="panel" aria-labelledby="task-result-title"><h2 id="task-result-title">Result of the last run</h2><${ResultView} result=${task.result} showOutput=${true} /></section>` : null}
-    <section class="panel" aria-labelledby="task-code-title"><h2 id="task-code-title">Code</h2><pre class="code">${task.request.code}</pre></section>
+    ${
+      output.length
+        ? html`<section class="panel" aria-labelledby="task-output-title"><h2 id="task-output-title">Live output</h2>
+      <pre class="output" role="log">${output.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)}</pre>
+      </section>`
+        : null
+    }
+    ${
+      task.result
+        ? html`<section class="panel" aria-labelledby="task-result-title"><h2 id="task-result-title">Result of the last run</h2>
+      <${ResultView} result=${task.result} showOutput=${true} /></section>`
+        : null
+    }
+    <section class="panel" aria-labelledby="task-code-title"><h2 id="task-code-title">Code</h2><pre class="code">
+      ${task.request.code}</pre></section>
   `
 }

@@ -12,9 +12,14 @@ export const GENESIS: ChainPoint = { seq: 0, hash: '' }
 
 /** The draft as the record after `previous` (the tenant's head, its checkpoint, or GENESIS). */
 export function chainRecord(draft: RecordDraft, previous: ChainPoint): StoredRecord {
-  const body: RecordBody = { seq: previous.seq + 1, prevHash: previous.hash, recordedAt: draft.recordedAt, entry: draft.entry }
-  const text = JSON.stringify(body)
-  return { tenant: draft.tenant, seq: body.seq, id: draft.id, body: text, hash: sha256(text) }
+  const seq = previous.seq + 1
+  // The same text as JSON.stringify of the body, with the entry's JSON made by the writer when it has it.
+  const text =
+    draft.entryJson === undefined
+      ? JSON.stringify({ seq, prevHash: previous.hash, recordedAt: draft.recordedAt, entry: draft.entry } satisfies RecordBody)
+      : `{"seq":${seq},"prevHash":${JSON.stringify(previous.hash)},"recordedAt":${JSON.stringify(draft.recordedAt)},` +
+        `"entry":${draft.entryJson}}`
+  return { tenant: draft.tenant, seq, id: draft.id, body: text, hash: sha256(text) }
 }
 
 export function parseBody(record: StoredRecord): RecordBody {

@@ -6,7 +6,7 @@ import { planVersionId, sandboxFileId } from './entry-links'
 import { JSON_MEDIA_TYPE } from './media-types'
 import type { LedgerRecordStore } from './record-store'
 import { applyRetention, type RetentionPolicy, type RetentionReport } from './retention'
-import { asBuffer, describeRun, type BlobWrite, type CapturedRun } from './run-capture'
+import { asBuffer, describeRun, runEntryJson, type BlobWrite, type CapturedRun } from './run-capture'
 import type { ArtifactRef, PlanVersionRecord, RecordDraft, SandboxFileRecord } from './types'
 
 export const DEFAULT_TENANT = 'local'
@@ -171,7 +171,7 @@ export class LedgerWriter {
         if (document) entry.planDocument = document
       }
       for (const blob of runBlobs) writes.set(blob.sha256, blob)
-      drafts.push({ tenant, id: entry.runId, recordedAt: Date.now(), entry })
+      drafts.push({ tenant, id: entry.runId, recordedAt: Date.now(), entry, entryJson: runEntryJson(entry) })
     }
     for (const blob of writes.values()) {
       if (this.knownBlobs.has(blob.sha256)) continue
@@ -214,6 +214,8 @@ export class LedgerWriter {
 /** What the ledger needs of its writer, in its thread or in the caller's (LedgerWriter itself). */
 export interface LedgerWriterPort {
   readonly written: number
+  /** Records the result's path gathers before handing them over at once (otherwise within the flush window). @default 500 */
+  readonly handOverBatch?: number
   post(items: readonly LedgerItem[]): void
   flush(): Promise<void>
   applyRetention(policy: RetentionPolicy, now?: number, tenants?: string[]): Promise<RetentionReport>

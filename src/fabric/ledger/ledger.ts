@@ -107,7 +107,7 @@ export interface LedgerService {
 
 /** The default bound on records heard and not yet written (`fabric.ledger.queueLimit`). */
 export const DEFAULT_QUEUE_LIMIT = 10_000
-/** Records gathered on the result's path before they go to the writer at once. */
+/** Records gathered on the result's path before they go to a writer in this thread at once (one transaction each). */
 const BATCH = 500
 /** How long a record may wait on the result's path before it goes to the writer (docs/ledger.md's flush window). */
 export const FLUSH_DELAY_MS = 20
@@ -118,8 +118,9 @@ const LOST_LOG_MS = 1000
  * The artifact ledger: an `ExecutionListener` that records every run's provenance, and the queries over it.
  *
  * On the result's path it only copies what it needs (`captureRun`) and queues it; within FLUSH_DELAY_MS (at once for
- * a batch of 500) the queue goes to the writer (LedgerWriter: hashing, blob writes, record appends; in a worker
- * thread when built from config), which writes it in order, one transaction per batch. The queue is bounded
+ * a batch of the writer's `handOverBatch`: 64 to the writer thread, 500 to a writer in this thread) the queue goes to
+ * the writer (LedgerWriter: hashing, blob writes, record appends; in a worker thread when built from config), which
+ * writes it in order, one transaction per batch. The queue is bounded
  * (`queueLimit`): a run is never slowed by a writer that fell behind or a store that is down; past the bound its
  * record is counted lost (`stats().lost`, the metric `execgate_ledger_records_lost_total`) and logged. `close`
  * flushes: what was heard before dispose is written after it.
@@ -215,7 +216,7 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     // A full batch goes at once; otherwise within FLUSH_DELAY_MS, gathering that window's runs into one message and
     // one transaction (a commit per run cost a quickjs run ~370 µs in all, benchmarks.md). Not unref'd: a process that
     // ends without dispose still hands over what it heard.
-    if (this.pending.length >= BATCH) return this.post()
+    if (this.pending.length >= (this.writer.handOverBatch ?? BATCH)) return this.post()
     this.timer ??= setTimeout(() => this.post(), FLUSH_DELAY_MS)
   }
 

@@ -198,6 +198,17 @@ function stream(name: 'stdout' | 'stderr', text: string, thresholdBytes: number,
   return { sha256: ref.sha256, size: ref.size, stored: true }
 }
 
+/** `engines` of a record: the hosting Node.js and the adapter's, one object per adapter's engines object. */
+const enginesByAdapter = new WeakMap<object, Record<string, string>>()
+const NODE_ONLY = { node: process.version }
+
+function enginesOf(engines: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  if (!engines) return NODE_ONLY
+  let merged = enginesByAdapter.get(engines)
+  if (!merged) enginesByAdapter.set(engines, (merged = { node: process.version, ...engines }))
+  return merged
+}
+
 /** The run's provenance record, and the blobs it references. */
 export function describeRun(
   captured: CapturedRun,
@@ -230,40 +241,79 @@ export function describeRun(
     const ref = textArtifact('value', captured.valueJson, JSON_MEDIA_TYPE, blobs)
     value = { sha256: ref.sha256, size: ref.size }
   }
-  const entry: RunRecord = {
+  // Built by assignment, optional fields only when present (conditional spreads made a temporary object each, and
+  // this runs for every record on the writer's thread). The key order is the one records always had.
+  const entry = {
     kind: 'run',
     runId: run.runId,
     traceId: captured.traceId,
     tenant: settings.tenant,
-    ...(run.agentType !== undefined ? { agentType: run.agentType } : {}),
-    ...(run.lane ? { lane: run.lane } : {}),
-    ...(provenance.taskId !== undefined ? { taskId: provenance.taskId } : {}),
-    ...(provenance.attempt !== undefined ? { attempt: provenance.attempt } : {}),
-    ...(provenance.planId !== undefined ? { planId: provenance.planId } : {}),
-    ...(provenance.planVersion !== undefined ? { planVersion: provenance.planVersion } : {}),
-    ...(provenance.stepId !== undefined ? { stepId: provenance.stepId } : {}),
-    ...(captured.language ? { language: captured.language } : {}),
-    adapter: captured.adapter,
-    ...(run.tier !== undefined ? { tier: run.tier } : {}),
-    execgateVersion: settings.execgateVersion,
-    code,
-    ...(captured.policy ? { policySha256: captured.policy.sha256, limits: captured.policy.limits, policy: captured.policy.policy } : {}),
-    ...(captured.egress ? { egress: captured.egress } : {}),
-    engines: { node: process.version, ...run.engines },
-    startedAt: new Date(run.startedAt).toISOString(),
-    endedAt: new Date(run.endedAt).toISOString(),
-    status: captured.status,
-    ...(captured.error ? { error: captured.error } : {}),
-    wallMs: Math.round((captured.usage.wallMs ?? captured.durationMs) * 1000) / 1000,
-    ...(captured.usage.cpuMs !== undefined ? { cpuMs: captured.usage.cpuMs } : {}),
-    ...(captured.usage.memoryBytes !== undefined ? { peakMemoryBytes: captured.usage.memoryBytes } : {}),
-    inputs,
-    outputs,
-    ...(captured.stdin !== undefined ? { stdin: { sha256: sha256(captured.stdin), size: Buffer.byteLength(captured.stdin) } } : {}),
-    stdout,
-    stderr,
-    ...(value ? { value } : {}),
-    ...(captured.fallbackFrom ? { fallbackFrom: captured.fallbackFrom } : {}),
+  } as RunRecord
+  if (run.agentType !== undefined) entry.agentType = run.agentType
+  if (run.lane) entry.lane = run.lane
+  if (provenance.taskId !== undefined) entry.taskId = provenance.taskId
+  if (provenance.attempt !== undefined) entry.attempt = provenance.attempt
+  if (provenance.planId !== undefined) entry.planId = provenance.planId
+  if (provenance.planVersion !== undefined) entry.planVersion = provenance.planVersion
+  if (provenance.stepId !== undefined) entry.stepId = provenance.stepId
+  if (captured.language) entry.language = captured.language
+  entry.adapter = captured.adapter
+  if (run.tier !== undefined) entry.tier = run.tier
+  entry.execgateVersion = settings.execgateVersion
+  entry.code = code
+  if (captured.policy) {
+    entry.policySha256 = captured.policy.sha256
+    entry.limits = captured.policy.limits
+    entry.policy = captured.policy.policy
   }
+  if (captured.egress) entry.egress = captured.egress
+  entry.engines = enginesOf(run.engines)
+  entry.startedAt = new Date(run.startedAt).toISOString()
+  entry.endedAt = new Date(run.endedAt).toISOString()
+  entry.status = captured.status
+  if (captured.error) entry.error = captured.error
+  entry.wallMs = Math.round((captured.usage.wallMs ?? captured.durationMs) * 1000) / 1000
+  if (captured.usage.cpuMs !== undefined) entry.cpuMs = captured.usage.cpuMs
+  if (captured.usage.memoryBytes !== undefined) entry.peakMemoryBytes = captured.usage.memoryBytes
+  entry.inputs = inputs
+  entry.outputs = outputs
+  if (captured.stdin !== undefined) entry.stdin = { sha256: sha256(captured.stdin), size: Buffer.byteLength(captured.stdin) }
+  entry.stdout = stdout
+  entry.stderr = stderr
+  if (value) entry.value = value
+  if (captured.fallbackFrom) entry.fallbackFrom = captured.fallbackFrom
   return { entry, blobs: [...blobs.values()] }
+}
+
+/** JSON texts of objects many records share (a batch's policy and limits, an adapter's engines), by identity. */
+const sharedJson = new WeakMap<object, string>()
+
+function jsonOnce(value: object): string {
+  let text = sharedJson.get(value)
+  if (text === undefined) sharedJson.set(value, (text = JSON.stringify(value)))
+  return text
+}
+
+/**
+ * `JSON.stringify(entry)` but for its `limits`, `policy` and `engines`, whose JSON is made once per object and spliced
+ * in last (a third of a trivial run's record, serialised again for every record before). The same content; only
+ * those keys' place differs, which the chain does not care about (a record's hash is over its stored text).
+ */
+export function runEntryJson(entry: RunRecord): string {
+  const { limits, policy, engines } = entry
+  if (!limits && !policy && !engines) return JSON.stringify(entry)
+  entry.limits = entry.policy = entry.engines = undefined
+  let text: string
+  try {
+    text = JSON.stringify(entry)
+  } finally {
+    entry.limits = limits
+    entry.policy = policy
+    entry.engines = engines
+  }
+  const shared =
+    (limits ? `,"limits":${jsonOnce(limits)}` : '') +
+    (policy ? `,"policy":${jsonOnce(policy)}` : '') +
+    (engines ? `,"engines":${jsonOnce(engines)}` : '')
+  return `${text.slice(0, -1)}${shared}}`
 }

@@ -180,6 +180,8 @@ export interface RecordDraft {
   /** Epoch ms. */
   recordedAt: number
   entry: LedgerEntry
+  /** `entry`'s JSON when the writer made it already (runEntryJson), else the store serialises `entry`. */
+  entryJson?: string
 }
 
 /** The end of a tenant's chain, or the retention checkpoint where its kept part begins. */
