@@ -53,8 +53,9 @@ export async function* taskEvents(source: TaskWatchSource, id: string, afterSeq 
       yield* drain()
       const events = await source.store.events(id, last)
       for (const event of events) {
-        // Another process's run: its last outputs may come through Redis after its end was written; the stored result has them.
-        if (isFinal(event.to) && event.from === 'RUNNING' && source.outputs.relayed) outputs.push(...(await unsent(source.store, id, sent)))
+        // A late reader was not sent the run's earlier outputs, and another process's last ones may come through Redis
+        // after its end was written: the stored result has them all.
+        if (isFinal(event.to) && event.from === 'RUNNING') outputs.push(...(await unsent(source.store, id, sent)))
         // Output sent before this transition was written (a run's last items, then its end) goes out first.
         yield* drain()
         last = event.seq
