@@ -28,8 +28,6 @@ export type { LambdaAdapterOptions, LambdaOptions } from './options'
 const LANGUAGES: readonly Language[] = ['javascript', 'typescript', 'python']
 /** Lambda's synchronous payload limit. */
 export const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
-/** Time past the policy's wall time the invoke may take (cold start, the network) before execgate stops waiting. */
-const INVOKE_SLACK_MS = 10_000
 const AVAILABILITY_TIMEOUT_MS = 5000
 
 /**
@@ -106,7 +104,7 @@ export class LambdaAdapter implements CodeExecutionAdapter {
     const run = new RunController(context)
     run.pauseClock()
     const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(), context.policy.wallTimeMs + INVOKE_SLACK_MS)
+    const timer = setTimeout(() => controller.abort(), context.policy.wallTimeMs + this.settings.invokeSlackMs)
     // The clock stays paused, so the controller only relays a cancel; the slack timer above bounds the wait.
     run.start({ onStop: () => controller.abort() })
     try {
@@ -162,7 +160,7 @@ export class LambdaAdapter implements CodeExecutionAdapter {
         return createResult(cancelled ? 'cancelled' : 'timeout', NAME, {
           message: cancelled
             ? 'the run was cancelled; the invocation was abandoned'
-            : `the function did not answer within ${context.policy.wallTimeMs + INVOKE_SLACK_MS} ms`,
+            : `the function did not answer within ${context.policy.wallTimeMs + this.settings.invokeSlackMs} ms`,
           usage: { wallMs: performance.now() - started },
         })
       }

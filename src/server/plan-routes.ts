@@ -74,7 +74,7 @@ export function registerPlanRoutes(app: FastifyInstance, execgate: Execgate): vo
     reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     const events = execgate.plans.events(idOf(request), { ...caller, afterSeq: lastSeen })
     reply.raw.on('close', () => void events.return(undefined))
-    // A step's rich output is live only, not in the log: it carries no id, so Last-Event-ID never counts it.
+    // A step's rich output is not in the log: it carries no id, so Last-Event-ID never counts it.
     for await (const event of events)
       reply.raw.write(`${'seq' in event ? `id: ${event.seq}\n` : ''}event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
     reply.raw.end()

@@ -16,7 +16,11 @@ delete process.env.AWS_PROFILE
 const offline = new ServerlessOffline(30)
 beforeAll(() => offline.start(), 90_000)
 afterAll(() => offline.stop(), 30_000)
-const options = () => ({ endpoint: offline.endpoint, region: 'us-east-1' })
+// The emulator starts the function's pyodide on a Python run's first use; on a busy 2-core machine that took past the
+// default 10 s slack once (three runs answered timeout in a whole-suite run at load 18), so the wait here is longer
+// (still inside the hostile cases' 60 s).
+const INVOKE_SLACK_MS = 40_000
+const options = () => ({ endpoint: offline.endpoint, region: 'us-east-1', invokeSlackMs: INVOKE_SLACK_MS })
 
 describeAdapterContract('lambda', () => new LambdaAdapter(options()), { timeoutSlackMs: 3000, testTimeoutMs: 120_000 })
 
@@ -52,7 +56,7 @@ for (const language of ['python', 'javascript', 'typescript'] as const) {
       return (execgate = await createExecgate({
         overrides: {
           execution: { enabled: ['lambda'] },
-          adapters: { lambda: { endpoint } },
+          adapters: { lambda: { endpoint, invokeSlackMs: INVOKE_SLACK_MS } },
           readiness: { enabled: false },
           log: { level: 'silent' },
         },

@@ -3,7 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { createExecgate, type Execgate } from '../../src'
+import { createExecgate, type Execgate, type PlanStreamItem } from '../../src'
+import { ExecgateClient } from '../../src/client'
 import { serve, type RunningServer } from '../../src/server/serve'
 import { FakeConverse } from '../fakes/converse-server'
 import { ACME, GLOBEX, httpCaller } from '../servers/http-caller'
@@ -127,6 +128,79 @@ test("the events carry a step's display() items as output events, with no id, be
   expect(events.indexOf(outputs[0]!)).toBeLessThan(stepEnd)
   const plan = (await call(`/v1/plans/${created.json.id}`, { key: ACME })).json
   expect(plan.steps[0].result.outputs).toEqual([outputs[0]!.data.output])
+})
+
+async function settledPlan(id: string) {
+  for (;;) {
+    const plan = (await call(`/v1/plans/${id}`, { key: ACME })).json
+    if (['COMPLETED', 'FAILED', 'TERMINATED', 'SUSPENDED'].includes(plan.state)) return plan
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** Each output event as `step index`, each step's end as `step COMPLETED`, in the stream's order. */
+const outputsAndEnds = (events: { type?: string; data: { stepId?: string; index?: number; to?: string } }[]) =>
+  events.flatMap((event) =>
+    event.type === 'output'
+      ? [`${event.data.stepId} output ${event.data.index}`]
+      : event.type === 'step' && event.data.to === 'COMPLETED'
+        ? [`${event.data.stepId} COMPLETED`]
+        : [],
+  )
+
+test("a reader that connects after the plan ended gets each step's outputs from its result, once, before the step's end", async () => {
+  const created = await call('/v1/plans', {
+    key: ACME,
+    body: {
+      steps: [js('a', 'display({ part: 1 })\ndisplay({ part: 2 })\n1'), js('b', "display([{ region: 'north', revenue: 15 }])\n2", ['a'])],
+    },
+  })
+  const plan = await settledPlan(created.json.id)
+  expect(plan.state).toBe('COMPLETED')
+  const events = sse((await call(`/v1/plans/${created.json.id}/events`, { key: ACME })).text)
+  expect(outputsAndEnds(events)).toEqual(['a output 0', 'a output 1', 'a COMPLETED', 'b output 0', 'b COMPLETED'])
+  const outputs = events.filter((event) => event.type === 'output').map((event) => event.data)
+  expect(outputs.map((item) => item.output)).toEqual([...plan.steps[0].result.outputs, ...plan.steps[1].result.outputs])
+  expect(outputs[2]).toMatchObject({ planId: created.json.id, stepId: 'b', taskId: plan.steps[1].taskId, attempt: 1, index: 0 })
+  // The client reads the same stream: the library's late reader gets them too.
+  const client = new ExecgateClient({ url: server.url, apiKey: ACME })
+  const read: PlanStreamItem[] = []
+  for await (const item of client.plans.events(created.json.id)) read.push(item)
+  expect(read.filter((item) => item.type === 'output').map((item) => item.output)).toEqual(outputs.map((item) => item.output))
+  // Resumed past a step's end (Last-Event-ID), its outputs are not sent again: only b's.
+  const aEnd = events.find((event) => event.type === 'step' && event.data.stepId === 'a' && event.data.to === 'COMPLETED')!
+  const resumed = sse(
+    (await call(`/v1/plans/${created.json.id}/events`, { key: ACME, headers: { 'last-event-id': String(aEnd.id) } })).text,
+  )
+  expect(outputsAndEnds(resumed)).toEqual(['b output 0', 'b COMPLETED'])
+})
+
+test('a reader that connects while a step runs gets the outputs it made before and after, each once', async () => {
+  const code = [
+    'display({ part: 1 })',
+    'let t = Date.now(); while (Date.now() - t < 1500) {}',
+    'display({ part: 2 })',
+    't = Date.now(); while (Date.now() - t < 500) {}',
+    '1',
+  ].join('\n')
+  const created = await call('/v1/plans', { key: ACME, body: { steps: [js('a', code)] } })
+  // Connects once the step runs (its first item is made then): that item comes from the stored result, the second live.
+  for (;;) {
+    const plan = (await call(`/v1/plans/${created.json.id}`, { key: ACME })).json
+    if (plan.steps[0].state !== 'PENDING' && plan.steps[0].state !== 'SPAWNING') break
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const events = sse((await call(`/v1/plans/${created.json.id}/events`, { key: ACME })).text)
+  // The item heard live goes out as it comes (on a loaded machine both may be missed); the rest at the step's end.
+  const seen = outputsAndEnds(events)
+  expect(seen.at(-1)).toBe('a COMPLETED')
+  expect(seen.slice(0, -1).sort()).toEqual(['a output 0', 'a output 1'])
+  const parts = events.filter((event) => event.type === 'output').map((event) => [event.data.index, event.data.output.data.part])
+  expect(parts.sort()).toEqual([
+    [0, 1],
+    [1, 2],
+  ])
 })
 
 test("another tenant's plan answers 404 like a missing one; lists are the tenant's and paged", async () => {

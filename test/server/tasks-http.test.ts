@@ -109,6 +109,19 @@ test("the events carry each display() item as an output event while the task run
   ])
 })
 
+test('a reader that connects after the task ended gets its display() items from the stored result, before its end', async () => {
+  const client = new ExecgateClient({ url: server.url, apiKey: ACME })
+  const task = await client.tasks.submit({ request: { language: 'javascript', code: 'display({ step: 1 })\ndisplay({ step: 2 })\n1' } })
+  const done = await settled(task.id, ACME)
+  expect(done.state).toBe('COMPLETED')
+  const seen: string[] = []
+  for await (const event of client.tasks.events(task.id)) {
+    if (event.type === 'transition') seen.push(event.event.to)
+    else if (event.type === 'output') seen.push(`output ${event.index} ${event.output.kind}`)
+  }
+  expect(seen).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'output 0 json', 'output 1 json', 'COMPLETED'])
+})
+
 test('Idempotency-Key returns the same task; list filters by state and intentId and pages; tenants are apart', async () => {
   const body = { request: { language: 'javascript', code: '1' }, intentId: 'intent-list' }
   const first = await call('/v1/tasks', { key: GLOBEX, body, headers: { 'idempotency-key': 'req-1' } })

@@ -1,6 +1,15 @@
 import { ExecgateError } from '../../core'
 import type { Logger } from '../../observability/logger'
-import { assertResumeChanges, type ResumeChanges, type TaskCaller, type TaskReader, type TaskService, type TaskStore } from '../tasks'
+import {
+  assertResumeChanges,
+  isFinal,
+  type ResumeChanges,
+  type TaskCaller,
+  type TaskReader,
+  type TaskService,
+  type TaskState,
+  type TaskStore,
+} from '../tasks'
 import { PlanEngine, type PlanSettings } from './plan-engine'
 import { currentVersion, type StepCheck } from './plan-revision'
 import { applyResumeChanges, resumeReason } from './plan-resume'
@@ -9,6 +18,7 @@ import type { PlanStore } from './plan-store'
 import {
   isPlanFinal,
   type Plan,
+  type PlanEvent,
   type PlanOutputEvent,
   type PlanSpec,
   type PlanState,
@@ -56,7 +66,8 @@ export interface PlanService {
   /**
    * The plan's log (plan and step transitions, revisions) from `afterSeq`, then live, until the plan ends; with its
    * steps' rich outputs as they are made (`type: 'output'`, no `seq`): the steps this process runs, and on the Redis
-   * store those of any process (src/fabric/tasks/redis-output-relay.ts).
+   * store those of any process (src/fabric/tasks/redis-output-relay.ts); those not heard live (a late reader) come
+   * from the step's stored result just before its end in the log.
    */
   events(id: string, options?: TaskCaller & { afterSeq?: number }): AsyncGenerator<PlanStreamItem>
   /** Starts driving plans now (continuing those a stopped process left) instead of at the first call. */
@@ -218,6 +229,17 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       let last = eventOptions.afterSeq ?? 0
       let ended = false
       const outputs: PlanOutputEvent[] = []
+      // Outputs sent, by task, attempt and index: an item heard live and again from the stored result goes out once.
+      const sent = new Set<string>()
+      function* drain(): Generator<PlanOutputEvent> {
+        while (outputs.length) {
+          const item = outputs.shift()!
+          const key = outputKey(item)
+          if (sent.has(key)) continue
+          sent.add(key)
+          yield item
+        }
+      }
       let wake = () => undefined as void
       const stopOutputs = options.tasks.scheduler.outputs.subscribe((item) => {
         if (item.planId !== id || !item.stepId) return
@@ -229,13 +251,17 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
         for (;;) {
           const changed = nextChange(id, tickMs)
           const woken = new Promise<void>((resolve) => (wake = resolve))
-          while (outputs.length) yield outputs.shift()!
+          yield* drain()
           // Steps' transitions reach the plan's log when the plan has something to decide; a live reader wants them now.
           await engine.catchUp(id)
           const events = await store.events(id, last)
           for (const event of events) {
+            // A late reader (or one on a node the item was relayed to after the run's end) was not sent some of the
+            // run's outputs live: its stored result has them all.
+            if (event.type === 'step' && event.from === 'RUNNING' && runEnded(event.to))
+              outputs.push(...(await unsentStepOutputs(options.taskStore, event, sent)))
             // A step's outputs were made before its task's end was written, so before any event that follows from it.
-            while (outputs.length) yield outputs.shift()!
+            yield* drain()
             last = event.seq
             yield event
             if (event.type === 'plan' && isPlanFinal(event.to)) return
@@ -256,4 +282,24 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       await store.close()
     },
   }
+}
+
+const outputKey = (item: Pick<PlanOutputEvent, 'taskId' | 'attempt' | 'index'>) => `${item.taskId}:${item.attempt}:${item.index}`
+
+/** A run's end that stores its result: the task ended, or was suspended (resource exhaustion) with it. */
+const runEnded = (state: TaskState) => isFinal(state) || state === 'SUSPENDED'
+
+/** The rich outputs of the step's run that ended with `event` and were not sent yet, from its task's stored result. */
+async function unsentStepOutputs(
+  tasks: TaskReader,
+  event: Extract<PlanEvent, { type: 'step' }>,
+  sent: ReadonlySet<string>,
+): Promise<PlanOutputEvent[]> {
+  const [task] = await tasks.getMany([event.taskId])
+  // A later attempt's result is not this run's (the step was resumed and ran again since).
+  if (!task?.result?.outputs || task.attempts !== event.attempt) return []
+  const { planId, stepId, taskId, attempt } = event
+  return task.result.outputs.flatMap((output, index) =>
+    sent.has(outputKey({ taskId, attempt, index })) ? [] : [{ type: 'output' as const, planId, stepId, taskId, attempt, index, output }],
+  )
 }

@@ -180,9 +180,9 @@ export type PlanEvent = { seq: number; planId: string; at: string; version: numb
 )
 
 /**
- * A rich output (an image, a table, a display() item) of a step's run, live on the process that runs it: not in the
- * plan's log (no `seq`), so a reader that resumes with Last-Event-ID does not see it again; the step's task keeps
- * it in its result (`outputs[index]`).
+ * A rich output (an image, a table, a display() item) of a step's run, sent as it is made, or (to a reader that did not
+ * hear it live) from the step's stored result (`outputs[index]`) just before the step's end: not in the plan's log
+ * (no `seq`), so a reader that resumes with Last-Event-ID past the step's end does not see it again.
  */
 export interface PlanOutputEvent {
   type: 'output'

@@ -17,11 +17,6 @@ export class TaskOutputs {
 
   constructor(private readonly relay?: OutputRelay) {}
 
-  /** Whether outputs of other processes' runs reach this one (then they may land after a run's end was written). */
-  get relayed(): boolean {
-    return this.relay !== undefined
-  }
-
   /** The hooks of one run: `onRichOutput` for the service, `rest` once it has answered. */
   forRun(task: Pick<Task, 'id' | 'attempts' | 'provenance'>): {
     onRichOutput: (output: Output, index: number) => void
