@@ -70,6 +70,12 @@ export class SandboxUploadFolder {
     }
   }
 
+  /** The bytes of the upload a link inside the container points to, or undefined when it points anywhere else. */
+  contentAt(target: string): Buffer | undefined {
+    if (this.bytesAt(target) === undefined) return undefined
+    return fs.readFileSync(path.join(this.directory, path.posix.basename(target)))
+  }
+
   remove(): void {
     fs.rmSync(this.directory, { recursive: true, force: true })
   }

@@ -26,6 +26,7 @@ import { collectedOutputs } from '../shared/run-report'
 import { classify } from './classify'
 import type { DockerOptions } from './options'
 import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } from './runners'
+import { restoreContainer, snapshotContainer, type ArchiveSandbox } from './sandbox-archive'
 import { runSandboxExec } from './sandbox-exec'
 import { SandboxEgressFolder } from './sandbox-egress'
 import { KEEPER, execUsers, sandboxLauncher } from './sandbox-launcher'
@@ -325,6 +326,22 @@ export class DockerSandbox implements AdapterSandbox {
       if (size !== undefined) entries.push({ path: entry.slice(space + 1), size })
     }
     return entries.sort((a, b) => a.path.localeCompare(b.path))
+  }
+
+  /** The container's changed filesystem (its writable mounts) in one exec of tar (sandbox-archive.ts). */
+  snapshotArchive(maxBytes: number): Promise<{ archive: Uint8Array; skipped: string[] }> {
+    if (this.closing)
+      return Promise.reject(new ExecgateError('EXECGATE_ADAPTER_UNAVAILABLE', { name: 'docker', detail: `sandbox ${this.id} is closed` }))
+    return snapshotContainer(this.archiveView(), maxBytes)
+  }
+
+  /** Unpacks a container archive, checked, in one `PUT /archive` (sandbox-archive.ts). */
+  restoreArchive(archive: Uint8Array, maxBytes: number): Promise<void> {
+    return restoreContainer(this.archiveView(), archive, maxBytes)
+  }
+
+  private archiveView(): ArchiveSandbox {
+    return { id: this.id, container: this.container, user: this.settings.user, uploads: this.uploads }
   }
 
   /** A plain exec (file operations, kills) as the workspace's owner unless told, with its output as bytes. */

@@ -273,6 +273,12 @@ export interface ExecgateConfig {
      * went away is not lost; nothing is taken with the ledger off. @default true @env EXECGATE_SANDBOXES_SNAPSHOT_ON_IDLE
      */
     snapshotOnIdle: boolean
+    /**
+     * Largest sandbox snapshot, in bytes of its files: a bigger one answers `EXECGATE_WORKSPACE_LIMIT` and nothing is
+     * stored; a restore of a bigger archive is refused the same way. @default 268435456 (256 MiB)
+     * @env EXECGATE_SANDBOXES_MAX_SNAPSHOT_BYTES
+     */
+    maxSnapshotBytes: number
   }
   /** Durable tasks, the artifact ledger, plans and bucket-backed workspaces (src/config/fabric-schema.ts). */
   fabric: FabricConfig
@@ -391,6 +397,7 @@ export const CONFIG_SCHEMA = {
     filesystem: { doc: 'Filesystem access of sandboxes to their own workspace', format: [...FILESYSTEM_ACCESS], default: 'sandboxed' },
     snapshotOnStop: { doc: "Snapshot a sandbox's workspace when its caller stops it", format: Boolean, default: false },
     snapshotOnIdle: { doc: "Snapshot a sandbox's workspace when it reaches its idle timeout", format: Boolean, default: true },
+    maxSnapshotBytes: { doc: 'Largest sandbox snapshot (bytes of its files)', format: formats.positiveInt, default: 256 * 1024 * 1024 },
   },
   fabric: FABRIC_SCHEMA,
   adapters: ADAPTER_OPTION_SCHEMAS,

@@ -218,6 +218,18 @@ export interface AdapterSandbox {
   deleteFile(path: string): Promise<boolean>
   /** Every regular file of the workspace. */
   listFiles(): Promise<SandboxFileEntry[]>
+  /**
+   * Optional: the sandbox's whole changed filesystem (its workspace and every other place an exec can write) as one
+   * container archive (src/workspace/container-archive.ts), read in one call; throws `EXECGATE_WORKSPACE_LIMIT` past
+   * `maxBytes`. `skipped` names what the backend could not read (and left out). Backends without it are snapshotted
+   * file by file through `listFiles` and `readFile`.
+   */
+  snapshotArchive?(maxBytes: number): Promise<{ archive: Uint8Array; skipped: string[] }>
+  /**
+   * Optional, with `snapshotArchive`: unpacks a container archive into a sandbox just opened, in one call. The archive
+   * is untrusted: the backend checks it (`checkContainerArchive`) and unpacks only inside the sandbox.
+   */
+  restoreArchive?(archive: Uint8Array, maxBytes: number): Promise<void>
   /** Ends the sandbox and frees all it holds (container, directory, processes, memory). Safe to call twice. */
   close(): Promise<void>
 }

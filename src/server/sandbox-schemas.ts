@@ -78,6 +78,7 @@ export const SANDBOX_SNAPSHOT_SCHEMA = {
     bytes: { type: 'integer', description: "the archive's size" },
     createdAt: { type: 'string', format: 'date-time' },
     reason: { enum: ['requested', 'stop', 'idle'] },
+    skipped: { type: 'array', items: { type: 'string' }, description: 'paths the backend could not read and left out' },
   },
 } as const
 

@@ -15,3 +15,13 @@ export {
 export { STANDARD_HOST_FUNCTION_NAMES, standardHostFunctions } from './standard-functions'
 export { S3Layer, S3Workspace } from './s3'
 export { S3Objects, type S3Settings, type S3Entry } from './s3-objects'
+export { readTar, writeTar, TarFormatError, type TarEntry, type TarEntryType } from './tar'
+export {
+  CONTAINER_ROOTS,
+  UnsafeArchiveError,
+  checkContainerArchive,
+  checkContainerEntries,
+  isContainerArchive,
+  workspaceFilesOf,
+  writeContainerArchive,
+} from './container-archive'

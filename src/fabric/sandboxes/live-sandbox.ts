@@ -15,7 +15,7 @@ import {
   type WorkspaceFile,
 } from '../../core'
 import { isUploadByDigest, sandboxFileBytes } from './artifact-files'
-import { takeSnapshot } from './snapshots'
+import { takeSnapshot, type SnapshotContent } from './snapshots'
 import type { ExecuteOptions } from '../../execution/types'
 import { normalizeWorkspacePath } from '../../workspace'
 import type {
@@ -37,6 +37,8 @@ export interface LiveSandboxHost {
   stopped(sandbox: LiveSandbox, reason: string, error?: unknown): void
   now(): number
   maxFileBytes: number
+  /** `sandboxes.maxSnapshotBytes`: the largest snapshot taken or restored. */
+  maxSnapshotBytes: number
   /** The artifact ledger's side for sandboxes; undefined when the ledger is off. */
   artifacts: SandboxArtifactStore | undefined
   uploads?: SandboxUploads
@@ -309,10 +311,21 @@ export class LiveSandbox implements Sandbox {
       { id: this.id, tenant: this.tenant, adapter: this.adapter },
       reason,
       this.host.artifacts!,
+      this.host.maxSnapshotBytes,
     )
     this.latestSnapshot = snapshot
     this.host.snapshotTaken(this, snapshot)
     return snapshot
+  }
+
+  /**
+   * Restores a snapshot into this sandbox, just opened: a container archive in one call where the backend takes one
+   * (docker), else the workspace's files one by one.
+   */
+  async restore(content: SnapshotContent): Promise<void> {
+    const archive = content.containerArchive
+    if (archive && this.handle.restoreArchive) return this.fileCall(() => this.handle.restoreArchive!(archive, this.host.maxSnapshotBytes))
+    for (const file of content.files) await this.writeFile(file.path, file.content)
   }
 
   stop(): Promise<void> {

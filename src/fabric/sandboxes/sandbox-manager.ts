@@ -17,7 +17,7 @@ import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
 import { isUploadByDigest, sandboxFileBytes } from './artifact-files'
 import { LiveSandbox } from './live-sandbox'
 import { sandboxLostError } from './lost-sandbox'
-import { snapshotFiles } from './snapshots'
+import { readSnapshot } from './snapshots'
 import { MemorySandboxRegistry, type SandboxRegistry } from './sandbox-registry'
 import type {
   Sandbox,
@@ -271,9 +271,11 @@ export class SandboxManager implements SandboxService {
     const policy = this.policyFor(options, caller, adapter)
     const idleTimeoutMs = this.idleTimeoutOf(options.idleTimeoutMs)
     // Read before a backend opens: an unknown artifact costs no container, and answers as GET /v1/artifacts would.
-    // A snapshot's files go first, so the start's own files are written over them.
-    const files: { path: string; content: Buffer | { sha256: string } }[] =
-      options.from !== undefined ? await snapshotFiles(options.from, tenant, this.options.artifacts) : []
+    // A snapshot is read and checked now, restored first once the backend is open, so the start's own files go over it.
+    const { maxSnapshotBytes } = this.options.settings
+    const restore =
+      options.from !== undefined ? await readSnapshot(options.from, tenant, this.options.artifacts, maxSnapshotBytes) : undefined
+    const files: { path: string; content: Buffer | { sha256: string } }[] = []
     const locate = this.options.uploads?.locate
     for (const [index, file] of (options.files ?? []).entries()) {
       try {
@@ -332,6 +334,7 @@ export class SandboxManager implements SandboxService {
         stopped: (stopped, reason, error) => this.forget(stopped, reason, error),
         now: this.now,
         maxFileBytes: this.options.limits.maxFileBytes,
+        maxSnapshotBytes,
         artifacts: this.options.artifacts,
         ...(this.options.uploads ? { uploads: this.options.uploads } : {}),
         snapshotOn: { stop: this.options.settings.snapshotOnStop, idle: this.options.settings.snapshotOnIdle },
@@ -349,6 +352,7 @@ export class SandboxManager implements SandboxService {
       })
       this.live.set(id, sandbox)
       try {
+        if (restore) await sandbox.restore(restore)
         for (const file of files) await sandbox.writeFile(file.path, file.content)
       } catch (error) {
         await sandbox.stopFor('its files could not be written')

@@ -56,6 +56,8 @@ export interface SandboxSnapshot {
   createdAt: string
   /** Why it was taken: `requested` (`sb.snapshot()`), `stop` or `idle` (automatic). */
   reason: 'requested' | 'stop' | 'idle'
+  /** Paths the backend could not read and left out (docker: another exec user's private file in /tmp). */
+  skipped?: string[]
 }
 
 /** A file from the artifact ledger's blob store, named by its digest: only an artifact the caller's tenant can read. */
@@ -274,4 +276,6 @@ export interface SandboxSettings {
   snapshotOnStop: boolean
   /** Snapshot the workspace when a sandbox reaches its idle timeout (the ledger on). */
   snapshotOnIdle: boolean
+  /** Largest snapshot, in bytes of its files: a bigger one answers `EXECGATE_WORKSPACE_LIMIT` and nothing is stored. */
+  maxSnapshotBytes: number
 }

@@ -100,6 +100,9 @@ export class SqliteTaskStore implements TaskStore {
         'UPDATE tasks SET state = @state, ready = @ready, not_before = @notBefore, attempts = @attempts, body = @body WHERE id = @id',
       ),
       due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT ?`),
+      aheadPriority: prepare(
+        `SELECT priority FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT 1`,
+      ),
       expired: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND attempts = 0 AND deadline_at IS NOT NULL AND deadline_at < ?`),
       dependents: prepare('SELECT t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ?'),
       events: prepare('SELECT * FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq'),
@@ -116,9 +119,14 @@ export class SqliteTaskStore implements TaskStore {
       const existing = this.stored(task)
       if (existing) return { task: existing }
       // A new task comes last among equals in the due order: it is first only when every due task has a lower priority.
-      const ahead = parse(this.statements.due!.all(now, 1)[0])
-      this.insertRow(task, reason)
-      return ahead && ahead.priority >= task.priority ? { task } : { task, started: this.applySteps(task, changes) }
+      const ahead = this.statements.aheadPriority!.get(now) as { priority: number } | undefined
+      if (ahead && ahead.priority >= task.priority) return { task: this.insertRow(task, reason) }
+      // Started at once: its submission and start in the log, in order, and its row written once, as started (not
+      // inserted PENDING and rewritten: a statement and a serialisation of the task fewer per task).
+      this.submitted(task, reason)
+      const started = this.applySteps(task, changes, false)
+      this.insertRow(started.task, reason, false)
+      return { task, started }
     })
   }
 
@@ -127,7 +135,8 @@ export class SqliteTaskStore implements TaskStore {
     return task.idempotencyKey ? parse(this.statements.byKey!.get(task.tenant, task.idempotencyKey)) : undefined
   }
 
-  private insertRow(task: Task, reason: string): Task {
+  /** Stores the task's row and dependencies, and (unless its caller logged it already) its submission event. */
+  private insertRow(task: Task, reason: string, logged = true): Task {
     this.statements.insert!.run({
       id: task.id,
       tenant: task.tenant,
@@ -142,12 +151,19 @@ export class SqliteTaskStore implements TaskStore {
       body: JSON.stringify(task),
     })
     for (const dependency of task.dependencies) this.statements.dependency!.run(dependency, task.id)
-    this.statements.event!.run(task.id, task.createdAt, null, task.state, reason, 0)
+    if (logged) this.submitted(task, reason)
     return task
   }
 
-  /** `changes` applied to `current` in order, inside the caller's transaction: an event each, the row written once. */
-  private applySteps(current: Task, changes: readonly TaskChange[]): TransitionSteps {
+  private submitted(task: Task, reason: string): void {
+    this.statements.event!.run(task.id, task.createdAt, null, task.state, reason, 0)
+  }
+
+  /**
+   * `changes` applied to `current` in order, inside the caller's transaction: an event each, the row written once
+   * (unless `write` is false: the caller inserts it).
+   */
+  private applySteps(current: Task, changes: readonly TaskChange[], write = true): TransitionSteps {
     const at = new Date().toISOString()
     const steps: TransitionSteps['steps'] = []
     let task = current
@@ -167,7 +183,7 @@ export class SqliteTaskStore implements TaskStore {
       steps.push({ event, task })
     }
     // Only the chain's end state is ever read: one row write for all of it.
-    this.write(task)
+    if (write) this.write(task)
     return { task, steps }
   }
 

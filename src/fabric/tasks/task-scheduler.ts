@@ -175,9 +175,12 @@ export class TaskScheduler {
     return taskEvents(this.watchSource(), id, afterSeq)
   }
 
-  /** Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is. */
-  wait(id: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<Task | undefined> {
-    return waitForTask(this.watchSource(), id, timeoutMs)
+  /**
+   * Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is;
+   * `check` sees the first read of it (waitForTask).
+   */
+  wait(id: string, timeoutMs = Number.POSITIVE_INFINITY, check?: (task: Task | undefined) => void): Promise<Task | undefined> {
+    return waitForTask(this.watchSource(), id, timeoutMs, check)
   }
 
   private watchSource(): TaskWatchSource {
@@ -414,7 +417,8 @@ export class TaskScheduler {
           reason: `dependency ${task.id} ${task.state}: ${task.reason}`,
         })
     }
-    if (task.state === 'COMPLETED') this.wake()
+    // No wake here for the slot: a task completes only in a run this scheduler began (dispatched runs included), and
+    // the run's end wakes the pump once its slot is free (a wake here too cost a due-task query per task, for nothing).
   }
 
   /** `ended`: a dependency just read as it ended, so it is not read again. */

@@ -131,12 +131,12 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     ...(caller.profile ? { profile: caller.profile } : {}),
   })
   // Another tenant's task answers exactly like a missing one, so ids never leak across tenants.
-  const owned = async (id: string, caller: TaskCaller = {}): Promise<Task> => {
-    const task = await store.get(id)
+  const ownedOrThrow = (id: string, task: Task | undefined, caller: TaskCaller = {}): Task => {
     if (!task || task.tenant !== submitter(caller).tenant)
       throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no task "${id}" for tenant ${submitter(caller).tenant}` })
     return task
   }
+  const owned = async (id: string, caller: TaskCaller = {}): Promise<Task> => ownedOrThrow(id, await store.get(id), caller)
   const conflict = (task: Task, action: string) => new ExecgateError('EXECGATE_TASK_CONFLICT', { id: task.id, state: task.state, action })
   // Checked as the run would be (the task's profile and workspace grant), before the task moves.
   const refuseLoosening = (task: Task, changes: ResumeChanges = {}) => {
@@ -175,8 +175,8 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     },
     async wait(id, waitOptions = {}) {
       await ready()
-      await owned(id, waitOptions)
-      return (await scheduler.wait(id, waitOptions.timeoutMs))!
+      // The ownership check on the wait's own first read (made after it listens, so nothing is missed): one read.
+      return (await scheduler.wait(id, waitOptions.timeoutMs, (task) => ownedOrThrow(id, task, waitOptions)))!
     },
     async cancel(id, caller) {
       const task = await owned(id, caller)

@@ -92,9 +92,19 @@ async function unsent(store: TaskStore, id: string, sent: ReadonlySet<string>): 
   return task.result.outputs.flatMap((output, index) => (sent.has(`${attempt}:${index}`) ? [] : [{ ...base, index, output }]))
 }
 
-/** Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is. */
-export async function waitForTask(source: TaskWatchSource, id: string, timeoutMs = Number.POSITIVE_INFINITY): Promise<Task | undefined> {
+/**
+ * Resolves with the task once it has ended or is suspended (waiting for a person), or at `timeoutMs` as it is.
+ * `check` sees the first read of the task (undefined when there is none) and may throw: the caller's ownership check,
+ * made on this read instead of one of its own (a read fewer per wait).
+ */
+export async function waitForTask(
+  source: TaskWatchSource,
+  id: string,
+  timeoutMs = Number.POSITIVE_INFINITY,
+  check?: (task: Task | undefined) => void,
+): Promise<Task | undefined> {
   const until = Date.now() + timeoutMs
+  let checked = !check
   const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
   for (;;) {
     // Listening before reading: a transition landing between the read and the wait is not missed.
@@ -104,6 +114,7 @@ export async function waitForTask(source: TaskWatchSource, id: string, timeoutMs
     source.emitter.on('transition', onEvent)
     try {
       const task = await source.store.get(id)
+      if (!checked) ((checked = true), check!(task))
       if (settles(task) || Date.now() >= until) return task
       if (settled) return settled
       // Another process's transitions are not announced here: look again every tick.
