@@ -173,7 +173,8 @@ export class DefaultExecutionService implements ExecutionService {
     // 1. parse
     const problem = findRequestProblem(request)
     if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
-    const uploads = await locateUploads(request, options.tenant, this.options.uploads)
+    // Most requests name no upload: no async step for them (each costs the trivial run a promise and a turn).
+    const uploads = request.files?.length ? await locateUploads(request, options.tenant, this.options.uploads) : { mounts: [] }
     if (uploads.refusal) return uploads.refusal
     resolved.mounts = uploads.mounts
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
@@ -232,14 +233,17 @@ export class DefaultExecutionService implements ExecutionService {
       }
       // A sandbox's exec stays in its sandbox: no rerun or fallback on another adapter, which has none of its state.
       if (options.sandbox) return result
-      const rerun = await rerunOnFullLanguage(result, adapter, {
-        request,
-        policy,
-        options,
-        router,
-        tried,
-        runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved, ticket.egressQuota),
-      })
+      // Only an error can be rerun (rerunOnFullLanguage's first check): the other results skip its async step.
+      const rerun =
+        result.status === 'error' &&
+        (await rerunOnFullLanguage(result, adapter, {
+          request,
+          policy,
+          options,
+          router,
+          tried,
+          runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved, ticket.egressQuota),
+        }))
       if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
       const next = this.options.router.fallback?.(request, policy, tried)
@@ -345,7 +349,9 @@ export class DefaultExecutionService implements ExecutionService {
     const egress = openRunEgress(this.options.egress, policy, () => controller.signal, egressQuota)
     if ('status' in egress) return egress
     const definitions = this.options.hostFunctions ?? []
-    const placed = await placeUploads(adapter, request, resolved.mounts ?? [], this.workspaceLimits.maxFileBytes)
+    const placed = resolved.mounts?.length
+      ? await placeUploads(adapter, request, resolved.mounts, this.workspaceLimits.maxFileBytes)
+      : { request }
     if ('status' in placed) {
       egress.close()
       return placed
