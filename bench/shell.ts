@@ -7,7 +7,8 @@ export function csvOf(bytes: number): string {
   const lines: string[] = ['date,item,price']
   let size = lines[0]!.length + 1
   for (let i = 0; size < bytes; i++) {
-    const line = `${2024 + (i % 3)}-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + (i % 28)).padStart(2, '0')},item${i % 97},${(i * 7919) % 10000}`
+    const date = `${2024 + (i % 3)}-${String(1 + (i % 12)).padStart(2, '0')}-${String(1 + (i % 28)).padStart(2, '0')}`
+    const line = `${date},item${i % 97},${(i * 7919) % 10000}`
     lines.push(line)
     size += line.length + 1
   }

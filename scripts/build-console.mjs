@@ -35,8 +35,5 @@ const sizes = fs.readdirSync(out).map((file) => {
   return { file, bytes: body.length, gzipped: gzipSync(body).length }
 })
 const total = sizes.reduce((sum, item) => sum + item.gzipped, 0)
-console.log(
-  `[execgate] console bundle: ` +
-    `${sizes.map((item) => `${item.file} ${(item.bytes / 1024).toFixed(1)} KiB (${(item.gzipped / 1024).toFixed(1)} KiB gzipped)`).join(', ')}; ` +
-    `${(total / 1024).toFixed(1)} KiB gzipped in all`,
-)
+const listed = sizes.map((item) => `${item.file} ${(item.bytes / 1024).toFixed(1)} KiB (${(item.gzipped / 1024).toFixed(1)} KiB gzipped)`)
+console.log(`[execgate] console bundle: ${listed.join(', ')}; ${(total / 1024).toFixed(1)} KiB gzipped in all`)

@@ -40,7 +40,8 @@ export function wrapJavaScript(code: string, nonce: string): string {
     const line = /<anonymous>:(\\d+)/.exec(String(error && error.stack))
     // A thrown null or undefined has no message to pass on: say what was thrown (an interpreter whose heap is
     // exhausted can throw null when it cannot allocate the error object itself).
-    const message = error == null ? 'the code threw ' + error + ', not an Error' : String(error.message !== undefined ? error.message : error)
+    const message =
+      error == null ? 'the code threw ' + error + ', not an Error' : String(error.message !== undefined ? error.message : error)
     report({ error: { type: (error && error.name) || 'Error', message, ...(line ? { line: Number(line[1]) } : {}) } })
   }
 })()`

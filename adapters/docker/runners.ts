@@ -36,7 +36,9 @@ const PYTHON_SEND = String.raw`def _send(doc):
         data = data[os.write(1, data):]`
 
 const NODE_PRELUDE = String.raw`
-const payloadKeys = Object.keys(process.env).filter((k) => k.startsWith('EXECGATE_PAYLOAD_')).sort((a, b) => Number(a.split('_').pop()) - Number(b.split('_').pop()))
+const payloadKeys = Object.keys(process.env)
+  .filter((k) => k.startsWith('EXECGATE_PAYLOAD_'))
+  .sort((a, b) => Number(a.split('_').pop()) - Number(b.split('_').pop()))
 const payload = JSON.parse(Buffer.from(payloadKeys.map((k) => process.env[k]).join(''), 'base64').toString('utf8'))
 for (const k of payloadKeys) delete process.env[k]
 const nonce = process.env.EXECGATE_NONCE || ''
@@ -94,7 +96,9 @@ def _execgate_code():
 _NONCE = os.environ.pop('EXECGATE_NONCE', '')`
 
 const SANDBOX_NODE_PRELUDE = String.raw`
-const codeKeys = Object.keys(process.env).filter((k) => k.startsWith('EXECGATE_CODE_')).sort((a, b) => Number(a.split('_').pop()) - Number(b.split('_').pop()))
+const codeKeys = Object.keys(process.env)
+  .filter((k) => k.startsWith('EXECGATE_CODE_'))
+  .sort((a, b) => Number(a.split('_').pop()) - Number(b.split('_').pop()))
 const sandboxCode = codeKeys.map((k) => process.env[k]).join('')
 for (const k of codeKeys) delete process.env[k]
 const nonce = process.env.EXECGATE_NONCE || ''

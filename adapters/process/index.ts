@@ -248,8 +248,11 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         ? {
             message:
               outcome.error?.message ??
-              `workspace: ` +
-                `${[...(workspace?.skipped ?? []), ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : [])].join('; ')}`,
+              'workspace: ' +
+                [
+                  ...(workspace?.skipped ?? []),
+                  ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : []),
+                ].join('; '),
           }
         : {}),
       usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },

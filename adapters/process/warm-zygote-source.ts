@@ -205,7 +205,10 @@ def run_code(folder, control, ends):
         install_seccomp(base64.b64decode(request['seccomp']))
     os.chdir('/workspace')
     os.environ.clear()
-    os.environ.update({'PATH': '/usr/bin:/bin', 'HOME': '/workspace', 'TMPDIR': '/tmp', 'LANG': 'C.UTF-8', 'MPLBACKEND': 'Agg', 'MPLCONFIGDIR': '/tmp/matplotlib'})
+    os.environ.update({
+        'PATH': '/usr/bin:/bin', 'HOME': '/workspace', 'TMPDIR': '/tmp', 'LANG': 'C.UTF-8', 'MPLBACKEND': 'Agg',
+        'MPLCONFIGDIR': '/tmp/matplotlib',
+    })
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     sys.argv = ['execgate', 'run', ','.join(request['allowedImports']), request.get('outputs', '')]

@@ -156,7 +156,9 @@ def _execgate_network():
 
         # The host function follows redirects itself (each hop checked again): no redirect handler here.
         opener = urllib.request.OpenerDirector()
-        for handler in (GatewayHandler(), urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor(), urllib.request.UnknownHandler()):
+        for handler in (
+            GatewayHandler(), urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor(), urllib.request.UnknownHandler()
+        ):
             opener.add_handler(handler)
         urllib.request.install_opener(opener)
         # Caches the first request fills lazily (urllib.parse's compiled patterns; the warnings registry of tempfile,
@@ -271,7 +273,9 @@ def _execgate_setup():
                 raise ValueError('display(value, mime): mime must be one of ' + ', '.join(mime_types))
             if isinstance(value, str):
                 head = value.lstrip()
-                if mime == 'image/svg+xml' or (mime is None and (head.startswith('<svg') or (head.startswith('<?xml') and '<svg' in head[:4096]))):
+                if mime == 'image/svg+xml' or (
+                    mime is None and (head.startswith('<svg') or (head.startswith('<?xml') and '<svg' in head[:4096]))
+                ):
                     data = value.encode('utf-8', 'surrogatepass')
                     return emit({'kind': 'image', 'mimeType': 'image/svg+xml', 'data': base64.b64encode(data).decode('ascii')}, len(data))
                 if mime == 'text/html' or (mime is None and head.startswith('<')):
@@ -287,7 +291,10 @@ def _execgate_setup():
                             columns.append(str(key))
                             keys.append(key)
                 return table(columns, lambda index: [value[index].get(key) for key in keys], len(value))
-            if mime is None and isinstance(value, dict) and set(value) == {'columns', 'rows'} and isinstance(value['columns'], (list, tuple)) and isinstance(value['rows'], (list, tuple)):
+            if (
+                mime is None and isinstance(value, dict) and set(value) == {'columns', 'rows'}
+                and isinstance(value['columns'], (list, tuple)) and isinstance(value['rows'], (list, tuple))
+            ):
                 rows = value['rows']
                 for index, row in enumerate(rows):
                     if not isinstance(row, (list, tuple)):

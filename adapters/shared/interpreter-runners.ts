@@ -112,7 +112,8 @@ def _json(v, depth=0):
     # numpy scalars and arrays, pandas Series: their plain Python values; a DataFrame: its columns; a date: ISO 8601.
     tolist = getattr(type(v), 'tolist', None)
     if callable(tolist): return _json(v.tolist(), depth + 1)
-    if callable(getattr(type(v), 'to_dict', None)) and callable(getattr(type(v), 'itertuples', None)): return _json(v.to_dict('list'), depth + 1)
+    if callable(getattr(type(v), 'to_dict', None)) and callable(getattr(type(v), 'itertuples', None)):
+        return _json(v.to_dict('list'), depth + 1)
     if callable(getattr(type(v), 'isoformat', None)): return _json(v.isoformat())
     if isinstance(v, dict): return '{' + ','.join(_json(str(k)) + ':' + _json(x, depth + 1) for k, x in v.items()) + '}'
     if isinstance(v, (list, tuple, set, frozenset)): return '[' + ','.join(_json(x, depth + 1) for x in v) + ']'
@@ -212,9 +213,17 @@ for (const [stream, fd] of [[proc.stdout, 1], [proc.stderr, 2]]) stream.write = 
 for (const name of ['process', 'require', 'module', 'exports', '__filename', '__dirname', 'global']) delete globalThis[name]
 const sendText = ${io.send}
 const send = (doc) => { try { sendText(JSON.stringify(doc)) } catch {} }
-const lineOf = (error) => { const m = /<code>:(\d+)(?::(\d+))?/.exec(String(error && error.stack)); return m ? { line: +m[1], column: m[2] ? +m[2] : undefined } : {} }
-const describe = (error) => ({ type: (error && error.name) || 'Error', message: String(error && error.message !== undefined ? error.message : error), ...lineOf(error) })
-const userStack = (error) => String((error && error.stack) || error).split('\n').filter((line) => !/node:internal|\[eval\]/.test(line)).join('\n')
+const lineOf = (error) => {
+  const m = /<code>:(\d+)(?::(\d+))?/.exec(String(error && error.stack))
+  return m ? { line: +m[1], column: m[2] ? +m[2] : undefined } : {}
+}
+const describe = (error) => ({
+  type: (error && error.name) || 'Error',
+  message: String(error && error.message !== undefined ? error.message : error),
+  ...lineOf(error),
+})
+const userStack = (error) =>
+  String((error && error.stack) || error).split('\n').filter((line) => !/node:internal|\[eval\]/.test(line)).join('\n')
 const fail = (error) => { try { proc.stderr.write(userStack(error) + '\n') } catch {} send({ error: describe(error) }); proc.exit(1) }
 proc.on('SIGXCPU', () => proc.exit(152)) // the CPU limit, reported as 128 + 24 (see the launcher)
 proc.on('uncaughtException', fail)

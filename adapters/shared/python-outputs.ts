@@ -52,7 +52,9 @@ class _Outputs:
         buffer = io.BytesIO()
         fig.savefig(buffer, format='svg' if svg else 'png')
         data = buffer.getvalue()
-        self.add('{"kind":"image","mimeType":"%s","data":"%s"}' % ('image/svg+xml' if svg else 'image/png', base64.b64encode(data).decode('ascii')), len(data))
+        self.add('{"kind":"image","mimeType":"%s","data":"%s"}' % (
+            'image/svg+xml' if svg else 'image/png', base64.b64encode(data).decode('ascii')
+        ), len(data))
     def table(self, value):
         if type(value).__name__ == 'Series':
             value = value.to_frame()
@@ -83,7 +85,9 @@ class _Outputs:
             return self.figure(obj)
         if kind in ('DataFrame', 'Series') and type(obj).__module__.startswith('pandas'):
             return self.table(obj)
-        if isinstance(obj, str) and (mime == 'text/html' or (mime is None and obj.lstrip().startswith('<') and not obj.lstrip().startswith('<svg'))):
+        if isinstance(obj, str) and (
+            mime == 'text/html' or (mime is None and obj.lstrip().startswith('<') and not obj.lstrip().startswith('<svg'))
+        ):
             data = _json(obj)
             return self.add('{"kind":"html","mimeType":"text/html","data":%s}' % data, len(obj.encode('utf-8', 'surrogatepass')))
         if isinstance(obj, str) and mime in (None, 'image/svg+xml') and obj.lstrip().startswith('<svg'):

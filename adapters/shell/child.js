@@ -121,16 +121,18 @@ const stopped = (job, cancelled) =>
  * just-bash reports its own limits only as text on stderr with exit 126 (124 for its deadline), so those messages
  * are read to give each its status; every other non-zero exit is the script's own error.
  */
+// What just-bash's own limits say when they stop a script (exit code 126): read as the memory limit.
+const LIMIT_MESSAGE = new RegExp(
+  /(output size|string length|heredoc size|live bytes|input bytes|filesystem bytes|array elements).*(limit|exceeded)/.source +
+    /|exceeded.*(output size|string length)/.source,
+  'i',
+)
+
 function fromExit(job, exitCode, stderr) {
   if (exitCode === 0) return { status: 'ok' }
   const lastLine = stderr.trim().split('\n').pop() || ''
   if (exitCode === 124 && /execution deadline/.test(lastLine)) return stopped(job, false)
-  if (
-    exitCode === 126 &&
-    /(output size|string length|heredoc size|live bytes|input bytes|filesystem bytes|array elements).*(limit|exceeded)|exceeded.*(output size|string length)/i.test(
-      lastLine,
-    )
-  ) {
+  if (exitCode === 126 && LIMIT_MESSAGE.test(lastLine)) {
     return {
       status: 'memory_limit',
       error: { type: 'MemoryError', message: `memory limit reached (${Math.round(job.memoryBytes / MIB)} MiB): ${lastLine}` },

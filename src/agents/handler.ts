@@ -165,12 +165,9 @@ export class CodeExecutionHandler {
       const shown = typeof produced === 'string' ? produced : JSON.stringify(produced, null, 2)
       const output = result.value !== undefined && result.stdout.trim() ? `\n\nOutput:\n\`\`\`\n${result.stdout.trimEnd()}\n\`\`\`` : ''
       const source = request.showCode ? `\n\nCode (${language}):\n\`\`\`${language}\n${code}\n\`\`\`` : ''
-      return this.answer(
-        request,
-        'ok',
-        `${produced === undefined && result.outputs?.length ? '**Done.**' : `**Result:** ${shown?.includes('\n') ? `\n\`\`\`\n${shown}\n\`\`\`` : `\`${shown}\``}`}${output}${chatOutputs(result.outputs)}${source}`,
-        extra,
-      )
+      const fenced = shown?.includes('\n') ? `\n\`\`\`\n${shown}\n\`\`\`` : `\`${shown}\``
+      const headline = produced === undefined && result.outputs?.length ? '**Done.**' : `**Result:** ${fenced}`
+      return this.answer(request, 'ok', `${headline}${output}${chatOutputs(result.outputs)}${source}`, extra)
     }
     const why: Record<string, string> = {
       error: `the calculation hit an error (${result.error?.type ?? 'Error'}: ${result.error?.message ?? ''})`,

@@ -20,7 +20,8 @@ export async function adaptersCommand(flags: { config?: string; json?: boolean }
         tier: adapter ? String(adapter.tier) : '',
         enabled: adapter ? 'yes' : 'no',
         health: health
-          ? `${health.state}${health.reason ? ` (${health.reason})` : ''}${health.latencyMs !== undefined ? ` ${Math.round(health.latencyMs)} ms` : ''}`
+          ? `${health.state}${health.reason ? ` (${health.reason})` : ''}` +
+            `${health.latencyMs !== undefined ? ` ${Math.round(health.latencyMs)} ms` : ''}`
           : 'not enabled',
         breaker: adapter ? adapter.breaker : '',
         // In use per lane (interactive/batch) of the adapter's slots, the interactive reservation, waiting per lane.
@@ -47,10 +48,10 @@ export async function adaptersCommand(flags: { config?: string; json?: boolean }
         `slots and queued are interactive/batch; batch runs on in-process tiers: ` +
           `${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}\n`,
       )
-      out.write(
-        `last switch: ` +
-          `${status.lastSwitch ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}` : 'none'}\n`,
-      )
+      const lastSwitch = status.lastSwitch
+        ? `${status.lastSwitch.from ?? 'auto'} → ${status.lastSwitch.to ?? 'auto'} at ${status.lastSwitch.at}: ${status.lastSwitch.reason}`
+        : 'none'
+      out.write(`last switch: ${lastSwitch}\n`)
     }
     return 0
   })
@@ -97,9 +98,10 @@ export async function policyCommand(
       )
       if (explanation.syscallFilter) out.write(formatSyscallFilter(explanation.syscallFilter))
       if (exemption) out.write(`\n${exemption}\n`)
-      out.write(
-        `\n${explanation.usable ? `${flags.adapter} can run requests under this policy` : `${flags.adapter} cannot run requests under this policy: a required limit is not enforced`}\n`,
-      )
+      const verdict = explanation.usable
+        ? `${flags.adapter} can run requests under this policy`
+        : `${flags.adapter} cannot run requests under this policy: a required limit is not enforced`
+      out.write(`\n${verdict}\n`)
     }
     return explanation.usable ? 0 : 1
   })

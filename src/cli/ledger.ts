@@ -93,8 +93,9 @@ export function formatLineage(lineage: Lineage): string {
 function formatVerify(report: VerifyReport): string {
   if (report.ok)
     return (
-      `${report.tenant}: ok, ${report.records} ` +
-      `record(s)${report.head ? `, head ${report.head.seq} ${report.head.hash}` : ''}${report.checkpoint ? `, from checkpoint ${report.checkpoint.seq}` : ''}\n`
+      `${report.tenant}: ok, ${report.records} record(s)` +
+      `${report.head ? `, head ${report.head.seq} ${report.head.hash}` : ''}` +
+      `${report.checkpoint ? `, from checkpoint ${report.checkpoint.seq}` : ''}\n`
     )
   return (
     `${report.tenant}: BROKEN at record ` +

@@ -207,10 +207,8 @@ export function registerSandboxCommands(program: Command, helpers: SandboxComman
       const target = sandboxPath(to)
       if (artifact) {
         if (!target) throw usage('an artifact is copied into a sandbox: execgate sandbox cp sha256:<digest> <sandbox id>:<path>')
-        await call(
-          'PUT',
-          `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${target.path.split('/').map(encodeURIComponent).join('/')}?sha256=${artifact}`,
-        )
+        const filePath = target.path.split('/').map(encodeURIComponent).join('/')
+        await call('PUT', `/v1/sandboxes/${encodeURIComponent(target.id)}/files/${filePath}?sha256=${artifact}`)
         return
       }
       if (source && target) throw usage('cp copies between this machine and a sandbox; one side must be a local path')

@@ -224,9 +224,8 @@ export class ConfigRouter implements Router {
       const withLanguage = this.ordered(request).filter((adapter) => !exclude.includes(adapter.name))
       const lacking = [...new Set(withLanguage.flatMap((adapter) => missingPackages(adapter, request)))]
       if (lacking.length > 0) {
-        const detail =
-          `${withLanguage.map((adapter) => `${adapter.name} has ${adapter.capabilities.packages?.join(', ') || 'none of them'}`).join('; ') || `no enabled adapter runs ${request.language}`}; ` +
-          `${PACKAGE_PROVIDERS}`
+        const holdings = withLanguage.map((adapter) => `${adapter.name} has ${adapter.capabilities.packages?.join(', ') || 'none of them'}`)
+        const detail = `${holdings.join('; ') || `no enabled adapter runs ${request.language}`}; ${PACKAGE_PROVIDERS}`
         return {
           refusal: {
             status: 'unavailable',

@@ -8,11 +8,15 @@ import { toolRefusal } from './mcp-refusal'
 
 /** A few lines an agent can read: the plan's state and why, then each step's state and value. */
 function describePlan(plan: PlanView): string {
-  const steps = plan.steps.map(
-    (step) =>
-      `- ${step.id}: ` +
-      `${step.state}${step.state === 'COMPLETED' ? ` value: ${JSON.stringify(step.result?.value ?? null)}` : step.state === 'FAILED' ? ` (${step.reason})` : ''}`,
-  )
+  const steps = plan.steps.map((step) => {
+    const outcome =
+      step.state === 'COMPLETED'
+        ? ` value: ${JSON.stringify(step.result?.value ?? null)}`
+        : step.state === 'FAILED'
+          ? ` (${step.reason})`
+          : ''
+    return `- ${step.id}: ${step.state}${outcome}`
+  })
   return [
     `plan ${plan.id} is ${plan.state} (version ${plan.version}, ${plan.revisions.length} of ` +
       `${plan.maxRevisions} revisions used): ${plan.reason}`,

@@ -4,6 +4,7 @@ import type { SpawnedRun } from '../../adapters/process/spawn-sandbox'
 import { DEFAULT_POLICY } from '../../src/policy'
 
 // Interpreter ends captured from real runs (docker, 64 MiB) and how each is read; process and docker share this.
+// A trailing backslash continues a captured line (the template literal drops it and the line break).
 const V8_HEAP_CHECK = `
 #
 # Fatal error in , line 0
@@ -14,7 +15,8 @@ const V8_HEAP_CHECK = `
  2: 0x7f92b91118e8 V8_Fatal(char const*, ...) [/lib/x86_64-linux-gnu/libnode.so.108]
  4: 0x7f92b8a400a0 v8::internal::PagedSpace::SetCodeModificationPermissions() [/lib/x86_64-linux-gnu/libnode.so.108]
  5: 0x7f92b89d0a36 v8::internal::Heap::MarkCompact() [/lib/x86_64-linux-gnu/libnode.so.108]
- 8: 0x7f92b89d4d5b v8::internal::Heap::AllocateExternalBackingStore(std::function<void* (unsigned long)> const&, unsigned long) [/lib/x86_64-linux-gnu/libnode.so.108]
+ 8: 0x7f92b89d4d5b v8::internal::Heap::AllocateExternalBackingStore(std::function<void* (unsigned long)> const&, unsigned long) \
+[/lib/x86_64-linux-gnu/libnode.so.108]
 `
 
 test('the line that shows memory ran out is named: V8, Python and the C library alike', () => {

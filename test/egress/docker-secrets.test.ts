@@ -113,7 +113,9 @@ test('a host the secret is not for is a blind tunnel: TLS end to end, and no hea
     code: `import urllib.request, ssl, json
 context = ssl.create_default_context(cadata=${JSON.stringify(servers.caPem)})
 context.check_hostname = False  # the test server's certificate names api.example.test; its chain is still verified
-json.loads(urllib.request.urlopen('https://127.0.0.1:${servers.https.port}/headers', context=context).read().decode()).get('authorization', 'none')`,
+json.loads(
+    urllib.request.urlopen('https://127.0.0.1:${servers.https.port}/headers', context=context).read().decode()
+).get('authorization', 'none')`,
   })
   expect(result).toMatchObject({ status: 'ok', value: 'none' })
   expect(servers.seen.slice(before).map((request) => request.headers.authorization)).toEqual([undefined])

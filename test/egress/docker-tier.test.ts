@@ -68,9 +68,18 @@ test("the image's Node 18 fetch goes through the gateway: plain HTTP as a proxie
   const result = await node(`(async () => {
   const plain = await fetch('http://api.example.test:${servers.http.port}/hello')
   let secure
-  try { secure = (await fetch('https://api.example.test:${servers.https.port}/hello')).status } catch (e) { secure = String(e.cause && e.cause.code || e.cause && e.cause.message) }
+  try {
+    secure = (await fetch('https://api.example.test:${servers.https.port}/hello')).status
+  } catch (e) {
+    secure = String(e.cause && e.cause.code || e.cause && e.cause.message)
+  }
   let refused
-  try { await fetch('https://metadata.example.test:${servers.http.port}/'); refused = 'reached' } catch (e) { refused = String(e.cause && e.cause.message) }
+  try {
+    await fetch('https://metadata.example.test:${servers.http.port}/')
+    refused = 'reached'
+  } catch (e) {
+    refused = String(e.cause && e.cause.message)
+  }
   return [plain.status, await plain.text(), secure, refused]
 })()`)
   expect(result.status).toBe('ok')

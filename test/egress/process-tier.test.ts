@@ -68,14 +68,22 @@ test("the interpreter's own HTTP clients reach the gateway's socket straight, th
 via = socket.create_connection(('127.0.0.1', 3128))
 raw = socket.socket()
 raw.connect(('127.0.0.1', 3128))
-raw.sendall(b'GET http://api.example.test:${servers.http.port}/hello HTTP/1.1\\r\\nHost: api.example.test\\r\\nConnection: close\\r\\n\\r\\n')
+raw.sendall(
+    b'GET http://api.example.test:${servers.http.port}/hello HTTP/1.1\\r\\n'
+    b'Host: api.example.test\\r\\nConnection: close\\r\\n\\r\\n'
+)
 answer = b''
 while True:
     chunk = raw.recv(65536)
     if not chunk:
         break
     answer += chunk
-[via.family.name, raw.family.name, answer.split(b'\\r\\n')[0].decode(), urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode()]`)
+[
+    via.family.name,
+    raw.family.name,
+    answer.split(b'\\r\\n')[0].decode(),
+    urllib.request.urlopen('http://api.example.test:${servers.http.port}/hello').read().decode(),
+]`)
   expect(result).toMatchObject({ status: 'ok', value: ['AF_UNIX', 'AF_INET', 'HTTP/1.1 200 OK', 'hello from loopback'] })
   expect(result.egress?.map((record) => record.decision)).toEqual(['allowed', 'allowed'])
 }, 30_000)

@@ -58,7 +58,9 @@ a = urllib.request.urlopen('${url}').read().decode()
 r = await pyfetch('${url}')
 b = [r.status, r.ok, await r.text()]
 c = open_url('${url}').read()
-d = json.loads(urllib.request.urlopen(urllib.request.Request('http://api.example.test:${servers.http.port}/echo', data=b'{"x": 1}', method='POST')).read())
+d = json.loads(urllib.request.urlopen(
+    urllib.request.Request('http://api.example.test:${servers.http.port}/echo', data=b'{"x": 1}', method='POST')
+).read())
 [a, b, c, d]`)
   expect(result).toMatchObject({
     status: 'ok',

@@ -73,7 +73,11 @@ test("a tenant's egress bytes per minute count what its runs received and sent",
 test('a run admitted with quota left is cut mid-run when it runs out: the next request is refused, naming the quota', async () => {
   const code = `const out = []
 for (let i = 0; i < 4; i++) {
-  try { out.push((await http_request('http://api.example.test:${servers.http.port}/hello')).status) } catch (e) { out.push(String(e.message ?? e)) }
+  try {
+    out.push((await http_request('http://api.example.test:${servers.http.port}/hello')).status)
+  } catch (e) {
+    out.push(String(e.message ?? e))
+  }
 }
 out`
   const result = await execgate.execute({ language: 'javascript', code }, { tenant: 'hooli' })
@@ -82,7 +86,10 @@ out`
   expect(answers.slice(0, 2)).toEqual([200, 200])
   for (const refused of answers.slice(2)) {
     expect(refused).toMatch(
-      /tenant hooli's egress quota is spent: 2 of its 2 egress requests in the last minute \(admission\.tenants\.hooli\.egressRequestsPerMinute\)/,
+      new RegExp(
+        /tenant hooli's egress quota is spent: 2 of its 2 egress requests in the last minute /.source +
+          /\(admission\.tenants\.hooli\.egressRequestsPerMinute\)/.source,
+      ),
     )
   }
   expect(result.egress?.map((record) => [record.decision, record.rule])).toEqual([

@@ -31,9 +31,12 @@ export function changedKeys(before: Map<string, unknown>, after: Map<string, unk
 }
 
 // Jest and Node set these on globalThis between tests by themselves.
-const IGNORED_GLOBAL_CHANGES = [
-  /^globalThis\.(__coverage__|expect|jasmine|__jest|performance|crypto|fetch|navigator|WebAssembly|structuredClone|AbortController|Blob|BroadcastChannel|Buffer|DOMException|Event|EventTarget|FormData|Headers|MessageChannel|MessageEvent|MessagePort|Request|Response|TextDecoder|TextEncoder|URL|URLSearchParams|queueMicrotask|atob|btoa|setImmediate|clearImmediate|global)$/,
-]
+const IGNORED_GLOBAL_NAMES = (
+  '__coverage__ expect jasmine __jest performance crypto fetch navigator WebAssembly structuredClone AbortController Blob ' +
+  'BroadcastChannel Buffer DOMException Event EventTarget FormData Headers MessageChannel MessageEvent MessagePort Request ' +
+  'Response TextDecoder TextEncoder URL URLSearchParams queueMicrotask atob btoa setImmediate clearImmediate global'
+).split(' ')
+const IGNORED_GLOBAL_CHANGES = [new RegExp(`^globalThis\\.(${IGNORED_GLOBAL_NAMES.join('|')})$`)]
 
 export function resourceCounts(): Map<string, number> {
   const counts = new Map<string, number>()

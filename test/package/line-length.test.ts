@@ -3,23 +3,19 @@ import fs from 'node:fs'
 import path from 'node:path'
 
 /**
- * Lines <= 140 columns in the code files eslint does not read (its max-len rule covers .ts/.tsx): the Python client,
- * the examples and the plain JavaScript children and scripts. Files still over are listed, each to leave once fixed
- * (embedded Python in child.js, a long data table in a python-diff case).
+ * Lines <= 140 columns in every tracked code file, no file exempt (issue 24). eslint's max-len holds the .ts files it
+ * reads; this covers the rest as well (the Python client and cases, the plain JavaScript children, scripts/) and is
+ * what `node scripts/long-lines.mjs` lists. Program text inside template literals counts like any other line.
  */
-const NOT_YET = new Set([
-  'adapters/pyodide/child.js',
-  'adapters/shell/child.js',
-  'scripts/build-console.mjs',
-  'test/python-diff/cases/agent-formulas.py',
-])
+const CODE_FILES = ['*.ts', '*.tsx', '*.js', '*.mjs', '*.cjs', '*.py']
 
-test('no .py, .js, .mjs or .cjs line in the repository is over 140 characters', () => {
+test('no code line in the repository is over 140 characters', () => {
   const root = path.resolve(__dirname, '..', '..')
-  const files = execFileSync('git', ['ls-files', '*.py', '*.js', '*.mjs', '*.cjs'], { cwd: root, encoding: 'utf8' })
+  const files = execFileSync('git', ['ls-files', ...CODE_FILES], { cwd: root, encoding: 'utf8' })
     .split('\n')
-    .filter((file) => file && !NOT_YET.has(file))
-  expect(files.length).toBeGreaterThan(10)
+    .filter(Boolean)
+  expect(files.length).toBeGreaterThan(100)
+  expect(files).toEqual(expect.arrayContaining(['adapters/pyodide/child.js', 'console/src/app.ts', 'scripts/long-lines.mjs']))
   const long = files.flatMap((file) =>
     fs
       .readFileSync(path.join(root, file), 'utf8')

@@ -113,7 +113,14 @@ const packagesOf = (backend: OptionalBackend) => OPTIONAL_BACKENDS[backend].pack
 test('config that enables a store whose package is missing stops start-up with the install line', async () => {
   const script = `
     const { loadConfig } = require('./src/config/load')
-    const attempt = (overrides) => { try { loadConfig({ env: {}, overrides }); return 'started' } catch (error) { return { code: error.code, message: error.message } } }
+    const attempt = (overrides) => {
+      try {
+        loadConfig({ env: {}, overrides })
+        return 'started'
+      } catch (error) {
+        return { code: error.code, message: error.message }
+      }
+    }
     console.log(JSON.stringify({
       redis: attempt({ fabric: { store: 'redis' } }),
       s3: attempt({ fabric: { ledger: { blobs: 's3' }, s3: { bucket: 'b' } } }),

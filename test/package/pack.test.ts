@@ -172,8 +172,12 @@ describe('the packed package', () => {
       const { createExecgate } = require('execgate')
       const { buildServer } = require('execgate/server')
       ;(async () => {
-        const execgate = await createExecgate({ warm: false, overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } } })
-        const { app } = buildServer({ execgate, logger: execgate.container.get(require('execgate').tokens.Logger), tenants: new Map(), bodyLimitBytes: 1024 })
+        const execgate = await createExecgate({
+          warm: false,
+          overrides: { execution: { enabled: ['quickjs'] }, readiness: { enabled: false }, log: { level: 'silent' } },
+        })
+        const logger = execgate.container.get(require('execgate').tokens.Logger)
+        const { app } = buildServer({ execgate, logger, tenants: new Map(), bodyLimitBytes: 1024 })
         await app.listen({ host: '127.0.0.1', port: 0 })
         const base = 'http://127.0.0.1:' + app.server.address().port + '/console/'
         const index = await fetch(base)
@@ -189,7 +193,11 @@ describe('the packed package', () => {
 
   test('CommonJS require reaches every entry point, and the internals stay unexported', async () => {
     const script = `
-      const entries = ['execgate', 'execgate/agents', 'execgate/server', 'execgate/client', ...['bedrock', 'docker', 'lambda', 'monty', 'placeholder', 'process', 'pyodide', 'quickjs', 'shell'].map((name) => 'execgate/adapters/' + name)]
+      const adapters = ['bedrock', 'docker', 'lambda', 'monty', 'placeholder', 'process', 'pyodide', 'quickjs', 'shell']
+      const entries = [
+        'execgate', 'execgate/agents', 'execgate/server', 'execgate/client',
+        ...adapters.map((name) => 'execgate/adapters/' + name),
+      ]
       const shapes = Object.fromEntries(entries.map((id) => [id, Object.keys(require(id)).sort()]))
       let internal
       try { require('execgate/dist/src/runtime/worker-pool'); internal = 'reachable' } catch (error) { internal = error.code }

@@ -228,9 +228,13 @@ test('pyodide: code that reaches the host channel itself gets no more than the f
   // The wrapper's closure holds the JavaScript function that writes host-call requests; calling it directly with a
   // function the run was not offered (price_of is registered, but this code never names it), or with arguments
   // that are not a JSON list, is refused like any other call.
-  const code = `call = [c.cell_contents for c in read_file.__closure__ if callable(c.cell_contents) and not isinstance(c.cell_contents, str)][0]
+  const code = `call = [
+    c.cell_contents for c in read_file.__closure__ if callable(c.cell_contents) and not isinstance(c.cell_contents, str)
+][0]
 seen = []
-for name, args in [('price' + '_of', '["tea", 2]'), ('exec_shell', '[]'), ('read_file', '{"path": "readme.md"}'), ('read_file', '["readme.md"]')]:
+for name, args in [
+    ('price' + '_of', '["tea", 2]'), ('exec_shell', '[]'), ('read_file', '{"path": "readme.md"}'), ('read_file', '["readme.md"]'),
+]:
     seen.append(call(name, args))
 seen`
   const result = await execgate.execute({ language: 'python', adapter: 'pyodide', code }, { workspace: overlay() })

@@ -26,7 +26,10 @@ function startWriterThread(workerData: WriterThreadData): Worker {
   }
   const source = path.join(__dirname, 'writer-thread.ts')
   const bootstrap = `const esbuild = require(${JSON.stringify(require.resolve('esbuild'))}); const fs = require('node:fs');
-require.extensions['.ts'] = (module, filename) => module._compile(esbuild.transformSync(fs.readFileSync(filename, 'utf8'), { loader: 'ts', format: 'cjs', target: 'node20', sourcefile: filename }).code, filename);
+require.extensions['.ts'] = (module, filename) => module._compile(
+  esbuild.transformSync(fs.readFileSync(filename, 'utf8'), { loader: 'ts', format: 'cjs', target: 'node20', sourcefile: filename }).code,
+  filename,
+);
 require(${JSON.stringify(source)})`
   return new Worker(bootstrap, { ...options, eval: true })
 }

@@ -163,7 +163,10 @@ def bsearch(xs, t):
 [bsearch([1, 3, 5, 7, 9], t) for t in (7, 4)]
 # case: agent-roman-numerals
 def roman(n):
-    table = [(1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")]
+    table = [
+        (1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"),
+        (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"),
+    ]
     out = ""
     for v, s in table:
         while n >= v:
