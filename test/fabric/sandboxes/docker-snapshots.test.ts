@@ -98,6 +98,18 @@ test('the snapshot holds the changed filesystem outside the workspace too, resto
   })
 }, 180_000)
 
+test("what the workspace's user cannot read is left out and named in skipped", async () => {
+  await using([execgate.sandboxes.start({ adapter: 'docker' }, { tenant: 'acme' })], async (sandbox) => {
+    // An exec with filesystem 'none' runs as a uid of its own: its file in /tmp is 0640 and not the workspace user's.
+    const theirs = await sandbox.exec({ command: 'echo theirs > /tmp/theirs', policy: { filesystem: 'none' } })
+    expect(theirs.status).toBe('ok')
+    expect((await sandbox.exec('echo mine > /tmp/mine && echo sealed > /tmp/sealed && chmod 000 /tmp/sealed')).status).toBe('ok')
+    const snapshot = await sandbox.snapshot()
+    expect(snapshot.skipped?.sort()).toEqual(['/tmp/sealed', '/tmp/theirs'])
+    expect(snapshot.files).toBe(1)
+  })
+}, 120_000)
+
 test('a snapshot is one exec of tar and a restore one PUT /archive, whatever the number of files', async () => {
   const counted = ['exec', 'getArchive', 'putArchive', 'export', 'changes'] as const
   const spies = counted.map((method) => jest.spyOn(Docker.Container.prototype, method))
