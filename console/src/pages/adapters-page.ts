@@ -58,8 +58,8 @@ export function AdaptersPage({ api }: PageProps) {
                 : 'none since start'
             }</dd></div>
             <div><dt>Warm-up</dt><dd>${status.warmedUp ? 'done' : 'in progress'}</dd></div>
-            <div><dt>In-process batch runs</dt><dd>${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}</dd>
-              </div>
+            <div><dt>In-process batch runs</dt>
+              <dd>${status.admission.inProcessBatch.inUse} of ${status.admission.inProcessBatch.limit}</dd></div>
           </dl>
           <section class="panel" aria-labelledby="health-title">
             <h2 id="health-title">Health and capacity</h2>
@@ -143,10 +143,7 @@ function EnforcementTable({ policies }: { policies: PolicyExplanation[] }) {
   if (!first) return html`<p>No adapter is enabled.</p>`
   return html`
     <p class="muted">How each adapter holds each limit of ${
-      first.profile
-        ? html`the policy profile <code>${first.profile}
-      </code>`
-        : 'the default policy (security.defaultPolicy)'
+      first.profile ? html`the policy profile <code>${first.profile}</code>` : 'the default policy (security.defaultPolicy)'
     }: <strong>hard</strong> (the backend stops it), <strong>soft</strong>${' '}
       (checked after the fact) or <strong>none</strong>. A required limit an adapter cannot hold keeps routing away from it.</p>
     <div class="table-scroll">

@@ -118,8 +118,7 @@ export function ArtifactPage({ api, params }: PageProps) {
       generatedBy.length
         ? generatedBy.map(
             (activity, index) => html`${index ? ', ' : ''}
-      <a href=${href(activity.kind === 'run' ? `runs/${activity.id}` : activityPage(activity))}>${activityName(activity)}
-      </a>`,
+      <a href=${href(activity.kind === 'run' ? `runs/${activity.id}` : activityPage(activity))}>${activityName(activity)}</a>`,
           )
         : 'no run of yours on record'
     }.</p>

@@ -186,8 +186,7 @@ export function RunPage({ api }: PageProps) {
       <pre class="output" role="log" aria-live="polite" aria-busy=${running ? 'true' : 'false'} data-testid="run-output">
         ${
           chunks.length === 0
-            ? html`<span class="muted">${running ? 'Waiting for output…' : 'Nothing yet.'}
-        </span>`
+            ? html`<span class="muted">${running ? 'Waiting for output…' : 'Nothing yet.'}</span>`
             : chunks.map((chunk) => html`<span class=${chunk.stream}>${chunk.text}</span>`)
         }</pre>
     </section>

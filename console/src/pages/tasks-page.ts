@@ -81,10 +81,7 @@ export function TasksPage({ api }: PageProps) {
                     <td><${Badge} value=${task.state} /></td>
                     <td>${task.intentId ?? html`<span class="muted">—</span>`}</td>
                     <td>${task.request.language}${
-                      task.request.adapter
-                        ? html` <span class="muted">on ${task.request.adapter}
-                      </span>`
-                        : null
+                      task.request.adapter ? html` <span class="muted">on ${task.request.adapter}</span>` : null
                     }</td>
                     <td>${task.lane}${task.priority ? ` (${task.priority})` : ''}</td>
                     <td>${task.attempts}</td>
