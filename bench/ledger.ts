@@ -236,7 +236,7 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       notes: [
         "on the result's path the ledger copies what it records and queues it; hashing and writes " +
           "run within 20 ms, one transaction per batch (quickjs: a batch every 20 ms; monty's inline " +
-          'runs never yield, so batches of 500)',
+          'runs never yield, so hand-overs of 64 to the writer thread, which commits what gathered, up to 500)',
         ...lineage.notes,
       ],
     }

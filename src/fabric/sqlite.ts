@@ -36,12 +36,14 @@ export type SqliteDriver = new (file: string) => Database
  * survives a process crash, kill -9; at most the last ones are lost on a power loss), and a 5 s wait for the write
  * lock another process (the CLI, a second worker) may hold for a moment. Then `schema` is applied.
  */
-export function openSqlite(file: string, schema: string, driver?: SqliteDriver): Database {
+export function openSqlite(file: string, schema: string, driver?: SqliteDriver, options: { pageSize?: number } = {}): Database {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
   // Loaded here, not at import, so a process that never opens a store never loads the native module.
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- synchronous on purpose: stores open in constructors
   const Driver = driver ?? (require('libsql') as SqliteDriver)
   const db = withPlainRows(new Driver(file))
+  // Takes effect only for a file made now (before WAL and the schema write its first page); an existing file keeps its own.
+  if (options.pageSize) db.pragma(`page_size = ${options.pageSize}`)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
   db.pragma('busy_timeout = 5000')

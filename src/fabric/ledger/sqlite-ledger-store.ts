@@ -152,7 +152,9 @@ export class SqliteLedgerStore implements LedgerRecordStore {
   private readonly removeAll: Transaction<[string, number, number], string[]>
 
   constructor(options: SqliteLedgerStoreOptions) {
-    this.db = openSqlite(options.file, SCHEMA, options.driver)
+    // 16 KiB pages for a new file: a record's body is ~1.5 KB, and with 4 KiB pages every append touched more pages
+    // and B-tree levels (measured: ~13 % less CPU per appended record, libsql, batches of 500).
+    this.db = openSqlite(options.file, SCHEMA, options.driver, { pageSize: 16384 })
     // Links are keyed by digest, so appends touch pages all over that index: a larger cache keeps them in memory.
     this.db.pragma('cache_size = -16000')
     // Checkpoints are this store's to schedule (`idle`, and every CHECKPOINT_RECORDS appends), not SQLite's every
