@@ -125,6 +125,11 @@ test('a snapshot is one exec of tar and a restore one PUT /archive, whatever the
         expect(calls()).toEqual({ exec: 0, getArchive: 0, putArchive: 1, export: 0, changes: 0 })
         expect((await restored.listFiles()).length).toBe(300)
       })
+      // No image or container holds a snapshot: it is the tenant's artifact, and another tenant finds nothing.
+      await expect(execgate.sandboxes.start({ adapter: 'docker', from: snapshot.id }, { tenant: 'globex' })).rejects.toMatchObject({
+        code: 'EXECGATE_NOT_FOUND',
+      })
+      expect(calls().putArchive).toBe(1)
     })
   } finally {
     spies.forEach((spy) => spy.mockRestore())
