@@ -179,9 +179,7 @@ class SavedArtifact(TypedDict):
     mediaType: str
 
 
-class SandboxSnapshot(TypedDict):
-    """A sandbox's workspace archived in the ledger; ``sandboxes.start(**{"from": snapshot["id"]})`` restores it."""
-
+class _SandboxSnapshotFields(TypedDict):
     id: str
     sandboxId: str
     adapter: str
@@ -189,6 +187,15 @@ class SandboxSnapshot(TypedDict):
     bytes: int
     createdAt: str
     reason: str
+
+
+class SandboxSnapshot(_SandboxSnapshotFields, total=False):
+    """A sandbox's files archived in the ledger; ``sandboxes.start(**{"from": snapshot["id"]})`` restores it.
+
+    ``skipped`` lists paths the backend could not read and left out (docker: another exec user's private file in /tmp).
+    """
+
+    skipped: List[str]
 
 
 class UploadedFile(TypedDict, total=False):
