@@ -7,6 +7,7 @@ import { href } from '../router'
 import { saveBlob } from './download'
 import { EgressTable } from './egress-table'
 import { Badge, ErrorMessage, Loading } from './feedback'
+import { FactList } from './fact-list'
 
 /** GET /v1/runs/:id/record, loaded when the run id changes. */
 export function useRunRecord(api: ApiClient, runId: string | undefined): { answer?: RunRecordAnswer; error?: unknown } {
@@ -92,12 +93,7 @@ export function RunRecordView({ api, answer }: { api: ApiClient; answer: RunReco
           </a> version ${record.planVersion}, step <code>${record.stepId}</code>`
             : null
         }</p>
-      <dl class="facts">${facts
-        .filter(([, value]) => value !== undefined && value !== '')
-        .map(
-          ([name, value]) => html`<div><dt>${name}</dt>
-        <dd>${String(value)}</dd></div>`,
-        )}</dl>
+      <${FactList} facts=${facts} />
       <dl class="facts digests">
         <div><dt>Code digest (SHA-256)</dt><dd><a href=${href(`artifacts/${record.code.sha256}`)}
           data-testid="code-digest"><code>${record.code.sha256}</code></a></dd></div>

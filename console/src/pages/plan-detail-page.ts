@@ -10,6 +10,7 @@ import { html } from '../html'
 import { STREAM_WORDS, useLiveStream } from '../live-stream'
 import type { PageProps } from '../pages'
 import { href } from '../router'
+import { FactList } from '../components/fact-list'
 
 /** A step's colour in the graph; its state is written in the node too. */
 const STEP_TONES: Record<TaskState, string> = {
@@ -117,12 +118,7 @@ export function PlanDetailPage({ api, params }: PageProps) {
       failed step.</p>
     <${ErrorMessage} error=${actionError} />
     <${ErrorMessage} error=${loadError} context="Could not refresh" />
-    <dl class="facts">${facts
-      .filter(([, value]) => value !== undefined && value !== '')
-      .map(
-        ([name, value]) => html`<div><dt>${name}</dt>
-      <dd>${String(value)}</dd></div>`,
-      )}</dl>
+    <${FactList} facts=${facts} />
     <section class="panel" aria-labelledby="steps-title">
       <h2 id="steps-title">Steps of version ${plan.version}</h2>
       <${DagGraph} id="plan-graph" title=${`The steps of plan ${plan.id}, version ${plan.version}`} description=${graphDescription(steps)}

@@ -7,6 +7,7 @@ import { formatDateTime, formatTime } from '../format'
 import { html } from '../html'
 import type { PageProps } from '../pages'
 import { href } from '../router'
+import { FactList } from '../components/fact-list'
 
 /** After a dropped stream (not the task's end), how long before it is opened again from the last event seen. */
 const RECONNECT_MS = 2000
@@ -124,12 +125,7 @@ export function TaskDetailPage({ api, params }: PageProps) {
     </div>
     <${ErrorMessage} error=${actionError} />
     <${ErrorMessage} error=${loadError} context="Could not refresh" />
-    <dl class="facts">${facts
-      .filter(([, value]) => value !== undefined && value !== '')
-      .map(
-        ([name, value]) => html`<div><dt>${name}</dt>
-      <dd>${String(value)}</dd></div>`,
-      )}</dl>
+    <${FactList} facts=${facts} />
     ${
       task.dependencies.length
         ? html`<p>Depends on ${task.dependencies.map(
