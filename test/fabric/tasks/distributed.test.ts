@@ -4,6 +4,7 @@ import path from 'node:path'
 import type { Task, TaskEvent } from '../../../src/fabric/tasks'
 import { ownerProcess } from '../../../src/fabric/owner-id'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { redisClusterEnv } from '../cluster'
 
 /**
  * The distributed store as a deployment runs it: a real redis-server, `execgate serve` accepting tasks (running none
@@ -21,18 +22,10 @@ let baseUrl: string
 const workers: ChildProcess[] = []
 
 function env(): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    EXECGATE_LOG_LEVEL: 'silent',
-    EXECGATE_READINESS_ENABLED: 'false',
-    EXECGATE_EXECUTION_ENABLED: 'quickjs',
-    EXECGATE_FABRIC_STORE: 'redis',
-    EXECGATE_FABRIC_REDIS_URL: redis.url,
-    EXECGATE_FABRIC_LEASE_MS: '1500',
-    EXECGATE_FABRIC_CONCURRENCY: '1',
-    EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false',
-    EXECGATE_FABRIC_DATA_DIR: os.tmpdir(),
-  }
+  return redisClusterEnv(
+    { redisUrl: redis.url, prefix: 'execgate', dataDir: os.tmpdir() },
+    { EXECGATE_FABRIC_LEASE_MS: '1500', EXECGATE_FABRIC_CONCURRENCY: '1', EXECGATE_FABRIC_SERVE_RUNS_TASKS: 'false' },
+  )
 }
 
 /** Starts the CLI with `args` and resolves once its stderr has printed a line matching `ready`. */
