@@ -52,6 +52,32 @@ export function openSqlite(file: string, schema: string, driver?: SqliteDriver, 
 }
 
 /**
+ * `db.transaction(fn)` (deferred) with BEGIN, COMMIT and ROLLBACK prepared once: libsql's own wrapper sends each
+ * through `exec`, which parses and prepares it again every time, on a store's hot path (the task store's two
+ * transactions a task). A failed COMMIT (the write lock busy past the timeout) is rolled back like a throw of `fn`.
+ */
+export function preparedTransaction<A extends unknown[], R>(db: Database, fn: (...args: A) => R): (...args: A) => R {
+  const begin = db.prepare('BEGIN')
+  const commit = db.prepare('COMMIT')
+  const rollback = db.prepare('ROLLBACK')
+  return (...args: A): R => {
+    begin.run()
+    try {
+      const result = fn(...args)
+      commit.run()
+      return result
+    } catch (error) {
+      try {
+        rollback.run()
+      } catch {
+        // SQLite ended the transaction itself (some errors roll back on their own): nothing left to roll back.
+      }
+      throw error
+    }
+  }
+}
+
+/**
  * libsql's `Statement.get` adds an enumerable `_metadata: { duration }` to the row it returns (`all` does not);
  * stores spread and serialise rows, so it is taken off here, once, for every statement.
  */

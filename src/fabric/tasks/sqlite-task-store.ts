@@ -1,4 +1,4 @@
-import { openSqlite, type Database, type SqliteDriver, type Statement } from '../sqlite'
+import { openSqlite, preparedTransaction, type Database, type SqliteDriver, type Statement } from '../sqlite'
 import type { InsertedTask, TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionSteps } from './task-store'
 import { holdsFor } from './task-store'
 import type { Task, TaskEvent, TaskState } from './task-types'
@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS task_events (
 CREATE INDEX IF NOT EXISTS task_events_task ON task_events (task_id, seq);
 `
 
+/** One row of the action log, in its INSERT's column order: task id, at, from, to, reason, attempt. */
+type EventValues = [taskId: string, at: string, from: TaskState | null, to: TaskState, reason: string, attempt: number]
+
 interface EventRow {
   seq: number
   task_id: string
@@ -81,6 +84,8 @@ export interface SqliteTaskStoreOptions {
 export class SqliteTaskStore implements TaskStore {
   private readonly db: Database
   private readonly statements: Record<string, Statement>
+  /** The action log's INSERT by number of rows (1 for most transitions, 3 for a task started at submit). */
+  private readonly eventInserts = new Map<number, Statement>()
   private readonly insertMany: (tasks: readonly Task[], reason: string) => Task[]
   private readonly transitionMany: (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => TransitionSteps | undefined
   private readonly insertStarting: (task: Task, reason: string, now: number, changes: readonly TaskChange[]) => InsertedTask
@@ -89,16 +94,14 @@ export class SqliteTaskStore implements TaskStore {
     this.db = openSqlite(options.file, SCHEMA, options.driver)
     const prepare = (sql: string) => this.db.prepare(sql)
     this.statements = {
+      // Positional parameters: a named one is looked up in the object passed, on every run.
       insert:
         prepare(`INSERT INTO tasks (id, tenant, state, priority, ready, not_before, deadline_at, attempts, intent_id, idempotency_key, body)
-        VALUES (@id, @tenant, @state, @priority, @ready, @notBefore, @deadlineAt, @attempts, @intentId, @idempotencyKey, @body)`),
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       byKey: prepare('SELECT body FROM tasks WHERE tenant = ? AND idempotency_key = ?'),
       get: prepare('SELECT body FROM tasks WHERE id = ?'),
       dependency: prepare('INSERT OR IGNORE INTO task_dependencies (depends_on, task_id) VALUES (?, ?)'),
-      event: prepare('INSERT INTO task_events (task_id, at, from_state, to_state, reason, attempt) VALUES (?, ?, ?, ?, ?, ?)'),
-      update: prepare(
-        'UPDATE tasks SET state = @state, ready = @ready, not_before = @notBefore, attempts = @attempts, body = @body WHERE id = @id',
-      ),
+      update: prepare('UPDATE tasks SET state = ?, ready = ?, not_before = ?, attempts = ?, body = ? WHERE id = ?'),
       due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT ?`),
       aheadPriority: prepare(
         `SELECT priority FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT 1`,
@@ -107,24 +110,25 @@ export class SqliteTaskStore implements TaskStore {
       dependents: prepare('SELECT t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ?'),
       events: prepare('SELECT * FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq'),
     }
-    this.insertMany = this.db.transaction((tasks: readonly Task[], reason: string) =>
+    // Prepared BEGIN/COMMIT (preparedTransaction): two transactions a trivial task, each µs cheaper.
+    this.insertMany = preparedTransaction(this.db, (tasks: readonly Task[], reason: string) =>
       tasks.map((task) => this.stored(task) ?? this.insertRow(task, reason)),
     )
-    this.transitionMany = this.db.transaction((id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => {
+    this.transitionMany = preparedTransaction(this.db, (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => {
       const current = parse(this.statements.get!.get(id))
       if (!current || !from.includes(current.state) || !changes.every((change) => holdsFor(current, change))) return undefined
       return this.applySteps(current, changes)
     })
-    this.insertStarting = this.db.transaction((task: Task, reason: string, now: number, changes: readonly TaskChange[]) => {
+    this.insertStarting = preparedTransaction(this.db, (task: Task, reason: string, now: number, changes: readonly TaskChange[]) => {
       const existing = this.stored(task)
       if (existing) return { task: existing }
       // A new task comes last among equals in the due order: it is first only when every due task has a lower priority.
       const ahead = this.statements.aheadPriority!.get(now) as { priority: number } | undefined
       if (ahead && ahead.priority >= task.priority) return { task: this.insertRow(task, reason) }
       // Started at once: its submission and start in the log, in order, and its row written once, as started (not
-      // inserted PENDING and rewritten: a statement and a serialisation of the task fewer per task).
-      this.submitted(task, reason)
-      const started = this.applySteps(task, changes, false)
+      // inserted PENDING and rewritten: a statement and a serialisation of the task fewer per task); the three log rows
+      // in one statement.
+      const started = this.applySteps(task, changes, false, [task.id, task.createdAt, null, task.state, reason, 0])
       this.insertRow(started.task, reason, false)
       return { task, started }
     })
@@ -137,65 +141,71 @@ export class SqliteTaskStore implements TaskStore {
 
   /** Stores the task's row and dependencies, and (unless its caller logged it already) its submission event. */
   private insertRow(task: Task, reason: string, logged = true): Task {
-    this.statements.insert!.run({
-      id: task.id,
-      tenant: task.tenant,
-      state: task.state,
-      priority: task.priority,
-      ready: task.ready ? 1 : 0,
-      notBefore: task.notBefore,
-      deadlineAt: task.deadline ? Date.parse(task.deadline) : null,
-      attempts: task.attempts,
-      intentId: task.intentId ?? null,
-      idempotencyKey: task.idempotencyKey ?? null,
-      body: JSON.stringify(task),
-    })
+    this.statements.insert!.run(
+      task.id,
+      task.tenant,
+      task.state,
+      task.priority,
+      task.ready ? 1 : 0,
+      task.notBefore,
+      task.deadline ? Date.parse(task.deadline) : null,
+      task.attempts,
+      task.intentId ?? null,
+      task.idempotencyKey ?? null,
+      JSON.stringify(task),
+    )
     for (const dependency of task.dependencies) this.statements.dependency!.run(dependency, task.id)
     if (logged) this.submitted(task, reason)
     return task
   }
 
   private submitted(task: Task, reason: string): void {
-    this.statements.event!.run(task.id, task.createdAt, null, task.state, reason, 0)
+    this.logEvents([[task.id, task.createdAt, null, task.state, reason, 0]])
   }
 
   /**
-   * `changes` applied to `current` in order, inside the caller's transaction: an event each, the row written once
-   * (unless `write` is false: the caller inserts it).
+   * Rows of the action log in one INSERT (libsql costs ~1.5 µs a statement call, and a task started at submit logs
+   * three); answers the last row's seq. One statement under the write lock numbers its rows in order, one apart.
    */
-  private applySteps(current: Task, changes: readonly TaskChange[], write = true): TransitionSteps {
+  private logEvents(rows: readonly EventValues[]): number {
+    let statement = this.eventInserts.get(rows.length)
+    if (!statement) {
+      const values = rows.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')
+      statement = this.db.prepare(`INSERT INTO task_events (task_id, at, from_state, to_state, reason, attempt) VALUES ${values}`)
+      this.eventInserts.set(rows.length, statement)
+    }
+    return Number(statement.run(rows.length === 1 ? rows[0] : rows.flat()).lastInsertRowid)
+  }
+
+  /**
+   * `changes` applied to `current` in order, inside the caller's transaction: an event each (after `logged`, a row
+   * its caller logs first in the same statement), the row written once (unless `write` is false: the caller inserts it).
+   */
+  private applySteps(current: Task, changes: readonly TaskChange[], write = true, logged?: EventValues): TransitionSteps {
     const at = new Date().toISOString()
-    const steps: TransitionSteps['steps'] = []
+    const rows: EventValues[] = logged ? [logged] : []
+    const tasks: Task[] = []
     let task = current
     for (const change of changes) {
       const from = task.state
       task = { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
-      const info = this.statements.event!.run(task.id, at, from, change.to, change.reason, task.attempts)
-      const event: TaskEvent = {
-        seq: Number(info.lastInsertRowid),
-        taskId: task.id,
-        at,
-        from,
-        to: change.to,
-        reason: change.reason,
-        attempt: task.attempts,
-      }
-      steps.push({ event, task })
+      rows.push([task.id, at, from, change.to, change.reason, task.attempts])
+      tasks.push(task)
     }
+    const firstStep = rows.length === 0 ? 0 : this.logEvents(rows) - tasks.length + 1
+    const offset = rows.length - tasks.length
+    const steps: TransitionSteps['steps'] = tasks.map((stepTask, index) => {
+      const [taskId, , from, to, reason, attempt] = rows[offset + index]!
+      const event: TaskEvent = { seq: firstStep + index, taskId, at, from, to, reason, attempt }
+      return { event, task: stepTask }
+    })
     // Only the chain's end state is ever read: one row write for all of it.
     if (write) this.write(task)
     return { task, steps }
   }
 
   private write(task: Task): void {
-    this.statements.update!.run({
-      id: task.id,
-      state: task.state,
-      ready: task.ready ? 1 : 0,
-      notBefore: task.notBefore,
-      attempts: task.attempts,
-      body: JSON.stringify(task),
-    })
+    this.statements.update!.run(task.state, task.ready ? 1 : 0, task.notBefore, task.attempts, JSON.stringify(task), task.id)
   }
 
   async insert(tasks: readonly Task[], reason: string): Promise<Task[]> {

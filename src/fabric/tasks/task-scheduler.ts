@@ -46,6 +46,13 @@ export class TaskScheduler {
   private timer: NodeJS.Timeout | undefined
   private pumping: Promise<void> | undefined
   private again = false
+  /**
+   * Whether a task may be due that this process has not seen: the last look for due tasks filled every free slot,
+   * or a wake found no slot free to look with. A run's end looks only then: a look that found fewer due tasks than
+   * it had slots for saw every one, and a task due since is announced here (a wake) or, another process's, found
+   * at the next tick (one due-task query a trivial task fewer).
+   */
+  private mayBeDue = true
   // Nothing starts before start(): a process that only submits (the CLI without --wait) never runs a task.
   private stopped = true
 
@@ -80,8 +87,9 @@ export class TaskScheduler {
     await this.outputs.close()
   }
 
-  async submit(specs: readonly TaskSpec[], submitter: Submitter): Promise<Task[]> {
-    const prepared = await prepareTasks(this.store, specs, submitter)
+  /** `schemaChecked`: the caller found every spec valid against the task schema already (the task service's submit). */
+  async submit(specs: readonly TaskSpec[], submitter: Submitter, schemaChecked = false): Promise<Task[]> {
+    const prepared = await prepareTasks(this.store, specs, submitter, Date.now(), schemaChecked)
     if (prepared.length === 1 && this.startsAtSubmit(prepared[0]!)) return [await this.submitAndStart(prepared[0]!)]
     const tasks = await this.store.insert(prepared, 'submitted')
     const announced = async () => {
@@ -237,9 +245,14 @@ export class TaskScheduler {
   }
 
   private async pump(): Promise<void> {
-    while (!this.stopped && this.running.size < this.concurrency) {
+    while (!this.stopped) {
+      if (this.running.size >= this.concurrency) {
+        this.mayBeDue = true
+        return
+      }
       const free = this.concurrency - this.running.size
       const due = await this.store.due(Date.now(), free)
+      this.mayBeDue = due.length >= free
       if (due.length === 0) return
       let started = 0
       for (const task of due) if (await this.claim(task)) started++
@@ -306,7 +319,7 @@ export class TaskScheduler {
     // In an object: an async function returning the promise itself would wait for the whole run.
     const settled = this.run(task, controller, started ? task : undefined).finally(() => {
       this.release(task.id, controller)
-      this.wake()
+      if (this.mayBeDue) this.wake()
     })
     return { settled }
   }
@@ -315,10 +328,14 @@ export class TaskScheduler {
   private async run(task: Task, controller: AbortController, started?: Task): Promise<void> {
     try {
       // The dependencies' outputs are read while the start is written: on a store across the network, one round trip.
-      const [dependencies, running] = await Promise.all([
-        this.store.getMany(task.dependencies),
-        started ?? this.move(task.id, ['SPAWNING'], STARTED),
-      ])
+      // A run started by its claim with no dependency (most) has neither to wait for.
+      let dependencies: Task[] = []
+      let running: Task | undefined = started
+      if (!started || task.dependencies.length > 0)
+        [dependencies, running] = await Promise.all([
+          this.store.getMany(task.dependencies),
+          started ?? this.move(task.id, ['SPAWNING'], STARTED),
+        ])
       if (!running) return
       const request = withDependencyInputs(
         { ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) },

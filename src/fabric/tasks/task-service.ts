@@ -144,30 +144,36 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     const reason = requestRefusal(options.check, { ...task.request, ...changes }, task)
     if (reason) throw new ExecgateError('EXECGATE_RESUME_REFUSED', { subject: `task ${task.id}`, reason })
   }
-  // A task its runs would refuse for its limits is refused now, before anything of the batch is stored.
-  const refuseSubmission = (specs: readonly TaskSpec[], caller: TaskCaller | undefined) => {
-    if (!options.check || !Array.isArray(specs)) return
+  // A task its runs would refuse for its limits is refused now, before anything of the batch is stored. True when it
+  // found every spec valid against the schema, so the scheduler need not check them again (a check is µs a task).
+  const refuseSubmission = (specs: readonly TaskSpec[], caller: TaskCaller | undefined): boolean => {
+    if (!options.check || !Array.isArray(specs)) return false
     const who = submitter(caller)
+    let allValid = true
     specs.forEach((spec, index) => {
       // The schema's problems are prepareTasks' to name (EXECGATE_REQUEST_INVALID), in their own words.
-      if (findTaskProblem(spec)) return
+      if (findTaskProblem(spec)) {
+        allValid = false
+        return
+      }
       const reason = requestRefusal(options.check!, withLoosestTimeout(spec), who)
       if (reason) throw new ExecgateError('EXECGATE_SUBMIT_REFUSED', { subject: specs.length > 1 ? `tasks[${index}]` : 'the task', reason })
     })
+    return allValid
   }
   let starting: Promise<void> | undefined
   const ready = () => (options.run === false ? Promise.resolve() : (starting ??= scheduler.start()))
   const service: TaskService = {
     scheduler,
     async submit(spec, caller) {
-      refuseSubmission([spec], caller)
+      const schemaChecked = refuseSubmission([spec], caller)
       await ready()
-      return (await scheduler.submit([spec], submitter(caller)))[0]!
+      return (await scheduler.submit([spec], submitter(caller), schemaChecked))[0]!
     },
     async submitMany(specs, caller) {
-      refuseSubmission(specs, caller)
+      const schemaChecked = refuseSubmission(specs, caller)
       await ready()
-      return scheduler.submit(specs, submitter(caller))
+      return scheduler.submit(specs, submitter(caller), schemaChecked)
     },
     async get(id, caller) {
       const task = await store.get(id)

@@ -44,21 +44,31 @@ function findCycle(specs: ReadonlyMap<string, readonly string[]>): string[] | un
  * dependencies known (in the batch or the tenant's existing tasks) and acyclic. Throws EXECGATE_REQUEST_INVALID
  * naming the problem; nothing of a refused batch is stored.
  */
-export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[], submitter: Submitter, now = Date.now()): Promise<Task[]> {
+export async function prepareTasks(
+  store: TaskStore,
+  specs: readonly TaskSpec[],
+  submitter: Submitter,
+  now = Date.now(),
+  /** The caller checked every spec against the schema already (findTaskProblem): not done twice. */
+  schemaChecked = false,
+): Promise<Task[]> {
   const invalid = (detail: string) => new ExecgateError('EXECGATE_REQUEST_INVALID', { detail })
   if (specs.length === 0) throw invalid('no task to submit')
   const ids = new Map<string, readonly string[]>()
-  specs.forEach((spec, index) => {
-    const problem = findTaskProblem(spec)
-    if (problem) throw invalid(specs.length > 1 ? `tasks[${index}]: ${problem}` : problem)
-  })
+  if (!schemaChecked)
+    specs.forEach((spec, index) => {
+      const problem = findTaskProblem(spec)
+      if (problem) throw invalid(specs.length > 1 ? `tasks[${index}]: ${problem}` : problem)
+    })
   const withIds = specs.map((spec) => ({ ...spec, id: spec.id ?? randomUUID() }))
   for (const spec of withIds) {
     if (ids.has(spec.id)) throw invalid(`task id "${spec.id}" appears twice in the batch`)
     ids.set(spec.id, spec.dependencies ?? [])
   }
   // Only ids the caller chose can be taken: a fresh random UUID is not looked up (a read saved per plain submit).
-  const taken = await store.getMany(specs.flatMap((spec) => (spec.id ? [spec.id] : [])))
+  const chosen = specs.flatMap((spec) => (spec.id ? [spec.id] : []))
+  // Nothing to look up (most submits): no call, and no promise to wait on.
+  const taken = chosen.length ? await store.getMany(chosen) : []
   // An idempotent resubmission may name its own earlier id; any other reuse of an id is refused.
   const reused = taken.find(
     (task) =>
@@ -69,7 +79,8 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
   )
   if (reused) throw invalid(`task id "${reused.id}" is already taken`)
   const external = [...new Set(withIds.flatMap((spec) => spec.dependencies ?? []).filter((id) => !ids.has(id)))]
-  const found = new Map((await store.getMany(external)).filter((task) => task.tenant === submitter.tenant).map((task) => [task.id, task]))
+  const known = external.length ? await store.getMany(external) : []
+  const found = new Map(known.filter((task) => task.tenant === submitter.tenant).map((task) => [task.id, task]))
   const unknown = external.filter((id) => !found.has(id))
   if (unknown.length > 0)
     throw invalid(`unknown dependency ${unknown.map((id) => `"${id}"`).join(', ')}: no such task for tenant ${submitter.tenant}`)
