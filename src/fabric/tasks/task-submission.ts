@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto'
 import { ExecgateError } from '../../core'
+import { newRunId } from '../../execution/run-id'
 import { findTaskProblem } from './task-schema'
 import type { TaskStore } from './task-store'
 import { DEFAULT_RETRY_POLICY, type Task, type TaskSpec, type TaskWorkspace, type WorkspaceAccess } from './task-types'
@@ -60,12 +60,14 @@ export async function prepareTasks(
       const problem = findTaskProblem(spec)
       if (problem) throw invalid(specs.length > 1 ? `tasks[${index}]: ${problem}` : problem)
     })
-  const withIds = specs.map((spec) => ({ ...spec, id: spec.id ?? randomUUID() }))
+  // Time-ordered UUIDs (v7, as run ids): the SQLite store's id index and action-log index take each new task at
+  // their end, not at a random page (a WAL frame and µs a task fewer, measured); 74 random bits keep them unguessable.
+  const withIds = specs.map((spec) => ({ ...spec, id: spec.id ?? newRunId(now) }))
   for (const spec of withIds) {
     if (ids.has(spec.id)) throw invalid(`task id "${spec.id}" appears twice in the batch`)
     ids.set(spec.id, spec.dependencies ?? [])
   }
-  // Only ids the caller chose can be taken: a fresh random UUID is not looked up (a read saved per plain submit).
+  // Only ids the caller chose can be taken: a fresh UUID is not looked up (a read saved per plain submit).
   const chosen = specs.flatMap((spec) => (spec.id ? [spec.id] : []))
   // Nothing to look up (most submits): no call, and no promise to wait on.
   const taken = chosen.length ? await store.getMany(chosen) : []
