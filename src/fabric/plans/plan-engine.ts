@@ -128,6 +128,15 @@ export class PlanEngine {
     return () => this.emitter.off('event', listener)
   }
 
+  /**
+   * A write of a plan here, with the plan as written (before its events are announced), and its steps' tasks when the
+   * write was made on a fresh look at them: a waiter woken by the events needs no read of what it just heard.
+   */
+  onWritten(listener: (plan: Plan, tasks?: ReadonlyMap<string, Task>) => void): () => void {
+    this.emitter.on('written', listener)
+    return () => this.emitter.off('written', listener)
+  }
+
   /** A step of the plan moved here without anything for the plan to decide: its log has it once `catchUp` ran. */
   onStepMoved(listener: (planId: string) => void): () => void {
     this.emitter.on('step', listener)
@@ -473,12 +482,14 @@ export class PlanEngine {
    */
   private async finish(plan: Plan, state: PlanState, reason: string, tasks?: ReadonlyMap<string, Task>): Promise<Plan | undefined> {
     for (;;) {
-      await this.mirror(plan, tasks ?? (await this.tasksOf(plan)))
+      const seen = tasks ?? (await this.tasksOf(plan))
+      await this.mirror(plan, seen)
       tasks = undefined
       const ended = await this.write(
         plan,
         { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) },
         [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }],
+        seen,
       )
       if (ended) return ended
       const again = await this.options.store.get(plan.id)
@@ -487,8 +498,11 @@ export class PlanEngine {
     }
   }
 
-  /** One compare-and-set write of the plan with its events; undefined when another write got there first. */
-  private async write(plan: Plan, patch: Partial<Plan>, events: NewPlanEvent[]): Promise<Plan | undefined> {
+  /**
+   * One compare-and-set write of the plan with its events; undefined when another write got there first. `tasks`: its
+   * steps' tasks as the write's caller just read them (told to `onWritten` listeners).
+   */
+  private async write(plan: Plan, patch: Partial<Plan>, events: NewPlanEvent[], tasks?: ReadonlyMap<string, Task>): Promise<Plan | undefined> {
     const at = new Date().toISOString()
     const next: Plan = { ...plan, ...patch, rev: plan.rev + 1, updatedAt: at }
     for (const key of Object.keys(patch) as (keyof Plan)[]) if (patch[key] === undefined) delete next[key]
@@ -497,6 +511,8 @@ export class PlanEngine {
       events.map((event) => ({ ...event, at: event.at || at })),
     )
     if (!written) return undefined
+    // Before the events: a waiter they wake finds the plan as written here.
+    this.emitter.emit('written', next, tasks)
     this.announce(written)
     return next
   }
