@@ -24,6 +24,14 @@ import { nextOwnerId } from '../owner-id'
 
 export type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
 
+/** How many plans' step task ids the engine keeps from its last look (plans not ended; a few ids each). */
+const LOOKS_KEPT = 4096
+
+/** The step task ids of the plan's current and previous version, once each. */
+function stepTaskIds(plan: Plan): string[] {
+  return [...new Set(plan.versions.slice(-2).flatMap((version) => version.steps.map((step) => step.taskId)))]
+}
+
 const IN_FLIGHT: readonly TaskState[] = ['SPAWNING', 'RUNNING']
 
 /**
@@ -36,6 +44,8 @@ export class PlanEngine {
   private readonly emitter = new EventEmitter()
   private readonly owner: string
   private readonly chains = new Map<string, { running: Promise<void>; again: boolean }>()
+  /** Each plan not ended's step task ids as its last look here found them: the next look reads them beside the plan. */
+  private readonly lookedAt = new Map<string, string[]>()
   private readonly revising = new Map<string, AbortController>()
   /** Plans being cancelled here: no reflector is asked for them from now on. */
   private readonly cancelling = new Set<string>()
@@ -193,6 +203,8 @@ export class PlanEngine {
       if (refused) throw invalid(refused)
     }
     this.announce(await this.options.store.insert(plan, [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }]))
+    // Its first look (at its first step's end) reads its tasks beside it.
+    if (this.driving) this.rememberLook(plan.id, stepTaskIds(plan))
     await this.submitTasks(plan, true)
     return plan
   }
@@ -293,16 +305,40 @@ export class PlanEngine {
   }
 
   /** The tasks of the current and the previous version (what may still change or still need mirroring). */
-  private async tasksOf(plan: Plan): Promise<Map<string, Task>> {
-    const ids = plan.versions.slice(-2).flatMap((version) => version.steps.map((step) => step.taskId))
-    return new Map((await this.options.taskStore.getMany([...new Set(ids)])).map((task) => [task.id, task]))
+  private tasksOf(plan: Plan): Promise<Map<string, Task>> {
+    return this.readTasks(stepTaskIds(plan))
+  }
+
+  private async readTasks(ids: readonly string[]): Promise<Map<string, Task>> {
+    return new Map((await this.options.taskStore.getMany(ids)).map((task) => [task.id, task]))
+  }
+
+  /**
+   * The plan and its tasks (tasksOf), the tasks read beside the plan when their ids are the ones its last look found
+   * (on a store across the network, one round trip for both); after it when a version came or went meanwhile.
+   */
+  private async look(id: string): Promise<{ plan: Plan; tasks: Map<string, Task> } | undefined> {
+    const guessed = this.lookedAt.get(id)
+    const [plan, tasks] = await Promise.all([this.options.store.get(id), guessed && this.readTasks(guessed)])
+    const ids = plan && stepTaskIds(plan)
+    this.lookedAt.delete(id)
+    if (!plan || !ids) return undefined
+    if (!isPlanFinal(plan.state)) this.rememberLook(id, ids)
+    const same = tasks && guessed!.length === ids.length && ids.every((taskId, index) => guessed![index] === taskId)
+    return { plan, tasks: same ? tasks : await this.readTasks(ids) }
+  }
+
+  private rememberLook(id: string, ids: string[]): void {
+    this.lookedAt.set(id, ids)
+    // Plans ended elsewhere are never looked at here again: the oldest go first (a Map iterates in insertion order).
+    if (this.lookedAt.size > LOOKS_KEPT) this.lookedAt.delete(this.lookedAt.keys().next().value!)
   }
 
   /** One look at a plan: mirror its steps' transitions, then complete it, pause it on a failure, or revise it. */
   private async advance(id: string): Promise<void> {
-    let plan = await this.options.store.get(id)
-    if (!plan || this.stopped) return
-    let tasks = await this.tasksOf(plan)
+    const looked = await this.look(id)
+    if (!looked || this.stopped) return
+    let { plan, tasks } = looked
     await this.mirror(plan, tasks)
     if (isPlanFinal(plan.state)) return void this.steps.forget(id)
     if (plan.state === 'SUSPENDED') return void (await this.align(plan, tasks))
@@ -457,6 +493,8 @@ export class PlanEngine {
         ...(plan.profile ? { profile: plan.profile } : {}),
         ...(workspaceAccess ? { workspaceAccess } : {}),
         ...(workspaceOf ? { workspaceOf } : {}),
+        // A new plan's step task ids are made of its id, made just now: no task can hold one yet (none is looked up).
+        ...(fresh ? { ownIds: true } : {}),
       },
     )
   }
