@@ -15,7 +15,7 @@ import {
   type PlanState,
   type PlanVersion,
 } from './plan-types'
-import { StepLogMirror } from './step-log-mirror'
+import { StepLogMirror, type ReadAhead } from './step-log-mirror'
 import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
 import { planVersionRecord } from './plan-versions'
 import { alignSteps } from './plan-suspension'
@@ -317,15 +317,20 @@ export class PlanEngine {
    * The plan and its tasks (tasksOf), the tasks read beside the plan when their ids are the ones its last look found
    * (on a store across the network, one round trip for both); after it when a version came or went meanwhile.
    */
-  private async look(id: string): Promise<{ plan: Plan; tasks: Map<string, Task> } | undefined> {
+  private async look(id: string): Promise<{ plan: Plan; tasks: Map<string, Task>; logs?: ReadAhead | undefined } | undefined> {
     const guessed = this.lookedAt.get(id)
-    const [plan, tasks] = await Promise.all([this.options.store.get(id), guessed && this.readTasks(guessed)])
+    // The steps' logs asked for after their tasks (StepLogMirror.readAhead): one round trip on Redis for all three.
+    const [plan, tasks, logs] = await Promise.all([
+      this.options.store.get(id),
+      guessed && this.readTasks(guessed),
+      guessed && this.steps.readAhead(id, guessed),
+    ])
     const ids = plan && stepTaskIds(plan)
     this.lookedAt.delete(id)
     if (!plan || !ids) return undefined
     if (!isPlanFinal(plan.state)) this.rememberLook(id, ids)
     const same = tasks && guessed!.length === ids.length && ids.every((taskId, index) => guessed![index] === taskId)
-    return { plan, tasks: same ? tasks : await this.readTasks(ids) }
+    return same ? { plan, tasks, logs } : { plan, tasks: await this.readTasks(ids) }
   }
 
   private rememberLook(id: string, ids: string[]): void {
@@ -339,7 +344,7 @@ export class PlanEngine {
     const looked = await this.look(id)
     if (!looked || this.stopped) return
     let { plan, tasks } = looked
-    await this.mirror(plan, tasks)
+    await this.steps.mirror(plan.id, tasks.values(), looked.logs)
     if (isPlanFinal(plan.state)) return void this.steps.forget(id)
     if (plan.state === 'SUSPENDED') return void (await this.align(plan, tasks))
     const version = currentVersion(plan)
