@@ -203,8 +203,11 @@ export class PlanEngine {
       if (refused) throw invalid(refused)
     }
     this.announce(await this.options.store.insert(plan, [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }]))
-    // Its first look (at its first step's end) reads its tasks beside it.
-    if (this.driving) this.rememberLook(plan.id, stepTaskIds(plan))
+    // Its first look (at its first step's end) reads its tasks and their logs beside it.
+    if (this.driving) {
+      this.rememberLook(plan.id, stepTaskIds(plan))
+      this.steps.started(plan.id)
+    }
     await this.submitTasks(plan, true)
     return plan
   }
@@ -329,8 +332,8 @@ export class PlanEngine {
     this.lookedAt.delete(id)
     if (!plan || !ids) return undefined
     if (!isPlanFinal(plan.state)) this.rememberLook(id, ids)
-    const same = tasks && guessed!.length === ids.length && ids.every((taskId, index) => guessed![index] === taskId)
-    return same ? { plan, tasks, logs } : { plan, tasks: await this.readTasks(ids) }
+    const same = guessed !== undefined && guessed.length === ids.length && ids.every((taskId, index) => guessed[index] === taskId)
+    return tasks && same ? { plan, tasks, logs } : { plan, tasks: await this.readTasks(ids) }
   }
 
   private rememberLook(id: string, ids: string[]): void {

@@ -23,6 +23,11 @@ export class StepLogMirror {
     private readonly announce: (events: readonly PlanEvent[]) => void,
   ) {}
 
+  /** A plan just made here: nothing of it is mirrored yet, so its first mirror reads no record of what was. */
+  started(planId: string): void {
+    if (!this.plans.has(planId)) this.plans.set(planId, { upTo: new Map(), seen: new Map() })
+  }
+
   /**
    * Reads ahead the logs of these steps of `planId` (those not seen ended), to be called just after their tasks were
    * asked for (so each log holds at least what brought its task to the state read); `mirror` given the same read's
