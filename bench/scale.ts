@@ -179,7 +179,7 @@ async function planOverhead(
       const after = await redisCounters(peek)
       peek.disconnect()
       ratios.push(
-        `${tagged(subjects, subject, 'plan overhead p50 (plan − its steps\' runs)')}: SQLite ${sqliteOverhead.toFixed(2)} ms, ` +
+        `${tagged(subjects, subject, "plan overhead p50 (plan − its steps' runs)")}: SQLite ${sqliteOverhead.toFixed(2)} ms, ` +
           `Redis ${redisOverhead.toFixed(2)} ms: Redis/SQLite = ${(redisOverhead / sqliteOverhead).toFixed(2)}× (target ≤ 2×)`,
         `${tagged(subjects, subject, 'plan end to end p50')}: Redis/SQLite = ` +
           `${(plans[2 * index + 1]!.p50Ms / plans[2 * index]!.p50Ms).toFixed(2)}×`,

@@ -123,7 +123,11 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     })
     try {
       await here.insert(
-        [taskOf('claim-run', 0), { ...taskOf('claim-unready', 0), ready: false }, { ...taskOf('claim-later', 0), notBefore: Date.now() + 60_000 }],
+        [
+          taskOf('claim-run', 0),
+          { ...taskOf('claim-unready', 0), ready: false },
+          { ...taskOf('claim-later', 0), notBefore: Date.now() + 60_000 },
+        ],
         'submitted',
       )
       expect((await there.transition('claim-run', ['PENDING'], claimFrom(0)))?.task.attempts).toBe(1)

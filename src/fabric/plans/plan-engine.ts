@@ -548,7 +548,12 @@ export class PlanEngine {
    * One compare-and-set write of the plan with its events; undefined when another write got there first. `tasks`: its
    * steps' tasks as the write's caller just read them (told to `onWritten` listeners).
    */
-  private async write(plan: Plan, patch: Partial<Plan>, events: NewPlanEvent[], tasks?: ReadonlyMap<string, Task>): Promise<Plan | undefined> {
+  private async write(
+    plan: Plan,
+    patch: Partial<Plan>,
+    events: NewPlanEvent[],
+    tasks?: ReadonlyMap<string, Task>,
+  ): Promise<Plan | undefined> {
     const at = new Date().toISOString()
     const next: Plan = { ...plan, ...patch, rev: plan.rev + 1, updatedAt: at }
     for (const key of Object.keys(patch) as (keyof Plan)[]) if (patch[key] === undefined) delete next[key]

@@ -133,10 +133,12 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
   /** `known`: the steps' tasks as just read; used only when every step of the version is there and ended (none can move). */
   const view = async (plan: Plan, known?: ReadonlyMap<string, Task>): Promise<PlanView> => {
     const version = currentVersion(plan)
-    const ended = known && version.steps.every((step) => {
-      const task = known.get(step.taskId)
-      return task !== undefined && isFinal(task.state)
-    })
+    const ended =
+      known &&
+      version.steps.every((step) => {
+        const task = known.get(step.taskId)
+        return task !== undefined && isFinal(task.state)
+      })
     const tasks = ended
       ? known
       : new Map((await options.taskStore.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]))

@@ -61,7 +61,12 @@ export class StepLogMirror {
     // Read after the tasks: each log holds at least what brought its task to the state it was read in. The logs are
     // read at once (on a store across the network, one round trip for all of them).
     // A log read ahead may hold events copied since (a reader's catch-up): the store skips those.
-    const logs = await Promise.all(moved.map((task) => ahead?.get(task.id) ?? this.tasks.events(task.id, upTo.get(task.id) ?? 0)))
+    const logs = await Promise.all(
+      moved.map((task) => {
+        const read = ahead?.get(task.id)
+        return read ? Promise.resolve(read) : this.tasks.events(task.id, upTo.get(task.id) ?? 0)
+      }),
+    )
     const fresh: StepEvent[] = moved.flatMap((task, index) => {
       seen.set(task.id, `${task.state}|${task.updatedAt}`)
       const { stepId, planVersion } = task.provenance!
