@@ -103,6 +103,15 @@ export class MontyAdapter implements CodeExecutionAdapter {
   }
 
   async execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult> {
+    return this.executeNow(request, context)
+  }
+
+  /**
+   * `execute`, with the inline run's result given on the spot (no promise): the service then answers it without a
+   * turn of the event loop. Everything else (sessions, host functions, display(), a run that outgrows the inline
+   * budget) is a promise of the worker's answer.
+   */
+  executeNow(request: ExecutionRequest, context: ExecutionContext): ExecutionResult | Promise<ExecutionResult> {
     const started = performance.now()
     if (request.language !== 'python') {
       return createResult('invalid_request', NAME, { message: `[execgate] [monty] monty runs python, not ${request.language}` })
@@ -118,6 +127,16 @@ export class MontyAdapter implements CodeExecutionAdapter {
       const inline = this.runInline(request.code, context, started)
       if (inline) return inline
     }
+    return this.runOnWorker(request, context, display, started)
+  }
+
+  /** The run on a worker process: its full time and memory, cancellable, with host functions and display(). */
+  private async runOnWorker(
+    request: ExecutionRequest,
+    context: ExecutionContext,
+    display: boolean,
+    started: number,
+  ): Promise<ExecutionResult> {
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     const outputs = new OutputCollector(context.policy, context.onRichOutput)
     const remainingSecs = Math.max(0.001, (context.deadline - performance.now()) / 1000)

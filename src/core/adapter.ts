@@ -122,6 +122,13 @@ export interface CodeExecutionAdapter {
   readonly name: string
   readonly capabilities: AdapterCapabilities
   execute(request: ExecutionRequest, context: ExecutionContext): Promise<ExecutionResult>
+  /**
+   * Optional: the same run as `execute`, under the same rules, for adapters that often finish on the calling thread
+   * (monty's inline runs): the result itself when the run is over by the time it returns, else a promise. The
+   * service calls it instead of `execute` when present; a result given on the spot spares the run the promises and
+   * turns of the event loop of waiting for it (a sixth of a trivial monty run's cost through the service).
+   */
+  executeNow?(request: ExecutionRequest, context: ExecutionContext): ExecutionResult | Promise<ExecutionResult>
   validate(code: string, language: Language): Promise<ValidationReport>
   supportedLanguages(): readonly Language[]
   checkAvailability(): Promise<Availability>

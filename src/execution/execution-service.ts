@@ -1,40 +1,33 @@
 import { staticRefusal } from './static-refusal'
-import { locateUploads, placeUploads, type UploadLocator } from './uploaded-files'
+import { locateUploads, type UploadLocator } from './uploaded-files'
 import { performance } from 'node:perf_hooks'
 import {
   ExecgateError,
-  OutputCapture,
   describeError,
   errorResult,
-  refusal,
   type AdapterRegistry,
-  type AdapterSandbox,
   type CodeExecutionAdapter,
   type ExecutionListener,
-  type ExecutionContext,
   type ExecutionRequest,
-  type FileMount,
   type ExecutionResult,
   type Language,
   type RunInfo,
   type SecurityPolicy,
   type ValidationReport,
 } from '../core'
-import { DEFAULT_SESSION_LIMITS, type SessionLimits } from '../runtime'
+import { DEFAULT_SESSION_LIMITS, SharedDeadlines, type SessionLimits } from '../runtime'
 import { staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
-import type { RouteDecision, Router } from '../routing/router'
+import type { RouteDecision, RouteHints, Router } from '../routing/router'
 import type { ExecuteOptions, ExecutionService, SandboxTarget } from './types'
 import { rerunOnFullLanguage } from './cpython-rerun'
 import type { AdmissionController, AdmissionTicket } from './admission/admission-controller'
 import { findRequestProblem } from './parse-request'
 import { callerPolicy } from './caller-policy'
-import { normaliseResult } from './normalise-result'
-import { namesHostFunction, prepareRunHost } from './run-host'
+import { namesHostFunction } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
-import type { EgressGateway, EgressQuota } from '../egress'
-import { openRunEgress } from './run-egress'
-import { LazyAbort } from './lazy-abort'
+import type { EgressGateway } from '../egress'
+import { runOnAdapter, type AdapterRunShared, type ResolvedRun } from './adapter-run'
 import { newRunId } from './run-id'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
@@ -69,19 +62,12 @@ export interface ExecutionServiceOptions {
 
 const SERVICE = 'execgate'
 
-/** What `run` learns on the way that the listeners' RunInfo reports (the policy is resolved inside it). */
-interface ResolvedRun {
-  policy?: SecurityPolicy
-  /** What the run (its last adapter's) read from its workspace that it had not written. */
-  workspaceReads?: { path: string; content: Buffer }[]
-  /** The request's uploads, found in the caller's store before the run. */
-  mounts?: readonly FileMount[]
-}
-
 /** The steps of one execution (docs/architecture.md) for one request. Never rejects: every outcome, including our own bugs, is a result. */
 export class DefaultExecutionService implements ExecutionService {
   private readonly workspaceLimits: WorkspaceLimits
   private readonly sessionWorkspaces: SessionWorkspaces
+  /** What every run on an adapter shares, the one timer of all their backstops included. */
+  private readonly adapterRuns: AdapterRunShared
 
   constructor(private readonly options: ExecutionServiceOptions) {
     for (const definition of options.hostFunctions ?? []) checkHostFunctionDefinition(definition)
@@ -93,6 +79,14 @@ export class DefaultExecutionService implements ExecutionService {
       sessions.maxSessions,
       options.sessionWorkspace,
     )
+    this.adapterRuns = {
+      egress: options.egress,
+      hostFunctions: options.hostFunctions ?? [],
+      workspaceLimits: this.workspaceLimits,
+      sessions: this.sessionWorkspaces,
+      graceMs: options.graceMs,
+      backstops: new SharedDeadlines(),
+    }
   }
 
   /** Drops a session's workspace; true when there was one. */
@@ -132,21 +126,21 @@ export class DefaultExecutionService implements ExecutionService {
     result.durationMs = performance.now() - started
     const listeners = this.options.listeners ?? []
     if (listeners.length === 0) return result
-    const agentType = typeof request?.agentType === 'string' ? request.agentType : undefined
-    const run: RunInfo = {
-      runId,
-      startedAt,
-      endedAt: Date.now(),
-      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
-      ...(agentType !== undefined ? { agentType } : {}),
-      ...(result.admission ? { lane: result.admission.lane } : {}),
-      ...(resolved.policy ? { policy: resolved.policy } : {}),
-      ...(options.provenance ? { provenance: options.provenance } : {}),
-      ...(resolved.workspaceReads?.length ? { workspaceReads: resolved.workspaceReads } : {}),
-      ...(resolved.mounts?.length
-        ? { uploads: resolved.mounts.map((mount) => ({ path: mount.path, sha256: mount.sha256, bytes: mount.bytes })) }
-        : {}),
-      ...(result.adapter !== SERVICE ? this.adapterFacts(result.adapter) : {}),
+    // Set field by field: a literal of conditional spreads made and copied an empty object for each absent field.
+    const run: { -readonly [K in keyof RunInfo]: RunInfo[K] } = { runId, startedAt, endedAt: Date.now() }
+    if (options.tenant !== undefined) run.tenant = options.tenant
+    if (typeof request?.agentType === 'string') run.agentType = request.agentType
+    if (result.admission) run.lane = result.admission.lane
+    if (resolved.policy) run.policy = resolved.policy
+    if (options.provenance) run.provenance = options.provenance
+    if (resolved.workspaceReads?.length) run.workspaceReads = resolved.workspaceReads
+    if (resolved.mounts?.length)
+      run.uploads = resolved.mounts.map((mount) => ({ path: mount.path, sha256: mount.sha256, bytes: mount.bytes }))
+    if (result.adapter !== SERVICE) {
+      // What the run's record says of the adapter that answered: its tier, and its engines' versions where it names them.
+      const capabilities = this.options.registry.get(result.adapter)?.capabilities
+      run.tier = capabilities?.tier
+      if (capabilities?.engines) run.engines = capabilities.engines
     }
     for (const listener of listeners) {
       try {
@@ -156,12 +150,6 @@ export class DefaultExecutionService implements ExecutionService {
       }
     }
     return result
-  }
-
-  /** What the run's record says of the adapter that answered: its tier, and its engines' versions where it names them. */
-  private adapterFacts(name: string): Pick<RunInfo, 'tier' | 'engines'> {
-    const capabilities = this.options.registry.get(name)?.capabilities
-    return { tier: capabilities?.tier, ...(capabilities?.engines ? { engines: capabilities.engines } : {}) }
   }
 
   private async run(
@@ -189,13 +177,13 @@ export class DefaultExecutionService implements ExecutionService {
     if (refused) return refused.status === 'policy_violation' ? this.withRouteNotTaken(refused, request, options, policy) : refused
     // 4. route, 5. run, 8. fall back
     const tried: string[] = []
-    const hints = {
-      ...(options.latencyBudgetMs ? { latencyBudgetMs: options.latencyBudgetMs } : {}),
-      // Only sessions need to know (monty's REPL keeps one but cannot call host functions).
-      ...(request.sessionId !== undefined && this.codeNamesHostFunction(request, options) ? { hostFunctions: true } : {}),
-      // What the script starts with sizes its cost on tiers that are slow per byte (see docs/adapters/shell.md).
-      ...(options.workspace ? { workspaceBytes: (await options.workspace.list()).reduce((sum, entry) => sum + entry.size, 0) } : {}),
-    }
+    // Set field by field: spreading `{}` for each absent hint cost every run an object and a copy.
+    const hints: RouteHints = {}
+    if (options.latencyBudgetMs) hints.latencyBudgetMs = options.latencyBudgetMs
+    // Only sessions need to know (monty's REPL keeps one but cannot call host functions).
+    if (request.sessionId !== undefined && this.codeNamesHostFunction(request, options)) hints.hostFunctions = true
+    // What the script starts with sizes its cost on tiers that are slow per byte (see docs/adapters/shell.md).
+    if (options.workspace) hints.workspaceBytes = (await options.workspace.list()).reduce((sum, entry) => sum + entry.size, 0)
     let decision = options.sandbox ? this.sandboxRoute(options.sandbox, request) : this.options.router.select(request, policy, hints)
     let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined
     const router = this.options.router
@@ -204,24 +192,25 @@ export class DefaultExecutionService implements ExecutionService {
       const adapter = decision.adapter
       tried.push(adapter.name)
       // Admission: a slot of this adapter in the request's lane, or a refusal (queue full, quota, never started).
-      const ticket = await this.admit(adapter, request, policy, options, started)
+      // Awaited only when the run queues: a free slot is answered on the spot.
+      const admitted = this.admit(adapter, request, policy, options, started)
+      const ticket = admitted instanceof Promise ? await admitted : admitted
       if ('status' in ticket) return ticket
       router.dispatched?.(adapter.name)
       // Still warming (pyodide behind the first tier at start-up): this run waits for it, and its route says so.
       const warmingWhenChosen = !options.sandbox && adapter.isWarm?.() === false
-      const result = await this.runOnAdapter(
-        adapter,
-        request,
-        policy,
-        options,
-        traceId,
-        ticket.startedAt,
-        resolved,
-        ticket.egressQuota,
-      ).catch((error: unknown) => {
+      let result: ExecutionResult
+      try {
+        // A run the adapter answers on the spot (monty inline) comes back without a promise: nothing to wait for.
+        const ran = runOnAdapter(
+          { adapter, request, policy, options, traceId, started: ticket.startedAt, resolved, egressQuota: ticket.egressQuota },
+          this.adapterRuns,
+        )
+        result = ran instanceof Promise ? await ran : ran
+      } catch (error) {
         ticket.release(0)
         throw error
-      })
+      }
       ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt)
       result.admission = { lane: ticket.lane, priority: ticket.priority, queuedMs: ticket.queuedMs }
       router.observe?.(adapter.name, result)
@@ -230,7 +219,7 @@ export class DefaultExecutionService implements ExecutionService {
         const reason = warmingWhenChosen
           ? `${decision.reason}; ${adapter.name} was still warming up: the run waited for it (its code's time limit starts when it does)`
           : decision.reason
-        result.route = { reason, ...(decision.escalatedFrom ? { escalatedFrom: decision.escalatedFrom } : {}) }
+        result.route = decision.escalatedFrom ? { reason, escalatedFrom: decision.escalatedFrom } : { reason }
       }
       // A sandbox's exec stays in its sandbox: no rerun or fallback on another adapter, which has none of its state.
       if (options.sandbox) return result
@@ -243,7 +232,11 @@ export class DefaultExecutionService implements ExecutionService {
           options,
           router,
           tried,
-          runOn: (next) => this.runOnAdapter(next, request, policy, options, traceId, started, resolved, ticket.egressQuota),
+          runOn: async (next) =>
+            runOnAdapter(
+              { adapter: next, request, policy, options, traceId, started, resolved, egressQuota: ticket.egressQuota },
+              this.adapterRuns,
+            ),
         }))
       if (rerun) return rerun
       if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
@@ -309,7 +302,7 @@ export class DefaultExecutionService implements ExecutionService {
     policy: SecurityPolicy,
     options: ExecuteOptions,
     started: number,
-  ): Promise<AdmissionTicket | ExecutionResult> | AdmissionTicket {
+  ): Promise<AdmissionTicket | ExecutionResult> | AdmissionTicket | ExecutionResult {
     if (this.options.admission)
       return this.options.admission.acquire(adapter, request, policy, { tenant: options.tenant, signal: options.signal })
     return { lane: request.lane ?? 'batch', priority: request.priority ?? 0, queuedMs: 0, startedAt: started, release: () => undefined }
@@ -324,148 +317,6 @@ export class DefaultExecutionService implements ExecutionService {
   private codeNamesHostFunction(request: ExecutionRequest, options: ExecuteOptions): boolean {
     if (options.hostFunctions) return options.hostFunctions.list().some((spec) => request.code.includes(spec.name))
     return namesHostFunction(request.code, [...(this.options.hostFunctions ?? []), ...(options.functions ?? [])])
-  }
-
-  private async runOnAdapter(
-    adapter: CodeExecutionAdapter,
-    request: ExecutionRequest,
-    policy: SecurityPolicy,
-    options: ExecuteOptions,
-    traceId: string,
-    started: number,
-    resolved: ResolvedRun,
-    /** The tenant's egress quotas, live, from the run's admission ticket. */
-    egressQuota?: EgressQuota,
-  ): Promise<ExecutionResult> {
-    const callerSignal = options.signal
-    if (callerSignal?.aborted) return refusal('cancelled', adapter.name, '[execgate] the run was cancelled before it started', 'Cancelled')
-    for (const definition of options.functions ?? []) {
-      try {
-        checkHostFunctionDefinition(definition)
-      } catch (error) {
-        return errorResult('invalid_request', SERVICE, error as ExecgateError)
-      }
-    }
-    const controller = new LazyAbort()
-    const egress = openRunEgress(this.options.egress, policy, () => controller.signal, egressQuota)
-    if ('status' in egress) return egress
-    const definitions = this.options.hostFunctions ?? []
-    const placed = resolved.mounts?.length
-      ? await placeUploads(adapter, request, resolved.mounts, this.workspaceLimits.maxFileBytes)
-      : { request }
-    if ('status' in placed) {
-      egress.close()
-      return placed
-    }
-    request = placed.request
-    const host = await prepareRunHost(adapter, request, policy, options, {
-      limits: this.workspaceLimits,
-      sessions: this.sessionWorkspaces,
-      definitions: egress.definitions.length ? [...definitions, ...egress.definitions] : definitions,
-    })
-    if ('status' in host) {
-      egress.close()
-      return host
-    }
-    // What the adapter streams is kept here too (and passed on to a streaming caller), so an answer the service gives
-    // for an adapter that did not stop in time still carries the output up to then.
-    const streamed = new OutputCapture(policy.outputBytes, options.onOutput)
-    let backstop: NodeJS.Timeout | undefined
-    let armBackstop: () => void = () => undefined
-    const context: ExecutionContext = {
-      traceId,
-      policy,
-      get signal() {
-        return controller.signal
-      },
-      isAborted: () => controller.aborted,
-      onAbort: (listener) => controller.listen(listener),
-      deadline: started + policy.wallTimeMs,
-      onOutput: (stream, chunk) => void streamed.write(stream, chunk),
-      ...(options.onRichOutput ? { onRichOutput: options.onRichOutput } : {}),
-      ...host.context,
-      ...(egress.access ? { egress: egress.access } : {}),
-      ...(placed.mounts ? { mounts: placed.mounts } : {}),
-      pauseClock: () => clearTimeout(backstop),
-      restartClock: () => {
-        armBackstop()
-        return performance.now() + policy.wallTimeMs
-      },
-    }
-    // One promise settled by whichever comes first: the adapter, the backstop, or the caller cancelling.
-    const result = await new Promise<ExecutionResult>((resolve) => {
-      let settled = false
-      const settle = (result: ExecutionResult) => {
-        if (settled) return
-        settled = true
-        clearTimeout(backstop)
-        callerSignal?.removeEventListener('abort', onCallerAbort)
-        host.close()
-        egress.close()
-        resolve(result)
-      }
-      // An adapter that ignores its deadline cannot hold the caller: after the grace period we answer for it.
-      armBackstop = () => {
-        clearTimeout(backstop)
-        backstop = setTimeout(() => {
-          controller.abort(new Error('deadline'))
-          // Output past the cap before the deadline: the cap broke first, as the adapters themselves count it.
-          const limit = streamed.exceeded
-            ? `passed the ${policy.outputBytes}-byte output limit`
-            : `passed its ${policy.wallTimeMs} ms limit`
-          const message = `[execgate] [${adapter.name}] the run ${limit} and the adapter did not stop within ${this.options.graceMs} ms`
-          settle(
-            refusal(
-              streamed.exceeded ? 'output_limit' : 'timeout',
-              adapter.name,
-              message,
-              streamed.exceeded ? 'OutputLimit' : 'TimeoutError',
-              streamed.finish(),
-            ),
-          )
-        }, policy.wallTimeMs + this.options.graceMs)
-      }
-      armBackstop()
-      const onCallerAbort = () => {
-        controller.abort(callerSignal?.reason)
-        // The adapter gets a moment to stop and answer `cancelled` itself, with whatever output it has.
-        setTimeout(
-          () =>
-            settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled', streamed.finish())),
-          this.options.graceMs,
-        )
-      }
-      callerSignal?.addEventListener('abort', onCallerAbort, { once: true })
-      void this.invoke(adapter, request, context, options.sandbox?.handle).then(settle)
-    })
-    const finished = egress.finish(await host.finish(result))
-    resolved.workspaceReads = host.reads()
-    return normaliseResult(finished, adapter, policy)
-  }
-
-  private async invoke(
-    adapter: CodeExecutionAdapter,
-    request: ExecutionRequest,
-    context: ExecutionContext,
-    sandbox?: AdapterSandbox,
-  ): Promise<ExecutionResult> {
-    try {
-      const result = await (sandbox ? sandbox.exec(request, context) : adapter.execute(request, context))
-      if (!result || typeof result !== 'object' || typeof result.status !== 'string') {
-        return refusal('internal_error', adapter.name, `[execgate] [${adapter.name}] the adapter returned no result`, 'InternalError')
-      }
-      return result
-    } catch (error) {
-      return errorResult(
-        'internal_error',
-        adapter.name,
-        new ExecgateError(
-          'EXECGATE_BACKEND_FAILED',
-          { name: adapter.name, detail: describeError(error) },
-          { cause: error, source: adapter.name },
-        ),
-      )
-    }
   }
 
   check(request: ExecutionRequest, options: ExecuteOptions = {}): ValidationReport {

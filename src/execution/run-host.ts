@@ -39,8 +39,8 @@ export interface RunHostOptions {
 /** The workspace and host functions of one run, and how their effects land in its result. */
 export interface RunHost {
   context: Pick<ExecutionContext, 'hostFunctions' | 'files'>
-  /** Moves the submitted value, the action log and the files written into the result. */
-  finish(result: ExecutionResult): Promise<ExecutionResult>
+  /** Moves the submitted value, the action log and the files written into the result (a promise only when there are files). */
+  finish(result: ExecutionResult): ExecutionResult | Promise<ExecutionResult>
   /** Ends calls still in flight. */
   close(): void
   /** Workspace files the run read that it had not written (its inputs beyond the request's files). */
@@ -55,14 +55,15 @@ export function namesHostFunction(code: string, own: readonly HostFunctionDefini
 /**
  * Prepares a run's workspace: the request's files written into it (a bad path or size is the caller's
  * `invalid_request`), host functions for adapters that call them, and real files for adapters that read them.
+ * Synchronous when there is no file to write or copy (most runs): a promise only when there is.
  */
-export async function prepareRunHost(
+export function prepareRunHost(
   adapter: CodeExecutionAdapter,
   request: ExecutionRequest,
   policy: SecurityPolicy,
   options: RunHostOptions & { hostFunctions?: ExecutionContext['hostFunctions'] },
   shared: { limits: WorkspaceLimits; sessions: SessionWorkspaces; definitions: readonly HostFunctionDefinition[] },
-): Promise<RunHost | ExecutionResult> {
+): RunHost | ExecutionResult | Promise<RunHost | ExecutionResult> {
   // Built only when the run needs it: most runs name no host function and bring no files.
   let workspaceInUse: ReadRecordingWorkspace | undefined
   const workspace = () =>
@@ -70,22 +71,51 @@ export async function prepareRunHost(
       options.workspace ?? (request.sessionId ? shared.sessions.get(request.sessionId) : undefined) ?? new MemoryWorkspace(shared.limits),
     ))
   if (request.sessionId) workspace() // keeps the session's workspace alive (its idle time restarts)
-  for (const [index, file] of inlineFiles(request.files).entries()) {
-    try {
-      await workspace().write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
-    } catch (error) {
-      const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
-      return errorResult(
-        'invalid_request',
-        'execgate',
-        new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` }),
-      )
-    }
-  }
   const inProcess = adapter.capabilities.hostFunctions
-  const own = [...shared.definitions, ...(options.functions ?? [])]
+  // Backends without host functions get the workspace as real files: the stable layer's and the request's.
+  const copiesFiles =
+    !inProcess && adapter.capabilities.workspace && Boolean(options.workspace || request.sessionId || request.files?.length)
+  if (!request.files?.length && !copiesFiles) return runHost(adapter, request, policy, options, shared, workspace, () => workspaceInUse)
+  return (async () => {
+    for (const [index, file] of inlineFiles(request.files).entries()) {
+      try {
+        await workspace().write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
+      } catch (error) {
+        const message = error instanceof Error ? error.message.replace(/^\[execgate\] /, '') : String(error)
+        return errorResult(
+          'invalid_request',
+          'execgate',
+          new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: `files[${index}].path: ${message}` }),
+        )
+      }
+    }
+    let files: WorkspaceFile[] | undefined
+    if (copiesFiles) {
+      files = []
+      for (const entry of await workspace().list()) {
+        const content = await workspace().read(entry.path)
+        if (content) files.push(toWorkspaceFile(entry.path, content))
+      }
+    }
+    return runHost(adapter, request, policy, options, shared, workspace, () => workspaceInUse, files)
+  })()
+}
+
+/** The run's host once its files are in place: host functions when the adapter calls them, and how the run's effects land. */
+function runHost(
+  adapter: CodeExecutionAdapter,
+  request: ExecutionRequest,
+  policy: SecurityPolicy,
+  options: RunHostOptions & { hostFunctions?: ExecutionContext['hostFunctions'] },
+  shared: { definitions: readonly HostFunctionDefinition[] },
+  workspace: () => ReadRecordingWorkspace,
+  workspaceInUse: () => ReadRecordingWorkspace | undefined,
+  files?: WorkspaceFile[],
+): RunHost {
+  const inProcess = adapter.capabilities.hostFunctions
+  const own = options.functions?.length ? [...shared.definitions, ...options.functions] : shared.definitions
   const implicit = adapter.capabilities.implicitHostFunctions ?? []
-  const offersImplicit = own.some((definition) => implicit.includes(definition.name))
+  const offersImplicit = implicit.length > 0 && own.some((definition) => implicit.includes(definition.name))
   const run =
     inProcess && !options.hostFunctions && (offersImplicit || namesHostFunction(request.code, own)) ? new AbortController() : undefined
   const host = run
@@ -95,39 +125,42 @@ export async function prepareRunHost(
         signal: run.signal,
       }).forCode(request.code, implicit)
     : undefined
-  // Backends without host functions get the workspace as real files: the stable layer's and the request's.
-  let files: WorkspaceFile[] | undefined
-  if (!inProcess && adapter.capabilities.workspace && (options.workspace || request.sessionId || request.files?.length)) {
-    files = []
-    for (const entry of await workspace().list()) {
-      const content = await workspace().read(entry.path)
-      if (content) files.push(toWorkspaceFile(entry.path, content))
-    }
-  }
+  // Files a sandbox wrote come back into the caller's workspace (a session sees them next time).
+  const keepsFiles = Boolean(options.workspace || request.sessionId)
   return {
     context: { hostFunctions: options.hostFunctions ?? (host?.list().length ? host : undefined), ...(files ? { files } : {}) },
-    async finish(result) {
+    finish(result) {
       if (host?.submitted && (result.status === 'ok' || result.status === 'output_limit'))
         result.value = host.submitted.value as ExecutionResult['value']
       if (host?.records.length) result.hostCalls = host.records
-      if (host?.written.size) {
-        const written: WorkspaceFile[] = []
-        for (const path of host.written) {
-          const content = await workspace().read(path)
-          if (content) written.push(toWorkspaceFile(path, content))
-        }
-        result.files = written
-      } else if (result.files?.length && (options.workspace || request.sessionId)) {
-        // Files a sandbox wrote come back into the caller's workspace; a session sees them next time.
-        for (const file of result.files)
-          await workspace()
-            .write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
-            .catch(() => undefined)
-      }
-      return result
+      // Nothing written either way (most runs): the result as it is, without a turn of the event loop.
+      if (!host?.written.size && !(result.files?.length && keepsFiles)) return result
+      return landFiles(result, host, workspace)
     },
     // A reason of our own: without one, abort() builds a DOMException with a stack on every run.
     close: () => run?.abort(RUN_ENDED),
-    reads: () => workspaceInUse?.reads() ?? [],
+    reads: () => workspaceInUse()?.reads() ?? [],
   }
+}
+
+/** The files the run wrote into the result (through host functions), or a sandbox's files into the caller's workspace. */
+async function landFiles(
+  result: ExecutionResult,
+  host: { written: ReadonlySet<string> } | undefined,
+  workspace: () => ReadRecordingWorkspace,
+): Promise<ExecutionResult> {
+  if (host?.written.size) {
+    const written: WorkspaceFile[] = []
+    for (const path of host.written) {
+      const content = await workspace().read(path)
+      if (content) written.push(toWorkspaceFile(path, content))
+    }
+    result.files = written
+  } else {
+    for (const file of result.files ?? [])
+      await workspace()
+        .write(normalizeWorkspacePath(file.path), workspaceFileBytes(file))
+        .catch(() => undefined)
+  }
+  return result
 }

@@ -31,6 +31,12 @@ export interface PoolOptions<Member extends PoolMember> {
   cannotStart: string
   /** The error a waiting or later `acquire` gets once the pool is disposed. */
   disposed: string
+  /**
+   * Which idle member a run takes: the one idle longest (the default: the member that just answered may still be
+   * preparing for its next run), or the one that answered last (quickjs: back to back, one worker then takes every
+   * run and the others stay idle, no hop to a thread that has to be woken; measured in docs/benchmarks.md).
+   */
+  take?: 'longest-idle' | 'last-released'
 }
 
 /** No member became free within the wait a caller allowed (`acquire(maxWaitMs)`). */
@@ -174,8 +180,8 @@ export class Pool<Member extends PoolMember> {
   /** An idle member now, without waiting; undefined if none is idle. */
   tryAcquire(): Member | undefined {
     if (this.broken) return undefined
-    // Oldest idle first: the member that just answered may still be preparing for its next run.
-    return this.idle.shift()
+    // Oldest idle first unless the pool says otherwise (PoolOptions.take).
+    return this.options.take === 'last-released' ? this.idle.pop() : this.idle.shift()
   }
 
   /** Gives a member back after a run that left it clean; the next waiter gets it. */

@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads'
-import { Pool, type PoolMember } from './pool'
+import { Pool, type PoolMember, type PoolOptions } from './pool'
 import { ProcessWorker } from './process-worker'
 import { startWorker } from './worker-script'
 
@@ -117,10 +117,19 @@ export class WorkerPool<FromWorker extends { type: string } = { type: string }, 
    * @param label what the worker runs, for messages (`QuickJS`, `monty`)
    * @param startNow start the workers now rather than at the first `acquire` or `warmUp`
    */
-  constructor(directory: string, name: string, label: string, size: number, startNow = true, kind: WorkerKind = { kind: 'thread' }) {
+  constructor(
+    directory: string,
+    name: string,
+    label: string,
+    size: number,
+    startNow = true,
+    kind: WorkerKind = { kind: 'thread' },
+    take: PoolOptions<PooledWorker<FromWorker, ToWorker>>['take'] = 'longest-idle',
+  ) {
     super({
       size,
       startNow,
+      take,
       start: (onExit) => new PooledWorker<FromWorker, ToWorker>(directory, name, label, onExit, kind),
       cannotStart: `${label} workers cannot start`,
       disposed: `the ${label} pool was disposed`,

@@ -33,6 +33,18 @@ class ScriptedAdapter implements CodeExecutionAdapter {
   async dispose() {}
 }
 
+/** The same, answering through `executeNow`: on the spot (a plain result), or later (a promise), as `now` returns. */
+class ScriptedNowAdapter extends ScriptedAdapter {
+  constructor(private readonly now: (code: string, context: ExecutionContext) => ExecutionResult | Promise<ExecutionResult>) {
+    super(async () => {
+      throw new Error('execute must not be called: the service calls executeNow when the adapter has it')
+    })
+  }
+  executeNow(request: { code: string }, context: ExecutionContext) {
+    return this.now(request.code, context)
+  }
+}
+
 async function withService(adapter: CodeExecutionAdapter, body: (execgate: Execgate) => Promise<void>, graceMs = 200) {
   const execgate = await createExecgate({
     env: {
@@ -147,6 +159,53 @@ describe('ExecutionService', () => {
       setTimeout(() => controller.abort(), 50)
       const result = await service.execute({ language: 'javascript', code: '1' }, { signal: controller.signal })
       expect(result).toMatchObject({ status: 'cancelled', stdout: 'before the cancel\n' })
+    })
+  })
+
+  test('an answer given on the spot (executeNow) gets the whole service: the cap, run ids, a throw, the backstop', async () => {
+    await withService(
+      new ScriptedNowAdapter(() => createResult('ok', 'scripted', { stdout: 'a'.repeat(100_000) + 'END' })),
+      async (service) => {
+        const result = await service.execute({ language: 'javascript', code: '1' })
+        expect(result).toMatchObject({ status: 'output_limit', truncated: true, stdoutBytes: 100_003, adapter: 'scripted' })
+        expect(result.stdout.endsWith('END')).toBe(true)
+        expect(result.runId).toBeTruthy()
+        expect(result.admission?.lane).toBeTruthy()
+      },
+    )
+    await withService(
+      new ScriptedNowAdapter(() => {
+        throw new Error('exploded on the spot')
+      }),
+      async (service) => {
+        const result = await service.execute({ language: 'javascript', code: '1' })
+        expect(result).toMatchObject({ status: 'internal_error', adapter: 'scripted' })
+        expect(result.message).toContain('exploded on the spot')
+      },
+    )
+    // Not on the spot after all, and never: the shared backstop answers for it.
+    await withService(new ScriptedNowAdapter(() => new Promise<ExecutionResult>(() => undefined)), async (service) => {
+      const started = Date.now()
+      const result = await service.execute({ language: 'javascript', code: '1', timeoutMs: 100 })
+      expect(result).toMatchObject({ status: 'timeout', error: { type: 'TimeoutError' } })
+      expect(Date.now() - started).toBeLessThan(10 * (100 + 200))
+    })
+  })
+
+  test('backstops of runs in flight together each answer at their own deadline, the shortest first', async () => {
+    await withService(new ScriptedAdapter(() => new Promise<ExecutionResult>(() => undefined)), async (service) => {
+      const order: number[] = []
+      // Interactive: batch runs of an in-process tier beyond the core count would wait in admission instead.
+      const run = (timeoutMs: number) =>
+        service.execute({ language: 'javascript', code: '1', timeoutMs, lane: 'interactive' }).then((result) => {
+          order.push(timeoutMs)
+          return result
+        })
+      // The long one first: the shared timer is set for it, then again for each shorter one.
+      const results = await Promise.all([run(900), run(300), run(100)])
+      expect(results.map((result) => result.status)).toEqual(['timeout', 'timeout', 'timeout'])
+      for (const result of results) expect(result.message).toContain('the adapter did not stop within 200 ms')
+      expect(order).toEqual([100, 300, 900])
     })
   })
 

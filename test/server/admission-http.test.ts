@@ -25,7 +25,8 @@ beforeAll(async () => {
         retryAfterMs: 2000,
         tenants: { globex: { maxConcurrent: 1, maxQueued: 0 } },
       },
-      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`] },
+      // The tests poll /v1/adapters every few ms; the per-tenant rate limit is not under test here (test/server/http).
+      server: { apiKeys: [`acme=${ACME}`, `globex=${GLOBEX}`], ratePerMinute: 1_000_000 },
     } as never,
   })
   server = await serve(execgate, { port: 0 }, false)
@@ -45,23 +46,34 @@ async function post(key: string, body: unknown) {
 async function quickjsAdmission() {
   const response = await fetch(`${server.url}/v1/adapters`, { headers: { authorization: `Bearer ${ACME}` } })
   const status = (await response.json()) as any
+  if (!response.ok) throw new Error(`GET /v1/adapters answered ${response.status}: ${JSON.stringify(status)}`)
   return status.admission.adapters.find((item: { adapter: string }) => item.adapter === 'quickjs')
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+/**
+ * Polls until `check` holds. `running` is the request whose run the check waits to see: if it is answered first, the
+ * error says with what, so a failure names its cause instead of a bare timeout.
+ */
+async function until(check: () => Promise<boolean>, running: Promise<{ status: number; json: unknown }>, timeoutMs = 15_000) {
+  let answered: { status: number; json: unknown } | undefined
+  void running.then(
+    (response) => (answered = response),
+    () => undefined,
+  )
   const end = Date.now() + timeoutMs
   while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not reached in time')
+    if (answered) throw new Error(`the run was answered before it was seen running: ${answered.status} ${JSON.stringify(answered.json)}`)
+    if (Date.now() > end) throw new Error(`condition not reached in ${timeoutMs} ms`)
     await new Promise((resolve) => setTimeout(resolve, 5))
   }
 }
 
 describe('admission over HTTP', () => {
   test('a full queue answers 429 with Retry-After, /v1/adapters shows slots and queue depth, metrics count it', async () => {
-    const running = post(ACME, { language: 'javascript', code: busy(400), lane: 'batch' })
-    await until(async () => (await quickjsAdmission()).inUse.batch === 1)
+    const running = post(ACME, { language: 'javascript', code: busy(1500), lane: 'batch' })
+    await until(async () => (await quickjsAdmission()).inUse.batch === 1, running)
     const queued = post(ACME, { language: 'javascript', code: '2', lane: 'batch' })
-    await until(async () => (await quickjsAdmission()).queued.batch === 1)
+    await until(async () => (await quickjsAdmission()).queued.batch === 1, queued)
     expect(await quickjsAdmission()).toMatchObject({
       slots: 2,
       reserved: 1,
@@ -90,8 +102,8 @@ describe('admission over HTTP', () => {
   }, 30_000)
 
   test("a tenant's quota answers 429 naming the quota", async () => {
-    const running = post(GLOBEX, { language: 'javascript', code: busy(300), lane: 'interactive' })
-    await until(async () => (await quickjsAdmission()).inUse.interactive === 1)
+    const running = post(GLOBEX, { language: 'javascript', code: busy(1500), lane: 'interactive' })
+    await until(async () => (await quickjsAdmission()).inUse.interactive === 1, running)
     const refused = await post(GLOBEX, { language: 'javascript', code: '1', lane: 'interactive' })
     expect(refused.status).toBe(429)
     expect(refused.retryAfter).toBe('2')

@@ -107,13 +107,17 @@ export class AdmissionController {
     for (const adapter of adapters) this.stateOf(adapter)
   }
 
-  /** A ticket to run `request` on `adapter` now or after a wait, or the result that refuses it. Never rejects. */
-  async acquire(
+  /**
+   * A ticket to run `request` on `adapter` now or after a wait, or the result that refuses it. The answer itself
+   * when it needs no wait (a free slot, a refusal: no promise for the trivial run to wait on), else a promise for
+   * it, which never rejects.
+   */
+  acquire(
     adapter: CodeExecutionAdapter,
     request: ExecutionRequest,
     policy: SecurityPolicy,
     caller: AdmissionCaller = {},
-  ): Promise<AdmissionTicket | ExecutionResult> {
+  ): AdmissionTicket | ExecutionResult | Promise<AdmissionTicket | ExecutionResult> {
     if (this.closed) return this.shuttingDown()
     const tenantSettings = caller.tenant === undefined ? undefined : this.options.tenants[caller.tenant]
     const lane = resolveLane(request.lane, tenantSettings, this.options.defaultLane)
