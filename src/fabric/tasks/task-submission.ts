@@ -12,6 +12,11 @@ export interface Submitter {
   workspaceAccess?: WorkspaceAccess
   /** Where the runs of each of these tasks keep their workspace, by task id (the plan engine's bucket prefixes). */
   workspaceOf?: (taskId: string) => TaskWorkspace | undefined
+  /**
+   * The batch's ids are new by construction (a new plan's step task ids, made of the plan's id just made): not looked
+   * up before the insert (which would still answer a task already stored under one in its place, never overwrite it).
+   */
+  ownIds?: boolean
 }
 
 /** Finds a dependency cycle among the batch's tasks (existing tasks cannot depend on new ones, so cycles lie in the batch). */
@@ -58,7 +63,7 @@ export async function prepareTasks(store: TaskStore, specs: readonly TaskSpec[],
     ids.set(spec.id, spec.dependencies ?? [])
   }
   // Only ids the caller chose can be taken: a fresh random UUID is not looked up (a read saved per plain submit).
-  const taken = await store.getMany(specs.flatMap((spec) => (spec.id ? [spec.id] : [])))
+  const taken = submitter.ownIds ? [] : await store.getMany(specs.flatMap((spec) => (spec.id ? [spec.id] : [])))
   // An idempotent resubmission may name its own earlier id; any other reuse of an id is refused.
   const reused = taken.find(
     (task) =>
