@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks'
 import { Redis } from 'ioredis'
 import type { Execgate, ExecutionRequest, PlanSpec } from '../src'
 import { createTaskService, type TaskSpec } from '../src/fabric/tasks'
-import { workingSubject } from './against'
+import { tagged, workingSubject, type Subject } from './against'
 import { measureInterleaved, type BenchSection, type Measurement } from './harness'
 import { redisServerInstalled, startRedisServer, type RedisServer, REDIS_INSTALL_COMMAND } from './redis-server'
 
@@ -15,7 +15,8 @@ import { redisServerInstalled, startRedisServer, type RedisServer, REDIS_INSTALL
  *
  * - plan overhead on Redis vs SQLite: a 3-step chained plan (each step reads the one before, so nothing overlaps),
  *   `run → wait` in one process on each store, interleaved with the same three runs executed directly; a store's
- *   overhead is its plan's p50 minus the direct runs' p50 (target: Redis ≤ 2× SQLite's);
+ *   overhead is its plan's p50 minus the direct runs' p50 (target: Redis ≤ 2× SQLite's); with `--against <ref>` both
+ *   builds' gates (each on its own store) in the same interleaved series, so a busy machine's noise falls on both;
  * - tasks/s with 1 and 2 `execgate worker` processes (the built CLI) on one redis-server: a backlog of trivial quickjs
  *   tasks submitted from this process (which runs none) in batches of 500 and drained by the workers, timed from the
  *   first submission to the last completion, read from Redis.
@@ -47,39 +48,46 @@ const DIRECT: ExecutionRequest[] = [
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'execgate.js')
 
-export async function run(): Promise<BenchSection> {
+/** The plan overhead rows measure every build given (`--against <ref>`), interleaved; the drain rows this tree only. */
+export const compares = true
+
+export async function run(subjects: readonly Subject[] = [workingSubject()]): Promise<BenchSection> {
   if (!redisServerInstalled())
     return { title: 'scale (Redis)', measurements: [], ratios: [], notes: [`redis-server is not installed: run ${REDIS_INSTALL_COMMAND}`] }
   const redis = await startRedisServer()
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-scale-'))
   try {
-    const plans = await planOverhead(redis, dataDir)
+    const plans = await planOverhead(redis, dataDir, subjects)
+    // EXECGATE_BENCH_SCALE_BACKLOG=0 measures the plans alone (the drains take a minute or more on a busy machine).
     const backlog = Number(process.env.EXECGATE_BENCH_SCALE_BACKLOG ?? 4000)
-    const one = await drain(redis, dataDir, 1, backlog)
-    const two = await drain(redis, dataDir, 2, backlog)
-    const redisCost = [one, two].map((row) => row.redis)
+    const drains = backlog > 0 ? [await drain(redis, dataDir, 1, backlog), await drain(redis, dataDir, 2, backlog)] : []
+    const [one, two] = drains
     return {
       title: 'scale: plans on Redis vs SQLite, tasks/s with 1 and 2 workers (quickjs)',
-      measurements: [...plans.measurements, one.measurement, two.measurement],
+      measurements: [...plans.measurements, ...drains.map((row) => row.measurement)],
       ratios: [
         ...plans.ratios,
-        `tasks/s: 1 worker ${one.measurement.opsPerSec.toFixed(0)}, 2 workers ` +
-          `${two.measurement.opsPerSec.toFixed(0)} (2 workers / 1 = ` +
-          `${(two.measurement.opsPerSec / one.measurement.opsPerSec).toFixed(2)}×, on ` +
-          `${os.cpus().length} cores)`,
-        ...redisCost.map(
-          (cost, index) =>
+        ...(one && two
+          ? [
+              `tasks/s: 1 worker ${one.measurement.opsPerSec.toFixed(0)}, 2 workers ` +
+                `${two.measurement.opsPerSec.toFixed(0)} (2 workers / 1 = ` +
+                `${(two.measurement.opsPerSec / one.measurement.opsPerSec).toFixed(2)}×, on ` +
+                `${os.cpus().length} cores)`,
+            ]
+          : []),
+        ...drains.map(
+          ({ redis: cost }, index) =>
             `Redis per task (${index + 1} worker${index ? 's' : ''}): ` +
             `${cost.commandsPerTask.toFixed(1)} commands, ${cost.cpuMicrosPerTask.toFixed(0)} µs of ` +
             `redis-server CPU: one Redis core saturates at ≈ ` +
             `${(1e6 / cost.cpuMicrosPerTask).toFixed(0)} tasks/s`,
         ),
-        `Redis per plan of 3 steps: ${plans.redisCost.commandsPerPlan.toFixed(0)} commands, ` +
-          `${plans.redisCost.cpuMicrosPerPlan.toFixed(0)} µs of redis-server CPU`,
       ],
       notes: [
-        `each worker: fabric.concurrency 4, quickjs with its default 2 worker threads; the ` +
-          `submitter is this process (it runs no task); ${backlog} tasks per row`,
+        backlog > 0
+          ? `each worker: fabric.concurrency 4, quickjs with its default 2 worker threads; the ` +
+            `submitter is this process (it runs no task); ${backlog} tasks per row`
+          : 'tasks/s not measured (EXECGATE_BENCH_SCALE_BACKLOG=0)',
       ],
     }
   } finally {
@@ -95,12 +103,20 @@ async function redisCounters(redis: Redis): Promise<{ commands: number; cpuMicro
   return { commands: field('total_commands_processed'), cpuMicros: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6 }
 }
 
+/** Each build's two gates: one on SQLite, one on Redis (its own prefix). */
+interface PlanGates {
+  subject: Subject
+  sqlite: Execgate
+  redis: Execgate
+}
+
 async function planOverhead(
   redis: RedisServer,
   dataDir: string,
-): Promise<Pick<BenchSection, 'measurements' | 'ratios'> & { redisCost: { commandsPerPlan: number; cpuMicrosPerPlan: number } }> {
-  const open = (fabric: Record<string, unknown>) =>
-    workingSubject().lib.createExecgate({
+  subjects: readonly Subject[],
+): Promise<Pick<BenchSection, 'measurements' | 'ratios'>> {
+  const open = (subject: Subject, fabric: Record<string, unknown>) =>
+    subject.lib.createExecgate({
       overrides: {
         execution: { enabled: ['quickjs'], adapter: 'quickjs' },
         readiness: { enabled: false },
@@ -108,53 +124,78 @@ async function planOverhead(
         fabric,
       },
     })
-  const gates: Execgate[] = []
+  const opened: Execgate[] = []
+  const gates: PlanGates[] = []
   try {
-    const sqlite = await open({ dataDir: path.join(dataDir, 'sqlite') })
-    gates.push(sqlite)
-    const onRedis = await open({ dataDir: path.join(dataDir, 'redis'), store: 'redis', redisUrl: redis.url, redisPrefix: 'benchplans' })
-    gates.push(onRedis)
-    await Promise.all(gates.map((gate) => gate.plans.start()))
+    for (const subject of subjects) {
+      const at = path.join(dataDir, subject.tag)
+      const sqlite = await open(subject, { dataDir: path.join(at, 'sqlite') })
+      opened.push(sqlite)
+      const onRedis = await open(subject, {
+        dataDir: path.join(at, 'redis'),
+        store: 'redis',
+        redisUrl: redis.url,
+        redisPrefix: `benchplans${subject.tag}`,
+      })
+      opened.push(onRedis)
+      gates.push({ subject, sqlite, redis: onRedis })
+    }
+    await Promise.all(opened.map((gate) => gate.plans.start()))
     const plan = (gate: Execgate) => async () => {
       const done = await gate.plans.wait((await gate.plans.run(PLAN)).id)
       if (done.state !== 'COMPLETED') throw new Error(`the plan ended ${done.state}: ${done.reason}`)
     }
-    const [direct, onSqlite, onRedisStore] = await measureInterleaved(
+    const direct = gates[gates.length - 1]!.sqlite
+    const [steps, ...plans] = await measureInterleaved(
       [
         {
           name: "the steps' own runs, one after another (3 × execute on quickjs)",
           fn: async () => {
             for (const request of DIRECT) {
-              const result = await sqlite.execute(request, { workspaceAccess: 'sandboxed' })
+              const result = await direct.execute(request, { workspaceAccess: 'sandboxed' })
               if (result.status !== 'ok') throw new Error(`execute answered ${result.status}: ${result.message}`)
             }
           },
         },
-        { name: 'plan of 3 chained steps: run → wait (SQLite store)', fn: plan(sqlite) },
-        { name: 'plan of 3 chained steps: run → wait (Redis store, steps through BullMQ)', fn: plan(onRedis) },
+        ...gates.flatMap(({ subject, sqlite, redis: onRedis }) => [
+          { name: tagged(subjects, subject, 'plan of 3 chained steps: run → wait (SQLite store)'), fn: plan(sqlite) },
+          { name: tagged(subjects, subject, 'plan of 3 chained steps: run → wait (Redis store, steps through BullMQ)'), fn: plan(onRedis) },
+        ]),
       ],
       { iterations: Number(process.env.EXECGATE_BENCH_PLAN_ITERATIONS ?? 200), batch: 20, warmup: 10 },
     )
-    // What one plan costs Redis, from its counters around 50 plans run one after another.
-    const peek = new Redis(redis.url)
-    const before = await redisCounters(peek)
-    for (let i = 0; i < 50; i++) await plan(onRedis)()
-    const after = await redisCounters(peek)
-    peek.disconnect()
-    const sqliteOverhead = onSqlite!.p50Ms - direct!.p50Ms
-    const redisOverhead = onRedisStore!.p50Ms - direct!.p50Ms
-    return {
-      redisCost: { commandsPerPlan: (after.commands - before.commands) / 50, cpuMicrosPerPlan: (after.cpuMicros - before.cpuMicros) / 50 },
-      measurements: [direct!, onSqlite!, onRedisStore!],
-      ratios: [
-        `plan overhead p50 (plan − its steps' runs): SQLite ${sqliteOverhead.toFixed(2)} ms, ` +
-          `Redis ${redisOverhead.toFixed(2)} ms: Redis/SQLite = ` +
-          `${(redisOverhead / sqliteOverhead).toFixed(2)}× (target ≤ 2×)`,
-        `plan end to end p50: Redis/SQLite = ${(onRedisStore!.p50Ms / onSqlite!.p50Ms).toFixed(2)}×`,
-      ],
+    const ratios: string[] = []
+    const redisOverheads: number[] = []
+    for (const [index, { subject, redis: onRedis }] of gates.entries()) {
+      const sqliteOverhead = plans[2 * index]!.p50Ms - steps!.p50Ms
+      const redisOverhead = plans[2 * index + 1]!.p50Ms - steps!.p50Ms
+      redisOverheads.push(redisOverhead)
+      // What one plan costs Redis and this process, from their counters around 50 plans run one after another.
+      const peek = new Redis(redis.url)
+      const before = await redisCounters(peek)
+      const cpu = process.cpuUsage()
+      for (let i = 0; i < 50; i++) await plan(onRedis)()
+      const used = process.cpuUsage(cpu)
+      const after = await redisCounters(peek)
+      peek.disconnect()
+      ratios.push(
+        `${tagged(subjects, subject, "plan overhead p50 (plan − its steps' runs)")}: SQLite ${sqliteOverhead.toFixed(2)} ms, ` +
+          `Redis ${redisOverhead.toFixed(2)} ms: Redis/SQLite = ${(redisOverhead / sqliteOverhead).toFixed(2)}× (target ≤ 2×)`,
+        `${tagged(subjects, subject, 'plan end to end p50')}: Redis/SQLite = ` +
+          `${(plans[2 * index + 1]!.p50Ms / plans[2 * index]!.p50Ms).toFixed(2)}×`,
+        `${tagged(subjects, subject, 'Redis per plan of 3 steps')}: ${((after.commands - before.commands) / 50).toFixed(0)} commands, ` +
+          `${((after.cpuMicros - before.cpuMicros) / 50).toFixed(0)} µs of redis-server CPU, ` +
+          `${((used.user + used.system) / 50 / 1000).toFixed(2)} ms of this process's CPU (the steps' runs included)`,
+      )
     }
+    if (redisOverheads.length === 2)
+      ratios.push(
+        `Redis plan overhead work/base = ${(redisOverheads[1]! / redisOverheads[0]!).toFixed(2)}× ` +
+          `(${redisOverheads[1]!.toFixed(2)} vs ${redisOverheads[0]!.toFixed(2)} ms)`,
+      )
+    return { measurements: [steps!, ...plans], ratios }
   } finally {
-    for (const gate of gates) await gate.dispose()
+    for (const gate of opened) await gate.dispose()
   }
 }
 

@@ -111,6 +111,55 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     }
   })
 
+  it('claims a task only at the attempt the claim counted from, on a copy another process made stale too', async () => {
+    // Two stores on the same data: two processes. `here` keeps the copy of its own write; `there` moves the task on.
+    const here = driver.tasks(settings)
+    const there = driver.tasks(settings)
+    const claimFrom = (attempts: number, now = Date.now()) => ({
+      to: 'SPAWNING' as const,
+      reason: `attempt ${attempts + 1}`,
+      patch: { attempts: attempts + 1, owner: 'claimer' },
+      claimOf: { attempts, now },
+    })
+    try {
+      await here.insert(
+        [
+          taskOf('claim-run', 0),
+          { ...taskOf('claim-unready', 0), ready: false },
+          { ...taskOf('claim-later', 0), notBefore: Date.now() + 60_000 },
+        ],
+        'submitted',
+      )
+      expect((await there.transition('claim-run', ['PENDING'], claimFrom(0)))?.task.attempts).toBe(1)
+      await there.transition('claim-run', ['SPAWNING'], { to: 'PENDING', reason: 'retry', patch: { owner: undefined } })
+      // `here` still holds the task at attempt 0: a claim counted from it would run attempt 1 twice.
+      expect(await here.transition('claim-run', ['PENDING'], claimFrom(0))).toBeUndefined()
+      expect((await here.transition('claim-run', ['PENDING'], claimFrom(1)))?.task).toMatchObject({ state: 'SPAWNING', attempts: 2 })
+      // Not ready, not due yet: no claim lands.
+      expect(await here.transition('claim-unready', ['PENDING'], claimFrom(0))).toBeUndefined()
+      expect(await here.transition('claim-later', ['PENDING'], claimFrom(0))).toBeUndefined()
+      expect((await there.get('claim-later'))?.state).toBe('PENDING')
+    } finally {
+      await here.close()
+      await there.close()
+    }
+  })
+
+  it("answers an ended task's dependents with its end where the store reads them in the same write", async () => {
+    const store: TaskStore = driver.tasks(settings)
+    try {
+      await store.insert([taskOf('end-a', 0), { ...taskOf('end-b', 0), dependencies: ['end-a'], ready: false }], 'submitted')
+      const started = await store.transition('end-a', ['PENDING'], { to: 'RUNNING', reason: 'started' })
+      expect(started?.dependents).toBeUndefined()
+      const ended = await store.transition('end-a', ['RUNNING'], { to: 'COMPLETED', reason: 'completed' })
+      // Redis reads them in the end's script (a round trip saved); SQLite answers none, and the scheduler asks.
+      expect(ended?.dependents?.map((task) => [task.id, task.state])).toEqual(driver.shared ? [['end-b', 'PENDING']] : undefined)
+      expect((await store.dependentsOf('end-a')).map((task) => task.id)).toEqual(['end-b'])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('keeps plans by compare-and-set: of two writers of one revision, one wins', async () => {
     const store = driver.plans(settings)
     try {

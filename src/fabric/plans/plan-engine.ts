@@ -15,7 +15,7 @@ import {
   type PlanState,
   type PlanVersion,
 } from './plan-types'
-import { StepLogMirror } from './step-log-mirror'
+import { StepLogMirror, type ReadAhead } from './step-log-mirror'
 import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
 import { planVersionRecord } from './plan-versions'
 import { alignSteps } from './plan-suspension'
@@ -23,6 +23,14 @@ import { EngineLease } from './engine-lease'
 import { nextOwnerId } from '../owner-id'
 
 export type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
+
+/** How many plans' step task ids the engine keeps from its last look (plans not ended; a few ids each). */
+const LOOKS_KEPT = 4096
+
+/** The step task ids of the plan's current and previous version, once each. */
+function stepTaskIds(plan: Plan): string[] {
+  return [...new Set(plan.versions.slice(-2).flatMap((version) => version.steps.map((step) => step.taskId)))]
+}
 
 const IN_FLIGHT: readonly TaskState[] = ['SPAWNING', 'RUNNING']
 
@@ -36,6 +44,8 @@ export class PlanEngine {
   private readonly emitter = new EventEmitter()
   private readonly owner: string
   private readonly chains = new Map<string, { running: Promise<void>; again: boolean }>()
+  /** Each plan not ended's step task ids as its last look here found them: the next look reads them beside the plan. */
+  private readonly lookedAt = new Map<string, string[]>()
   private readonly revising = new Map<string, AbortController>()
   /** Plans being cancelled here: no reflector is asked for them from now on. */
   private readonly cancelling = new Set<string>()
@@ -128,6 +138,15 @@ export class PlanEngine {
     return () => this.emitter.off('event', listener)
   }
 
+  /**
+   * A write of a plan here, with the plan as written (before its events are announced), and its steps' tasks when the
+   * write was made on a fresh look at them: a waiter woken by the events needs no read of what it just heard.
+   */
+  onWritten(listener: (plan: Plan, tasks?: ReadonlyMap<string, Task>) => void): () => void {
+    this.emitter.on('written', listener)
+    return () => this.emitter.off('written', listener)
+  }
+
   /** A step of the plan moved here without anything for the plan to decide: its log has it once `catchUp` ran. */
   onStepMoved(listener: (planId: string) => void): () => void {
     this.emitter.on('step', listener)
@@ -184,6 +203,11 @@ export class PlanEngine {
       if (refused) throw invalid(refused)
     }
     this.announce(await this.options.store.insert(plan, [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }]))
+    // Its first look (at its first step's end) reads its tasks and their logs beside it.
+    if (this.driving) {
+      this.rememberLook(plan.id, stepTaskIds(plan))
+      this.steps.started(plan.id)
+    }
     await this.submitTasks(plan, true)
     return plan
   }
@@ -284,17 +308,46 @@ export class PlanEngine {
   }
 
   /** The tasks of the current and the previous version (what may still change or still need mirroring). */
-  private async tasksOf(plan: Plan): Promise<Map<string, Task>> {
-    const ids = plan.versions.slice(-2).flatMap((version) => version.steps.map((step) => step.taskId))
-    return new Map((await this.options.taskStore.getMany([...new Set(ids)])).map((task) => [task.id, task]))
+  private tasksOf(plan: Plan): Promise<Map<string, Task>> {
+    return this.readTasks(stepTaskIds(plan))
+  }
+
+  private async readTasks(ids: readonly string[]): Promise<Map<string, Task>> {
+    return new Map((await this.options.taskStore.getMany(ids)).map((task) => [task.id, task]))
+  }
+
+  /**
+   * The plan and its tasks (tasksOf), the tasks read beside the plan when their ids are the ones its last look found
+   * (on a store across the network, one round trip for both); after it when a version came or went meanwhile.
+   */
+  private async look(id: string): Promise<{ plan: Plan; tasks: Map<string, Task>; logs?: ReadAhead | undefined } | undefined> {
+    const guessed = this.lookedAt.get(id)
+    // The steps' logs asked for after their tasks (StepLogMirror.readAhead): one round trip on Redis for all three.
+    const [plan, tasks, logs] = await Promise.all([
+      this.options.store.get(id),
+      guessed && this.readTasks(guessed),
+      guessed && this.steps.readAhead(id, guessed),
+    ])
+    const ids = plan && stepTaskIds(plan)
+    this.lookedAt.delete(id)
+    if (!plan || !ids) return undefined
+    if (!isPlanFinal(plan.state)) this.rememberLook(id, ids)
+    const same = guessed !== undefined && guessed.length === ids.length && ids.every((taskId, index) => guessed[index] === taskId)
+    return tasks && same ? { plan, tasks, logs } : { plan, tasks: await this.readTasks(ids) }
+  }
+
+  private rememberLook(id: string, ids: string[]): void {
+    this.lookedAt.set(id, ids)
+    // Plans ended elsewhere are never looked at here again: the oldest go first (a Map iterates in insertion order).
+    if (this.lookedAt.size > LOOKS_KEPT) this.lookedAt.delete(this.lookedAt.keys().next().value!)
   }
 
   /** One look at a plan: mirror its steps' transitions, then complete it, pause it on a failure, or revise it. */
   private async advance(id: string): Promise<void> {
-    let plan = await this.options.store.get(id)
-    if (!plan || this.stopped) return
-    let tasks = await this.tasksOf(plan)
-    await this.mirror(plan, tasks)
+    const looked = await this.look(id)
+    if (!looked || this.stopped) return
+    let { plan, tasks } = looked
+    await this.steps.mirror(plan.id, tasks.values(), looked.logs)
     if (isPlanFinal(plan.state)) return void this.steps.forget(id)
     if (plan.state === 'SUSPENDED') return void (await this.align(plan, tasks))
     const version = currentVersion(plan)
@@ -448,6 +501,8 @@ export class PlanEngine {
         ...(plan.profile ? { profile: plan.profile } : {}),
         ...(workspaceAccess ? { workspaceAccess } : {}),
         ...(workspaceOf ? { workspaceOf } : {}),
+        // A new plan's step task ids are made of its id, made just now: no task can hold one yet (none is looked up).
+        ...(fresh ? { ownIds: true } : {}),
       },
     )
   }
@@ -473,12 +528,14 @@ export class PlanEngine {
    */
   private async finish(plan: Plan, state: PlanState, reason: string, tasks?: ReadonlyMap<string, Task>): Promise<Plan | undefined> {
     for (;;) {
-      await this.mirror(plan, tasks ?? (await this.tasksOf(plan)))
+      const seen = tasks ?? (await this.tasksOf(plan))
+      await this.mirror(plan, seen)
       tasks = undefined
       const ended = await this.write(
         plan,
         { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) },
         [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }],
+        seen,
       )
       if (ended) return ended
       const again = await this.options.store.get(plan.id)
@@ -487,8 +544,16 @@ export class PlanEngine {
     }
   }
 
-  /** One compare-and-set write of the plan with its events; undefined when another write got there first. */
-  private async write(plan: Plan, patch: Partial<Plan>, events: NewPlanEvent[]): Promise<Plan | undefined> {
+  /**
+   * One compare-and-set write of the plan with its events; undefined when another write got there first. `tasks`: its
+   * steps' tasks as the write's caller just read them (told to `onWritten` listeners).
+   */
+  private async write(
+    plan: Plan,
+    patch: Partial<Plan>,
+    events: NewPlanEvent[],
+    tasks?: ReadonlyMap<string, Task>,
+  ): Promise<Plan | undefined> {
     const at = new Date().toISOString()
     const next: Plan = { ...plan, ...patch, rev: plan.rev + 1, updatedAt: at }
     for (const key of Object.keys(patch) as (keyof Plan)[]) if (patch[key] === undefined) delete next[key]
@@ -497,6 +562,8 @@ export class PlanEngine {
       events.map((event) => ({ ...event, at: event.at || at })),
     )
     if (!written) return undefined
+    // Before the events: a waiter they wake finds the plan as written here.
+    this.emitter.emit('written', next, tasks)
     this.announce(written)
     return next
   }

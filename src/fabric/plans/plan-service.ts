@@ -7,6 +7,7 @@ import {
   type TaskCaller,
   type TaskReader,
   type TaskService,
+  type Task,
   type TaskState,
   type TaskStore,
 } from '../tasks'
@@ -99,6 +100,12 @@ export interface PlanServiceOptions {
 
 const DEFAULT_TENANT = 'local'
 
+/** A plan this process's engine ended, as it wrote it, with its steps' tasks when it had just read them. */
+interface Ended {
+  plan: Plan
+  tasks?: ReadonlyMap<string, Task> | undefined
+}
+
 export function createPlanService(options: PlanServiceOptions): PlanService {
   const store = options.store
   const engine = new PlanEngine({
@@ -123,9 +130,18 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no plan "${id}" for tenant ${tenantOf(caller)}` })
     return plan
   }
-  const view = async (plan: Plan): Promise<PlanView> => {
+  /** `known`: the steps' tasks as just read; used only when every step of the version is there and ended (none can move). */
+  const view = async (plan: Plan, known?: ReadonlyMap<string, Task>): Promise<PlanView> => {
     const version = currentVersion(plan)
-    const tasks = new Map((await options.taskStore.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]))
+    const ended =
+      known &&
+      version.steps.every((step) => {
+        const task = known.get(step.taskId)
+        return task !== undefined && isFinal(task.state)
+      })
+    const tasks = ended
+      ? known
+      : new Map((await options.taskStore.getMany(version.steps.map((step) => step.taskId))).map((task) => [task.id, task]))
     const { owner: _owner, rev: _rev, ...rest } = plan
     return { ...rest, steps: stepViews(version, tasks) }
   }
@@ -136,19 +152,22 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
    * another node's write of it, or after a tick (another process may be moving its steps).
    */
   const nextChange = (id: string, waitMs: number, planOnly = false) =>
-    new Promise<void>((resolve) => {
+    new Promise<Ended | undefined>((resolve) => {
       const timer = setTimeout(done, Math.max(0, Math.min(tickMs, waitMs)))
       timer.unref()
+      // Ended by this process's engine: the plan as it wrote it (an ended plan never changes), no read needed.
+      const stopWritten = engine.onWritten((plan, tasks) => plan.id === id && isPlanFinal(plan.state) && done({ plan, tasks }))
       const stopEvents = engine.onEvent((event) => event.planId === id && (!planOnly || event.type === 'plan') && done())
       const stopSteps = planOnly ? () => undefined : engine.onStepMoved((planId) => planId === id && done())
       // Another node's write of the plan (a store several machines share): heard at once, not at the next tick.
       const stopWatch = store.watch?.((planId, kind) => planId === id && (!planOnly || kind === 'write') && done()) ?? (() => undefined)
-      function done() {
+      function done(ended?: Ended) {
         clearTimeout(timer)
+        stopWritten()
         stopEvents()
         stopSteps()
         stopWatch()
-        resolve()
+        resolve(ended)
       }
     })
   return {
@@ -163,14 +182,17 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
     async wait(id, waitOptions = {}) {
       await ready()
       const until = Date.now() + (waitOptions.timeoutMs ?? Number.POSITIVE_INFINITY)
+      let ended: Ended | undefined
       for (;;) {
+        // The plan as this process's engine ended it (the caller's own, like a read of it): answered without a read.
+        if (ended && ended.plan.tenant === tenantOf(waitOptions)) return view(ended.plan, ended.tasks)
         // Listening before reading: an event landing between the read and the wait is not missed.
         // Only the plan's own transitions can end it: its steps' do not need a look.
         const changed = nextChange(id, until - Date.now(), true)
         const plan = await owned(id, waitOptions)
         // Suspended, like a task: it waits for a person now, not for its steps.
         if (isPlanFinal(plan.state) || plan.state === 'SUSPENDED' || Date.now() >= until) return view(plan)
-        await changed
+        ended = await changed
       }
     },
     async cancel(id, caller) {

@@ -1,8 +1,11 @@
-import type { Task, TaskReader } from '../tasks'
+import { isFinal, type Task, type TaskEvent, type TaskReader, type TaskState } from '../tasks'
 import type { PlanStore } from './plan-store'
 import type { NewPlanEvent, PlanEvent } from './plan-types'
 
 type StepEvent = Extract<NewPlanEvent, { type: 'step' }>
+
+/** Steps' logs read ahead of a mirror, by task id (StepLogMirror.readAhead). */
+export type ReadAhead = ReadonlyMap<string, TaskEvent[]>
 
 /**
  * Copies the transitions of a plan's step tasks from the task store's action log into the plan's own log, so one
@@ -20,8 +23,34 @@ export class StepLogMirror {
     private readonly announce: (events: readonly PlanEvent[]) => void,
   ) {}
 
-  /** Copies what is new in these tasks' logs (steps of `planId`), in the order the task store logged it. */
-  async mirror(planId: string, tasks: Iterable<Task>): Promise<void> {
+  /** A plan just made here: nothing of it is mirrored yet, so its first mirror reads no record of what was. */
+  started(planId: string): void {
+    if (!this.plans.has(planId)) this.plans.set(planId, { upTo: new Map(), seen: new Map() })
+  }
+
+  /**
+   * Reads ahead the logs of these steps of `planId` (those not seen ended), to be called just after their tasks were
+   * asked for (so each log holds at least what brought its task to the state read); `mirror` given the same read's
+   * tasks uses them (on a store across the network, the logs come in the tasks' round trip). Undefined before the
+   * plan's first mirror here.
+   */
+  readAhead(planId: string, taskIds: readonly string[]): Promise<ReadAhead> | undefined {
+    const state = this.plans.get(planId)
+    if (!state) return undefined
+    const ids = taskIds.filter((id) => {
+      const seen = state.seen.get(id)
+      return !seen || !isFinal(seen.slice(0, seen.indexOf('|')) as TaskState)
+    })
+    return Promise.all(ids.map((id) => this.tasks.events(id, state.upTo.get(id) ?? 0))).then(
+      (logs) => new Map(ids.map((id, index) => [id, logs[index]!])),
+    )
+  }
+
+  /**
+   * Copies what is new in these tasks' logs (steps of `planId`), in the order the task store logged it. `ahead`: logs
+   * read ahead (readAhead) just after these tasks; the others are read now.
+   */
+  async mirror(planId: string, tasks: Iterable<Task>, ahead?: ReadAhead): Promise<void> {
     let state = this.plans.get(planId)
     if (!state) this.plans.set(planId, (state = { upTo: await this.store.mirrored(planId), seen: new Map() }))
     const { upTo, seen } = state
@@ -31,7 +60,13 @@ export class StepLogMirror {
     })
     // Read after the tasks: each log holds at least what brought its task to the state it was read in. The logs are
     // read at once (on a store across the network, one round trip for all of them).
-    const logs = await Promise.all(moved.map((task) => this.tasks.events(task.id, upTo.get(task.id) ?? 0)))
+    // A log read ahead may hold events copied since (a reader's catch-up): the store skips those.
+    const logs = await Promise.all(
+      moved.map((task) => {
+        const read = ahead?.get(task.id)
+        return read ? Promise.resolve(read) : this.tasks.events(task.id, upTo.get(task.id) ?? 0)
+      }),
+    )
     const fresh: StepEvent[] = moved.flatMap((task, index) => {
       seen.set(task.id, `${task.state}|${task.updatedAt}`)
       const { stepId, planVersion } = task.provenance!

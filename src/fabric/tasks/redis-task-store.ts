@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionSteps } from './task-store'
+import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionOf, TransitionSteps } from './task-store'
 import { holdsFor } from './task-store'
 import { isFinal, type Task, type TaskEvent, type TaskState } from './task-types'
 import { compareDue } from './due-order'
@@ -19,22 +19,35 @@ import { compareDue } from './due-order'
  * A compare-and-set of the task's JSON with one or more transitions in a row: ARGV[1] the JSON expected, [2] the new
  * JSON, [3] the start-by score ('' for none), [4] the id, then one event template per transition (`%d` for its seq).
  * Moves the id from the first state's index to the last's and answers the first event's seq (the others follow it:
- * one script, so nothing else takes a seq between them), or -1 when the stored task is not the one expected.
+ * one script, so nothing else takes a seq between them), or -1 when the stored task is not the one expected. With a
+ * seventh key (`dependents:<id>`, when the transitions end the task) ARGV[5] is the prefix and the templates start at
+ * ARGV[6]: the dependents' JSON follow the seq in the answer, read in the same script (no round trip of their own).
  */
 const TRANSITION = `
 local current = redis.call('GET', KEYS[1])
-if current ~= ARGV[1] then return -1 end
+if current ~= ARGV[1] then return {-1} end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SREM', KEYS[2], ARGV[4])
 redis.call('SADD', KEYS[3], ARGV[4])
+local templates = 5
+if #KEYS >= 7 then templates = 6 end
 local first = -1
-for i = 5, #ARGV do
+for i = templates, #ARGV do
   local seq = redis.call('INCR', KEYS[4])
   if first < 0 then first = seq end
   redis.call('RPUSH', KEYS[5], string.format(ARGV[i], seq))
 end
 if ARGV[3] == '' then redis.call('ZREM', KEYS[6], ARGV[4]) else redis.call('ZADD', KEYS[6], tonumber(ARGV[3]), ARGV[4]) end
-return first
+local answer = {first}
+if #KEYS >= 7 then
+  local ids = redis.call('SMEMBERS', KEYS[7])
+  for from = 1, #ids, 500 do
+    local keys = {}
+    for i = from, math.min(from + 499, #ids) do keys[#keys + 1] = ARGV[5] .. ':task:' .. ids[i] end
+    for _, raw in ipairs(redis.call('MGET', unpack(keys))) do answer[#answer + 1] = raw end
+  end
+end
+return answer
 `
 
 /** The JSON of every task that depends on KEYS[1]'s task, in one round trip: ARGV[1] the prefix. */
@@ -218,9 +231,14 @@ export class RedisTaskStore implements TaskStore {
     return { tasks: page.map((entry) => entry.task), ...(matched.length > limit ? { nextCursor: String(page[page.length - 1]!.seq) } : {}) }
   }
 
-  async transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined> {
+  async transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<TransitionOf | undefined> {
     const moved = await this.transitions(id, from, [change])
-    return moved && { task: moved.task, event: moved.steps[0]!.event }
+    return moved && { task: moved.task, event: moved.steps[0]!.event, ...(moved.dependents ? { dependents: moved.dependents } : {}) }
+  }
+
+  cached(id: string): Task | undefined {
+    const raw = this.known.get(id)
+    return raw ? (JSON.parse(raw) as Task) : undefined
   }
 
   /** Several transitions in a row as one compare-and-set (a claim and its start), each with its action-log entry. */
@@ -253,24 +271,32 @@ export class RedisTaskStore implements TaskStore {
           .replace('{"seq":0,', '{"seq":%d,'),
       )
       const raw = JSON.stringify(task)
-      const first = (await this.redis.eval(
+      // A task that ends here has its dependents read in the same script: the scheduler looks at them next.
+      const ends = isFinal(task.state)
+      const [first, ...dependents] = (await this.redis.eval(
         TRANSITION,
-        6,
+        ends ? 7 : 6,
         this.key('task', id),
         this.key('state', current.task.state),
         this.key('state', task.state),
         this.key('eventSeq'),
         this.key('events', id),
         this.key('deadlines'),
+        ...(ends ? [this.key('dependents', id)] : []),
         current.raw,
         raw,
         deadlineScore(task),
         id,
+        ...(ends ? [this.prefix] : []),
         ...templates,
-      )) as number
+      )) as [number, ...(string | null)[]]
       if (first >= 0) {
         this.remember(task, raw)
-        return { task, steps: steps.map((step, index) => ({ task: step.task, event: { seq: first + index, ...step.event } })) }
+        return {
+          task,
+          steps: steps.map((step, index) => ({ task: step.task, event: { seq: first + index, ...step.event } })),
+          ...(ends ? { dependents: this.parsedAll(dependents) } : {}),
+        }
       }
       // Lost to another write (or the copy was stale): read the task as stored.
       fresh = true
@@ -325,7 +351,11 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async dependentsOf(id: string): Promise<Task[]> {
-    const raws = (await this.redis.eval(DEPENDENTS, 1, this.key('dependents', id), this.prefix)) as (string | null)[]
+    return this.parsedAll((await this.redis.eval(DEPENDENTS, 1, this.key('dependents', id), this.prefix)) as (string | null)[])
+  }
+
+  /** The tasks of the JSON found (a key without a task answers null), each remembered while unfinished. */
+  private parsedAll(raws: readonly (string | null)[]): Task[] {
     return raws.filter((raw): raw is string => typeof raw === 'string').map((raw) => this.parsed(raw).task)
   }
 

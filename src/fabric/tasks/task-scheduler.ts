@@ -25,7 +25,7 @@ const SHUTDOWN = new Error('the task scheduler is shutting down')
 /** A claimed run's start: SPAWNING → RUNNING. */
 const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
 
-/** A run with no dependency outputs to read and no workspace to open: its claim and its start can be one write. */
+/** A run with no dependency outputs to read and no workspace to open: it can be stored and started in one write. */
 function needsNoPreparation(task: Task): boolean {
   return task.dependencies.length === 0 && !task.workspace
 }
@@ -214,6 +214,13 @@ export class TaskScheduler {
    * announcement; the old one, handed back, must not take the new run for the lost one (or claim the retry early).
    */
   private async runDispatched(id: string, announced?: number): Promise<void> {
+    // Claimed on the copy the announcing write left here, when it says the claim is due: no read first. The claim
+    // lands only on the task as counted (claimOf, checked in the store's write); anything else is read as stored.
+    const copy = announced === undefined ? undefined : this.store.cached?.(id)
+    if (copy && this.claimableCopy(copy, announced!)) {
+      const begun = await this.claim(copy)
+      if (begun) return begun.settled
+    }
     let task = await this.store.get(id)
     if (task && (task.state === 'SPAWNING' || task.state === 'RUNNING') && task.owner !== this.owner && !this.running.has(id)) {
       // The run this announcement started is attempt announced + 1; any later one was started by a later announcement.
@@ -229,6 +236,24 @@ export class TaskScheduler {
     await (
       await this.claim(task)
     )?.settled
+  }
+
+  /**
+   * Whether a copy of an announced task (maybe stale) says its announcement is due to be claimed now: pending, ready,
+   * at the announced attempt, its backoff and start-by deadline not in the way, and no run of it here. Any other case
+   * (a lost run to settle, an announcement to hand back) is decided on the task as stored.
+   */
+  private claimableCopy(task: Task, announced: number): boolean {
+    const now = Date.now()
+    return (
+      !this.stopped &&
+      !this.running.has(task.id) &&
+      task.state === 'PENDING' &&
+      task.ready &&
+      task.attempts === announced &&
+      task.notBefore <= now &&
+      !(task.deadline && Date.parse(task.deadline) < now)
+    )
   }
 
   /** Starts due tasks while slots are free; one pump at a time, re-run when woken meanwhile. */
@@ -282,14 +307,19 @@ export class TaskScheduler {
       await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
       return undefined
     }
-    const claim = this.claimChange(task)
+    // Counted from this copy of the task: the claim lands only while the stored task is still at that attempt.
+    const claim: TaskChange = { ...this.claimChange(task), claimOf: { attempts: task.attempts, now: Date.now() } }
     const controller = this.reserve(task.id)
     let begun: { settled: Promise<void> } | undefined
     try {
-      if (this.store.transitions && needsNoPreparation(task)) {
-        // Nothing to prepare: claimed and started in one write, one commit instead of two (the log still shows both).
+      if (this.store.transitions && !task.workspace) {
+        // No workspace to open: claimed and started in one write, one commit instead of two (the log still shows
+        // both), its dependencies' outputs read meanwhile (on a store across the network, beside the write). A
+        // failed read fails the run (awaited in run()); one made for a claim lost is dropped.
+        const dependencies = task.dependencies.length > 0 ? this.store.getMany(task.dependencies) : undefined
+        dependencies?.catch(() => undefined)
         const moved = await this.store.transitions(task.id, ['PENDING'], [claim, STARTED])
-        if (moved) begun = this.begin(moved.task, moved.steps, controller, true)
+        if (moved) begun = this.begin(moved.task, moved.steps, controller, true, dependencies)
       } else {
         const claimed = await this.move(task.id, ['PENDING'], claim)
         if (claimed) begun = this.begin(claimed, [], controller, false)
@@ -314,32 +344,41 @@ export class TaskScheduler {
    * Starts a claimed run in its reserved slot. `steps` are the claim's transitions still to announce: after the
    * reservation, so a listener's cancel reaches the run. `started` when the claim already moved it to RUNNING.
    */
-  private begin(task: Task, steps: TransitionSteps['steps'], controller: AbortController, started: boolean): { settled: Promise<void> } {
+  private begin(
+    task: Task,
+    steps: TransitionSteps['steps'],
+    controller: AbortController,
+    started: boolean,
+    dependencies?: Promise<Task[]>,
+  ): { settled: Promise<void> } {
     for (const step of steps) this.emitter.emit('transition', step.event, step.task)
     // In an object: an async function returning the promise itself would wait for the whole run.
-    const settled = this.run(task, controller, started ? task : undefined).finally(() => {
+    const settled = this.run(task, controller, started ? task : undefined, dependencies).finally(() => {
       this.release(task.id, controller)
       if (this.mayBeDue) this.wake()
     })
     return { settled }
   }
 
-  /** Runs a claimed task; `started` when the claim already moved it to RUNNING. */
-  private async run(task: Task, controller: AbortController, started?: Task): Promise<void> {
+  /**
+   * Runs a claimed task; `started` when the claim already moved it to RUNNING, `dependencies` when the claim read
+   * their outputs beside it.
+   */
+  private async run(task: Task, controller: AbortController, started?: Task, dependencies?: Promise<Task[]>): Promise<void> {
     try {
       // The dependencies' outputs are read while the start is written: on a store across the network, one round trip.
       // A run started by its claim with no dependency (most) has neither to wait for.
-      let dependencies: Task[] = []
+      let inputs: Task[] = []
       let running: Task | undefined = started
       if (!started || task.dependencies.length > 0)
-        [dependencies, running] = await Promise.all([
-          this.store.getMany(task.dependencies),
+        [inputs, running] = await Promise.all([
+          dependencies ?? this.store.getMany(task.dependencies),
           started ?? this.move(task.id, ['SPAWNING'], STARTED),
         ])
       if (!running) return
       const request = withDependencyInputs(
         { ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) },
-        dependencies,
+        inputs,
         task.dependencyPaths,
       )
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
@@ -419,13 +458,13 @@ export class TaskScheduler {
     this.emitter.emit('transition', moved.event, moved.task)
     if (moved.task.state === 'PENDING' && moved.task.ready) await this.announce(moved.task)
     if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED')
-      await this.afterEnd(moved.task)
+      await this.afterEnd(moved.task, moved.dependents)
     return moved.task
   }
 
-  /** A finished dependency makes dependents ready, or ends them naming it. */
-  private async afterEnd(task: Task): Promise<void> {
-    for (const dependent of await this.store.dependentsOf(task.id)) {
+  /** A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them. */
+  private async afterEnd(task: Task, dependents?: readonly Task[]): Promise<void> {
+    for (const dependent of dependents ?? (await this.store.dependentsOf(task.id))) {
       if (isFinal(dependent.state)) continue
       if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
       else

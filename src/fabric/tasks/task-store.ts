@@ -34,17 +34,37 @@ export interface TaskChange {
    * lease ran out, the task went to another process) is dropped like a lost race, so it cannot settle the new run.
    */
   heldBy?: { owner: string; attempt: number }
+  /**
+   * Only while the task is still ready, due at `now` and at this attempt count: a claim counts its attempt from a copy
+   * of the task (the announcement's, the readiness write's) that may be stale, and must land only on the task it
+   * counted from. The store checks it on the task as stored, in the same atomic write.
+   */
+  claimOf?: { attempts: number; now: number }
 }
 
-/** Whether a change's holder condition (if any) holds for the task as stored. */
+/** Whether a change's conditions (its holder, the attempt it claims from), if any, hold for the task as stored. */
 export function holdsFor(task: Task, change: TaskChange): boolean {
-  return !change.heldBy || (task.owner === change.heldBy.owner && task.attempts === change.heldBy.attempt)
+  const { heldBy, claimOf } = change
+  if (heldBy && !(task.owner === heldBy.owner && task.attempts === heldBy.attempt)) return false
+  return !claimOf || (task.attempts === claimOf.attempts && task.ready && task.notBefore <= claimOf.now)
 }
 
 /** What `transitions` answers: the task at the end, and each step's event with the task as it stood after that step. */
 export interface TransitionSteps {
   task: Task
   steps: { event: TaskEvent; task: Task }[]
+  /**
+   * When the transitions ended the task: its dependents as they stood at that write, read in the same one where the
+   * store can (a store across the network saves the round trip of `dependentsOf`). Absent: ask `dependentsOf`.
+   */
+  dependents?: Task[]
+}
+
+/** What `transition` answers: the task after it, its event, and (as in TransitionSteps) its dependents when it ended. */
+export interface TransitionOf {
+  task: Task
+  event: TaskEvent
+  dependents?: Task[]
 }
 
 /** What `insertAndStart` answers: the task as submitted (or the one its idempotency key found), and its start if it started. */
@@ -73,7 +93,7 @@ export interface TaskStore {
    * Moves a task to `change.to` only if its state is one of `from`, appending the action-log entry in the same
    * atomic write. Undefined when the task was not in one of those states (another process or call got there first).
    */
-  transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<{ task: Task; event: TaskEvent } | undefined>
+  transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<TransitionOf | undefined>
   /**
    * Optional: several transitions in a row (the first from one of `from`, each next from the one before it) in one
    * atomic write, every one with its action-log entry: all or none. `steps` holds each event with the task as it
@@ -81,6 +101,12 @@ export interface TaskStore {
    * without it gets the transitions one by one.
    */
   transitions?(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): Promise<TransitionSteps | undefined>
+  /**
+   * Optional: the task as this store last read or wrote it, without a read; it may be stale (another process moved
+   * the task since). The scheduler claims an announced task on it: the claim's compare-and-set and its `claimOf`
+   * check make a stale copy cost only the read it would have made anyway.
+   */
+  cached?(id: string): Task | undefined
   /** Updates fields that are not a transition (readiness), only while the task is in `state`. */
   update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined>
   /** Ready PENDING tasks whose backoff has passed, in the one due order (due-order.ts): priority, then submission. */

@@ -12,6 +12,11 @@ export interface Submitter {
   workspaceAccess?: WorkspaceAccess
   /** Where the runs of each of these tasks keep their workspace, by task id (the plan engine's bucket prefixes). */
   workspaceOf?: (taskId: string) => TaskWorkspace | undefined
+  /**
+   * The batch's ids are new by construction (a new plan's step task ids, made of the plan's id just made): not looked
+   * up before the insert (which would still answer a task already stored under one in its place, never overwrite it).
+   */
+  ownIds?: boolean
 }
 
 /** Finds a dependency cycle among the batch's tasks (existing tasks cannot depend on new ones, so cycles lie in the batch). */
@@ -67,8 +72,9 @@ export async function prepareTasks(
     if (ids.has(spec.id)) throw invalid(`task id "${spec.id}" appears twice in the batch`)
     ids.set(spec.id, spec.dependencies ?? [])
   }
-  // Only ids the caller chose can be taken: a fresh UUID is not looked up (a read saved per plain submit).
-  const chosen = specs.flatMap((spec) => (spec.id ? [spec.id] : []))
+  // Only ids the caller chose can be taken: a fresh UUID is not looked up (a read saved per plain submit), nor ids the
+  // submitter owns (ownIds).
+  const chosen = submitter.ownIds ? [] : specs.flatMap((spec) => (spec.id ? [spec.id] : []))
   // Nothing to look up (most submits): no call, and no promise to wait on.
   const taken = chosen.length ? await store.getMany(chosen) : []
   // An idempotent resubmission may name its own earlier id; any other reuse of an id is refused.
