@@ -9,8 +9,8 @@ export const SERVER_SEMI_SPACE_MIB = 4
  *
  * Under load V8 doubles the new space up to 16 MiB a semi-space and keeps those pages: `execgate serve` stayed ~75 MB
  * above its pre-load RSS 10 s after the load, and with `--max-semi-space-size=4` it came back within seconds
- * (docs/benchmarks.md, HTTP). This cap halved what stayed (+57/+78 MB against +105/+150 MB, same runs), not all of
- * it. That flag is read once, when the heap is made, so it cannot be set from inside (a re-exec would change the
+ * (docs/benchmarks.md, HTTP). This cap lowered what stayed (+57/+78/+60 MB against +105/+150/+54 MB, same runs),
+ * not all of it. That flag is read once, when the heap is made, so it cannot be set from inside (a re-exec would change the
  * server's pid, and a shebang with `env -S` fails on busybox). The growth factor, though, is
  * read at every growth: after each GC, once the new space has reached the cap, growth is switched off (factor 1),
  * and on again below it. The flag is the process's: a worker thread's young generation stops growing too while the
