@@ -18,7 +18,8 @@ beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-tasks-http-'))
   execgate = await createExecgate({
     overrides: {
-      execution: { enabled: ['quickjs', 'monty'] },
+      // process: a bash task whose output streams while it runs.
+      execution: { enabled: ['quickjs', 'monty', 'process'] },
       readiness: { enabled: false },
       log: { level: 'silent' },
       fabric: { dataDir },
@@ -72,6 +73,24 @@ test('a live SSE stream carries the transitions as they happen and the output, a
   expect(stream.text).toContain('event: transition')
   expect(stream.text).toMatch(/"to":"COMPLETED"/)
   expect(stream.text).toContain('event: stdout\ndata: {"chunk":"out\\n"}')
+})
+
+test('a reader that connects mid-run is sent what the run already printed, then the rest as it comes, each once', async () => {
+  // A console page opens the task's stream after the submit: the run's first lines are out by then.
+  const request = { language: 'bash', adapter: 'process', code: 'echo early; sleep 1.5; echo late' }
+  const created = await call('/v1/tasks', { key: ACME, body: { request } })
+  while ((await call(`/v1/tasks/${created.json.id}`, { key: ACME })).json.state !== 'RUNNING')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  const stream = await call(`/v1/tasks/${created.json.id}/events`, { key: ACME })
+  const seen = stream.text
+    .split('\n\n')
+    .filter((block) => block.includes('data: '))
+    .map((block) => {
+      const data = JSON.parse(block.split('data: ')[1]!)
+      return block.includes('event: transition') ? data.to : `${block.match(/event: (\w+)/)![1]} ${data.chunk.trim()}`
+    })
+  expect(seen).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'stdout early', 'stdout late', 'COMPLETED'])
 })
 
 test("the events carry each display() item as an output event while the task runs, and the task's result keeps them", async () => {

@@ -5,6 +5,7 @@ import { nextOwnerId } from '../owner-id'
 import { withDependencyInputs } from './dependency-inputs'
 import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
 import { runInputsFor } from './run-options'
+import { TaskLiveOutput, type TaskOutputChunk } from './task-live-output'
 import { TaskOutputs } from './task-outputs'
 import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
@@ -40,6 +41,8 @@ export class TaskScheduler {
   /** Rich outputs of the runs here, as their code makes them (task and plan event streams). */
   readonly outputs: TaskOutputs
   private readonly emitter = new EventEmitter()
+  /** Stdout and stderr of the runs here so far, for a stream opened mid-run. */
+  private readonly live = new TaskLiveOutput()
   private readonly running = new Map<string, AbortController>()
   private readonly concurrency: number
   private readonly owner: string
@@ -192,7 +195,7 @@ export class TaskScheduler {
   }
 
   private watchSource(): TaskWatchSource {
-    return { store: this.store, emitter: this.emitter, outputs: this.outputs, tickMs: this.options.tickMs ?? 200 }
+    return { store: this.store, emitter: this.emitter, outputs: this.outputs, live: this.live, tickMs: this.options.tickMs ?? 200 }
   }
 
   onTransition(listener: (event: TaskEvent, task: Task) => void): () => void {
@@ -365,6 +368,7 @@ export class TaskScheduler {
    * their outputs beside it.
    */
   private async run(task: Task, controller: AbortController, started?: Task, dependencies?: Promise<Task[]>): Promise<void> {
+    let attempt: number | undefined
     try {
       // The dependencies' outputs are read while the start is written: on a store across the network, one round trip.
       // A run started by its claim with no dependency (most) has neither to wait for.
@@ -381,8 +385,13 @@ export class TaskScheduler {
         inputs,
         task.dependencyPaths,
       )
-      const onOutput = (stream: 'stdout' | 'stderr', chunk: string) =>
-        this.emitter.emit('output', { type: 'output', taskId: task.id, stream, chunk })
+      attempt = running.attempts
+      this.live.begin(task.id, attempt)
+      const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => {
+        const item: TaskOutputChunk = { type: 'output', taskId: task.id, stream, chunk }
+        this.live.add(item)
+        this.emitter.emit('output', item)
+      }
       const rich = this.outputs.forRun(running)
       const run = runInputsFor(running, request, controller.signal, onOutput, await this.workspaceOf(running))
       const result = await this.options.execute(run.request, { ...run.options, onRichOutput: rich.onRichOutput })
@@ -404,6 +413,9 @@ export class TaskScheduler {
       this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
       const change: TaskChange = { to: 'FAILED', reason: `internal error: ${describeError(error)}`, heldBy: holderOf(task) }
       await this.move(task.id, ['SPAWNING', 'RUNNING'], change).catch(() => undefined)
+    } finally {
+      // Only this attempt's: a resumed run of the task may have begun here meanwhile.
+      if (attempt !== undefined) this.live.end(task.id, attempt)
     }
   }
 

@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events'
+import type { TaskLiveOutput } from './task-live-output'
 import type { TaskStreamItem } from './task-scheduler-options'
 import type { TaskOutputs } from './task-outputs'
 import type { TaskStore } from './task-store'
@@ -12,6 +13,8 @@ export interface TaskWatchSource {
   store: TaskStore
   emitter: EventEmitter
   outputs: TaskOutputs
+  /** What the runs here printed so far: a stream opened mid-run starts with it. */
+  live?: TaskLiveOutput
   tickMs: number
 }
 
@@ -26,6 +29,10 @@ export async function* taskEvents(source: TaskWatchSource, id: string, afterSeq 
   const onTransition = (event: TaskEvent) => event.taskId === id && signal()
   source.emitter.on('output', onOutput)
   source.emitter.on('transition', onTransition)
+  // What the run here printed before this stream opened, taken in the same turn as the listener above began (nothing
+  // missed, nothing twice). It goes out after its attempt's RUNNING, ahead of what came since; until then that waits.
+  // A resumed stream (afterSeq) was sent it before.
+  let replay = afterSeq > 0 ? undefined : source.live?.snapshot(id)
   // Rich outputs sent, by attempt and index: one relayed from another process is sent once, and its run's stored
   // result fills in what the relay carried after the run's end (below).
   const sent = new Set<string>()
@@ -37,7 +44,7 @@ export async function* taskEvents(source: TaskWatchSource, id: string, afterSeq 
   let lastTo: TaskEvent['to'] | undefined
   const running = () => (lastTo === undefined ? afterSeq > 0 : lastTo === 'RUNNING')
   function* drain(): Generator<TaskStreamItem> {
-    if (!running()) return
+    if (!running() || replay) return
     while (outputs.length) {
       const item = outputs.shift()!
       if (item.type === 'rich-output') {
@@ -56,12 +63,17 @@ export async function* taskEvents(source: TaskWatchSource, id: string, afterSeq 
         // A late reader was not sent the run's earlier outputs, and another process's last ones may come through Redis
         // after its end was written: the stored result has them all.
         if (isFinal(event.to) && event.from === 'RUNNING') outputs.push(...(await unsent(source.store, id, sent)))
+        if (isFinal(event.to)) replay = undefined
         // Output sent before this transition was written (a run's last items, then its end) goes out first.
         yield* drain()
         last = event.seq
         lastTo = event.to
         yield { type: 'transition', event }
         if (isFinal(event.to)) return
+        if (replay && event.to === 'RUNNING' && event.attempt >= replay.attempt) {
+          if (event.attempt === replay.attempt) outputs.unshift(...replay.chunks)
+          replay = undefined
+        }
       }
       if (events.length === 0 && !(await source.store.get(id))) return
       // Local transitions wake us at once; another process's show up within a tick.
