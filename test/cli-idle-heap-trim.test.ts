@@ -15,7 +15,11 @@ const [mode, activity] = process.argv.slice(1)
 const committed = () => v8.getHeapStatistics().total_heap_size
 const trims = []
 if (mode === 'trim')
-  require(${JSON.stringify(BUILT)}).trimHeapWhenIdle({ checkMs: 100, growthBytes: 8 * 1024 * 1024, onTrim: (before, after) => trims.push({ before, after }) })
+  require(${JSON.stringify(BUILT)}).trimHeapWhenIdle({
+    checkMs: 100,
+    growthBytes: 8 * 1024 * 1024,
+    onTrim: (before, after) => trims.push({ before, after }),
+  })
 const gcLeftExposed = vm.runInNewContext('typeof gc') !== 'undefined'
 ;(async () => {
   let kept = []

@@ -20,7 +20,7 @@ export interface IdleHeapTrimOptions {
 
 /**
  * After a load, gives the heap back: once the event loop has been idle for two checks in a row and the heap's committed
- * memory has grown by `growthBytes` since the last trim, one full collection. V8's own memory reducer does this too,
+ * memory has grown by `growthBytes` since the last trim, a full collection (two, see below). V8's own memory reducer does this too,
  * but only 8 s after the last full collection of the load, and only when its sample of the allocation rate is low
  * then; the server stayed +57 to +78 MB above its pre-load RSS 10 s after the load (docs/benchmarks.md, HTTP). The
  * collection blocks the event loop for as long as it takes (tens of ms for this heap), so only an idle server runs
@@ -42,6 +42,9 @@ export function trimHeapWhenIdle(options: IdleHeapTrimOptions = {}): () => void 
     // The lowest level seen is the baseline: a heap that shrank on its own moves it down.
     if (before < baseline) baseline = before
     if (idleChecks < IDLE_CHECKS || before - baseline < growthBytes) return
+    // Twice: the first collection's pages are swept after it returns, and only the second gives the empty ones back
+    // (a fragmented 120 MB heap: 105 MB after one, 39 MB after two).
+    collect()
     collect()
     const after = committedHeapBytes()
     baseline = after
