@@ -477,7 +477,9 @@ export class TaskScheduler {
   /** A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them. */
   private async afterEnd(task: Task, dependents?: readonly Task[]): Promise<void> {
     for (const dependent of dependents ?? (await this.store.dependentsOf(task.id))) {
-      if (isFinal(dependent.state)) continue
+      // Another tenant's task can name this id only for a task it never got (its batch's task of that id was answered by
+      // an idempotency key under another id): nothing of this task (its end, its reason) reaches it.
+      if (isFinal(dependent.state) || dependent.tenant !== task.tenant) continue
       if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
       else
         await this.move(dependent.id, ['PENDING', 'SUSPENDED'], {
@@ -492,10 +494,11 @@ export class TaskScheduler {
   /** `ended`: a dependency just read as it ended, so it is not read again. */
   private async refreshReadiness(task: Task, ended?: Task): Promise<void> {
     const known = ended && task.dependencies.includes(ended.id) ? [ended] : []
+    // Only the tenant's own tasks count: another tenant's task of a named id is no dependency (see afterEnd).
     const dependencies = [
       ...known,
       ...(await this.store.getMany(task.dependencies.filter((id) => !known.some((dependency) => dependency.id === id)))),
-    ]
+    ].filter((dependency) => dependency.tenant === task.tenant)
     const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
     if (failed) {
       await this.move(task.id, ['PENDING', 'SUSPENDED'], {
