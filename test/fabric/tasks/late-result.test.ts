@@ -162,7 +162,7 @@ describe('redis store: a second announcement of a running task', () => {
       // The same attempt announced again (as at its submission: attempt count 0), while the first run is held.
       await announcer.dispatch(task)
       // Taken and done with: nothing queued, only the held run's announcement still active.
-      for (const until = Date.now() + 30_000; (await queue.count()) > 0 || (await queue.getActiveCount()) !== 1; ) {
+      for (const until = Date.now() + 30_000; (await queue.count()) > 0 || (await queue.getActiveCount()) !== 1;) {
         if (Date.now() > until) throw new Error('the second announcement was never taken')
         await new Promise((resolve) => setTimeout(resolve, 20))
       }

@@ -283,7 +283,10 @@ describe.each(stores)('%s store', (storeKind) => {
         mallory,
       )
       const [secret, failing] = await execgate.tasks.submitMany(
-        [{ id: 'named-out', ...js('"s3cret"') }, { id: 'named-bad', ...js('throw new Error("victim private detail")') }],
+        [
+          { id: 'named-out', ...js('"s3cret"') },
+          { id: 'named-bad', ...js('throw new Error("victim private detail")') },
+        ],
         { tenant: 'victim' },
       )
       expect((await execgate.tasks.wait(secret!.id, { tenant: 'victim' })).state).toBe('COMPLETED')
