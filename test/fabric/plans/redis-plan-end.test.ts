@@ -53,7 +53,8 @@ function planOf(id: string): Plan {
 }
 
 function stepEvent(taskId: string, taskSeq: number, to: TaskState): NewStepEvent {
-  return { type: 'step', at, version: 1, stepId: `step-${taskId}`, taskId, from: 'RUNNING', to, reason: to.toLowerCase(), attempt: 1, taskSeq }
+  const stepId = `step-${taskId}`
+  return { type: 'step', at, version: 1, stepId, taskId, from: 'RUNNING', to, reason: to.toLowerCase(), attempt: 1, taskSeq }
 }
 
 /** Resolves once `count` subscribers listen on the channel (a watch subscribes in the background). */

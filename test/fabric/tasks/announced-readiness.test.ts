@@ -80,7 +80,8 @@ test('an announced task whose dependencies have not all completed is not made re
   const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: 'execgate:tasks', ownsConnection: true })
   const announcer = new BullmqDispatcher({ url: redis.url, queue: 'execgate-tasks' })
   try {
-    const blocker = await execgate.tasks.submit({ request: { language: 'javascript', code: 'const t = Date.now(); while (Date.now() - t < 1500) {}; 1' } })
+    const busy = 'const t = Date.now(); while (Date.now() - t < 1500) {}; 1'
+    const blocker = await execgate.tasks.submit({ request: { language: 'javascript', code: busy } })
     const at = new Date().toISOString()
     const waiting: Task = {
       id: `not-ready-${process.pid}`,
