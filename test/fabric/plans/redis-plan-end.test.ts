@@ -93,9 +93,11 @@ test('copies the steps not copied yet, then writes the plan, in one script; a lo
     expect(await store.mirrored('p-1')).toEqual(new Map([['t-a', 7]]))
 
     // Another write got there first (rev 2 is taken): the plan stays as it is, the step's copy lands all the same.
-    const lost = await store.mirrorAndUpdate({ ...planOf('p-1'), rev: 2, state: 'FAILED' }, [stepEvent('t-b', 9, 'TERMINATED')], [
-      { ...end, to: 'FAILED' },
-    ])
+    const lost = await store.mirrorAndUpdate(
+      { ...planOf('p-1'), rev: 2, state: 'FAILED' },
+      [stepEvent('t-b', 9, 'TERMINATED')],
+      [{ ...end, to: 'FAILED' }],
+    )
     expect(lost.written).toBeUndefined()
     expect(lost.mirrored.map((event) => event.seq)).toEqual([5])
     expect(await store.get('p-1')).toMatchObject({ rev: 2, state: 'COMPLETED' })
