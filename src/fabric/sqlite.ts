@@ -52,12 +52,15 @@ export function openSqlite(file: string, schema: string, driver?: SqliteDriver, 
 }
 
 /**
- * `db.transaction(fn)` (deferred) with BEGIN, COMMIT and ROLLBACK prepared once: libsql's own wrapper sends each
+ * `db.transaction(fn).immediate` with BEGIN, COMMIT and ROLLBACK prepared once: libsql's own wrapper sends each
  * through `exec`, which parses and prepares it again every time, on a store's hot path (the task store's two
- * transactions a task). A failed COMMIT (the write lock busy past the timeout) is rolled back like a throw of `fn`.
+ * transactions a task). A failed COMMIT is rolled back like a throw of `fn`. IMMEDIATE: the write lock is taken
+ * first (waiting `busy_timeout` for another process's), because `fn` reads, then writes what it read: begun deferred,
+ * a commit by another process on the same file (a second worker, the CLI) between the read and the write failed the
+ * transaction at once (SQLITE_BUSY_SNAPSHOT: no wait helps a read another commit made stale).
  */
 export function preparedTransaction<A extends unknown[], R>(db: Database, fn: (...args: A) => R): (...args: A) => R {
-  const begin = db.prepare('BEGIN')
+  const begin = db.prepare('BEGIN IMMEDIATE')
   const commit = db.prepare('COMMIT')
   const rollback = db.prepare('ROLLBACK')
   return (...args: A): R => {

@@ -4,7 +4,8 @@ import path from 'node:path'
 import { FABRIC_STORE_KINDS, type FabricStoreKind } from '../../src/config/store-kinds'
 import { FABRIC_STORE_DRIVERS, storeDriver, type FabricStoreSettings } from '../../src/fabric/drivers'
 import type { Plan } from '../../src/fabric/plans'
-import { DEFAULT_RETRY_POLICY, type Task, type TaskStore } from '../../src/fabric/tasks'
+import type { Database, SqliteDriver } from '../../src/fabric/sqlite'
+import { DEFAULT_RETRY_POLICY, SqliteTaskStore, type Task, type TaskStore } from '../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
 
 /**
@@ -205,4 +206,68 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     // Uploads are indexed where every node sees them only on a shared store; else beside the uploads themselves.
     expect(driver.uploadIndex(settings) !== undefined).toBe(driver.shared)
   })
+})
+
+test("the SQLite task store: another process's commit between a transition's read and its write does not fail it", async () => {
+  // Several workers on one file (docs/tasks.md, Workers): another process commits while this one is inside a transition,
+  // after its read of the task and before its write. Begun deferred, the transaction then failed at its write
+  // (SQLITE_BUSY_SNAPSHOT, which no busy wait helps), and a claim with it (in the pump: a rejection nobody handles).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-drivers-interleaved-'))
+  const file = path.join(dir, 'tasks.sqlite')
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the driver itself, as the store loads it
+  const Libsql = require('libsql') as SqliteDriver
+  let interleave: (() => void) | undefined
+  /** libsql, with the other process's write run (once, when armed) right after this store's read of a task. */
+  class Interleaved {
+    constructor(dbFile: string) {
+      const db: Database = new Libsql(dbFile)
+      const prepare = db.prepare.bind(db)
+      db.prepare = (sql: string) => {
+        const statement = prepare(sql)
+        if (sql !== 'SELECT body FROM tasks WHERE id = ?') return statement
+        const get = statement.get.bind(statement)
+        statement.get = (...params: unknown[]) => {
+          const row = get(...params)
+          const write = interleave
+          interleave = undefined
+          write?.()
+          return row
+        }
+        return statement
+      }
+      return db
+    }
+  }
+  const store = new SqliteTaskStore({ file, driver: Interleaved as unknown as SqliteDriver })
+  const other = new Libsql(file)
+  try {
+    // The other process does not wait for the write lock here (a test thread cannot wait for itself).
+    other.pragma('busy_timeout = 0')
+    await store.insert([taskOf('claimed', 0), taskOf('bystander', 0)], 'submitted')
+    const otherWrite = () => other.prepare("UPDATE tasks SET priority = 1 WHERE id = 'bystander'").run()
+    let refused: unknown
+    interleave = () => {
+      try {
+        otherWrite()
+      } catch (error) {
+        refused = error
+      }
+    }
+    const claimed = await store.transition('claimed', ['PENDING'], {
+      to: 'SPAWNING',
+      reason: 'attempt 1 of 3',
+      patch: { attempts: 1, owner: 'here' },
+      claimOf: { attempts: 0, now: Date.now() },
+    })
+    expect(interleave).toBeUndefined()
+    expect(claimed?.task).toMatchObject({ state: 'SPAWNING', attempts: 1, owner: 'here' })
+    // The other process's write waits its turn: refused while the claim held the write lock, it lands after it.
+    expect(String(refused)).toMatch(/busy|locked/i)
+    otherWrite()
+    expect((await store.getMany(['claimed', 'bystander'])).map((task) => task.state)).toEqual(['SPAWNING', 'PENDING'])
+  } finally {
+    other.close()
+    await store.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })

@@ -13,12 +13,13 @@ export const GENESIS: ChainPoint = { seq: 0, hash: '' }
 /** The draft as the record after `previous` (the tenant's head, its checkpoint, or GENESIS). */
 export function chainRecord(draft: RecordDraft, previous: ChainPoint): StoredRecord {
   const seq = previous.seq + 1
-  // The same text as JSON.stringify of the body, with the entry's JSON made by the writer when it has it.
+  // The same text as JSON.stringify of the body, with the entry's JSON made by the writer's function when it has one.
+  const entryJson = draft.entryJson?.()
   const text =
-    draft.entryJson === undefined
+    entryJson === undefined
       ? JSON.stringify({ seq, prevHash: previous.hash, recordedAt: draft.recordedAt, entry: draft.entry } satisfies RecordBody)
       : `{"seq":${seq},"prevHash":${JSON.stringify(previous.hash)},"recordedAt":${JSON.stringify(draft.recordedAt)},` +
-        `"entry":${draft.entryJson}}`
+        `"entry":${entryJson}}`
   return { tenant: draft.tenant, seq, id: draft.id, body: text, hash: sha256(text) }
 }
 

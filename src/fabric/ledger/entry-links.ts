@@ -5,8 +5,8 @@ function link(ref: ArtifactRef, role: LinkRole): ArtifactLink {
   return { sha256: ref.sha256, role, path: ref.path, size: ref.size, mediaType: ref.mediaType }
 }
 
-function streamLink(role: 'stdout' | 'stderr', digest: StreamDigest): ArtifactLink[] {
-  return digest.stored ? [{ sha256: digest.sha256, role, path: role, size: digest.size, mediaType: TEXT_PLAIN }] : []
+function streamLink(role: 'stdout' | 'stderr', digest: StreamDigest): ArtifactLink {
+  return { sha256: digest.sha256, role, path: role, size: digest.size, mediaType: TEXT_PLAIN }
 }
 
 /**
@@ -18,19 +18,21 @@ export function linksOf(entry: LedgerEntry): ArtifactLink[] {
   // The sandbox generated the file it saved; what it used is not known to the ledger (its execs are runs of their own).
   if (entry.kind === 'sandbox_file') return [link(entry.file, 'output')]
   if (entry.kind === 'plan_version') {
-    return [link(entry.document, 'document'), ...(entry.previousDocument ? [link(entry.previousDocument, 'plan')] : [])]
+    return entry.previousDocument
+      ? [link(entry.document, 'document'), link(entry.previousDocument, 'plan')]
+      : [link(entry.document, 'document')]
   }
-  return [
-    ...entry.inputs.map((ref) => link(ref, 'input')),
-    link(entry.code, 'code'),
-    ...(entry.planDocument ? [link(entry.planDocument, 'plan')] : []),
-    ...entry.outputs.map((ref) => link(ref, 'output')),
-    ...streamLink('stdout', entry.stdout),
-    ...streamLink('stderr', entry.stderr),
-    ...(entry.value
-      ? [{ sha256: entry.value.sha256, role: 'value' as const, path: 'value', size: entry.value.size, mediaType: JSON_MEDIA_TYPE }]
-      : []),
-  ]
+  // Pushed into one list, not spread from several: the writer calls this for every record it indexes.
+  const links: ArtifactLink[] = []
+  for (const ref of entry.inputs) links.push(link(ref, 'input'))
+  links.push(link(entry.code, 'code'))
+  if (entry.planDocument) links.push(link(entry.planDocument, 'plan'))
+  for (const ref of entry.outputs) links.push(link(ref, 'output'))
+  if (entry.stdout.stored) links.push(streamLink('stdout', entry.stdout))
+  if (entry.stderr.stored) links.push(streamLink('stderr', entry.stderr))
+  const { value } = entry
+  if (value) links.push({ sha256: value.sha256, role: 'value', path: 'value', size: value.size, mediaType: JSON_MEDIA_TYPE })
+  return links
 }
 
 /** The record's id: the run id, `plan:<planId>@<version>`, or `sandbox:<id>/<path>@<sha256>`. */

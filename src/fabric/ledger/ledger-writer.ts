@@ -182,7 +182,8 @@ export class LedgerWriter {
         if (document) entry.planDocument = document
       }
       for (const blob of runBlobs) writes.set(blob.sha256, blob)
-      drafts.push({ tenant, id: entry.runId, recordedAt: Date.now(), entry, entryJson: runEntryJson(entry) })
+      // The JSON is made when the store chains the record, a few rows before it is written (RecordDraft.entryJson).
+      drafts.push({ tenant, id: entry.runId, recordedAt: Date.now(), entry, entryJson: () => runEntryJson(entry) })
     }
     for (const blob of writes.values()) {
       if (this.knownBlobs.has(blob.sha256)) continue
@@ -190,7 +191,8 @@ export class LedgerWriter {
       if (this.knownBlobs.size >= KNOWN_BLOBS) this.knownBlobs.clear()
       this.knownBlobs.add(blob.sha256)
     }
-    await records.append(drafts)
+    // Not answered: the writer never reads the stored records, and the store need not keep them all until the end.
+    await records.append(drafts, { answer: false })
   }
 
   /** The document of a recorded plan version (this batch's included), for the runs of its steps and its successor. */

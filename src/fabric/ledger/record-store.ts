@@ -1,5 +1,10 @@
 import type { ArtifactLink, ChainPoint, RecordDraft, StoredRecord } from './types'
 
+export interface AppendOptions {
+  /** Whether the caller wants the stored records back. @default true */
+  answer?: boolean
+}
+
 /**
  * Where ledger records live: one interface, two stores (embedded SQLite, the default; Redis, shared by every node of
  * a distributed deployment). The ledger's rules (the chain, lineage, retention, tenant scoping) live above it, so both
@@ -9,8 +14,10 @@ export interface LedgerRecordStore {
   /**
    * Appends each draft to its tenant's chain (after the head, or after the retention checkpoint), atomically per
    * call. A draft whose id the tenant already has is not appended again: the stored record is returned instead.
+   * With `answer: false` (the ledger's writer, which never reads them) a store may answer `[]`, and need not keep
+   * every record of the batch, bodies included, alive until the batch ends.
    */
-  append(drafts: readonly RecordDraft[]): Promise<StoredRecord[]>
+  append(drafts: readonly RecordDraft[], options?: AppendOptions): Promise<StoredRecord[]>
   byId(tenant: string, id: string): Promise<StoredRecord | undefined>
   bySeq(tenant: string, seqs: readonly number[]): Promise<StoredRecord[]>
   /** The tenant's kept records with seq > afterSeq, in order, at most `limit`. */

@@ -21,7 +21,10 @@ import type { ArtifactRef, RunLimits, RunRecord, StreamDigest } from './types'
  * runs later, off that path: it hashes, and names the blobs to store.
  */
 
-/** The run's RunInfo without its policy object (its digest and limits travel instead: `CapturedRun.policy`). */
+/**
+ * The run's RunInfo. Its policy object is never read from here: the record takes the policy's digest and limits from
+ * `CapturedRun.policy`, and a hand-over to the writer thread sends neither (writer-handover.ts).
+ */
 export type CapturedRunInfo = Omit<RunInfo, 'policy'>
 
 export interface CapturedRun {
@@ -81,9 +84,11 @@ export function captureRun(result: ExecutionResult, request: ExecutionRequest, r
   } catch {
     valueJson = undefined
   }
-  const { policy, ...info } = run
+  // The RunInfo itself, not a copy without its policy: the service makes one for every run and never changes it, and
+  // an object rest (`{ policy, ...info }`) is a runtime call copying every key, on every run.
+  const { policy } = run
   const captured: CapturedRun = {
-    run: info,
+    run,
     traceId: result.traceId,
     adapter: result.adapter,
     status: result.status,
@@ -223,6 +228,18 @@ function enginesOf(engines: Readonly<Record<string, string>> | undefined): Recor
   return merged
 }
 
+/** `new Date(ms).toISOString()`, the last one kept: a run's start and end, and runs one after another, often share a ms. */
+let lastIsoMs = NaN
+let lastIso = ''
+
+function isoTime(ms: number): string {
+  if (ms !== lastIsoMs) {
+    lastIso = new Date(ms).toISOString()
+    lastIsoMs = ms
+  }
+  return lastIso
+}
+
 /** The run's provenance record, and the blobs it references. */
 export function describeRun(
   captured: CapturedRun,
@@ -231,22 +248,16 @@ export function describeRun(
   const blobs = new Map<string, BlobWrite>()
   const { run } = captured
   const provenance = run.provenance ?? {}
-  const inputs = [
-    ...(captured.inputs ?? []).map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
-    ...(run.workspaceReads ?? []).map((file) => artifact(file.path, asBuffer(file.content), mediaTypeOf(file.path), blobs)),
-    // By digest only: the bytes stay in the upload store (no copy per run), the record names them.
-    ...(run.uploads ?? []).map((file): ArtifactRef => ({
-      path: file.path,
-      sha256: file.sha256,
-      size: file.bytes,
-      mediaType: mediaTypeOf(file.path),
-      upload: true,
-    })),
-  ]
-  const outputs = [
-    ...(captured.outputs ?? []).map((file) => artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs)),
-    ...(captured.generated ?? []).map((file) => artifact(file.path, workspaceFileBytes(file), file.mediaType, blobs)),
-  ]
+  // Pushed into one list each, not spread from several (most runs have none of them: no empty list made per source).
+  const inputs: ArtifactRef[] = []
+  for (const file of captured.inputs ?? []) inputs.push(artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs))
+  for (const file of run.workspaceReads ?? []) inputs.push(artifact(file.path, asBuffer(file.content), mediaTypeOf(file.path), blobs))
+  // By digest only: the bytes stay in the upload store (no copy per run), the record names them.
+  for (const file of run.uploads ?? [])
+    inputs.push({ path: file.path, sha256: file.sha256, size: file.bytes, mediaType: mediaTypeOf(file.path), upload: true })
+  const outputs: ArtifactRef[] = []
+  for (const file of captured.outputs ?? []) outputs.push(artifact(file.path, workspaceFileBytes(file), mediaTypeOf(file.path), blobs))
+  for (const file of captured.generated ?? []) outputs.push(artifact(file.path, workspaceFileBytes(file), file.mediaType, blobs))
   const code = textArtifact('code', captured.code, codeMediaType(captured.language), blobs)
   const stdout = stream('stdout', captured.stdout ?? '', settings.outputThresholdBytes, blobs)
   const stderr = stream('stderr', captured.stderr ?? '', settings.outputThresholdBytes, blobs)
@@ -282,8 +293,8 @@ export function describeRun(
   }
   if (captured.egress) entry.egress = captured.egress
   entry.engines = enginesOf(run.engines)
-  entry.startedAt = new Date(run.startedAt).toISOString()
-  entry.endedAt = new Date(run.endedAt).toISOString()
+  entry.startedAt = isoTime(run.startedAt)
+  entry.endedAt = isoTime(run.endedAt)
   entry.status = captured.status
   if (captured.error) entry.error = captured.error
   entry.wallMs = Math.round((captured.wallMs ?? captured.durationMs) * 1000) / 1000

@@ -1,6 +1,6 @@
 import { openSqlite, type Database, type SqliteDriver, type Statement, type Transaction } from '../sqlite'
 import { chainRecord, GENESIS } from './chain'
-import type { LedgerRecordStore } from './record-store'
+import type { AppendOptions, LedgerRecordStore } from './record-store'
 import { LINKS_SCHEMA, SqliteLinkIndex, type IndexedRecord } from './sqlite-link-index'
 import { RowInserter } from './sqlite-row-inserter'
 import type { ArtifactLink, ChainPoint, LinkRole, RecordBody, RecordDraft, StoredRecord } from './types'
@@ -87,7 +87,7 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     'byId' | 'page' | 'chain' | 'setHead' | 'artifact' | 'referenced' | 'tenantBytes' | 'tenants',
     Statement
   >
-  private readonly appendAll: Transaction<[readonly RecordDraft[]], StoredRecord[]>
+  private readonly appendAll: Transaction<[readonly RecordDraft[], boolean], StoredRecord[]>
   private readonly insertRecords: RowInserter
   private readonly links: SqliteLinkIndex
   private readonly appendEach: Transaction<[readonly RecordDraft[]], StoredRecord[]>
@@ -126,7 +126,7 @@ export class SqliteLedgerStore implements LedgerRecordStore {
       ),
       tenants: prepare('SELECT tenant FROM ledger_chains ORDER BY tenant'),
     }
-    this.appendAll = this.db.transaction((drafts: readonly RecordDraft[]) => this.appendInTransaction(drafts))
+    this.appendAll = this.db.transaction((drafts: readonly RecordDraft[], answer: boolean) => this.appendInTransaction(drafts, answer))
     this.appendEach = this.db.transaction((drafts: readonly RecordDraft[]) => this.appendOneByOne(drafts))
     this.removeAll = this.db.transaction((tenant: string, from: number, through: number) => {
       const rows = this.db
@@ -147,32 +147,46 @@ export class SqliteLedgerStore implements LedgerRecordStore {
 
   /**
    * One batch, inside its transaction, as multi-row INSERTs: libsql costs ~1.5 µs a statement call and ~0.2 µs a
-   * bound value, and a trivial run's record was three calls. An id the tenant already has (a plan version or a
-   * sandbox file recorded again; run ids are UUIDs) makes the records' INSERT change fewer rows than it was given:
-   * then the batch is rolled back and appended one record at a time, where the stored record stands (appendOneByOne).
+   * bound value, and a trivial run's record was three calls. The rows go in RowInserter.ROWS at a time, as they are
+   * chained: a record's body (and the entry JSON the writer's draft makes for it) is then garbage a few rows later,
+   * not kept with every other body of the batch until its end (`answer: false` keeps none). An id the tenant already
+   * has (a plan version or a sandbox file recorded again; run ids are UUIDs) makes an INSERT change fewer rows than it
+   * was given: then the batch is rolled back and appended one record at a time, where the stored record stands
+   * (appendOneByOne).
    */
-  private appendInTransaction(drafts: readonly RecordDraft[]): StoredRecord[] {
+  private appendInTransaction(drafts: readonly RecordDraft[], answer: boolean): StoredRecord[] {
     const heads = new Map<string, ChainPoint>()
-    const fresh = new Map<string, StoredRecord>()
-    const recordValues: unknown[] = []
+    // The batch's records by tenant and id (a repeat within the batch is answered with the first): kept only when answered.
+    const fresh = new Map<string, StoredRecord | undefined>()
+    const records: StoredRecord[] = []
     const indexed: IndexedRecord[] = []
-    const records = drafts.map((draft) => {
+    let values: unknown[] = []
+    let unwritten = 0
+    const write = () => {
+      if (unwritten === 0) return
+      if (this.insertRecords.insert(values) < unwritten) throw new AlreadyStored()
+      values = []
+      unwritten = 0
+    }
+    for (const draft of drafts) {
       const key = `${draft.tenant}\n${draft.id}`
-      const earlier = fresh.get(key)
-      if (earlier) return earlier
+      if (fresh.has(key)) {
+        if (answer) records.push(fresh.get(key)!)
+        continue
+      }
       const record = chainRecord(draft, heads.get(draft.tenant) ?? this.tip(draft.tenant))
-      recordValues.push(record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body)
+      values.push(record.tenant, record.seq, record.id, draft.recordedAt, record.hash, record.body)
       indexed.push({ tenant: record.tenant, seq: record.seq, entry: draft.entry })
       heads.set(draft.tenant, { seq: record.seq, hash: record.hash })
-      fresh.set(key, record)
-      return record
-    })
-    const appended = recordValues.length / RECORD_WIDTH
-    if (this.insertRecords.insert(recordValues) < appended) throw new AlreadyStored()
+      fresh.set(key, answer ? record : undefined)
+      if (answer) records.push(record)
+      if (++unwritten === RowInserter.ROWS) write()
+    }
+    write()
     this.links.write(indexed)
     // Each tenant's head once per batch, inside the same transaction: one statement per tenant, not per record.
     for (const [tenant, head] of heads) this.statements.setHead.run(tenant, head.seq, head.hash)
-    this.sinceCheckpoint += appended
+    this.sinceCheckpoint += indexed.length
     return records
   }
 
@@ -217,11 +231,11 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     return GENESIS
   }
 
-  async append(drafts: readonly RecordDraft[]): Promise<StoredRecord[]> {
+  async append(drafts: readonly RecordDraft[], options: AppendOptions = {}): Promise<StoredRecord[]> {
     if (!drafts.length) return []
     let records: StoredRecord[]
     try {
-      records = this.appendAll.immediate(drafts)
+      records = this.appendAll.immediate(drafts, options.answer !== false)
     } catch (error) {
       this.links.rollback()
       if (!(error instanceof AlreadyStored)) throw error

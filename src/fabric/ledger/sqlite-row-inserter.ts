@@ -5,7 +5,8 @@ import type { Database, Statement } from '../sqlite'
  * statement call and ~0.2 µs a bound value, so a batch's rows go in as few calls as the driver allows.
  */
 export class RowInserter {
-  private static readonly ROWS = 16
+  /** Rows a statement at most. */
+  static readonly ROWS = 16
   private readonly statements = new Map<number, Statement>()
 
   constructor(

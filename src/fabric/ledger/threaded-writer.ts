@@ -6,6 +6,7 @@ import { startWorker } from '../../runtime/worker-script'
 import type { Logger } from '../../observability/logger'
 import type { LedgerItem, LedgerWriterPort } from './ledger-writer'
 import type { RetentionPolicy, RetentionReport } from './retention'
+import { encodeHandOver } from './writer-handover'
 import type { WriterReply, WriterRequest, WriterThreadData } from './writer-protocol'
 
 type Request = { resolve(value: unknown): void; reject(error: Error): void }
@@ -132,7 +133,7 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
     const worker = this.thread()
     this.posted += items.length
     worker.ref()
-    worker.postMessage({ op: 'post', items } satisfies WriterRequest)
+    worker.postMessage({ op: 'post', handOver: encodeHandOver(items) } satisfies WriterRequest)
   }
 
   async flush(): Promise<void> {

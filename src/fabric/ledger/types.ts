@@ -180,8 +180,12 @@ export interface RecordDraft {
   /** Epoch ms. */
   recordedAt: number
   entry: LedgerEntry
-  /** `entry`'s JSON when the writer made it already (runEntryJson), else the store serialises `entry`. */
-  entryJson?: string
+  /**
+   * Makes `entry`'s JSON (the writer's runEntryJson), called once when the store chains the draft; without it the
+   * store serialises `entry`. A function, so each text is made inside the append, just before its row is written,
+   * not for a whole batch at once before it: a batch's texts then never all live together (garbage collection).
+   */
+  entryJson?: () => string
 }
 
 /** The end of a tenant's chain, or the retention checkpoint where its kept part begins. */

@@ -1,5 +1,5 @@
-import type { LedgerItem } from './ledger-writer'
 import type { RetentionPolicy } from './retention'
+import type { HandOver } from './writer-handover'
 
 /** The messages between the ledger (ThreadedLedgerWriter) and its writer thread (writer-thread.ts). */
 
@@ -11,7 +11,7 @@ export interface WriterThreadData {
 }
 
 export type WriterRequest =
-  | { op: 'post'; items: readonly LedgerItem[] }
+  | { op: 'post'; handOver: HandOver }
   | { op: 'flush'; id: number }
   | { op: 'retention'; id: number; policy: RetentionPolicy; now?: number; tenants?: string[] }
   | { op: 'close'; id: number }

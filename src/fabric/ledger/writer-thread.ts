@@ -3,6 +3,7 @@ import { describeError } from '../../core/errors'
 import type { Logger } from '../../observability/logger'
 import { LedgerWriter } from './ledger-writer'
 import { openBlobStore, openRecordStore, type LedgerFabricSettings } from './open-stores'
+import { decodeHandOver } from './writer-handover'
 import type { WriterReply, WriterRequest, WriterThreadData } from './writer-protocol'
 
 /**
@@ -36,7 +37,7 @@ function answer(id: number, work: Promise<unknown>): void {
 port.on('message', (request: WriterRequest) => {
   switch (request.op) {
     case 'post':
-      return writer.post(request.items)
+      return writer.post(decodeHandOver(request.handOver))
     case 'flush':
       return answer(request.id, writer.flush())
     case 'retention':

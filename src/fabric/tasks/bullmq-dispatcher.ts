@@ -13,9 +13,12 @@ export interface TaskDispatcher {
   /**
    * Starts taking announced tasks, `concurrency` at a time; `run` resolves when the task's run has settled. It is
    * given the task's attempt count when it was announced (undefined for an announcement made without one), so that a
-   * stale announcement handed back late is not taken for the run a later one started.
+   * stale announcement handed back late is not taken for the run a later one started; and `handedBack`: whether this
+   * announcement was taken before, by a process that stopped renewing its lease (undefined when the dispatcher cannot
+   * tell). Only such an announcement can say that a run in flight was lost: a second announcement of the same attempt
+   * (a resume while the first still queued) finds the run the first one started, alive.
    */
-  consume(run: (taskId: string, announcedAttempts?: number) => Promise<void>, concurrency: number): Promise<void>
+  consume(run: (taskId: string, announcedAttempts?: number, handedBack?: boolean) => Promise<void>, concurrency: number): Promise<void>
   /** Stops taking announced tasks (runs in flight go on); used before a shutdown stops them. */
   pause(): Promise<void>
   close(): Promise<void>
@@ -83,10 +86,15 @@ export class BullmqDispatcher implements TaskDispatcher {
     )
   }
 
-  async consume(run: (taskId: string, announcedAttempts?: number) => Promise<void>, concurrency: number): Promise<void> {
+  async consume(
+    run: (taskId: string, announcedAttempts?: number, handedBack?: boolean) => Promise<void>,
+    concurrency: number,
+  ): Promise<void> {
     const { Worker } = await importOptional('redis', () => import('bullmq'))
     const announced = (job: { data: unknown }) => job.data as { taskId: string; attempts?: number }
-    this.worker = new Worker(this.name, async (job) => run(announced(job).taskId, announced(job).attempts), {
+    // A job taken again: BullMQ moved it back from a worker whose lock lapsed (stalled), and starts it once more.
+    const handedBack = (job: { stalledCounter: number; attemptsStarted: number }) => job.stalledCounter > 0 || job.attemptsStarted > 1
+    this.worker = new Worker(this.name, async (job) => run(announced(job).taskId, announced(job).attempts, handedBack(job)), {
       connection: this.connection(),
       concurrency,
       lockDuration: this.leaseMs,

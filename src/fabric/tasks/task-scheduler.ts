@@ -74,7 +74,7 @@ export class TaskScheduler {
     this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 200)
     this.timer.unref()
     if (this.options.dispatcher)
-      await this.options.dispatcher.consume((id, announced) => this.runDispatched(id, announced), this.concurrency)
+      await this.options.dispatcher.consume((id, announced, handedBack) => this.runDispatched(id, announced, handedBack), this.concurrency)
     this.wake()
   }
 
@@ -215,8 +215,10 @@ export class TaskScheduler {
    * An announcement made for an earlier attempt is stale and does nothing: a process killed mid-run leaves its
    * announcement held until its lease lapses, and by then a restart's recovery may have retried the task under a new
    * announcement; the old one, handed back, must not take the new run for the lost one (or claim the retry early).
+   * Nor is a run taken for lost by an announcement never handed back (`handedBack` false): a second announcement of
+   * the same attempt (a resume while the first still queued, two readiness writes) finds the run the first one started.
    */
-  private async runDispatched(id: string, announced?: number): Promise<void> {
+  private async runDispatched(id: string, announced?: number, handedBack?: boolean): Promise<void> {
     // Claimed on the copy the announcing write left here, when it says the claim is due: no read first. The claim
     // lands only on the task as counted (claimOf, checked in the store's write); anything else is read as stored.
     const copy = announced === undefined ? undefined : this.store.cached?.(id)
@@ -227,7 +229,7 @@ export class TaskScheduler {
     let task = await this.store.get(id)
     if (task && (task.state === 'SPAWNING' || task.state === 'RUNNING') && task.owner !== this.owner && !this.running.has(id)) {
       // The run this announcement started is attempt announced + 1; any later one was started by a later announcement.
-      if (announced !== undefined && task.attempts !== announced + 1) return
+      if (announced !== undefined && (task.attempts !== announced + 1 || handedBack === false)) return
       await this.settle(task, undefined, outcomeOfLostRun(task, 'lease lapsed'))
       task = await this.store.get(id)
       if (announced !== undefined) return
@@ -483,7 +485,9 @@ export class TaskScheduler {
   /** A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them. */
   private async afterEnd(task: Task, dependents?: readonly Task[]): Promise<void> {
     for (const dependent of dependents ?? (await this.store.dependentsOf(task.id))) {
-      if (isFinal(dependent.state)) continue
+      // Another tenant's task can name this id only for a task it never got (its batch's task of that id was answered by
+      // an idempotency key under another id): nothing of this task (its end, its reason) reaches it.
+      if (isFinal(dependent.state) || dependent.tenant !== task.tenant) continue
       if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
       else
         await this.move(dependent.id, ['PENDING', 'SUSPENDED'], {
@@ -498,10 +502,11 @@ export class TaskScheduler {
   /** `ended`: a dependency just read as it ended, so it is not read again. */
   private async refreshReadiness(task: Task, ended?: Task): Promise<void> {
     const known = ended && task.dependencies.includes(ended.id) ? [ended] : []
+    // Only the tenant's own tasks count: another tenant's task of a named id is no dependency (see afterEnd).
     const dependencies = [
       ...known,
       ...(await this.store.getMany(task.dependencies.filter((id) => !known.some((dependency) => dependency.id === id)))),
-    ]
+    ].filter((dependency) => dependency.tenant === task.tenant)
     const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
     if (failed) {
       await this.move(task.id, ['PENDING', 'SUSPENDED'], {

@@ -138,6 +138,27 @@ describe.each(kinds)('%s ledger store', (kind) => {
     expect((await store.append([draft('b', 'same')]))[0]!.seq).toBe(1)
   })
 
+  test('a batch larger than one INSERT, not answered, repeating a stored id late in it: each record once, in order', async () => {
+    await store.append([draft('a', 'r35')])
+    const drafts = Array.from({ length: 40 }, (_, index) => draft('a', `r${index}`))
+    // As the ledger's writer does: each draft makes its entry's JSON when the store chains it.
+    let made = 0
+    for (const each of drafts) {
+      each.entryJson = () => {
+        made++
+        return JSON.stringify(each.entry)
+      }
+    }
+    await store.append(drafts, { answer: false })
+    const page = await store.page('a', 0, 100)
+    expect(page.map((record) => record.id)).toEqual(['r35', ...drafts.map((each) => each.id).filter((id) => id !== 'r35')])
+    expect(page.map((record) => record.seq)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1))
+    expect(made).toBeGreaterThanOrEqual(39)
+    expect(JSON.parse(page[1]!.body).entry).toEqual(drafts[0]!.entry)
+    expect(await verify(store, 'a')).toMatchObject({ ok: true, records: 40 })
+    expect(await store.linkedSeqs('a', [sha256('code of r39')], 'used')).toEqual([40])
+  })
+
   test("reads are the tenant's own: ids, artifacts and links of another tenant are not there", async () => {
     await store.append([draft('a', 'r1', { inputs: ['shared input'], outputs: ['a result'] }), draft('b', 'r2', { outputs: ['b result'] })])
     expect(await store.byId('b', 'r1')).toBeUndefined()

@@ -265,6 +265,40 @@ describe.each(stores)('%s store', (storeKind) => {
       expect((await execgate.tasks.list({}, { tenant: 'acme' })).tasks.map((task) => task.id)).toContain(mine.id)
     })
 
+    test("a dependency id its batch never stored does not reach another tenant's task of that id", async () => {
+      // A batch's member answered by its idempotency key (a task stored earlier under another id) leaves the batch's
+      // dependents naming an id no task of the tenant has. Another tenant may later store a task of that id.
+      const mallory = { tenant: 'mallory' }
+      for (const key of ['pin-out', 'pin-bad']) {
+        const pinned = await execgate.tasks.submit(js('1', { idempotencyKey: key }), mallory)
+        await execgate.tasks.wait(pinned.id, mallory)
+      }
+      const [, , spy, spyOfFailure] = await execgate.tasks.submitMany(
+        [
+          { id: 'named-out', ...js('2', { idempotencyKey: 'pin-out' }) },
+          { id: 'named-bad', ...js('2', { idempotencyKey: 'pin-bad' }) },
+          js('await read_file("deps/named-out/value.json")', { dependencies: ['named-out'] }),
+          js('1', { dependencies: ['named-bad'] }),
+        ],
+        mallory,
+      )
+      const [secret, failing] = await execgate.tasks.submitMany(
+        [
+          { id: 'named-out', ...js('"s3cret"') },
+          { id: 'named-bad', ...js('throw new Error("victim private detail")') },
+        ],
+        { tenant: 'victim' },
+      )
+      expect((await execgate.tasks.wait(secret!.id, { tenant: 'victim' })).state).toBe('COMPLETED')
+      expect((await execgate.tasks.wait(failing!.id, { tenant: 'victim' })).state).toBe('FAILED')
+      // Neither the victim's value nor its failure's words reach mallory's tasks (an outer bound: a run is ms).
+      const seen = await Promise.all([spy, spyOfFailure].map((task) => execgate.tasks.wait(task!.id, { ...mallory, timeoutMs: 2000 })))
+      expect(seen.map((task) => JSON.stringify(task.result ?? null) + task.reason)).toEqual([
+        expect.not.stringContaining('s3cret'),
+        expect.not.stringContaining('victim private detail'),
+      ])
+    })
+
     test('cancel, suspend and resume; list filters by state and intent and pages', async () => {
       const blockers = await Promise.all([0, 1].map(() => execgate.tasks.submit(js(busy(500)), { tenant: 'pager' })))
       const queued = await execgate.tasks.submit(js('5', { intentId: 'i-9' }), { tenant: 'pager' })
