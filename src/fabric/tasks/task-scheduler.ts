@@ -549,9 +549,13 @@ export class TaskScheduler {
   }
 }
 
-/** Whether `dependencies` (as read) are every one of the task's, all COMPLETED: what makes a task ready. */
+/**
+ * Whether `dependencies` (as read) are every one of the task's, all COMPLETED and the task's tenant's own (another
+ * tenant's task of a named id is no dependency: afterEnd): what makes a task ready.
+ */
 function everyCompleted(task: Task, dependencies: readonly Task[]): boolean {
-  return dependencies.length === task.dependencies.length && dependencies.every((dependency) => dependency.state === 'COMPLETED')
+  const own = dependencies.filter((dependency) => dependency.tenant === task.tenant)
+  return own.length === task.dependencies.length && own.every((dependency) => dependency.state === 'COMPLETED')
 }
 
 /** The holder of a claimed run, as its claim wrote it: this scheduler and the attempt it counted. */
