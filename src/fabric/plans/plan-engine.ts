@@ -9,6 +9,7 @@ import {
   decidesPlan,
   isPlanFinal,
   type NewPlanEvent,
+  type NewStepEvent,
   type Plan,
   type PlanEvent,
   type PlanSpec,
@@ -347,21 +348,22 @@ export class PlanEngine {
     const looked = await this.look(id)
     if (!looked || this.stopped) return
     let { plan, tasks } = looked
+    const version = currentVersion(plan)
+    // Every step completed (nothing held, missing or failed: the checks below would find nothing): the steps' last
+    // transitions are copied with the plan's end, in one write where the store can (one script on Redis).
+    if (plan.state === 'RUNNING' && version.steps.every((step) => tasks.get(step.taskId)?.state === 'COMPLETED'))
+      return void (await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks, looked.logs))
     await this.steps.mirror(plan.id, tasks.values(), looked.logs)
     if (isPlanFinal(plan.state)) return void this.steps.forget(id)
     if (plan.state === 'SUSPENDED') return void (await this.align(plan, tasks))
-    const version = currentVersion(plan)
     if (plan.state === 'RUNNING') {
       if (await this.align(plan, tasks)) return this.kick(id) // steps it held while suspended, if a resume was cut short
       if (version.steps.some((step) => !tasks.has(step.taskId))) return this.submitTasks(plan) // a crash between the version and its tasks
       const failed = version.steps
         .filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined)
         .sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]
-      if (!failed) {
-        if (version.steps.every((step) => tasks.get(step.taskId)!.state === 'COMPLETED'))
-          await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks)
-        return
-      }
+      // None failed, and not every one completed (finished above): the plan waits for its steps.
+      if (!failed) return
       const reason = `step ${failed.id} failed: ${failureOf(tasks.get(failed.taskId)!)}`
       const paused = await this.write(plan, { state: 'REVISING', reason, failedStep: failed.id, owner: this.owner }, [
         { type: 'plan', at: '', version: plan.version, from: 'RUNNING', to: 'REVISING', reason },
@@ -523,21 +525,34 @@ export class PlanEngine {
   }
 
   /**
-   * Ends a plan, after mirroring its steps' last transitions (so the log's last event is the plan's end). `tasks`, when
-   * given, were just read and all ended: nothing of them can be missing from the log once mirrored.
+   * Ends a plan, with its steps' last transitions copied into its log first (so the log's last event is the plan's end).
+   * `tasks`, when given, were just read and all ended (nothing of them can be missing from the log once copied), with
+   * `logs` read ahead of them (StepLogMirror.readAhead).
    */
-  private async finish(plan: Plan, state: PlanState, reason: string, tasks?: ReadonlyMap<string, Task>): Promise<Plan | undefined> {
+  private async finish(
+    plan: Plan,
+    state: PlanState,
+    reason: string,
+    tasks?: ReadonlyMap<string, Task>,
+    logs?: ReadAhead,
+  ): Promise<Plan | undefined> {
     for (;;) {
       const seen = tasks ?? (await this.tasksOf(plan))
-      await this.mirror(plan, seen)
-      tasks = undefined
+      const steps = await this.steps.fresh(plan.id, seen.values(), logs)
+      tasks = logs = undefined
       const ended = await this.write(
         plan,
         { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) },
         [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }],
         seen,
+        steps,
       )
-      if (ended) return ended
+      if (ended) {
+        // Ended here: nothing of it is looked at again (a late look finds it ended and copies what is left).
+        this.steps.forget(plan.id)
+        this.lookedAt.delete(plan.id)
+        return ended
+      }
       const again = await this.options.store.get(plan.id)
       if (!again || isPlanFinal(again.state)) return undefined
       plan = again
@@ -546,21 +561,31 @@ export class PlanEngine {
 
   /**
    * One compare-and-set write of the plan with its events; undefined when another write got there first. `tasks`: its
-   * steps' tasks as the write's caller just read them (told to `onWritten` listeners).
+   * steps' tasks as the write's caller just read them (told to `onWritten` listeners). `steps`: step events to copy
+   * into its log first (StepLogMirror.fresh), copied whether the write lands or not; with the write in one where the
+   * store can (PlanStore.mirrorAndUpdate).
    */
   private async write(
     plan: Plan,
     patch: Partial<Plan>,
     events: NewPlanEvent[],
     tasks?: ReadonlyMap<string, Task>,
+    steps: readonly NewStepEvent[] = [],
   ): Promise<Plan | undefined> {
     const at = new Date().toISOString()
     const next: Plan = { ...plan, ...patch, rev: plan.rev + 1, updatedAt: at }
     for (const key of Object.keys(patch) as (keyof Plan)[]) if (patch[key] === undefined) delete next[key]
-    const written = await this.options.store.update(
-      next,
-      events.map((event) => ({ ...event, at: event.at || at })),
-    )
+    const stamped = events.map((event) => ({ ...event, at: event.at || at }))
+    const { store } = this.options
+    let written: PlanEvent[] | undefined
+    if (steps.length > 0 && store.mirrorAndUpdate) {
+      const both = await store.mirrorAndUpdate(next, steps, stamped)
+      this.announce(both.mirrored)
+      written = both.written
+    } else {
+      if (steps.length > 0) this.announce(await store.mirror(plan.id, steps))
+      written = await store.update(next, stamped)
+    }
     if (!written) return undefined
     // Before the events: a waiter they wake finds the plan as written here.
     this.emitter.emit('written', next, tasks)

@@ -1,4 +1,4 @@
-import type { NewPlanEvent, Plan, PlanEvent, PlanState } from './plan-types'
+import type { NewPlanEvent, NewStepEvent, Plan, PlanEvent, PlanState } from './plan-types'
 
 /**
  * Where plans live. Like the task store it only keeps and finds records and makes each write atomic; the engine's
@@ -22,6 +22,12 @@ export interface PlanPage {
   nextCursor?: string
 }
 
+/** What `mirrorAndUpdate` answers: the step events copied (as `mirror`), and the plan's (as `update`) when it landed. */
+export interface MirroredUpdate {
+  mirrored: PlanEvent[]
+  written?: PlanEvent[]
+}
+
 export interface PlanStore {
   /** Inserts a new plan (rev 1) and its first events in one atomic write. */
   insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]>
@@ -35,7 +41,14 @@ export interface PlanStore {
   /** Plans not yet ended (RUNNING, REVISING, SUSPENDED), oldest first: what a starting engine picks up. */
   active(): Promise<Plan[]>
   /** Appends step events mirrored from the tasks' action logs; an event already mirrored (same task event) is skipped. */
-  mirror(planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]): Promise<PlanEvent[]>
+  mirror(planId: string, events: readonly NewStepEvent[]): Promise<PlanEvent[]>
+  /**
+   * Optional (a store across the network, where it saves a round trip): `mirror(plan.id, steps)` then
+   * `update(plan, events)` as one atomic write. The steps' events are copied whether or not the compare-and-set lands
+   * (as `mirror` alone would), and before the plan's own. `written` as `update` answers (undefined: lost). Without it
+   * the engine mirrors, then updates.
+   */
+  mirrorAndUpdate?(plan: Plan, steps: readonly NewStepEvent[], events: readonly NewPlanEvent[]): Promise<MirroredUpdate>
   /** The last task event mirrored into the plan's log, by task id. */
   mirrored(planId: string): Promise<Map<string, number>>
   /** The plan's event log in order, after `afterSeq`. */

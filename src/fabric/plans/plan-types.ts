@@ -204,3 +204,6 @@ export type PlanStreamItem = PlanEvent | PlanOutputEvent
 
 /** An event before the store numbers it. */
 export type NewPlanEvent = PlanEvent extends infer E ? (E extends PlanEvent ? Omit<E, 'seq' | 'planId'> : never) : never
+
+/** A step's task transition copied into the plan's log (step-log-mirror.ts), before the store numbers it. */
+export type NewStepEvent = Extract<NewPlanEvent, { type: 'step' }>

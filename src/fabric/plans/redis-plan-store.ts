@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import type { PlanChangeKind, PlanListFilter, PlanPage, PlanStore } from './plan-store'
-import { isPlanFinal, type NewPlanEvent, type Plan, type PlanEvent } from './plan-types'
+import type { MirroredUpdate, PlanChangeKind, PlanListFilter, PlanPage, PlanStore } from './plan-store'
+import { isPlanFinal, type NewPlanEvent, type NewStepEvent, type Plan, type PlanEvent } from './plan-types'
 
 /**
  * Plans on Redis (`fabric.store = redis`), shared by every `execgate serve` node and worker that reaches it. Each
@@ -42,20 +42,52 @@ redis.call('PUBLISH', KEYS[4], ARGV[7])
 return first
 `
 
-/** Appends each step event not copied yet: ARGV[1] the message published, then (task id, task seq, body) per event. */
-const MIRROR = `
+/**
+ * Copies each step event not copied yet, from ARGV[from] on as (task id, task seq, body) triples, into `seqs` (its seq
+ * in the log, 0 when it was there already): Lua shared by MIRROR and MIRROR_UPDATE, given their keys' names.
+ */
+const copySteps = (keys: { events: string; copied: string; last: string }, from: string) => `
 local seqs = {}
-for i = 2, #ARGV, 3 do
-  if redis.call('SADD', KEYS[2], ARGV[i + 1]) == 1 then
-    local last = tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0')
-    if tonumber(ARGV[i + 1]) > last then redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
-    seqs[#seqs + 1] = redis.call('RPUSH', KEYS[1], ARGV[i + 2])
+for i = ${from}, #ARGV, 3 do
+  if redis.call('SADD', ${keys.copied}, ARGV[i + 1]) == 1 then
+    local last = tonumber(redis.call('HGET', ${keys.last}, ARGV[i]) or '0')
+    if tonumber(ARGV[i + 1]) > last then redis.call('HSET', ${keys.last}, ARGV[i], ARGV[i + 1]) end
+    seqs[#seqs + 1] = redis.call('RPUSH', ${keys.events}, ARGV[i + 2])
   else
     seqs[#seqs + 1] = 0
   end
 end
+`
+
+/** Appends each step event not copied yet: ARGV[1] the message published, then (task id, task seq, body) per event. */
+const MIRROR = `${copySteps({ events: 'KEYS[1]', copied: 'KEYS[2]', last: 'KEYS[3]' }, '2')}
 if #seqs > 0 then redis.call('PUBLISH', KEYS[4], ARGV[1]) end
 return seqs
+`
+
+/**
+ * MIRROR then UPDATE in one script (a plan's end: its steps' last transitions, then its own, one round trip). The steps
+ * are copied whatever the compare-and-set finds, as MIRROR alone would. KEYS[1]–[4] as UPDATE's, [5] and [6] MIRROR's
+ * set of copied events and hash of the last copied. ARGV[1]–[7] as UPDATE's ([7] published when the plan is written),
+ * [8] the message published when only steps were copied, [9] how many plan events follow, then they, then (task id,
+ * task seq, body) per step event. Answers UPDATE's answer (0: lost), then MIRROR's seqs.
+ */
+const MIRROR_UPDATE = `
+local planEvents = tonumber(ARGV[9])
+${copySteps({ events: 'KEYS[2]', copied: 'KEYS[5]', last: 'KEYS[6]' }, '10 + planEvents')}
+local first = 0
+if redis.call('HGET', KEYS[1], 'rev') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'body', ARGV[2], 'rev', ARGV[3], 'state', ARGV[4])
+  if ARGV[5] == '1' then redis.call('ZREM', KEYS[3], ARGV[6]) end
+  first = redis.call('LLEN', KEYS[2]) + 1
+  for i = 10, 9 + planEvents do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+  redis.call('PUBLISH', KEYS[4], ARGV[7])
+elseif #seqs > 0 then
+  redis.call('PUBLISH', KEYS[4], ARGV[8])
+end
+local answer = {first}
+for _, seq in ipairs(seqs) do answer[#answer + 1] = seq end
+return answer
 `
 
 export interface RedisPlanStoreOptions {
@@ -172,10 +204,21 @@ export class RedisPlanStore implements PlanStore {
     const first = (await this.redis.eval(
       UPDATE,
       4,
-      this.key('plan', plan.id),
-      this.key('events', plan.id),
-      this.key('active'),
-      this.key('changes'),
+      ...this.updateKeys(plan),
+      ...this.updateArgs(plan),
+      ...events.map((event) => JSON.stringify(event)),
+    )) as number
+    return first === 0 ? undefined : this.number(events, plan.id, first)
+  }
+
+  /** UPDATE's keys, the first four of MIRROR_UPDATE's. */
+  private updateKeys(plan: Plan): string[] {
+    return [this.key('plan', plan.id), this.key('events', plan.id), this.key('active'), this.key('changes')]
+  }
+
+  /** UPDATE's ARGV[1]–[7], MIRROR_UPDATE's too. */
+  private updateArgs(plan: Plan): string[] {
+    return [
       String(plan.rev - 1),
       JSON.stringify(plan),
       String(plan.rev),
@@ -183,9 +226,27 @@ export class RedisPlanStore implements PlanStore {
       isPlanFinal(plan.state) ? '1' : '0',
       plan.id,
       this.message('write', plan.id),
+    ]
+  }
+
+  /** A plan's end: its steps' last transitions copied and the plan written, in one script (one round trip). */
+  async mirrorAndUpdate(plan: Plan, steps: readonly NewStepEvent[], events: readonly NewPlanEvent[]): Promise<MirroredUpdate> {
+    const [first, ...seqs] = (await this.redis.eval(
+      MIRROR_UPDATE,
+      6,
+      ...this.updateKeys(plan),
+      this.key('mirroredSeqs', plan.id),
+      this.key('mirrored', plan.id),
+      ...this.updateArgs(plan),
+      this.message('moved', plan.id),
+      String(events.length),
       ...events.map((event) => JSON.stringify(event)),
-    )) as number
-    return first === 0 ? undefined : this.number(events, plan.id, first)
+      ...this.stepArgs(steps),
+    )) as number[]
+    return {
+      mirrored: this.copied(plan.id, steps, seqs),
+      ...(first ? { written: this.number(events, plan.id, first) } : {}),
+    }
   }
 
   async active(): Promise<Plan[]> {
@@ -193,7 +254,7 @@ export class RedisPlanStore implements PlanStore {
     return plans.filter((plan): plan is Plan => plan !== undefined && !isPlanFinal(plan.state))
   }
 
-  async mirror(planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]): Promise<PlanEvent[]> {
+  async mirror(planId: string, events: readonly NewStepEvent[]): Promise<PlanEvent[]> {
     if (events.length === 0) return []
     const seqs = (await this.redis.eval(
       MIRROR,
@@ -204,8 +265,18 @@ export class RedisPlanStore implements PlanStore {
       this.key('changes'),
       // The log grew; the plan itself did not change: only live readers look.
       this.message('moved', planId),
-      ...events.flatMap((event) => [event.taskId, String(event.taskSeq), JSON.stringify(event)]),
+      ...this.stepArgs(events),
     )) as number[]
+    return this.copied(planId, events, seqs)
+  }
+
+  /** Step events as MIRROR's and MIRROR_UPDATE's arguments: task id, task seq, body. */
+  private stepArgs(events: readonly NewStepEvent[]): string[] {
+    return events.flatMap((event) => [event.taskId, String(event.taskSeq), JSON.stringify(event)])
+  }
+
+  /** The step events a copy appended (seq 0: copied before), numbered. */
+  private copied(planId: string, events: readonly NewStepEvent[], seqs: readonly number[]): PlanEvent[] {
     return events.flatMap((event, index) => (seqs[index] ? [{ ...event, seq: seqs[index], planId } as PlanEvent] : []))
   }
 

@@ -1,8 +1,6 @@
 import { isFinal, type Task, type TaskEvent, type TaskReader, type TaskState } from '../tasks'
 import type { PlanStore } from './plan-store'
-import type { NewPlanEvent, PlanEvent } from './plan-types'
-
-type StepEvent = Extract<NewPlanEvent, { type: 'step' }>
+import type { NewStepEvent, PlanEvent } from './plan-types'
 
 /** Steps' logs read ahead of a mirror, by task id (StepLogMirror.readAhead). */
 export type ReadAhead = ReadonlyMap<string, TaskEvent[]>
@@ -51,6 +49,15 @@ export class StepLogMirror {
    * read ahead (readAhead) just after these tasks; the others are read now.
    */
   async mirror(planId: string, tasks: Iterable<Task>, ahead?: ReadAhead): Promise<void> {
+    const fresh = await this.fresh(planId, tasks, ahead)
+    if (fresh.length > 0) this.announce(await this.store.mirror(planId, fresh))
+  }
+
+  /**
+   * What `mirror` would copy, counted as copied from now on: the caller writes it (with the plan's own write, where
+   * the store makes both one: PlanStore.mirrorAndUpdate) and announces what the store answers.
+   */
+  async fresh(planId: string, tasks: Iterable<Task>, ahead?: ReadAhead): Promise<NewStepEvent[]> {
     let state = this.plans.get(planId)
     if (!state) this.plans.set(planId, (state = { upTo: await this.store.mirrored(planId), seen: new Map() }))
     const { upTo, seen } = state
@@ -67,7 +74,7 @@ export class StepLogMirror {
         return read ? Promise.resolve(read) : this.tasks.events(task.id, upTo.get(task.id) ?? 0)
       }),
     )
-    const fresh: StepEvent[] = moved.flatMap((task, index) => {
+    const fresh: NewStepEvent[] = moved.flatMap((task, index) => {
       seen.set(task.id, `${task.state}|${task.updatedAt}`)
       const { stepId, planVersion } = task.provenance!
       return logs[index]!.map((event) => ({
@@ -83,10 +90,9 @@ export class StepLogMirror {
         taskSeq: event.seq,
       }))
     })
-    if (fresh.length === 0) return
     fresh.sort((a, b) => a.taskSeq - b.taskSeq)
     for (const event of fresh) upTo.set(event.taskId, Math.max(upTo.get(event.taskId) ?? 0, event.taskSeq))
-    this.announce(await this.store.mirror(planId, fresh))
+    return fresh
   }
 
   /** The plan ended: nothing of it needs remembering. */

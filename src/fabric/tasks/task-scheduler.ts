@@ -234,8 +234,14 @@ export class TaskScheduler {
       task = await this.store.get(id)
       if (announced !== undefined) return
     }
-    if (!task || task.state !== 'PENDING' || !task.ready) return
+    if (!task || task.state !== 'PENDING') return
     if (announced !== undefined && task.attempts !== announced) return
+    // Announced beside its readiness write (refreshReadiness), and taken before that write landed (or its announcer
+    // died between the two): ready by its dependencies, as the write would have made it.
+    if (!task.ready) {
+      task = await this.readyByDependencies(task)
+      if (!task) return
+    }
     // Handed over while this process stops, or early: announced again so another process (or a later time) runs it.
     if (this.stopped || task.notBefore > Date.now()) return this.options.dispatcher?.dispatch(task)
     await (
@@ -507,10 +513,26 @@ export class TaskScheduler {
         to: 'TERMINATED',
         reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}`,
       })
-    } else if (dependencies.length === task.dependencies.length && dependencies.every((dependency) => dependency.state === 'COMPLETED')) {
+    } else if (everyCompleted(task, dependencies)) {
+      const { dispatcher } = this.options
+      if (dispatcher && task.state === 'PENDING') {
+        // Announced beside the readiness write, not after it: a round trip sooner on a plan's path from one step's end
+        // to the next one's start. A process that takes the announcement before the write lands makes the task ready
+        // itself, from the same dependencies (runDispatched); an announcement whose write finds the task moved on
+        // (cancelled, suspended) is taken and dropped, as any stale one.
+        await Promise.all([this.store.update(task.id, 'PENDING', { ready: true }), dispatcher.dispatch({ ...task, ready: true })])
+        return
+      }
       const ready = await this.store.update(task.id, task.state, { ready: true })
       if (ready?.state === 'PENDING') await this.announce(ready)
     }
+  }
+
+  /** A pending task made ready now that every dependency completed (the write refreshReadiness makes); else undefined. */
+  private async readyByDependencies(task: Task): Promise<Task | undefined> {
+    if (!everyCompleted(task, await this.store.getMany(task.dependencies))) return undefined
+    const ready = await this.store.update(task.id, 'PENDING', { ready: true })
+    return ready?.ready ? ready : undefined
   }
 
   /**
@@ -525,6 +547,15 @@ export class TaskScheduler {
     }
     for (const task of await this.store.inStates(['PENDING', 'SUSPENDED'])) if (!task.ready) await this.refreshReadiness(task)
   }
+}
+
+/**
+ * Whether `dependencies` (as read) are every one of the task's, all COMPLETED and the task's tenant's own (another
+ * tenant's task of a named id is no dependency: afterEnd): what makes a task ready.
+ */
+function everyCompleted(task: Task, dependencies: readonly Task[]): boolean {
+  const own = dependencies.filter((dependency) => dependency.tenant === task.tenant)
+  return own.length === task.dependencies.length && own.every((dependency) => dependency.state === 'COMPLETED')
 }
 
 /** The holder of a claimed run, as its claim wrote it: this scheduler and the attempt it counted. */

@@ -1,0 +1,120 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { Redis } from 'ioredis'
+import { createExecgate, type Execgate } from '../../../src'
+import { BullmqDispatcher, DEFAULT_RETRY_POLICY, RedisTaskStore, type Task } from '../../../src/fabric/tasks'
+import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+
+/**
+ * On Redis a dependent is announced beside its readiness write, not after it (task-scheduler.ts, refreshReadiness), so
+ * a process may take the announcement before the write lands. Here the write never comes, as if its announcer died
+ * between the two: another process (a store and a dispatcher of their own on the same Redis and queue) stores the
+ * dependent not ready and announces it. The execgate that takes the announcement finds the dependency completed, makes
+ * the task ready itself and runs it, once. A real redis-server on loopback, BullMQ, quickjs.
+ */
+
+let redis: RedisServer
+let dataDir: string
+let execgate: Execgate
+
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-announced-'))
+  redis = await startRedisServer()
+  execgate = await createExecgate({
+    env: {
+      EXECGATE_FABRIC_STORE: 'redis',
+      EXECGATE_FABRIC_REDIS_URL: redis.url,
+      EXECGATE_LOG_LEVEL: 'silent',
+      EXECGATE_READINESS_ENABLED: 'false',
+      EXECGATE_EXECUTION_ENABLED: 'quickjs',
+      EXECGATE_FABRIC_DATA_DIR: dataDir,
+    },
+  })
+}, 60_000)
+
+afterAll(async () => {
+  await execgate?.dispose()
+  await redis?.stop()
+  fs.rmSync(dataDir, { recursive: true, force: true })
+})
+
+test('an announcement taken before its readiness write landed runs the task once its dependencies completed', async () => {
+  const first = await execgate.tasks.wait((await execgate.tasks.submit({ request: { language: 'javascript', code: '20' } })).id)
+  expect(first.state).toBe('COMPLETED')
+  // Another process, on the same keys and queue as the execgate (the default prefix).
+  const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: 'execgate:tasks', ownsConnection: true })
+  const announcer = new BullmqDispatcher({ url: redis.url, queue: 'execgate-tasks' })
+  try {
+    const at = new Date().toISOString()
+    const dependent: Task = {
+      id: `late-ready-${process.pid}`,
+      tenant: first.tenant,
+      state: 'PENDING',
+      request: { language: 'javascript', code: '21' },
+      priority: 0,
+      requirements: {},
+      dependencies: [first.id],
+      retryPolicy: { ...DEFAULT_RETRY_POLICY },
+      lane: 'batch',
+      attempts: 0,
+      // Its readiness write never landed.
+      ready: false,
+      notBefore: 0,
+      reason: 'submitted',
+      createdAt: at,
+      updatedAt: at,
+    }
+    await store.insert([dependent], 'submitted')
+    await announcer.dispatch({ ...dependent, ready: true })
+    const done = await execgate.tasks.scheduler.wait(dependent.id, 20_000)
+    expect(done).toMatchObject({ state: 'COMPLETED', ready: true, attempts: 1, result: { status: 'ok', value: 21 } })
+    expect((await store.events(dependent.id)).map((event) => event.to)).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
+  } finally {
+    await announcer.close()
+    await store.close()
+  }
+}, 60_000)
+
+test('an announced task whose dependencies have not all completed is not made ready, and does not run', async () => {
+  const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: 'execgate:tasks', ownsConnection: true })
+  const announcer = new BullmqDispatcher({ url: redis.url, queue: 'execgate-tasks' })
+  try {
+    const busy = 'const t = Date.now(); while (Date.now() - t < 1500) {}; 1'
+    const blocker = await execgate.tasks.submit({ request: { language: 'javascript', code: busy } })
+    const at = new Date().toISOString()
+    const waiting: Task = {
+      id: `not-ready-${process.pid}`,
+      tenant: blocker.tenant,
+      state: 'PENDING',
+      request: { language: 'javascript', code: '2' },
+      priority: 0,
+      requirements: {},
+      dependencies: [blocker.id],
+      retryPolicy: { ...DEFAULT_RETRY_POLICY },
+      lane: 'batch',
+      attempts: 0,
+      ready: false,
+      notBefore: 0,
+      reason: 'submitted',
+      createdAt: at,
+      updatedAt: at,
+    }
+    await store.insert([waiting], 'submitted')
+    // A wrong announcement (its dependency still running): taken and dropped, the task left to its dependency's end.
+    await announcer.dispatch({ ...waiting, ready: true })
+    for (let waited = 0; ; waited += 20) {
+      // Read before the blocker: while the blocker is not done, this read was made before it was.
+      const state = (await store.get(waiting.id))?.state
+      if ((await store.get(blocker.id))?.state === 'COMPLETED') break
+      expect(state).toBe('PENDING')
+      if (waited > 20_000) throw new Error('the blocker did not complete')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    // Its dependency's end made it ready and announced it (the dependents set was written by the insert).
+    expect(await execgate.tasks.scheduler.wait(waiting.id, 20_000)).toMatchObject({ state: 'COMPLETED', attempts: 1 })
+  } finally {
+    await announcer.close()
+    await store.close()
+  }
+}, 60_000)
