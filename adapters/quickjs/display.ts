@@ -130,7 +130,7 @@ export class QuickJsDisplay {
    * never display anything; taking the built-ins it needs is a few property reads. Built lazily, the prelude runs
    * under the run's own memory limit and deadline.
    */
-  install(vm: QuickJSContext): void {
+  install(vm: QuickJSContext, stringify?: QuickJSHandle): void {
     const read = (owner: QuickJSHandle, ...path: string[]): QuickJSHandle => {
       let handle = owner
       for (const name of path) {
@@ -146,7 +146,8 @@ export class QuickJsDisplay {
     const hasOwn = vm.unwrapResult(vm.callFunction(bind, call, hasOwnProperty))
     for (const handle of [call, bind, hasOwnProperty]) handle.dispose()
     this.builtins = [
-      read(vm.global, 'JSON', 'stringify'),
+      // The run's own copy when it has one: one handle copied, not two property reads.
+      stringify ? stringify.dup() : read(vm.global, 'JSON', 'stringify'),
       read(vm.global, 'Array', 'isArray'),
       read(vm.global, 'Object', 'keys'),
       hasOwn,

@@ -80,7 +80,7 @@ export class QuickJsRun {
       () => this.limits?.outputs,
       (item) => this.host.display?.(item),
     )
-    this.display.install(this.vm)
+    this.display.install(this.vm, this.stringify)
   }
 
   /** `display()` items left out for the policy's output limits. */
@@ -231,6 +231,9 @@ export class QuickJsRun {
   /** Runs jobs and waits for host calls until the promise settles, the deadline passes or nothing is left. */
   private async settle(promise: QuickJSHandle | undefined): Promise<void> {
     for (;;) {
+      // Nothing queued and no host call out (a plain `1 + 1`): the loop below would run no job and return; asking
+      // first spares the job call's out-pointer, allocated and freed in the module's memory each time.
+      if (this.pendingHostCalls === 0 && !this.runtime.hasPendingJob()) return
       const jobs = this.runtime.executePendingJobs()
       if (jobs.error) {
         jobs.error.dispose()
@@ -291,16 +294,19 @@ export class QuickJsRun {
         handle = this.vm.getProp(settled.value, 'value')
         settled.value.dispose()
       }
-      if (this.vm.typeof(handle) === 'object' && this.isPromise(handle)) {
+      // Read once: each `typeof` copies a C string out of the module and frees it.
+      let type: string | undefined = this.vm.typeof(handle)
+      if (type === 'object' && this.isPromise(handle)) {
         const settled = await this.awaitPromise(handle)
         handle = undefined
         if ('failure' in settled) return settled.failure
         handle = settled.value
+        type = undefined
       } else {
         await this.settle(undefined) // promise jobs and host calls started by the code still run to the end
         if (this.stop) return this.failure(undefined)
       }
-      return this.toValue(handle)
+      return this.toValue(handle, type)
     } finally {
       if (handle?.alive) handle.dispose()
     }
@@ -364,8 +370,8 @@ export class QuickJsRun {
   }
 
   /** The value as JSON, serialised inside the VM so a hostile getter runs under the VM's own limits. */
-  private toValue(handle: QuickJSHandle): RunOutcome {
-    const type = this.vm.typeof(handle)
+  private toValue(handle: QuickJSHandle, known?: string): RunOutcome {
+    const type = known ?? this.vm.typeof(handle)
     if (type === 'undefined' || type === 'function' || type === 'symbol') return { status: 'ok' }
     if (type === 'string') return { status: 'ok', value: this.exactJson(handle) }
     if (type === 'number') return { status: 'ok', value: this.vm.getNumber(handle) }

@@ -61,10 +61,12 @@ async function prepareNextRun(): Promise<void> {
   prepared ??= new QuickJsRun(module)
 }
 
-async function takePreparedRun(): Promise<QuickJsRun> {
-  const run = prepared ?? new QuickJsRun(await modulePromise)
+/** The run prepared while idle; one made now when there is none (the first job, or after a module replacement). */
+function takePreparedRun(): QuickJsRun | Promise<QuickJsRun> {
+  const run = prepared
   prepared = undefined
-  return run
+  // No await when it is ready: the job starts in the turn its message arrived in.
+  return run ?? modulePromise.then((module) => new QuickJsRun(module))
 }
 
 async function run(job: RunJob): Promise<void> {
@@ -74,7 +76,8 @@ async function run(job: RunJob): Promise<void> {
     replaceModule()
   }
   const channel = new WorkerJobChannel(port, job.id, job.outputBytes, pendingHostCalls)
-  const quickjsRun = (await takePreparedRun()).start(
+  const ready = takePreparedRun()
+  const quickjsRun = (ready instanceof QuickJsRun ? ready : await ready).start(
     {
       memoryBytes: job.memoryBytes,
       stackBytes: job.stackBytes,

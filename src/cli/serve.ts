@@ -1,6 +1,7 @@
 import type { Command, Option } from 'commander'
 import { createExecgate } from '../index'
 import { nonNegativePort } from './usage'
+import { trimHeapWhenIdle } from './idle-heap-trim'
 import { capYoungGeneration } from './young-generation'
 
 /** `execgate serve` (the HTTP API and MCP at /mcp) and `execgate mcp` (MCP over stdio). */
@@ -14,6 +15,8 @@ export function registerServeCommands(program: Command, configOption: () => Opti
     .action(async (flags: { host?: string; port?: number; config?: string }) => {
       // Before the load: what the young generation grows to under load, V8 keeps (young-generation.ts).
       capYoungGeneration()
+      // After it: what the old generation grew into, given back once the server is idle (idle-heap-trim.ts).
+      trimHeapWhenIdle()
       // Listen at once (/healthz; /readyz 503 until the first tier is warm). The warm-ups start before the server's
       // modules load, so the workers and child processes start while this thread loads fastify.
       const execgate = await createExecgate({ file: flags.config, warm: false, role: 'server' })

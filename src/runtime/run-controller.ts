@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { ExecutionContext } from '../core/adapter'
 import type { ExecutionErrorInfo, ExecutionStatus } from '../core/types'
+import { SharedDeadlines, type ArmedDeadline } from './shared-deadlines'
 
 /** Why the host stops a run itself, whatever runs it. */
 export type RunStopCause = 'timeout' | 'cancelled' | 'output_limit'
@@ -29,6 +30,12 @@ export interface RunControllerOptions {
 }
 
 /**
+ * Every run's deadline in this thread, on one timer: a run almost always ends long before it, and a timer of its own
+ * costs each run a Timeout armed and cleared, as the service's backstops did (see SharedDeadlines).
+ */
+const runDeadlines = new SharedDeadlines()
+
+/**
  * The state machine every adapter's run needs, written once: the deadline timer, cancellation through the
  * context's AbortSignal, the output cap's stop, a clock paused while the run waits for backend capacity (a warm
  * interpreter, a uid, a container start) and restarted when the code starts, and settling exactly once, which
@@ -37,7 +44,7 @@ export interface RunControllerOptions {
  */
 export class RunController {
   private deadline: number
-  private deadlineTimer: NodeJS.Timeout | undefined
+  private deadlineTimer: ArmedDeadline | undefined
   private graceTimer: NodeJS.Timeout | undefined
   private readonly intervals = new Set<NodeJS.Timeout>()
   private pausedAt: number | undefined
@@ -50,7 +57,7 @@ export class RunController {
   private readonly onAbort = () => {
     if (this.done) return
     this.handlers?.onCancel?.()
-    clearTimeout(this.deadlineTimer)
+    this.disarmDeadline()
     // Without a polite stop there is nothing to wait for: the backend cannot know of the cancel.
     if (this.graceMs === 0 || !this.handlers?.onCancel) this.stop('cancelled')
     else this.graceTimer = setTimeout(() => this.stop('cancelled'), this.graceMs)
@@ -103,7 +110,7 @@ export class RunController {
   pauseClock(): void {
     if (this.pausedAt !== undefined || this.done) return
     this.pausedAt = performance.now()
-    clearTimeout(this.deadlineTimer)
+    this.disarmDeadline()
     this.context.pauseClock?.()
   }
 
@@ -134,7 +141,7 @@ export class RunController {
   settle(): boolean {
     if (this.done) return false
     this.done = true
-    clearTimeout(this.deadlineTimer)
+    this.disarmDeadline()
     clearTimeout(this.graceTimer)
     for (const interval of this.intervals) clearInterval(interval)
     this.intervals.clear()
@@ -144,9 +151,19 @@ export class RunController {
 
   private armDeadline(): void {
     this.started = true
-    clearTimeout(this.deadlineTimer)
+    this.disarmDeadline()
     if (this.pausedAt !== undefined) return
-    this.deadlineTimer = setTimeout(() => this.stop('timeout'), this.remainingMs() + this.graceMs)
+    this.deadlineTimer = runDeadlines.arm(this.remainingMs() + this.graceMs, this.onDeadline)
+  }
+
+  private readonly onDeadline = (): void => {
+    this.deadlineTimer = undefined
+    this.stop('timeout')
+  }
+
+  private disarmDeadline(): void {
+    runDeadlines.disarm(this.deadlineTimer)
+    this.deadlineTimer = undefined
   }
 }
 

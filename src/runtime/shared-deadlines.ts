@@ -26,9 +26,11 @@ export class SharedDeadlines {
 
   /** Calls `fire` in `delayMs`, unless `disarm` is called with the answer first. */
   arm(delayMs: number, fire: () => void): ArmedDeadline {
-    const deadline: ArmedDeadline = { at: performance.now() + delayMs, fire }
+    // As setTimeout takes them: a delay that is not a number (a context with no deadline) or not finite passes at once.
+    const delay = Number.isFinite(delayMs) ? delayMs : 0
+    const deadline: ArmedDeadline = { at: performance.now() + delay, fire }
     this.armed.add(deadline)
-    if (deadline.at < this.wakeAt) this.setTimer(deadline.at, delayMs)
+    if (deadline.at < this.wakeAt) this.setTimer(deadline.at, delay)
     else if (this.armed.size === 1) this.timer!.ref()
     return deadline
   }

@@ -91,6 +91,25 @@ describe('RunController', () => {
     expect(ticks).toBe(seen)
   })
 
+  test('runs in flight stop each at its own deadline, earliest first, and none takes a timer of its own', async () => {
+    // issue 29: a Timeout armed and cleared per run; one shared timer serves them all (SharedDeadlines).
+    const armed = jest.spyOn(global, 'setTimeout')
+    const idle = Array.from({ length: 50 }, () => new RunController(clock(60_000).source).start({ onStop: () => undefined }))
+    expect(armed.mock.calls.length).toBeLessThanOrEqual(1)
+    armed.mockRestore()
+    const stopped: string[] = []
+    for (const [name, ms] of [
+      ['slow', 150],
+      ['fast', 30],
+      ['middle', 90],
+    ] as const)
+      new RunController(clock(ms).source).start({ onStop: (cause) => stopped.push(`${name}:${cause}`) })
+    const started = performance.now()
+    while (stopped.length < 3 && performance.now() - started < 5000) await sleep(5)
+    expect(stopped).toEqual(['fast:timeout', 'middle:timeout', 'slow:timeout'])
+    for (const run of idle) run.settle()
+  })
+
   test('every adapter answers a stop in the same words', () => {
     expect(stoppedOutcome('timeout', 250)).toEqual({
       status: 'timeout',

@@ -34,6 +34,16 @@ describe('SharedDeadlines: every run’s backstop on one timer', () => {
     expect(deadlines.size).toBe(0)
   })
 
+  test('a delay that is not a finite number passes at once, as with setTimeout (a context with no deadline)', async () => {
+    const deadlines = new SharedDeadlines()
+    const fired: string[] = []
+    deadlines.arm(NaN, () => fired.push('nan'))
+    deadlines.arm(Number.POSITIVE_INFINITY, () => fired.push('infinite'))
+    await until(() => fired.length === 2)
+    expect(fired.sort()).toEqual(['infinite', 'nan'])
+    expect(deadlines.size).toBe(0)
+  })
+
   test('a disarmed deadline never fires, and the timer it set still serves the deadlines after it', async () => {
     const deadlines = new SharedDeadlines()
     const fired: string[] = []

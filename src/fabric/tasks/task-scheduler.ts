@@ -274,10 +274,16 @@ export class TaskScheduler {
       this.again = true
       return
     }
-    this.pumping = this.pump().finally(() => {
-      this.pumping = undefined
-      if (this.again) ((this.again = false), this.wake())
-    })
+    this.pumping = this.pump()
+      .catch((error: unknown) => {
+        // The store failing for a moment: the next tick looks again (an unhandled rejection would end the process).
+        this.mayBeDue = true
+        this.options.logger?.error({ err: describeError(error) }, 'task scheduler pump failed; the next tick tries again')
+      })
+      .finally(() => {
+        this.pumping = undefined
+        if (this.again) ((this.again = false), this.wake())
+      })
   }
 
   private async pump(): Promise<void> {

@@ -8,6 +8,7 @@ import {
   DEFAULT_RETRY_POLICY,
   type Task,
 } from '../../../src/fabric/tasks'
+import type { Logger } from '../../../src/observability/logger'
 
 /** The failure table and backoff as pure rules (a unit test of error mapping: results are built, not run). */
 
@@ -90,6 +91,43 @@ test('a backend that answers unavailable is retried with backoff and the task co
       'unavailable: it was unavailable; retry 3/3 in 60 ms',
     ])
   } finally {
+    await scheduler.stop()
+    await store.close()
+  }
+})
+
+test('a store error while looking for due tasks is logged and tried again at the next tick, never an unhandled rejection', async () => {
+  // The store failing for a moment (a locked file, a dropped connection): the pump's promise used to reject with no
+  // handler, which ends a Node 20 process.
+  class FailingTwice extends SqliteTaskStore {
+    failures = 2
+    override async due(now: number, limit: number): Promise<Task[]> {
+      if (this.failures-- > 0) throw new Error('disk I/O error')
+      return super.due(now, limit)
+    }
+  }
+  const store = new FailingTwice({ file: ':memory:' })
+  const logged: string[] = []
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  process.on('unhandledRejection', onUnhandled)
+  const logger = { error: (_fields: object, message: string) => logged.push(message) } as unknown as Logger
+  const scheduler = new TaskScheduler({ store, tickMs: 20, logger, execute: async () => createResult('ok', 'x', { value: 'done' }) })
+  await scheduler.start()
+  try {
+    // Two at once: a batch is stored, then started by the pump (one alone is started by its submit).
+    const submitted = await scheduler.submit(
+      [{ request: { language: 'javascript', code: '1' } }, { request: { language: 'javascript', code: '2' } }],
+      { tenant: 'local' },
+    )
+    const done = await Promise.all(submitted.map((task) => scheduler.wait(task.id)))
+    expect(done.map((task) => task?.state)).toEqual(['COMPLETED', 'COMPLETED'])
+    expect(store.failures).toBeLessThan(0)
+    expect(logged.filter((message) => message.includes('pump failed'))).toHaveLength(2)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(unhandled).toEqual([])
+  } finally {
+    process.off('unhandledRejection', onUnhandled)
     await scheduler.stop()
     await store.close()
   }
