@@ -6,8 +6,12 @@ import vm from 'node:vm'
 export const IDLE_CHECK_MS = 1000
 /** A check whose event loop was busy less than this share of the time counts as idle. */
 const IDLE_UTILIZATION = 0.05
-/** Idle checks in a row before the heap is trimmed: a pause between bursts is not the end of the load. */
-const IDLE_CHECKS = 2
+/**
+ * Idle checks in a row before the heap is trimmed: a pause between bursts is not the end of the load. After a trim the
+ * next burst starts from a small heap and runs more collections: trimming after 2 s idle cost 0.82-0.83x of the
+ * throughput of 5 s bursts 5 s apart (docs/benchmarks.md, HTTP); V8's own memory reducer waits 8 s.
+ */
+const IDLE_CHECKS = 5
 /** Growth of the heap's committed memory since the last trim (or start) that is worth a full collection. */
 export const TRIM_GROWTH_BYTES = 16 * 1024 * 1024
 
@@ -19,7 +23,7 @@ export interface IdleHeapTrimOptions {
 }
 
 /**
- * After a load, gives the heap back: once the event loop has been idle for two checks in a row and the heap's committed
+ * After a load, gives the heap back: once the event loop has been idle for five checks in a row and the heap's committed
  * memory has grown by `growthBytes` since the last trim, a full collection (two, see below). V8's own memory reducer does this too,
  * but only 8 s after the last full collection of the load, and only when its sample of the allocation rate is low
  * then; the server stayed +57 to +78 MB above its pre-load RSS 10 s after the load (docs/benchmarks.md, HTTP). The
