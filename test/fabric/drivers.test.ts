@@ -3,10 +3,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { FABRIC_STORE_KINDS, type FabricStoreKind } from '../../src/config/store-kinds'
 import { FABRIC_STORE_DRIVERS, storeDriver, type FabricStoreSettings } from '../../src/fabric/drivers'
-import type { Plan } from '../../src/fabric/plans'
 import type { Database, SqliteDriver } from '../../src/fabric/sqlite'
-import { DEFAULT_RETRY_POLICY, SqliteTaskStore, type Task, type TaskStore } from '../../src/fabric/tasks'
+import { SqliteTaskStore, type TaskStore } from '../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
+import { storedPlan, storedTask } from './stored-records'
 
 /**
  * The store drivers' shared suite (src/fabric/drivers): every kind named in FABRIC_STORE_KINDS has a driver, and each
@@ -21,46 +21,10 @@ test('every store kind has a driver, and the table holds no other', () => {
   for (const kind of FABRIC_STORE_KINDS) expect(storeDriver(kind).description).toEqual(expect.any(String))
 })
 
+// One millisecond for all: the order may not depend on the clock.
 const at = new Date().toISOString()
-
-function taskOf(id: string, priority: number): Task {
-  return {
-    id,
-    tenant: id.startsWith('g') ? 'globex' : 'acme',
-    state: 'PENDING',
-    request: { language: 'javascript', code: '1' },
-    priority,
-    requirements: {},
-    dependencies: [],
-    retryPolicy: { ...DEFAULT_RETRY_POLICY },
-    lane: 'batch',
-    attempts: 0,
-    ready: true,
-    notBefore: 0,
-    reason: 'submitted',
-    // One millisecond for all: the order may not depend on the clock.
-    createdAt: at,
-    updatedAt: at,
-  }
-}
-
-function planOf(id: string): Plan {
-  return {
-    id,
-    tenant: 'acme',
-    state: 'RUNNING',
-    reason: 'submitted',
-    version: 1,
-    maxRevisions: 2,
-    priority: 0,
-    lane: 'batch',
-    versions: [],
-    revisions: [],
-    rev: 1,
-    createdAt: at,
-    updatedAt: at,
-  }
-}
+const taskOf = (id: string, priority: number) => storedTask({ id, priority, tenant: id.startsWith('g') ? 'globex' : 'acme' }, at)
+const planOf = (id: string) => storedPlan(id, at)
 
 /** Submitted in this order, in three writes (the middle one a batch of four): the due order is fixed by it. */
 const SUBMISSIONS: [id: string, priority: number][][] = [

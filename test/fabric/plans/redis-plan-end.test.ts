@@ -5,10 +5,11 @@ import { ContainerModule } from 'inversify'
 import { Redis } from 'ioredis'
 import { createExecgate, type Execgate } from '../../../src'
 import * as tokens from '../../../src/app/tokens'
-import { RedisPlanStore, type NewStepEvent, type Plan, type PlanStore } from '../../../src/fabric/plans'
+import { RedisPlanStore, type NewStepEvent, type PlanStore } from '../../../src/fabric/plans'
 import type { PlanChangeKind } from '../../../src/fabric/plans/plan-store'
 import type { TaskState } from '../../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { storedPlan } from '../stored-records'
 
 /**
  * A plan's end on Redis (issue 27): its steps' last transitions and its own end are one script
@@ -33,24 +34,7 @@ afterAll(async () => {
 })
 
 const at = new Date().toISOString()
-
-function planOf(id: string): Plan {
-  return {
-    id,
-    tenant: 'acme',
-    state: 'RUNNING',
-    reason: 'submitted',
-    version: 1,
-    maxRevisions: 2,
-    priority: 0,
-    lane: 'batch',
-    versions: [],
-    revisions: [],
-    rev: 1,
-    createdAt: at,
-    updatedAt: at,
-  }
-}
+const planOf = (id: string) => storedPlan(id, at)
 
 function stepEvent(taskId: string, taskSeq: number, to: TaskState): NewStepEvent {
   const stepId = `step-${taskId}`

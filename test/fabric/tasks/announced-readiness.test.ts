@@ -3,8 +3,9 @@ import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
 import { createExecgate, type Execgate } from '../../../src'
-import { BullmqDispatcher, DEFAULT_RETRY_POLICY, RedisTaskStore, type Task } from '../../../src/fabric/tasks'
+import { BullmqDispatcher, RedisTaskStore } from '../../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { storedTask } from '../stored-records'
 
 /**
  * On Redis a dependent is announced beside its readiness write, not after it (task-scheduler.ts, refreshReadiness), so
@@ -46,25 +47,14 @@ test('an announcement taken before its readiness write landed runs the task once
   const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: 'execgate:tasks', ownsConnection: true })
   const announcer = new BullmqDispatcher({ url: redis.url, queue: 'execgate-tasks' })
   try {
-    const at = new Date().toISOString()
-    const dependent: Task = {
+    // Its readiness write never landed.
+    const dependent = storedTask({
       id: `late-ready-${process.pid}`,
       tenant: first.tenant,
-      state: 'PENDING',
       request: { language: 'javascript', code: '21' },
-      priority: 0,
-      requirements: {},
       dependencies: [first.id],
-      retryPolicy: { ...DEFAULT_RETRY_POLICY },
-      lane: 'batch',
-      attempts: 0,
-      // Its readiness write never landed.
       ready: false,
-      notBefore: 0,
-      reason: 'submitted',
-      createdAt: at,
-      updatedAt: at,
-    }
+    })
     await store.insert([dependent], 'submitted')
     await announcer.dispatch({ ...dependent, ready: true })
     const done = await execgate.tasks.scheduler.wait(dependent.id, 20_000)
@@ -82,24 +72,13 @@ test('an announced task whose dependencies have not all completed is not made re
   try {
     const busy = 'const t = Date.now(); while (Date.now() - t < 1500) {}; 1'
     const blocker = await execgate.tasks.submit({ request: { language: 'javascript', code: busy } })
-    const at = new Date().toISOString()
-    const waiting: Task = {
+    const waiting = storedTask({
       id: `not-ready-${process.pid}`,
       tenant: blocker.tenant,
-      state: 'PENDING',
       request: { language: 'javascript', code: '2' },
-      priority: 0,
-      requirements: {},
       dependencies: [blocker.id],
-      retryPolicy: { ...DEFAULT_RETRY_POLICY },
-      lane: 'batch',
-      attempts: 0,
       ready: false,
-      notBefore: 0,
-      reason: 'submitted',
-      createdAt: at,
-      updatedAt: at,
-    }
+    })
     await store.insert([waiting], 'submitted')
     // A wrong announcement (its dependency still running): taken and dropped, the task left to its dependency's end.
     await announcer.dispatch({ ...waiting, ready: true })
