@@ -2,34 +2,16 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
-import { DEFAULT_RETRY_POLICY, RedisTaskStore, SqliteTaskStore, type Task, type TaskStore } from '../../../src/fabric/tasks'
+import { RedisTaskStore, SqliteTaskStore, type TaskStore } from '../../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { storedTask } from '../stored-records'
 
 /**
  * `list` in submission order (the default) and newest first (`order: 'newest'`, what the console's Tasks page shows),
  * paged by cursor and filtered, on both stores: the embedded SQLite file and a real redis-server.
  */
 
-function taskOf(id: string, tenant: string): Task {
-  const at = new Date().toISOString()
-  return {
-    id,
-    tenant,
-    state: 'PENDING',
-    request: { language: 'javascript', code: '1' },
-    priority: 0,
-    requirements: {},
-    dependencies: [],
-    retryPolicy: { ...DEFAULT_RETRY_POLICY },
-    lane: 'batch',
-    attempts: 0,
-    ready: true,
-    notBefore: 0,
-    reason: 'submitted',
-    createdAt: at,
-    updatedAt: at,
-  }
-}
+const taskOf = (id: string, tenant: string) => storedTask({ id, tenant })
 
 async function pages(store: TaskStore, filter: Omit<Parameters<TaskStore['list']>[0], 'cursor'>): Promise<string[][]> {
   const out: string[][] = []
