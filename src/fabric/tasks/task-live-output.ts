@@ -1,10 +1,7 @@
+import type { TaskStreamItem } from './task-scheduler-options'
+
 /** One stdout or stderr chunk of a task's run, as its event stream sends it. */
-export interface TaskOutputChunk {
-  type: 'output'
-  taskId: string
-  stream: 'stdout' | 'stderr'
-  chunk: string
-}
+export type TaskOutputChunk = Extract<TaskStreamItem, { type: 'output' }>
 
 /** What a run here has written so far, for a reader that opens the task's stream after the run began. */
 export interface LiveRunOutput {
