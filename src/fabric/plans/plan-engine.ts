@@ -1,37 +1,21 @@
 import { EventEmitter } from 'node:events'
-import { randomUUID } from 'node:crypto'
-import { ExecgateError, describeError } from '../../core'
-import { requestRefusal, type Task, type TaskState } from '../tasks'
-import { findPlanProblem } from './plan-schema'
-import { ENGINE_REASON_PREFIX, failureOf, recordsFor, requestFor, stepWorkspacePrefix, taskSpecFor } from './plan-steps'
-import { currentVersion, decideRevision, revisionContext, stepCheckProblem } from './plan-revision'
-import {
-  decidesPlan,
-  isPlanFinal,
-  type NewPlanEvent,
-  type NewStepEvent,
-  type Plan,
-  type PlanEvent,
-  type PlanSpec,
-  type PlanState,
-  type PlanVersion,
-} from './plan-types'
-import { StepLogMirror, type ReadAhead } from './step-log-mirror'
+import { describeError } from '../../core'
+import type { Task, TaskState } from '../tasks'
+import { ENGINE_REASON_PREFIX, failureOf } from './plan-steps'
+import { currentVersion } from './plan-revision'
+import { decidesPlan, isPlanFinal, type Plan, type PlanEvent, type PlanSpec, type PlanState } from './plan-types'
+import { StepLogMirror } from './step-log-mirror'
 import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
-import { planVersionRecord } from './plan-versions'
 import { alignSteps } from './plan-suspension'
 import { EngineLease } from './engine-lease'
+import { PlanLooks, stepTaskIds } from './plan-looks'
+import { PlanWriter } from './plan-writer'
+import { newPlan, planRules } from './new-plan'
+import { PlanReviser } from './plan-reviser'
+import { submitVersionTasks } from './version-tasks'
 import { nextOwnerId } from '../owner-id'
 
 export type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
-
-/** How many plans' step task ids the engine keeps from its last look (plans not ended; a few ids each). */
-const LOOKS_KEPT = 4096
-
-/** The step task ids of the plan's current and previous version, once each. */
-function stepTaskIds(plan: Plan): string[] {
-  return [...new Set(plan.versions.slice(-2).flatMap((version) => version.steps.map((step) => step.taskId)))]
-}
 
 const IN_FLIGHT: readonly TaskState[] = ['SPAWNING', 'RUNNING']
 
@@ -45,11 +29,10 @@ export class PlanEngine {
   private readonly emitter = new EventEmitter()
   private readonly owner: string
   private readonly chains = new Map<string, { running: Promise<void>; again: boolean }>()
-  /** Each plan not ended's step task ids as its last look here found them: the next look reads them beside the plan. */
-  private readonly lookedAt = new Map<string, string[]>()
-  private readonly revising = new Map<string, AbortController>()
-  /** Plans being cancelled here: no reflector is asked for them from now on. */
-  private readonly cancelling = new Set<string>()
+  /** The plan's reads (with its steps' tasks) and its writes (compare-and-set, told to the listeners). */
+  private readonly looks: PlanLooks
+  private readonly writer: PlanWriter
+  private readonly reviser: PlanReviser
   private readonly steps: StepLogMirror
   private stopTransitions: () => void = () => undefined
   private timer: NodeJS.Timeout | undefined
@@ -72,7 +55,13 @@ export class PlanEngine {
       ...(options.ownerAlive ? { ownerAlive: options.ownerAlive } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     })
-    this.steps = new StepLogMirror(options.store, options.taskStore, (events) => this.announce(events))
+    this.steps = new StepLogMirror(options.store, options.taskStore, (events) => this.writer.announce(events))
+    this.looks = new PlanLooks(options.store, options.taskStore, this.steps)
+    this.writer = new PlanWriter(options.store, this.emitter, this.steps, this.looks)
+    this.reviser = new PlanReviser(options, this.writer, this.looks, {
+      stopped: () => this.stopped,
+      kick: (id) => this.kick(id),
+    })
   }
 
   /** Follows the plans' tasks, and picks up every plan not yet ended (a restart continues them). */
@@ -129,7 +118,7 @@ export class PlanEngine {
     clearInterval(this.timer)
     this.stopTransitions()
     this.stopWatch()
-    for (const controller of this.revising.values()) controller.abort(new Error('the plan engine is stopping'))
+    this.reviser.abortAll(new Error('the plan engine is stopping'))
     while (this.chains.size > 0) await Promise.all([...this.chains.values()].map((chain) => chain.running))
     await this.lease.stop()
   }
@@ -157,76 +146,38 @@ export class PlanEngine {
   /** Copies the plan's steps' transitions into its log now (for a reader following it live). */
   async catchUp(id: string): Promise<void> {
     const plan = await this.options.store.get(id)
-    if (plan && !isPlanFinal(plan.state)) await this.mirror(plan, await this.tasksOf(plan))
+    if (plan && !isPlanFinal(plan.state)) await this.writer.mirror(plan, await this.looks.tasksOf(plan))
   }
 
   async submit(spec: PlanSpec, caller: PlanCaller): Promise<Plan> {
-    const { settings } = this.options
-    const invalid = (detail: string) => new ExecgateError('EXECGATE_REQUEST_INVALID', { detail })
-    const problem = findPlanProblem(spec, settings)
-    if (problem) throw invalid(problem)
-    const workspace = spec.workspace ?? settings.workspaces ?? 'memory'
-    const at = new Date().toISOString()
-    const draft = { id: randomUUID(), versions: [] as PlanVersion[] }
-    const version: PlanVersion = { version: 1, createdAt: at, reason: 'submitted', steps: recordsFor(draft, spec.steps, 1, new Map()) }
-    const plan: Plan = {
-      id: draft.id,
-      tenant: caller.tenant,
-      ...(caller.profile ? { profile: caller.profile } : {}),
-      ...(spec.goal ? { goal: spec.goal } : {}),
-      state: 'RUNNING',
-      reason: 'submitted',
-      version: 1,
-      maxRevisions: spec.maxRevisions ?? settings.maxRevisions,
-      priority: spec.priority ?? 0,
-      lane: spec.lane ?? 'batch',
-      ...(workspace === 's3' ? { workspace } : {}),
-      versions: [version],
-      revisions: [],
-      rev: 1,
-      createdAt: at,
-      updatedAt: at,
-    }
-    // A step whose limits loosen the caller's profile is refused as a task's would be (EXECGATE_SUBMIT_REFUSED, naming
-    // the step and the limit); the code's static checks (a forbidden import) refuse the plan as invalid.
-    const rules = this.rules()
-    const checked = {
-      tenant: plan.tenant,
-      ...(plan.profile ? { profile: plan.profile } : {}),
-      ...(rules.workspaceAccess ? { workspaceAccess: rules.workspaceAccess } : {}),
-    }
-    for (const step of version.steps) {
-      const loosened = requestRefusal(rules.check, requestFor(step), checked)
-      if (loosened) throw new ExecgateError('EXECGATE_SUBMIT_REFUSED', { subject: 'the plan', reason: `step "${step.id}": ${loosened}` })
-    }
-    for (const step of version.steps) {
-      const refused = stepCheckProblem(rules, plan, step)
-      if (refused) throw invalid(refused)
-    }
-    this.announce(await this.options.store.insert(plan, [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }]))
+    const plan = newPlan(spec, caller, this.options.settings, planRules(this.options))
+    this.writer.announce(
+      await this.options.store.insert(plan, [
+        { type: 'plan', at: plan.createdAt, version: 1, from: null, to: 'RUNNING', reason: 'submitted' },
+      ]),
+    )
     // Its first look (at its first step's end) reads its tasks and their logs beside it.
     if (this.driving) {
-      this.rememberLook(plan.id, stepTaskIds(plan))
+      this.looks.remember(plan.id, stepTaskIds(plan))
       this.steps.started(plan.id)
     }
-    await this.submitTasks(plan, true)
+    await submitVersionTasks(this.options, plan, true)
     return plan
   }
 
   /** Terminates a plan and its steps (a running one is stopped). Undefined when it had already ended. */
   async cancel(id: string, reason = 'cancelled by the caller'): Promise<Plan | undefined> {
-    this.cancelling.add(id)
-    this.revising.get(id)?.abort(new Error(reason))
+    this.reviser.cancelling(id, new Error(reason))
     let ended: Plan | undefined
     await this.serial(id, async () => {
       const plan = await this.options.store.get(id)
       if (!plan || isPlanFinal(plan.state)) return
-      for (const task of (await this.tasksOf(plan)).values()) {
+      for (const task of (await this.looks.tasksOf(plan)).values()) {
         if (task.state !== 'COMPLETED' && task.state !== 'FAILED' && task.state !== 'TERMINATED')
           await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} ${reason}`)
       }
-      ended = await this.finish(plan, 'TERMINATED', reason)
-    }).finally(() => this.cancelling.delete(id))
+      ended = await this.writer.finish(plan, 'TERMINATED', reason)
+    }).finally(() => this.reviser.cancelled(id))
     return ended
   }
 
@@ -243,10 +194,12 @@ export class PlanEngine {
       // A write another process got to first (a compare-and-set lost) reads the plan again.
       while (
         plan?.state === from &&
-        !(turned = await this.write(plan, { state: to, reason }, [{ type: 'plan', at: '', version: plan.version, from, to, reason }]))
+        !(turned = await this.writer.write(plan, { state: to, reason }, [
+          { type: 'plan', at: '', version: plan.version, from, to, reason },
+        ]))
       )
         plan = await this.options.store.get(id)
-      if (turned) await this.align(turned, await this.tasksOf(turned))
+      if (turned) await this.align(turned, await this.looks.tasksOf(turned))
     })
     if (turned) this.kick(id)
     return turned
@@ -254,8 +207,8 @@ export class PlanEngine {
 
   /** Holds or lets go of the plan's steps as its state says, and copies what moved into its log. */
   private async align(plan: Plan, tasks: Map<string, Task>): Promise<boolean> {
-    const moved = await alignSteps(this.options.tasks.scheduler, plan, tasks, () => this.tasksOf(plan))
-    if (moved) await this.mirror(plan, await this.tasksOf(plan))
+    const moved = await alignSteps(this.options.tasks.scheduler, plan, tasks, () => this.looks.tasksOf(plan))
+    if (moved) await this.writer.mirror(plan, await this.looks.tasksOf(plan))
     return moved
   }
 
@@ -303,69 +256,30 @@ export class PlanEngine {
     return entry.running
   }
 
-  private rules() {
-    const { check, settings } = this.options
-    return { check, maxSteps: settings.maxSteps, ...(settings.workspaceAccess ? { workspaceAccess: settings.workspaceAccess } : {}) }
-  }
-
-  /** The tasks of the current and the previous version (what may still change or still need mirroring). */
-  private tasksOf(plan: Plan): Promise<Map<string, Task>> {
-    return this.readTasks(stepTaskIds(plan))
-  }
-
-  private async readTasks(ids: readonly string[]): Promise<Map<string, Task>> {
-    return new Map((await this.options.taskStore.getMany(ids)).map((task) => [task.id, task]))
-  }
-
-  /**
-   * The plan and its tasks (tasksOf), the tasks read beside the plan when their ids are the ones its last look found
-   * (on a store across the network, one round trip for both); after it when a version came or went meanwhile.
-   */
-  private async look(id: string): Promise<{ plan: Plan; tasks: Map<string, Task>; logs?: ReadAhead | undefined } | undefined> {
-    const guessed = this.lookedAt.get(id)
-    // The steps' logs asked for after their tasks (StepLogMirror.readAhead): one round trip on Redis for all three.
-    const [plan, tasks, logs] = await Promise.all([
-      this.options.store.get(id),
-      guessed && this.readTasks(guessed),
-      guessed && this.steps.readAhead(id, guessed),
-    ])
-    const ids = plan && stepTaskIds(plan)
-    this.lookedAt.delete(id)
-    if (!plan || !ids) return undefined
-    if (!isPlanFinal(plan.state)) this.rememberLook(id, ids)
-    const same = guessed !== undefined && guessed.length === ids.length && ids.every((taskId, index) => guessed[index] === taskId)
-    return tasks && same ? { plan, tasks, logs } : { plan, tasks: await this.readTasks(ids) }
-  }
-
-  private rememberLook(id: string, ids: string[]): void {
-    this.lookedAt.set(id, ids)
-    // Plans ended elsewhere are never looked at here again: the oldest go first (a Map iterates in insertion order).
-    if (this.lookedAt.size > LOOKS_KEPT) this.lookedAt.delete(this.lookedAt.keys().next().value!)
-  }
-
   /** One look at a plan: mirror its steps' transitions, then complete it, pause it on a failure, or revise it. */
   private async advance(id: string): Promise<void> {
-    const looked = await this.look(id)
+    const looked = await this.looks.look(id)
     if (!looked || this.stopped) return
     let { plan, tasks } = looked
     const version = currentVersion(plan)
     // Every step completed (nothing held, missing or failed: the checks below would find nothing): the steps' last
     // transitions are copied with the plan's end, in one write where the store can (one script on Redis).
     if (plan.state === 'RUNNING' && version.steps.every((step) => tasks.get(step.taskId)?.state === 'COMPLETED'))
-      return void (await this.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks, looked.logs))
+      return void (await this.writer.finish(plan, 'COMPLETED', `every step completed (version ${plan.version})`, tasks, looked.logs))
     await this.steps.mirror(plan.id, tasks.values(), looked.logs)
     if (isPlanFinal(plan.state)) return void this.steps.forget(id)
     if (plan.state === 'SUSPENDED') return void (await this.align(plan, tasks))
     if (plan.state === 'RUNNING') {
       if (await this.align(plan, tasks)) return this.kick(id) // steps it held while suspended, if a resume was cut short
-      if (version.steps.some((step) => !tasks.has(step.taskId))) return this.submitTasks(plan) // a crash between the version and its tasks
+      // A crash between the version and its tasks: they are submitted now.
+      if (version.steps.some((step) => !tasks.has(step.taskId))) return submitVersionTasks(this.options, plan)
       const failed = version.steps
         .filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined)
         .sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]
       // None failed, and not every one completed (finished above): the plan waits for its steps.
       if (!failed) return
       const reason = `step ${failed.id} failed: ${failureOf(tasks.get(failed.taskId)!)}`
-      const paused = await this.write(plan, { state: 'REVISING', reason, failedStep: failed.id, owner: this.owner }, [
+      const paused = await this.writer.write(plan, { state: 'REVISING', reason, failedStep: failed.id, owner: this.owner }, [
         { type: 'plan', at: '', version: plan.version, from: 'RUNNING', to: 'REVISING', reason },
       ])
       if (!paused) return this.kick(id)
@@ -373,7 +287,7 @@ export class PlanEngine {
     }
     if (plan.owner !== this.owner) {
       if (plan.owner && (await this.lease.alive(plan.owner))) return
-      const taken = await this.write(plan, { owner: this.owner }, [])
+      const taken = await this.writer.write(plan, { owner: this.owner }, [])
       if (!taken) return this.kick(id)
       plan = taken
     }
@@ -383,222 +297,9 @@ export class PlanEngine {
       if (task.state === 'PENDING' && task.attempts === 0)
         await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${id} paused: ${plan.reason}`)
     }
-    tasks = await this.tasksOf(plan)
-    await this.mirror(plan, tasks)
+    tasks = await this.looks.tasksOf(plan)
+    await this.writer.mirror(plan, tasks)
     if ([...tasks.values()].some((task) => IN_FLIGHT.includes(task.state) || task.state === 'PENDING')) return
-    await this.revise(plan, tasks)
-  }
-
-  /** The fix-plan loop for one failure: ask, decide, record; until a revision is accepted or none is left. */
-  private async revise(plan: Plan, tasks: Map<string, Task>): Promise<void> {
-    const failedTask = tasks.get(currentVersion(plan).steps.find((step) => step.id === plan.failedStep)!.taskId)!
-    const error = `step ${plan.failedStep} failed: ${failureOf(failedTask)}`
-    const { reflector } = this.options
-    if (!reflector)
-      return void (await this.finish(
-        plan,
-        'FAILED',
-        `${error}; no reflector is configured (fabric.plans.reflector.modelId), so the plan was not revised`,
-      ))
-    while (plan.revisions.length < plan.maxRevisions && !this.cancelling.has(plan.id)) {
-      const controller = new AbortController()
-      this.revising.set(plan.id, controller)
-      const reply = await reflector
-        .revise(revisionContext(plan, tasks, this.options.settings.allowedImports), controller.signal)
-        .finally(() => this.revising.delete(plan.id))
-      // Cancelled, or this process is stopping: a restart asks again (an unanswered question is not counted).
-      if (controller.signal.aborted || this.stopped || this.cancelling.has(plan.id)) return
-      const completed = await this.completedTasks(plan)
-      const decision = reply.problem !== undefined ? { problem: reply.problem } : decideRevision(this.rules(), plan, reply.steps, completed)
-      const attempt = plan.revisions.length + 1
-      const at = new Date().toISOString()
-      if (decision.problem !== undefined) {
-        const refused = { attempt, at, stepId: plan.failedStep!, accepted: false, reason: decision.problem }
-        const next = await this.write(plan, { revisions: [...plan.revisions, refused] }, [
-          { type: 'revision', at, version: plan.version, attempt, accepted: false, stepId: refused.stepId, reason: refused.reason },
-        ])
-        if (!next) return this.kick(plan.id)
-        plan = next
-        continue
-      }
-      // What stays of the old version ends here (a suspended step is revised, not resumed).
-      for (const task of tasks.values())
-        if (task.state === 'SUSPENDED')
-          await this.options.tasks.scheduler.cancel(task.id, `${ENGINE_REASON_PREFIX}${plan.id} revised to version ${plan.version + 1}`)
-      await this.mirror(plan, await this.tasksOf(plan))
-      const note = (reply.problem === undefined ? reply.note : undefined) ?? 'revised by the reflector'
-      const version: PlanVersion = {
-        version: plan.version + 1,
-        createdAt: at,
-        reason: `revision ${attempt}: ${error}`,
-        note,
-        steps: decision.records,
-        changes: decision.changes,
-      }
-      const reason = `revised to version ${version.version} after ${error}`
-      const next = await this.write(
-        plan,
-        {
-          state: 'RUNNING',
-          reason,
-          version: version.version,
-          versions: [...plan.versions, version],
-          revisions: [...plan.revisions, { attempt, at, stepId: plan.failedStep!, accepted: true, version: version.version, reason: note }],
-          failedStep: undefined,
-          owner: undefined,
-        },
-        [
-          {
-            type: 'revision',
-            at,
-            version: version.version,
-            attempt,
-            accepted: true,
-            stepId: plan.failedStep!,
-            reason: note,
-            changes: decision.changes,
-          },
-          { type: 'plan', at, version: version.version, from: 'REVISING', to: 'RUNNING', reason },
-        ],
-      )
-      if (!next) return this.kick(plan.id)
-      await this.submitTasks(next)
-      return this.kick(plan.id)
-    }
-    if (this.cancelling.has(plan.id)) return
-    const last = plan.revisions.at(-1)
-    const refusedLast = last && !last.accepted ? `; the last reply was refused: ${last.reason}` : ''
-    await this.finish(plan, 'FAILED', `${error}; no revision left (${plan.revisions.length} of ${plan.maxRevisions} used${refusedLast})`)
-  }
-
-  /** Every completed task of the plan's versions: runs a revision may keep. */
-  private async completedTasks(plan: Plan): Promise<Map<string, Task>> {
-    const ids = [...new Set(plan.versions.flatMap((version) => version.steps.map((step) => step.taskId)))]
-    return new Map((await this.options.taskStore.getMany(ids)).filter((task) => task.state === 'COMPLETED').map((task) => [task.id, task]))
-  }
-
-  /**
-   * Records the current version, then submits its tasks not in the store yet (kept runs are already there; none for
-   * a new plan). Every path to a version's first run comes through here (a submission, an accepted revision, a restart
-   * that finds a version without its tasks), so no version runs unrecorded, and recording again answers the first.
-   */
-  private async submitTasks(plan: Plan, fresh = false): Promise<void> {
-    const version = currentVersion(plan)
-    await this.recordVersion(plan, version)
-    const existing = new Set(
-      fresh ? [] : (await this.options.taskStore.getMany(version.steps.map((step) => step.taskId))).map((task) => task.id),
-    )
-    const steps = version.steps.filter((step) => !existing.has(step.taskId))
-    if (steps.length === 0) return
-    const { workspaceAccess } = this.options.settings
-    // A step's bucket prefix is its own in this version: a retry empties it, a revision's rerun gets another.
-    const prefixes = new Map(steps.map((step) => [step.taskId, stepWorkspacePrefix(plan.id, step.id, version.version)]))
-    const workspaceOf =
-      plan.workspace === 's3' ? (taskId: string) => ({ kind: 'bucket' as const, prefix: prefixes.get(taskId)! }) : undefined
-    // Their first log entries reach the plan's log with the next copy, in the task log's order like every other.
-    await this.options.tasks.scheduler.submit(
-      steps.map((step) => taskSpecFor(plan, version, step)),
-      {
-        tenant: plan.tenant,
-        ...(plan.profile ? { profile: plan.profile } : {}),
-        ...(workspaceAccess ? { workspaceAccess } : {}),
-        ...(workspaceOf ? { workspaceOf } : {}),
-        // A new plan's step task ids are made of its id, made just now: no task can hold one yet (none is looked up).
-        ...(fresh ? { ownIds: true } : {}),
-      },
-    )
-  }
-
-  /**
-   * The ledger's record of a version, queued before its steps run so their runs' records name it (`prov:plan`). A
-   * ledger that cannot write now keeps the record queued ahead of the runs and writes it when it can: the plan goes on.
-   */
-  private async recordVersion(plan: Plan, version: PlanVersion): Promise<void> {
-    try {
-      await this.options.recordVersion?.(planVersionRecord(plan, version))
-    } catch (error) {
-      this.options.logger?.warn(
-        { planId: plan.id, version: version.version, err: describeError(error) },
-        'the plan version was not recorded in the ledger yet',
-      )
-    }
-  }
-
-  /**
-   * Ends a plan, with its steps' last transitions copied into its log first (so the log's last event is the plan's end).
-   * `tasks`, when given, were just read and all ended (nothing of them can be missing from the log once copied), with
-   * `logs` read ahead of them (StepLogMirror.readAhead).
-   */
-  private async finish(
-    plan: Plan,
-    state: PlanState,
-    reason: string,
-    tasks?: ReadonlyMap<string, Task>,
-    logs?: ReadAhead,
-  ): Promise<Plan | undefined> {
-    for (;;) {
-      const seen = tasks ?? (await this.tasksOf(plan))
-      const steps = await this.steps.fresh(plan.id, seen.values(), logs)
-      tasks = logs = undefined
-      const ended = await this.write(
-        plan,
-        { state, reason, owner: undefined, ...(state === 'COMPLETED' ? { failedStep: undefined } : {}) },
-        [{ type: 'plan', at: '', version: plan.version, from: plan.state, to: state, reason }],
-        seen,
-        steps,
-      )
-      if (ended) {
-        // Ended here: nothing of it is looked at again (a late look finds it ended and copies what is left).
-        this.steps.forget(plan.id)
-        this.lookedAt.delete(plan.id)
-        return ended
-      }
-      const again = await this.options.store.get(plan.id)
-      if (!again || isPlanFinal(again.state)) return undefined
-      plan = again
-    }
-  }
-
-  /**
-   * One compare-and-set write of the plan with its events; undefined when another write got there first. `tasks`: its
-   * steps' tasks as the write's caller just read them (told to `onWritten` listeners). `steps`: step events to copy
-   * into its log first (StepLogMirror.fresh), copied whether the write lands or not; with the write in one where the
-   * store can (PlanStore.mirrorAndUpdate).
-   */
-  private async write(
-    plan: Plan,
-    patch: Partial<Plan>,
-    events: NewPlanEvent[],
-    tasks?: ReadonlyMap<string, Task>,
-    steps: readonly NewStepEvent[] = [],
-  ): Promise<Plan | undefined> {
-    const at = new Date().toISOString()
-    const next: Plan = { ...plan, ...patch, rev: plan.rev + 1, updatedAt: at }
-    for (const key of Object.keys(patch) as (keyof Plan)[]) if (patch[key] === undefined) delete next[key]
-    const stamped = events.map((event) => ({ ...event, at: event.at || at }))
-    const { store } = this.options
-    let written: PlanEvent[] | undefined
-    if (steps.length > 0 && store.mirrorAndUpdate) {
-      const both = await store.mirrorAndUpdate(next, steps, stamped)
-      this.announce(both.mirrored)
-      written = both.written
-    } else {
-      if (steps.length > 0) this.announce(await store.mirror(plan.id, steps))
-      written = await store.update(next, stamped)
-    }
-    if (!written) return undefined
-    // Before the events: a waiter they wake finds the plan as written here.
-    this.emitter.emit('written', next, tasks)
-    this.announce(written)
-    return next
-  }
-
-  /** Copies the steps' task transitions into the plan's log. */
-  private mirror(plan: Plan, tasks: ReadonlyMap<string, Task>): Promise<void> {
-    return this.steps.mirror(plan.id, tasks.values())
-  }
-
-  private announce(events: readonly PlanEvent[]): void {
-    for (const event of events) this.emitter.emit('event', event)
+    await this.reviser.revise(plan, tasks)
   }
 }

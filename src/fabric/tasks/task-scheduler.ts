@@ -1,16 +1,16 @@
 import { EventEmitter } from 'node:events'
-import { ExecgateError, describeError, type ExecutionResult } from '../../core'
-import type { Workspace } from '../../workspace'
+import { describeError } from '../../core'
 import { nextOwnerId } from '../owner-id'
-import { withDependencyInputs } from './dependency-inputs'
-import { canTransition, outcomeOf, outcomeOfLostRun, type RunOutcome } from './lifecycle'
-import { runInputsFor } from './run-options'
-import { TaskLiveOutput, type TaskOutputChunk } from './task-live-output'
+import { DueTaskPump } from './due-task-pump'
+import { outcomeOfLostRun } from './lifecycle'
+import { TaskLiveOutput } from './task-live-output'
 import { TaskOutputs } from './task-outputs'
+import { SHUTDOWN, STARTED, TaskRunner } from './task-runner'
 import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './task-store'
 import { prepareTasks, type Submitter } from './task-submission'
 import { defaultOwnerAlive, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler-options'
-import { isFinal, type Task, type TaskEvent, type TaskSpec, type TaskState } from './task-types'
+import { TaskTransitions } from './task-transitions'
+import type { Task, TaskEvent, TaskSpec } from './task-types'
 import { taskEvents, waitForTask, type TaskWatchSource } from './task-watch'
 
 export {
@@ -22,10 +22,6 @@ export {
   type TaskStreamItem,
 } from './task-scheduler-options'
 
-const SHUTDOWN = new Error('the task scheduler is shutting down')
-/** A claimed run's start: SPAWNING → RUNNING. */
-const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
-
 /** A run with no dependency outputs to read and no workspace to open: it can be stored and started in one write. */
 function needsNoPreparation(task: Task): boolean {
   return task.dependencies.length === 0 && !task.workspace
@@ -33,8 +29,8 @@ function needsNoPreparation(task: Task): boolean {
 
 /**
  * The scheduler: every rule of the task lifecycle, above the store. It starts ready tasks by priority, applies the
- * failure table to each result, retries with backoff, ends tasks whose start-by deadline passed, cascades failed
- * dependencies, and on start recovers the runs a dead process left behind.
+ * failure table to each result (TaskRunner), retries with backoff, ends tasks whose start-by deadline passed,
+ * cascades failed dependencies (TaskTransitions), and on start recovers the runs a dead process left behind.
  */
 export class TaskScheduler {
   readonly store: TaskStore
@@ -44,18 +40,12 @@ export class TaskScheduler {
   /** Stdout and stderr of the runs here so far, for a stream opened mid-run. */
   private readonly live = new TaskLiveOutput()
   private readonly running = new Map<string, AbortController>()
+  private readonly transitions: TaskTransitions
+  private readonly runner: TaskRunner
   private readonly concurrency: number
   private readonly owner: string
   private timer: NodeJS.Timeout | undefined
-  private pumping: Promise<void> | undefined
-  private again = false
-  /**
-   * Whether a task may be due that this process has not seen: the last look for due tasks filled every free slot,
-   * or a wake found no slot free to look with. A run's end looks only then: a look that found fewer due tasks than
-   * it had slots for saw every one, and a task due since is announced here (a wake) or, another process's, found
-   * at the next tick (one due-task query a trivial task fewer).
-   */
-  private mayBeDue = true
+  private readonly pump: DueTaskPump
   // Nothing starts before start(): a process that only submits (the CLI without --wait) never runs a task.
   private stopped = true
 
@@ -65,6 +55,15 @@ export class TaskScheduler {
     this.concurrency = options.concurrency ?? 4
     this.owner = options.owner ?? nextOwnerId()
     this.emitter.setMaxListeners(0)
+    this.transitions = new TaskTransitions(this.store, this.emitter, (task) => this.announce(task), options.dispatcher)
+    this.runner = new TaskRunner(options, this.transitions, this.live, this.outputs, this.emitter)
+    this.pump = new DueTaskPump({
+      store: this.store,
+      logger: options.logger,
+      looks: () => !this.stopped && !options.dispatcher,
+      freeSlots: () => this.concurrency - this.running.size,
+      claim: (task) => this.claim(task),
+    })
   }
 
   /** Recovers what a crashed process left, then starts running tasks. */
@@ -75,7 +74,7 @@ export class TaskScheduler {
     this.timer.unref()
     if (this.options.dispatcher)
       await this.options.dispatcher.consume((id, announced, handedBack) => this.runDispatched(id, announced, handedBack), this.concurrency)
-    this.wake()
+    this.pump.wake()
   }
 
   /** Stops starting tasks and waits for the runs in flight (`abort` cancels them: a restart runs them again). */
@@ -85,7 +84,7 @@ export class TaskScheduler {
     // No new runs from here on: what is announced meanwhile (a run stopped below goes back to PENDING) is left for others.
     await this.options.dispatcher?.pause()
     if (abort) for (const controller of this.running.values()) controller.abort(SHUTDOWN)
-    while (this.running.size > 0 || this.pumping) await new Promise((resolve) => setTimeout(resolve, 10))
+    while (this.running.size > 0 || this.pump.busy) await new Promise((resolve) => setTimeout(resolve, 10))
     await this.options.dispatcher?.close()
     await this.outputs.close()
   }
@@ -103,7 +102,7 @@ export class TaskScheduler {
     // (each look on its own, beside the announcements: on a store across the network, one round trip for all).
     await Promise.all([
       announced(),
-      ...tasks.filter((task) => !task.ready && task.state === 'PENDING').map((task) => this.refreshReadiness(task)),
+      ...tasks.filter((task) => !task.ready && task.state === 'PENDING').map((task) => this.transitions.refreshReadiness(task)),
     ])
     return tasks
   }
@@ -140,7 +139,7 @@ export class TaskScheduler {
     // Not started (another task was due first, or the key found an earlier task): left to the pump as usual.
     const stored = inserted.task
     if (stored.ready && stored.state === 'PENDING') await this.announce(stored)
-    else if (stored.state === 'PENDING') await this.refreshReadiness(stored)
+    else if (stored.state === 'PENDING') await this.transitions.refreshReadiness(stored)
     return stored
   }
 
@@ -161,14 +160,14 @@ export class TaskScheduler {
 
   /** Terminates a task (DELETE /v1/tasks/:id); a run in flight here is cancelled. Undefined when it had already ended. */
   async cancel(id: string, reason = 'cancelled by the caller'): Promise<Task | undefined> {
-    const changed = await this.move(id, ['PENDING', 'SPAWNING', 'RUNNING', 'SUSPENDED'], { to: 'TERMINATED', reason })
+    const changed = await this.transitions.move(id, ['PENDING', 'SPAWNING', 'RUNNING', 'SUSPENDED'], { to: 'TERMINATED', reason })
     this.running.get(id)?.abort(new Error(reason))
     return changed
   }
 
   /** Suspends a pending or running task (a running one is stopped; resume runs it again). */
   async suspend(id: string, reason = 'suspended by the caller'): Promise<Task | undefined> {
-    const changed = await this.move(id, ['PENDING', 'RUNNING'], { to: 'SUSPENDED', reason })
+    const changed = await this.transitions.move(id, ['PENDING', 'RUNNING'], { to: 'SUSPENDED', reason })
     this.running.get(id)?.abort(new Error(reason))
     return changed
   }
@@ -178,7 +177,11 @@ export class TaskScheduler {
     if (!task) return undefined
     const request = { ...task.request, ...changes }
     const changed = Object.keys(changes).length ? ` with ${Object.keys(changes).join(', ')} changed` : ''
-    return this.move(id, ['SUSPENDED'], { to: 'PENDING', reason: `resumed by the caller${changed}`, patch: { request, notBefore: 0 } })
+    return this.transitions.move(id, ['SUSPENDED'], {
+      to: 'PENDING',
+      reason: `resumed by the caller${changed}`,
+      patch: { request, notBefore: 0 },
+    })
   }
 
   /** Every transition from the action log (from `afterSeq`), then live ones and output, until the task ends. */
@@ -206,7 +209,7 @@ export class TaskScheduler {
   /** A task is due (now or at its notBefore): the dispatcher hands it to a free process, or this one looks. */
   private async announce(task: Task): Promise<void> {
     if (this.options.dispatcher) await this.options.dispatcher.dispatch(task)
-    else this.wake()
+    else this.pump.wake()
   }
 
   /**
@@ -230,7 +233,7 @@ export class TaskScheduler {
     if (task && (task.state === 'SPAWNING' || task.state === 'RUNNING') && task.owner !== this.owner && !this.running.has(id)) {
       // The run this announcement started is attempt announced + 1; any later one was started by a later announcement.
       if (announced !== undefined && (task.attempts !== announced + 1 || handedBack === false)) return
-      await this.settle(task, undefined, outcomeOfLostRun(task, 'lease lapsed'))
+      await this.runner.settle(task, undefined, outcomeOfLostRun(task, 'lease lapsed'))
       task = await this.store.get(id)
       if (announced !== undefined) return
     }
@@ -239,7 +242,7 @@ export class TaskScheduler {
     // Announced beside its readiness write (refreshReadiness), and taken before that write landed (or its announcer
     // died between the two): ready by its dependencies, as the write would have made it.
     if (!task.ready) {
-      task = await this.readyByDependencies(task)
+      task = await this.transitions.readyByDependencies(task)
       if (!task) return
     }
     // Handed over while this process stops, or early: announced again so another process (or a later time) runs it.
@@ -267,49 +270,13 @@ export class TaskScheduler {
     )
   }
 
-  /** Starts due tasks while slots are free; one pump at a time, re-run when woken meanwhile. */
-  private wake(): void {
-    if (this.stopped || this.options.dispatcher) return
-    if (this.pumping) {
-      this.again = true
-      return
-    }
-    this.pumping = this.pump()
-      .catch((error: unknown) => {
-        // The store failing for a moment: the next tick looks again (an unhandled rejection would end the process).
-        this.mayBeDue = true
-        this.options.logger?.error({ err: describeError(error) }, 'task scheduler pump failed; the next tick tries again')
-      })
-      .finally(() => {
-        this.pumping = undefined
-        if (this.again) ((this.again = false), this.wake())
-      })
-  }
-
-  private async pump(): Promise<void> {
-    while (!this.stopped) {
-      if (this.running.size >= this.concurrency) {
-        this.mayBeDue = true
-        return
-      }
-      const free = this.concurrency - this.running.size
-      const due = await this.store.due(Date.now(), free)
-      this.mayBeDue = due.length >= free
-      if (due.length === 0) return
-      let started = 0
-      for (const task of due) if (await this.claim(task)) started++
-      // Fewer due than free slots: nothing else was due, no need to ask again (a task due later wakes the pump itself).
-      if (started === 0 || due.length < free) return
-    }
-  }
-
   private async tick(): Promise<void> {
     try {
       const now = Date.now()
       for (const task of await this.store.expired(now)) {
-        await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
+        await this.transitions.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
       }
-      this.wake()
+      this.pump.wake()
     } catch (error) {
       this.options.logger?.error({ err: describeError(error) }, 'task scheduler tick failed')
     }
@@ -321,7 +288,7 @@ export class TaskScheduler {
    */
   private async claim(task: Task): Promise<{ settled: Promise<void> } | undefined> {
     if (task.deadline && Date.parse(task.deadline) < Date.now() && task.attempts === 0) {
-      await this.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
+      await this.transitions.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
       return undefined
     }
     // Counted from this copy of the task: the claim lands only while the stored task is still at that attempt.
@@ -338,7 +305,7 @@ export class TaskScheduler {
         const moved = await this.store.transitions(task.id, ['PENDING'], [claim, STARTED])
         if (moved) begun = this.begin(moved.task, moved.steps, controller, true, dependencies)
       } else {
-        const claimed = await this.move(task.id, ['PENDING'], claim)
+        const claimed = await this.transitions.move(task.id, ['PENDING'], claim)
         if (claimed) begun = this.begin(claimed, [], controller, false)
       }
     } finally {
@@ -370,175 +337,11 @@ export class TaskScheduler {
   ): { settled: Promise<void> } {
     for (const step of steps) this.emitter.emit('transition', step.event, step.task)
     // In an object: an async function returning the promise itself would wait for the whole run.
-    const settled = this.run(task, controller, started ? task : undefined, dependencies).finally(() => {
+    const settled = this.runner.run(task, controller, started ? task : undefined, dependencies).finally(() => {
       this.release(task.id, controller)
-      if (this.mayBeDue) this.wake()
+      this.pump.slotFreed()
     })
     return { settled }
-  }
-
-  /**
-   * Runs a claimed task; `started` when the claim already moved it to RUNNING, `dependencies` when the claim read
-   * their outputs beside it.
-   */
-  private async run(task: Task, controller: AbortController, started?: Task, dependencies?: Promise<Task[]>): Promise<void> {
-    let attempt: number | undefined
-    try {
-      // The dependencies' outputs are read while the start is written: on a store across the network, one round trip.
-      // A run started by its claim with no dependency (most) has neither to wait for.
-      let inputs: Task[] = []
-      let running: Task | undefined = started
-      if (!started || task.dependencies.length > 0)
-        [inputs, running] = await Promise.all([
-          dependencies ?? this.store.getMany(task.dependencies),
-          started ?? this.move(task.id, ['SPAWNING'], STARTED),
-        ])
-      if (!running) return
-      const request = withDependencyInputs(
-        { ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) },
-        inputs,
-        task.dependencyPaths,
-      )
-      attempt = running.attempts
-      this.live.begin(task.id, attempt)
-      const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => {
-        const item: TaskOutputChunk = { type: 'output', taskId: task.id, stream, chunk }
-        this.live.add(item)
-        this.emitter.emit('output', item)
-      }
-      const rich = this.outputs.forRun(running)
-      const run = runInputsFor(running, request, controller.signal, onOutput, await this.workspaceOf(running))
-      const result = await this.options.execute(run.request, { ...run.options, onRichOutput: rich.onRichOutput })
-      if (controller.signal.aborted) {
-        // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
-        if (controller.signal.reason === SHUTDOWN)
-          await this.move(task.id, ['RUNNING'], {
-            to: 'PENDING',
-            reason: 'interrupted by a shutdown; runs again',
-            patch: { attempts: running.attempts - 1, owner: undefined },
-            heldBy: holderOf(running),
-          })
-        // Cancelled or suspended meanwhile: that transition already happened.
-        return
-      }
-      rich.rest(result)
-      await this.settle(running, result, outcomeOf(running, result))
-    } catch (error) {
-      this.options.logger?.error({ taskId: task.id, err: describeError(error) }, 'task run failed')
-      const change: TaskChange = { to: 'FAILED', reason: `internal error: ${describeError(error)}`, heldBy: holderOf(task) }
-      await this.move(task.id, ['SPAWNING', 'RUNNING'], change).catch(() => undefined)
-    } finally {
-      // Only this attempt's: a resumed run of the task may have begun here meanwhile.
-      if (attempt !== undefined) this.live.end(task.id, attempt)
-    }
-  }
-
-  /** The task's own workspace outside memory, when it keeps one; a process that cannot open it fails the run saying why. */
-  private async workspaceOf(task: Task): Promise<Workspace | undefined> {
-    if (!task.workspace) return undefined
-    if (!this.options.workspaceFor)
-      throw new ExecgateError('EXECGATE_CONFIG_INVALID', {
-        detail:
-          `task ${task.id} keeps its workspace in the bucket (${task.workspace.prefix}), and this ` +
-          `process has no bucket: set fabric.s3.bucket (EXECGATE_FABRIC_S3_BUCKET)`,
-      })
-    return this.options.workspaceFor(task)
-  }
-
-  private async settle(task: Task, result: ExecutionResult | undefined, outcome: RunOutcome): Promise<void> {
-    const from: TaskState[] = ['RUNNING', 'SPAWNING']
-    // The end is written only while this run still holds the task: a late result after a takeover settles nothing.
-    const withResult = result ? { result, ...(result.files ? { outputFiles: result.files } : {}) } : {}
-    const move = (change: TaskChange) => this.move(task.id, from, { ...change, heldBy: holderOf(task) })
-    switch (outcome.kind) {
-      case 'complete':
-        await move({ to: 'COMPLETED', reason: 'completed', patch: { ...withResult, owner: undefined } })
-        return
-      case 'retry':
-        await move({
-          to: 'PENDING',
-          reason: outcome.reason,
-          patch: { ...withResult, owner: undefined, notBefore: Date.now() + outcome.delayMs },
-        })
-        return
-      case 'suspend':
-        await move({ to: 'SUSPENDED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
-        return
-      case 'terminate':
-        await move({ to: 'TERMINATED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
-        return
-      case 'fail':
-        await move({ to: 'FAILED', reason: outcome.reason, patch: { ...withResult, owner: undefined } })
-    }
-  }
-
-  /** One transition, announced, with its consequences for dependents. */
-  private async move(id: string, from: readonly TaskState[], change: TaskChange): Promise<Task | undefined> {
-    // Only transitions the lifecycle draws: a caller asking for another one gets undefined, like a lost race.
-    const moved = await this.store.transition(
-      id,
-      from.filter((state) => canTransition(state, change.to)),
-      change,
-    )
-    if (!moved) return undefined
-    this.emitter.emit('transition', moved.event, moved.task)
-    if (moved.task.state === 'PENDING' && moved.task.ready) await this.announce(moved.task)
-    if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED')
-      await this.afterEnd(moved.task, moved.dependents)
-    return moved.task
-  }
-
-  /** A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them. */
-  private async afterEnd(task: Task, dependents?: readonly Task[]): Promise<void> {
-    for (const dependent of dependents ?? (await this.store.dependentsOf(task.id))) {
-      // Another tenant's task can name this id only for a task it never got (its batch's task of that id was answered by
-      // an idempotency key under another id): nothing of this task (its end, its reason) reaches it.
-      if (isFinal(dependent.state) || dependent.tenant !== task.tenant) continue
-      if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
-      else
-        await this.move(dependent.id, ['PENDING', 'SUSPENDED'], {
-          to: 'TERMINATED',
-          reason: `dependency ${task.id} ${task.state}: ${task.reason}`,
-        })
-    }
-    // No wake here for the slot: a task completes only in a run this scheduler began (dispatched runs included), and
-    // the run's end wakes the pump once its slot is free (a wake here too cost a due-task query per task, for nothing).
-  }
-
-  /** `ended`: a dependency just read as it ended, so it is not read again. */
-  private async refreshReadiness(task: Task, ended?: Task): Promise<void> {
-    const known = ended && task.dependencies.includes(ended.id) ? [ended] : []
-    // Only the tenant's own tasks count: another tenant's task of a named id is no dependency (see afterEnd).
-    const dependencies = [
-      ...known,
-      ...(await this.store.getMany(task.dependencies.filter((id) => !known.some((dependency) => dependency.id === id)))),
-    ].filter((dependency) => dependency.tenant === task.tenant)
-    const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
-    if (failed) {
-      await this.move(task.id, ['PENDING', 'SUSPENDED'], {
-        to: 'TERMINATED',
-        reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}`,
-      })
-    } else if (everyCompleted(task, dependencies)) {
-      const { dispatcher } = this.options
-      if (dispatcher && task.state === 'PENDING') {
-        // Announced beside the readiness write, not after it: a round trip sooner on a plan's path from one step's end
-        // to the next one's start. A process that takes the announcement before the write lands makes the task ready
-        // itself, from the same dependencies (runDispatched); an announcement whose write finds the task moved on
-        // (cancelled, suspended) is taken and dropped, as any stale one.
-        await Promise.all([this.store.update(task.id, 'PENDING', { ready: true }), dispatcher.dispatch({ ...task, ready: true })])
-        return
-      }
-      const ready = await this.store.update(task.id, task.state, { ready: true })
-      if (ready?.state === 'PENDING') await this.announce(ready)
-    }
-  }
-
-  /** A pending task made ready now that every dependency completed (the write refreshReadiness makes); else undefined. */
-  private async readyByDependencies(task: Task): Promise<Task | undefined> {
-    if (!everyCompleted(task, await this.store.getMany(task.dependencies))) return undefined
-    const ready = await this.store.update(task.id, 'PENDING', { ready: true })
-    return ready?.ready ? ready : undefined
   }
 
   /**
@@ -549,22 +352,8 @@ export class TaskScheduler {
     const alive = this.options.ownerAlive ?? defaultOwnerAlive
     for (const task of await this.store.inStates(['SPAWNING', 'RUNNING'])) {
       if (task.owner && task.owner !== this.owner && alive(task.owner)) continue
-      await this.settle(task, undefined, outcomeOfLostRun(task))
+      await this.runner.settle(task, undefined, outcomeOfLostRun(task))
     }
-    for (const task of await this.store.inStates(['PENDING', 'SUSPENDED'])) if (!task.ready) await this.refreshReadiness(task)
+    for (const task of await this.store.inStates(['PENDING', 'SUSPENDED'])) if (!task.ready) await this.transitions.refreshReadiness(task)
   }
-}
-
-/**
- * Whether `dependencies` (as read) are every one of the task's, all COMPLETED and the task's tenant's own (another
- * tenant's task of a named id is no dependency: afterEnd): what makes a task ready.
- */
-function everyCompleted(task: Task, dependencies: readonly Task[]): boolean {
-  const own = dependencies.filter((dependency) => dependency.tenant === task.tenant)
-  return own.length === task.dependencies.length && own.every((dependency) => dependency.state === 'COMPLETED')
-}
-
-/** The holder of a claimed run, as its claim wrote it: this scheduler and the attempt it counted. */
-function holderOf(task: Task): TaskChange['heldBy'] {
-  return task.owner ? { owner: task.owner, attempt: task.attempts } : undefined
 }

@@ -8,7 +8,7 @@ import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 import { storedTask } from '../stored-records'
 
 /**
- * On Redis a dependent is announced beside its readiness write, not after it (task-scheduler.ts, refreshReadiness), so
+ * On Redis a dependent is announced beside its readiness write, not after it (task-transitions.ts, refreshReadiness), so
  * a process may take the announcement before the write lands. Here the write never comes, as if its announcer died
  * between the two: another process (a store and a dispatcher of their own on the same Redis and queue) stores the
  * dependent not ready and announces it. The execgate that takes the announcement finds the dependency completed, makes

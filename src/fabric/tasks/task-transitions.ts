@@ -1,0 +1,97 @@
+import type { EventEmitter } from 'node:events'
+import type { TaskDispatcher } from './bullmq-dispatcher'
+import { canTransition } from './lifecycle'
+import type { TaskChange, TaskStore } from './task-store'
+import { isFinal, type Task, type TaskState } from './task-types'
+
+/**
+ * A task's transitions as the scheduler makes them: each one written, told to the `transition` listeners, announced
+ * when it leaves the task due, and followed by its consequences for the task's dependents (ready, or ended naming it).
+ */
+export class TaskTransitions {
+  constructor(
+    private readonly store: TaskStore,
+    private readonly emitter: EventEmitter,
+    /** A task is due (now or at its notBefore): the dispatcher hands it to a free process, or this one looks. */
+    private readonly announce: (task: Task) => Promise<void>,
+    private readonly dispatcher: TaskDispatcher | undefined,
+  ) {}
+
+  /** One transition, announced, with its consequences for dependents. */
+  async move(id: string, from: readonly TaskState[], change: TaskChange): Promise<Task | undefined> {
+    // Only transitions the lifecycle draws: a caller asking for another one gets undefined, like a lost race.
+    const moved = await this.store.transition(
+      id,
+      from.filter((state) => canTransition(state, change.to)),
+      change,
+    )
+    if (!moved) return undefined
+    this.emitter.emit('transition', moved.event, moved.task)
+    if (moved.task.state === 'PENDING' && moved.task.ready) await this.announce(moved.task)
+    if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED')
+      await this.afterEnd(moved.task, moved.dependents)
+    return moved.task
+  }
+
+  /** A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them. */
+  async afterEnd(task: Task, dependents?: readonly Task[]): Promise<void> {
+    for (const dependent of dependents ?? (await this.store.dependentsOf(task.id))) {
+      // Another tenant's task can name this id only for a task it never got (its batch's task of that id was answered by
+      // an idempotency key under another id): nothing of this task (its end, its reason) reaches it.
+      if (isFinal(dependent.state) || dependent.tenant !== task.tenant) continue
+      if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
+      else
+        await this.move(dependent.id, ['PENDING', 'SUSPENDED'], {
+          to: 'TERMINATED',
+          reason: `dependency ${task.id} ${task.state}: ${task.reason}`,
+        })
+    }
+    // No wake here for the slot: a task completes only in a run this scheduler began (dispatched runs included), and
+    // the run's end wakes the pump once its slot is free (a wake here too cost a due-task query per task, for nothing).
+  }
+
+  /** `ended`: a dependency just read as it ended, so it is not read again. */
+  async refreshReadiness(task: Task, ended?: Task): Promise<void> {
+    const known = ended && task.dependencies.includes(ended.id) ? [ended] : []
+    // Only the tenant's own tasks count: another tenant's task of a named id is no dependency (see afterEnd).
+    const dependencies = [
+      ...known,
+      ...(await this.store.getMany(task.dependencies.filter((id) => !known.some((dependency) => dependency.id === id)))),
+    ].filter((dependency) => dependency.tenant === task.tenant)
+    const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
+    if (failed) {
+      await this.move(task.id, ['PENDING', 'SUSPENDED'], {
+        to: 'TERMINATED',
+        reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}`,
+      })
+    } else if (everyCompleted(task, dependencies)) {
+      const { dispatcher } = this
+      if (dispatcher && task.state === 'PENDING') {
+        // Announced beside the readiness write, not after it: a round trip sooner on a plan's path from one step's end
+        // to the next one's start. A process that takes the announcement before the write lands makes the task ready
+        // itself, from the same dependencies (runDispatched); an announcement whose write finds the task moved on
+        // (cancelled, suspended) is taken and dropped, as any stale one.
+        await Promise.all([this.store.update(task.id, 'PENDING', { ready: true }), dispatcher.dispatch({ ...task, ready: true })])
+        return
+      }
+      const ready = await this.store.update(task.id, task.state, { ready: true })
+      if (ready?.state === 'PENDING') await this.announce(ready)
+    }
+  }
+
+  /** A pending task made ready now that every dependency completed (the write refreshReadiness makes); else undefined. */
+  async readyByDependencies(task: Task): Promise<Task | undefined> {
+    if (!everyCompleted(task, await this.store.getMany(task.dependencies))) return undefined
+    const ready = await this.store.update(task.id, 'PENDING', { ready: true })
+    return ready?.ready ? ready : undefined
+  }
+}
+
+/**
+ * Whether `dependencies` (as read) are every one of the task's, all COMPLETED and the task's tenant's own (another
+ * tenant's task of a named id is no dependency: afterEnd): what makes a task ready.
+ */
+function everyCompleted(task: Task, dependencies: readonly Task[]): boolean {
+  const own = dependencies.filter((dependency) => dependency.tenant === task.tenant)
+  return own.length === task.dependencies.length && own.every((dependency) => dependency.state === 'COMPLETED')
+}
