@@ -130,31 +130,28 @@ export class QuickJsDisplay {
    * never display anything; taking the built-ins it needs is a few property reads. Built lazily, the prelude runs
    * under the run's own memory limit and deadline.
    */
-  install(vm: QuickJSContext, stringify?: QuickJSHandle): void {
-    const read = (owner: QuickJSHandle, ...path: string[]): QuickJSHandle => {
-      let handle = owner
-      for (const name of path) {
-        const next = vm.getProp(handle, name)
-        if (handle !== owner) handle.dispose()
-        handle = next
-      }
-      return handle
-    }
-    const call = read(vm.global, 'Function', 'prototype', 'call')
-    const bind = read(call, 'bind')
-    const hasOwnProperty = read(vm.global, 'Object', 'prototype', 'hasOwnProperty')
-    const hasOwn = vm.unwrapResult(vm.callFunction(bind, call, hasOwnProperty))
-    for (const handle of [call, bind, hasOwnProperty]) handle.dispose()
+  install(vm: QuickJSContext, stringify: QuickJSHandle): void {
+    // Each read is a call into the module; intermediate objects are read once and freed (a fresh context pays for
+    // every one of these on a back-to-back run's path).
+    const stringFn = vm.getProp(vm.global, 'String')
+    const objectFn = vm.getProp(vm.global, 'Object')
+    const prototype = vm.getProp(objectFn, 'prototype')
+    const arrayFn = vm.getProp(vm.global, 'Array')
+    // Function.prototype.call, read through a built-in function; bound to hasOwnProperty on the first display().
+    const call = vm.getProp(stringFn, 'call')
     this.builtins = [
-      // The run's own copy when it has one: one handle copied, not two property reads.
-      stringify ? stringify.dup() : read(vm.global, 'JSON', 'stringify'),
-      read(vm.global, 'Array', 'isArray'),
-      read(vm.global, 'Object', 'keys'),
-      hasOwn,
-      read(vm.global, 'String'),
-      read(vm.global, 'encodeURIComponent'),
-      read(vm.global, 'unescape'),
+      // The run's own copy (taken before any code): one handle copied, not two property reads.
+      stringify.dup(),
+      vm.getProp(arrayFn, 'isArray'),
+      vm.getProp(objectFn, 'keys'),
+      vm.getProp(call, 'bind'),
+      stringFn,
+      vm.getProp(vm.global, 'encodeURIComponent'),
+      vm.getProp(vm.global, 'unescape'),
+      call,
+      vm.getProp(prototype, 'hasOwnProperty'),
     ]
+    for (const handle of [objectFn, prototype, arrayFn]) handle.dispose()
     const stub = vm.newFunction('display', (...args) => {
       this.shaper ??= this.build(vm)
       return vm.callFunction(this.shaper, vm.undefined, ...args)
@@ -171,20 +168,28 @@ export class QuickJsDisplay {
   }
 
   private build(vm: QuickJSContext): QuickJSHandle {
+    const [stringify, isArray, keysOf, bind, toText, encode, decodeBytes, call, hasOwnProperty] = this.builtins as [
+      QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle,
+    ]
     const emit = vm.newFunction('emit', (kind, json) => {
       this.emit(vm.getString(kind), vm, json)
     })
     const room = vm.newFunction('room', () => vm.newNumber(this.room()))
+    // hasOwn(object, key): the pristine call bound to the pristine hasOwnProperty, with the pristine bind.
+    const hasOwn = vm.unwrapResult(vm.callFunction(bind, call, hasOwnProperty))
     try {
       const factory = vm.unwrapResult(vm.evalCode(PRELUDE, 'execgate-display.js'))
       try {
-        return vm.unwrapResult(vm.callFunction(factory, vm.undefined, emit, room, ...this.builtins))
+        return vm.unwrapResult(
+          vm.callFunction(factory, vm.undefined, emit, room, stringify, isArray, keysOf, hasOwn, toText, encode, decodeBytes),
+        )
       } finally {
         factory.dispose()
       }
     } finally {
       emit.dispose()
       room.dispose()
+      hasOwn.dispose()
     }
   }
 

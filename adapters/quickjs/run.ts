@@ -4,6 +4,7 @@ import { describeError, isFatalHostError, type ExecutionErrorInfo, type Executio
 import { mapQuickJsError, SCRIPT_NAME, type StopReason } from './map-error'
 import type { PreparedSource } from './prepare-source'
 import { QuickJsDisplay, type DisplayLimits } from './display'
+import { installConsole } from './console'
 
 export interface RunLimits {
   memoryBytes: number
@@ -50,8 +51,6 @@ export class QuickJsRun {
   private readonly runtime: QuickJSRuntime
   private readonly vm: QuickJSContext
   private stop: Stop | undefined
-  /** Bytes of the current console write left in the VM (the middle of a huge string). */
-  private omitted = 0
   private policyMessage = ''
   private readonly deferreds = new Set<QuickJSDeferredPromise>()
   private pendingHostCalls = 0
@@ -75,7 +74,17 @@ export class QuickJsRun {
     const json = this.vm.getProp(this.vm.global, 'JSON')
     this.stringify = this.vm.getProp(json, 'stringify')
     json.dispose()
-    this.installConsole()
+    installConsole(
+      this.vm,
+      () => this.limits.outputBytes ?? 0,
+      (stream, render) => {
+        if (!this.stop) {
+          const { text, omitted } = render()
+          if (!this.host.write(stream, text, omitted)) this.stop = 'output'
+        }
+        return this.stop !== 'output'
+      },
+    )
     this.display = new QuickJsDisplay(
       () => this.limits?.outputs,
       (item) => this.host.display?.(item),
@@ -104,75 +113,6 @@ export class QuickJsRun {
     if (this.host.cancelled()) this.stop = 'cancelled'
     else if (performance.now() > this.limits.deadline) this.stop = 'deadline'
     return this.stop !== undefined
-  }
-
-  private write(stream: 'stdout' | 'stderr', args: QuickJSHandle[]): void {
-    if (this.stop) return
-    this.omitted = 0
-    const text = args.map((arg) => this.format(arg)).join(' ') + '\n'
-    if (!this.host.write(stream, text, this.omitted)) this.stop = 'output'
-  }
-
-  private format(handle: QuickJSHandle): string {
-    const type = this.vm.typeof(handle)
-    if (type === 'string') return this.boundedString(handle)
-    if (type === 'function') return '[Function]'
-    const dumped = this.vm.dump(handle)
-    if (dumped && typeof dumped === 'object' && typeof dumped.name === 'string' && typeof dumped.message === 'string') {
-      return `${dumped.name}: ${dumped.message}`
-    }
-    return typeof dumped === 'string' && type !== 'object' ? dumped : (JSON.stringify(dumped) ?? String(dumped))
-  }
-
-  /**
-   * A string to print, read out of the VM whole only when it is short: of one longer than twice the output cap only
-   * its two ends (all the output capture keeps) leave the VM, so `console.log('A'.repeat(1e8))` copies 128 KiB, not
-   * 100 MB, into the worker and the host.
-   */
-  private boundedString(handle: QuickJSHandle): string {
-    const keep = this.limits.outputBytes ?? 0
-    const lengthHandle = this.vm.getProp(handle, 'length')
-    const length = this.vm.getNumber(lengthHandle)
-    lengthHandle.dispose()
-    if (!keep || length <= 2 * keep) return this.vm.getString(handle)
-    const slice = this.vm.getProp(handle, 'slice')
-    const part = (from: number, to: number) => {
-      const [start, end] = [this.vm.newNumber(from), this.vm.newNumber(to)]
-      const result = this.vm.callFunction(slice, handle, start, end)
-      start.dispose()
-      end.dispose()
-      if (result.error) return (result.error.dispose(), '')
-      const text = this.vm.getString(result.value)
-      result.value.dispose()
-      return text
-    }
-    const text = part(0, keep) + part(length - keep, length)
-    // Counted as one byte a code unit: exact for ASCII, the usual flood; a close estimate otherwise.
-    this.omitted += length - 2 * keep
-    slice.dispose()
-    return text
-  }
-
-  private installConsole(): void {
-    const consoleObject = this.vm.newObject()
-    for (const [method, stream] of [
-      ['log', 'stdout'],
-      ['info', 'stdout'],
-      ['debug', 'stdout'],
-      ['warn', 'stderr'],
-      ['error', 'stderr'],
-    ] as const) {
-      // Past the output cap the call throws at once: a flood loop would otherwise spin (allocating its strings)
-      // until the next interrupt check, hundreds of ms on a busy machine, and meet the deadline before the cap.
-      const fn = this.vm.newFunction(method, (...args) => {
-        this.write(stream, args)
-        if (this.stop === 'output') return { error: this.vm.newError('output passed the limit') }
-      })
-      this.vm.setProp(consoleObject, method, fn)
-      fn.dispose()
-    }
-    this.vm.setProp(this.vm.global, 'console', consoleObject)
-    consoleObject.dispose()
   }
 
   /** Host functions become async globals; arguments and results cross as JSON, never as host objects. */
