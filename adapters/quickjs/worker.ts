@@ -102,14 +102,15 @@ async function run(job: RunJob): Promise<void> {
   // 1 GB after four memory bombs): a worker that grew past its bound asks the pool to replace it.
   const retire = memory.buffer.byteLength > job.recycleAboveBytes
   // Answer first, free after: freeing a runtime costs time the caller need not wait for.
+  // Not spreads of optional parts: on Node 20 each costs ~0.5 µs (see resultFromJob); absent fields stay undefined.
   channel.finish({
     status: outcome.status,
     value: outcome.value,
     error: outcome.error,
     hostCalls: channel.hostCalls,
-    ...(quickjsRun.outputsOmitted ? { outputsOmitted: quickjsRun.outputsOmitted } : {}),
+    outputsOmitted: quickjsRun.outputsOmitted || undefined,
     session,
-    ...(retire ? { retire } : {}),
+    retire: retire || undefined,
   })
   if (retire) return
   if (!quickjsRun.dispose()) {
