@@ -169,7 +169,15 @@ export class QuickJsDisplay {
 
   private build(vm: QuickJSContext): QuickJSHandle {
     const [stringify, isArray, keysOf, bind, toText, encode, decodeBytes, call, hasOwnProperty] = this.builtins as [
-      QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle, QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
     ]
     const emit = vm.newFunction('emit', (kind, json) => {
       this.emit(vm.getString(kind), vm, json)
