@@ -1,8 +1,24 @@
 import { JSON_MEDIA_TYPE, TEXT_PLAIN } from './media-types'
+import { isShared } from './run-capture'
 import type { ArtifactLink, ArtifactRef, LedgerEntry, LinkRole, StreamDigest } from './types'
 
+/** Links of references many records share (run-capture's `isShared`), by the reference: one object, not one a record. */
+const sharedLinks = new WeakMap<object, ArtifactLink>()
+
 function link(ref: ArtifactRef, role: LinkRole): ArtifactLink {
-  return { sha256: ref.sha256, role, path: ref.path, size: ref.size, mediaType: ref.mediaType }
+  const known = sharedLinks.get(ref)
+  if (known?.role === role) return known
+  const made = { sha256: ref.sha256, role, path: ref.path, size: ref.size, mediaType: ref.mediaType }
+  if (isShared(ref)) sharedLinks.set(ref, made)
+  return made
+}
+
+function valueLink(value: { sha256: string; size: number }): ArtifactLink {
+  const known = sharedLinks.get(value)
+  if (known) return known
+  const made: ArtifactLink = { sha256: value.sha256, role: 'value', path: 'value', size: value.size, mediaType: JSON_MEDIA_TYPE }
+  if (isShared(value)) sharedLinks.set(value, made)
+  return made
 }
 
 function streamLink(role: 'stdout' | 'stderr', digest: StreamDigest): ArtifactLink {
@@ -31,7 +47,7 @@ export function linksOf(entry: LedgerEntry): ArtifactLink[] {
   if (entry.stdout.stored) links.push(streamLink('stdout', entry.stdout))
   if (entry.stderr.stored) links.push(streamLink('stderr', entry.stderr))
   const { value } = entry
-  if (value) links.push({ sha256: value.sha256, role: 'value', path: 'value', size: value.size, mediaType: JSON_MEDIA_TYPE })
+  if (value) links.push(valueLink(value))
   return links
 }
 

@@ -55,7 +55,11 @@ export class LedgerWriter {
   private writeScheduled = false
   written = 0
 
-  constructor(private readonly options: LedgerWriterOptions) {}
+  private readonly settings: { execgateVersion: string; outputThresholdBytes: number }
+
+  constructor(private readonly options: LedgerWriterOptions) {
+    this.settings = { execgateVersion: options.execgateVersion, outputThresholdBytes: options.outputThresholdBytes }
+  }
 
   private open(): { records: LedgerRecordStore; blobs: BlobStore } {
     this.stores ??= { records: this.options.openRecords(), blobs: this.options.openBlobs() }
@@ -172,16 +176,11 @@ export class LedgerWriter {
         continue
       }
       const tenant = item.captured.run.tenant ?? DEFAULT_TENANT
-      const { entry, blobs: runBlobs } = describeRun(item.captured, {
-        tenant,
-        execgateVersion: this.options.execgateVersion,
-        outputThresholdBytes: this.options.outputThresholdBytes,
-      })
+      const entry = describeRun(item.captured, tenant, this.settings, writes)
       if (entry.planId !== undefined && entry.planVersion !== undefined) {
         const document = await this.planDocument(tenant, entry.planId, entry.planVersion)
         if (document) entry.planDocument = document
       }
-      for (const blob of runBlobs) writes.set(blob.sha256, blob)
       // The JSON is made when the store chains the record, a few rows before it is written (RecordDraft.entryJson).
       drafts.push({ tenant, id: entry.runId, recordedAt: Date.now(), entry, entryJson: () => runEntryJson(entry) })
     }

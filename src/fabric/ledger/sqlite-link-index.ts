@@ -49,10 +49,20 @@ interface LinkRow {
   media_type: string
 }
 
-/** Where the ranges of a tenant's last appended record start, by link key. */
+/**
+ * Where the ranges of a tenant's last appended record start: its link keys and their ranges' first seqs, side by
+ * side (a record names a few artifacts: a list scanned is cheaper to make, a record at a time, than a Map).
+ */
 interface TenantTail {
   seq: number
-  starts: Map<string, number>
+  keys: string[]
+  starts: number[]
+}
+
+const startOf = (tail: TenantTail | undefined, key: string): number | undefined => {
+  if (!tail) return undefined
+  const at = tail.keys.indexOf(key)
+  return at < 0 ? undefined : tail.starts[at]
 }
 
 interface PendingRange {
@@ -72,7 +82,14 @@ const IN_CHUNK = 500
 
 export const linkDirection = (role: LinkRole): 'used' | 'generated' => (GENERATED_ROLES.includes(role) ? 'generated' : 'used')
 
-const linkKey = (link: ArtifactLink) => `${link.sha256}\n${link.role}\n${link.path}\n${link.size}\n${link.mediaType}`
+/** Keys of links linksOf shares between records (a repeated code's, a value's): made once, the same string each time. */
+const linkKeys = new WeakMap<ArtifactLink, string>()
+
+function linkKey(link: ArtifactLink): string {
+  let key = linkKeys.get(link)
+  if (key === undefined) linkKeys.set(link, (key = `${link.sha256}\n${link.role}\n${link.path}\n${link.size}\n${link.mediaType}`))
+  return key
+}
 
 /** Files written before ranges existed: their rows are ranges of one. */
 function addLastSeq(db: Database): void {
@@ -116,28 +133,39 @@ export class SqliteLinkIndex {
 
   /** Indexes appended records (in seq order per tenant), inside their transaction; `commit` or `rollback` after it. */
   write(records: readonly IndexedRecord[]): void {
-    const ranges = new Map<string, PendingRange>()
+    // The batch's ranges by link key, each key's few (one per tenant and start) in a list: no id string made a link.
+    const ranges = new Map<string, PendingRange[]>()
+    const all: PendingRange[] = []
     for (const { tenant, seq, entry } of records) {
       const previous = this.pendingTails.get(tenant) ?? this.tails.get(tenant)
-      const continued = previous?.seq === seq - 1 ? previous.starts : undefined
-      const tail: TenantTail = { seq, starts: new Map() }
+      const continued = previous?.seq === seq - 1 ? previous : undefined
+      const tail: TenantTail = { seq, keys: [], starts: [] }
       for (const link of linksOf(entry)) {
         const key = linkKey(link)
         // The same link twice in one record is one row.
-        if (tail.starts.has(key)) continue
-        const start = continued?.get(key)
-        const id = `${tenant}\n${start ?? seq}\n${key}`
-        const range = ranges.get(id)
+        if (tail.keys.includes(key)) continue
+        const start = startOf(continued, key)
+        const first = start ?? seq
+        let same = ranges.get(key)
+        const range = same?.find((candidate) => candidate.tenant === tenant && candidate.start === first)
         if (range) range.last = seq
-        // Started by a record before this call: stored already, this call extends it.
-        else if (start !== undefined) ranges.set(id, { tenant, key, link, start, last: seq, storedLast: seq - 1 })
-        else ranges.set(id, { tenant, key, link, start: seq, last: seq })
-        tail.starts.set(key, start ?? seq)
+        else {
+          // Started by a record before this call: stored already, this call extends it.
+          const made: PendingRange =
+            start !== undefined
+              ? { tenant, key, link, start, last: seq, storedLast: seq - 1 }
+              : { tenant, key, link, start: seq, last: seq }
+          if (!same) ranges.set(key, (same = []))
+          same.push(made)
+          all.push(made)
+        }
+        tail.keys.push(key)
+        tail.starts.push(first)
       }
       this.pendingTails.set(tenant, tail)
     }
     const rows: unknown[] = []
-    for (const range of ranges.values()) {
+    for (const range of all) {
       const { tenant, link } = range
       const direction = linkDirection(link.role)
       if (range.storedLast !== undefined) {
@@ -146,7 +174,8 @@ export class SqliteLinkIndex {
         if (changes > 0) continue
         // The stored range changed meanwhile (retention trimmed it): this batch's part is a range of its own.
         const tail = this.pendingTails.get(tenant)
-        if (tail?.starts.get(range.key) === range.start) tail.starts.set(range.key, range.storedLast + 1)
+        const at = tail ? tail.keys.indexOf(range.key) : -1
+        if (tail && at >= 0 && tail.starts[at] === range.start) tail.starts[at] = range.storedLast + 1
         range.start = range.storedLast + 1
       }
       const last = range.last > range.start ? range.last : null

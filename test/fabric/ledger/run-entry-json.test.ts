@@ -1,0 +1,79 @@
+import type { ExecutionRequest, ExecutionResult, RunInfo, SecurityPolicy } from '../../../src/core'
+import { DEFAULT_POLICY } from '../../../src/policy'
+import { captureRun, describeRun, runEntryJson, type BlobWrite } from '../../../src/fabric/ledger/run-capture'
+import type { RunRecord } from '../../../src/fabric/ledger/types'
+
+/**
+ * A run's record text (runEntryJson) splices the JSON of objects records share (a policy, its limits, the engines, a
+ * repeated code's and value's references, the empty streams and lists) instead of serialising them each time, and
+ * reuses the last record's spliced text when the next names the same objects. Whatever order records come in, the
+ * text must say exactly what `JSON.stringify(entry)` says, and leave the entry as it was.
+ */
+
+const settings = { execgateVersion: 'test', outputThresholdBytes: 16 }
+const engines = { '@pydantic/monty': '0.0.18' }
+let runs = 0
+
+function record(
+  request: Partial<ExecutionRequest>,
+  result: Partial<ExecutionResult>,
+  info: Partial<RunInfo> = {},
+  policy: SecurityPolicy | undefined = DEFAULT_POLICY,
+): { entry: RunRecord; blobs: Map<string, BlobWrite> } {
+  const runId = `01a21cd8-1ad0-775a-b399-${String(++runs).padStart(12, '0')}`
+  const run: RunInfo = { runId, startedAt: 1_700_000_000_000 + runs, endedAt: 1_700_000_000_001 + runs, tier: 1, engines, ...info }
+  const captured = captureRun(
+    { status: 'ok', traceId: runId, adapter: 'monty', durationMs: 0.05, stdout: '', stderr: '', ...result } as ExecutionResult,
+    { language: 'python', code: '1 + 1', ...request } as ExecutionRequest,
+    policy ? { ...run, policy } : run,
+  )
+  const blobs = new Map<string, BlobWrite>()
+  return { entry: describeRun(captured, 'acme', settings, blobs), blobs }
+}
+
+function expectSameAsStringify(entry: RunRecord): void {
+  const before = JSON.stringify(entry)
+  const text = runEntryJson(entry)
+  expect(JSON.parse(text)).toEqual(JSON.parse(before))
+  // The entry is left as it was (its shared fields are put back).
+  expect(JSON.stringify(entry)).toBe(before)
+}
+
+test('the spliced text says what JSON.stringify says, whatever records come one after another', () => {
+  const strictPolicy: SecurityPolicy = { ...DEFAULT_POLICY, wallTimeMs: 1234, allowedImports: ['math'] }
+  const entries = [
+    record({}, { value: 2 }).entry,
+    record({}, { value: 2 }).entry,
+    record({ code: 'print("other")' }, { value: 'other' }).entry,
+    record({}, { value: 2 }, {}, strictPolicy).entry,
+    record({}, { value: 2 }, {}, undefined).entry,
+    record(
+      { code: 'x = read_file("in.csv")', stdin: 'typed', files: [{ path: 'in.csv', content: 'a,b\n1,2\n' }] },
+      {
+        status: 'error',
+        value: { rows: [1, 2] },
+        stdout: 'a long enough output to be stored as an artifact',
+        files: [{ path: 'out.txt', content: 'written' }],
+        error: { type: 'ValueError', code: 'EXECGATE_RUNTIME_ERROR', message: 'never recorded' },
+        fallbackFrom: { adapter: 'monty', reason: 'unsupported' },
+      } as Partial<ExecutionResult>,
+      { agentType: 'analyst', lane: 'interactive', provenance: { taskId: 'task-1', attempt: 2, planId: 'p', planVersion: 1, stepId: 's' } },
+    ).entry,
+    record({}, {}).entry,
+    record({}, { value: 2 }).entry,
+  ]
+  for (const entry of entries) expectSameAsStringify(entry)
+  // And again in another order, so each record follows one that spliced other objects.
+  for (const entry of [...entries].reverse()) expectSameAsStringify(entry)
+})
+
+test('records of a repeated code and value share their references, and name their blobs once', () => {
+  const first = record({ code: 'sum([1, 2])' }, { value: 3 })
+  const second = record({ code: 'sum([1, 2])' }, { value: 3 })
+  expect(second.entry.code).toBe(first.entry.code)
+  expect(second.entry.value).toBe(first.entry.value)
+  expect(second.entry.inputs).toEqual([])
+  expect([...first.blobs.values()].map((blob) => blob.mediaType).sort()).toEqual(['application/json', 'text/x-python'])
+  expect(first.entry.code).toMatchObject({ path: 'code', size: Buffer.byteLength('sum([1, 2])'), mediaType: 'text/x-python' })
+  expect(first.entry.value).toEqual({ sha256: expect.stringMatching(/^[0-9a-f]{64}$/), size: 1 })
+})
