@@ -14,8 +14,9 @@ export type ConsoleWrite = (stream: 'stdout' | 'stderr', render: () => { text: s
 
 /**
  * Installs the global `console` in a fresh context. One native function per stream, shared by that stream's methods:
- * a native costs ~2 µs to make (a host reference and a QuickJS function object) in every fresh context, and five
- * cost a back-to-back run ~10 µs of its worker's time for a difference (`console.info.name` is `log`) no code needs.
+ * a native costs ~2 µs to make (a host reference and a QuickJS function object) in every fresh context, and three
+ * more cost a back-to-back run ~5 µs of its worker's time for a difference (`console.info.name` is `log`) no code
+ * needs.
  * `outputBytes` is read per call (the run's cap is known only when it starts).
  */
 export function installConsole(vm: QuickJSContext, outputBytes: () => number, write: ConsoleWrite): void {
