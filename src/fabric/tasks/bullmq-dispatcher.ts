@@ -48,7 +48,7 @@ type BullWorker = import('bullmq').Worker
 
 export class BullmqDispatcher implements TaskDispatcher {
   private queue: BullQueue | undefined
-  private worker: BullWorker | undefined
+  private workers: BullWorker[] = []
   private readonly name: string
   private readonly leaseMs: number
 
@@ -94,23 +94,33 @@ export class BullmqDispatcher implements TaskDispatcher {
     const announced = (job: { data: unknown }) => job.data as { taskId: string; attempts?: number }
     // A job taken again: BullMQ moved it back from a worker whose lock lapsed (stalled), and starts it once more.
     const handedBack = (job: { stalledCounter: number; attemptsStarted: number }) => job.stalledCounter > 0 || job.attemptsStarted > 1
-    this.worker = new Worker(this.name, async (job) => run(announced(job).taskId, announced(job).attempts, handedBack(job)), {
-      connection: this.connection(),
-      concurrency,
-      lockDuration: this.leaseMs,
-      stalledInterval: Math.max(500, Math.floor(this.leaseMs / 2)),
-      // A task's own retry policy decides what a lost run means; BullMQ must keep handing the announcement back.
-      maxStalledCount: 1_000,
-    })
-    await this.worker.waitUntilReady()
+    // One BullMQ Worker per slot, each taking one job at a time. A Worker of concurrency N woken with a job by an
+    // empty queue asks Redis for a second job before it starts the first (it fills its slots one round trip at a
+    // time): a round trip more between each announcement and its run, on every step of a plan. A Worker of one slot
+    // starts the job it took at once. The lease is BullMQ's as before: each Worker renews the locks of its own job.
+    this.workers = Array.from(
+      { length: Math.max(1, concurrency) },
+      (_, index) =>
+        new Worker(this.name, async (job) => run(announced(job).taskId, announced(job).attempts, handedBack(job)), {
+          connection: this.connection(),
+          concurrency: 1,
+          lockDuration: this.leaseMs,
+          stalledInterval: Math.max(500, Math.floor(this.leaseMs / 2)),
+          // A task's own retry policy decides what a lost run means; BullMQ must keep handing the announcement back.
+          maxStalledCount: 1_000,
+          // The stalled check looks at the whole queue: one Worker of this process runs it.
+          ...(index > 0 ? { skipStalledCheck: true } : {}),
+        }),
+    )
+    await Promise.all(this.workers.map((worker) => worker.waitUntilReady()))
   }
 
   async pause(): Promise<void> {
-    await this.worker?.pause(true)
+    await Promise.all(this.workers.map((worker) => worker.pause(true)))
   }
 
   async close(): Promise<void> {
-    await this.worker?.close()
+    await Promise.all(this.workers.map((worker) => worker.close()))
     await this.queue?.close()
   }
 }
