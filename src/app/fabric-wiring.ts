@@ -99,12 +99,21 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
 export function announcePlanSteps(parts: FabricParts, tasks: TaskService): () => PlanStore | undefined {
   if (parts.config.fabric.store !== 'redis') return () => undefined
   let store: PlanStore | undefined
+  // The transitions of one write (a claim and its start) are announced once: a `step` says all a `moved` says.
+  const pending = new Map<string, 'step' | 'moved'>()
+  const announce = (planId: string) => {
+    const kind = pending.get(planId)!
+    pending.delete(planId)
+    ;(store ??= parts.planStore())
+      .announceStep?.(planId, kind)
+      .catch((error: unknown) => parts.logger.warn({ planId, err: describeError(error) }, 'a plan step transition was not announced'))
+  }
   tasks.scheduler.onTransition((_event, task) => {
     const planId = task.provenance?.planId
     if (!planId) return
-    ;(store ??= parts.planStore())
-      .announceStep?.(planId, decidesPlan(task.state) ? 'step' : 'moved')
-      .catch((error: unknown) => parts.logger.warn({ planId, err: describeError(error) }, 'a plan step transition was not announced'))
+    const kind = decidesPlan(task.state) ? 'step' : 'moved'
+    if (!pending.has(planId)) queueMicrotask(() => announce(planId))
+    if (pending.get(planId) !== 'step') pending.set(planId, kind)
   })
   return () => store
 }
