@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis'
+import { runScript } from '../redis-script'
 import { chainRecord, GENESIS } from './chain'
 import { linksOf } from './entry-links'
 import type { LedgerRecordStore } from './record-store'
@@ -161,7 +162,7 @@ export class RedisLedgerStore implements LedgerRecordStore {
               links: scriptLinks(JSON.parse(record.body) as RecordBody),
             })),
           }
-          const applied = await this.redis.eval(APPEND, 0, this.prefix, encodeURIComponent(tenant), tenant, JSON.stringify(payload))
+          const applied = await runScript(this.redis, APPEND, 0, this.prefix, encodeURIComponent(tenant), tenant, JSON.stringify(payload))
           if (applied !== 1) continue
         }
         for (const draft of group) {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { runScript } from '../redis-script'
 import type { MirroredUpdate, PlanChangeKind, PlanListFilter, PlanPage, PlanStore } from './plan-store'
 import { isPlanFinal, type NewPlanEvent, type NewStepEvent, type Plan, type PlanEvent } from './plan-types'
 
@@ -144,7 +145,8 @@ export class RedisPlanStore implements PlanStore {
   }
 
   async insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]> {
-    const first = (await this.redis.eval(
+    const first = (await runScript(
+      this.redis,
       INSERT,
       6,
       this.key('plan', plan.id),
@@ -201,7 +203,8 @@ export class RedisPlanStore implements PlanStore {
   }
 
   async update(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[] | undefined> {
-    const first = (await this.redis.eval(
+    const first = (await runScript(
+      this.redis,
       UPDATE,
       4,
       ...this.updateKeys(plan),
@@ -231,7 +234,8 @@ export class RedisPlanStore implements PlanStore {
 
   /** A plan's end: its steps' last transitions copied and the plan written, in one script (one round trip). */
   async mirrorAndUpdate(plan: Plan, steps: readonly NewStepEvent[], events: readonly NewPlanEvent[]): Promise<MirroredUpdate> {
-    const [first, ...seqs] = (await this.redis.eval(
+    const [first, ...seqs] = (await runScript(
+      this.redis,
       MIRROR_UPDATE,
       6,
       ...this.updateKeys(plan),
@@ -256,7 +260,8 @@ export class RedisPlanStore implements PlanStore {
 
   async mirror(planId: string, events: readonly NewStepEvent[]): Promise<PlanEvent[]> {
     if (events.length === 0) return []
-    const seqs = (await this.redis.eval(
+    const seqs = (await runScript(
+      this.redis,
       MIRROR,
       4,
       this.key('events', planId),
@@ -315,7 +320,7 @@ export class RedisPlanStore implements PlanStore {
   }
 
   async release(owner: string): Promise<void> {
-    await this.redis.eval(RELEASE, 2, this.key('engine', owner), this.key('driver'), owner)
+    await runScript(this.redis, RELEASE, 2, this.key('engine', owner), this.key('driver'), owner)
   }
 
   /** Says a step of the plan moved (a task transition, in whichever process ran it): the driver and live readers hear it. */
@@ -325,7 +330,7 @@ export class RedisPlanStore implements PlanStore {
 
   /** Takes or renews the deployment's plan-driver lease for `owner`; false while another engine holds it. */
   async drive(owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.eval(DRIVE, 1, this.key('driver'), owner, String(Math.max(1, Math.round(ttlMs))))) === 1
+    return (await runScript(this.redis, DRIVE, 1, this.key('driver'), owner, String(Math.max(1, Math.round(ttlMs))))) === 1
   }
 
   /** Whether the engine named `owner` renewed its lease lately, on whichever machine it runs. */

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis'
+import { runScript } from '../redis-script'
 import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionOf, TransitionSteps } from './task-store'
 import { holdsFor } from './task-store'
 import { isFinal, type Task, type TaskEvent, type TaskState } from './task-types'
@@ -182,7 +183,7 @@ export class RedisTaskStore implements TaskStore {
         task.dependencies.join('\n'),
       ]
     })
-    const answers = (await this.redis.eval(INSERT, 0, this.prefix, ...args)) as (string | number)[]
+    const answers = (await runScript(this.redis, INSERT, 0, this.prefix, ...args)) as (string | number)[]
     tasks.forEach((task, index) => answers[index] === 1 && this.remember(task, args[index * 8 + 1]!))
     // A task already stored under its idempotency key, or under its id (two nodes submitting one plan step), is the
     // one answered: nothing is stored twice.
@@ -273,7 +274,8 @@ export class RedisTaskStore implements TaskStore {
       const raw = JSON.stringify(task)
       // A task that ends here has its dependents read in the same script: the scheduler looks at them next.
       const ends = isFinal(task.state)
-      const [first, ...dependents] = (await this.redis.eval(
+      const [first, ...dependents] = (await runScript(
+        this.redis,
         TRANSITION,
         ends ? 7 : 6,
         this.key('task', id),
@@ -317,7 +319,7 @@ export class RedisTaskStore implements TaskStore {
       }
       const task = { ...current.task, ...patch, updatedAt: new Date().toISOString() }
       const raw = JSON.stringify(task)
-      if ((await this.redis.eval(UPDATE, 1, this.key('task', id), current.raw, raw)) === 1) {
+      if ((await runScript(this.redis, UPDATE, 1, this.key('task', id), current.raw, raw)) === 1) {
         this.remember(task, raw)
         return task
       }
@@ -351,7 +353,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async dependentsOf(id: string): Promise<Task[]> {
-    return this.parsedAll((await this.redis.eval(DEPENDENTS, 1, this.key('dependents', id), this.prefix)) as (string | null)[])
+    return this.parsedAll((await runScript(this.redis, DEPENDENTS, 1, this.key('dependents', id), this.prefix)) as (string | null)[])
   }
 
   /** The tasks of the JSON found (a key without a task answers null), each remembered while unfinished. */
