@@ -3,14 +3,19 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { Execgate } from '../src'
+import { loadPyodide } from 'pyodide'
 import { against, tagged, workingSubject, type Subject } from './against'
-import { measure, measureInterleaved, type BenchSection } from './harness'
+import { measure, measureInterleaved, ratio, type BenchSection } from './harness'
 
 const CPU_BOUND = 'total = 0\nfor i in range(100_000):\n    total += i % 7\ntotal'
 
 export const compares = true
 
-/** pyodide's warm pool through execgate (a trivial and a CPU-bound snippet) for each subject, and spawning python3. */
+/**
+ * pyodide's warm pool through execgate (a trivial and a CPU-bound snippet) for each subject, beside the raw engine (the
+ * same pyodide loaded in this process, `runPython` with nothing around it: no process boundary, no fresh globals, no
+ * check), and spawning python3.
+ */
 export async function run(subjects: readonly Subject[] = [workingSubject()]): Promise<BenchSection> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-bench-pyodide-'))
   const gates: Execgate[] = []
@@ -27,22 +32,33 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       await (gate.adapters()[0] as unknown as { warm(): Promise<void> }).warm()
       gates.push(gate)
     }
+    const pyodideDir = path.dirname(require.resolve('pyodide/pyodide.js'))
+    const raw = await loadPyodide({ indexURL: pyodideDir + path.sep, stdout: () => undefined, stderr: () => undefined })
+    const runRaw = (code: string) => () => {
+      raw.runPython(code)
+    }
     const runCode = (index: number, code: string) => async () => {
       const result = await gates[index]!.execute({ language: 'python', code })
       if (result.status !== 'ok') throw new Error(`execgate answered ${result.status}: ${result.message}`)
     }
-    const trivial = await measureInterleaved(
-      subjects.map((subject, index) => ({
-        name: tagged(subjects, subject, 'ExecutionService → pyodide (warm pool): 1 + 1'),
-        fn: runCode(index, '1 + 1'),
-      })),
+    const [rawTrivial, ...trivial] = await measureInterleaved(
+      [
+        { name: "raw pyodide in this process: runPython('1 + 1')", fn: runRaw('1 + 1') },
+        ...subjects.map((subject, index) => ({
+          name: tagged(subjects, subject, 'ExecutionService → pyodide (warm pool): 1 + 1'),
+          fn: runCode(index, '1 + 1'),
+        })),
+      ],
       { iterations: 500, batch: 50, warmup: 20 },
     )
-    const cpu = await measureInterleaved(
-      subjects.map((subject, index) => ({
-        name: tagged(subjects, subject, 'ExecutionService → pyodide: 100k-iteration loop'),
-        fn: runCode(index, CPU_BOUND),
-      })),
+    const [rawCpu, ...cpu] = await measureInterleaved(
+      [
+        { name: 'raw pyodide in this process: 100k-iteration loop', fn: runRaw(CPU_BOUND) },
+        ...subjects.map((subject, index) => ({
+          name: tagged(subjects, subject, 'ExecutionService → pyodide: 100k-iteration loop'),
+          fn: runCode(index, CPU_BOUND),
+        })),
+      ],
       { iterations: 100, batch: 10, warmup: 5 },
     )
     const spawn = await measure(
@@ -56,9 +72,11 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     const work = trivial[trivial.length - 1]!
     return {
       title: 'pyodide: warm pool',
-      measurements: [...trivial, ...cpu, spawn],
+      measurements: [rawTrivial!, ...trivial, rawCpu!, ...cpu, spawn],
       ratios: [
         `warm p50 for 1 + 1 = ${work.p50Ms.toFixed(2)} ms (target ≤ 1 ms)`,
+        ...subjects.map((subject, index) => ratio(tagged(subjects, subject, 'execgate/raw, 1 + 1'), trivial[index]!, rawTrivial!)),
+        ...subjects.map((subject, index) => ratio(tagged(subjects, subject, 'execgate/raw, 100k loop'), cpu[index]!, rawCpu!)),
         ...(subjects.length > 1
           ? [against('pyodide 1 + 1', work, trivial[0]!), against('pyodide 100k loop', cpu[cpu.length - 1]!, cpu[0]!)]
           : []),

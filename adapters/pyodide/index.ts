@@ -25,7 +25,8 @@ import { SessionStore, callHostFunction, RunController, PoolWaitTimeout, interna
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import type { NetworkWrapper } from './network-namespace'
-import { PyodideProcessPool, type ChildMessage, type PyodideProcess } from './process-pool'
+import { PyodideProcessPool, type PyodideProcess } from './process-pool'
+import { runOnProcess } from './run-on'
 import { packageVersions } from '../shared/engine-versions'
 
 export const NAME = 'pyodide'
@@ -33,9 +34,6 @@ export const NAME = 'pyodide'
 export type { PyodideAdapterOptions, PyodideOptions } from './options'
 
 const LANGUAGES: readonly Language[] = ['python']
-
-/** Longest the post-run check (no module or builtin changed) may take before the process is replaced instead. */
-const POST_RUN_CHECK_MS = 2000
 
 /** A run that gave up waiting for pyodide's warm-up: a cold CPython load takes a few seconds on a busy host. */
 const WARMING_RETRY_AFTER_MS = 3000
@@ -170,7 +168,16 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     const output = new OutputCapture(context.policy.outputBytes, context.onOutput)
     // display() items, each sent by the child when the code makes it and checked here (docs/data.md#rich-outputs).
     const outputs = new OutputCollector(context.policy, context.onRichOutput)
-    const outcome = await this.runOn(pyodideProcess, request.code, context, run, output, outputs, session)
+    const outcome = await runOnProcess(this.pool, pyodideProcess, {
+      id: ++this.nextId,
+      code: request.code,
+      session,
+      context,
+      run,
+      output,
+      outputs,
+      memoryPollMs: this.memoryPollMs,
+    })
     if (request.sessionId && session) {
       const captured = outcome.status === 'ok' ? outcome.session : undefined
       const message = this.sessions.keepAfterCall(
@@ -200,129 +207,6 @@ export class PyodideAdapter implements CodeExecutionAdapter {
 
   async closeSession(sessionId: string): Promise<boolean> {
     return this.sessions.close(sessionId)
-  }
-
-  private runOn(
-    pyodideProcess: PyodideProcess,
-    code: string,
-    context: ExecutionContext,
-    run: RunController,
-    output: OutputCapture,
-    outputs: OutputCollector,
-    session?: { state: string },
-  ): Promise<{
-    status: ExecutionStatus
-    value?: unknown
-    error?: ExecutionErrorInfo
-    memoryBytes?: number
-    session?: string
-    message?: string
-    outputsOmitted?: number
-  }> {
-    const id = ++this.nextId
-    const memoryLimit = context.policy.memoryMb * 1024 * 1024
-    const baseline = pyodideProcess.rssBytes() ?? 0
-    return new Promise((resolve) => {
-      type Outcome = {
-        status: ExecutionStatus
-        value?: unknown
-        error?: ExecutionErrorInfo
-        memoryBytes?: number
-        session?: string
-        message?: string
-        outputsOmitted?: number
-      }
-      let settled = false
-      let answered: Outcome | undefined
-      /** The caller gets the result now; the process is kept busy until its post-run check arrives. */
-      const answer = (outcome: Outcome) => {
-        if (answered || settled) return
-        answered = outcome
-        run.settle()
-        // The check compares module state, which a run could booby-trap (a value whose __eq__ never returns).
-        checkTimer = setTimeout(() => finish(outcome, false), POST_RUN_CHECK_MS)
-        resolve(outcome)
-      }
-      let checkTimer: NodeJS.Timeout | undefined
-      const finish = (outcome: Outcome, keep: boolean) => {
-        if (settled) return
-        settled = true
-        clearTimeout(checkTimer)
-        run.settle()
-        if (keep) this.pool.release(pyodideProcess)
-        else void this.pool.replace(pyodideProcess)
-        if (!answered) resolve(outcome)
-      }
-      const stop = (status: ExecutionStatus, type: string, message: string, code?: string) => {
-        if (answered) return finish(answered, false) // the process died during its post-run check: replace it
-        finish({ status, error: { type, message, ...(code ? { code } : {}) } }, false)
-      }
-      run.every(this.memoryPollMs, () => {
-        const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
-        if (grown > memoryLimit)
-          stop(
-            'memory_limit',
-            'MemoryError',
-            `memory limit reached: the interpreter grew by ${Math.round(grown / 2 ** 20)} MiB (limit ${context.policy.memoryMb} MiB)`,
-          )
-      })
-      pyodideProcess.attach(
-        (message: ChildMessage) => {
-          if (message.type === 'output' && message.id === id) {
-            for (const [stream, text] of message.chunks) {
-              if (!output.write(stream, text)) return run.stop('output_limit')
-            }
-          } else if (message.type === 'display' && message.id === id) {
-            if (!answered) outputs.add(parseItem(message.item))
-          } else if (message.type === 'hostCall' && message.id === id) {
-            answerHostCall(pyodideProcess, context, message, (error) =>
-              stop('policy_violation', 'PolicyViolation', describeError(error), error.code),
-            )
-          } else if (message.type === 'result' && message.id === id) {
-            if (message.status === 'ok')
-              answer({
-                status: 'ok',
-                value: message.value,
-                session: message.session,
-                memoryBytes: Math.max(0, (pyodideProcess.rssBytes() ?? 0) - baseline),
-                ...(message.outputsOmitted ? { outputsOmitted: message.outputsOmitted } : {}),
-              })
-            else answer(mapPythonError(message.error))
-          } else if (message.type === 'checked' && message.id === id) {
-            // A process that grew past the limit or had a module changed under it does not serve the next run.
-            const grown = (pyodideProcess.rssBytes() ?? 0) - baseline
-            finish(
-              answered ?? { status: 'internal_error', error: { type: 'InternalError', message: 'the check came before the result' } },
-              !message.recycle && grown <= memoryLimit,
-            )
-          }
-        },
-        // The code itself made the interpreter's process die (the permission model's refusal, an abort): that is
-        // the code's doing, reported as a refusal or an error rather than a backend failure.
-        (reason) =>
-          reason.startsWith('the sandbox refused')
-            ? stop('policy_violation', 'PermissionDenied', reason)
-            : stop('error', 'InterpreterExited', reason),
-      )
-      run.start({
-        onStop: (cause) => {
-          const { status, error } = stoppedOutcome(cause, context.policy.wallTimeMs)
-          stop(status, error.type, error.message)
-        },
-      })
-      if (run.settled) return
-      pyodideProcess.runs++
-      const hostFunctions = (context.hostFunctions?.list() ?? []).map((spec) => spec.name)
-      const { maxOutputs, outputsBytes, outputBytes } = context.policy
-      pyodideProcess.child.send({
-        type: 'run',
-        id,
-        code,
-        hostFunctions,
-        outputs: [maxOutputs, outputsBytes, outputBytes],
-        ...(session ? { session } : {}),
-      })
-    })
   }
 
   /** Why a run that waited for an interpreter never got one, as a result: its limit passed, cancelled, or none can start. */
@@ -411,52 +295,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
   }
 }
 
-/**
- * Runs one host call for the child blocked on it. A refusal that ends the run (budget, filesystem access) is not
- * answered: the run stops with policy_violation and the process, still blocked, is killed.
- */
-function answerHostCall(
-  pyodideProcess: PyodideProcess,
-  context: ExecutionContext,
-  message: { name: string; args: string },
-  endRun: (error: ExecgateError) => void,
-): void {
-  let args: unknown
-  try {
-    args = JSON.parse(message.args)
-  } catch {
-    args = undefined
-  }
-  const call = Array.isArray(args)
-    ? callHostFunction(context, message.name, args)
-    : Promise.reject(new ExecgateError('EXECGATE_HOST_CALL_ARGS', { name: message.name, detail: 'the arguments must be a JSON list' }))
-  call.then(
-    (value) => pyodideProcess.reply({ ok: true, value: value ?? null }),
-    (error: unknown) => {
-      if (isFatalHostError(error)) return endRun(error)
-      pyodideProcess.reply({ ok: false, exception: pythonExceptionFor(error), message: describeError(error) })
-    },
-  )
-}
-
-function mapPythonError(error: ExecutionErrorInfo | undefined): { status: ExecutionStatus; error: ExecutionErrorInfo } {
-  const info = error ?? { type: 'Error', message: 'the run failed without an error message' }
-  if (info.type === 'MemoryError')
-    return { status: 'memory_limit', error: { ...info, message: `memory limit reached: ${info.message || 'MemoryError'}` } }
-  return { status: 'error', error: info }
-}
-
 export function createPyodideAdapter(options?: PyodideAdapterOptions): PyodideAdapter {
   return new PyodideAdapter(options)
 }
 
-/**
- * A display() item's JSON text as the child sent it; anything that does not parse reaches the collector as undefined
- * (dropped, counted). */
-function parseItem(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}

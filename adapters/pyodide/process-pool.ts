@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Readable, Writable } from 'node:stream'
-import { Pool, PooledChildProcess, residentBytes } from '../../src/runtime'
+import { Pool, PooledChildProcess } from '../../src/runtime'
 import { type NetworkWrapper, probeNetworkWrapper } from './network-namespace'
 
 export type ChildMessage =
@@ -23,6 +23,8 @@ export type ChildMessage =
   /** From the host-call channel (fd 4), not the IPC channel; `args` is the JSON text of the argument list. */
   | { type: 'hostCall'; id: number; name: string; args: string }
 
+const PAGE_BYTES = 4096
+
 /** A host call's request line may carry a whole file to write; anything longer is not a host call. */
 const MAX_HOST_CALL_LINE_BYTES = 64 * 2 ** 20
 
@@ -43,6 +45,11 @@ export function pyodideDirectory(): string {
 /** One warm pyodide process, under Node's permission model, with a host-call channel of its own (fds 4 and 5). */
 export class PyodideProcess extends PooledChildProcess<ChildMessage> {
   runs = 0
+  /** Resident bytes read when its last run's check came in and it was kept: the next run's baseline. */
+  idleRssBytes: number | undefined
+  /** /proc/<pid>/statm, opened at the first read and read again in place (one pread, not open, read and close). */
+  private statm: number | undefined
+  private readonly statmText = Buffer.alloc(128)
 
   /** @param wrapper bubblewrap's network namespace around the child, where it works */
   constructor(onExit: (process: PyodideProcess, reason: string) => void, wrapper?: NetworkWrapper) {
@@ -56,6 +63,8 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
           '--experimental-permission',
           `--allow-fs-read=${pyodideDir}${path.sep}`,
           `--allow-fs-read=${script}`,
+          // The Python it runs once loaded, beside it.
+          `--allow-fs-read=${path.join(path.dirname(script), 'child-python.js')}`,
           '--no-warnings',
           '--max-old-space-size=512',
         ],
@@ -66,7 +75,10 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
         loads: 'pyodide',
         ...(wrapper ? { wrapper } : {}),
       },
-      (member, reason) => onExit(member as PyodideProcess, reason),
+      (member, reason) => {
+        ;(member as PyodideProcess).closeStatm()
+        onExit(member as PyodideProcess, reason)
+      },
     )
     this.readHostCalls()
   }
@@ -119,9 +131,28 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
     return `the pyodide process exited while loading (${signal ?? `code ${code}`})`
   }
 
-  /** Resident memory of the Node process (under bubblewrap, its child), from /proc, without asking the (possibly busy) child. */
+  /**
+   * Resident memory of the Node process (under bubblewrap, its child), from /proc, without asking the (possibly busy)
+   * child. Read two or three times a run (its baseline, its answer, its check, and every memory poll): the descriptor
+   * is kept, which also means a pid reused after the process exits is never read in its place.
+   */
   rssBytes(): number | undefined {
-    return residentBytes(this.processPid)
+    const pid = this.processPid
+    if (pid === undefined || this.dead) return undefined
+    try {
+      this.statm ??= fs.openSync(`/proc/${pid}/statm`, 'r')
+      const length = fs.readSync(this.statm, this.statmText, 0, this.statmText.length, 0)
+      const pages = Number(this.statmText.toString('latin1', 0, length).split(' ')[1])
+      return Number.isFinite(pages) ? pages * PAGE_BYTES : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  private closeStatm(): void {
+    if (this.statm === undefined) return
+    fs.close(this.statm, () => undefined)
+    this.statm = undefined
   }
 }
 

@@ -130,6 +130,60 @@ describe('pyodide adapter: the process boundary, without the static check', () =
     }
   }, 120_000)
 
+  test('the post-run check replaces the process after each kind of change it watches, and only then', async () => {
+    const single = new PyodideAdapter({ poolSize: 1 })
+    try {
+      const context = contractContext({ wallTimeMs: 30_000 })
+      const pid = async () => (await single.execute({ language: 'python', code: 'import js\njs.process.pid' }, context)).value
+      const changes = [
+        "import json\njson.dumps = lambda *a, **k: 'POISONED'",
+        'import json\njson.extra = 1',
+        'import json\ndel json.JSONDecodeError',
+        'import builtins\nbuiltins.len = lambda value: 0',
+        "import sys, types\nsys.modules['json'] = types.ModuleType('json')",
+        'import sys\nsys.maxsize = 1',
+      ]
+      let before = await pid()
+      for (const code of changes) {
+        expect((await single.execute({ language: 'python', code }, context)).status).toBe('ok')
+        const after = await pid()
+        expect({ code, replaced: after !== before }).toEqual({ code, replaced: true })
+        before = after
+      }
+      // A run that changes nothing of the kind keeps its process; what the interpreter noted of its error does not
+      // reach the next run, nor does its source.
+      await single.execute({ language: 'python', code: "x = {'a': 1}\nraise ValueError('SECRET')" }, context)
+      const next = await single.execute(
+        {
+          language: 'python',
+          code: "import sys, linecache\n[getattr(sys, 'last_value', None), linecache.getlines('main.py')[0], __import__('js').process.pid]",
+        },
+        context,
+      )
+      expect(next).toMatchObject({ status: 'ok', value: [null, 'import sys, linecache\n', before] })
+    } finally {
+      await single.dispose()
+    }
+  }, 180_000)
+
+  test('code with and without top-level await answers the same way', async () => {
+    const context = contractContext({ wallTimeMs: 30_000 })
+    const cases: [string, unknown][] = [
+      ['x = 3\nx * 2', 6],
+      ['1 + 1;', undefined],
+      ['  a = 1\n  a + 1', 2],
+      ['import asyncio\nawait asyncio.sleep(0)\n42', 42],
+      ['import asyncio\nawait asyncio.sleep(0, result=7)', 7],
+      ['from __future__ import annotations\ndef f(x: Undefined): pass\nf.__annotations__', { x: 'Undefined' }],
+    ]
+    for (const [code, value] of cases) {
+      const result = await adapter.execute({ language: 'python', code }, context)
+      expect({ code, status: result.status, value: result.value }).toEqual({ code, status: 'ok', value })
+    }
+    const failed = await adapter.execute({ language: 'python', code: 'x = 1\ndef f():\n    return 1 / 0\nf()' }, context)
+    expect(failed).toMatchObject({ status: 'error', error: { type: 'ZeroDivisionError', line: 3 } })
+  }, 60_000)
+
   test('runs full Python: classes, generators, match, the standard library', async () => {
     const code = [
       'from collections import Counter',

@@ -1,0 +1,389 @@
+'use strict'
+/**
+ * The Python child.js runs once, after pyodide loads: fresh globals per run, the value of the last expression, the
+ * egress gateway behind urllib and pyodide.http, display(), host functions, and the check that no module or builtin
+ * was changed for the next run (a run that changes them gets its process recycled). Plain JavaScript, read by the
+ * child under the permission model (its own file is one of the few it may read).
+ */
+module.exports = `
+def _execgate_network():
+    import io, email.message, urllib.request, urllib.response, urllib.error, base64
+    import pyodide.http
+
+    def install(egress):
+        # Bodies cross the host function as base64 both ways, so bytes arrive as the same bytes (an image, a zip);
+        # the answer's 'content' is those bytes, decoded to text only where the helper gives text.
+        def request(url, method='GET', headers=None, body=None):
+            call = egress['call']
+            if call is None:
+                raise PermissionError("network access is not allowed by this run's policy (network: 'none')")
+            options = {'method': method or 'GET', 'responseType': 'base64'}
+            if headers:
+                options['headers'] = {str(k): str(v) for k, v in dict(headers).items()}
+            if body is not None:
+                if isinstance(body, str):
+                    options['body'] = body
+                else:
+                    options['body'] = base64.b64encode(bytes(body)).decode('ascii')
+                    options['bodyEncoding'] = 'base64'
+            answer = dict(call(str(url), options))
+            answer['content'] = base64.b64decode(answer['body'])
+            return answer
+
+        def text_of(answer):
+            return answer['content'].decode('utf-8', 'replace')
+
+        def open_url(url):
+            return io.StringIO(text_of(request(url)))
+
+        class FetchResponse:
+            def __init__(self, answer):
+                self._answer = answer
+                self.status = answer['status']
+                self.ok = 200 <= self.status < 300
+                self.status_text = ''
+                self.url = answer['url']
+                self.redirected = answer['redirected']
+                self.headers = dict(answer['headers'])
+                self.body_used = False
+                self.type = 'basic'
+
+            def raise_for_status(self):
+                if not self.ok:
+                    raise OSError(f'{self.status} error for url: {self.url}')
+
+            async def string(self):
+                return text_of(self._answer)
+
+            async def text(self):
+                return text_of(self._answer)
+
+            async def json(self, **kwargs):
+                import json
+                return json.loads(text_of(self._answer), **kwargs)
+
+            async def bytes(self):
+                return self._answer['content']
+
+            async def memoryview(self):
+                return memoryview(self._answer['content'])
+
+        async def pyfetch(url, **kwargs):
+            return FetchResponse(request(url, kwargs.get('method', 'GET'), kwargs.get('headers'), kwargs.get('body')))
+
+        class GatewayHandler(urllib.request.BaseHandler):
+            def http_open(self, req):
+                try:
+                    answer = request(req.full_url, req.get_method(), dict(req.header_items()), req.data)
+                except Exception as error:
+                    raise urllib.error.URLError(str(error)) from None
+                headers = email.message.Message()
+                for name, value in answer['headers'].items():
+                    headers[name] = value
+                response = urllib.response.addinfourl(io.BytesIO(answer['content']), headers, answer['url'], answer['status'])
+                response.msg = ''
+                return response
+
+            https_open = http_open
+
+        # The host function follows redirects itself (each hop checked again): no redirect handler here.
+        opener = urllib.request.OpenerDirector()
+        for handler in (
+            GatewayHandler(), urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor(), urllib.request.UnknownHandler()
+        ):
+            opener.add_handler(handler)
+        urllib.request.install_opener(opener)
+        # Caches the first request fills lazily (urllib.parse's compiled patterns; the warnings registry of tempfile,
+        # whose file wrapper an HTTPError's body is), filled now: otherwise the check after every run with a request
+        # sees a changed module and replaces the process (a cold start).
+        warm = urllib.request.Request('http://warm.invalid/')
+        (warm.host, warm.type)
+        import tempfile
+        tempfile.__dict__.setdefault('__warningregistry__', {})
+        pyodide.http.open_url = open_url
+        pyodide.http.pyfetch = pyfetch
+
+    return install
+
+
+def _execgate_setup():
+    import sys, builtins, json, pickle, base64, types, ast, inspect, linecache, functools, operator, __future__
+    from textwrap import dedent
+    from _pyodide._base import should_quiet
+
+    # The value in the shapes monty gives (adapters/monty/to-json.ts), so a run answers the same on either: integers
+    # past 2**53 as decimal strings (a JSON number would lose digits in JavaScript), NaN and infinities as 'NaN' /
+    # 'Infinity', sets as lists, dict keys as strings, anything else as its repr.
+    def jsonable(value, seen):
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, int):
+            return value if -(2 ** 53) < value < 2 ** 53 else str(value)
+        if isinstance(value, float):
+            if value != value:
+                return 'NaN'
+            if value in (float('inf'), float('-inf')):
+                return 'Infinity' if value > 0 else '-Infinity'
+            return value
+        if not isinstance(value, (list, tuple, set, frozenset, dict)):
+            return repr(value)
+        if id(value) in seen:
+            return '[circular]'
+        seen.add(id(value))
+        try:
+            if isinstance(value, dict):
+                return {json_key(key): jsonable(item, seen) for key, item in value.items()}
+            return [jsonable(item, seen) for item in value]
+        finally:
+            seen.discard(id(value))
+
+    def json_key(key):
+        if key is None or isinstance(key, bool):
+            return json.dumps(key)
+        return key if isinstance(key, str) else str(jsonable(key, set()))
+
+    def to_json(value):
+        try:
+            return json.dumps(jsonable(value, set()))
+        except Exception:
+            return json.dumps(repr(value))
+
+    def restore(scope, state):
+        # The state was pickled by this session's own previous run, in a process like this one: loading it gives
+        # the code nothing it could not have built itself.
+        for name, value in pickle.loads(base64.b64decode(state)).items():
+            scope[name] = value
+
+    def capture(scope):
+        kept = {}
+        for name, value in scope.items():
+            if name.startswith('__') or isinstance(value, (types.ModuleType, types.FunctionType, type)):
+                continue
+            try:
+                pickle.dumps(value)
+            except Exception:
+                continue
+            kept[name] = value
+        return base64.b64encode(pickle.dumps(kept)).decode('ascii')
+
+    # display(value, mime=None): the same rich outputs as quickjs and the Python runner (docs/data.md#rich-outputs).
+    # A list of dicts or {'columns', 'rows'} becomes a table (its first 1000 rows that fit), an SVG string an
+    # image/svg+xml, another string starting with '<' HTML, anything else JSON. Held to the policy's count and bytes
+    # here as the code goes; each item goes to the host at once and is checked there again (OutputCollector).
+    mime_types = ('text/html', 'image/svg+xml', 'application/json')
+
+    def compact(value):
+        # The bytes as the host counts them (JSON.stringify's form).
+        return json.dumps(value, separators=(',', ':'), ensure_ascii=False).encode('utf-8', 'surrogatepass')
+
+    def make_display(send, limits):
+        max_count, max_bytes, table_bytes = json.loads(limits)
+        state = {'count': 0, 'bytes': 0, 'omitted': 0}
+
+        def emit(item, size):
+            if state['count'] >= max_count or state['bytes'] + size > max_bytes:
+                state['omitted'] += 1
+                return
+            state['count'] += 1
+            state['bytes'] += size
+            send(json.dumps(item))
+
+        def table(columns, row_at, count):
+            room = 0 if state['count'] >= max_count else max(0, min(max_bytes - state['bytes'], table_bytes))
+            budget = room - len(compact(columns)) - 64
+            rows = []
+            for index in range(min(count, 1000)):
+                row = jsonable(list(row_at(index)), set())
+                size = len(compact(row)) + 1
+                if size > budget:
+                    break
+                budget -= size
+                rows.append(row)
+            emit({'kind': 'table', 'columns': columns, 'rows': rows, 'rowCount': count}, len(compact({'columns': columns, 'rows': rows})))
+
+        def display(value, mime=None):
+            if mime is not None and mime not in mime_types:
+                raise ValueError('display(value, mime): mime must be one of ' + ', '.join(mime_types))
+            if isinstance(value, str):
+                head = value.lstrip()
+                if mime == 'image/svg+xml' or (
+                    mime is None and (head.startswith('<svg') or (head.startswith('<?xml') and '<svg' in head[:4096]))
+                ):
+                    data = value.encode('utf-8', 'surrogatepass')
+                    return emit({'kind': 'image', 'mimeType': 'image/svg+xml', 'data': base64.b64encode(data).decode('ascii')}, len(data))
+                if mime == 'text/html' or (mime is None and head.startswith('<')):
+                    return emit({'kind': 'html', 'mimeType': 'text/html', 'data': value}, len(value.encode('utf-8', 'surrogatepass')))
+            if mime in ('text/html', 'image/svg+xml'):
+                raise TypeError('display(value, %r): the value must be a string of markup' % mime)
+            if mime is None and isinstance(value, (list, tuple)) and value and all(isinstance(record, dict) for record in value):
+                columns, keys, seen = [], [], set()
+                for record in value[:1000]:
+                    for key in record:
+                        if str(key) not in seen:
+                            seen.add(str(key))
+                            columns.append(str(key))
+                            keys.append(key)
+                return table(columns, lambda index: [value[index].get(key) for key in keys], len(value))
+            if (
+                mime is None and isinstance(value, dict) and set(value) == {'columns', 'rows'}
+                and isinstance(value['columns'], (list, tuple)) and isinstance(value['rows'], (list, tuple))
+            ):
+                rows = value['rows']
+                for index, row in enumerate(rows):
+                    if not isinstance(row, (list, tuple)):
+                        raise TypeError('display({columns, rows}): every row must be a list (row %d is not)' % index)
+                return table([str(column) for column in value['columns']], lambda index: rows[index], len(rows))
+            data = jsonable(value, set())
+            emit({'kind': 'json', 'mimeType': 'application/json', 'data': data}, len(compact(data)))
+
+        return display, state
+
+    # Host calls raise these; any other name the host sends becomes a RuntimeError.
+    raisable = {t.__name__: t for t in (FileNotFoundError, PermissionError, TypeError, ValueError, RuntimeError)}
+
+    def host_function(name, call):
+        # Arguments and results cross as JSON text: nothing of the host is ever a Python object here.
+        def call_host(*args):
+            reply = json.loads(call(name, json.dumps(list(args))))
+            if reply.get('ok'):
+                return reply.get('value')
+            raise raisable.get(reply.get('exception'), RuntimeError)(reply.get('message', 'the host call failed'))
+        call_host.__name__ = call_host.__qualname__ = name
+        return call_host
+
+    # Network through the egress gateway (docs/network.md): pyodide's http helpers and urllib are steered, once and
+    # here (so the module check below takes them as the baseline), to the run's http_request host function. The
+    # run's caller lives in this closure only; without one (a run whose policy allows no network) they refuse.
+    egress = {'call': None}
+    _execgate_network()(egress)
+
+    # What pyodide's eval_code_async compiles (the dedented source; the value of the last expression unless a trailing
+    # semicolon quiets it; top-level await), without what it costs per run (~150 µs of a 1 + 1 run in WebAssembly: a
+    # tokenizer pass in Python, an AST deep copy and walk): the last expression is compiled on its own, as an
+    # expression, so its value needs no carrier and nothing of the run's globals changes to hold it.
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    futures = functools.reduce(operator.or_, (getattr(__future__, n).compiler_flag for n in __future__.all_feature_names))
+
+    def compile_run(code):
+        source = dedent(code)
+        module = compile(source, 'main.py', 'exec', flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+        last = None
+        if module.body and isinstance(module.body[-1], ast.Expr) and not (';' in source and should_quiet(source)):
+            last = module.body.pop().value
+        head = compile(module, 'main.py', 'exec', flags, dont_inherit=True) if module.body else None
+        # The expression keeps the module's future imports (from __future__ import annotations).
+        future = head.co_flags & futures if head else 0
+        tail = compile(ast.Expression(last), 'main.py', 'eval', flags | future, dont_inherit=True) if last else None
+        # Tracebacks show the run's lines, as pyodide's own runner makes them.
+        linecache.cache['main.py'] = [lambda: source]
+        return head, tail
+
+    def awaits(code):
+        return code is not None and bool(code.co_flags & inspect.CO_COROUTINE)
+
+    async def execute_async(head, tail, scope):
+        if head is not None:
+            started = eval(head, scope)
+            if awaits(head):
+                await started
+        if tail is None:
+            return None
+        value = eval(tail, scope)
+        return (await value) if awaits(tail) else value
+
+    def end_run():
+        egress['call'] = None
+        # A last line without a newline stays in sys.stdout's buffer: out now, or the next run would print it.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+
+    def answer(value, scope, keep, shown):
+        session = capture(scope) if keep else None
+        return json.dumps([None if value is None else to_json(value), session, shown['omitted']])
+
+    async def answer_later(head, tail, scope, keep, shown):
+        try:
+            value = await execute_async(head, tail, scope)
+        finally:
+            end_run()
+        return answer(value, scope, keep, shown)
+
+    # The answer's JSON text; or, for code with top-level await only, a coroutine the caller awaits for it. Code without
+    # one runs here and now: no hop through the event loop (a task scheduled and its promise settled) for every run.
+    def run(code, state=None, keep=False, host_names='[]', host_call=None, display_send=None, display_limits='[0, 0, 0]'):
+        scope = {'__name__': '__main__', '__builtins__': builtins}
+        display, shown = make_display(display_send, display_limits)
+        scope['display'] = display
+        for name in json.loads(host_names):
+            scope[name] = host_function(name, host_call)
+        egress['call'] = scope.get('http_request')
+        if state:
+            restore(scope, state)
+        later = False
+        try:
+            head, tail = compile_run(code)
+            if awaits(head) or awaits(tail):
+                later = True
+                return answer_later(head, tail, scope, keep, shown)
+            value = None
+            if head is not None:
+                eval(head, scope)
+            if tail is not None:
+                value = eval(tail, scope)
+        finally:
+            if not later:
+                end_run()
+        return answer(value, scope, keep, shown)
+
+    # Taken after everything above exists, and kept in this closure rather than in a module a run could edit.
+    # __main__ is left out: the runs get their own globals, and our names there are removed before the first run.
+    modules = dict(sys.modules)
+    # A module's __dict__ cannot be replaced (a read-only attribute), so the dicts themselves are what to compare, and
+    # the whole comparison is one call into C (list, then dict equality): ~0.25 ms for some 11,000 names in WebAssembly
+    # where a loop over the modules in Python took ~1 ms.
+    watched = [vars(m) for name, m in modules.items() if m is not None and hasattr(m, '__dict__') and name != '__main__']
+    watched.append(vars(builtins))
+    # The interpreter records the last exception in sys (sys.last_exc and the older three): set back after each run, so
+    # no run reads the one before's error, rather than compared.
+    last_names = ('last_exc', 'last_type', 'last_value', 'last_traceback')
+    sys_names = vars(sys)
+    last_state = {name: sys_names[name] for name in last_names if name in sys_names}
+    snapshot = [dict(names) for names in watched]
+    module_count = len(modules)
+
+    def poisoned():
+        for name in last_names:
+            if name in last_state:
+                sys_names[name] = last_state[name]
+            else:
+                sys_names.pop(name, None)
+        # The run's source stays out of the next run's tracebacks (and out of its reach through linecache).
+        linecache.cache.pop('main.py', None)
+        for name, module in modules.items():
+            if sys.modules.get(name) is not module:
+                return True
+        # Equal keys and values; functions, classes and modules compare by identity.
+        if watched != snapshot:
+            return True
+        # Modules first imported by the run are dropped, so the next run imports them fresh. Every module of the
+        # snapshot is still there (above): any more are the run's.
+        if len(sys.modules) != module_count:
+            for name in [n for n in sys.modules if n not in modules]:
+                del sys.modules[name]
+        return False
+
+    def parse(code):
+        try:
+            compile(code, 'main.py', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            return None
+        except SyntaxError as error:
+            return json.dumps({'type': 'SyntaxError', 'message': error.msg, 'line': error.lineno, 'column': error.offset})
+
+    return run, poisoned, parse
+
+_execgate_hooks = _execgate_setup()
+del _execgate_network
+`
