@@ -110,13 +110,16 @@ export function runOnProcess(pool: PyodideProcessPool, pyodideProcess: PyodidePr
           const resident = pyodideProcess.rssBytes() ?? 0
           const keep = !message.recycle && resident - baseline <= memoryLimit
           pyodideProcess.idleRssBytes = keep ? resident : undefined
-          finish(answered ?? { status: 'internal_error', error: { type: 'InternalError', message: 'the check came before the result' } }, keep)
+          const early = { type: 'InternalError', message: 'the check came before the result' }
+          finish(answered ?? { status: 'internal_error', error: early }, keep)
         }
       },
       // The code itself made the interpreter's process die (the permission model's refusal, an abort): that is
       // the code's doing, reported as a refusal or an error rather than a backend failure.
-      (reason) =>
-        reason.startsWith('the sandbox refused') ? stop('policy_violation', 'PermissionDenied', reason) : stop('error', 'InterpreterExited', reason),
+      (reason) => {
+        if (reason.startsWith('the sandbox refused')) stop('policy_violation', 'PermissionDenied', reason)
+        else stop('error', 'InterpreterExited', reason)
+      },
     )
     run.start({
       onStop: (cause) => {

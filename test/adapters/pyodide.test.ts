@@ -133,8 +133,9 @@ describe('pyodide adapter: the process boundary, without the static check', () =
   test('the post-run check replaces the process after each kind of change it watches, and only then', async () => {
     const single = new PyodideAdapter({ poolSize: 1 })
     try {
-      const context = contractContext({ wallTimeMs: 30_000 })
-      const pid = async () => (await single.execute({ language: 'python', code: 'import js\njs.process.pid' }, context)).value
+      // A context each run: its deadline starts with it, and each replacement here loads CPython again (seconds).
+      const context = () => contractContext({ wallTimeMs: 30_000 })
+      const pid = async () => (await single.execute({ language: 'python', code: 'import js\njs.process.pid' }, context())).value
       const changes = [
         "import json\njson.dumps = lambda *a, **k: 'POISONED'",
         'import json\njson.extra = 1',
@@ -145,20 +146,21 @@ describe('pyodide adapter: the process boundary, without the static check', () =
       ]
       let before = await pid()
       for (const code of changes) {
-        expect((await single.execute({ language: 'python', code }, context)).status).toBe('ok')
+        // (The first answers `error`: the run's own answer goes through the json.dumps it replaced.)
+        await single.execute({ language: 'python', code }, context())
         const after = await pid()
         expect({ code, replaced: after !== before }).toEqual({ code, replaced: true })
         before = after
       }
       // A run that changes nothing of the kind keeps its process; what the interpreter noted of its error does not
       // reach the next run, nor does its source.
-      await single.execute({ language: 'python', code: "x = {'a': 1}\nraise ValueError('SECRET')" }, context)
+      await single.execute({ language: 'python', code: "x = {'a': 1}\nraise ValueError('SECRET')" }, context())
       const next = await single.execute(
         {
           language: 'python',
           code: "import sys, linecache\n[getattr(sys, 'last_value', None), linecache.getlines('main.py')[0], __import__('js').process.pid]",
         },
-        context,
+        context(),
       )
       expect(next).toMatchObject({ status: 'ok', value: [null, 'import sys, linecache\n', before] })
     } finally {
