@@ -3,8 +3,6 @@ import {
   ExecgateError,
   OutputCapture,
   OutputCollector,
-  isFatalHostError,
-  pythonExceptionFor,
   createResult,
   describeError,
   errorResult,
@@ -14,14 +12,12 @@ import {
   type Availability,
   type CodeExecutionAdapter,
   type ExecutionContext,
-  type ExecutionErrorInfo,
   type ExecutionRequest,
   type ExecutionResult,
-  type ExecutionStatus,
   type Language,
   type ValidationReport,
 } from '../../src/core'
-import { SessionStore, callHostFunction, RunController, PoolWaitTimeout, internalContext, stoppedOutcome } from '../../src/runtime'
+import { SessionStore, RunController, PoolWaitTimeout, internalContext } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { PYODIDE_OPTIONS_SCHEMA, type PyodideAdapterOptions } from './options'
 import type { NetworkWrapper } from './network-namespace'
@@ -298,4 +294,3 @@ export class PyodideAdapter implements CodeExecutionAdapter {
 export function createPyodideAdapter(options?: PyodideAdapterOptions): PyodideAdapter {
   return new PyodideAdapter(options)
 }
-
