@@ -3,10 +3,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { FABRIC_STORE_KINDS, type FabricStoreKind } from '../../src/config/store-kinds'
 import { FABRIC_STORE_DRIVERS, storeDriver, type FabricStoreSettings } from '../../src/fabric/drivers'
-import type { Database, SqliteDriver } from '../../src/fabric/sqlite'
 import { SqliteTaskStore, type TaskStore } from '../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
+import { interleavedSqlite } from './interleaved-sqlite'
 import { storedPlan, storedTask } from './stored-records'
+
+/** The SQLite task store's read of a task, the one each of its read-then-write transactions starts with. */
+const TASK_READ = 'SELECT body FROM tasks WHERE id = ?'
 
 /**
  * The store drivers' shared suite (src/fabric/drivers): every kind named in FABRIC_STORE_KINDS has a driver, and each
@@ -178,59 +181,60 @@ test("the SQLite task store: another process's commit between a transition's rea
   // (SQLITE_BUSY_SNAPSHOT, which no busy wait helps), and a claim with it (in the pump: a rejection nobody handles).
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-drivers-interleaved-'))
   const file = path.join(dir, 'tasks.sqlite')
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the driver itself, as the store loads it
-  const Libsql = require('libsql') as SqliteDriver
-  let interleave: (() => void) | undefined
-  /** libsql, with the other process's write run (once, when armed) right after this store's read of a task. */
-  class Interleaved {
-    constructor(dbFile: string) {
-      const db: Database = new Libsql(dbFile)
-      const prepare = db.prepare.bind(db)
-      db.prepare = (sql: string) => {
-        const statement = prepare(sql)
-        if (sql !== 'SELECT body FROM tasks WHERE id = ?') return statement
-        const get = statement.get.bind(statement)
-        statement.get = (...params: unknown[]) => {
-          const row = get(...params)
-          const write = interleave
-          interleave = undefined
-          write?.()
-          return row
-        }
-        return statement
-      }
-      return db
-    }
-  }
-  const store = new SqliteTaskStore({ file, driver: Interleaved as unknown as SqliteDriver })
-  const other = new Libsql(file)
+  const sqlite = interleavedSqlite(TASK_READ)
+  const store = new SqliteTaskStore({ file, driver: sqlite.driver })
   try {
-    // The other process does not wait for the write lock here (a test thread cannot wait for itself).
-    other.pragma('busy_timeout = 0')
+    const other = sqlite.other(file)
     await store.insert([taskOf('claimed', 0), taskOf('bystander', 0)], 'submitted')
     const otherWrite = () => other.prepare("UPDATE tasks SET priority = 1 WHERE id = 'bystander'").run()
-    let refused: unknown
-    interleave = () => {
-      try {
-        otherWrite()
-      } catch (error) {
-        refused = error
-      }
-    }
+    sqlite.arm(otherWrite)
     const claimed = await store.transition('claimed', ['PENDING'], {
       to: 'SPAWNING',
       reason: 'attempt 1 of 3',
       patch: { attempts: 1, owner: 'here' },
       claimOf: { attempts: 0, now: Date.now() },
     })
-    expect(interleave).toBeUndefined()
+    expect(sqlite.fired).toBe(true)
     expect(claimed?.task).toMatchObject({ state: 'SPAWNING', attempts: 1, owner: 'here' })
     // The other process's write waits its turn: refused while the claim held the write lock, it lands after it.
-    expect(String(refused)).toMatch(/busy|locked/i)
+    expect(String(sqlite.refused)).toMatch(/busy|locked/i)
     otherWrite()
     expect((await store.getMany(['claimed', 'bystander'])).map((task) => task.state)).toEqual(['SPAWNING', 'PENDING'])
   } finally {
-    other.close()
+    sqlite.close()
+    await store.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test("the SQLite task store: a readiness write never overwrites another process's claim made between its read and its write", async () => {
+  // update() (the scheduler's readiness write) read the task, then wrote it back whole, outside a transaction: another
+  // process's claim landing between the two was overwritten, the task PENDING again with its claim lost (and run twice).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-drivers-readiness-'))
+  const file = path.join(dir, 'tasks.sqlite')
+  const sqlite = interleavedSqlite(TASK_READ)
+  const store = new SqliteTaskStore({ file, driver: sqlite.driver })
+  try {
+    await store.insert([storedTask({ id: 'dependent', ready: false }, at)], 'submitted')
+    // The other process's claim of it, as its store writes one (the row's state and the task's JSON).
+    const claim = () =>
+      sqlite
+        .other(file)
+        .prepare(
+          `UPDATE tasks SET state = 'SPAWNING', attempts = 1,
+           body = json_set(body, '$.state', 'SPAWNING', '$.attempts', 1, '$.owner', 'there') WHERE id = 'dependent'`,
+        )
+        .run()
+    sqlite.arm(claim)
+    const ready = await store.update('dependent', 'PENDING', { ready: true })
+    expect(sqlite.fired).toBe(true)
+    // Refused while the readiness write held the write lock; it lands after it.
+    expect(ready).toMatchObject({ state: 'PENDING', ready: true })
+    expect(String(sqlite.refused)).toMatch(/busy|locked/i)
+    claim()
+    expect(await store.get('dependent')).toMatchObject({ state: 'SPAWNING', attempts: 1, owner: 'there', ready: true })
+  } finally {
+    sqlite.close()
     await store.close()
     fs.rmSync(dir, { recursive: true, force: true })
   }

@@ -1,6 +1,6 @@
 import path from 'node:path'
 import type { Redis } from 'ioredis'
-import { openSqlite, type Database } from '../sqlite'
+import { openSqlite, preparedTransaction, type Database, type SqliteDriver } from '../sqlite'
 
 /**
  * Which tenant holds which upload, and how many bytes each holds: one interface, two drivers. SQLite beside the blobs
@@ -52,11 +52,16 @@ const toUpload = (row: Row): IndexedUpload => ({ sha256: row.sha256, bytes: Numb
 /** `<root>/uploads.sqlite`, opened on first use: a process that never sees an upload never opens it. */
 export class SqliteUploadIndex implements UploadIndex {
   private db?: Database
+  private adding?: (tenant: string, upload: IndexedUpload, quotaBytes: number) => AddOutcome
 
-  constructor(private readonly root: string) {}
+  /** `driver`: the SQLite driver class (tests pass one that interleaves another process's write). @default libsql */
+  constructor(
+    private readonly root: string,
+    private readonly driver?: SqliteDriver,
+  ) {}
 
   private index(): Database {
-    this.db ??= openSqlite(path.join(this.root, 'uploads.sqlite'), SCHEMA)
+    this.db ??= openSqlite(path.join(this.root, 'uploads.sqlite'), SCHEMA, this.driver)
     return this.db
   }
 
@@ -79,19 +84,22 @@ export class SqliteUploadIndex implements UploadIndex {
 
   async add(tenant: string, upload: IndexedUpload, quotaBytes: number): Promise<AddOutcome> {
     const db = this.index()
-    // One transaction: the check and the insert see the same rows.
-    return db.transaction(() => {
-      if (db.prepare('SELECT 1 FROM uploads WHERE tenant = ? AND sha256 = ?').get(tenant, upload.sha256)) return 'held' as const
+    // One transaction, begun IMMEDIATE (the write lock first, as the task store's writes): the check and the insert see
+    // the same rows. Begun deferred, another process's upload committed between the quota's read and the insert failed
+    // this one at once (SQLITE_BUSY_SNAPSHOT: no busy wait helps a read another commit made stale).
+    this.adding ??= preparedTransaction(db, (tenant: string, upload: IndexedUpload, quotaBytes: number): AddOutcome => {
+      if (db.prepare('SELECT 1 FROM uploads WHERE tenant = ? AND sha256 = ?').get(tenant, upload.sha256)) return 'held'
       const { used } = db.prepare('SELECT COALESCE(SUM(bytes), 0) AS used FROM uploads WHERE tenant = ?').get(tenant) as { used: number }
-      if (Number(used) + upload.bytes > quotaBytes) return 'quota' as const
+      if (Number(used) + upload.bytes > quotaBytes) return 'quota'
       db.prepare('INSERT INTO uploads (tenant, sha256, bytes, created_at) VALUES (?, ?, ?, ?)').run(
         tenant,
         upload.sha256,
         upload.bytes,
         upload.createdAt,
       )
-      return 'added' as const
-    })()
+      return 'added'
+    })
+    return this.adding(tenant, upload, quotaBytes)
   }
 
   async heldByAnyone(sha256: string): Promise<boolean> {
@@ -107,6 +115,7 @@ export class SqliteUploadIndex implements UploadIndex {
   async close(): Promise<void> {
     this.db?.close()
     this.db = undefined
+    this.adding = undefined
   }
 }
 

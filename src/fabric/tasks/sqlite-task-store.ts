@@ -89,6 +89,7 @@ export class SqliteTaskStore implements TaskStore {
   private readonly insertMany: (tasks: readonly Task[], reason: string) => Task[]
   private readonly transitionMany: (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => TransitionSteps | undefined
   private readonly insertStarting: (task: Task, reason: string, now: number, changes: readonly TaskChange[]) => InsertedTask
+  private readonly updateOne: (id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>) => Task | undefined
 
   constructor(options: SqliteTaskStoreOptions) {
     this.db = openSqlite(options.file, SCHEMA, options.driver)
@@ -131,6 +132,15 @@ export class SqliteTaskStore implements TaskStore {
       const started = this.applySteps(task, changes, false, [task.id, task.createdAt, null, task.state, reason, 0])
       this.insertRow(started.task, reason, false)
       return { task, started }
+    })
+    // A read, then a write of what it read: in one transaction like the others, or another process's claim landing
+    // between the two would be overwritten (the task back to PENDING, its claim lost).
+    this.updateOne = preparedTransaction(this.db, (id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>) => {
+      const current = parse(this.statements.get!.get(id))
+      if (!current || current.state !== state) return undefined
+      const task = { ...current, ...patch, updatedAt: new Date().toISOString() }
+      this.write(task)
+      return task
     })
   }
 
@@ -248,11 +258,7 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined> {
-    const current = parse(this.statements.get!.get(id))
-    if (!current || current.state !== state) return undefined
-    const task = { ...current, ...patch, updatedAt: new Date().toISOString() }
-    this.write(task)
-    return task
+    return this.updateOne(id, state, patch)
   }
 
   async due(now: number, limit: number): Promise<Task[]> {

@@ -4,6 +4,7 @@ import path from 'node:path'
 import { Redis } from 'ioredis'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 import { RedisUploadIndex, SqliteUploadIndex, type UploadIndex } from '../../../src/fabric/files'
+import { interleavedSqlite } from '../interleaved-sqlite'
 
 /**
  * The upload index's two drivers pass one suite: SQLite beside the blobs (one node) and Redis (every node of a
@@ -65,4 +66,30 @@ describe.each(drivers)('%s upload index', (_name, open) => {
     expect(outcomes.filter((outcome) => outcome === 'added')).toHaveLength(3)
     expect(await index.used('acme')).toBe(90)
   })
+})
+
+test("the SQLite index: another process's upload committed between the quota's read and the insert fails neither", async () => {
+  // Several processes on one data dir (serve and workers): another one records an upload of the tenant while this one
+  // is inside add(), after its read of the bytes used and before its insert. Begun deferred, add() then failed at its
+  // insert (SQLITE_BUSY_SNAPSHOT); begun IMMEDIATE, the other waits for the write lock and lands after.
+  const root = fs.mkdtempSync(path.join(folder, 'sqlite-interleaved-'))
+  const sqlite = interleavedSqlite('SELECT COALESCE(SUM(bytes), 0) AS used FROM uploads WHERE tenant = ?')
+  const index = new SqliteUploadIndex(root, sqlite.driver)
+  try {
+    expect(await index.add('acme', { sha256: sha(10), bytes: 10, createdAt: 1 }, 100)).toBe('added')
+    const otherUpload = () =>
+      sqlite
+        .other(path.join(root, 'uploads.sqlite'))
+        .prepare('INSERT INTO uploads (tenant, sha256, bytes, created_at) VALUES (?, ?, ?, ?)')
+        .run('acme', sha(12), 50, 3)
+    sqlite.arm(otherUpload)
+    expect(await index.add('acme', { sha256: sha(11), bytes: 40, createdAt: 2 }, 100)).toBe('added')
+    expect(sqlite.fired).toBe(true)
+    expect(String(sqlite.refused)).toMatch(/busy|locked/i)
+    otherUpload()
+    expect((await index.list('acme')).map((upload) => upload.sha256)).toEqual([sha(10), sha(11), sha(12)])
+  } finally {
+    sqlite.close()
+    await index.close()
+  }
 })
