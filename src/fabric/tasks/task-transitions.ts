@@ -28,6 +28,9 @@ export class TaskTransitions {
     if (!moved) return undefined
     this.emitter.emit('transition', moved.event, moved.task)
     if (moved.task.state === 'PENDING' && moved.task.ready) await this.announce(moved.task)
+    // Back to PENDING not ready: a resume of a task whose readiness write found it SUSPENDED (its dependencies may all
+    // have completed meanwhile, and no other end of theirs comes to make it ready). Looked at again now.
+    else if (moved.task.state === 'PENDING') return (await this.refreshReadiness(moved.task)) ?? moved.task
     if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED')
       await this.afterEnd(moved.task, moved.dependents)
     return moved.task
@@ -50,8 +53,12 @@ export class TaskTransitions {
     // the run's end wakes the pump once its slot is free (a wake here too cost a due-task query per task, for nothing).
   }
 
-  /** `ended`: a dependency just read as it ended, so it is not read again. */
-  async refreshReadiness(task: Task, ended?: Task): Promise<void> {
+  /**
+   * Makes the task ready when every dependency completed, or ends it when one failed or does not exist for its tenant;
+   * answers the task as written then (undefined when nothing was). `ended`: a dependency just read as it ended, so it
+   * is not read again.
+   */
+  async refreshReadiness(task: Task, ended?: Task): Promise<Task | undefined> {
     const known = ended && task.dependencies.includes(ended.id) ? [ended] : []
     // Only the tenant's own tasks count: another tenant's task of a named id is no dependency (see afterEnd).
     const dependencies = [
@@ -59,24 +66,35 @@ export class TaskTransitions {
       ...(await this.store.getMany(task.dependencies.filter((id) => !known.some((dependency) => dependency.id === id)))),
     ].filter((dependency) => dependency.tenant === task.tenant)
     const failed = dependencies.find((dependency) => dependency.state === 'FAILED' || dependency.state === 'TERMINATED')
-    if (failed) {
-      await this.move(task.id, ['PENDING', 'SUSPENDED'], {
+    if (failed)
+      return this.move(task.id, ['PENDING', 'SUSPENDED'], {
         to: 'TERMINATED',
         reason: `dependency ${failed.id} ${failed.state}: ${failed.reason}`,
       })
-    } else if (everyCompleted(task, dependencies)) {
-      const { dispatcher } = this
-      if (dispatcher && task.state === 'PENDING') {
-        // Announced beside the readiness write, not after it: a round trip sooner on a plan's path from one step's end
-        // to the next one's start. A process that takes the announcement before the write lands makes the task ready
-        // itself, from the same dependencies (runDispatched); an announcement whose write finds the task moved on
-        // (cancelled, suspended) is taken and dropped, as any stale one.
-        await Promise.all([this.store.update(task.id, 'PENDING', { ready: true }), dispatcher.dispatch({ ...task, ready: true })])
-        return
-      }
-      const ready = await this.store.update(task.id, task.state, { ready: true })
-      if (ready?.state === 'PENDING') await this.announce(ready)
+    // Submission checks every dependency outside the batch exists, and the batch is stored in one write: a missing one
+    // is a batch task its idempotency key answered with a task stored earlier under another id. None will ever end.
+    const missing = task.dependencies.find((id) => !dependencies.some((dependency) => dependency.id === id))
+    if (missing !== undefined)
+      return this.move(task.id, ['PENDING', 'SUSPENDED'], {
+        to: 'TERMINATED',
+        reason: missingDependencyReason(missing, task.tenant),
+      })
+    if (!everyCompleted(task, dependencies)) return undefined
+    const { dispatcher } = this
+    if (dispatcher && task.state === 'PENDING') {
+      // Announced beside the readiness write, not after it: a round trip sooner on a plan's path from one step's end
+      // to the next one's start. A process that takes the announcement before the write lands makes the task ready
+      // itself, from the same dependencies (runDispatched); an announcement whose write finds the task moved on
+      // (cancelled, suspended) is taken and dropped, as any stale one.
+      const [ready] = await Promise.all([
+        this.store.update(task.id, 'PENDING', { ready: true }),
+        dispatcher.dispatch({ ...task, ready: true }),
+      ])
+      return ready
     }
+    const ready = await this.store.update(task.id, task.state, { ready: true })
+    if (ready?.state === 'PENDING') await this.announce(ready)
+    return ready
   }
 
   /** A pending task made ready now that every dependency completed (the write refreshReadiness makes); else undefined. */
@@ -85,6 +103,14 @@ export class TaskTransitions {
     const ready = await this.store.update(task.id, 'PENDING', { ready: true })
     return ready?.ready ? ready : undefined
   }
+}
+
+/**
+ * The reason a task ends with when a dependency it names is no task of its tenant's: a batch task answered by its
+ * idempotency key is stored under the id of the task it was answered with, never its own (docs/tasks.md).
+ */
+export function missingDependencyReason(id: string, tenant: string): string {
+  return `dependency ${id} does not exist for tenant ${tenant} (a batch task its idempotency key answered keeps the earlier task's id)`
 }
 
 /**

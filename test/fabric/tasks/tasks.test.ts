@@ -13,6 +13,7 @@ import {
   type TaskStore,
 } from '../../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { storedTask } from '../stored-records'
 
 /**
  * Durable tasks end to end, one suite for both stores: the embedded one (a real SQLite file in a temp dir) and the
@@ -200,6 +201,64 @@ describe.each(stores)('%s store', (storeKind) => {
       const last = await execgate.tasks.wait(grandchild!.id)
       expect(last.state).toBe('TERMINATED')
       expect(last.reason).toMatch(/^dependency child-1 TERMINATED/)
+    })
+
+    test('a dependency id its batch never stored ends its dependents (and theirs) TERMINATED, saying it does not exist', async () => {
+      // The batch's first task is answered by its idempotency key with a task stored earlier under another id: no task of
+      // the tenant has the id the batch named, so its dependents would otherwise wait for ever.
+      const caller = { tenant: 'forgetful' }
+      const earlier = await execgate.tasks.wait((await execgate.tasks.submit(js('1', { idempotencyKey: 'pin-gone' }), caller)).id, caller)
+      const [answered, dependent, second] = await execgate.tasks.submitMany(
+        [
+          { id: 'gone-1', ...js('2', { idempotencyKey: 'pin-gone' }) },
+          { id: 'needs-gone-1', ...js('3', { dependencies: ['gone-1'] }) },
+          js('4', { dependencies: ['needs-gone-1'] }),
+        ],
+        caller,
+      )
+      expect(answered!.id).toBe(earlier.id)
+      expect(await execgate.tasks.wait(dependent!.id, { ...caller, timeoutMs: 10_000 })).toMatchObject({
+        state: 'TERMINATED',
+        reason: expect.stringMatching(/^dependency gone-1 does not exist for tenant forgetful \(/),
+        attempts: 0,
+      })
+      expect(await execgate.tasks.wait(second!.id, { ...caller, timeoutMs: 10_000 })).toMatchObject({
+        state: 'TERMINATED',
+        reason: expect.stringMatching(/^dependency needs-gone-1 TERMINATED: dependency gone-1 does not exist/),
+      })
+    })
+
+    test('a dependent its readiness write found SUSPENDED is made ready, and runs, when resumed', async () => {
+      // Its dependency completed while it was being suspended: the readiness write (only while PENDING) found it
+      // SUSPENDED and left it not ready, and no other end will come to make it ready. Written as that race leaves it,
+      // by another connection to the store.
+      const dependency = await execgate.tasks.wait((await execgate.tasks.submit(js('7'))).id)
+      expect(dependency.state).toBe('COMPLETED')
+      const store = secondConnection()
+      const id = `held-dependent-${storeKind}`
+      try {
+        await store.insert(
+          [
+            storedTask({
+              id,
+              tenant: dependency.tenant,
+              state: 'SUSPENDED',
+              reason: 'suspended by the caller',
+              request: js('8').request,
+              dependencies: [dependency.id],
+              ready: false,
+            }),
+          ],
+          'submitted',
+        )
+      } finally {
+        await store.close()
+      }
+      expect(await execgate.tasks.resume(id, {}, { tenant: dependency.tenant })).toMatchObject({ state: 'PENDING', ready: true })
+      expect(await execgate.tasks.wait(id, { tenant: dependency.tenant, timeoutMs: 20_000 })).toMatchObject({
+        state: 'COMPLETED',
+        result: { status: 'ok', value: 8 },
+      })
     })
 
     test('cycles and unknown dependencies are refused at submission, and nothing of the batch is stored', async () => {
