@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { runScript } from '../redis-script'
+import { DEPENDENTS, INSERT, TRANSITION, UPDATE } from './redis-task-scripts'
 import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionOf, TransitionSteps } from './task-store'
 import { holdsFor } from './task-store'
 import { isFinal, type Task, type TaskEvent, type TaskState } from './task-types'
@@ -16,94 +17,6 @@ import { compareDue } from './due-order'
  * script builds key names from the prefix, so the store needs one Redis (not a Cluster), like BullMQ's queue.
  */
 
-/**
- * A compare-and-set of the task's JSON with one or more transitions in a row: ARGV[1] the JSON expected, [2] the new
- * JSON, [3] the start-by score ('' for none), [4] the id, then one event template per transition (`%d` for its seq).
- * Moves the id from the first state's index to the last's and answers the first event's seq (the others follow it:
- * one script, so nothing else takes a seq between them), or -1 when the stored task is not the one expected. With a
- * seventh key (`dependents:<id>`, when the transitions end the task) ARGV[5] is the prefix and the templates start at
- * ARGV[6]: the dependents' JSON follow the seq in the answer, read in the same script (no round trip of their own).
- */
-const TRANSITION = `
-local current = redis.call('GET', KEYS[1])
-if current ~= ARGV[1] then return {-1} end
-redis.call('SET', KEYS[1], ARGV[2])
-redis.call('SREM', KEYS[2], ARGV[4])
-redis.call('SADD', KEYS[3], ARGV[4])
-local templates = 5
-if #KEYS >= 7 then templates = 6 end
-local first = -1
-for i = templates, #ARGV do
-  local seq = redis.call('INCR', KEYS[4])
-  if first < 0 then first = seq end
-  redis.call('RPUSH', KEYS[5], string.format(ARGV[i], seq))
-end
-if ARGV[3] == '' then redis.call('ZREM', KEYS[6], ARGV[4]) else redis.call('ZADD', KEYS[6], tonumber(ARGV[3]), ARGV[4]) end
-local answer = {first}
-if #KEYS >= 7 then
-  local ids = redis.call('SMEMBERS', KEYS[7])
-  for from = 1, #ids, 500 do
-    local keys = {}
-    for i = from, math.min(from + 499, #ids) do keys[#keys + 1] = ARGV[5] .. ':task:' .. ids[i] end
-    for _, raw in ipairs(redis.call('MGET', unpack(keys))) do answer[#answer + 1] = raw end
-  end
-end
-return answer
-`
-
-/** The JSON of every task that depends on KEYS[1]'s task, in one round trip: ARGV[1] the prefix. */
-const DEPENDENTS = `
-local ids = redis.call('SMEMBERS', KEYS[1])
-local raws = {}
-for from = 1, #ids, 500 do
-  local keys = {}
-  for i = from, math.min(from + 499, #ids) do keys[#keys + 1] = ARGV[1] .. ':task:' .. ids[i] end
-  for _, raw in ipairs(redis.call('MGET', unpack(keys))) do raws[#raws + 1] = raw end
-end
-return raws
-`
-
-/**
- * Inserts a batch in one script: per task (8 arguments each: id, JSON, tenant, state, idempotency key, deadline score,
- * event template, dependencies joined by newlines) it answers 1 when stored, or the id of the task already stored
- * under the same idempotency key or the same id, which is then left as it is. Atomic, so two nodes submitting with
- * one key (a client's retry that reached another node) or one plan step's task store one task, never two.
- */
-const INSERT = `
-local P = ARGV[1]
-local answers = {}
-for i = 2, #ARGV, 8 do
-  local id, body, tenant, state, key, deadline, event, deps =
-    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
-  local taken = false
-  if key ~= '' then
-    local other = redis.call('HGET', P .. ':idempotency:' .. tenant, key)
-    if other and redis.call('EXISTS', P .. ':task:' .. other) == 1 then taken = other end
-  end
-  if not taken and redis.call('EXISTS', P .. ':task:' .. id) == 1 then taken = id end
-  if taken then
-    answers[#answers + 1] = taken
-  else
-    if key ~= '' then redis.call('HSET', P .. ':idempotency:' .. tenant, key, id) end
-    redis.call('SET', P .. ':task:' .. id, body)
-    redis.call('ZADD', P .. ':tenant:' .. tenant, redis.call('INCR', P .. ':seq'), id)
-    redis.call('SADD', P .. ':state:' .. state, id)
-    for dep in string.gmatch(deps, '[^\\n]+') do redis.call('SADD', P .. ':dependents:' .. dep, id) end
-    redis.call('RPUSH', P .. ':events:' .. id, string.format(event, redis.call('INCR', P .. ':eventSeq')))
-    if deadline ~= '' then redis.call('ZADD', P .. ':deadlines', tonumber(deadline), id) end
-    answers[#answers + 1] = 1
-  end
-end
-return answers
-`
-
-const UPDATE = `
-local current = redis.call('GET', KEYS[1])
-if current ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
-return 1
-`
-
 export interface RedisTaskStoreOptions {
   /** An ioredis connection this store may use (and closes on `close` when `ownsConnection`). */
   redis: Redis
@@ -118,6 +31,10 @@ const CAS_ATTEMPTS = 20
 /** How many tasks' JSON the store keeps as it last read or wrote them (unfinished tasks only: they move again). */
 const KNOWN_TASKS = 1024
 
+/** How much ended tasks' JSON the store keeps (characters, all together), and the most for one task. */
+const ENDED_CHARS = 4_000_000
+const ENDED_CHARS_EACH = 64_000
+
 function deadlineScore(task: Task): string {
   return task.state === 'PENDING' && task.attempts === 0 && task.deadline ? String(Date.parse(task.deadline)) : ''
 }
@@ -131,10 +48,21 @@ export class RedisTaskStore implements TaskStore {
    * the read it would have made anyway, and a write lands only on exactly the task it was checked against.
    */
   private readonly known = new Map<string, string>()
+  /**
+   * Ended tasks' JSON as this store read or wrote them. An ended task never changes again, so a read of one is
+   * answered from here: a dependency's outputs read by its dependent's claim, the steps of a plan its engine looks at.
+   */
+  private readonly ended = new Map<string, string>()
+  private endedChars = 0
 
   constructor(private readonly options: RedisTaskStoreOptions) {
     this.redis = options.redis
     this.prefix = options.prefix ?? 'execgate:tasks'
+  }
+
+  /** The store's connection: commands sent on it after one of the store's writes run after that write. */
+  get connection(): Redis {
+    return this.redis
   }
 
   private key(...parts: string[]): string {
@@ -142,7 +70,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private async read(id: string): Promise<{ raw: string; task: Task } | undefined> {
-    const raw = await this.redis.get(this.key('task', id))
+    const raw = this.ended.get(id) ?? (await this.redis.get(this.key('task', id)))
     return raw ? this.parsed(raw) : undefined
   }
 
@@ -155,10 +83,22 @@ export class RedisTaskStore implements TaskStore {
 
   private remember(task: Task, raw: string): void {
     this.known.delete(task.id)
-    if (isFinal(task.state)) return
+    if (isFinal(task.state)) return this.keepEnded(task.id, raw)
     this.known.set(task.id, raw)
     // Oldest first out: a Map iterates in insertion order.
     if (this.known.size > KNOWN_TASKS) this.known.delete(this.known.keys().next().value!)
+  }
+
+  private keepEnded(id: string, raw: string): void {
+    if (raw.length > ENDED_CHARS_EACH || this.ended.has(id)) return
+    this.ended.set(id, raw)
+    this.endedChars += raw.length
+    // Oldest first out.
+    for (const [oldest, kept] of this.ended) {
+      if (this.endedChars <= ENDED_CHARS) break
+      this.ended.delete(oldest)
+      this.endedChars -= kept.length
+    }
   }
 
   /** The task as last seen here, if it is remembered: tried first, then read (`fresh`) when the store has moved on. */
@@ -183,7 +123,9 @@ export class RedisTaskStore implements TaskStore {
         task.dependencies.join('\n'),
       ]
     })
-    const answers = (await runScript(this.redis, INSERT, 0, this.prefix, ...args)) as (string | number)[]
+    // EVAL, not runScript: the insert's command must be the one sent now, never an EVAL sent later after a NOSCRIPT,
+    // since an announcement sent after it on this connection (dispatchBehindStoreWrites) must land after it.
+    const answers = (await this.redis.eval(INSERT, 0, this.prefix, ...args)) as (string | number)[]
     tasks.forEach((task, index) => answers[index] === 1 && this.remember(task, args[index * 8 + 1]!))
     // A task already stored under its idempotency key, or under its id (two nodes submitting one plan step), is the
     // one answered: nothing is stored twice.
@@ -201,8 +143,14 @@ export class RedisTaskStore implements TaskStore {
 
   async getMany(ids: readonly string[]): Promise<Task[]> {
     if (ids.length === 0) return []
-    const raws = await this.redis.mget(ids.map((id) => this.key('task', id)))
-    return raws.filter((raw): raw is string => raw !== null).map((raw) => this.parsed(raw).task)
+    // Ended tasks known here are not read again (they cannot have changed); parsed anew, so no caller shares a copy.
+    const unread = ids.filter((id) => !this.ended.has(id))
+    const raws = unread.length > 0 ? await this.redis.mget(unread.map((id) => this.key('task', id))) : []
+    const read = new Map(unread.map((id, index) => [id, raws[index]]))
+    return ids.flatMap((id) => {
+      const raw = this.ended.get(id) ?? read.get(id)
+      return raw ? [this.parsed(raw).task] : []
+    })
   }
 
   async list(filter: TaskListFilter): Promise<TaskPage> {
