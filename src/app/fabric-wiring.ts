@@ -72,7 +72,7 @@ function taskWorkspaces(config: Config): ((task: Task) => Promise<Workspace>) | 
 export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
   const workspaceFor = taskWorkspaces(parts.config)
   const driver = storeDriver(parts.config.fabric.store)
-  const dispatcher = driver.taskDispatcher(parts.config.fabric)
+  const dispatcher = driver.taskDispatcher(parts.config.fabric, parts.taskStore())
   // Runs' rich outputs to readers on every node (Redis pub/sub), not only this process's (docs/tasks.md#events).
   const outputRelay = driver.outputRelay?.(parts.config.fabric)
   return createTaskService({

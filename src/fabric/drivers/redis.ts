@@ -49,8 +49,14 @@ export const REDIS_DRIVER: FabricStoreDriver = {
   description: 'Redis at fabric.redisUrl (BullMQ for due tasks); shared by every node and worker',
   shared: true,
   tasks: (settings) => new RedisTaskStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:tasks`, ownsConnection: true }),
-  taskDispatcher: (settings) =>
-    new BullmqDispatcher({ url: settings.redisUrl, queue: `${settings.redisPrefix}-tasks`, leaseMs: settings.leaseMs }),
+  taskDispatcher: (settings, tasks) =>
+    new BullmqDispatcher({
+      url: settings.redisUrl,
+      queue: `${settings.redisPrefix}-tasks`,
+      leaseMs: settings.leaseMs,
+      // Announcements on the task store's connection: one sent after an insert lands after it.
+      ...(tasks instanceof RedisTaskStore ? { storeConnection: tasks.connection } : {}),
+    }),
   // Connected at the first output published or the first reader: a process doing neither opens no connection for them.
   outputRelay: (settings) => new RedisOutputRelay(() => connect(settings), `${settings.redisPrefix}:tasks`),
   plans: (settings) => new RedisPlanStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:plans`, ownsConnection: true }),

@@ -29,8 +29,11 @@ export interface FabricStoreDriver {
   /** Several nodes share this kind's stores: sandboxes, sessions and plans are followed across nodes. */
   shared: boolean
   tasks(settings: FabricStoreSettings): TaskStore
-  /** How due tasks reach processes; undefined where the scheduler polls its store. */
-  taskDispatcher(settings: FabricStoreSettings): TaskDispatcher | undefined
+  /**
+   * How due tasks reach processes; undefined where the scheduler polls its store. `tasks`: the task store it announces
+   * for, opened by this driver (the Redis driver can announce on its connection: TaskDispatcher.dispatchBehindStoreWrites).
+   */
+  taskDispatcher(settings: FabricStoreSettings, tasks?: TaskStore): TaskDispatcher | undefined
   /** Optional: how runs' rich outputs reach readers on other processes; without it a reader hears its own process's. */
   outputRelay?(settings: FabricStoreSettings): OutputRelay
   plans(settings: FabricStoreSettings): PlanStore

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis'
 import { importOptional } from '../../core/optional-dependency'
 import type { Task } from './task-types'
 
@@ -10,6 +11,14 @@ import type { Task } from './task-types'
 export interface TaskDispatcher {
   /** Announces a task that is due now, or at `task.notBefore`. Extra announcements are harmless (claims are CAS). */
   dispatch(task: Task): Promise<void>
+  /**
+   * Optional: announces on the task store's own connection, which runs commands in the order sent, so this
+   * announcement lands after a write of the store whose call was made before it (its answer not awaited). The
+   * scheduler sends a new task's announcement right behind its insert with it. It may fail where `dispatch` would
+   * wait (the store's connection gives up on a command sooner than the queue's): the caller then awaits the write
+   * and announces again with `dispatch`.
+   */
+  dispatchBehindStoreWrites?(task: Task): Promise<void>
   /**
    * Starts taking announced tasks, `concurrency` at a time; `run` resolves when the task's run has settled. It is
    * given the task's attempt count when it was announced (undefined for an announcement made without one), so that a
@@ -34,6 +43,11 @@ export interface BullmqDispatcherOptions {
    * kill -9) is taken back after this and runs on another worker. @default 30000
    */
   leaseMs?: number
+  /**
+   * The task store's open connection (left open by `close`), for `dispatchBehindStoreWrites`; without it the
+   * dispatcher has no such method.
+   */
+  storeConnection?: Redis
 }
 
 /** BullMQ priorities run from 1 (first) to 2,097,151; ours from -1,000,000 to 1,000,000 with higher first. */
@@ -47,14 +61,21 @@ type BullQueue = import('bullmq').Queue
 type BullWorker = import('bullmq').Worker
 
 export class BullmqDispatcher implements TaskDispatcher {
-  private queue: BullQueue | undefined
+  private queue: Promise<BullQueue> | undefined
+  /** The same queue on the task store's connection (dispatchBehindStoreWrites). */
+  private behind: Promise<BullQueue> | undefined
   private workers: BullWorker[] = []
   private readonly name: string
   private readonly leaseMs: number
 
+  readonly dispatchBehindStoreWrites?: (task: Task) => Promise<void>
+
   constructor(private readonly options: BullmqDispatcherOptions) {
     this.name = options.queue ?? 'execgate-tasks'
     this.leaseMs = options.leaseMs ?? 30_000
+    const storeConnection = options.storeConnection
+    if (storeConnection)
+      this.dispatchBehindStoreWrites = async (task) => this.announce(await (this.behind ??= this.newQueue(storeConnection)), task)
   }
 
   private connection() {
@@ -62,16 +83,17 @@ export class BullmqDispatcher implements TaskDispatcher {
     return { url: this.options.url, maxRetriesPerRequest: null }
   }
 
-  private async openQueue(): Promise<BullQueue> {
-    if (this.queue) return this.queue
+  private async newQueue(connection: Redis | ReturnType<BullmqDispatcher['connection']>): Promise<BullQueue> {
     // Loaded on first use, so the embedded default never loads BullMQ.
     const { Queue } = await importOptional('redis', () => import('bullmq'))
-    this.queue = new Queue(this.name, { connection: this.connection() })
-    return this.queue
+    return new Queue(this.name, { connection })
   }
 
   async dispatch(task: Task): Promise<void> {
-    const queue = await this.openQueue()
+    await this.announce(await (this.queue ??= this.newQueue(this.connection())), task)
+  }
+
+  private async announce(queue: BullQueue, task: Task): Promise<void> {
     const delay = Math.max(0, task.notBefore - Date.now())
     await queue.add(
       'task',
@@ -121,6 +143,7 @@ export class BullmqDispatcher implements TaskDispatcher {
 
   async close(): Promise<void> {
     await Promise.all(this.workers.map((worker) => worker.close()))
-    await this.queue?.close()
+    await (await this.queue)?.close()
+    await (await this.behind)?.close()
   }
 }

@@ -10,7 +10,7 @@ import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './tas
 import { prepareTasks, type Submitter } from './task-submission'
 import { defaultOwnerAlive, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler-options'
 import { TaskTransitions } from './task-transitions'
-import type { Task, TaskEvent, TaskSpec } from './task-types'
+import { isFinal, type Task, type TaskEvent, type TaskSpec } from './task-types'
 import { taskEvents, waitForTask, type TaskWatchSource } from './task-watch'
 
 export {
@@ -93,16 +93,36 @@ export class TaskScheduler {
   async submit(specs: readonly TaskSpec[], submitter: Submitter, schemaChecked = false): Promise<Task[]> {
     const prepared = await prepareTasks(this.store, specs, submitter, Date.now(), schemaChecked)
     if (prepared.length === 1 && this.startsAtSubmit(prepared[0]!)) return [await this.submitAndStart(prepared[0]!)]
-    const tasks = await this.store.insert(prepared, 'submitted')
-    const announced = async () => {
-      // One after another: tasks of equal priority are announced in submission order.
-      for (const task of tasks) if (task.ready && task.state === 'PENDING') await this.announce(task)
+    const due = (task: Task) => task.ready && task.state === 'PENDING'
+    const inserting = this.store.insert(prepared, 'submitted')
+    // Where an announcement made now lands after the insert just sent (the store's connection runs both in order),
+    // the new tasks are announced with the insert, not after its answer: a round trip sooner to their start. A task
+    // the insert answers with one stored before (its idempotency key or id found it) leaves an announcement of an id
+    // not stored, or of the task stored: harmless, as any extra one (a claim reads the task as stored). Should that
+    // connection give up on one, they are announced again the usual way once the insert has answered.
+    const behind = this.options.dispatcher?.dispatchBehindStoreWrites
+    const early = behind ? prepared.filter(due) : []
+    // One after another: tasks of equal priority are announced in submission order.
+    const announceAll = async (tasks: readonly Task[], announce = (task: Task) => this.announce(task)) => {
+      for (const task of tasks) await announce(task)
     }
+    const announcedEarly = announceAll(early, (task) => behind!(task)).then(
+      () => true,
+      () => false,
+    )
+    const [tasks, landed] = await Promise.all([inserting, announcedEarly])
+    if (!landed) await announceAll(early)
     // A dependency may have finished between the readiness check and the insert: look again for the fresh ones
-    // (each look on its own, beside the announcements: on a store across the network, one round trip for all).
+    // (each look on its own, beside the announcements: on a store across the network, one round trip for all). Not
+    // for a task whose dependencies are all tasks of this batch not ended: their ends, after this insert, find it.
+    const batch = new Map(tasks.map((task) => [task.id, task]))
+    const mayBeReady = (task: Task) =>
+      task.dependencies.length === 0 || task.dependencies.some((id) => !batch.has(id) || isFinal(batch.get(id)!.state))
     await Promise.all([
-      announced(),
-      ...tasks.filter((task) => !task.ready && task.state === 'PENDING').map((task) => this.transitions.refreshReadiness(task)),
+      announceAll(tasks.filter((task) => due(task) && !early.includes(task))),
+      ...tasks
+        .filter((task) => !task.ready && task.state === 'PENDING' && mayBeReady(task))
+        .map((task) => this.transitions.refreshReadiness(task)),
     ])
     return tasks
   }

@@ -104,9 +104,10 @@ function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?
     }
   const driver = storeDriver(options.backend?.kind ?? 'sqlite')
   const settings = driverSettings(options)
-  const dispatcher = driver.taskDispatcher(settings)
+  const store = driver.tasks(settings)
+  const dispatcher = driver.taskDispatcher(settings, store)
   const outputRelay = driver.outputRelay?.(settings)
-  return { store: driver.tasks(settings), ...(dispatcher ? { dispatcher } : {}), ...(outputRelay ? { outputRelay } : {}) }
+  return { store, ...(dispatcher ? { dispatcher } : {}), ...(outputRelay ? { outputRelay } : {}) }
 }
 
 /**

@@ -1,0 +1,105 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { Redis } from 'ioredis'
+import { createExecgate, type Execgate } from '../../../src'
+import { REDIS_DRIVER } from '../../../src/fabric/drivers/redis'
+import { RedisTaskStore } from '../../../src/fabric/tasks'
+import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { storedTask } from '../stored-records'
+
+/**
+ * Round trips the Redis store saves, and what they must not cost: an ended task read again is answered from the store's
+ * own copy (it never changes again); a new task's announcement goes with its insert on the store's connection, not
+ * after the insert's answer, and lands after it all the same (each task runs, once). A real redis-server, BullMQ,
+ * quickjs.
+ */
+
+let redis: RedisServer
+let dataDir: string
+let execgate: Execgate
+let peek: Redis
+
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-round-trips-'))
+  redis = await startRedisServer()
+  peek = new Redis(redis.url)
+  execgate = await createExecgate({
+    env: {
+      EXECGATE_FABRIC_STORE: 'redis',
+      EXECGATE_FABRIC_REDIS_URL: redis.url,
+      EXECGATE_LOG_LEVEL: 'silent',
+      EXECGATE_READINESS_ENABLED: 'false',
+      EXECGATE_EXECUTION_ENABLED: 'quickjs',
+      EXECGATE_FABRIC_DATA_DIR: dataDir,
+    },
+  })
+}, 60_000)
+
+afterAll(async () => {
+  await execgate?.dispose()
+  peek?.disconnect()
+  await redis?.stop()
+  fs.rmSync(dataDir, { recursive: true, force: true })
+})
+
+/** How many times redis-server ran `command` so far (INFO commandstats). */
+async function calls(command: string): Promise<number> {
+  const stats = await peek.info('commandstats')
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(stats)?.[1] ?? 0)
+}
+
+test('the driver sends a store’s announcements on its connection, and tasks announced with their insert each run once', async () => {
+  const settings = { dataDir, redisUrl: redis.url, redisPrefix: `order${process.pid}`, leaseMs: 30_000 }
+  const store = REDIS_DRIVER.tasks(settings)
+  const dispatcher = REDIS_DRIVER.taskDispatcher(settings, store)
+  expect(dispatcher?.dispatchBehindStoreWrites).toBeInstanceOf(Function)
+  await dispatcher?.close()
+  await store.close()
+  // The execgate's own wiring does the same: every task submitted at once (each its own insert, its announcement sent
+  // right behind it) starts after its insert landed, and runs once.
+  const submitted = await Promise.all(
+    Array.from({ length: 24 }, (_, index) => execgate.tasks.submit({ request: { language: 'javascript', code: `${index} * 2` } })),
+  )
+  const done = await Promise.all(submitted.map((task) => execgate.tasks.scheduler.wait(task.id, 30_000)))
+  done.forEach((task, index) => expect(task).toMatchObject({ state: 'COMPLETED', attempts: 1, result: { value: index * 2 } }))
+  for (const task of submitted)
+    expect((await execgate.tasks.scheduler.store.events(task.id)).map((event) => event.to)).toEqual([
+      'PENDING',
+      'SPAWNING',
+      'RUNNING',
+      'COMPLETED',
+    ])
+}, 60_000)
+
+test('an ended task is read from the store’s own copy; a task not ended here is read from Redis', async () => {
+  const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: `ended${process.pid}`, ownsConnection: true })
+  try {
+    const [ending, other] = await store.insert(
+      [storedTask({ id: 'ending' }), storedTask({ id: 'other', request: { language: 'javascript', code: '2' } })],
+      'submitted',
+    )
+    await store.transitions(
+      ending!.id,
+      ['PENDING'],
+      [
+        { to: 'SPAWNING', reason: 'claimed' },
+        { to: 'RUNNING', reason: 'started' },
+      ],
+    )
+    await store.transition(ending!.id, ['RUNNING'], { to: 'COMPLETED', reason: 'completed', patch: { owner: undefined } })
+    const before = await calls('mget')
+    const [again] = await store.getMany([ending!.id])
+    expect(again).toMatchObject({ id: 'ending', state: 'COMPLETED' })
+    expect(await calls('mget')).toBe(before)
+    // A copy of its own each time: a caller changing one changes nothing for the next.
+    again!.reason = 'changed by a caller'
+    expect((await store.getMany([ending!.id]))[0]!.reason).toBe('completed')
+    // A task not ended is read as stored, beside the ended one.
+    const both = await store.getMany([other!.id, ending!.id])
+    expect(both.map((task) => `${task.id}:${task.state}`)).toEqual(['other:PENDING', 'ending:COMPLETED'])
+    expect(await calls('mget')).toBe(before + 1)
+  } finally {
+    await store.close()
+  }
+}, 30_000)
