@@ -1,21 +1,12 @@
 import { performance } from 'node:perf_hooks'
-import {
-  EXECUTION_STATUSES,
-  POLICY_LIMITS,
-  type CodeExecutionAdapter,
-  type ExecutionContext,
-  type ExecutionRequest,
-  type ExecutionResult,
-  type Language,
-  type SecurityPolicy,
-} from '../../src/core'
+import { POLICY_LIMITS, type CodeExecutionAdapter, type Language } from '../../src/core'
 import { loosenings } from '../policy/loosenings'
 import { DEFAULT_POLICY } from '../../src/policy'
-import { DefaultExecutionService } from '../../src/execution/execution-service'
-import { ConfigRouter } from '../../src/routing/config-router'
-import { createLogger } from '../../src/observability/logger'
 import { HostileHostFunctions } from '../hostile/fixtures'
 import { SNIPPETS } from './snippets'
+import { UNHURRIED, contractContext, runChecked, serviceFor } from './contract-runs'
+
+export { contractContext, runChecked, serviceFor } from './contract-runs'
 
 /**
  * The one conformance suite (keyv's test-suite idea): every adapter's test file calls it. Options switch groups
@@ -39,58 +30,6 @@ export interface AdapterContractOptions {
   sessionStateUncheckable?: string
 }
 
-/** The limits of a test that is not about time: 10x the default wall time, so a loaded machine does not end it first. */
-const UNHURRIED: Partial<SecurityPolicy> = { wallTimeMs: 50_000, cpuTimeMs: 50_000 }
-
-export function contractContext(policy: Partial<SecurityPolicy> = {}, extra: Partial<ExecutionContext> = {}): ExecutionContext {
-  const merged: SecurityPolicy = { ...DEFAULT_POLICY, ...policy }
-  return {
-    traceId: `contract-${Math.random().toString(36).slice(2)}`,
-    policy: merged,
-    signal: new AbortController().signal,
-    deadline: performance.now() + merged.wallTimeMs,
-    ...extra,
-  }
-}
-
-/** Runs a request and asserts the result is well-formed, whatever its status. */
-export async function runChecked(
-  adapter: CodeExecutionAdapter,
-  request: ExecutionRequest,
-  context: ExecutionContext,
-): Promise<ExecutionResult> {
-  const result = await adapter.execute(request, context)
-  expect(EXECUTION_STATUSES).toContain(result.status)
-  expect(result.adapter).toBe(adapter.name)
-  expect(typeof result.stdout).toBe('string')
-  expect(typeof result.stderr).toBe('string')
-  expect(typeof result.truncated).toBe('boolean')
-  expect(typeof result.usage).toBe('object')
-  if (result.status !== 'ok') expect(result.message ?? result.error?.message).toBeTruthy()
-  return result
-}
-
-/** An ExecutionService around one adapter, without taking ownership of it (disposing stays with the test). */
-export function serviceFor(
-  adapter: CodeExecutionAdapter,
-  policy: SecurityPolicy = DEFAULT_POLICY,
-  routing: 'pinned' | 'auto' = 'pinned',
-): DefaultExecutionService {
-  const registry = {
-    get: (name: string) => (name === adapter.name ? adapter : undefined),
-    list: () => [adapter],
-    knownNames: () => [adapter.name],
-  }
-  return new DefaultExecutionService({
-    registry,
-    router: new ConfigRouter(registry, routing === 'auto' ? 'auto' : adapter.name),
-    basePolicy: policy,
-    logger: createLogger('silent'),
-    graceMs: 2000,
-  })
-}
-
-/** How each language calls the fixture host function `hostFn()` and shows `a` of its result. */
 /** Sets state in one call of a session and reads it back in the next. */
 const SESSION: Partial<Record<Language, [string, string]>> = {
   javascript: ['const kept = 40', 'kept + 2'],
@@ -98,6 +37,7 @@ const SESSION: Partial<Record<Language, [string, string]>> = {
   python: ['kept = 40', 'kept + 2'],
 }
 
+/** How each language calls the fixture host function `hostFn()` and shows `a` of its result. */
 const HOST_CALL: Partial<Record<Language, string>> = {
   javascript: 'const v = await hostFn(); v.a + 41',
   typescript: 'const v: { a: number } = await hostFn(); v.a + 41',
