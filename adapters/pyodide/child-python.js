@@ -5,7 +5,9 @@
  * was changed for the next run (a run that changes them gets its process recycled). Plain JavaScript, read by the
  * child under the permission model (its own file is one of the few it may read).
  */
-module.exports = `
+module.exports =
+  require('./child-check.js') +
+  `
 def _execgate_network():
     import io, email.message, urllib.request, urllib.response, urllib.error, base64
     import pyodide.http
@@ -338,42 +340,8 @@ def _execgate_setup():
                 end_run()
         return answer(value, scope, keep, shown)
 
-    # Taken after everything above exists, and kept in this closure rather than in a module a run could edit.
-    # __main__ is left out: the runs get their own globals, and our names there are removed before the first run.
-    modules = dict(sys.modules)
-    # A module's __dict__ cannot be replaced (a read-only attribute), so the dicts themselves are what to compare, and
-    # the whole comparison is one call into C (list, then dict equality): ~0.25 ms for some 11,000 names in WebAssembly
-    # where a loop over the modules in Python took ~1 ms.
-    watched = [vars(m) for name, m in modules.items() if m is not None and hasattr(m, '__dict__') and name != '__main__']
-    watched.append(vars(builtins))
-    # The interpreter records the last exception in sys (sys.last_exc and the older three): set back after each run, so
-    # no run reads the one before's error, rather than compared.
-    last_names = ('last_exc', 'last_type', 'last_value', 'last_traceback')
-    sys_names = vars(sys)
-    last_state = {name: sys_names[name] for name in last_names if name in sys_names}
-    snapshot = [dict(names) for names in watched]
-    module_count = len(modules)
-
-    def poisoned():
-        for name in last_names:
-            if name in last_state:
-                sys_names[name] = last_state[name]
-            else:
-                sys_names.pop(name, None)
-        # The run's source stays out of the next run's tracebacks (and out of its reach through linecache).
-        linecache.cache.pop('main.py', None)
-        for name, module in modules.items():
-            if sys.modules.get(name) is not module:
-                return True
-        # Equal keys and values; functions, classes and modules compare by identity.
-        if watched != snapshot:
-            return True
-        # Modules first imported by the run are dropped, so the next run imports them fresh. Every module of the
-        # snapshot is still there (above): any more are the run's.
-        if len(sys.modules) != module_count:
-            for name in [n for n in sys.modules if n not in modules]:
-                del sys.modules[name]
-        return False
+    # The check after each run, set up last: its snapshot is taken after everything above exists (child-check.js).
+    poisoned = _execgate_check()
 
     def parse(code):
         try:
@@ -385,5 +353,5 @@ def _execgate_setup():
     return run, poisoned, parse
 
 _execgate_hooks = _execgate_setup()
-del _execgate_network
+del _execgate_network, _execgate_check
 `

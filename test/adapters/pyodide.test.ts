@@ -143,6 +143,32 @@ describe('pyodide adapter: the process boundary, without the static check', () =
         'import builtins\nbuiltins.len = lambda value: 0',
         "import sys, types\nsys.modules['json'] = types.ModuleType('json')",
         'import sys\nsys.maxsize = 1',
+        // Replacements that claim to equal anything: an equality check passes them, an identity check does not.
+        ['import json', 'class L:', '    def __eq__(s, o): return True', '    __hash__ = object.__hash__', 'json.dumps = L()'].join('\n'),
+        ['import builtins', 'class L:', '    def __eq__(s, o): return True', '    __hash__ = object.__hash__', 'builtins.len = L()'].join(
+          '\n',
+        ),
+        // A key that claims to equal the name it replaced, and would run code at the next run's lookups.
+        [
+          'import json',
+          'class K(str):',
+          '    def __eq__(s, o): return True',
+          '    __hash__ = str.__hash__',
+          'last = list(json.__dict__)[-1]',
+          'value = json.__dict__.pop(last)',
+          'json.__dict__[K(last)] = value',
+        ].join('\n'),
+        // Finalizers that would change a module later, in the next run: a cycle only a collection frees, and an
+        // object held by a module the run imported first (dropped after the run).
+        ['class D:', '    def __del__(s):', '        import json', '        json.dumps = len', 'd = D()', 'd.me = d', 'del d'].join('\n'),
+        [
+          'import fractions',
+          'class D:',
+          '    def __del__(s):',
+          '        import json',
+          '        json.dumps = len',
+          'fractions.held = D()',
+        ].join('\n'),
       ]
       let before = await pid()
       for (const code of changes) {

@@ -112,6 +112,8 @@ describe('the packed package', () => {
         'dist/src/server/index.js',
         'dist/adapters/quickjs/index.js',
         'dist/adapters/pyodide/child.js',
+        'dist/adapters/pyodide/child-python.js',
+        'dist/adapters/pyodide/child-check.js',
         'dist/console/index.html',
       ]),
     )
