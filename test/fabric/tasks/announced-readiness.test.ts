@@ -1,10 +1,6 @@
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { Redis } from 'ioredis'
-import { createExecgate, type Execgate } from '../../../src'
 import { BullmqDispatcher, RedisTaskStore } from '../../../src/fabric/tasks'
-import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { redisExecgate } from '../redis-execgate'
 import { storedTask } from '../stored-records'
 
 /**
@@ -15,37 +11,16 @@ import { storedTask } from '../stored-records'
  * the task ready itself and runs it, once. A real redis-server on loopback, BullMQ, quickjs.
  */
 
-let redis: RedisServer
-let dataDir: string
-let execgate: Execgate
-
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-announced-'))
-  redis = await startRedisServer()
-  execgate = await createExecgate({
-    env: {
-      EXECGATE_FABRIC_STORE: 'redis',
-      EXECGATE_FABRIC_REDIS_URL: redis.url,
-      EXECGATE_LOG_LEVEL: 'silent',
-      EXECGATE_READINESS_ENABLED: 'false',
-      EXECGATE_EXECUTION_ENABLED: 'quickjs',
-      EXECGATE_FABRIC_DATA_DIR: dataDir,
-    },
-  })
-}, 60_000)
-
-afterAll(async () => {
-  await execgate?.dispose()
-  await redis?.stop()
-  fs.rmSync(dataDir, { recursive: true, force: true })
-})
+const fixture = redisExecgate('announced')
 
 test('an announcement taken before its readiness write landed runs the task once its dependencies completed', async () => {
-  const first = await execgate.tasks.wait((await execgate.tasks.submit({ request: { language: 'javascript', code: '20' } })).id)
+  const first = await fixture.execgate.tasks.wait(
+    (await fixture.execgate.tasks.submit({ request: { language: 'javascript', code: '20' } })).id,
+  )
   expect(first.state).toBe('COMPLETED')
   // Another process, on the same keys and queue as the execgate (the default prefix).
-  const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: 'execgate:tasks', ownsConnection: true })
-  const announcer = new BullmqDispatcher({ url: redis.url, queue: 'execgate-tasks' })
+  const store = new RedisTaskStore({ redis: new Redis(fixture.redisUrl), prefix: 'execgate:tasks', ownsConnection: true })
+  const announcer = new BullmqDispatcher({ url: fixture.redisUrl, queue: 'execgate-tasks' })
   try {
     // Its readiness write never landed.
     const dependent = storedTask({
@@ -57,7 +32,7 @@ test('an announcement taken before its readiness write landed runs the task once
     })
     await store.insert([dependent], 'submitted')
     await announcer.dispatch({ ...dependent, ready: true })
-    const done = await execgate.tasks.scheduler.wait(dependent.id, 20_000)
+    const done = await fixture.execgate.tasks.scheduler.wait(dependent.id, 20_000)
     expect(done).toMatchObject({ state: 'COMPLETED', ready: true, attempts: 1, result: { status: 'ok', value: 21 } })
     expect((await store.events(dependent.id)).map((event) => event.to)).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
   } finally {
@@ -67,11 +42,11 @@ test('an announcement taken before its readiness write landed runs the task once
 }, 60_000)
 
 test('an announced task whose dependencies have not all completed is not made ready, and does not run', async () => {
-  const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: 'execgate:tasks', ownsConnection: true })
-  const announcer = new BullmqDispatcher({ url: redis.url, queue: 'execgate-tasks' })
+  const store = new RedisTaskStore({ redis: new Redis(fixture.redisUrl), prefix: 'execgate:tasks', ownsConnection: true })
+  const announcer = new BullmqDispatcher({ url: fixture.redisUrl, queue: 'execgate-tasks' })
   try {
     const busy = 'const t = Date.now(); while (Date.now() - t < 1500) {}; 1'
-    const blocker = await execgate.tasks.submit({ request: { language: 'javascript', code: busy } })
+    const blocker = await fixture.execgate.tasks.submit({ request: { language: 'javascript', code: busy } })
     const waiting = storedTask({
       id: `not-ready-${process.pid}`,
       tenant: blocker.tenant,
@@ -91,7 +66,7 @@ test('an announced task whose dependencies have not all completed is not made re
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
     // Its dependency's end made it ready and announced it (the dependents set was written by the insert).
-    expect(await execgate.tasks.scheduler.wait(waiting.id, 20_000)).toMatchObject({ state: 'COMPLETED', attempts: 1 })
+    expect(await fixture.execgate.tasks.scheduler.wait(waiting.id, 20_000)).toMatchObject({ state: 'COMPLETED', attempts: 1 })
   } finally {
     await announcer.close()
     await store.close()

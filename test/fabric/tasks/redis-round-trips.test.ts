@@ -1,11 +1,7 @@
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { Redis } from 'ioredis'
-import { createExecgate, type Execgate } from '../../../src'
 import { REDIS_DRIVER } from '../../../src/fabric/drivers/redis'
 import { RedisTaskStore } from '../../../src/fabric/tasks'
-import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
+import { redisExecgate } from '../redis-execgate'
 import { storedTask } from '../stored-records'
 
 /**
@@ -15,32 +11,15 @@ import { storedTask } from '../stored-records'
  * quickjs.
  */
 
-let redis: RedisServer
-let dataDir: string
-let execgate: Execgate
+const fixture = redisExecgate('round-trips')
 let peek: Redis
 
-beforeAll(async () => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-round-trips-'))
-  redis = await startRedisServer()
-  peek = new Redis(redis.url)
-  execgate = await createExecgate({
-    env: {
-      EXECGATE_FABRIC_STORE: 'redis',
-      EXECGATE_FABRIC_REDIS_URL: redis.url,
-      EXECGATE_LOG_LEVEL: 'silent',
-      EXECGATE_READINESS_ENABLED: 'false',
-      EXECGATE_EXECUTION_ENABLED: 'quickjs',
-      EXECGATE_FABRIC_DATA_DIR: dataDir,
-    },
-  })
-}, 60_000)
+beforeAll(() => {
+  peek = new Redis(fixture.redisUrl)
+})
 
-afterAll(async () => {
-  await execgate?.dispose()
+afterAll(() => {
   peek?.disconnect()
-  await redis?.stop()
-  fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
 /** How many times redis-server ran `command` so far (INFO commandstats). */
@@ -50,7 +29,7 @@ async function calls(command: string): Promise<number> {
 }
 
 test('the driver sends a store’s announcements on its connection, and tasks announced with their insert each run once', async () => {
-  const settings = { dataDir, redisUrl: redis.url, redisPrefix: `order${process.pid}`, leaseMs: 30_000 }
+  const settings = { dataDir: fixture.dataDir, redisUrl: fixture.redisUrl, redisPrefix: `order${process.pid}`, leaseMs: 30_000 }
   const store = REDIS_DRIVER.tasks(settings)
   const dispatcher = REDIS_DRIVER.taskDispatcher(settings, store)
   expect(dispatcher?.dispatchBehindStoreWrites).toBeInstanceOf(Function)
@@ -59,12 +38,12 @@ test('the driver sends a store’s announcements on its connection, and tasks an
   // The execgate's own wiring does the same: every task submitted at once (each its own insert, its announcement sent
   // right behind it) starts after its insert landed, and runs once.
   const submitted = await Promise.all(
-    Array.from({ length: 24 }, (_, index) => execgate.tasks.submit({ request: { language: 'javascript', code: `${index} * 2` } })),
+    Array.from({ length: 24 }, (_, index) => fixture.execgate.tasks.submit({ request: { language: 'javascript', code: `${index} * 2` } })),
   )
-  const done = await Promise.all(submitted.map((task) => execgate.tasks.scheduler.wait(task.id, 30_000)))
+  const done = await Promise.all(submitted.map((task) => fixture.execgate.tasks.scheduler.wait(task.id, 30_000)))
   done.forEach((task, index) => expect(task).toMatchObject({ state: 'COMPLETED', attempts: 1, result: { value: index * 2 } }))
   for (const task of submitted)
-    expect((await execgate.tasks.scheduler.store.events(task.id)).map((event) => event.to)).toEqual([
+    expect((await fixture.execgate.tasks.scheduler.store.events(task.id)).map((event) => event.to)).toEqual([
       'PENDING',
       'SPAWNING',
       'RUNNING',
@@ -73,7 +52,7 @@ test('the driver sends a store’s announcements on its connection, and tasks an
 }, 60_000)
 
 test('an ended task is read from the store’s own copy; a task not ended here is read from Redis', async () => {
-  const store = new RedisTaskStore({ redis: new Redis(redis.url), prefix: `ended${process.pid}`, ownsConnection: true })
+  const store = new RedisTaskStore({ redis: new Redis(fixture.redisUrl), prefix: `ended${process.pid}`, ownsConnection: true })
   try {
     const [ending, other] = await store.insert(
       [storedTask({ id: 'ending' }), storedTask({ id: 'other', request: { language: 'javascript', code: '2' } })],
