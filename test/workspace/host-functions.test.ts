@@ -13,6 +13,7 @@ import {
   type HostFunctionDefinition,
 } from '../../src'
 import { BedrockConverseProvider } from '../../src/agents/llm'
+import { checkHostFunctionDefinition } from '../../src/workspace'
 import { FakeConverse } from '../fakes/converse-server'
 
 process.env.AWS_ACCESS_KEY_ID = 'AKIDEXECGATETEST'
@@ -278,4 +279,15 @@ test('a bad request file path is invalid_request naming the field', async () => 
     status: 'invalid_request',
     message: expect.stringContaining('files[1].path: workspace path "../x" refused'),
   })
+})
+
+test('a definition built anew for each run, with a schema $id, is accepted every time', () => {
+  // Equal schemas share one compiled validator; compiled once per object, ajv refused the second copy's $id.
+  const build = (): HostFunctionDefinition => ({
+    name: 'rate_of',
+    description: 'rate_of(code) -> number',
+    parameters: { $id: 'execgate-test/rate-of', type: 'array', items: [{ type: 'string' }], minItems: 1, maxItems: 1 },
+    handler: () => 1,
+  })
+  for (let run = 0; run < 3; run++) expect(() => checkHostFunctionDefinition(build())).not.toThrow()
 })
