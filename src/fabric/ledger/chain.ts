@@ -1,4 +1,4 @@
-import { sha256 } from './run-capture'
+import { sha256 } from './digest'
 import type { ChainPoint, RecordBody, RecordDraft, StoredRecord, VerifyReport } from './types'
 
 /**

@@ -1,6 +1,7 @@
 import { ExecgateError } from '../../core'
 import type { Logger } from '../../observability/logger'
-import { ArtifactLedger, type LedgerService } from './ledger'
+import { ArtifactLedger } from './ledger'
+import type { LedgerService } from './ledger-service'
 import { openBlobStore, openRecordStore, s3SettingsFrom, type LedgerFabricSettings } from './open-stores'
 import { ThreadedLedgerWriter } from './threaded-writer'
 import { loadSigningKey } from './receipts/signing-key'

@@ -1,8 +1,8 @@
 import { JSON_MEDIA_TYPE, TEXT_PLAIN } from './media-types'
-import { isShared } from './run-capture'
+import { isShared } from './run-entry-json'
 import type { ArtifactLink, ArtifactRef, LedgerEntry, LinkRole, StreamDigest } from './types'
 
-/** Links of references many records share (run-capture's `isShared`), by the reference: one object, not one a record. */
+/** Links of references many records share (run-entry-json's `isShared`), by the reference: one object, not one a record. */
 const sharedLinks = new WeakMap<object, ArtifactLink>()
 
 function link(ref: ArtifactRef, role: LinkRole): ArtifactLink {

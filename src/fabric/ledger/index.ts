@@ -1,4 +1,5 @@
-export { ArtifactLedger, DEFAULT_TENANT, type ArtifactLedgerOptions, type LedgerService } from './ledger'
+export { ArtifactLedger, DEFAULT_TENANT, type ArtifactLedgerOptions } from './ledger'
+export type { LedgerService, LedgerStats } from './ledger-service'
 export { createLedger, openBlobStore, openRecordStore, s3SettingsFrom, disabledLedger, type LedgerFabricSettings } from './create-ledger'
 export type { ArtifactContent, ExportOptions, RunProvenanceRecord } from './ledger-queries'
 export type { Lineage, LineageGraph, LineageEntity, LineageRelation, ActivitySummary, LineageLimits } from './lineage'

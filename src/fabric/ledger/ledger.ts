@@ -11,6 +11,8 @@ import type { Logger } from '../../observability/logger'
 import type { BlobStore } from './blob-store'
 import { parseBody, verifyChain } from './chain'
 import { planVersionId, sandboxFileId } from './entry-links'
+import { planVersionItem, sandboxFileItem } from './ledger-items'
+import type { LedgerService, LedgerStats } from './ledger-service'
 import { DEFAULT_TENANT, LedgerWriter, type LedgerItem, type LedgerWriterPort } from './ledger-writer'
 import { traceLineage, type Lineage, type LineageLimits } from './lineage'
 import { LedgerQueries, type ArtifactContent, type ExportOptions, type RunProvenanceRecord } from './ledger-queries'
@@ -18,21 +20,11 @@ import type { ProvDocument } from './prov-json'
 import type { OpenLineageRunEvent } from './openlineage'
 import type { LedgerRecordStore } from './record-store'
 import type { RetentionPolicy, RetentionReport } from './retention'
-import { canonicalJson, captureRun, sha256 } from './run-capture'
-import { JSON_MEDIA_TYPE, mediaTypeOf } from './media-types'
+import { captureRun } from './run-capture'
 import type { DsseEnvelope } from './receipts/dsse'
 import { ReceiptIssuer, type LedgerPublicKey } from './receipts/receipt-issuer'
 import type { SigningKey } from './receipts/signing-key'
-import type {
-  ArtifactRef,
-  ExportFormat,
-  LedgerCaller,
-  PlanVersionInput,
-  PlanVersionRecord,
-  SandboxFileInput,
-  SandboxFileRecord,
-  VerifyReport,
-} from './types'
+import type { ArtifactRef, ExportFormat, LedgerCaller, PlanVersionInput, SandboxFileInput, VerifyReport } from './types'
 
 export { DEFAULT_TENANT } from './ledger-writer'
 
@@ -54,55 +46,6 @@ export interface ArtifactLedgerOptions {
   queueLimit?: number
   /** The receipt-signing key, loaded (or generated) at the first receipt; without it receipts are refused. */
   signingKey?: () => SigningKey
-}
-
-/** The ledger's queue, for metrics (`execgate_ledger_*`) and for an operator. */
-export interface LedgerStats {
-  /** Records heard and not yet written. */
-  queued: number
-  /** Records written since start. */
-  written: number
-  /** Records lost since start: the queue was full (the writer fell behind, or the store was down), or the writer thread died. */
-  lost: number
-  queueLimit: number
-}
-
-/** What `execgate.ledger` offers (docs/ledger.md). Every query is the caller's tenant's; another's answers 404. */
-export interface LedgerService {
-  /** The run's provenance as a W3C PROV-JSON document. */
-  provenance(runId: string, caller?: LedgerCaller): Promise<ProvDocument>
-  /** The run's record as stored, with its place in the chain. */
-  record(runId: string, caller?: LedgerCaller): Promise<RunProvenanceRecord>
-  lineage(sha256: string, caller?: LedgerCaller, limits?: LineageLimits): Promise<Lineage>
-  artifact(sha256: string, caller?: LedgerCaller): Promise<ArtifactContent>
-  verify(caller?: LedgerCaller): Promise<VerifyReport>
-  export(format: 'prov-json', caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument>
-  export(format: 'openlineage', caller?: LedgerCaller, options?: ExportOptions): Promise<OpenLineageRunEvent[]>
-  export(format: ExportFormat, caller?: LedgerCaller, options?: ExportOptions): Promise<ProvDocument | OpenLineageRunEvent[]>
-  /** The run's signed receipt: an in-toto Statement in a DSSE envelope, signed with the server's Ed25519 key. */
-  receipt(runId: string, caller?: LedgerCaller): Promise<DsseEnvelope>
-  /** A plan's signed receipt, covering its steps' run receipts by digest and its versions' documents. */
-  planReceipt(planId: string, caller?: LedgerCaller): Promise<DsseEnvelope>
-  /** The public key receipts verify with. */
-  publicKey(): Promise<LedgerPublicKey>
-  /** Records a plan version, links it to the one it revises, and answers once it is written. */
-  recordPlanVersion(input: PlanVersionInput): Promise<{ id: string; seq: number; document: ArtifactRef }>
-  /**
-   * For the plan engine, before a version's steps run: queues the version ahead of their runs, written in the same
-   * batch as they are (a commit of its own cost a plan ~2 ms end to end, benchmarks.md); a repeat is written once.
-   */
-  queuePlanVersion(input: PlanVersionInput): Promise<void>
-  /** For persistent sandboxes (`saveArtifact`): stores a file's bytes and records that the sandbox generated them. */
-  recordSandboxFile(input: SandboxFileInput): Promise<{ id: string; seq: number; file: ArtifactRef }>
-  /** Every tenant with records: for an operator (`execgate ledger verify --all`), never for a tenant's own callers. */
-  tenants(): Promise<string[]>
-  /** Applies the retention policy now (every tenant, or the caller's). */
-  applyRetention(options?: { tenant?: string; policy?: RetentionPolicy; now?: number }): Promise<RetentionReport>
-  /** Resolves once every run heard so far is written (queries do this first). */
-  flush(): Promise<void>
-  /** The write queue's depth, and what was written and lost (absent on a ledger switched off). */
-  stats?(): LedgerStats
-  close(): Promise<void>
 }
 
 /** The default bound on records heard and not yet written (`fabric.ledger.queueLimit`). */
@@ -238,12 +181,12 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
 
   async queuePlanVersion(input: PlanVersionInput): Promise<void> {
     if (this.closed) throw new ExecgateError('EXECGATE_LEDGER_UNAVAILABLE', { detail: 'the ledger is closed' })
-    this.pending.push(this.planVersionItem(input))
+    this.pending.push(planVersionItem(input, this.options.execgateVersion))
     this.schedule()
   }
 
   async recordPlanVersion(input: PlanVersionInput): Promise<{ id: string; seq: number; document: ArtifactRef }> {
-    const item = this.planVersionItem(input)
+    const item = planVersionItem(input, this.options.execgateVersion)
     this.pending.push(item)
     await this.flush()
     // Recorded before (a retry of the merge)? The first record stands, and is what is answered.
@@ -256,63 +199,13 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     }
   }
 
-  private planVersionItem(input: PlanVersionInput): Extract<LedgerItem, { kind: 'plan' }> {
-    if (typeof input?.planId !== 'string' || !input.planId || !Number.isInteger(input.version) || input.version < 1) {
-      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a plan version needs a planId and a version of 1 or more' })
-    }
-    const tenant = input.tenant ?? DEFAULT_TENANT
-    const bytes = Buffer.from(canonicalJson(input.document ?? null))
-    const document: ArtifactRef = {
-      path: `plan-${input.planId}-v${input.version}.json`,
-      sha256: sha256(bytes),
-      size: bytes.length,
-      mediaType: JSON_MEDIA_TYPE,
-    }
-    const entry: Omit<PlanVersionRecord, 'previousDocument'> = {
-      kind: 'plan_version',
-      tenant,
-      planId: input.planId,
-      version: input.version,
-      ...(input.previousVersion !== undefined ? { previousVersion: input.previousVersion } : {}),
-      document,
-      ...(input.reason ? { reason: input.reason } : {}),
-      execgateVersion: this.options.execgateVersion,
-      recordedAt: new Date().toISOString(),
-    }
-    return { kind: 'plan', tenant, entry, bytes }
-  }
-
   async recordSandboxFile(input: SandboxFileInput): Promise<{ id: string; seq: number; file: ArtifactRef }> {
-    if (
-      typeof input?.sandboxId !== 'string' ||
-      !input.sandboxId ||
-      typeof input.path !== 'string' ||
-      !input.path ||
-      !Buffer.isBuffer(input.content)
-    ) {
-      throw new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: 'a sandbox file needs a sandboxId, a path and its content' })
-    }
-    const tenant = input.tenant ?? DEFAULT_TENANT
-    const file: ArtifactRef = {
-      path: input.path,
-      sha256: sha256(input.content),
-      size: input.content.length,
-      mediaType: mediaTypeOf(input.path),
-    }
-    const entry: SandboxFileRecord = {
-      kind: 'sandbox_file',
-      tenant,
-      sandboxId: input.sandboxId,
-      adapter: input.adapter,
-      file,
-      ...(input.snapshot ? { snapshot: true as const } : {}),
-      execgateVersion: this.options.execgateVersion,
-      recordedAt: new Date().toISOString(),
-    }
-    this.pending.push({ kind: 'sandbox_file', entry, bytes: input.content })
+    const item = sandboxFileItem(input, this.options.execgateVersion)
+    this.pending.push(item)
     // Written before it answers: the caller may name the digest (a sandbox's files, GET /v1/artifacts) at once.
     await this.flush()
-    const id = sandboxFileId(input.sandboxId, file.path, file.sha256)
+    const { tenant, sandboxId, file } = item.entry
+    const id = sandboxFileId(sandboxId, file.path, file.sha256)
     const stored = await this.open().records.byId(tenant, id)
     return { id, seq: stored?.seq ?? 0, file }
   }

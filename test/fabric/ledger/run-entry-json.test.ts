@@ -1,6 +1,8 @@
 import type { ExecutionRequest, ExecutionResult, RunInfo, SecurityPolicy } from '../../../src/core'
 import { DEFAULT_POLICY } from '../../../src/policy'
-import { captureRun, describeRun, runEntryJson, type BlobWrite } from '../../../src/fabric/ledger/run-capture'
+import { captureRun } from '../../../src/fabric/ledger/run-capture'
+import { runEntryJson } from '../../../src/fabric/ledger/run-entry-json'
+import { describeRun, type BlobWrite } from '../../../src/fabric/ledger/run-record'
 import type { RunRecord } from '../../../src/fabric/ledger/types'
 
 /**

@@ -1,4 +1,4 @@
-import { canonicalJson, sha256 } from '../run-capture'
+import { canonicalJson, sha256 } from '../digest'
 import type { ArtifactRef, PlanVersionRecord, RunRecord, StreamDigest } from '../types'
 
 /**

@@ -1,0 +1,85 @@
+import type { RunRecord } from './types'
+
+/**
+ * JSON texts of objects many records share, by identity: a policy and its limits, an adapter's engines, a code's and a
+ * value's references, the empty stream, the empty list. Registered when made (`shared`); a policy object arrives
+ * from the writer thread's hand-over once a batch, and is registered as it is spliced.
+ */
+const sharedJson = new WeakMap<object, string>()
+const NO_TEXT = ''
+
+/** Marks an object that many records name as it is (never changed after): its JSON is made once. */
+export function shared<T extends object>(value: T): T {
+  sharedJson.set(value, NO_TEXT)
+  return value
+}
+
+/** Whether many records name this object as it is (a repeated code's reference, a value's digest, the empty list). */
+export const isShared = (value: object): boolean => sharedJson.has(value)
+
+/** The keys of a run's record that may hold a shared object, spliced after the rest in this order. */
+const SPLICED = ['limits', 'policy', 'engines', 'code', 'inputs', 'outputs', 'stdout', 'stderr', 'value'] as const
+/** SPLICED's first keys, kept by identity even when not registered. */
+const ALWAYS_KEPT = 3
+
+/**
+ * `JSON.stringify(entry)` but for its keys that hold shared objects (SPLICED), whose JSON is made once per object and
+ * spliced in last: a trivial run's record is ~1.4 KB of which all but ~0.4 KB is such objects, serialised again for
+ * every record before (a third of the writer's JSON then, two thirds once the code, value and streams were shared).
+ * The same content; only those keys' place differs, which the chain does not care about (a record's hash is over
+ * its stored text).
+ */
+export function runEntryJson(entry: RunRecord): string {
+  const fields = entry as unknown as Record<string, unknown>
+  const taken = lastTaken
+  let same = true
+  let any = false
+  for (let at = 0; at < SPLICED.length; at++) {
+    const value = fields[SPLICED[at]!]
+    if (typeof value !== 'object' || value === null) {
+      if (taken[at] !== undefined) same = false
+      taken[at] = undefined
+      continue
+    }
+    // A policy, its limits and the engines are kept whatever object holds them: in the writer thread they are the
+    // hand-over's copies (one per policy and hand-over, writer-handover.ts), never registered.
+    if (at >= ALWAYS_KEPT && !sharedJson.has(value)) {
+      if (taken[at] !== undefined) same = false
+      taken[at] = undefined
+      continue
+    }
+    if (taken[at] !== value) same = false
+    taken[at] = value
+    fields[SPLICED[at]!] = undefined
+    any = true
+  }
+  if (!any) return JSON.stringify(entry)
+  let text: string
+  try {
+    text = JSON.stringify(entry)
+  } finally {
+    for (let at = 0; at < SPLICED.length; at++) if (taken[at] !== undefined) fields[SPLICED[at]!] = taken[at]
+  }
+  // Records one after another name the same shared objects: the text spliced after the rest is then the last one's.
+  if (!same) {
+    let tail = ''
+    for (let at = 0; at < SPLICED.length; at++) {
+      const value = taken[at]
+      if (value === undefined) continue
+      let json = sharedJson.get(value)
+      if (!json) sharedJson.set(value, (json = JSON.stringify(value)))
+      tail += `,"${SPLICED[at]}":${json}`
+    }
+    lastTail = flat(tail)
+  }
+  return `${text.slice(0, -1)}${lastTail}}`
+}
+
+/** The shared objects the last record's text spliced (by SPLICED's index), and that text. */
+const lastTaken: (object | undefined)[] = new Array<object | undefined>(SPLICED.length).fill(undefined)
+let lastTail = ''
+
+/** The string as one piece of memory: kept for many records, it is not re-walked as a tree of pieces each time. */
+function flat(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string
+}
