@@ -9,6 +9,10 @@ import path from 'node:path'
  */
 export interface Statement {
   run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint }
+  /**
+   * For reads: libsql (0.5.29) resets a statement after `get` succeeds, not before it runs, so a write whose `get`
+   * threw (`INSERT … RETURNING`) would run its next `get` with the old parameters.
+   */
   get(...params: unknown[]): unknown
   all(...params: unknown[]): unknown[]
 }
@@ -41,7 +45,7 @@ export function openSqlite(file: string, schema: string, driver?: SqliteDriver, 
   // Loaded here, not at import, so a process that never opens a store never loads the native module.
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- synchronous on purpose: stores open in constructors
   const Driver = driver ?? (require('libsql') as SqliteDriver)
-  const db = withPlainRows(new Driver(file))
+  const db = withStatementGuards(new Driver(file))
   // Takes effect only for a file made now (before WAL and the schema write its first page); an existing file keeps its own.
   if (options.pageSize) db.pragma(`page_size = ${options.pageSize}`)
   db.pragma('journal_mode = WAL')
@@ -81,20 +85,68 @@ export function preparedTransaction<A extends unknown[], R>(db: Database, fn: (.
 }
 
 /**
- * libsql's `Statement.get` adds an enumerable `_metadata: { duration }` to the row it returns (`all` does not);
- * stores spread and serialise rows, so it is taken off here, once, for every statement.
+ * Every statement as the stores need it from libsql, wrapped once here: rows without the enumerable
+ * `_metadata: { duration }` libsql's `Statement.get` adds (`all` does not; stores spread and serialise rows), and a
+ * statement refused busy ended at once (endRefused).
  */
-function withPlainRows(db: Database): Database {
+function withStatementGuards(db: Database): Database {
   const prepare = db.prepare.bind(db)
   db.prepare = (sql: string) => {
     const statement = prepare(sql)
+    const run = statement.run.bind(statement)
     const get = statement.get.bind(statement)
+    const all = statement.all.bind(statement)
+    statement.run = (...params: unknown[]) => {
+      try {
+        return run(...params)
+      } catch (error) {
+        endRefused(db, sql, get, params, error)
+        throw error
+      }
+    }
     statement.get = (...params: unknown[]) => {
-      const row = get(...params)
+      let row: unknown
+      try {
+        row = get(...params)
+      } catch (error) {
+        endRefused(db, sql, get, params, error)
+        throw error
+      }
       if (row !== null && typeof row === 'object' && '_metadata' in row) delete (row as { _metadata?: unknown })._metadata
       return row
+    }
+    statement.all = (...params: unknown[]) => {
+      try {
+        return all(...params)
+      } catch (error) {
+        endRefused(db, sql, get, params, error)
+        throw error
+      }
     }
     return statement
   }
   return db
+}
+
+/**
+ * A statement SQLite refuses busy stays in progress (so that it can be stepped again), and libsql (0.5.29) resets a
+ * statement only before it runs it, never after a failed step, and offers no reset: the refused statement then stays
+ * in progress until the garbage collector finalizes it. Meanwhile the connection counts it as a writer, so its later
+ * writes report success but are never committed (SQLite commits a write on its own only when no other write is in
+ * progress), and the finalizer then rolls them all back: lost (tursodatabase/libsql-js#228, libsql-client-ts#352;
+ * test/fabric/sqlite-busy.test.ts). Stepped again under `query_only`, a write is refused read-only where it stopped,
+ * taking the lock, before it writes anything, and that refusal ends it; a read steps to its row and `get` resets it.
+ * A COMMIT is left alone: in progress after busy is how SQLite asks for it to be retried, and stepped again it commits.
+ */
+function endRefused(db: Database, sql: string, get: (...params: unknown[]) => unknown, params: unknown[], error: unknown): void {
+  const code = (error as { code?: unknown } | null)?.code
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_BUSY') || /^\s*(COMMIT|END)\b/i.test(sql)) return
+  db.pragma('query_only = 1')
+  try {
+    get(...params)
+  } catch {
+    // Refused read-only: what ends it.
+  } finally {
+    db.pragma('query_only = 0')
+  }
 }

@@ -200,6 +200,8 @@ test("the SQLite task store: another process's commit between a transition's rea
     expect(String(sqlite.refused)).toMatch(/busy|locked/i)
     otherWrite()
     expect((await store.getMany(['claimed', 'bystander'])).map((task) => task.state)).toEqual(['SPAWNING', 'PENDING'])
+    // The retry ran on the connection that was refused: committed, as a third connection sees.
+    expect(sqlite.other(file).prepare("SELECT priority FROM tasks WHERE id = 'bystander'").get()).toEqual({ priority: 1 })
   } finally {
     sqlite.close()
     await store.close()

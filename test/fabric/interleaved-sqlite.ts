@@ -1,4 +1,4 @@
-import type { Database, SqliteDriver } from '../../src/fabric/sqlite'
+import { openSqlite, type Database, type SqliteDriver } from '../../src/fabric/sqlite'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the driver itself, as the stores load it
 const Libsql = require('libsql') as SqliteDriver
@@ -12,8 +12,8 @@ const Libsql = require('libsql') as SqliteDriver
 export function interleavedSqlite(readSql: string): {
   driver: SqliteDriver
   /**
-   * Opens a connection of the other process to the file; closed by `close`. A write refused busy leaves libsql's
-   * connection unable to commit again (its later writes are never seen, even after close): a retry opens another.
+   * Opens a connection of the other process to the file, as a store opens one (so a write of it refused busy leaves it
+   * committing its later ones: test/fabric/sqlite-busy.test.ts); closed by `close`.
    */
   other(file: string): Database
   /** Runs `write` right after the next read, keeping what it threw (a refusal) in `refused`. */
@@ -57,7 +57,7 @@ export function interleavedSqlite(readSql: string): {
   return {
     driver: Interleaved as unknown as SqliteDriver,
     other(file) {
-      const db: Database = new Libsql(file)
+      const db = openSqlite(file, '', Libsql)
       db.pragma('busy_timeout = 0')
       others.push(db)
       return db
