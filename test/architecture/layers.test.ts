@@ -23,8 +23,6 @@ export const LAYERS: readonly (readonly [prefix: string, layer: number])[] = [
   ['src/routing/', 4],
   ['adapters/', 4],
   ['src/execution/', 5],
-  // The egress gateway's policy engine, beside the ExecutionService that starts it for each run.
-  ['src/egress/', 5],
   // The egress gateway's policy engine and proxy, beside the execution service that opens a run's egress.
   ['src/egress/', 5],
   ['src/agents/', 6],
