@@ -8,7 +8,7 @@ import { StepLogMirror } from './step-log-mirror'
 import type { PlanCaller, PlanEngineOptions } from './plan-engine-options'
 import { alignSteps } from './plan-suspension'
 import { EngineLease } from './engine-lease'
-import { PlanLooks, stepTaskIds } from './plan-looks'
+import { PlanLooks } from './plan-looks'
 import { PlanWriter } from './plan-writer'
 import { newPlan, planRules } from './new-plan'
 import { PlanReviser } from './plan-reviser'
@@ -74,8 +74,10 @@ export class PlanEngine {
     this.stopTransitions = this.options.tasks.scheduler.onTransition((_event, task) => {
       const planId = task.provenance?.planId
       if (!planId) return
-      // Not the driver: the transition is announced to it (src/app/fabric-wiring.ts), which advances the plan.
-      if (decidesPlan(task.state) && this.driving) this.kick(planId)
+      // Not the driver: the transition is announced to it (src/app/fabric-wiring.ts), which advances the plan. A step
+      // completed that a later step waits on decides nothing: no look, its log is copied with the plan's next decision
+      // (or by a live reader's catchUp), and its dependents are made ready by the scheduler without the engine.
+      if (decidesPlan(task.state) && this.driving && !this.looks.waitedOn(planId, task)) this.kick(planId)
       else this.emitter.emit('step', planId)
     })
     // Steps that moved in other processes (workers) are pushed: the driver advances their plans at once.
@@ -158,7 +160,7 @@ export class PlanEngine {
     )
     // Its first look (at its first step's end) reads its tasks and their logs beside it.
     if (this.driving) {
-      this.looks.remember(plan.id, stepTaskIds(plan))
+      this.looks.remember(plan)
       this.steps.started(plan.id)
     }
     await submitVersionTasks(this.options, plan, true)

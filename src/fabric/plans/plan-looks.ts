@@ -1,4 +1,5 @@
 import type { Task, TaskReader } from '../tasks'
+import { currentVersion } from './plan-revision'
 import type { PlanStore } from './plan-store'
 import { isPlanFinal, type Plan } from './plan-types'
 import type { ReadAhead, StepLogMirror } from './step-log-mirror'
@@ -20,10 +21,11 @@ export interface PlanLook {
 
 /**
  * The engine's reads of a plan and its steps' tasks. Each plan not ended keeps its step task ids as its last look
- * here found them, so the next look reads them beside the plan (on a store across the network, one round trip).
+ * here found them, so the next look reads them beside the plan (on a store across the network, one round trip), and
+ * the plan as last seen here (looked at, submitted or written by this engine).
  */
 export class PlanLooks {
-  private readonly lookedAt = new Map<string, string[]>()
+  private readonly lookedAt = new Map<string, { ids: string[]; plan: Plan }>()
 
   constructor(
     private readonly store: PlanStore,
@@ -45,7 +47,7 @@ export class PlanLooks {
    * (on a store across the network, one round trip for both); after it when a version came or went meanwhile.
    */
   async look(id: string): Promise<PlanLook | undefined> {
-    const guessed = this.lookedAt.get(id)
+    const guessed = this.lookedAt.get(id)?.ids
     // The steps' logs asked for after their tasks (StepLogMirror.readAhead): one round trip on Redis for all three.
     const [plan, tasks, logs] = await Promise.all([
       this.store.get(id),
@@ -55,16 +57,34 @@ export class PlanLooks {
     const ids = plan && stepTaskIds(plan)
     this.lookedAt.delete(id)
     if (!plan || !ids) return undefined
-    if (!isPlanFinal(plan.state)) this.remember(id, ids)
+    this.remember(plan)
     const same = guessed !== undefined && guessed.length === ids.length && ids.every((taskId, index) => guessed[index] === taskId)
     return tasks && same ? { plan, tasks, logs } : { plan, tasks: await this.readTasks(ids) }
   }
 
-  /** The plan's step task ids, for its next look to read beside it. */
-  remember(id: string, ids: string[]): void {
-    this.lookedAt.set(id, ids)
+  /** The plan as seen here (its step task ids, for its next look to read beside it); an ended one is forgotten. */
+  remember(plan: Plan): void {
+    const { id } = plan
+    this.lookedAt.delete(id)
+    if (isPlanFinal(plan.state)) return
+    this.lookedAt.set(id, { ids: stepTaskIds(plan), plan })
     // Plans ended elsewhere are never looked at here again: the oldest go first (a Map iterates in insertion order).
     if (this.lookedAt.size > LOOKS_KEPT) this.lookedAt.delete(this.lookedAt.keys().next().value!)
+  }
+
+  /**
+   * Whether the task's end (it completed) leaves its plan nothing to decide, as the plan was last seen here: RUNNING,
+   * with a step of its current version that depends on the task's step. That step cannot have run yet, so the plan
+   * cannot have completed, and a completion is no failure. Every other end (a failure, a last step, a plan seen in
+   * another state or not at all) is looked at. A plan moved since by another node is kicked by that node's write or
+   * by the engine's tick, as any plan.
+   */
+  waitedOn(planId: string, task: Task): boolean {
+    const plan = this.lookedAt.get(planId)?.plan
+    if (task.state !== 'COMPLETED' || plan?.state !== 'RUNNING') return false
+    const steps = currentVersion(plan).steps
+    const step = steps.find((record) => record.taskId === task.id)
+    return step !== undefined && steps.some((record) => record.dependsOn?.includes(step.id))
   }
 
   /** A plan ended here: nothing of it is looked at again (a late look finds it ended). */

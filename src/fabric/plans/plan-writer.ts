@@ -45,6 +45,7 @@ export class PlanWriter {
       written = await store.update(next, stamped)
     }
     if (!written) return undefined
+    this.looks.remember(next)
     // Before the events: a waiter they wake finds the plan as written here.
     this.emitter.emit('written', next, tasks)
     this.announce(written)
