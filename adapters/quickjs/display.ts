@@ -160,6 +160,14 @@ export class QuickJsDisplay {
     stub.dispose()
   }
 
+  /** Forgets a run: its counts, and the prelude's function (made in memory the runtime's reset replaced). */
+  reset(): void {
+    this.count = 0
+    this.bytes = 0
+    this.omitted = 0
+    this.shaper = undefined
+  }
+
   /** Frees the handles it holds; the context cannot be disposed while a handle to one of its objects is alive. */
   dispose(): void {
     for (const handle of [...this.builtins, ...(this.shaper ? [this.shaper] : [])]) if (handle.alive) handle.dispose()

@@ -5,6 +5,8 @@ import { mapQuickJsError, SCRIPT_NAME, type StopReason } from './map-error'
 import type { PreparedSource } from './prepare-source'
 import { QuickJsDisplay, type DisplayLimits } from './display'
 import { installConsole } from './console'
+import { isPending, isPromise } from './promise-state'
+import { PristineRuntime, hostRefsCopyable, type PristineOptions } from './snapshot'
 
 export interface RunLimits {
   memoryBytes: number
@@ -44,8 +46,8 @@ export interface RunHost {
 
 /**
  * One run in a fresh QuickJS runtime: nothing survives into the next run, and an OOM or a stack overflow is
- * contained in a runtime that is thrown away. The interrupt handler enforces the deadline, cancellation and
- * the output cap while the code runs.
+ * contained in a runtime that is thrown away, or whose memory is put back to the prepared copy (`reset`). The
+ * interrupt handler enforces the deadline, cancellation and the output cap while the code runs.
  */
 export class QuickJsRun {
   private readonly runtime: QuickJSRuntime
@@ -63,13 +65,20 @@ export class QuickJsRun {
    * would otherwise hand the worker text that is not JSON for its value.
    */
   private readonly stringify: QuickJSHandle
+  /** The prepared state this object's runtime goes back to after each run; undefined: one object a run. */
+  private readonly pristine: PristineRuntime | undefined
+  /** A call into the module threw (a trap): its state outside memory (the stack pointer) may be off. */
+  private trapped = false
 
   /**
    * Creates the runtime and context with console installed. The worker prepares the next run this way while it
    * is idle, so a request only pays for evaluating its code; each run still gets a runtime no code has touched.
+   * With `pristine`, the prepared memory is copied so `reset` can put it back after a run.
    */
-  constructor(module: QuickJSWASMModule) {
+  constructor(module: QuickJSWASMModule, pristine?: PristineOptions) {
     this.runtime = module.newRuntime()
+    // Set once, before any copy: quickjs-emscripten enables the native handler only when none was set before.
+    this.runtime.setInterruptHandler(() => this.shouldInterrupt())
     this.vm = this.runtime.newContext()
     const json = this.vm.getProp(this.vm.global, 'JSON')
     this.stringify = this.vm.getProp(json, 'stringify')
@@ -90,6 +99,29 @@ export class QuickJsRun {
       (item) => this.host.display?.(item),
     )
     this.display.install(this.vm, this.stringify)
+    this.pristine =
+      pristine && hostRefsCopyable(this.runtime) ? new PristineRuntime(pristine.memory, pristine.layout, this.runtime, this.vm) : undefined
+  }
+
+  /** Whether `reset` can make this object fresh again for the next run. */
+  get reusable(): boolean {
+    return this.pristine !== undefined
+  }
+
+  /**
+   * Puts the runtime back to its prepared memory and forgets the run (its handles point into memory the copy
+   * replaced: they are dropped, never freed). False when the module must be replaced instead.
+   */
+  reset(): boolean {
+    if (!this.pristine || this.trapped) return false
+    const restored = this.pristine.restore()
+    this.stop = undefined
+    this.policyMessage = ''
+    this.deferreds.clear()
+    this.pendingHostCalls = 0
+    this.wakeUp = undefined
+    this.display.reset()
+    return restored
   }
 
   /** `display()` items left out for the policy's output limits. */
@@ -103,13 +135,13 @@ export class QuickJsRun {
     this.host = host
     this.runtime.setMemoryLimit(limits.memoryBytes)
     this.runtime.setMaxStackSize(limits.stackBytes)
-    this.runtime.setInterruptHandler(() => this.shouldInterrupt())
     this.installHostFunctions()
     return this
   }
 
   private shouldInterrupt(): boolean {
     if (this.stop) return true
+    if (!this.host) return false // preparing: no code runs
     if (this.host.cancelled()) this.stop = 'cancelled'
     else if (performance.now() > this.limits.deadline) this.stop = 'deadline'
     return this.stop !== undefined
@@ -143,8 +175,10 @@ export class QuickJsRun {
   }
 
   private settleHostCall(deferred: QuickJSDeferredPromise, error: unknown, value?: unknown): void {
+    // A call of a run already over: after a reset its promise is in memory that was replaced.
+    if (!this.deferreds.has(deferred)) return
     this.pendingHostCalls--
-    if (this.deferreds.has(deferred) && deferred.alive) {
+    if (deferred.alive) {
       if (error !== undefined) {
         if (isFatalHostError(error)) {
           this.stop = 'policy'
@@ -180,7 +214,7 @@ export class QuickJsRun {
         if (this.stop) return
       }
       if (this.stop) return
-      const pending = promise !== undefined && this.isPending(promise)
+      const pending = promise !== undefined && isPending(this.vm, promise)
       if (this.pendingHostCalls === 0 && !this.runtime.hasPendingJob()) return
       if (!pending && this.pendingHostCalls === 0) continue
       const remaining = this.limits.deadline - performance.now()
@@ -236,7 +270,7 @@ export class QuickJsRun {
       }
       // Read once: each `typeof` copies a C string out of the module and frees it.
       let type: string | undefined = this.vm.typeof(handle)
-      if (type === 'object' && this.isPromise(handle)) {
+      if (type === 'object' && isPromise(this.vm, handle)) {
         const settled = await this.awaitPromise(handle)
         handle = undefined
         if ('failure' in settled) return settled.failure
@@ -271,25 +305,6 @@ export class QuickJsRun {
     } finally {
       promise.dispose()
     }
-  }
-
-  /** getPromiseState hands out a new handle for a settled promise's value: it must be freed, or QuickJS leaks. */
-  private isPending(promise: QuickJSHandle): boolean {
-    const state = this.vm.getPromiseState(promise)
-    if (state.type === 'fulfilled' && state.value !== promise && state.value.alive) state.value.dispose()
-    if (state.type === 'rejected' && state.error.alive) state.error.dispose()
-    return state.type === 'pending'
-  }
-
-  private isPromise(handle: QuickJSHandle): boolean {
-    const state = this.vm.getPromiseState(handle)
-    if (state.type === 'fulfilled' && state.notAPromise) {
-      if (state.value !== handle && state.value.alive) state.value.dispose()
-      return false
-    }
-    if (state.type === 'fulfilled' && state.value !== handle && state.value.alive) state.value.dispose()
-    if (state.type === 'rejected' && state.error.alive) state.error.dispose()
-    return true
   }
 
   /**
@@ -331,6 +346,7 @@ export class QuickJsRun {
       try {
         dumped = this.vm.dump(errorHandle)
       } catch {
+        this.trapped = true
         dumped = { name: 'Error', message: 'the error could not be read' }
       }
       errorHandle.dispose()
@@ -357,6 +373,7 @@ export class QuickJsRun {
       probe.value.dispose()
       return false
     } catch {
+      this.trapped = true
       return true
     }
   }
