@@ -34,6 +34,8 @@ export interface ChainSource {
   head?: ChainPoint
   /** Records with seq > afterSeq in seq order, at most `limit`. */
   page(afterSeq: number, limit: number): Promise<StoredRecord[]>
+  /** A policy's stored canonical JSON by digest: run records name their policy by digest (stored-policies.ts). */
+  policy?(sha256: string): Promise<string | undefined>
 }
 
 const PAGE = 1000
@@ -43,6 +45,8 @@ export async function verifyChain(source: ChainSource): Promise<VerifyReport> {
   const start = source.checkpoint ?? GENESIS
   let previous = start
   let count = 0
+  /** Policies found stored and hashing to their digest. */
+  const policies = new Set<string>()
   const report = (broken?: VerifyReport['broken']): VerifyReport => ({
     tenant: source.tenant,
     ok: !broken,
@@ -75,6 +79,20 @@ export async function verifyChain(source: ChainSource): Promise<VerifyReport> {
       }
       if (body.entry?.tenant !== source.tenant)
         return report({ seq: record.seq, id: record.id, reason: `it belongs to tenant ${String(body.entry?.tenant)}` })
+      const { entry } = body
+      // A record that names its policy by digest only (not inline, as older records do): that policy must be stored,
+      // and still be the text its digest is of. The record's own hash covers the digest.
+      if (source.policy && entry.kind === 'run' && entry.policySha256 && entry.policy === undefined && !policies.has(entry.policySha256)) {
+        const text = await source.policy(entry.policySha256)
+        if (text === undefined) return report({ seq: record.seq, id: record.id, reason: `its policy ${entry.policySha256} is not stored` })
+        if (sha256(text) !== entry.policySha256)
+          return report({
+            seq: record.seq,
+            id: record.id,
+            reason: `its policy ${entry.policySha256} was edited (the stored text does not match it)`,
+          })
+        policies.add(entry.policySha256)
+      }
       previous = { seq: record.seq, hash: record.hash }
       count++
     }

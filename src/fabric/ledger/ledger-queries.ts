@@ -5,6 +5,7 @@ import { planVersionId } from './entry-links'
 import { openLineageEvent, type OpenLineageRunEvent } from './openlineage'
 import { ProvDocumentBuilder, type ProvDocument } from './prov-json'
 import type { LedgerRecordStore } from './record-store'
+import { PolicyReader } from './stored-policies'
 import { EXPORT_FORMATS, type ExportFormat, type RunRecord } from './types'
 
 /** A run's record with its place in the tenant's chain. */
@@ -35,7 +36,12 @@ const PAGE = 1000
 
 /** The ledger's read side, tenant by tenant. Another tenant's record or artifact answers exactly like a missing one. */
 export class LedgerQueries {
-  constructor(private readonly stores: () => { records: LedgerRecordStore; blobs: BlobStore }) {}
+  /** Puts back the policy a run's record names by digest (stored-policies.ts): every record answered goes through it. */
+  readonly policies: PolicyReader
+
+  constructor(private readonly stores: () => { records: LedgerRecordStore; blobs: BlobStore }) {
+    this.policies = new PolicyReader(() => this.stores().records)
+  }
 
   static digest(sha256: string): string {
     const normalised =
@@ -60,7 +66,7 @@ export class LedgerQueries {
     const body = stored ? parseBody(stored) : undefined
     if (!stored || body?.entry.kind !== 'run')
       throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no run "${runId}" for tenant ${tenant}` })
-    return { record: body.entry, seq: stored.seq, hash: stored.hash, prevHash: body.prevHash }
+    return { record: await this.policies.complete(body.entry), seq: stored.seq, hash: stored.hash, prevHash: body.prevHash }
   }
 
   async provenance(runId: string, tenant: string): Promise<ProvDocument> {
@@ -93,7 +99,7 @@ export class LedgerQueries {
     for (let taken = 0; taken < limit;) {
       const records = await this.stores().records.page(tenant, after, Math.min(PAGE, limit - taken))
       for (const stored of records) {
-        const { entry } = parseBody(stored)
+        const entry = await this.policies.complete(parseBody(stored).entry)
         if (format === 'prov-json') builder.add(entry)
         else if (entry.kind === 'run') events.push(openLineageEvent(entry))
       }

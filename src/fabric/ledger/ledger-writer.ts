@@ -9,7 +9,7 @@ import { applyRetention, type RetentionPolicy, type RetentionReport } from './re
 import type { CapturedRun } from './run-capture'
 import { runEntryJson } from './run-entry-json'
 import { asBuffer, describeRun, type BlobWrite } from './run-record'
-import type { ArtifactRef, PlanVersionRecord, RecordDraft, SandboxFileRecord } from './types'
+import type { ArtifactRef, PlanVersionRecord, PolicyText, RecordDraft, SandboxFileRecord } from './types'
 
 export const DEFAULT_TENANT = 'local'
 
@@ -52,6 +52,8 @@ export class LedgerWriter {
   private idleTimer: NodeJS.Timeout | undefined
   private stores: { records: LedgerRecordStore; blobs: BlobStore } | undefined
   private readonly knownBlobs = new Set<string>()
+  /** Policies the record store has (by digest): each is handed to an append once, with the first records naming it. */
+  private readonly knownPolicies = new Set<string>()
   private readonly planDocuments = new Map<string, ArtifactRef>()
   private closed = false
   private writeScheduled = false
@@ -151,6 +153,7 @@ export class LedgerWriter {
     const { records, blobs } = this.open()
     const drafts: RecordDraft[] = []
     const writes = new Map<string, BlobWrite>()
+    const policies = new Map<string, PolicyText>()
     for (const item of batch) {
       if (item.kind === 'sandbox_file') {
         const { file } = item.entry
@@ -178,6 +181,8 @@ export class LedgerWriter {
         continue
       }
       const tenant = item.captured.run.tenant ?? DEFAULT_TENANT
+      const { policy } = item.captured
+      if (policy && !this.knownPolicies.has(policy.sha256)) policies.set(policy.sha256, policy)
       const entry = describeRun(item.captured, tenant, this.settings, writes)
       if (entry.planId !== undefined && entry.planVersion !== undefined) {
         const document = await this.planDocument(tenant, entry.planId, entry.planVersion)
@@ -193,7 +198,11 @@ export class LedgerWriter {
       this.knownBlobs.add(blob.sha256)
     }
     // Not answered: the writer never reads the stored records, and the store need not keep them all until the end.
-    await records.append(drafts, { answer: false })
+    await records.append(drafts, { answer: false, ...(policies.size > 0 ? { policies: [...policies.values()] } : {}) })
+    for (const digest of policies.keys()) {
+      if (this.knownPolicies.size >= KNOWN_BLOBS) this.knownPolicies.clear()
+      this.knownPolicies.add(digest)
+    }
   }
 
   /** The document of a recorded plan version (this batch's included), for the runs of its steps and its successor. */

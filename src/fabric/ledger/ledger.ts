@@ -102,6 +102,7 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
       () => this.open().records,
       (runId, tenant) => this.queries.record(runId, tenant),
       () => (this.signingKey ??= this.loadSigningKey()),
+      this.queries.policies,
     )
     const retention = options.retention
     if (retention && retention.intervalMinutes > 0 && (retention.maxAgeDays > 0 || retention.maxBytesPerTenant > 0)) {
@@ -257,6 +258,7 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
       ...(head ? { head } : {}),
       ...(checkpoint ? { checkpoint } : {}),
       page: (after, limit) => records.page(tenant, after, limit),
+      policy: (digest) => records.policy(digest),
     })
   }
 

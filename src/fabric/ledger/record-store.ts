@@ -1,8 +1,13 @@
-import type { ArtifactLink, ChainPoint, RecordDraft, StoredRecord } from './types'
+import type { ArtifactLink, ChainPoint, PolicyText, RecordDraft, StoredRecord } from './types'
 
 export interface AppendOptions {
   /** Whether the caller wants the stored records back. @default true */
   answer?: boolean
+  /**
+   * Policies the drafts name by digest (`policySha256`) that the store may not have yet: kept once per digest, with
+   * the records (an append stores both or neither), and never removed by retention (a few hundred bytes each).
+   */
+  policies?: readonly PolicyText[]
 }
 
 /**
@@ -34,6 +39,8 @@ export interface LedgerRecordStore {
    * checkpoint. Returns the digests the removed records referenced (candidates for blob removal).
    */
   removeThrough(tenant: string, seq: number): Promise<string[]>
+  /** A policy's canonical JSON by its SHA-256, as an append stored it; undefined when no append did. */
+  policy(sha256: string): Promise<string | undefined>
   /** Whether any kept record of any tenant references the artifact (a blob is removed only when none does). */
   referenced(sha256: string): Promise<boolean>
   /** Bytes of the distinct artifacts the tenant's kept records reference. */

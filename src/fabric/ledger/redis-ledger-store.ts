@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import { runScript } from '../redis-script'
 import { chainRecord, GENESIS } from './chain'
 import { linksOf } from './entry-links'
-import type { LedgerRecordStore } from './record-store'
+import type { AppendOptions, LedgerRecordStore } from './record-store'
 import { GENERATED_ROLES, type ArtifactLink, type ChainPoint, type RecordBody, type RecordDraft, type StoredRecord } from './types'
 
 /**
@@ -15,7 +15,8 @@ import { GENERATED_ROLES, type ArtifactLink, type ChainPoint, type RecordBody, t
  * Keys under the prefix, `<t>` the tenant (URI-encoded): `chain:<t>` (hash: head_seq, head_hash, checkpoint_seq,
  * checkpoint_hash), `records:<t>` (hash seq → {id, hash, body}), `ids:<t>` (hash id → seq), `used:<t>:<sha>` and
  * `generated:<t>:<sha>` (sets of seqs), `artifacts:<t>` (hash sha → link JSON), `counts:<t>` (hash sha → references),
- * `bytes:<t>` (distinct artifact bytes), `refs` (hash sha → tenants referencing it), `tenants` (set). The scripts
+ * `bytes:<t>` (distinct artifact bytes), `refs` (hash sha → tenants referencing it), `tenants` (set), `policies`
+ * (hash sha → a policy's canonical JSON, written with the records that name it, never removed). The scripts
  * build key names from the prefix, so the store needs one Redis (not a Cluster), like the task store's BullMQ queue.
  */
 
@@ -26,6 +27,7 @@ local chain = P .. ':chain:' .. T
 local head = tonumber(redis.call('HGET', chain, 'head_seq') or '0')
 local checkpoint = tonumber(redis.call('HGET', chain, 'checkpoint_seq') or '0')
 if math.max(head, checkpoint) ~= data.expect then return 0 end
+for _, p in ipairs(data.policies) do redis.call('HSETNX', P .. ':policies', p.sha256, p.text) end
 for _, r in ipairs(data.records) do
   redis.call('HSET', P .. ':records:' .. T, r.seq, r.value)
   redis.call('HSET', P .. ':ids:' .. T, r.id, r.seq)
@@ -122,7 +124,7 @@ export class RedisLedgerStore implements LedgerRecordStore {
     }
   }
 
-  async append(drafts: readonly RecordDraft[]): Promise<StoredRecord[]> {
+  async append(drafts: readonly RecordDraft[], options: AppendOptions = {}): Promise<StoredRecord[]> {
     const byTenant = new Map<string, RecordDraft[]>()
     for (const draft of drafts) byTenant.set(draft.tenant, [...(byTenant.get(draft.tenant) ?? []), draft])
     const stored = new Map<RecordDraft, StoredRecord>()
@@ -155,6 +157,8 @@ export class RedisLedgerStore implements LedgerRecordStore {
           const payload = {
             expect,
             head: tip,
+            // Every group's script writes them (HSETNX: once per digest), so whichever tenant's records name one, it is there.
+            policies: options.policies ?? [],
             records: fresh.map((record) => ({
               seq: record.seq,
               id: record.id,
@@ -236,6 +240,10 @@ export class RedisLedgerStore implements LedgerRecordStore {
       JSON.stringify({ records: removed, checkpoint: { seq: last.seq, hash: last.hash } }),
     )
     return [...new Set(removed.flatMap((record) => record.links.map((link) => link.sha)))]
+  }
+
+  async policy(sha256: string): Promise<string | undefined> {
+    return (await this.redis.hget(`${this.prefix}:policies`, sha256)) ?? undefined
   }
 
   async referenced(sha256: string): Promise<boolean> {

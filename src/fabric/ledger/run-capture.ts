@@ -11,8 +11,6 @@ import {
 import type { RunInfo } from '../../core/adapter'
 import { outputFile } from '../../core/output-file'
 import { canonicalJson, sha256 } from './digest'
-import { shared } from './run-entry-json'
-import type { RunLimits } from './types'
 
 /**
  * A finished run in two steps. `captureRun` runs on the result's path, so it only copies references (strings are
@@ -21,14 +19,14 @@ import type { RunLimits } from './types'
  */
 
 /**
- * The run's RunInfo. Its policy object is never read from here: the record takes the policy's digest and limits from
- * `CapturedRun.policy`, and a hand-over to the writer thread sends neither (writer-handover.ts).
+ * The run's RunInfo. Its policy object is never read from here: the record takes the policy's digest from
+ * `CapturedRun.policy`, and a hand-over to the writer thread sends no policy object (writer-handover.ts).
  */
 export type CapturedRunInfo = Omit<RunInfo, 'policy'>
 
 export interface CapturedRun {
   run: CapturedRunInfo
-  /** The resolved policy's digest and limits, computed once per policy object (policies are shared between runs). */
+  /** The resolved policy's digest and canonical JSON, made once per policy object (policies are shared between runs). */
   policy?: PolicySummary
   traceId: string
   adapter: string
@@ -120,33 +118,26 @@ export function captureRun(result: ExecutionResult, request: ExecutionRequest, r
   return captured
 }
 
-/** A resolved policy as a record names it. One object per policy: a batch of runs under one policy is cloned to the writer thread once. */
+/**
+ * A resolved policy as a record names it: its digest, and the canonical JSON that digest is of. One object per
+ * policy: a batch of runs under one policy is cloned to the writer thread once, and the writer stores the text once
+ * per digest (stored-policies.ts), not in every record.
+ */
 export interface PolicySummary {
   sha256: string
-  limits: RunLimits
-  policy: SecurityPolicy
+  text: string
 }
 
 const policySummaries = new WeakMap<SecurityPolicy, PolicySummary>()
 
-/** The policy's digest and limits, cached by the policy object: the result's path pays a lookup, not a hash. */
+/** The policy's digest and text, cached by the policy object: the result's path pays a lookup, not a hash. */
 export function policySummary(policy: SecurityPolicy): PolicySummary {
   let summary = policySummaries.get(policy)
-  if (!summary) policySummaries.set(policy, (summary = { sha256: sha256(canonicalJson(policy)), limits: shared(limitsOf(policy)), policy }))
-  return summary
-}
-
-function limitsOf(policy: SecurityPolicy): RunLimits {
-  return {
-    wallTimeMs: policy.wallTimeMs,
-    cpuTimeMs: policy.cpuTimeMs,
-    memoryMb: policy.memoryMb,
-    outputBytes: policy.outputBytes,
-    network: policy.network,
-    filesystem: policy.filesystem,
-    maxProcesses: policy.maxProcesses,
-    hostCalls: { maxCount: policy.hostCalls.maxCount, maxTotalMs: policy.hostCalls.maxTotalMs },
+  if (!summary) {
+    const text = canonicalJson(policy)
+    policySummaries.set(policy, (summary = { sha256: sha256(text), text }))
   }
+  return summary
 }
 
 // For the tests and the bench, which name the digest where they always did.

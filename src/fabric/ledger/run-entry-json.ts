@@ -1,9 +1,9 @@
 import type { RunRecord } from './types'
 
 /**
- * JSON texts of objects many records share, by identity: a policy and its limits, an adapter's engines, a code's and a
- * value's references, the empty stream, the empty list. Registered when made (`shared`); a policy object arrives
- * from the writer thread's hand-over once a batch, and is registered as it is spliced.
+ * JSON texts of objects many records share, by identity: an adapter's engines, a code's and a value's references, the
+ * empty stream, the empty list. Registered when made (`shared`); an engines object arrives from the writer thread's
+ * hand-over once a batch, and is registered as it is spliced.
  */
 const sharedJson = new WeakMap<object, string>()
 const NO_TEXT = ''
@@ -18,14 +18,14 @@ export function shared<T extends object>(value: T): T {
 export const isShared = (value: object): boolean => sharedJson.has(value)
 
 /** The keys of a run's record that may hold a shared object, spliced after the rest in this order. */
-const SPLICED = ['limits', 'policy', 'engines', 'code', 'inputs', 'outputs', 'stdout', 'stderr', 'value'] as const
+const SPLICED = ['engines', 'code', 'inputs', 'outputs', 'stdout', 'stderr', 'value'] as const
 /** SPLICED's first keys, kept by identity even when not registered. */
-const ALWAYS_KEPT = 3
+const ALWAYS_KEPT = 1
 
 /**
  * `JSON.stringify(entry)` but for its keys that hold shared objects (SPLICED), whose JSON is made once per object and
- * spliced in last: a trivial run's record is ~1.4 KB of which all but ~0.4 KB is such objects, serialised again for
- * every record before (a third of the writer's JSON then, two thirds once the code, value and streams were shared).
+ * spliced in last: a trivial run's entry is ~0.8 KB of which half is such objects, serialised again for every record
+ * before (a third of the writer's JSON then, two thirds once the code, value and streams were shared).
  * The same content; only those keys' place differs, which the chain does not care about (a record's hash is over
  * its stored text).
  */
@@ -41,8 +41,8 @@ export function runEntryJson(entry: RunRecord): string {
       taken[at] = undefined
       continue
     }
-    // A policy, its limits and the engines are kept whatever object holds them: in the writer thread they are the
-    // hand-over's copies (one per policy and hand-over, writer-handover.ts), never registered.
+    // The engines are kept whatever object holds them: in the writer thread they are the hand-over's copy (one per
+    // adapter and hand-over, writer-handover.ts), never registered.
     if (at >= ALWAYS_KEPT && !sharedJson.has(value)) {
       if (taken[at] !== undefined) same = false
       taken[at] = undefined

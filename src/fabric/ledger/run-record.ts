@@ -153,9 +153,8 @@ export function describeRun(
     tier: run.tier,
     execgateVersion: settings.execgateVersion,
     code: textArtifact('code', captured.code, codeMediaType(captured.language), blobs),
+    // The policy by digest only: its text is stored once (stored-policies.ts), and a read fills in `policy` and `limits`.
     policySha256: policy?.sha256,
-    limits: policy?.limits,
-    policy: policy?.policy,
     egress: captured.egress,
     engines: enginesOf(run.engines),
     startedAt: isoTime(run.startedAt),

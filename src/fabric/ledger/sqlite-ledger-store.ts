@@ -3,7 +3,7 @@ import { chainRecord, GENESIS } from './chain'
 import type { AppendOptions, LedgerRecordStore } from './record-store'
 import { LINKS_SCHEMA, SqliteLinkIndex, type IndexedRecord } from './sqlite-link-index'
 import { RowInserter } from './sqlite-row-inserter'
-import type { ArtifactLink, ChainPoint, LinkRole, RecordBody, RecordDraft, StoredRecord } from './types'
+import type { ArtifactLink, ChainPoint, LinkRole, PolicyText, RecordBody, RecordDraft, StoredRecord } from './types'
 
 /**
  * The embedded record store: `ledger.sqlite` beside the task store's `tasks.sqlite` in `fabric.dataDir` (a sibling
@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS ledger_chains (
   checkpoint_seq INTEGER,
   checkpoint_hash TEXT
 );
+CREATE TABLE IF NOT EXISTS ledger_policies (
+  sha256 TEXT PRIMARY KEY,
+  body TEXT NOT NULL
+) WITHOUT ROWID;
 ${LINKS_SCHEMA}`
 
 interface RecordRow {
@@ -84,13 +88,13 @@ export interface SqliteLedgerStoreOptions {
 export class SqliteLedgerStore implements LedgerRecordStore {
   private readonly db: Database
   private readonly statements: Record<
-    'byId' | 'page' | 'chain' | 'setHead' | 'artifact' | 'referenced' | 'tenantBytes' | 'tenants',
+    'byId' | 'page' | 'chain' | 'setHead' | 'artifact' | 'referenced' | 'tenantBytes' | 'tenants' | 'putPolicy' | 'policy',
     Statement
   >
-  private readonly appendAll: Transaction<[readonly RecordDraft[], boolean], StoredRecord[]>
+  private readonly appendAll: Transaction<[readonly RecordDraft[], boolean, readonly PolicyText[]], StoredRecord[]>
   private readonly insertRecords: RowInserter
   private readonly links: SqliteLinkIndex
-  private readonly appendEach: Transaction<[readonly RecordDraft[]], StoredRecord[]>
+  private readonly appendEach: Transaction<[readonly RecordDraft[], readonly PolicyText[]], StoredRecord[]>
   /** Records appended since the last checkpoint (the WAL's growth, in records). */
   private sinceCheckpoint = 0
   private readonly removeAll: Transaction<[string, number, number], string[]>
@@ -125,9 +129,18 @@ export class SqliteLedgerStore implements LedgerRecordStore {
         'SELECT COALESCE(SUM(size), 0) AS bytes FROM (SELECT MAX(size) AS size FROM ledger_links WHERE tenant = ? GROUP BY sha256)',
       ),
       tenants: prepare('SELECT tenant FROM ledger_chains ORDER BY tenant'),
+      putPolicy: prepare('INSERT INTO ledger_policies (sha256, body) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING'),
+      policy: prepare('SELECT body FROM ledger_policies WHERE sha256 = ?'),
     }
-    this.appendAll = this.db.transaction((drafts: readonly RecordDraft[], answer: boolean) => this.appendInTransaction(drafts, answer))
-    this.appendEach = this.db.transaction((drafts: readonly RecordDraft[]) => this.appendOneByOne(drafts))
+    // A batch's new policies go in its transaction: a record is never committed without the policy it names.
+    this.appendAll = this.db.transaction((drafts: readonly RecordDraft[], answer: boolean, policies: readonly PolicyText[]) => {
+      this.putPolicies(policies)
+      return this.appendInTransaction(drafts, answer)
+    })
+    this.appendEach = this.db.transaction((drafts: readonly RecordDraft[], policies: readonly PolicyText[]) => {
+      this.putPolicies(policies)
+      return this.appendOneByOne(drafts)
+    })
     this.removeAll = this.db.transaction((tenant: string, from: number, through: number) => {
       const rows = this.db
         .prepare('SELECT seq, hash, body FROM ledger_records WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq')
@@ -190,6 +203,10 @@ export class SqliteLedgerStore implements LedgerRecordStore {
     return records
   }
 
+  private putPolicies(policies: readonly PolicyText[]): void {
+    for (const policy of policies) this.statements.putPolicy.run(policy.sha256, policy.text)
+  }
+
   /** The batch a record at a time: a draft whose id the tenant already has is not appended, the stored one stands. */
   private appendOneByOne(drafts: readonly RecordDraft[]): StoredRecord[] {
     const heads = new Map<string, ChainPoint>()
@@ -234,13 +251,14 @@ export class SqliteLedgerStore implements LedgerRecordStore {
   async append(drafts: readonly RecordDraft[], options: AppendOptions = {}): Promise<StoredRecord[]> {
     if (!drafts.length) return []
     let records: StoredRecord[]
+    const policies = options.policies ?? []
     try {
-      records = this.appendAll.immediate(drafts, options.answer !== false)
+      records = this.appendAll.immediate(drafts, options.answer !== false, policies)
     } catch (error) {
       this.links.rollback()
       if (!(error instanceof AlreadyStored)) throw error
       try {
-        records = this.appendEach.immediate(drafts)
+        records = this.appendEach.immediate(drafts, policies)
       } catch (again) {
         this.links.rollback()
         throw again
@@ -303,6 +321,10 @@ export class SqliteLedgerStore implements LedgerRecordStore {
       for (const sha of this.removeAll.immediate(tenant, from, Math.min(seq, from + REMOVE_CHUNK - 1))) shas.add(sha)
     }
     return [...shas]
+  }
+
+  async policy(sha256: string): Promise<string | undefined> {
+    return (this.statements.policy.get(sha256) as { body: string } | undefined)?.body
   }
 
   async referenced(sha256: string): Promise<boolean> {

@@ -59,12 +59,19 @@ export interface RunRecord {
   execgateVersion: string
   /** The code, stored as an artifact (role `code`). */
   code: ArtifactRef
-  /** SHA-256 of the resolved policy's canonical JSON; absent when the request was refused before it was resolved. */
+  /**
+   * SHA-256 of the resolved policy's canonical JSON; absent when the request was refused before it was resolved. The
+   * record store keeps that JSON once per digest (`LedgerRecordStore.policy`), not in every record.
+   */
   policySha256?: string
+  /**
+   * The policy's limits. Stored in records written before policies were stored by digest; a read (the record, its
+   * provenance, exports, receipts) fills them in from the stored policy for newer ones.
+   */
   limits?: RunLimits
   /**
-   * The resolved policy itself (its canonical JSON is what `policySha256` hashes), for the run's signed receipt;
-   * absent on records written before it was kept.
+   * The resolved policy itself (its canonical JSON is what `policySha256` hashes), for the run's signed receipt. Like
+   * `limits`: in older records as stored, filled in on read for newer ones; absent on records from before it was kept.
    */
   policy?: SecurityPolicy
   /** The egress gateway's log of the run's requests (`result.egress`), when it made any. */
@@ -171,6 +178,12 @@ export interface ArtifactLink {
   path: string
   size: number
   mediaType: string
+}
+
+/** A resolved policy as the record store keeps it, once per digest: its canonical JSON and that text's SHA-256. */
+export interface PolicyText {
+  sha256: string
+  text: string
 }
 
 /** A record about to be appended; the store gives it its seq and hashes. */

@@ -129,6 +129,19 @@ describe.each(kinds)('%s ledger store', (kind) => {
     expect(await verify(store, 'a')).toMatchObject({ ok: true, records: 2 })
   })
 
+  test('a policy appended with the records naming it is read back by digest, stored once, and outlives retention', async () => {
+    const text = '{"memoryMb":128,"network":"none"}'
+    const policy = { sha256: sha256(text), text }
+    expect(await store.policy(policy.sha256)).toBeUndefined()
+    await store.append([draft('a', 'r1'), draft('b', 'r2')], { policies: [policy] })
+    await store.append([draft('a', 'r3')], { policies: [policy, { sha256: policy.sha256, text: 'not the same' }] })
+    // The first text a digest was stored with stands; another tenant's records find it too.
+    expect(await store.policy(policy.sha256)).toBe(text)
+    expect(await store.policy(sha256('other'))).toBeUndefined()
+    await store.removeThrough('a', 2)
+    expect(await store.policy(policy.sha256)).toBe(text)
+  })
+
   test('an id the tenant already has is not appended again', async () => {
     const [first] = await store.append([draft('a', 'same')])
     const [again] = await store.append([draft('a', 'same')])

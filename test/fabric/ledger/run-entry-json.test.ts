@@ -6,7 +6,7 @@ import { describeRun, type BlobWrite } from '../../../src/fabric/ledger/run-reco
 import type { RunRecord } from '../../../src/fabric/ledger/types'
 
 /**
- * A run's record text (runEntryJson) splices the JSON of objects records share (a policy, its limits, the engines, a
+ * A run's record text (runEntryJson) splices the JSON of objects records share (the engines, a
  * repeated code's and value's references, the empty streams and lists) instead of serialising them each time, and
  * reuses the last record's spliced text when the next names the same objects. Whatever order records come in, the
  * text must say exactly what `JSON.stringify(entry)` says, and leave the entry as it was.

@@ -3,6 +3,7 @@ import { parseBody } from '../chain'
 import { planVersionId } from '../entry-links'
 import type { RunProvenanceRecord } from '../ledger-queries'
 import type { LedgerRecordStore } from '../record-store'
+import type { PolicyReader } from '../stored-policies'
 import type { PlanVersionRecord, RunRecord, StoredRecord } from '../types'
 import { signEnvelope, type DsseEnvelope } from './dsse'
 import type { SigningKey } from './signing-key'
@@ -38,6 +39,7 @@ export class ReceiptIssuer {
     private readonly records: () => LedgerRecordStore,
     private readonly runRecord: (runId: string, tenant: string) => Promise<RunProvenanceRecord>,
     private readonly signingKey: () => SigningKey,
+    private readonly policies: PolicyReader,
   ) {}
 
   publicKey(): LedgerPublicKey {
@@ -77,6 +79,8 @@ export class ReceiptIssuer {
       .map((stored) => ({ stored, entry: parseBody(stored).entry }))
       .filter((item): item is { stored: StoredRecord; entry: RunRecord } => item.entry.kind === 'run' && item.entry.planId === planId)
       .sort((a, b) => a.stored.seq - b.stored.seq)
+    // Each step's receipt digest is of the receipt `run` gives for it: the record with its policy put back.
+    for (const { entry } of runs) await this.policies.complete(entry)
     const steps: PlanStepEntry[] = runs.map(({ stored, entry }) => ({
       runId: entry.runId,
       ...(entry.stepId !== undefined ? { stepId: entry.stepId } : {}),
