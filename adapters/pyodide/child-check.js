@@ -75,11 +75,12 @@ def _execgate_check():
     collect = gc.collect
     gc.freeze()
 
-    def poisoned():
-        # Nothing here may call the run's code before the verdict: a key of another type than str in a dict we look
-        # into would (its __eq__), so each such dict's keys are checked first, in C. The run's leftovers go before the
-        # check (its error, its source, the modules it imported first, then a collection), so a finalizer (__del__, a
-        # weakref callback) they hold runs now and is judged, rather than during the next run.
+    def tidy():
+        # True when the run already failed. Nothing here may call the run's code before the verdict: a key of another
+        # type than str in a dict we look into would (its __eq__), so each such dict's keys are checked first, in C.
+        # The run's leftovers go before the comparison (its error, its source, the modules it imported first, then a
+        # collection), so a finalizer (__del__, a weakref callback) they hold runs now and is judged, rather than
+        # during the next run.
         if not only_str_keys(sys_names):
             return True
         for name in last_names:
@@ -101,8 +102,29 @@ def _execgate_check():
         for name in names_now[module_count:]:
             del sys_modules[name]
         collect()
-        return count_of(sys_modules) != module_count or not modules_kept() or not unchanged()
+        return count_of(sys_modules) != module_count or not modules_kept()
 
-    return poisoned
+    # For the comparison of the dicts' memory (child-memory-check.js), which answers "unchanged" for most runs in a
+    # fraction of unchanged()'s time and defers to it otherwise. Called once, at start: each watched dict's address,
+    # size, and the addresses of its keys and values, by which that comparison proves it reads this build's layout.
+    address, as_dict, freeze = id, dict, gc.freeze
+
+    def layout():
+        return [
+            [address(names), count_of(names), as_list(each(address, names)), as_list(each(address, values_of(names)))]
+            for names in watched
+        ]
+
+    # What the dicts hold now, kept alive while the memory comparison compares against it (it takes the dicts' memory
+    # again after unchanged() accepted a change): an address it keeps then always means the same object, as the
+    # snapshot's do (a freed object's address could be reused by a replacement). Frozen, like the snapshot, so that
+    # gc.get_referrers does not hand these copies to a run.
+    held = []
+
+    def hold():
+        held[:] = as_list(each(as_dict, watched))
+        freeze()
+
+    return tidy, unchanged, layout, hold
 
 `

@@ -341,7 +341,7 @@ def _execgate_setup():
         return answer(value, scope, keep, shown)
 
     # The check after each run, set up last: its snapshot is taken after everything above exists (child-check.js).
-    poisoned = _execgate_check()
+    check = _execgate_check()
 
     def parse(code):
         try:
@@ -350,7 +350,7 @@ def _execgate_setup():
         except SyntaxError as error:
             return json.dumps({'type': 'SyntaxError', 'message': error.msg, 'line': error.lineno, 'column': error.offset})
 
-    return run, poisoned, parse
+    return (run, parse) + check
 
 _execgate_hooks = _execgate_setup()
 del _execgate_network, _execgate_check

@@ -9,6 +9,8 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+// Loaded now, before pyodide and any run: it keeps the built-ins it uses from before code could patch them.
+const { watchDicts } = require('./child-memory-check.js')
 
 // The permission model forbids process.binding, which pyodide's loader asks for 'constants'. Answer that from
 // the public modules and refuse everything else.
@@ -133,10 +135,21 @@ async function main() {
   await pyodide.runPythonAsync(require('./child-python.js'))
   const leftoverTimers = keepTimersWithinTheRun()
   const hooks = pyodide.globals.get('_execgate_hooks')
-  const run = hooks.get(0)
-  const poisoned = hooks.get(1)
-  const parse = hooks.get(2)
+  const [run, parse, tidy, unchanged, layout, hold] = [0, 1, 2, 3, 4, 5].map((index) => hooks.get(index))
   pyodide.runPython('del _execgate_hooks')
+  const rows = layout()
+  const dicts = watchDicts(pyodide._module.memory, rows.toJs())
+  rows.destroy()
+  /** The check after a run (child-check.js): true when the run changed a module or a builtin, or the check failed. */
+  const changedByRun = () => {
+    if (tidy() !== false) return true
+    if (dicts && dicts.same()) return false
+    if (unchanged() !== true) return true
+    // A change the Python comparison accepts (an equal number rebound, a table resized): compared from here on.
+    hold()
+    if (dicts) dicts.retake()
+    return false
+  }
   let pending = []
   let pendingBytes = 0
   const flush = () => {
@@ -213,7 +226,7 @@ async function main() {
     send({ type: 'result', id: message.id, ...result })
     let recycle = true
     try {
-      recycle = poisoned() !== false
+      recycle = changedByRun()
     } catch {
       recycle = true
     }

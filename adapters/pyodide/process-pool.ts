@@ -66,6 +66,7 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
           // The Python it runs once loaded, beside it.
           `--allow-fs-read=${path.join(path.dirname(script), 'child-python.js')}`,
           `--allow-fs-read=${path.join(path.dirname(script), 'child-check.js')}`,
+          `--allow-fs-read=${path.join(path.dirname(script), 'child-memory-check.js')}`,
           '--no-warnings',
           '--max-old-space-size=512',
         ],
@@ -173,6 +174,8 @@ export class PyodideProcessPool extends Pool<PyodideProcess> {
         onProbed(wrapper)
       },
       start: (onExit) => new PyodideProcess(onExit, wrapper),
+      // The process released last: back to back, the one still awake with warm caches (PyodideAdapter.execute).
+      take: 'last-released',
       cannotStart: 'pyodide cannot start here',
       disposed: 'the pyodide adapter was disposed',
     })

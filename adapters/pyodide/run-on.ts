@@ -36,6 +36,8 @@ export interface RunJob {
   output: OutputCapture
   outputs: OutputCollector
   memoryPollMs: number
+  /** Called when the child has answered and its post-run check begins, with a promise of that check's end. */
+  onChecking?: (checked: Promise<void>) => void
 }
 
 /**
@@ -52,11 +54,13 @@ export function runOnProcess(pool: PyodideProcessPool, pyodideProcess: PyodidePr
     let settled = false
     let answered: RunOutcome | undefined
     let checkTimer: NodeJS.Timeout | undefined
+    let endCheck: (() => void) | undefined
     /** The caller gets the result now; the process is kept busy until its post-run check arrives. */
     const answer = (outcome: RunOutcome) => {
       if (answered || settled) return
       answered = outcome
       run.settle()
+      if (job.onChecking) job.onChecking(new Promise<void>((resolve) => (endCheck = resolve)))
       // The check compares module state, which a run could booby-trap (a value whose __eq__ never returns).
       checkTimer = setTimeout(() => finish(outcome, false), POST_RUN_CHECK_MS)
       resolve(outcome)
@@ -68,6 +72,7 @@ export function runOnProcess(pool: PyodideProcessPool, pyodideProcess: PyodidePr
       run.settle()
       if (keep) pool.release(pyodideProcess)
       else void pool.replace(pyodideProcess)
+      endCheck?.()
       if (!answered) resolve(outcome)
     }
     const stop = (status: ExecutionStatus, type: string, message: string, code?: string) => {

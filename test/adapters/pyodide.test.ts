@@ -189,6 +189,15 @@ describe('pyodide adapter: the process boundary, without the static check', () =
         context(),
       )
       expect(next).toMatchObject({ status: 'ok', value: [null, 'import sys, linecache\n', before] })
+      // Changes the Python comparison accepts (an equal string that is another object; a name added and deleted, which
+      // leaves the table's memory changed) keep the process; the memory comparison, taken again after each, still
+      // sees the next real change.
+      for (const code of ["import os\nos.name = (os.name + '.')[:-1]", 'import builtins\nbuiltins.zzz = 1\ndel builtins.zzz']) {
+        await single.execute({ language: 'python', code }, context())
+        expect({ code, pid: await pid() }).toEqual({ code, pid: before })
+      }
+      await single.execute({ language: 'python', code: 'import json\njson.extra = 1' }, context())
+      expect(await pid()).not.toBe(before)
     } finally {
       await single.dispose()
     }

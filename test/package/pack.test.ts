@@ -114,6 +114,7 @@ describe('the packed package', () => {
         'dist/adapters/pyodide/child.js',
         'dist/adapters/pyodide/child-python.js',
         'dist/adapters/pyodide/child-check.js',
+        'dist/adapters/pyodide/child-memory-check.js',
         'dist/console/index.html',
       ]),
     )
