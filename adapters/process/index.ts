@@ -6,41 +6,39 @@ import {
   OutputCollector,
   createResult,
   describeError,
-  enforcementTable,
-  valueBytes,
   type AdapterCapabilities,
   type Availability,
   type CodeExecutionAdapter,
   type ExecutionContext,
   type ExecutionRequest,
   type ExecutionResult,
-  type ExecutionStatus,
   type Language,
   type RunNeeds,
   type SandboxOpenOptions,
-  type SecurityPolicy,
   type ValidationReport,
   inlineFiles,
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
 import { withOptionDefaults } from '../shared/option-schema'
 import { reportLimitBytes } from '../shared/python-outputs'
-import { collectedOutputs } from '../shared/run-report'
 import { PROCESS_OPTIONS_SCHEMA, type ProcessAdapterOptions, type ProcessOptions } from './options'
 import { writeEgressBridgeFiles, type EgressBridgeFiles } from './egress-bridge'
 import { compilePythonRunner, sandboxCommand, type RunShape, type SandboxPlan } from './sandbox'
 import { spawnSandbox, type SpawnedRun } from './spawn-sandbox'
 import { stageMounts, type StagedMounts } from './upload-mounts'
-import { packFiles, unpackFiles } from './tar'
-import { UidPool, sweep } from './uid-pool'
-import { classifyExit } from './classify'
+import { packFiles } from './tar'
+import { UidPool, sweep, warmUids } from './uid-pool'
 import { learnInterpreterVersions } from './interpreter-versions'
 import { CalibratedShellCost, inputBytesOf, scanShellScript, type ShellCostModel } from '../shared/shell-script'
-import { hostSeccompFilter, seccompSummary } from '../shared/seccomp-filter'
+import { hostSeccompFilter } from '../shared/seccomp-filter'
 import { ProcessSandbox } from './persistent-sandbox'
 import { claimDirectory, sandboxRoot, sweepDirectories } from './sandbox-directories'
 import { detectDataPackages, probeDataPackages } from './data-packages'
-import { WarmPython, type WarmUids } from './warm-python'
+import { WarmPython } from './warm-python'
+import { checkProcessAvailability } from './availability'
+import { LANGUAGES, processCapabilities, type ProcessLanguage } from './capabilities'
+import { processRunResult } from './run-result'
+import { validateCode } from './validate'
 
 /**
  * What bash costs here, for routing against the native shell (docs/adapters/shell.md): a sandbox's start-up, then
@@ -52,9 +50,6 @@ export const BASH_COST: ShellCostModel = { startupMs: 45, nsPerByteStage: 4 }
 export const NAME = 'process'
 
 export type { ProcessAdapterOptions, ProcessOptions } from './options'
-
-type ProcessLanguage = 'python' | 'javascript' | 'bash'
-const LANGUAGES: readonly ProcessLanguage[] = ['python', 'javascript', 'bash']
 
 /**
  * Real interpreters (the OS's python3, node, bash) under bubblewrap, tier 4: fresh user, pid, net, ipc, uts and
@@ -106,42 +101,12 @@ export class ProcessAdapter implements CodeExecutionAdapter {
       dedicatedUid: asRoot,
       ...(seccomp ? { seccompFilter: seccomp } : {}),
     }
-    const syscallFilter = seccompSummary()
-    this.capabilities = {
-      languages: LANGUAGES,
-      tier: 4,
-      isolation:
-        `bubblewrap: user/pid/net/ipc/uts/mount namespaces, read-only /usr, tmpfs workspace, ` +
-        `rlimits, own uid${syscallFilter ? ', seccomp filter' : ''}`,
-      enforcement: enforcementTable({
-        wallTime: 'hard',
-        cpuTime: 'hard',
-        memory: 'hard',
-        output: 'hard',
-        network: 'hard',
-        filesystem: 'hard',
-        // The policy's static check runs before the adapter; the interpreter itself imports anything on disk.
-        imports: 'soft',
-        // RLIMIT_NPROC counts per host uid: exact only with a uid of the run's own, which needs root to switch to.
-        processes: asRoot ? 'hard' : 'none',
-      }),
-      sessions: false,
-      hostFunctions: false,
-      // As root each run needs a uid of its own: the pool's size is how many can go at once (admission's slots).
-      ...(this.uids ? { concurrency: this.uids.capacity } : {}),
-      workspace: true,
-      fileMounts: true,
-      streaming: true,
-      // Only through the egress gateway's proxy socket bound into the run's own network namespace (egress-bridge.ts).
-      network: true,
-      cancellable: true,
-      sandboxes: true,
-      get packages() {
-        return packagesOf()
-      },
+    this.capabilities = processCapabilities({
+      asRoot,
+      concurrency: this.uids?.capacity,
+      packagesOf,
       engines: this.engineVersions,
-      ...(syscallFilter ? { syscallFilter } : {}),
-    }
+    })
   }
 
   private get warm(): WarmPython | undefined {
@@ -229,34 +194,7 @@ export class ProcessAdapter implements CodeExecutionAdapter {
         },
       ),
     )
-    const outcome = classifyExit(run, context.policy, output.finish().stderr)
-    const returned = outcome.status === 'ok' || outcome.status === 'error' ? outcome.value : undefined
-    const captured = output.finish(valueBytes(returned))
-    const rich = collectedOutputs(outputs, outcome, NAME)
-    const status: ExecutionStatus = rich.status === 'ok' && captured.truncated ? 'output_limit' : rich.status
-    const unpacked = collectFiles && run.filesArchive && !run.stoppedFor ? unpackFiles(run.filesArchive) : undefined
-    const mounted = new Set(mounts.map((mount) => mount.path))
-    const workspace = unpacked && { ...unpacked, files: unpacked.files.filter((file) => !mounted.has(file.path)) }
-    return createResult(status, NAME, {
-      ...captured,
-      value: returned,
-      error: outcome.error,
-      ...(rich.message ? { message: rich.message } : {}),
-      ...(rich.outputs ? { outputs: rich.outputs } : {}),
-      files: workspace?.files,
-      ...(workspace?.skipped.length || run.archiveCut
-        ? {
-            message:
-              outcome.error?.message ??
-              'workspace: ' +
-                [
-                  ...(workspace?.skipped ?? []),
-                  ...(run.archiveCut ? ['the workspace archive passed its size limit; later files were lost'] : []),
-                ].join('; '),
-          }
-        : {}),
-      usage: { wallMs: performance.now() - started, outputBytes: output.totalBytes },
-    })
+    return processRunResult(run, context.policy, output, outputs, { name: NAME, collectFiles, mounts, started })
   }
 
   /** The run's way out through the egress gateway, when its policy allows any network. */
@@ -398,104 +336,21 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   }
 
   /** Compiles the code with the real interpreter, in the same sandbox (`bash -n`, `compile`, `new vm.Script`). */
-  async validate(code: string, language: Language): Promise<ValidationReport> {
-    const report = (issues: ValidationReport['issues']): ValidationReport => ({
-      valid: !issues.some((item) => item.severity === 'error'),
-      language,
-      validator: NAME,
-      issues,
-      implemented: true,
-    })
-    if (!(LANGUAGES as readonly string[]).includes(language))
-      return report([
-        { severity: 'error', code: 'unsupported', message: `the process adapter runs ${LANGUAGES.join(', ')}, not ${language}` },
-      ])
-    const policy: SecurityPolicy = {
-      wallTimeMs: 5000,
-      cpuTimeMs: 5000,
-      memoryMb: 256,
-      outputBytes: 64 * 1024,
-      network: 'none',
-      filesystem: 'none',
-      allowedImports: [],
-      hostCalls: { maxCount: 0, maxTotalMs: 0 },
-      maxProcesses: 32,
-      maxOutputs: 0,
-      outputsBytes: 0,
-      required: [],
-    }
-    const context: ExecutionContext = {
-      traceId: 'process-validate',
-      policy,
-      signal: new AbortController().signal,
-      deadline: performance.now() + policy.wallTimeMs,
-    }
-    const output = new OutputCapture(policy.outputBytes)
-    const run = await this.track(
-      this.sandboxed(
-        { language: language as ProcessLanguage, policy, mode: 'check', withFiles: false, collectFiles: false },
-        code,
-        context,
-        output,
-        {},
+  validate(code: string, language: Language): Promise<ValidationReport> {
+    return validateCode(code, language, NAME, (checked, policy, context, output) =>
+      this.track(
+        this.sandboxed({ language: checked, policy, mode: 'check', withFiles: false, collectFiles: false }, code, context, output, {}),
       ),
     )
-    const stderr = output.finish().stderr.trim()
-    const outcome = classifyExit(run, policy, stderr)
-    if (outcome.status === 'ok') return report([])
-    if (outcome.status !== 'error')
-      return {
-        ...report([{ severity: 'warning', code: 'validator_unavailable', message: outcome.error?.message ?? outcome.status }]),
-        implemented: false,
-      }
-    return report([
-      {
-        severity: 'error',
-        code: 'syntax',
-        message: outcome.error?.message || stderr.split('\n').pop() || 'does not compile',
-        line: outcome.error?.line,
-        column: outcome.error?.column,
-      },
-    ])
   }
 
   /** Says exactly what is missing: bwrap, dash, an interpreter, or user namespaces; then runs a probe. */
-  async checkAvailability(): Promise<Availability> {
-    const checkedAt = new Date().toISOString()
-    const missing = [
-      ['bubblewrap (Debian package bubblewrap)', this.plan.bwrapPath],
-      ['dash (Debian package dash)', this.plan.shellPath],
-      ['python3', this.plan.interpreters.python],
-      ['node', this.plan.interpreters.javascript],
-      ['bash', this.plan.interpreters.bash],
-    ].filter(([, file]) => !isExecutable(file))
-    if (missing.length > 0) {
-      return {
-        status: 'unavailable',
-        reason: `not installed: ${missing.map(([what, file]) => `${what} at ${file}`).join(', ')}`,
-        checkedAt,
-      }
-    }
-    const started = performance.now()
-    const probe = await this.execute({ language: 'bash', code: 'echo ready' }, probeContext())
-    await this.learningVersions
-    if (probe.status !== 'ok' || !probe.stdout.includes('ready')) {
-      const detail = `${probe.message ?? probe.status} ${probe.stderr}`.trim()
-      const hint = /namespace|Operation not permitted|setting up uid map/i.test(detail)
-        ? ' (user namespaces are disabled or restricted for this user: sysctl kernel.unprivileged_userns_clone=1)'
-        : ''
-      return { status: 'unavailable', reason: `the sandbox does not start: ${detail}${hint}`, checkedAt }
-    }
-    const latencyMs = performance.now() - started
-    if (!this.uids) {
-      return {
-        status: 'degraded',
-        reason: 'execgate is not running as root, so sandboxes share its uid and the process cap (RLIMIT_NPROC) cannot be enforced per run',
-        latencyMs,
-        checkedAt,
-      }
-    }
-    return { status: 'available', latencyMs, checkedAt }
+  checkAvailability(): Promise<Availability> {
+    return checkProcessAvailability(this.plan, {
+      probe: (context) => this.execute({ language: 'bash', code: 'echo ready' }, context),
+      versions: () => this.learningVersions,
+      perRunUid: this.uids !== undefined,
+    })
   }
 
   /** How the warm data interpreter's runs got their sandbox (from the spare, or made on demand); undefined before it starts. */
@@ -532,43 +387,6 @@ export class ProcessAdapter implements CodeExecutionAdapter {
   }
 }
 
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
-
-function probeContext(): ExecutionContext {
-  const policy: SecurityPolicy = {
-    wallTimeMs: 5000,
-    cpuTimeMs: 5000,
-    memoryMb: 64,
-    outputBytes: 1024,
-    network: 'none',
-    filesystem: 'none',
-    allowedImports: [],
-    hostCalls: { maxCount: 0, maxTotalMs: 0 },
-    maxProcesses: 4,
-    maxOutputs: 0,
-    outputsBytes: 0,
-    required: [],
-  }
-  return { traceId: 'process-availability', policy, signal: new AbortController().signal, deadline: performance.now() + policy.wallTimeMs }
-}
-
 export function createProcessAdapter(options?: ProcessAdapterOptions): ProcessAdapter {
   return new ProcessAdapter(options)
-}
-
-/** The uid pool as the warm interpreter uses it: its runs and its spare hold uids of their own. */
-function warmUids(pool: UidPool): WarmUids {
-  return {
-    tryAcquire: () => pool.tryAcquire(),
-    acquire: (signal) => pool.acquire(signal),
-    release: (uid) => pool.release(uid),
-    sweep: (uid) => sweep(uid),
-  }
 }

@@ -1,5 +1,6 @@
 import fs from 'node:fs'
 import { claimAbandoned, releaseUidClaim, tryClaimUid } from './uid-claims'
+import type { WarmUids } from './warm-python'
 
 /** How often a run waiting for a uid looks again for one another process (or another pool here) released. */
 const POLL_MS = 10
@@ -132,5 +133,15 @@ export async function sweep(uid: number, timeoutMs = 2000): Promise<boolean> {
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+/** The uid pool as the warm interpreter uses it: its runs and its spare hold uids of their own. */
+export function warmUids(pool: UidPool): WarmUids {
+  return {
+    tryAcquire: () => pool.tryAcquire(),
+    acquire: (signal) => pool.acquire(signal),
+    release: (uid) => pool.release(uid),
+    sweep: (uid) => sweep(uid),
   }
 }
