@@ -5,17 +5,18 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import type { Readable, Writable } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
-import type { FileMount, OutputCapture, OutputOptions, SecurityPolicy } from '../../src/core'
+import type { FileMount, SecurityPolicy } from '../../src/core'
 import type { RunController } from '../../src/runtime'
 import { stopReasonFor, type StopReason } from '../shared/stop-reason'
 import { parseReport, ReportChannel } from '../shared/run-report'
 import { pythonRunner } from '../shared/interpreter-runners'
-import { runnerOutputLimits } from '../shared/python-outputs'
 import { FD } from './runners'
 import { zygoteSource } from './warm-zygote-source'
 import { zygoteArgs } from './warm-zygote-args'
 import type { SpawnedRun } from './spawn-sandbox'
 import { linkUploads } from './upload-mounts'
+import { deliverStream, zygoteEventLines, type LiveRun, type ZygoteEvent } from './warm-run-events'
+import { exitOf, goMessage, writeRunFiles, type WarmRunOptions } from './warm-run-go'
 
 /** Code that imports one of these is worth the warm interpreter, which has them imported already. */
 const DATA_IMPORT = /^[ \t]*(?:import|from)[ \t]+(?:numpy|pandas|scipy|matplotlib|sklearn|openpyxl)\b/m
@@ -40,7 +41,6 @@ const START_TIMEOUT_MS = 60_000
 const CLOSE_GRACE_MS = 2000
 /** After an answer on closed streams, how long the run's processes may take to exit before they are killed. */
 const LINGER_KILL_MS = 500
-const OVERFLOW_DRAIN_BYTES = 1024 * 1024
 
 export interface WarmPythonPlan {
   bwrapPath: string
@@ -73,35 +73,6 @@ interface Spare {
   folder: string
   /** The zygote that made it (a spare dies with its zygote). */
   zygote: ChildProcess
-}
-
-export interface WarmRunOptions {
-  code: string
-  filesArchive?: Buffer
-  /** Uploads to bind read-only into the run's workspace (linked into its folder, bound by the child before it hides /runs). */
-  mounts?: readonly FileMount[]
-  stdin?: string
-  policy: SecurityPolicy
-  /** The request's rich-output options (the charts' image format). */
-  outputs?: OutputOptions
-  controller: RunController
-  output: OutputCapture
-  reportLimitBytes: number
-  /** Each rich output the runner sends while the code runs, unchecked (the host's OutputCollector checks it). */
-  onOutputRecord?: (raw: unknown) => void
-}
-
-interface LiveRun {
-  output: OutputCapture
-  decoders: Record<'o' | 'e', StringDecoder>
-  /** fd 5: output records as the code makes them, then the report. */
-  report: ReportChannel
-  reportBytes: number
-  reportLimit: number
-  onOverflow: () => void
-  /** G closed its streams: the run is over when its report is complete (its exit follows once the kernel is done). */
-  closed: () => void
-  done: (status: number | null) => void
 }
 
 /**
@@ -178,24 +149,11 @@ export class WarmPython {
       child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr = (stderr + text).slice(-4096)))
       child.on('error', (error) => fail(error.message))
       ;(child.stdin as Writable).on('error', () => {})
-      let pending = ''
       const events = child.stdio[3] as Readable
       events.setEncoding('utf8')
-      events.on('data', (text: string) => {
-        pending += text
-        let newline: number
-        while ((newline = pending.indexOf('\n')) >= 0) {
-          const line = pending.slice(0, newline)
-          pending = pending.slice(newline + 1)
-          const event = JSON.parse(line) as {
-            ready?: boolean
-            dataKiB?: number
-            id?: string
-            s?: 'o' | 'e' | 'r'
-            d?: string
-            exit?: number
-            closed?: boolean
-          }
+      events.on(
+        'data',
+        zygoteEventLines((event) => {
           if (event.ready) {
             ready = true
             clearTimeout(timer)
@@ -204,8 +162,8 @@ export class WarmPython {
             resolve(true)
             this.refill()
           } else if (event.id) this.onEvent(event.id, event)
-        }
-      })
+        }),
+      )
       child.on('exit', (code, signal) => {
         fail(`it exited (${code ?? signal})`)
         if (this.zygote === child) this.zygote = undefined
@@ -219,7 +177,7 @@ export class WarmPython {
     })
   }
 
-  private onEvent(id: string, event: { s?: 'o' | 'e' | 'r'; d?: string; exit?: number; closed?: boolean }): void {
+  private onEvent(id: string, event: ZygoteEvent): void {
     const run = this.runs.get(id)
     if (!run) {
       // A spare that died before a run took it (its set-up failed): its uid is swept and released.
@@ -232,16 +190,7 @@ export class WarmPython {
       return
     }
     if (event.closed) return run.closed()
-    const bytes = Buffer.from(event.d ?? '', 'base64')
-    if (event.s === 'r') {
-      if (run.reportBytes + bytes.length > run.reportLimit) return run.onOverflow()
-      run.reportBytes += bytes.length
-      run.report.write(bytes)
-      return
-    }
-    const stream = event.s === 'o' ? 'stdout' : 'stderr'
-    const text = run.decoders[event.s!].write(bytes)
-    if (!run.output.write(stream, text) && run.output.totalBytes > run.output.limitBytes + OVERFLOW_DRAIN_BYTES) run.onOverflow()
+    deliverStream(run, event)
   }
 
   /** Makes the spare for the next run, when there is none and a uid is free now (never waits for one). */
@@ -345,29 +294,14 @@ export class WarmPython {
     }
     this.spareIds.delete(spare.id)
     const { id, folder, uid } = spare
-    fs.writeFileSync(path.join(folder, 'code'), options.code)
-    if (options.stdin !== undefined) fs.writeFileSync(path.join(folder, 'stdin'), options.stdin)
-    if (options.filesArchive) fs.writeFileSync(path.join(folder, 'in.tar'), options.filesArchive)
-    // Only the files written here: an upload's link is the store's own inode, which keeps its owner (and 0644).
-    if (uid !== undefined)
-      for (const file of ['code', 'stdin', 'in.tar'])
-        if (fs.existsSync(path.join(folder, file))) fs.chownSync(path.join(folder, file), uid, uid)
-    const policy = options.policy
-    const go = {
-      go: id,
-      ...(goMounts.length ? { mounts: goMounts } : {}),
-      allowedImports: policy.allowedImports,
-      outputs: runnerOutputLimits(policy, options.outputs),
-      ...(this.plan.seccompFilter ? { seccomp: this.plan.seccompFilter.toString('base64') } : {}),
-      limits: {
-        dataBytes: policy.memoryMb * 2 ** 20,
-        cpuSeconds: Math.max(1, Math.ceil(policy.cpuTimeMs / 1000)),
-        fileBytes: this.plan.workspaceMb * 2 ** 20,
-        openFiles: this.plan.maxOpenFiles,
-        // The supervisor (C) and pid 1 (G) count too; only a uid of the run's own makes the cap this run's alone.
-        ...(uid === undefined ? {} : { processes: policy.maxProcesses + 2 }),
-      },
-    }
+    writeRunFiles(folder, options, uid)
+    const go = goMessage(id, options, {
+      goMounts,
+      uid,
+      seccompFilter: this.plan.seccompFilter,
+      workspaceMb: this.plan.workspaceMb,
+      maxOpenFiles: this.plan.maxOpenFiles,
+    })
     const zygote = spare.zygote
     const send = (message: unknown) => (zygote.stdin as Writable).write(`${JSON.stringify(message)}\n`)
     return new Promise((resolve) => {
@@ -383,11 +317,9 @@ export class WarmPython {
           const rest = live.decoders[stream].end()
           if (rest) options.output.write(stream === 'o' ? 'stdout' : 'stderr', rest)
         }
-        const killedBy = status !== null && status > 128 ? status - 128 : undefined
         resolve({
           stoppedFor,
-          exitCode: status === null || killedBy !== undefined ? null : status,
-          signal: status === null ? 'SIGKILL' : killedBy !== undefined ? signalName(killedBy) : null,
+          ...exitOf(status),
           report: live.report.end(),
           archiveCut: false,
           wallMs: performance.now() - started,
@@ -445,9 +377,4 @@ export class WarmPython {
     if (this.folder) fs.rmSync(this.folder, { recursive: true, force: true })
     this.folder = undefined
   }
-}
-
-function signalName(number: number): NodeJS.Signals | null {
-  const entry = Object.entries(os.constants.signals).find(([, value]) => value === number)
-  return (entry?.[0] as NodeJS.Signals | undefined) ?? null
 }
