@@ -7,7 +7,6 @@ import {
   ExecgateError,
   OutputCapture,
   createResult,
-  describeError,
   valueBytes,
   type AdapterSandbox,
   type ExecutionContext,
@@ -20,7 +19,6 @@ import {
   type SandboxOpenOptions,
 } from '../../src/core'
 import { RunController } from '../../src/runtime'
-import { currentOwner, formatOwner, ownerMayBeAlive, parseOwner } from '../shared/sandbox-owner'
 import { reportLimitBytes, runnerOutputLimits } from '../shared/python-outputs'
 import { collectedOutputs } from '../shared/run-report'
 import { classify } from './classify'
@@ -29,13 +27,12 @@ import { SANDBOX_NODE_RUNNER, SANDBOX_PYTHON_RUNNER, sandboxCodeEnvironment } fr
 import { restoreContainer, snapshotContainer, type ArchiveSandbox } from './sandbox-archive'
 import { runSandboxExec } from './sandbox-exec'
 import { SandboxEgressFolder } from './sandbox-egress'
-import { KEEPER, execUsers, sandboxLauncher } from './sandbox-launcher'
-import { LINK_UPLOAD, SandboxUploadFolder, UPLOADS_MOUNT_POINT, removeUploadFolders } from './sandbox-uploads'
+import { execUsers, sandboxLauncher } from './sandbox-launcher'
+import { LINK_UPLOAD, SandboxUploadFolder, UPLOADS_MOUNT_POINT } from './sandbox-uploads'
+import { engineMessage, startSandboxContainer } from './sandbox-container'
 import type { EgressBridgeFiles } from '../shared/egress-bridge'
 
-/** Every sandbox container carries this label (its sandbox id), and the owner label: `host/pid:start`. */
-export const SANDBOX_LABEL = 'io.execgate.sandbox'
-export const OWNER_LABEL = 'io.execgate.sandbox.owner'
+export { OWNER_LABEL, SANDBOX_LABEL, sweepSandboxContainers } from './sandbox-container'
 
 const LANGUAGES: readonly Language[] = ['bash', 'python', 'javascript']
 /** A shell command travels as one argument: the kernel's limit on one is 128 KiB. */
@@ -44,9 +41,6 @@ const COMMAND_LIMIT = 120 * 1024
 const FILE_OP_TIMEOUT_MS = 30_000
 /** After a stop, how long the sandbox waits for the killed processes' pids to come free before the next call. */
 const SETTLE_MS = 3000
-
-/** The tmpfs option that gives the workspace to the sandbox's user: Docker passes `uid=`/`gid=` to mount, podman wants `U`. */
-const OWNERSHIP_OPTIONS = (uid: string, gid: string) => [`uid=${uid},gid=${gid}`, 'U']
 
 /** A container kept for the sandbox's life; every exec and file operation is a `docker exec` into it. */
 export class DockerSandbox implements AdapterSandbox {
@@ -77,74 +71,16 @@ export class DockerSandbox implements AdapterSandbox {
     const { policy } = options
     const egressFolder = policy.network !== 'none' && egressFiles ? SandboxEgressFolder.create(egressFiles()) : undefined
     const uploads = SandboxUploadFolder.create()
-    const [uid, gid] = settings.user.split(':') as [string, string]
-    // The cgroup holds the whole sandbox: an exec's memory (each exec's own cap is its RLIMIT_DATA), the tmpfs
-    // workspace and /tmp (tmpfs pages count against it), and the keeper.
-    const memory = (policy.memoryMb + settings.workspaceMb + 16 + 32) * 2 ** 20
-    const spec = (ownership: string): Docker.ContainerCreateOptions => ({
-      Image: settings.sandboxImage,
-      Entrypoint: [],
-      Cmd: ['/bin/bash', '--noprofile', '--norc', '-c', KEEPER],
-      OpenStdin: true,
-      StdinOnce: false,
-      Env: ['PATH=/usr/bin:/bin', 'HOME=/workspace', 'LANG=C.UTF-8', 'TMPDIR=/tmp', 'MPLBACKEND=Agg', 'MPLCONFIGDIR=/tmp/matplotlib'],
-      User: settings.user,
-      WorkingDir: '/workspace',
-      NetworkDisabled: true,
-      Tty: false,
-      Labels: { [SANDBOX_LABEL]: options.id, [OWNER_LABEL]: formatOwner(currentOwner()) },
-      HostConfig: {
-        NetworkMode: 'none',
-        Memory: memory,
-        MemorySwap: memory,
-        // The code's processes (node's threads count), the keeper, the launcher, and a kill exec.
-        PidsLimit: policy.maxProcesses + 24,
-        ReadonlyRootfs: true,
-        Binds: [uploads.bind, ...(egressFolder ? [egressFolder.bind] : [])],
-        Tmpfs: { '/workspace': `rw,size=${settings.workspaceMb}m,mode=0750,${ownership}`, '/tmp': 'rw,size=16m,mode=1777' },
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        Ulimits: [
-          { Name: 'nofile', Soft: 256, Hard: 256 },
-          { Name: 'nproc', Soft: 4096, Hard: 4096 },
-          { Name: 'fsize', Soft: settings.workspaceMb * 2 ** 20, Hard: settings.workspaceMb * 2 ** 20 },
-          { Name: 'core', Soft: 0, Hard: 0 },
-        ],
-        AutoRemove: false,
+    const container = await startSandboxContainer(
+      docker,
+      settings,
+      options,
+      [uploads.bind, ...(egressFolder ? [egressFolder.bind] : [])],
+      () => {
+        egressFolder?.remove()
+        uploads.remove()
       },
-    })
-    let container: Docker.Container | undefined
-    let lastError: unknown
-    for (const ownership of OWNERSHIP_OPTIONS(uid, gid)) {
-      try {
-        container = await docker.createContainer(spec(ownership))
-        break
-      } catch (error) {
-        lastError = error
-        if (!/mount option/i.test(describeError(error))) break
-      }
-    }
-    if (!container) {
-      egressFolder?.remove()
-      uploads.remove()
-      throw new ExecgateError(
-        'EXECGATE_ADAPTER_UNAVAILABLE',
-        { name: 'docker', detail: `the sandbox container could not be created: ${engineMessage(lastError)}` },
-        { cause: lastError, source: 'docker' },
-      )
-    }
-    try {
-      await container.start()
-    } catch (error) {
-      await container.remove({ force: true }).catch(() => undefined)
-      egressFolder?.remove()
-      uploads.remove()
-      throw new ExecgateError(
-        'EXECGATE_ADAPTER_UNAVAILABLE',
-        { name: 'docker', detail: `the sandbox container did not start: ${engineMessage(error)}` },
-        { cause: error, source: 'docker' },
-      )
-    }
+    )
     return new DockerSandbox(options.id, container, settings, onClosed, egressFolder, uploads)
   }
 
@@ -410,26 +346,4 @@ export class DockerSandbox implements AdapterSandbox {
 
 function lastLine(stderr: string, exitCode: number | null): string {
   return stderr.trim().split('\n').pop() || `exit code ${exitCode}`
-}
-
-function engineMessage(error: unknown): string {
-  return (error as { json?: { message?: string } })?.json?.message ?? describeError(error)
-}
-
-/** Removes sandbox containers whose owner (by label) is a process of this host that is no longer running. */
-export async function sweepSandboxContainers(docker: Docker): Promise<number> {
-  const found = await docker.listContainers({ all: true, filters: { label: [SANDBOX_LABEL] } })
-  let removed = 0
-  for (const item of found) {
-    const owner = parseOwner(item.Labels?.[OWNER_LABEL] ?? '')
-    if (owner && ownerMayBeAlive(owner)) continue
-    try {
-      await docker.getContainer(item.Id).remove({ force: true })
-      removeUploadFolders(item.Mounts)
-      removed++
-    } catch {
-      // removed meanwhile, or the engine refused: the next sweep tries again
-    }
-  }
-  return removed
 }
