@@ -158,7 +158,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
     run.pauseClock()
     // Back to back, the process that answered last is the one to take once its check is in: it is awake and its
     // caches are warm, where the pool's other process sleeps and has to be woken for the run message, and again for
-    // its answer's reader (p50 0.84 against 1.20 ms for `1 + 1`, docs/benchmarks.md). The pool hands out the
+    // its answer's reader (p50 0.90 against 1.28 ms for `1 + 1`, docs/benchmarks.md). The pool hands out the
     // process released last; the wait is bounded, and only taken when another process is idle.
     if (this.lastCheck && this.pool.hasIdle) await settledWithin(this.lastCheck, HOT_PROCESS_WAIT_MS)
     try {
