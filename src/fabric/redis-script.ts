@@ -10,12 +10,25 @@ const digests = new Map<string, string>()
  * so sending the EVAL then runs the script once.
  */
 export async function runScript(redis: Redis, lua: string, keys: number, ...args: (string | number)[]): Promise<unknown> {
+  return (await runScriptInOrder(redis, lua, keys, ...args)).answer
+}
+
+/**
+ * runScript, saying whether the script ran as the command sent at the call (`inOrder`): a command sent on the same
+ * connection after the call then ran after it. Not so after a NOSCRIPT: the EVAL was sent later.
+ */
+export async function runScriptInOrder(
+  redis: Redis,
+  lua: string,
+  keys: number,
+  ...args: (string | number)[]
+): Promise<{ answer: unknown; inOrder: boolean }> {
   let digest = digests.get(lua)
   if (!digest) digests.set(lua, (digest = createHash('sha1').update(lua).digest('hex')))
   try {
-    return await redis.evalsha(digest, keys, ...args)
+    return { answer: await redis.evalsha(digest, keys, ...args), inOrder: true }
   } catch (error) {
     if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error
-    return redis.eval(lua, keys, ...args)
+    return { answer: await redis.eval(lua, keys, ...args), inOrder: false }
   }
 }

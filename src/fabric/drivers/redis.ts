@@ -49,14 +49,18 @@ export const REDIS_DRIVER: FabricStoreDriver = {
   description: 'Redis at fabric.redisUrl (BullMQ for due tasks); shared by every node and worker',
   shared: true,
   tasks: (settings) => new RedisTaskStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:tasks`, ownsConnection: true }),
-  taskDispatcher: (settings, tasks) =>
-    new BullmqDispatcher({
+  taskDispatcher: (settings, tasks) => {
+    const dispatcher = new BullmqDispatcher({
       url: settings.redisUrl,
       queue: `${settings.redisPrefix}-tasks`,
       leaseMs: settings.leaseMs,
       // Announcements on the task store's connection: one sent after an insert lands after it.
       ...(tasks instanceof RedisTaskStore ? { storeConnection: tasks.connection } : {}),
-    }),
+    })
+    // A completion's write makes the dependents the store knows ready: they are announced right behind it.
+    if (tasks instanceof RedisTaskStore) tasks.announceBehind = (task) => dispatcher.dispatchBehindStoreWrites!(task)
+    return dispatcher
+  },
   // Connected at the first output published or the first reader: a process doing neither opens no connection for them.
   outputRelay: (settings) => new RedisOutputRelay(() => connect(settings), `${settings.redisPrefix}:tasks`),
   plans: (settings) => new RedisPlanStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:plans`, ownsConnection: true }),

@@ -8,8 +8,10 @@
  * JSON, [3] the start-by score ('' for none), [4] the id, then one event template per transition (`%d` for its seq).
  * Moves the id from the first state's index to the last's and answers the first event's seq (the others follow it:
  * one script, so nothing else takes a seq between them), or -1 when the stored task is not the one expected. With a
- * seventh key (`dependents:<id>`, when the transitions end the task) ARGV[5] is the prefix and the templates start at
- * ARGV[6]: the dependents' JSON follow the seq in the answer, read in the same script (no round trip of their own).
+ * seventh key (`dependents:<id>`, when the transitions end the task) ARGV[5] is the prefix, ARGV[6] how many
+ * dependents the end makes ready, then (id, JSON expected, JSON ready) for each, and the templates after them: each
+ * such dependent still stored as expected is written ready in the same script (no write of its own after the end's
+ * answer), and the dependents' JSON follow the seq in the answer, read after that (no round trip of their own).
  */
 export const TRANSITION = `
 local current = redis.call('GET', KEYS[1])
@@ -18,7 +20,11 @@ redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SREM', KEYS[2], ARGV[4])
 redis.call('SADD', KEYS[3], ARGV[4])
 local templates = 5
-if #KEYS >= 7 then templates = 6 end
+local readies = 0
+if #KEYS >= 7 then
+  readies = tonumber(ARGV[6])
+  templates = 7 + 3 * readies
+end
 local first = -1
 for i = templates, #ARGV do
   local seq = redis.call('INCR', KEYS[4])
@@ -26,6 +32,10 @@ for i = templates, #ARGV do
   redis.call('RPUSH', KEYS[5], string.format(ARGV[i], seq))
 end
 if ARGV[3] == '' then redis.call('ZREM', KEYS[6], ARGV[4]) else redis.call('ZADD', KEYS[6], tonumber(ARGV[3]), ARGV[4]) end
+for i = 7, 6 + 3 * readies, 3 do
+  local key = ARGV[5] .. ':task:' .. ARGV[i]
+  if redis.call('GET', key) == ARGV[i + 1] then redis.call('SET', key, ARGV[i + 2]) end
+end
 local answer = {first}
 if #KEYS >= 7 then
   local ids = redis.call('SMEMBERS', KEYS[7])

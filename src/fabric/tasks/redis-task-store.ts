@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { runScript } from '../redis-script'
+import { runScript, runScriptInOrder } from '../redis-script'
 import { DEPENDENTS, INSERT, TRANSITION, UPDATE } from './redis-task-scripts'
 import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionOf, TransitionSteps } from './task-store'
 import { holdsFor } from './task-store'
@@ -54,11 +54,22 @@ export class RedisTaskStore implements TaskStore {
    */
   private readonly ended = new Map<string, string>()
   private endedChars = 0
+  /**
+   * Unfinished tasks known here not ready yet, by each dependency they wait on: what that dependency's end may make
+   * ready in its own script (readiedBy), checked there against the copy it was made from.
+   */
+  private readonly waiting = new Map<string, Set<string>>()
 
   constructor(private readonly options: RedisTaskStoreOptions) {
     this.redis = options.redis
     this.prefix = options.prefix ?? 'execgate:tasks'
   }
+
+  /**
+   * Announces a task on this store's connection (BullmqDispatcher.dispatchBehindStoreWrites, set by the Redis driver):
+   * a completion's write makes the dependents it knows ready and announces them right behind itself.
+   */
+  announceBehind?: (task: Task) => Promise<void>
 
   /** The store's connection: commands sent on it after one of the store's writes run after that write. */
   get connection(): Redis {
@@ -87,6 +98,35 @@ export class RedisTaskStore implements TaskStore {
     this.known.set(task.id, raw)
     // Oldest first out: a Map iterates in insertion order.
     if (this.known.size > KNOWN_TASKS) this.known.delete(this.known.keys().next().value!)
+    if (task.ready || task.state !== 'PENDING') return
+    for (const dependency of task.dependencies) {
+      const dependents = this.waiting.get(dependency) ?? new Set<string>()
+      this.waiting.set(dependency, dependents.add(task.id))
+      if (this.waiting.size > KNOWN_TASKS) this.waiting.delete(this.waiting.keys().next().value!)
+    }
+  }
+
+  /**
+   * The dependents that `task` completing makes ready, as known here: pending, not ready, of its tenant, every other
+   * dependency known ended COMPLETED (for its tenant). Each with the JSON it is known by and its JSON ready (as
+   * `update` writes it): the end's script writes the second only over the first, so a dependent moved meanwhile is
+   * left to the scheduler's usual look at it (TaskTransitions.afterEnd), as is any dependent not known here.
+   */
+  private readiedBy(task: Task, at: string): { id: string; expected: string; ready: Task }[] {
+    if (task.state !== 'COMPLETED') return []
+    const completed = (id: string, tenant: string) => {
+      const raw = id === task.id ? undefined : this.ended.get(id)
+      const ended = raw === undefined ? undefined : (JSON.parse(raw) as Task)
+      return id === task.id || (ended?.state === 'COMPLETED' && ended.tenant === tenant)
+    }
+    return [...(this.waiting.get(task.id) ?? [])].flatMap((id) => {
+      const raw = this.known.get(id)
+      const dependent = raw === undefined ? undefined : (JSON.parse(raw) as Task)
+      if (!dependent || dependent.state !== 'PENDING' || dependent.ready || dependent.tenant !== task.tenant) return []
+      if (!dependent.dependencies.includes(task.id) || !dependent.dependencies.every((dependency) => completed(dependency, task.tenant)))
+        return []
+      return [{ id, expected: raw!, ready: { ...dependent, ready: true, updatedAt: at } }]
+    })
   }
 
   private keepEnded(id: string, raw: string): void {
@@ -182,7 +222,14 @@ export class RedisTaskStore implements TaskStore {
 
   async transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<TransitionOf | undefined> {
     const moved = await this.transitions(id, from, [change])
-    return moved && { task: moved.task, event: moved.steps[0]!.event, ...(moved.dependents ? { dependents: moved.dependents } : {}) }
+    return (
+      moved && {
+        task: moved.task,
+        event: moved.steps[0]!.event,
+        ...(moved.dependents ? { dependents: moved.dependents } : {}),
+        ...(moved.announced ? { announced: moved.announced } : {}),
+      }
+    )
   }
 
   cached(id: string): Task | undefined {
@@ -220,9 +267,11 @@ export class RedisTaskStore implements TaskStore {
           .replace('{"seq":0,', '{"seq":%d,'),
       )
       const raw = JSON.stringify(task)
-      // A task that ends here has its dependents read in the same script: the scheduler looks at them next.
+      // A task that ends here has its dependents read in the same script: the scheduler looks at them next. Those its
+      // completion makes ready (as known here) are written ready first: their announcement needs no write of its own.
       const ends = isFinal(task.state)
-      const [first, ...dependents] = (await runScript(
+      const readies = ends ? this.readiedBy(task, at) : []
+      const script = runScriptInOrder(
         this.redis,
         TRANSITION,
         ends ? 7 : 6,
@@ -237,15 +286,33 @@ export class RedisTaskStore implements TaskStore {
         raw,
         deadlineScore(task),
         id,
-        ...(ends ? [this.prefix] : []),
+        ...(ends ? [this.prefix, readies.length, ...readies.flatMap((one) => [one.id, one.expected, JSON.stringify(one.ready)])] : []),
         ...templates,
-      )) as [number, ...(string | null)[]]
+      )
+      // Sent on this connection after the script: each lands after the write that made its task ready, so no write's
+      // answer is waited for before the announcement (one made for a write that did not land is taken and dropped).
+      const announcing = this.announceBehind
+        ? readies.map(({ ready }) =>
+            this.announceBehind!(ready).then(
+              () => ready.id,
+              () => undefined,
+            ),
+          )
+        : []
+      const [{ answer, inOrder }, announced] = await Promise.all([script, Promise.all(announcing)])
+      const [first, ...dependents] = answer as [number, ...(string | null)[]]
       if (first >= 0) {
         this.remember(task, raw)
+        if (ends) this.waiting.delete(id)
+        const read = ends ? this.parsedAll(dependents) : undefined
+        // Those the write made ready (a stale copy here announced one it did not), announced behind it: after a
+        // NOSCRIPT the script ran after them, so they are announced again, as any dependent made ready.
+        const behind = read?.filter((one) => one.ready && one.state === 'PENDING' && inOrder && announced.includes(one.id))
         return {
           task,
           steps: steps.map((step, index) => ({ task: step.task, event: { seq: first + index, ...step.event } })),
-          ...(ends ? { dependents: this.parsedAll(dependents) } : {}),
+          ...(read ? { dependents: read } : {}),
+          ...(behind?.length ? { announced: behind.map((one) => one.id) } : {}),
         }
       }
       // Lost to another write (or the copy was stale): read the task as stored.

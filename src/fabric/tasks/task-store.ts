@@ -58,6 +58,11 @@ export interface TransitionSteps {
    * store can (a store across the network saves the round trip of `dependentsOf`). Absent: ask `dependentsOf`.
    */
   dependents?: Task[]
+  /**
+   * Dependents the write made ready and announced right behind it (a store that can: Redis, `announceBehind`), so
+   * their announcement landed after their readiness: not announced again.
+   */
+  announced?: string[]
 }
 
 /** What `transition` answers: the task after it, its event, and (as in TransitionSteps) its dependents when it ended. */
@@ -65,6 +70,7 @@ export interface TransitionOf {
   task: Task
   event: TaskEvent
   dependents?: Task[]
+  announced?: string[]
 }
 
 /** What `insertAndStart` answers: the task as submitted (or the one its idempotency key found), and its start if it started. */

@@ -32,17 +32,23 @@ export class TaskTransitions {
     // have completed meanwhile, and no other end of theirs comes to make it ready). Looked at again now.
     else if (moved.task.state === 'PENDING') return (await this.refreshReadiness(moved.task)) ?? moved.task
     if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED')
-      await this.afterEnd(moved.task, moved.dependents)
+      await this.afterEnd(moved.task, moved.dependents, moved.announced)
     return moved.task
   }
 
-  /** A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them. */
-  async afterEnd(task: Task, dependents?: readonly Task[]): Promise<void> {
+  /**
+   * A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them,
+   * `announced` those of them that write made ready and announced behind itself (TransitionSteps.announced).
+   */
+  async afterEnd(task: Task, dependents?: readonly Task[], announced: readonly string[] = []): Promise<void> {
     for (const dependent of dependents ?? (await this.store.dependentsOf(task.id))) {
       // Another tenant's task can name this id only for a task it never got (its batch's task of that id was answered by
       // an idempotency key under another id): nothing of this task (its end, its reason) reaches it.
       if (isFinal(dependent.state) || dependent.tenant !== task.tenant) continue
-      if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
+      // Made ready by the end's own write (the Redis store's, for the dependents it knew): announced, nothing to write.
+      if (task.state === 'COMPLETED' && dependent.ready && dependent.state === 'PENDING') {
+        if (!announced.includes(dependent.id)) await this.announce(dependent)
+      } else if (task.state === 'COMPLETED') await this.refreshReadiness(dependent, task)
       else
         await this.move(dependent.id, ['PENDING', 'SUSPENDED'], {
           to: 'TERMINATED',

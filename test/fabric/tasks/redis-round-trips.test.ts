@@ -82,3 +82,57 @@ test('an ended task is read from the store’s own copy; a task not ended here i
     await store.close()
   }
 }, 30_000)
+
+test('a completion makes the dependents it knows ready in its own script; one moved meanwhile, or still waiting, is left', async () => {
+  const prefix = `readied${process.pid}`
+  const store = new RedisTaskStore({ redis: new Redis(fixture.redisUrl), prefix, ownsConnection: true })
+  const stored = async (id: string) => JSON.parse((await peek.get(`${prefix}:task:${id}`))!) as { ready: boolean; state: string }
+  try {
+    const waiting = { ready: false, request: { language: 'javascript' as const, code: '2' } }
+    await store.insert(
+      [
+        storedTask({ id: 'first' }),
+        storedTask({ id: 'elsewhere' }),
+        storedTask({ id: 'next', dependencies: ['first'], ...waiting }),
+        storedTask({ id: 'both', dependencies: ['first', 'elsewhere'], ...waiting }),
+        storedTask({ id: 'moved', dependencies: ['first'], ...waiting }),
+      ],
+      'submitted',
+    )
+    // Another process suspends `moved`: this store's copy of it is stale now.
+    const other = new RedisTaskStore({ redis: new Redis(fixture.redisUrl), prefix, ownsConnection: true })
+    await other.transition('moved', ['PENDING'], { to: 'SUSPENDED', reason: 'suspended by the caller' })
+    await other.close()
+    await store.transitions(
+      'first',
+      ['PENDING'],
+      [
+        { to: 'SPAWNING', reason: 'claimed' },
+        { to: 'RUNNING', reason: 'started' },
+      ],
+    )
+    // Announced on the store's connection right behind the end's script (the driver's dispatcher does so): a read sent
+    // there as the announcement finds the task ready already.
+    const heard: unknown[] = []
+    store.announceBehind = async (task) => {
+      heard.push({ id: task.id, ready: task.ready, stored: JSON.parse((await store.connection.get(`${prefix}:task:${task.id}`))!).ready })
+    }
+    const ended = await store.transition('first', ['RUNNING'], { to: 'COMPLETED', reason: 'completed' })
+    expect(heard).toContainEqual({ id: 'next', ready: true, stored: true })
+    // `moved` was announced too (this store's copy said it would be made ready): taken and dropped, as any stale one.
+    // Only what the write made ready counts as announced; the rest is the scheduler's to look at.
+    expect(heard).toHaveLength(2)
+    expect(ended?.announced).toEqual(['next'])
+    // Written ready by the end's script, and answered so: no write of its own follows.
+    expect(await stored('next')).toMatchObject({ state: 'PENDING', ready: true })
+    expect(ended?.dependents?.find((task) => task.id === 'next')).toMatchObject({ state: 'PENDING', ready: true })
+    // Still waiting on `elsewhere`, and moved by another process: the scheduler's look decides (TaskTransitions.afterEnd).
+    expect(await stored('both')).toMatchObject({ state: 'PENDING', ready: false })
+    expect(await stored('moved')).toMatchObject({ state: 'SUSPENDED', ready: false })
+    expect(ended?.dependents?.find((task) => task.id === 'moved')).toMatchObject({ state: 'SUSPENDED', ready: false })
+    // The dependent's copy here is the one written: its claim lands on it without a read.
+    expect(store.cached('next')).toMatchObject({ ready: true })
+  } finally {
+    await store.close()
+  }
+}, 30_000)
