@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto'
 import {
   ExecgateError,
   describeError,
-  isExecgateError,
   type AdapterRegistry,
   type CodeExecutionAdapter,
   type ExecutionRequest,
@@ -11,13 +10,11 @@ import {
 } from '../../core'
 import type { ExecuteOptions } from '../../execution/types'
 import type { Logger } from '../../observability/logger'
-import { resolvePolicy } from '../../policy'
-import { unenforcedRequirement } from '../../routing/config-router'
-import { normalizeWorkspacePath, type WorkspaceLimits } from '../../workspace'
-import { isUploadByDigest, sandboxFileBytes } from './artifact-files'
+import type { WorkspaceLimits } from '../../workspace'
 import { LiveSandbox } from './live-sandbox'
 import { sandboxLostError } from './lost-sandbox'
 import { readSnapshot } from './snapshots'
+import { chooseSandboxAdapter, sandboxCapableAdapters, sandboxIdleTimeout, sandboxPolicy, startFiles } from './sandbox-start'
 import { MemorySandboxRegistry, type SandboxRegistry } from './sandbox-registry'
 import type {
   Sandbox,
@@ -205,101 +202,25 @@ export class SandboxManager implements SandboxService {
 
   /** Adapters that can host sandboxes, cheapest tier first. */
   private capable(): CodeExecutionAdapter[] {
-    const order = this.options.tierOrder ?? [1, 3, 4, 2, 0]
-    const rank = (adapter: CodeExecutionAdapter) => {
-      const at = order.indexOf(adapter.capabilities.tier)
-      return at === -1 ? order.length : at
-    }
-    return this.options.registry
-      .list()
-      .filter((adapter) => adapter.capabilities.sandboxes && adapter.openSandbox)
-      .sort((a, b) => rank(a) - rank(b))
-  }
-
-  private chooseAdapter(asked: string | undefined): CodeExecutionAdapter {
-    const name = asked ?? this.options.settings.adapter
-    const capable = this.capable()
-    const known = capable.map((adapter) => adapter.name).join(', ') || 'none'
-    if (name === 'auto') {
-      if (!capable[0])
-        throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', {
-          name: 'auto',
-          detail: 'no enabled adapter hosts sandboxes (execution.enabled)',
-          known,
-        })
-      return capable[0]
-    }
-    const adapter = this.options.registry.get(name)
-    if (!adapter) {
-      if (!this.options.registry.knownNames().includes(name))
-        throw new ExecgateError('EXECGATE_ADAPTER_UNKNOWN', { name, known: this.options.registry.knownNames().join(', ') })
-      throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it is not enabled (execution.enabled)', known })
-    }
-    if (!adapter.capabilities.sandboxes || !adapter.openSandbox)
-      throw new ExecgateError('EXECGATE_SANDBOX_UNSUPPORTED', { name, detail: 'it has no sandboxes capability', known })
-    return adapter
-  }
-
-  /** The sandbox's policy: the caller's profile with `sandboxes.filesystem` (the sandbox's own workspace), tightened by the options. */
-  private policyFor(options: SandboxStartOptions, caller: SandboxCaller, adapter: CodeExecutionAdapter): SecurityPolicy {
-    const base = { ...this.options.basePolicy(caller.profile), filesystem: this.options.settings.filesystem }
-    const resolution = resolvePolicy(base, options)
-    if (!resolution.policy)
-      throw new ExecgateError('EXECGATE_POLICY_LOOSENED', {
-        detail: resolution.loosening.message.replace(/^the request may only tighten the policy: /, ''),
-      })
-    const limit = unenforcedRequirement(adapter, resolution.policy)
-    if (limit) throw new ExecgateError('EXECGATE_POLICY_UNENFORCEABLE', { limit, detail: `${adapter.name} does not enforce it` })
-    return resolution.policy
-  }
-
-  private idleTimeoutOf(asked: number | undefined): number {
-    const { idleTimeoutMs, maxIdleTimeoutMs } = this.options.settings
-    if (asked === undefined) return Math.min(idleTimeoutMs, maxIdleTimeoutMs)
-    if (!Number.isInteger(asked) || asked < 1 || asked > maxIdleTimeoutMs) {
-      throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
-        detail: `idleTimeoutMs must be a whole number of ms from 1 to ${maxIdleTimeoutMs} (sandboxes.maxIdleTimeoutMs)`,
-      })
-    }
-    return asked
+    return sandboxCapableAdapters(this.options.registry, this.options.tierOrder)
   }
 
   async start(options: SandboxStartOptions = {}, caller: SandboxCaller = {}): Promise<Sandbox> {
     if (this.closed) throw new ExecgateError('EXECGATE_SHUTTING_DOWN')
     const tenant = this.tenantOf(caller)
-    const adapter = this.chooseAdapter(options.adapter)
-    const policy = this.policyFor(options, caller, adapter)
-    const idleTimeoutMs = this.idleTimeoutOf(options.idleTimeoutMs)
+    const adapter = chooseSandboxAdapter(this.options.registry, this.options.tierOrder, options.adapter ?? this.options.settings.adapter)
+    const policy = sandboxPolicy(
+      { ...this.options.basePolicy(caller.profile), filesystem: this.options.settings.filesystem },
+      options,
+      adapter,
+    )
+    const idleTimeoutMs = sandboxIdleTimeout(this.options.settings, options.idleTimeoutMs)
     // Read before a backend opens: an unknown artifact costs no container, and answers as GET /v1/artifacts would.
     // A snapshot is read and checked now, restored first once the backend is open, so the start's own files go over it.
     const { maxSnapshotBytes } = this.options.settings
     const restore =
       options.from !== undefined ? await readSnapshot(options.from, tenant, this.options.artifacts, maxSnapshotBytes) : undefined
-    const files: { path: string; content: Buffer | { sha256: string } }[] = []
-    const locate = this.options.uploads?.locate
-    for (const [index, file] of (options.files ?? []).entries()) {
-      try {
-        const path = normalizeWorkspacePath(file.path)
-        // An upload is only found now (nothing read): the sandbox binds it in where its backend can, else copies it.
-        const upload = isUploadByDigest(file) && locate ? await locate(file.sha256.replace(/^sha256:/, ''), tenant) : undefined
-        files.push({
-          path,
-          content: upload
-            ? { sha256: (file as { sha256: string }).sha256 }
-            : await sandboxFileBytes(file, tenant, this.options.artifacts, this.options.uploads),
-        })
-      } catch (error) {
-        if (
-          (['EXECGATE_NOT_FOUND', 'EXECGATE_FILE_NOT_FOUND', 'EXECGATE_LEDGER_DISABLED'] as const).some((code) =>
-            isExecgateError(error, code),
-          )
-        )
-          throw error
-        throw new ExecgateError('EXECGATE_REQUEST_INVALID', {
-          detail: `files[${index}]: ${describeError(error).replace(/^\[execgate\] /, '')}`,
-        })
-      }
-    }
+    const files = await startFiles(options.files ?? [], tenant, this.options.artifacts, this.options.uploads)
     await (this.swept ??= this.sweep())
     // Counted before the backend opens, in the registry (across nodes when it is shared): two starts at once, here or
     // on two nodes, cannot both take the last place.
