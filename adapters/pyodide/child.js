@@ -230,6 +230,8 @@ async function main() {
     } catch {
       recycle = true
     }
+    // A finalizer the check's collection ran is the run's code too: a timer it scheduled would fire after the verdict.
+    leftoverTimers.clear()
     send({ type: 'checked', id: message.id, recycle })
   })
   send({ type: 'ready' })

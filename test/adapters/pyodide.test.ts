@@ -103,14 +103,25 @@ describe('pyodide adapter: the process boundary, without the static check', () =
         "js.setTimeout(create_once_callable(lambda: print('LEFTOVER')), 50)",
         'js.setTimeout(create_once_callable(lambda: 1 / 0), 60)',
         "js.setInterval(create_proxy(lambda: print('TICK')), 20)",
+        // A finalizer the post-run check's collection runs (a cycle), scheduling a timer that would change a module.
+        'class D:',
+        "    def __del__(s): js.setTimeout(create_once_callable(lambda: setattr(__import__('json'), 'dumps', len)), 0)",
+        'd = D()',
+        'd.me = d',
+        'del d',
         'js.process.pid',
       ].join('\n')
       const first = await single.execute({ language: 'python', code }, context)
       expect(first.status).toBe('ok')
       await new Promise((resolve) => setTimeout(resolve, 300))
-      const next = await single.execute({ language: 'python', code: 'import js\njs.process.pid' }, context)
-      // The same process answers (it did not die of the throwing timer), and nothing the first run scheduled printed.
-      expect({ status: next.status, pid: next.value, stdout: next.stdout }).toEqual({ status: 'ok', pid: first.value, stdout: '' })
+      const next = await single.execute({ language: 'python', code: 'import js, json\n[js.process.pid, json.dumps([1])]' }, context)
+      // The same process answers (it did not die of the throwing timer), nothing the first run scheduled printed, and
+      // json is as it was.
+      expect({ status: next.status, value: next.value, stdout: next.stdout }).toEqual({
+        status: 'ok',
+        value: [first.value, '[1]'],
+        stdout: '',
+      })
     } finally {
       await single.dispose()
     }
