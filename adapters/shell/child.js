@@ -168,6 +168,11 @@ function interpreter(job) {
   // just-bash's own data limits sit below the heap cap, so a big string or pipe fails with a clear message first;
   // the heap cap (--max-old-space-size) is what holds when they do not.
   const dataBytes = Math.floor(job.memoryBytes / 4)
+  // A string grown by doubling (`x="$x$x"`) is stopped at this length, but the heap then holds the string, its
+  // halves and the refused doubling: at a quarter of a 128 MiB cap the heap stood at 134 MB after the refusal, at the
+  // cap itself, and the process sometimes died of it on a busy machine (a later exec then answered memory_limit for a
+  // flood). An eighth leaves it at 70 MB.
+  const stringBytes = Math.floor(job.memoryBytes / 8)
   const bash = new Bash({
     fs: guardWorkspace(memory, job.filesystem),
     cwd: WORKSPACE,
@@ -182,7 +187,7 @@ function interpreter(job) {
       maxAwkIterations: job.maxIterations,
       maxSedIterations: job.maxIterations,
       maxJqIterations: job.maxIterations,
-      maxStringLength: dataBytes,
+      maxStringLength: stringBytes,
       maxHeredocSize: dataBytes,
       maxOutputSize: dataBytes,
       maxLiveBytes: dataBytes,
