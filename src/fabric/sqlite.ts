@@ -93,35 +93,25 @@ function withStatementGuards(db: Database): Database {
   const prepare = db.prepare.bind(db)
   db.prepare = (sql: string) => {
     const statement = prepare(sql)
-    const run = statement.run.bind(statement)
     const get = statement.get.bind(statement)
-    const all = statement.all.bind(statement)
-    statement.run = (...params: unknown[]) => {
-      try {
-        return run(...params)
-      } catch (error) {
-        endRefused(db, sql, get, params, error)
-        throw error
+    // Each call as libsql makes it, with a statement refused busy ended before the refusal reaches the store.
+    const guarded =
+      <R>(call: (...params: unknown[]) => R) =>
+      (...params: unknown[]): R => {
+        try {
+          return call(...params)
+        } catch (error) {
+          endRefused(db, sql, get, params, error)
+          throw error
+        }
       }
-    }
+    const getRow = guarded(get)
+    statement.run = guarded(statement.run.bind(statement))
+    statement.all = guarded(statement.all.bind(statement))
     statement.get = (...params: unknown[]) => {
-      let row: unknown
-      try {
-        row = get(...params)
-      } catch (error) {
-        endRefused(db, sql, get, params, error)
-        throw error
-      }
+      const row = getRow(...params)
       if (row !== null && typeof row === 'object' && '_metadata' in row) delete (row as { _metadata?: unknown })._metadata
       return row
-    }
-    statement.all = (...params: unknown[]) => {
-      try {
-        return all(...params)
-      } catch (error) {
-        endRefused(db, sql, get, params, error)
-        throw error
-      }
     }
     return statement
   }
