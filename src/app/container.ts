@@ -16,6 +16,7 @@ import {
 } from './container-modules'
 import { createLogger, type Logger } from '../observability/logger'
 import * as tokens from './tokens'
+import { CountedContainer } from './counted-container'
 import type { HostFunctionDefinition } from '../workspace'
 
 export interface ContainerOptions extends LoadConfigOptions {
@@ -117,7 +118,7 @@ export async function createContainer(options: ContainerOptions = {}): Promise<C
   const config = options.config ?? loadConfig(options)
   if (!options.adapters) checkAdapterNames(config)
   checkFabricConfig(config)
-  const container = new Container()
+  const container = new CountedContainer()
   const logger = options.logger ?? createLogger(config.log.level)
   container.loadSync(
     configModule(config),

@@ -152,8 +152,9 @@ function race(
   const { adapter, policy, options } = run
   const callerSignal = options.signal
   // What the adapter streams is kept here too (and passed on to a streaming caller), so an answer the service gives
-  // for an adapter that did not stop in time still carries the output up to then.
-  const streamed = new OutputCapture(policy.outputBytes, options.onOutput)
+  // for an adapter that did not stop in time still carries the output up to then. Made at the first chunk: most
+  // runs stream none (an inline monty run hands its output over in its result).
+  let streamed: OutputCapture | undefined
   let backstop: ArmedDeadline | undefined
   let settled = false
   // The answer when it came on the spot, else how the promise returned below resolves.
@@ -171,16 +172,11 @@ function race(
   const onBackstop = () => {
     controller.abort(new Error('deadline'))
     // Output past the cap before the deadline: the cap broke first, as the adapters themselves count it.
-    const limit = streamed.exceeded ? `passed the ${policy.outputBytes}-byte output limit` : `passed its ${policy.wallTimeMs} ms limit`
+    const exceeded = streamed?.exceeded === true
+    const limit = exceeded ? `passed the ${policy.outputBytes}-byte output limit` : `passed its ${policy.wallTimeMs} ms limit`
     const message = `[execgate] [${adapter.name}] the run ${limit} and the adapter did not stop within ${shared.graceMs} ms`
     settle(
-      refusal(
-        streamed.exceeded ? 'output_limit' : 'timeout',
-        adapter.name,
-        message,
-        streamed.exceeded ? 'OutputLimit' : 'TimeoutError',
-        streamed.finish(),
-      ),
+      refusal(exceeded ? 'output_limit' : 'timeout', adapter.name, message, exceeded ? 'OutputLimit' : 'TimeoutError', streamed?.finish()),
     )
   }
   // On the service's shared timer: a deadline is an entry in a Set, not a timer of its own (see SharedDeadlines).
@@ -192,7 +188,7 @@ function race(
     controller.abort(callerSignal?.reason)
     // The adapter gets a moment to stop and answer `cancelled` itself, with whatever output it has.
     setTimeout(
-      () => settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled', streamed.finish())),
+      () => settle(refusal('cancelled', adapter.name, '[execgate] the run was cancelled by the caller', 'Cancelled', streamed?.finish())),
       shared.graceMs,
     )
   }
@@ -207,7 +203,7 @@ function race(
     isAborted: () => controller.aborted,
     onAbort: (listener) => controller.listen(listener),
     deadline: run.started + policy.wallTimeMs,
-    onOutput: (stream, chunk) => void streamed.write(stream, chunk),
+    onOutput: (stream, chunk) => void (streamed ??= new OutputCapture(policy.outputBytes, options.onOutput)).write(stream, chunk),
     hostFunctions: host.context.hostFunctions,
     pauseClock: () => shared.backstops.disarm(backstop),
     restartClock: () => {

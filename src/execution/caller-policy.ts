@@ -64,7 +64,7 @@ export function callerPolicy(
       ),
     }
   }
-  return { policy: resolution.policy }
+  return resolution
 }
 
 /** A request that sends files its policy may not read, refused before it runs, naming the profiles that would read them. */

@@ -23,7 +23,15 @@ export function newRunId(now: number = Date.now()): string {
     next = 0
   }
   const at = next++ * 16
-  pool.writeUIntBE(now, at, 6)
+  // The 48-bit milliseconds big-endian, byte by byte: writeUIntBE's argument checks were a third of this function's time.
+  const high = Math.floor(now / 2 ** 32)
+  const low = now >>> 0
+  pool[at] = high >>> 8
+  pool[at + 1] = high
+  pool[at + 2] = low >>> 24
+  pool[at + 3] = low >>> 16
+  pool[at + 4] = low >>> 8
+  pool[at + 5] = low
   pool[at + 6] = (pool[at + 6]! & 0x0f) | 0x70
   pool[at + 8] = (pool[at + 8]! & 0x3f) | 0x80
   for (let index = 0; index < 16; index++) {

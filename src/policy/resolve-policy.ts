@@ -27,6 +27,8 @@ export function resolvePolicy(
   base: SecurityPolicy,
   request: Pick<ExecutionRequest, 'timeoutMs' | 'memoryMb' | 'policy'>,
 ): PolicyResolution {
+  // Most requests tighten nothing: the caller's policy as it is, without a copy of overrides to find that out.
+  if (request.policy === undefined && request.timeoutMs === undefined && request.memoryMb === undefined) return { policy: base }
   const overrides: PolicyOverrides = { ...request.policy }
   if (request.timeoutMs !== undefined) overrides.wallTimeMs = Math.min(request.timeoutMs, overrides.wallTimeMs ?? Infinity)
   if (request.memoryMb !== undefined) overrides.memoryMb = Math.min(request.memoryMb, overrides.memoryMb ?? Infinity)

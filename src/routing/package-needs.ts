@@ -1,37 +1,41 @@
 import { DATA_PACKAGES, isDataPackage, type CodeExecutionAdapter, type DataPackage, type ExecutionRequest } from '../core'
-import { scanPython } from '../runtime/languages/python-scan'
+import { scanPython, type PythonScan } from '../runtime/languages/python-scan'
 
-/** Scans are kept per request object: routing asks about the same request once per candidate adapter. */
-const scanned = new WeakMap<ExecutionRequest, readonly DataPackage[]>()
+/**
+ * What each scan imports of the data packages, kept per scan: scanPython answers code sent again with the scan it
+ * made the first time, so a run of code seen before (most of the traffic) finds its answer without a copy.
+ */
+const scanned = new WeakMap<PythonScan, readonly DataPackage[]>()
+const NONE: readonly DataPackage[] = Object.freeze([])
 
 /**
  * The data packages (src/core/packages.ts) a Python request imports, read from the code before anything runs, so
  * routing can send it to a tier that has them instead of a cold start that ends in ModuleNotFoundError.
  */
 export function neededPackages(request: ExecutionRequest): readonly DataPackage[] {
-  if (request.language !== 'python') return []
-  const known = scanned.get(request)
-  if (known) return known
-  let names: DataPackage[] = []
+  if (request.language !== 'python') return NONE
+  let scan: PythonScan
   try {
-    names = [
-      ...new Set(
-        scanPython(request.code)
-          .imports.map(({ name }) => name.split('.')[0]!)
-          .filter(isDataPackage),
-      ),
-    ]
+    scan = scanPython(request.code)
   } catch {
     // code the scanner cannot read is the static check's to report; it needs no package here
+    return NONE
   }
-  scanned.set(request, names)
+  if (scan.imports.length === 0) return NONE
+  let names = scanned.get(scan)
+  if (!names) {
+    names = [...new Set(scan.imports.map(({ name }) => name.split('.')[0]!).filter(isDataPackage))]
+    scanned.set(scan, names)
+  }
   return names
 }
 
 /** The packages the adapter lacks of those the request imports. */
-export function missingPackages(adapter: CodeExecutionAdapter, request: ExecutionRequest): DataPackage[] {
+export function missingPackages(adapter: CodeExecutionAdapter, request: ExecutionRequest): readonly DataPackage[] {
+  const needed = neededPackages(request)
+  if (needed.length === 0) return NONE
   const have = adapter.capabilities.packages ?? []
-  return neededPackages(request).filter((name) => !have.includes(name))
+  return needed.filter((name) => !have.includes(name))
 }
 
 /** `pandas (Debian package python3-pandas)`, for refusals. */

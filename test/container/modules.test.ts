@@ -74,6 +74,20 @@ describe('listeners bound in the container', () => {
     expect(listener.heard.at(-1)?.status).toBe('ok')
   })
 
+  it('unbound after start-up hear no more runs; bound again, they hear the next (the listeners are kept between runs)', async () => {
+    const transient = new RecordingListener()
+    const binding = execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(transient).getIdentifier()
+    await execgate.execute({ language: 'python', code: '1 + 1' })
+    await execgate.execute({ language: 'python', code: '2 + 2' })
+    await execgate.container.unbind(binding)
+    await execgate.execute({ language: 'python', code: '3 + 3' })
+    execgate.container.bind<ExecutionListener>(tokens.ExecutionListener).toConstantValue(transient)
+    await execgate.execute({ language: 'python', code: '4 + 4' })
+    expect(transient.heard.map((item) => item.status)).toEqual(['ok', 'ok', 'ok'])
+    // The one bound at start-up heard all four.
+    expect(listener.heard.slice(-4).map((item) => item.language)).toEqual(['python', 'python', 'python', 'python'])
+  })
+
   it('include the log line of every execution (the ExecutionLog listener)', async () => {
     const lines: string[] = []
     const logger = createLogger('info', { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream)

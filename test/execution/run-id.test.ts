@@ -6,6 +6,8 @@ describe('run ids (UUID version 7)', () => {
     const id = newRunId(now)
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
     expect(parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(now)
+    // Every one of the six bytes, the two above 32 bits included.
+    expect(newRunId(0xfedcba987654).slice(0, 13)).toBe('fedcba98-7654')
   })
 
   it('sort by time, and never repeat (past the random pool refilling)', () => {
