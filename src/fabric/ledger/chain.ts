@@ -1,4 +1,5 @@
 import { sha256 } from './digest'
+import { restoreOmitted } from './run-entry-json'
 import type { ChainPoint, RecordBody, RecordDraft, StoredRecord, VerifyReport } from './types'
 
 /**
@@ -23,8 +24,11 @@ export function chainRecord(draft: RecordDraft, previous: ChainPoint): StoredRec
   return { tenant: draft.tenant, seq, id: draft.id, body: text, hash: sha256(text) }
 }
 
-export function parseBody(record: StoredRecord): RecordBody {
-  return JSON.parse(record.body) as RecordBody
+/** A stored record's body, its entry as the writer had it (keys its text leaves out put back: run-entry-json.ts). */
+export function parseBody(record: Pick<StoredRecord, 'body'>): RecordBody {
+  const body = JSON.parse(record.body) as RecordBody
+  restoreOmitted(body.entry)
+  return body
 }
 
 /** What `verifyChain` reads the chain through: the kept records in order, a page at a time. */

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
 import { runScript } from '../redis-script'
-import { chainRecord, GENESIS } from './chain'
+import { chainRecord, GENESIS, parseBody } from './chain'
 import { linksOf } from './entry-links'
 import type { AppendOptions, LedgerRecordStore } from './record-store'
 import { GENERATED_ROLES, type ArtifactLink, type ChainPoint, type RecordBody, type RecordDraft, type StoredRecord } from './types'
@@ -163,7 +163,7 @@ export class RedisLedgerStore implements LedgerRecordStore {
               seq: record.seq,
               id: record.id,
               value: JSON.stringify({ id: record.id, hash: record.hash, body: record.body } satisfies StoredValue),
-              links: scriptLinks(JSON.parse(record.body) as RecordBody),
+              links: scriptLinks(parseBody(record)),
             })),
           }
           const applied = await runScript(this.redis, APPEND, 0, this.prefix, encodeURIComponent(tenant), tenant, JSON.stringify(payload))
@@ -231,7 +231,7 @@ export class RedisLedgerStore implements LedgerRecordStore {
     const records = await this.bySeq(tenant, seqs)
     const last = records.find((record) => record.seq === seq)
     if (!last) return []
-    const removed = records.map((record) => ({ seq: record.seq, id: record.id, links: scriptLinks(JSON.parse(record.body) as RecordBody) }))
+    const removed = records.map((record) => ({ seq: record.seq, id: record.id, links: scriptLinks(parseBody(record)) }))
     await this.redis.eval(
       REMOVE,
       0,

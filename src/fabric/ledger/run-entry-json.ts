@@ -1,4 +1,4 @@
-import type { RunRecord } from './types'
+import type { LedgerEntry, RunRecord, StreamDigest } from './types'
 
 /**
  * JSON texts of objects many records share, by identity: an adapter's engines, a code's and a value's references, the
@@ -14,6 +14,39 @@ export function shared<T extends object>(value: T): T {
   return value
 }
 
+/**
+ * Shared objects that say no more than a missing key would (the empty streams, the empty list): left out of a run's
+ * text, and put back on read (`restoreOmitted`). A trivial run's stdout and stderr digests of nothing and its two
+ * empty lists were ~220 of its record's ~1,060 bytes, hashed, bound, written to the WAL and copied again at the
+ * checkpoint for every run.
+ */
+const omitted = new WeakSet<object>()
+
+/** Marks a shared object (`shared`) that a run's text leaves out: it is what `restoreOmitted` puts back. */
+export function omittedDefault<T extends object>(value: T): T {
+  omitted.add(value)
+  return shared(value)
+}
+
+/** SHA-256 of no bytes: the digest of an empty stream. */
+export const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'
+
+/**
+ * A stored entry as its writer had it: a run's keys `runEntryJson` left out (the empty streams and lists) put back,
+ * each a new object (the caller may change it). Records written before they were left out hold them already.
+ */
+export function restoreOmitted(entry: LedgerEntry): LedgerEntry {
+  if (entry?.kind !== 'run') return entry
+  const run = entry as Partial<RunRecord>
+  run.inputs ??= []
+  run.outputs ??= []
+  run.stdout ??= emptyStream()
+  run.stderr ??= emptyStream()
+  return entry
+}
+
+const emptyStream = (): StreamDigest => ({ sha256: EMPTY_SHA256, size: 0, stored: false })
+
 /** Whether many records name this object as it is (a repeated code's reference, a value's digest, the empty list). */
 export const isShared = (value: object): boolean => sharedJson.has(value)
 
@@ -26,8 +59,8 @@ const ALWAYS_KEPT = 1
  * `JSON.stringify(entry)` but for its keys that hold shared objects (SPLICED), whose JSON is made once per object and
  * spliced in last: a trivial run's entry is ~0.8 KB of which half is such objects, serialised again for every record
  * before (a third of the writer's JSON then, two thirds once the code, value and streams were shared).
- * The same content; only those keys' place differs, which the chain does not care about (a record's hash is over
- * its stored text).
+ * The same content once read (`restoreOmitted` puts back the keys left out); only the spliced keys' place differs,
+ * which the chain does not care about (a record's hash is over its stored text).
  */
 export function runEntryJson(entry: RunRecord): string {
   const fields = entry as unknown as Record<string, unknown>
@@ -65,7 +98,7 @@ export function runEntryJson(entry: RunRecord): string {
     let tail = ''
     for (let at = 0; at < SPLICED.length; at++) {
       const value = taken[at]
-      if (value === undefined) continue
+      if (value === undefined || omitted.has(value)) continue
       let json = sharedJson.get(value)
       if (!json) sharedJson.set(value, (json = JSON.stringify(value)))
       tail += `,"${SPLICED[at]}":${json}`

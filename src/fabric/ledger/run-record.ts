@@ -2,12 +2,13 @@ import { workspaceFileBytes } from '../../core/workspace-files'
 import { sha256 } from './digest'
 import { JSON_MEDIA_TYPE, TEXT_PLAIN, codeMediaType, mediaTypeOf } from './media-types'
 import type { CapturedRun } from './run-capture'
-import { shared } from './run-entry-json'
+import { EMPTY_SHA256, omittedDefault, shared } from './run-entry-json'
 import type { ArtifactRef, RunRecord, StreamDigest } from './types'
 
 /** A captured run's record (`describeRun`), off the result's path: its hashing, and the blobs it names. */
 
-const NO_REFS: ArtifactRef[] = shared([])
+/** The record's text leaves the empty lists and streams out (runEntryJson); a read puts them back. */
+const NO_REFS: ArtifactRef[] = omittedDefault([])
 
 /** A view of the bytes as a Buffer (a Uint8Array arrives from another thread), without copying them. */
 export function asBuffer(bytes: Uint8Array): Buffer {
@@ -65,7 +66,7 @@ function textArtifact(path: string, text: string, mediaType: string, blobs: Map<
   return ref
 }
 
-const EMPTY_STREAM: StreamDigest = shared({ sha256: sha256(''), size: 0, stored: false })
+const EMPTY_STREAM: StreamDigest = omittedDefault({ sha256: EMPTY_SHA256, size: 0, stored: false })
 
 function stream(name: 'stdout' | 'stderr', text: string, thresholdBytes: number, blobs: Map<string, BlobWrite>): StreamDigest {
   if (text === '') return EMPTY_STREAM

@@ -1,9 +1,9 @@
 import { openSqlite, type Database, type SqliteDriver, type Statement, type Transaction } from '../sqlite'
-import { chainRecord, GENESIS } from './chain'
+import { chainRecord, GENESIS, parseBody } from './chain'
 import type { AppendOptions, LedgerRecordStore } from './record-store'
 import { LINKS_SCHEMA, SqliteLinkIndex, type IndexedRecord } from './sqlite-link-index'
 import { RowInserter } from './sqlite-row-inserter'
-import type { ArtifactLink, ChainPoint, LinkRole, PolicyText, RecordBody, RecordDraft, StoredRecord } from './types'
+import type { ArtifactLink, ChainPoint, LinkRole, PolicyText, RecordDraft, StoredRecord } from './types'
 
 /**
  * The embedded record store: `ledger.sqlite` beside the task store's `tasks.sqlite` in `fabric.dataDir` (a sibling
@@ -150,7 +150,7 @@ export class SqliteLedgerStore implements LedgerRecordStore {
       const shas = this.links.removeThrough(
         tenant,
         through,
-        rows.map((row) => (JSON.parse(row.body) as RecordBody).entry),
+        rows.map((row) => parseBody(row).entry),
       )
       this.db.prepare('DELETE FROM ledger_records WHERE tenant = ? AND seq >= ? AND seq <= ?').run(tenant, from, through)
       this.db.prepare('UPDATE ledger_chains SET checkpoint_seq = ?, checkpoint_hash = ? WHERE tenant = ?').run(last.seq, last.hash, tenant)

@@ -1,15 +1,18 @@
 import type { ExecutionRequest, ExecutionResult, RunInfo, SecurityPolicy } from '../../../src/core'
 import { DEFAULT_POLICY } from '../../../src/policy'
 import { captureRun } from '../../../src/fabric/ledger/run-capture'
-import { runEntryJson } from '../../../src/fabric/ledger/run-entry-json'
+import { parseBody } from '../../../src/fabric/ledger/chain'
+import { sha256 } from '../../../src/fabric/ledger/digest'
+import { EMPTY_SHA256, restoreOmitted, runEntryJson } from '../../../src/fabric/ledger/run-entry-json'
 import { describeRun, type BlobWrite } from '../../../src/fabric/ledger/run-record'
 import type { RunRecord } from '../../../src/fabric/ledger/types'
 
 /**
  * A run's record text (runEntryJson) splices the JSON of objects records share (the engines, a
  * repeated code's and value's references, the empty streams and lists) instead of serialising them each time, and
- * reuses the last record's spliced text when the next names the same objects. Whatever order records come in, the
- * text must say exactly what `JSON.stringify(entry)` says, and leave the entry as it was.
+ * reuses the last record's spliced text when the next names the same objects; it leaves out the empty streams and
+ * lists, which a read puts back (`restoreOmitted`, in `parseBody`). Whatever order records come in, the text read
+ * back must say exactly what `JSON.stringify(entry)` says, and the entry must be left as it was.
  */
 
 const settings = { execgateVersion: 'test', outputThresholdBytes: 16 }
@@ -36,7 +39,7 @@ function record(
 function expectSameAsStringify(entry: RunRecord): void {
   const before = JSON.stringify(entry)
   const text = runEntryJson(entry)
-  expect(JSON.parse(text)).toEqual(JSON.parse(before))
+  expect(restoreOmitted(JSON.parse(text))).toEqual(JSON.parse(before))
   // The entry is left as it was (its shared fields are put back).
   expect(JSON.stringify(entry)).toBe(before)
 }
@@ -78,4 +81,27 @@ test('records of a repeated code and value share their references, and name thei
   expect([...first.blobs.values()].map((blob) => blob.mediaType).sort()).toEqual(['application/json', 'text/x-python'])
   expect(first.entry.code).toMatchObject({ path: 'code', size: Buffer.byteLength('sum([1, 2])'), mediaType: 'text/x-python' })
   expect(first.entry.value).toEqual({ sha256: expect.stringMatching(/^[0-9a-f]{64}$/), size: 1 })
+})
+
+test('the empty streams and lists are left out of the text, and a read puts them back as they were', () => {
+  const trivial = record({}, { value: 2 }).entry
+  const text = runEntryJson(trivial)
+  const stored = JSON.parse(text) as Record<string, unknown>
+  for (const key of ['inputs', 'outputs', 'stdout', 'stderr']) expect(stored).not.toHaveProperty(key)
+  expect(stored).toHaveProperty('code')
+  expect(stored).toHaveProperty('value')
+  expect(EMPTY_SHA256).toBe(sha256(''))
+  const body = parseBody({ body: `{"seq":1,"prevHash":"","recordedAt":1,"entry":${text}}` })
+  expect(body.entry).toEqual(JSON.parse(JSON.stringify(trivial)))
+  expect(body.entry).toMatchObject({ inputs: [], outputs: [], stdout: { sha256: EMPTY_SHA256, size: 0, stored: false } })
+
+  // A run that has them keeps them; a record written before they were left out reads as it was.
+  const busy = record({ files: [{ path: 'in.csv', content: 'a\n' }] }, {
+    stdout: 'hi',
+    stderr: 'a long enough error text',
+    files: [{ path: 'out.txt', content: 'written' }],
+  } as Partial<ExecutionResult>).entry
+  expect(JSON.parse(runEntryJson(busy))).toEqual(JSON.parse(JSON.stringify(busy)))
+  const older = JSON.stringify({ seq: 1, prevHash: '', recordedAt: 1, entry: trivial })
+  expect(parseBody({ body: older }).entry).toEqual(JSON.parse(JSON.stringify(trivial)))
 })
