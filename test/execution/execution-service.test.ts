@@ -236,6 +236,32 @@ describe('ExecutionService', () => {
     expect(result.status).toBe('cancelled')
   })
 
+  test("the run's signal is the context's own property: it aborts on the caller's cancel, also read from a copy", async () => {
+    const seen: { own: boolean; enumerable: boolean; abortedBefore: boolean; copyAborted?: boolean }[] = []
+    await withService(
+      new ScriptedAdapter(
+        (_code, context) =>
+          new Promise((resolve) => {
+            const descriptor = Object.getOwnPropertyDescriptor(context, 'signal')
+            // What a wrapper that copies the context (as the shell and the workers do) hands on.
+            const copy = { ...context, deadline: context.deadline }
+            seen.push({ own: descriptor !== undefined, enumerable: descriptor?.enumerable === true, abortedBefore: copy.signal.aborted })
+            copy.signal.addEventListener('abort', () => {
+              seen[0]!.copyAborted = context.signal.aborted && copy.signal.aborted
+              resolve(createResult('cancelled', 'scripted', { message: 'stopped on the signal' }))
+            })
+          }),
+      ),
+      async (service) => {
+        const controller = new AbortController()
+        setTimeout(() => controller.abort(), 50)
+        const result = await service.execute({ language: 'javascript', code: '1' }, { signal: controller.signal })
+        expect(result).toMatchObject({ status: 'cancelled', message: 'stopped on the signal' })
+      },
+    )
+    expect(seen).toEqual([{ own: true, enumerable: true, abortedBefore: false, copyAborted: true }])
+  })
+
   test('streams output to onOutput as it is produced', async () => {
     const chunks: string[] = []
     const result = await execgate.execute(
