@@ -8,11 +8,10 @@ import { describeRun, type BlobWrite } from '../../../src/fabric/ledger/run-reco
 import type { RunRecord } from '../../../src/fabric/ledger/types'
 
 /**
- * A run's record text (runEntryJson) splices the JSON of objects records share (the engines, a
- * repeated code's and value's references, the empty streams and lists) instead of serialising them each time, and
- * reuses the last record's spliced text when the next names the same objects; it leaves out the empty streams and
- * lists, which a read puts back (`restoreOmitted`, in `parseBody`). Whatever order records come in, the text read
- * back must say exactly what `JSON.stringify(entry)` says, and the entry must be left as it was.
+ * A run's record text (runEntryJson) is written key by key: the JSON of objects records share (the engines, a
+ * repeated code's and value's references) made once, a value the last record had not serialised again, and the empty
+ * streams and lists left out, which a read puts back (`restoreOmitted`, in `parseBody`). Whatever order records come
+ * in, the text read back must say exactly what `JSON.stringify(entry)` says, and the entry must be left as it was.
  */
 
 const settings = { execgateVersion: 'test', outputThresholdBytes: 16 }
@@ -44,7 +43,7 @@ function expectSameAsStringify(entry: RunRecord): void {
   expect(JSON.stringify(entry)).toBe(before)
 }
 
-test('the spliced text says what JSON.stringify says, whatever records come one after another', () => {
+test('the text says what JSON.stringify says, whatever records come one after another', () => {
   const strictPolicy: SecurityPolicy = { ...DEFAULT_POLICY, wallTimeMs: 1234, allowedImports: ['math'] }
   const entries = [
     record({}, { value: 2 }).entry,
@@ -66,6 +65,8 @@ test('the spliced text says what JSON.stringify says, whatever records come one 
     ).entry,
     record({}, {}).entry,
     record({}, { value: 2 }).entry,
+    // Every number its own, so that two keys read in each other's place would show.
+    record({}, { value: 2, usage: { wallMs: 1.5, cpuMs: 3, memoryBytes: 4096 } } as Partial<ExecutionResult>).entry,
   ]
   for (const entry of entries) expectSameAsStringify(entry)
   // And again in another order, so each record follows one that spliced other objects.
