@@ -1,13 +1,12 @@
 'use strict'
 /**
  * The Python child.js runs once, after pyodide loads: fresh globals per run, the value of the last expression, the
- * egress gateway behind urllib and pyodide.http, display(), host functions, and the check that no module or builtin
- * was changed for the next run (a run that changes them gets its process recycled). Plain JavaScript, read by the
- * child under the permission model (its own file is one of the few it may read).
+ * egress gateway behind urllib and pyodide.http, display(), and host functions. Nothing here crosses pyodide's
+ * JavaScript bridge during a run: host calls and display() items go through a device file (/dev/execgate, child.js),
+ * and errors come back as text, so a run that stays in Python never marks itself (child-guard.js). Plain JavaScript,
+ * read by the child under the permission model (its own file is one of the few it may read).
  */
-module.exports =
-  require('./child-check.js') +
-  `
+module.exports = `
 def _execgate_network():
     import io, email.message, urllib.request, urllib.response, urllib.error, base64
     import pyodide.http
@@ -109,7 +108,7 @@ def _execgate_network():
 
 
 def _execgate_setup():
-    import sys, builtins, json, pickle, base64, types, ast, inspect, linecache, functools, operator, __future__
+    import sys, os, builtins, json, pickle, base64, types, ast, inspect, linecache, functools, operator, traceback, __future__
     from textwrap import dedent
     from _pyodide._base import should_quiet
 
@@ -240,6 +239,29 @@ def _execgate_setup():
 
         return display, state
 
+    # The host channel: a device file child.js serves. A line 'H<name>\\t<args JSON>' is a host call, answered by one line
+    # read back; 'D<item JSON>' is a display() item. JSON text holds no raw newline, so a line is one message.
+    channel = os.open('/dev/execgate', os.O_RDWR)
+
+    def send_line(text):
+        view = memoryview(text.encode('utf-8', 'surrogatepass') + b'\\n')
+        while view:
+            view = view[os.write(channel, view):]
+
+    def host_call(name, args):
+        send_line('H' + name + '\\t' + args)
+        chunks = []
+        while True:
+            chunk = os.read(channel, 1 << 16)
+            if not chunk:
+                raise RuntimeError('the host closed the host-call channel')
+            chunks.append(chunk)
+            if chunk.endswith(b'\\n'):
+                return b''.join(chunks)[:-1].decode('utf-8')
+
+    def display_send(item):
+        send_line('D' + item)
+
     # Host calls raise these; any other name the host sends becomes a RuntimeError.
     raisable = {t.__name__: t for t in (FileNotFoundError, PermissionError, TypeError, ValueError, RuntimeError)}
 
@@ -306,16 +328,70 @@ def _execgate_setup():
         session = capture(scope) if keep else None
         return json.dumps([None if value is None else to_json(value), session, shown['omitted']])
 
+    # The run's exception as text, from its first frame in main.py (the frames of run() above it are ours): raised to
+    # child.js instead, it would cross the bridge to become a JavaScript error.
+    def failed(error):
+        try:
+            tb = error.__traceback__
+            while tb is not None and tb.tb_frame.f_code.co_filename != 'main.py':
+                tb = tb.tb_next
+            text = ''.join(traceback.format_exception(type(error), error, tb))
+        except BaseException:
+            text = type(error).__name__
+        return json.dumps([None, None, 0, {'type': type(error).__name__, 'text': text}])
+
     async def answer_later(head, tail, scope, keep, shown):
         try:
-            value = await execute_async(head, tail, scope)
-        finally:
-            end_run()
-        return answer(value, scope, keep, shown)
+            try:
+                value = await execute_async(head, tail, scope)
+            finally:
+                end_run()
+            return answer(value, scope, keep, shown)
+        except BaseException as error:
+            return failed(error)
+
+    # Code with top-level await that never waits for the event loop (an await of a coroutine, asyncio.sleep(0), pyfetch
+    # through the gateway) is driven to its end here: handing it to the event loop would cross the bridge, and the
+    # process would be replaced after the run (child-guard.js). Only code that waits for a timer or a task goes on there.
+    def drive(coroutine):
+        try:
+            while True:
+                waiting = coroutine.send(None)
+                if waiting is not None:
+                    return carry_on(coroutine, waiting)
+        except StopIteration as done:
+            return done.value
+
+    async def carry_on(coroutine, waiting):
+        return await hand_over(coroutine, waiting)
+
+    @types.coroutine
+    def hand_over(coroutine, waiting):
+        # The future the code waits on goes to the event loop's task, and what the task sends or throws back goes on to
+        # the code, as if the task had run it from the start.
+        while True:
+            try:
+                sent = yield waiting
+            except BaseException as error:
+                try:
+                    waiting = coroutine.throw(error)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                waiting = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value
 
     # The answer's JSON text; or, for code with top-level await only, a coroutine the caller awaits for it. Code without
     # one runs here and now: no hop through the event loop (a task scheduled and its promise settled) for every run.
-    def run(code, state=None, keep=False, host_names='[]', host_call=None, display_send=None, display_limits='[0, 0, 0]'):
+    def run(code, state=None, keep=False, host_names='[]', display_limits='[0, 0, 0]'):
+        try:
+            return run_here(code, state, keep, host_names, display_limits)
+        except BaseException as error:
+            return failed(error)
+
+    def run_here(code, state, keep, host_names, display_limits):
         scope = {'__name__': '__main__', '__builtins__': builtins}
         display, shown = make_display(display_send, display_limits)
         scope['display'] = display
@@ -329,7 +405,7 @@ def _execgate_setup():
             head, tail = compile_run(code)
             if awaits(head) or awaits(tail):
                 later = True
-                return answer_later(head, tail, scope, keep, shown)
+                return drive(answer_later(head, tail, scope, keep, shown))
             value = None
             if head is not None:
                 eval(head, scope)
@@ -340,9 +416,6 @@ def _execgate_setup():
                 end_run()
         return answer(value, scope, keep, shown)
 
-    # The check after each run, set up last: its snapshot is taken after everything above exists (child-check.js).
-    check = _execgate_check()
-
     def parse(code):
         try:
             compile(code, 'main.py', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
@@ -350,8 +423,18 @@ def _execgate_setup():
         except SyntaxError as error:
             return json.dumps({'type': 'SyntaxError', 'message': error.msg, 'line': error.lineno, 'column': error.offset})
 
-    return (run, parse) + check
+    return (run, parse)
 
 _execgate_hooks = _execgate_setup()
-del _execgate_network, _execgate_check
+del _execgate_network, _execgate_setup
+
+def _execgate_settle():
+    # What exists now is never collected again: a run's collection then walks only what the run made, rather than
+    # writing to every object the interpreter holds, which would leave most of the memory to put back after each run.
+    import gc
+    gc.collect()
+    gc.freeze()
+
+_execgate_settle()
+del _execgate_settle
 `

@@ -9,8 +9,9 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-// Loaded now, before pyodide and any run: it keeps the built-ins it uses from before code could patch them.
-const { watchDicts } = require('./child-memory-check.js')
+// Loaded now, before pyodide and any run: it wraps pyodide's imports as they are instantiated.
+const { watchImports, memorySnapshot } = require('./child-guard.js')
+const imports = watchImports()
 
 // The permission model forbids process.binding, which pyodide's loader asks for 'constants'. Answer that from
 // the public modules and refuse everything else.
@@ -132,24 +133,15 @@ async function main() {
   const { loadPyodide } = require(path.join(pyodideDir, 'pyodide.js'))
   const pyodide = await loadPyodide({ indexURL: pyodideDir + path.sep, stdout: () => undefined, stderr: () => undefined })
   closeTheBridge()
+  serveTheChannel(pyodide.FS)
   await pyodide.runPythonAsync(require('./child-python.js'))
   const leftoverTimers = keepTimersWithinTheRun()
   const hooks = pyodide.globals.get('_execgate_hooks')
-  const [run, parse, tidy, unchanged, layout, hold] = [0, 1, 2, 3, 4, 5].map((index) => hooks.get(index))
+  const [run, parse] = [0, 1].map((index) => hooks.get(index))
+  hooks.destroy()
   pyodide.runPython('del _execgate_hooks')
-  const rows = layout()
-  const dicts = watchDicts(pyodide._module.memory, rows.toJs())
-  rows.destroy()
-  /** The check after a run (child-check.js): true when the run changed a module or a builtin, or the check failed. */
-  const changedByRun = () => {
-    if (tidy() !== false) return true
-    if (dicts && dicts.same()) return false
-    if (unchanged() !== true) return true
-    // A change the Python comparison accepts (an equal number rebound, a table resized): compared from here on.
-    hold()
-    if (dicts) dicts.retake()
-    return false
-  }
+  // Taken last, when the process is as every run will find it (child-guard.js).
+  const memory = memorySnapshot(pyodide._module.wasmMemory || pyodide._module.memory)
   let pending = []
   let pendingBytes = 0
   const flush = () => {
@@ -176,7 +168,7 @@ async function main() {
   pyodide.setStdout(writer('stdout'))
   pyodide.setStderr(writer('stderr'))
   // A display() item goes out at once, after the text written before it.
-  const sendDisplay = (item) => {
+  sendDisplay = (item) => {
     flush()
     send({ type: 'display', id: currentRun, item })
   }
@@ -184,11 +176,15 @@ async function main() {
   process.on('message', async (message) => {
     if (message.type === 'parse') {
       const problem = parse(message.code)
-      return send({ type: 'parsed', id: message.id, error: problem ? JSON.parse(problem) : undefined })
+      send({ type: 'parsed', id: message.id, error: problem ? JSON.parse(problem) : undefined })
+      // Compiling leaves the source's names interned: put back, like a run's changes, before the process serves again.
+      if (!memory.restore()) process.exit(0)
+      return
     }
     if (message.type !== 'run') return
     currentRun = message.id
     let result
+    imports.begin()
     try {
       const state = message.session ? message.session.state || null : null
       let answer = run(
@@ -196,8 +192,6 @@ async function main() {
         state,
         Boolean(message.session),
         JSON.stringify(message.hostFunctions || []),
-        callHost,
-        sendDisplay,
         JSON.stringify(message.outputs || [0, 0, 0]),
       )
       // Code with top-level await answers through a coroutine; any other code has answered already (child-python.js).
@@ -206,7 +200,9 @@ async function main() {
         const turn = leftoverTimers.oneTurnIfPending()
         if (turn) await turn
       }
-      const [json, session, outputsOmitted] = JSON.parse(answer)
+      const [json, session, outputsOmitted, failure] = JSON.parse(answer)
+      // The run's exception, as text (child-python.js): described as pyodide's own error would be.
+      if (failure) throw { message: failure.text, type: failure.type }
       result = {
         status: 'ok',
         value: json === undefined || json === null ? undefined : JSON.parse(json),
@@ -221,17 +217,17 @@ async function main() {
     }
     leftoverTimers.clear()
     flush()
-    // Answer first; then check that the run left every module and builtin as it found them. The adapter does not
-    // hand this process to anyone else until the check is in.
+    // Answer first; then put the interpreter's memory back as the run found it (child-guard.js). A run that reached
+    // JavaScript, wrote a file or grew the memory leaves this process to be replaced instead. The adapter does not
+    // hand this process to anyone else until the verdict is in.
     send({ type: 'result', id: message.id, ...result })
+    const touched = imports.end()
     let recycle = true
     try {
-      recycle = changedByRun()
+      recycle = touched || !memory.restore()
     } catch {
       recycle = true
     }
-    // A finalizer the check's collection ran is the run's code too: a timer it scheduled would fire after the verdict.
-    leftoverTimers.clear()
     send({ type: 'checked', id: message.id, recycle })
   })
   send({ type: 'ready' })
@@ -244,6 +240,46 @@ async function settle(awaitable) {
   } finally {
     awaitable.destroy()
   }
+}
+
+let sendDisplay = () => undefined
+
+/**
+ * /dev/execgate, the device file through which the Python side makes host calls and sends display() items
+ * (child-python.js): reads and writes of a file are imports a run may call (child-guard.js), where calling a JavaScript
+ * function through the bridge would mark the run. A line 'H<name>\t<args>' is a host call, whose answer the next
+ * reads return; 'D<item>' a display() item.
+ */
+function serveTheChannel(FS) {
+  const decoder = new TextDecoder('utf-8')
+  let line = []
+  let reply = Buffer.alloc(0)
+  const device = FS.makedev(64, 0)
+  FS.registerDevice(device, {
+    write(stream, buffer, offset, length) {
+      const bytes = buffer.subarray(offset, offset + length)
+      let start = 0
+      for (let newline = bytes.indexOf(10); newline >= 0; newline = bytes.indexOf(10, start)) {
+        line.push(Buffer.from(bytes.subarray(start, newline)))
+        const text = decoder.decode(Buffer.concat(line))
+        line = []
+        start = newline + 1
+        if (text[0] === 'H') {
+          const tab = text.indexOf('\t')
+          reply = Buffer.from(callHost(text.slice(1, tab), text.slice(tab + 1)) + '\n', 'utf8')
+        } else if (text[0] === 'D') sendDisplay(text.slice(1))
+      }
+      if (start < bytes.length) line.push(Buffer.from(bytes.subarray(start)))
+      return length
+    },
+    read(stream, buffer, offset, length) {
+      const count = Math.min(length, reply.length)
+      buffer.set(reply.subarray(0, count), offset)
+      reply = reply.subarray(count)
+      return count
+    },
+  })
+  FS.mkdev('/dev/execgate', device)
 }
 
 // Host calls are synchronous for the Python code (as on monty): the request goes out on fd 4 and this process

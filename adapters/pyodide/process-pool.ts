@@ -65,8 +65,7 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
           `--allow-fs-read=${script}`,
           // The Python it runs once loaded, beside it.
           `--allow-fs-read=${path.join(path.dirname(script), 'child-python.js')}`,
-          `--allow-fs-read=${path.join(path.dirname(script), 'child-check.js')}`,
-          `--allow-fs-read=${path.join(path.dirname(script), 'child-memory-check.js')}`,
+          `--allow-fs-read=${path.join(path.dirname(script), 'child-guard.js')}`,
           '--no-warnings',
           '--max-old-space-size=512',
         ],

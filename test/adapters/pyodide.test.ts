@@ -17,6 +17,12 @@ describeAdapterContract(
   { timeoutSlackMs: 2000, testTimeoutMs: 180_000 },
 )
 
+/** The pids of the adapter's pool processes: which process served a run, without a run that asks through the bridge. */
+function processIds(adapter: PyodideAdapter): (number | undefined)[] {
+  const { pool } = adapter as unknown as { pool: { all: Set<{ processPid?: number; dead: boolean }> } }
+  return [...pool.all].filter((member) => !member.dead).map((member) => member.processPid)
+}
+
 /** Cases that cannot apply here, whichever path (plain or session) runs them. */
 const NOT_APPLICABLE: Record<string, string> = {}
 
@@ -93,122 +99,122 @@ describe('pyodide adapter: the process boundary, without the static check', () =
     expect(next).toMatchObject({ status: 'error', error: { type: 'NameError' } })
   }, 60_000)
 
-  test('timers a run leaves behind never fire: not in the idle process, not in the next run', async () => {
+  test('a run that reaches JavaScript gets its process replaced; nothing it scheduled fires anywhere', async () => {
     const single = new PyodideAdapter({ poolSize: 1 })
     try {
-      const context = contractContext({ wallTimeMs: 30_000 })
+      const context = () => contractContext({ wallTimeMs: 30_000 })
+      await single.execute({ language: 'python', code: '1' }, context())
+      const before = processIds(single)
       const code = [
         'import js',
         'from pyodide.ffi import create_once_callable, create_proxy',
         "js.setTimeout(create_once_callable(lambda: print('LEFTOVER')), 50)",
         'js.setTimeout(create_once_callable(lambda: 1 / 0), 60)',
         "js.setInterval(create_proxy(lambda: print('TICK')), 20)",
-        // A finalizer the post-run check's collection runs (a cycle), scheduling a timer that would change a module.
-        'class D:',
-        "    def __del__(s): js.setTimeout(create_once_callable(lambda: setattr(__import__('json'), 'dumps', len)), 0)",
-        'd = D()',
-        'd.me = d',
-        'del d',
         'js.process.pid',
       ].join('\n')
-      const first = await single.execute({ language: 'python', code }, context)
+      const first = await single.execute({ language: 'python', code }, context())
       expect(first.status).toBe('ok')
       await new Promise((resolve) => setTimeout(resolve, 300))
-      const next = await single.execute({ language: 'python', code: 'import js, json\n[js.process.pid, json.dumps([1])]' }, context)
-      // The same process answers (it did not die of the throwing timer), nothing the first run scheduled printed, and
-      // json is as it was.
-      expect({ status: next.status, value: next.value, stdout: next.stdout }).toEqual({
-        status: 'ok',
-        value: [first.value, '[1]'],
-        stdout: '',
-      })
+      const next = await single.execute({ language: 'python', code: 'import json\njson.dumps([1])' }, context())
+      expect({ status: next.status, value: next.value, stdout: next.stdout }).toEqual({ status: 'ok', value: '[1]', stdout: '' })
+      expect(processIds(single)).not.toEqual(before)
     } finally {
       await single.dispose()
     }
   }, 120_000)
 
-  test('a run that poisons a module gets its process replaced', async () => {
-    await adapter.execute(
-      { language: 'python', code: "import json\njson.dumps = lambda *a, **k: 'POISONED'" },
-      contractContext({ wallTimeMs: 30_000 }),
-    )
-    for (let i = 0; i < 3; i++) {
-      const probe = await adapter.execute(
-        { language: 'python', code: 'import json\njson.dumps([1])' },
-        contractContext({ wallTimeMs: 30_000 }),
-      )
-      expect(probe).toMatchObject({ status: 'ok', value: '[1]' })
-    }
-  }, 120_000)
-
-  test('the post-run check replaces the process after each kind of change it watches, and only then', async () => {
+  test('what a run changes inside the interpreter is put back for the next run, in the same process', async () => {
     const single = new PyodideAdapter({ poolSize: 1 })
     try {
-      // A context each run: its deadline starts with it, and each replacement here loads CPython again (seconds).
+      // A context each run: its deadline starts with it.
       const context = () => contractContext({ wallTimeMs: 30_000 })
-      const pid = async () => (await single.execute({ language: 'python', code: 'import js\njs.process.pid' }, context())).value
-      const changes = [
-        "import json\njson.dumps = lambda *a, **k: 'POISONED'",
-        'import json\njson.extra = 1',
-        'import json\ndel json.JSONDecodeError',
-        'import builtins\nbuiltins.len = lambda value: 0',
-        "import sys, types\nsys.modules['json'] = types.ModuleType('json')",
-        'import sys\nsys.maxsize = 1',
-        // Replacements that claim to equal anything: an equality check passes them, an identity check does not.
-        ['import json', 'class L:', '    def __eq__(s, o): return True', '    __hash__ = object.__hash__', 'json.dumps = L()'].join('\n'),
-        ['import builtins', 'class L:', '    def __eq__(s, o): return True', '    __hash__ = object.__hash__', 'builtins.len = L()'].join(
-          '\n',
-        ),
-        // A key that claims to equal the name it replaced, and would run code at the next run's lookups.
+      const run = (code: string) => single.execute({ language: 'python', code }, context())
+      await run('1')
+      const pids = processIds(single)
+      // Each change, then a run that would see it: it must answer as a never-used interpreter does.
+      const cases: [string, string, unknown][] = [
+        ["import json\njson.dumps = lambda *a, **k: 'POISONED'", 'import json\njson.dumps([1])', '[1]'],
+        ['import builtins\nbuiltins.len = lambda value: 0', 'len([1, 2])', 2],
+        ["import sys, types\nsys.modules['json'] = types.ModuleType('json')", 'import json\njson.dumps(2)', '2'],
+        // A function's code and defaults replaced in place: the dicts that name it are unchanged.
         [
-          'import json',
-          'class K(str):',
-          '    def __eq__(s, o): return True',
-          '    __hash__ = str.__hash__',
-          'last = list(json.__dict__)[-1]',
-          'value = json.__dict__.pop(last)',
-          'json.__dict__[K(last)] = value',
-        ].join('\n'),
-        // Finalizers that would change a module later, in the next run: a cycle only a collection frees, and an
-        // object held by a module the run imported first (dropped after the run).
-        ['class D:', '    def __del__(s):', '        import json', '        json.dumps = len', 'd = D()', 'd.me = d', 'del d'].join('\n'),
+          "import base64\ndef grab(s, altchars=None, *, padded=True):\n    return b'STOLEN'\nbase64.b64encode.__code__ = grab.__code__",
+          "import base64\nbase64.b64encode(b'VICTIM').decode()",
+          'VklDVElN',
+        ],
+        // An import hook that would read the next run's frames.
         [
-          'import fractions',
-          'class D:',
-          '    def __del__(s):',
-          '        import json',
-          '        json.dumps = len',
-          'fractions.held = D()',
-        ].join('\n'),
+          'import sys\nclass Finder:\n    def find_spec(self, *a):\n        print("HOOKED")\nsys.meta_path.insert(0, Finder())',
+          'import sys, statistics\n[type(f).__name__ for f in sys.meta_path].count("Finder")',
+          0,
+        ],
+        // The random generator's state and re's cache.
+        ['import random\nrandom.seed(42)', 'import random\nrandom.random() == 0.6394267984578837', false],
+        ["import re\nre.compile('VICTIM-[0-9]+')\n1", "import re\nany('VICTIM' in str(key) for key in re._cache)", false],
+        // A finalizer that would change a module after the run (a cycle only a collection frees).
+        [
+          'class D:\n    def __del__(s):\n        import json\n        json.dumps = len\nd = D()\nd.me = d\ndel d',
+          'import json\njson.dumps(3)',
+          '3',
+        ],
+        // What the interpreter noted of an error, and the source for tracebacks.
+        [
+          "raise ValueError('SECRET')",
+          "import sys, linecache\n[getattr(sys, 'last_value', None), linecache.getlines('main.py')]",
+          [null, []],
+        ],
       ]
-      let before = await pid()
-      for (const code of changes) {
-        // (The first answers `error`: the run's own answer goes through the json.dumps it replaced.)
-        await single.execute({ language: 'python', code }, context())
-        const after = await pid()
-        expect({ code, replaced: after !== before }).toEqual({ code, replaced: true })
-        before = after
+      for (const [change, probe, expected] of cases) {
+        await run(change)
+        const result = await run(probe)
+        expect({ change, status: result.status, value: result.value, stdout: result.stdout }).toEqual({
+          change,
+          status: 'ok',
+          value: expected,
+          stdout: '',
+        })
       }
-      // A run that changes nothing of the kind keeps its process; what the interpreter noted of its error does not
-      // reach the next run, nor does its source.
-      await single.execute({ language: 'python', code: "x = {'a': 1}\nraise ValueError('SECRET')" }, context())
-      const next = await single.execute(
-        {
-          language: 'python',
-          code: "import sys, linecache\n[getattr(sys, 'last_value', None), linecache.getlines('main.py')[0], __import__('js').process.pid]",
-        },
-        context(),
-      )
-      expect(next).toMatchObject({ status: 'ok', value: [null, 'import sys, linecache\n', before] })
-      // Changes the Python comparison accepts (an equal string that is another object; a name added and deleted, which
-      // leaves the table's memory changed) keep the process; the memory comparison, taken again after each, still
-      // sees the next real change.
-      for (const code of ["import os\nos.name = (os.name + '.')[:-1]", 'import builtins\nbuiltins.zzz = 1\ndel builtins.zzz']) {
-        await single.execute({ language: 'python', code }, context())
-        expect({ code, pid: await pid() }).toEqual({ code, pid: before })
+      // None of it cost a process.
+      expect(processIds(single)).toEqual(pids)
+    } finally {
+      await single.dispose()
+    }
+  }, 180_000)
+
+  test('a run that leaves WebAssembly (the bridge, a file written, ctypes calls, memory grown) gets its process replaced', async () => {
+    const single = new PyodideAdapter({ poolSize: 1 })
+    try {
+      const context = () => contractContext({ wallTimeMs: 30_000 })
+      const run = (code: string) => single.execute({ language: 'python', code }, context())
+      await run('1')
+      const leaving = [
+        // A listener on this process's messages would read the next run's code.
+        'from pyodide.code import run_js\nrun_js("process.on(\'message\', (m) => globalThis.stash = m); 1")',
+        "open('/tmp/left', 'w').write('SECRET')",
+        // ctypes (its import reaches JavaScript), here writing 8 over the interpreter's shared 7.
+        'import ctypes\nctypes.c_uint32.from_address(id(7) + 12).value = 8\nx = 7\nx * 6',
+        'x = bytearray(96 * 2 ** 20)\nlen(x)',
+        'import asyncio\nawait asyncio.sleep(0.01)',
+      ]
+      for (const code of leaving) {
+        const before = processIds(single)
+        expect({ code, status: (await run(code)).status }).toEqual({ code, status: 'ok' })
+        const next = await run("import os\nos.listdir('/tmp')")
+        expect({ code, value: next.value, replaced: processIds(single)[0] !== before[0] }).toEqual({ code, value: [], replaced: true })
       }
-      await single.execute({ language: 'python', code: 'import json\njson.extra = 1' }, context())
-      expect(await pid()).not.toBe(before)
+      expect((await run('7 * 6')).value).toBe(42)
+      // Runs that stay inside keep it: an error, output, awaits that need no event loop, a display() item.
+      const pids = processIds(single)
+      for (const code of [
+        '1 / 0',
+        "print('x' * 10000)",
+        'import asyncio\nawait asyncio.sleep(0)\n42',
+        'display([{"a": 1}])',
+        'import json, statistics, decimal, datetime\nstatistics.mean([1, 2])',
+      ])
+        await run(code)
+      expect(processIds(single)).toEqual(pids)
     } finally {
       await single.dispose()
     }

@@ -113,8 +113,7 @@ describe('the packed package', () => {
         'dist/adapters/quickjs/index.js',
         'dist/adapters/pyodide/child.js',
         'dist/adapters/pyodide/child-python.js',
-        'dist/adapters/pyodide/child-check.js',
-        'dist/adapters/pyodide/child-memory-check.js',
+        'dist/adapters/pyodide/child-guard.js',
         'dist/console/index.html',
       ]),
     )
