@@ -35,8 +35,8 @@ const LANGUAGES: readonly Language[] = ['python']
 const WARMING_RETRY_AFTER_MS = 3000
 
 /**
- * Longest a run waits for the process that answered the run before it to finish its post-run check (~0.2 ms when
- * the memory comparison answers) rather than take another idle one: see `execute`.
+ * Longest a run waits for the process that answered the run before it to finish putting its memory back (3–4 ms)
+ * rather than take another idle one: see `execute`.
  */
 const HOT_PROCESS_WAIT_MS = 1
 
@@ -44,8 +44,8 @@ const HOT_PROCESS_WAIT_MS = 1
  * Full CPython (3.14, standard library) in WebAssembly, tier 3. Each interpreter lives in its own child process
  * under Node's permission model with an empty environment, because pyodide's JS bridge is not a boundary (see
  * docs/architecture.md, defense in depth): code that reaches JavaScript finds a process that can read only pyodide's files,
- * start nothing, and holds nothing. Every run gets fresh globals; a run that changes a module or a builtin gets
- * its process replaced. Time, memory and output are enforced from outside: the process is killed.
+ * start nothing, and holds nothing. Every run gets fresh globals in an interpreter whose memory was put back after
+ * the run before; a run that reached JavaScript gets its process replaced (child-guard.js). Time, memory and output are enforced from outside: the process is killed.
  */
 export class PyodideAdapter implements CodeExecutionAdapter {
   readonly name = NAME
@@ -70,7 +70,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
       imports: 'soft',
       cpuTime: 'soft',
     }),
-    // Globals that pickle carry over between calls; each call still gets fresh globals in a checked process.
+    // Globals that pickle carry over between calls; each call still gets fresh globals in an interpreter put back.
     sessions: true,
     // Synchronous for the code, as on monty: the child blocks on a pipe until the adapter answers.
     hostFunctions: true,
@@ -86,7 +86,7 @@ export class PyodideAdapter implements CodeExecutionAdapter {
   private readonly memoryPollMs: number
   private nextId = 0
   private readonly sessions: SessionStore<string>
-  /** The post-run check of the run that answered last, while it goes on (run-on.ts). */
+  /** The post-run restore of the run that answered last, while it goes on (run-on.ts). */
   private lastCheck: Promise<void> | undefined
 
   constructor(options: PyodideAdapterOptions = {}) {

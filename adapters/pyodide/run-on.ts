@@ -12,7 +12,7 @@ import {
 import { callHostFunction, stoppedOutcome, type RunController } from '../../src/runtime'
 import type { ChildMessage, PyodideProcess, PyodideProcessPool } from './process-pool'
 
-/** Longest the post-run check (no module or builtin changed) may take before the process is replaced instead. */
+/** Longest the post-run restore (child-guard.js) may take before the process is replaced instead. */
 const POST_RUN_CHECK_MS = 2000
 
 /** What one run on a pool process came to, before the adapter makes it a result. */
@@ -42,8 +42,9 @@ export interface RunJob {
 
 /**
  * Runs `job` on `pyodideProcess` and resolves with its outcome as soon as the child answers. The process stays the
- * run's until the child's post-run check is in (then it goes back to the pool, or is replaced if the run changed a
- * module or a builtin, grew past the memory limit, or the check took over POST_RUN_CHECK_MS).
+ * run's until the child's post-run verdict is in (then it goes back to the pool with its memory put back, or is
+ * replaced if the run reached JavaScript, grew its memory or past the memory limit, or the verdict took over
+ * POST_RUN_CHECK_MS).
  */
 export function runOnProcess(pool: PyodideProcessPool, pyodideProcess: PyodideProcess, job: RunJob): Promise<RunOutcome> {
   const { id, context, run, output, outputs } = job
@@ -61,7 +62,7 @@ export function runOnProcess(pool: PyodideProcessPool, pyodideProcess: PyodidePr
       answered = outcome
       run.settle()
       if (job.onChecking) job.onChecking(new Promise<void>((resolve) => (endCheck = resolve)))
-      // The check compares module state, which a run could booby-trap (a value whose __eq__ never returns).
+      // A verdict that never comes (a child stuck after its answer) must not hold the process forever.
       checkTimer = setTimeout(() => finish(outcome, false), POST_RUN_CHECK_MS)
       resolve(outcome)
     }
