@@ -43,9 +43,10 @@ const HOT_PROCESS_WAIT_MS = 1
 /**
  * Full CPython (3.14, standard library) in WebAssembly, tier 3. Each interpreter lives in its own child process
  * under Node's permission model with an empty environment, because pyodide's JS bridge is not a boundary (see
- * docs/architecture.md, defense in depth): code that reaches JavaScript finds a process that can read only pyodide's files,
- * start nothing, and holds nothing. Every run gets fresh globals in an interpreter whose memory was put back after
- * the run before; a run that reached JavaScript gets its process replaced (child-guard.js). Time, memory and output are enforced from outside: the process is killed.
+ * docs/architecture.md, defense in depth): code that reaches JavaScript finds a process that can read only pyodide's
+ * files, start nothing, and holds nothing. Every run gets fresh globals in an interpreter whose memory was put back
+ * after the run before; a run that reached JavaScript gets its process replaced (child-guard.js). Time, memory and
+ * output are enforced from outside: the process is killed.
  */
 export class PyodideAdapter implements CodeExecutionAdapter {
   readonly name = NAME
