@@ -148,6 +148,11 @@ export function truncateOutput(stdout: string, stderr: string, limitBytes: numbe
 /** Bytes of a value's JSON, the share of the output cap it uses; `undefined` costs nothing. */
 export function valueBytes(value: unknown): number {
   if (value === undefined) return 0
+  // The common values without JSON.stringify (counted twice a run, by the adapter and the service): a finite number's
+  // text is its JSON, all ASCII; any other number is `null` in JSON.
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value).length : 4
+  if (typeof value === 'boolean') return value ? 4 : 5
+  if (value === null) return 4
   try {
     return Buffer.byteLength(JSON.stringify(value) ?? '')
   } catch {

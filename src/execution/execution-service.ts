@@ -6,10 +6,10 @@ import {
   describeError,
   errorResult,
   type AdapterRegistry,
-  type CodeExecutionAdapter,
   type ExecutionListener,
   type ExecutionRequest,
   type ExecutionResult,
+  type FileMount,
   type Language,
   type RunInfo,
   type SecurityPolicy,
@@ -20,14 +20,14 @@ import { staticValidationReport } from '../policy'
 import type { Logger } from '../observability/logger'
 import type { RouteDecision, RouteHints, Router } from '../routing/router'
 import type { ExecuteOptions, ExecutionService, SandboxTarget } from './types'
-import { rerunOnFullLanguage } from './cpython-rerun'
-import type { AdmissionController, AdmissionTicket } from './admission/admission-controller'
+import type { AdmissionController } from './admission/admission-controller'
 import { findRequestProblem } from './parse-request'
 import { callerPolicy } from './caller-policy'
 import { namesHostFunction } from './run-host'
 import { SessionWorkspaces, type SessionWorkspaceFactory } from './session-workspaces'
 import type { EgressGateway } from '../egress'
-import { runOnAdapter, type AdapterRunShared, type ResolvedRun } from './adapter-run'
+import type { ResolvedRun } from './adapter-run'
+import { attempt, type Answer, type AttemptShared, type ServiceRun } from './service-attempt'
 import { newRunId } from './run-id'
 import { DEFAULT_WORKSPACE_LIMITS, checkHostFunctionDefinition, type HostFunctionDefinition, type WorkspaceLimits } from '../workspace'
 
@@ -62,12 +62,14 @@ export interface ExecutionServiceOptions {
 
 const SERVICE = 'execgate'
 
+const NO_UPLOADS = { mounts: Object.freeze([]) as readonly FileMount[] }
+
 /** The steps of one execution (docs/architecture.md) for one request. Never rejects: every outcome, including our own bugs, is a result. */
 export class DefaultExecutionService implements ExecutionService {
   private readonly workspaceLimits: WorkspaceLimits
   private readonly sessionWorkspaces: SessionWorkspaces
-  /** What every run on an adapter shares, the one timer of all their backstops included. */
-  private readonly adapterRuns: AdapterRunShared
+  /** What every attempt on an adapter shares: routing, admission, and the one timer of all the runs' backstops. */
+  private readonly attempts: AttemptShared
 
   constructor(private readonly options: ExecutionServiceOptions) {
     for (const definition of options.hostFunctions ?? []) checkHostFunctionDefinition(definition)
@@ -79,13 +81,17 @@ export class DefaultExecutionService implements ExecutionService {
       sessions.maxSessions,
       options.sessionWorkspace,
     )
-    this.adapterRuns = {
-      egress: options.egress,
-      hostFunctions: options.hostFunctions ?? [],
-      workspaceLimits: this.workspaceLimits,
-      sessions: this.sessionWorkspaces,
-      graceMs: options.graceMs,
-      backstops: new SharedDeadlines(),
+    this.attempts = {
+      router: options.router,
+      admission: options.admission,
+      adapterRuns: {
+        egress: options.egress,
+        hostFunctions: options.hostFunctions ?? [],
+        workspaceLimits: this.workspaceLimits,
+        sessions: this.sessionWorkspaces,
+        graceMs: options.graceMs,
+        backstops: new SharedDeadlines(),
+      },
     }
   }
 
@@ -113,7 +119,8 @@ export class DefaultExecutionService implements ExecutionService {
     const resolved: ResolvedRun = {}
     let result: ExecutionResult
     try {
-      result = await this.run(request, options, traceId, started, resolved)
+      const answer = this.run(request, options, traceId, started, resolved)
+      result = answer instanceof Promise ? await answer : answer
     } catch (error) {
       result = errorResult(
         'internal_error',
@@ -152,18 +159,29 @@ export class DefaultExecutionService implements ExecutionService {
     return result
   }
 
-  private async run(
+  /**
+   * Steps 1 to 8, each taken on the spot when it has nothing to wait for: a run that waits for nothing (monty inline,
+   * a refusal) is answered without a promise of this method's own, and each step that waits continues from there.
+   */
+  private run(request: ExecutionRequest, options: ExecuteOptions, traceId: string, started: number, resolved: ResolvedRun): Answer {
+    // 1. parse
+    const problem = findRequestProblem(request)
+    if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
+    // Most requests name no upload: no async step for them (each costs the trivial run a promise and a turn).
+    if (!request.files?.length) return this.withUploads(request, options, traceId, started, resolved, NO_UPLOADS)
+    return locateUploads(request, options.tenant, this.options.uploads).then((uploads) =>
+      this.withUploads(request, options, traceId, started, resolved, uploads),
+    )
+  }
+
+  private withUploads(
     request: ExecutionRequest,
     options: ExecuteOptions,
     traceId: string,
     started: number,
     resolved: ResolvedRun,
-  ): Promise<ExecutionResult> {
-    // 1. parse
-    const problem = findRequestProblem(request)
-    if (problem) return errorResult('invalid_request', SERVICE, new ExecgateError('EXECGATE_REQUEST_INVALID', { detail: problem }))
-    // Most requests name no upload: no async step for them (each costs the trivial run a promise and a turn).
-    const uploads = request.files?.length ? await locateUploads(request, options.tenant, this.options.uploads) : { mounts: [] }
+    uploads: { mounts: readonly FileMount[]; refusal?: undefined } | { refusal: ExecutionResult },
+  ): Answer {
     if (uploads.refusal) return uploads.refusal
     resolved.mounts = uploads.mounts
     // 2. policy: the caller's profile (a tenant's, else the language's, else the default), tightened by the request
@@ -175,76 +193,26 @@ export class DefaultExecutionService implements ExecutionService {
     // 3. static validation
     const refused = staticRefusal(request, policy, this.options.profiles ?? {}, this.options.registry)
     if (refused) return refused.status === 'policy_violation' ? this.withRouteNotTaken(refused, request, options, policy) : refused
-    // 4. route, 5. run, 8. fall back
-    const tried: string[] = []
     // Set field by field: spreading `{}` for each absent hint cost every run an object and a copy.
     const hints: RouteHints = {}
     if (options.latencyBudgetMs) hints.latencyBudgetMs = options.latencyBudgetMs
     // Only sessions need to know (monty's REPL keeps one but cannot call host functions).
     if (request.sessionId !== undefined && this.codeNamesHostFunction(request, options)) hints.hostFunctions = true
+    const run: ServiceRun = { request, options, traceId, started, resolved, policy, tried: [], fallbackFrom: undefined }
+    if (!options.workspace) return this.route(run, hints)
     // What the script starts with sizes its cost on tiers that are slow per byte (see docs/adapters/shell.md).
-    if (options.workspace) hints.workspaceBytes = (await options.workspace.list()).reduce((sum, entry) => sum + entry.size, 0)
-    let decision = options.sandbox ? this.sandboxRoute(options.sandbox, request) : this.options.router.select(request, policy, hints)
-    let fallbackFrom: ExecutionResult['fallbackFrom'] = decision.adapter ? decision.skipped : undefined
-    const router = this.options.router
-    for (;;) {
-      if (!decision.adapter) return errorResult(decision.refusal.status, SERVICE, decision.refusal.error)
-      const adapter = decision.adapter
-      tried.push(adapter.name)
-      // Admission: a slot of this adapter in the request's lane, or a refusal (queue full, quota, never started).
-      // Awaited only when the run queues: a free slot is answered on the spot.
-      const admitted = this.admit(adapter, request, policy, options, started)
-      const ticket = admitted instanceof Promise ? await admitted : admitted
-      if ('status' in ticket) return ticket
-      router.dispatched?.(adapter.name)
-      // Still warming (pyodide behind the first tier at start-up): this run waits for it, and its route says so.
-      const warmingWhenChosen = !options.sandbox && adapter.isWarm?.() === false
-      let result: ExecutionResult
-      try {
-        // A run the adapter answers on the spot (monty inline) comes back without a promise: nothing to wait for.
-        const ran = runOnAdapter(
-          { adapter, request, policy, options, traceId, started: ticket.startedAt, resolved, egressQuota: ticket.egressQuota },
-          this.adapterRuns,
-        )
-        result = ran instanceof Promise ? await ran : ran
-      } catch (error) {
-        ticket.release(0)
-        throw error
-      }
-      ticket.release(result.usage.cpuMs ?? result.usage.wallMs ?? performance.now() - ticket.startedAt)
-      result.admission = { lane: ticket.lane, priority: ticket.priority, queuedMs: ticket.queuedMs }
-      router.observe?.(adapter.name, result)
-      if (fallbackFrom) result.fallbackFrom = fallbackFrom
-      if (decision.reason) {
-        const reason = warmingWhenChosen
-          ? `${decision.reason}; ${adapter.name} was still warming up: the run waited for it (its code's time limit starts when it does)`
-          : decision.reason
-        result.route = decision.escalatedFrom ? { reason, escalatedFrom: decision.escalatedFrom } : { reason }
-      }
-      // A sandbox's exec stays in its sandbox: no rerun or fallback on another adapter, which has none of its state.
-      if (options.sandbox) return result
-      // Only an error can be rerun (rerunOnFullLanguage's first check): the other results skip its async step.
-      const rerun =
-        result.status === 'error' &&
-        (await rerunOnFullLanguage(result, adapter, {
-          request,
-          policy,
-          options,
-          router,
-          tried,
-          runOn: async (next) =>
-            runOnAdapter(
-              { adapter: next, request, policy, options, traceId, started, resolved, egressQuota: ticket.egressQuota },
-              this.adapterRuns,
-            ),
-        }))
-      if (rerun) return rerun
-      if (result.status !== 'unavailable' && !(result.status === 'internal_error' && result.adapter !== SERVICE)) return result
-      const next = this.options.router.fallback?.(request, policy, tried)
-      if (!next?.adapter) return result
-      fallbackFrom = { adapter: adapter.name, reason: result.message ?? result.status }
-      decision = next
-    }
+    return options.workspace.list().then((entries) => {
+      hints.workspaceBytes = entries.reduce((sum, entry) => sum + entry.size, 0)
+      return this.route(run, hints)
+    })
+  }
+
+  /** 4. route, then run on the chosen adapter. */
+  private route(run: ServiceRun, hints: RouteHints): Answer {
+    const { request, options, policy } = run
+    const decision = options.sandbox ? this.sandboxRoute(options.sandbox, request) : this.options.router.select(request, policy, hints)
+    run.fallbackFrom = decision.adapter ? decision.skipped : undefined
+    return attempt(this.attempts, run, decision)
   }
 
   /**
@@ -293,19 +261,6 @@ export class DefaultExecutionService implements ExecutionService {
       }
     }
     return { adapter, reason: `sandbox ${target.id}` }
-  }
-
-  /** A slot from admission, or (without admission, e.g. a service built by hand) a ticket that starts at once. */
-  private admit(
-    adapter: CodeExecutionAdapter,
-    request: ExecutionRequest,
-    policy: SecurityPolicy,
-    options: ExecuteOptions,
-    started: number,
-  ): Promise<AdmissionTicket | ExecutionResult> | AdmissionTicket | ExecutionResult {
-    if (this.options.admission)
-      return this.options.admission.acquire(adapter, request, policy, { tenant: options.tenant, signal: options.signal })
-    return { lane: request.lane ?? 'batch', priority: request.priority ?? 0, queuedMs: 0, startedAt: started, release: () => undefined }
   }
 
   async dispose(): Promise<void> {

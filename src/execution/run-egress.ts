@@ -29,6 +29,8 @@ export function openRunEgress(
 ): RunEgress | ExecutionResult {
   if (!gateway) return NONE
   const secrets = gateway.secrets
+  // No way out and nothing to scrub (most runs): nothing to make for the run.
+  if (policy.network === 'none' && secrets.length === 0) return NONE
   const scrub = (result: ExecutionResult): ExecutionResult => {
     if (secrets.length === 0) return result
     result.stdout = scrubSecrets(result.stdout, secrets)

@@ -27,6 +27,14 @@ import type { SessionWorkspaces } from './session-workspaces'
 
 const RUN_ENDED = new Error('the run ended')
 
+/** The host of a run with no host functions, no files and no workspace to keep: its result goes through as it is. */
+const NO_HOST: RunHost = Object.freeze({
+  context: Object.freeze({}),
+  finish: (result: ExecutionResult) => result,
+  close: () => undefined,
+  reads: () => [],
+})
+
 export interface RunHostOptions {
   /** The run's workspace; otherwise the session's, otherwise a fresh in-memory one. */
   workspace?: Workspace
@@ -127,6 +135,8 @@ function runHost(
     : undefined
   // Files a sandbox wrote come back into the caller's workspace (a session sees them next time).
   const keepsFiles = Boolean(options.workspace || request.sessionId)
+  // No host functions, no files, no workspace kept (most runs): nothing of the run's own to hold.
+  if (!host && !files && !keepsFiles && !options.hostFunctions) return NO_HOST
   return {
     context: { hostFunctions: options.hostFunctions ?? (host?.list().length ? host : undefined), ...(files ? { files } : {}) },
     finish(result) {

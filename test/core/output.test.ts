@@ -1,4 +1,4 @@
-import { OutputCapture, truncateOutput, truncationMarker } from '../../src/core'
+import { OutputCapture, truncateOutput, truncationMarker, valueBytes } from '../../src/core'
 
 describe('output capture', () => {
   test('keeps everything under the cap', () => {
@@ -59,5 +59,13 @@ describe('output capture', () => {
     capture.write('stdout', 'defghijkl')
     capture.write('stdout', 'more')
     expect(seen).toEqual(['abc', 'defghijkl'])
+  })
+})
+
+describe('valueBytes', () => {
+  test("counts a value's JSON bytes, the plain values without JSON.stringify alike", () => {
+    const values: unknown[] = [0, -0, 2, -17.25, 1e21, 1e-7, 2 ** 53, NaN, Infinity, -Infinity, true, false, null, 'é', [1, 'a'], { a: 1 }]
+    for (const value of values) expect([value, valueBytes(value)]).toEqual([value, Buffer.byteLength(JSON.stringify(value))])
+    expect(valueBytes(undefined)).toBe(0)
   })
 })
