@@ -133,7 +133,7 @@ async function main() {
   const { loadPyodide } = require(path.join(pyodideDir, 'pyodide.js'))
   const pyodide = await loadPyodide({ indexURL: pyodideDir + path.sep, stdout: () => undefined, stderr: () => undefined })
   closeTheBridge()
-  serveTheChannel(pyodide.FS)
+  const channel = serveTheChannel(pyodide.FS)
   await pyodide.runPythonAsync(require('./child-python.js'))
   const leftoverTimers = keepTimersWithinTheRun()
   const hooks = pyodide.globals.get('_execgate_hooks')
@@ -152,8 +152,14 @@ async function main() {
   // Raw bytes, not pyodide's line batches: a batch is a line with its newline dropped, so output that ends without
   // one would gain a newline. The decoder keeps a UTF-8 character split across two writes whole.
   const writer = (stream) => {
-    const decoder = new TextDecoder('utf-8')
+    let decoder = new TextDecoder('utf-8')
     return {
+      // At a run's end: a character the run left unfinished is its own (a replacement character), never the next run's.
+      end: () => {
+        const text = decoder.decode()
+        decoder = new TextDecoder('utf-8')
+        if (text) pending.push([stream, text])
+      },
       write: (bytes) => {
         const text = decoder.decode(bytes, { stream: true })
         if (text) {
@@ -165,8 +171,9 @@ async function main() {
       },
     }
   }
-  pyodide.setStdout(writer('stdout'))
-  pyodide.setStderr(writer('stderr'))
+  const streams = [writer('stdout'), writer('stderr')]
+  pyodide.setStdout(streams[0])
+  pyodide.setStderr(streams[1])
   // A display() item goes out at once, after the text written before it.
   sendDisplay = (item) => {
     flush()
@@ -216,7 +223,10 @@ async function main() {
       result = { status: 'error', error: describePythonError(error) }
     }
     leftoverTimers.clear()
+    for (const stream of streams) stream.end()
     flush()
+    // A line the run left unfinished or an answer it did not read stays with the run.
+    channel.reset()
     // Answer first; then put the interpreter's memory back as the run found it (child-guard.js). A run that reached
     // JavaScript, wrote a file or grew the memory leaves this process to be replaced instead. The adapter does not
     // hand this process to anyone else until the verdict is in.
@@ -280,6 +290,12 @@ function serveTheChannel(FS) {
     },
   })
   FS.mkdev('/dev/execgate', device)
+  return {
+    reset: () => {
+      line = []
+      reply = Buffer.alloc(0)
+    },
+  }
 }
 
 // Host calls are synchronous for the Python code (as on monty): the request goes out on fd 4 and this process

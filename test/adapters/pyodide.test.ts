@@ -182,6 +182,28 @@ describe('pyodide adapter: the process boundary, without the static check', () =
     }
   }, 180_000)
 
+  test("what a run leaves half-written on its output or the host channel stays that run's", async () => {
+    const single = new PyodideAdapter({ poolSize: 1 })
+    try {
+      const context = () => contractContext({ wallTimeMs: 30_000, maxOutputs: 10, outputsBytes: 100_000 })
+      const run = (code: string) => single.execute({ language: 'python', code }, context())
+      await run('1')
+      const pids = processIds(single)
+      // Half a UTF-8 character on stdout, and half a host-call line on the channel (the first file the child opened).
+      const first = await run("import os\nos.write(1, b'abc\\xe2')\nos.write(3, b'Hwrite_file\\t[\"stolen.txt\", \"')\n1")
+      expect(first).toMatchObject({ status: 'ok', stdout: 'abc\ufffd' })
+      const next = await run("print('\u00e9')\ndisplay({'n': 1})\n2")
+      expect({ status: next.status, stdout: next.stdout, outputs: next.outputs }).toEqual({
+        status: 'ok',
+        stdout: '\u00e9\n',
+        outputs: [{ kind: 'json', mimeType: 'application/json', data: { n: 1 }, bytes: 7 }],
+      })
+      expect(processIds(single)).toEqual(pids)
+    } finally {
+      await single.dispose()
+    }
+  }, 120_000)
+
   test('a run that leaves WebAssembly (the bridge, a file written, ctypes calls, memory grown) gets its process replaced', async () => {
     const single = new PyodideAdapter({ poolSize: 1 })
     try {
