@@ -249,7 +249,7 @@ export function fabricStoresModule(config: Config): ContainerModule {
       .toDynamicValue(() => driver.tasks(config.fabric))
       .inSingletonScope()
     bind<PlanStore>(tokens.PlanStore)
-      .toDynamicValue(() => driver.plans(config.fabric))
+      .toDynamicValue((context) => driver.plans(config.fabric, context.get<TaskStore>(tokens.TaskStore)))
       .inSingletonScope()
   })
 }

@@ -63,7 +63,14 @@ export const REDIS_DRIVER: FabricStoreDriver = {
   },
   // Connected at the first output published or the first reader: a process doing neither opens no connection for them.
   outputRelay: (settings) => new RedisOutputRelay(() => connect(settings), `${settings.redisPrefix}:tasks`),
-  plans: (settings) => new RedisPlanStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:plans`, ownsConnection: true }),
+  plans: (settings, tasks) =>
+    new RedisPlanStore({
+      redis: connect(settings),
+      prefix: `${settings.redisPrefix}:plans`,
+      ownsConnection: true,
+      // A new plan's insert, then its steps' insert, on one connection: sent together, landing in that order.
+      ...(tasks instanceof RedisTaskStore ? { tasksConnection: tasks.connection } : {}),
+    }),
   ledgerRecords: (settings) =>
     new RedisLedgerStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:ledger`, ownsConnection: true }),
   sandboxRegistry: (settings) => new RedisSandboxRegistry(connect(settings), settings.redisPrefix),

@@ -36,7 +36,11 @@ export interface FabricStoreDriver {
   taskDispatcher(settings: FabricStoreSettings, tasks?: TaskStore): TaskDispatcher | undefined
   /** Optional: how runs' rich outputs reach readers on other processes; without it a reader hears its own process's. */
   outputRelay?(settings: FabricStoreSettings): OutputRelay
-  plans(settings: FabricStoreSettings): PlanStore
+  /**
+   * `tasks`: the task store the plans' steps go to, opened by this driver (the Redis driver sends a plan's insert on
+   * its connection, so that the plan lands before its steps: PlanStore.insertLandsBeforeTasks).
+   */
+  plans(settings: FabricStoreSettings, tasks?: TaskStore): PlanStore
   ledgerRecords(settings: FabricStoreSettings): LedgerRecordStore
   sandboxRegistry(settings: FabricStoreSettings): SandboxRegistry
   sessionRegistry(settings: FabricStoreSettings): SessionRegistry

@@ -145,26 +145,48 @@ export class PlanEngine {
     return () => this.emitter.off('step', listener)
   }
 
+  /**
+   * The plan as this engine (driving) last submitted, looked at or wrote it, while not ended (PlanLooks.seen): a
+   * write here updates it before its listeners hear of it. Undefined when not known here.
+   */
+  seen(id: string): Plan | undefined {
+    return this.looks.seen(id)
+  }
+
   /** Copies the plan's steps' transitions into its log now (for a reader following it live). */
   async catchUp(id: string): Promise<void> {
     const plan = await this.options.store.get(id)
     if (plan && !isPlanFinal(plan.state)) await this.writer.mirror(plan, await this.looks.tasksOf(plan))
   }
 
-  async submit(spec: PlanSpec, caller: PlanCaller): Promise<Plan> {
+  /** Stores a new plan and submits its first version's steps; answers the plan and the steps' tasks as submitted. */
+  async submit(spec: PlanSpec, caller: PlanCaller): Promise<{ plan: Plan; tasks: Task[] }> {
     const plan = newPlan(spec, caller, this.options.settings, planRules(this.options))
-    this.writer.announce(
-      await this.options.store.insert(plan, [
-        { type: 'plan', at: plan.createdAt, version: 1, from: null, to: 'RUNNING', reason: 'submitted' },
-      ]),
-    )
+    const { store } = this.options
+    const inserting = store.insert(plan, [{ type: 'plan', at: plan.createdAt, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }])
+    // Where the insert lands before a task written after it (PlanStore.insertLandsBeforeTasks), the steps are sent
+    // behind it, not after its answer: on Redis one round trip for both inserts and the first step's announcement.
+    if (!store.insertLandsBeforeTasks) this.writer.announce(await inserting)
+    else inserting.catch(() => undefined)
     // Its first look (at its first step's end) reads its tasks and their logs beside it.
     if (this.driving) {
       this.looks.remember(plan)
       this.steps.started(plan.id)
     }
-    await submitVersionTasks(this.options, plan, true)
-    return plan
+    const submitting = submitVersionTasks(this.options, plan, true)
+    if (store.insertLandsBeforeTasks) {
+      submitting.catch(() => undefined)
+      try {
+        this.writer.announce(await inserting)
+      } catch (error) {
+        // The plan is not stored: steps that landed anyway are ended, none runs for a plan that does not exist.
+        this.looks.forget(plan.id)
+        const tasks = await submitting.catch(() => [])
+        for (const task of tasks) await this.options.tasks.scheduler.cancel(task.id, 'its plan was not stored').catch(() => undefined)
+        throw error
+      }
+    }
+    return { plan, tasks: await submitting }
   }
 
   /** Terminates a plan and its steps (a running one is stopped). Undefined when it had already ended. */
@@ -274,7 +296,7 @@ export class PlanEngine {
     if (plan.state === 'RUNNING') {
       if (await this.align(plan, tasks)) return this.kick(id) // steps it held while suspended, if a resume was cut short
       // A crash between the version and its tasks: they are submitted now.
-      if (version.steps.some((step) => !tasks.has(step.taskId))) return submitVersionTasks(this.options, plan)
+      if (version.steps.some((step) => !tasks.has(step.taskId))) return void (await submitVersionTasks(this.options, plan))
       const failed = version.steps
         .filter((step) => failureOf(tasks.get(step.taskId)!) !== undefined)
         .sort((a, b) => tasks.get(a.taskId)!.updatedAt.localeCompare(tasks.get(b.taskId)!.updatedAt))[0]

@@ -87,6 +87,14 @@ export class PlanLooks {
     return step !== undefined && steps.some((record) => record.dependsOn?.includes(step.id))
   }
 
+  /**
+   * The plan as this engine last submitted, looked at or wrote it, not ended; undefined during a look (it is read
+   * then) or when it was not seen here. Another node's writes are not in it.
+   */
+  seen(id: string): Plan | undefined {
+    return this.lookedAt.get(id)?.plan
+  }
+
   /** A plan ended here: nothing of it is looked at again (a late look finds it ended). */
   forget(id: string): void {
     this.lookedAt.delete(id)

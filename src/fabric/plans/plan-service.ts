@@ -130,14 +130,17 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       throw new ExecgateError('EXECGATE_NOT_FOUND', { detail: `no plan "${id}" for tenant ${tenantOf(caller)}` })
     return plan
   }
-  /** `known`: the steps' tasks as just read; used only when every step of the version is there and ended (none can move). */
-  const view = async (plan: Plan, known?: ReadonlyMap<string, Task>): Promise<PlanView> => {
+  /**
+   * `known`: the steps' tasks as just read; used only when every step of the version is there and ended (none can
+   * move), or, `submitted`, when they are the tasks the plan's submission just stored (the plan as it was then).
+   */
+  const view = async (plan: Plan, known?: ReadonlyMap<string, Task>, submitted = false): Promise<PlanView> => {
     const version = currentVersion(plan)
     const ended =
       known &&
       version.steps.every((step) => {
         const task = known.get(step.taskId)
-        return task !== undefined && isFinal(task.state)
+        return task !== undefined && (submitted || isFinal(task.state))
       })
     const tasks = ended
       ? known
@@ -173,7 +176,10 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
   return {
     async run(spec, caller) {
       await ready()
-      return view(await engine.submit(spec, { tenant: tenantOf(caller), ...(caller?.profile ? { profile: caller.profile } : {}) }))
+      const submitter = { tenant: tenantOf(caller), ...(caller?.profile ? { profile: caller.profile } : {}) }
+      const { plan, tasks } = await engine.submit(spec, submitter)
+      // Answered as submitted: its steps as their insert stored them (PENDING, or an idempotent step found stored).
+      return view(plan, new Map(tasks.map((task) => [task.id, task])), true)
     },
     async get(id, caller) {
       const plan = await store.get(id)
@@ -183,13 +189,18 @@ export function createPlanService(options: PlanServiceOptions): PlanService {
       await ready()
       const until = Date.now() + (waitOptions.timeoutMs ?? Number.POSITIVE_INFINITY)
       let ended: Ended | undefined
+      let first = true
       for (;;) {
         // The plan as this process's engine ended it (the caller's own, like a read of it): answered without a read.
         if (ended && ended.plan.tenant === tenantOf(waitOptions)) return view(ended.plan, ended.tasks)
         // Listening before reading: an event landing between the read and the wait is not missed.
         // Only the plan's own transitions can end it: its steps' do not need a look.
         const changed = nextChange(id, until - Date.now(), true)
-        const plan = await owned(id, waitOptions)
+        // At first, the plan as this engine last saw it (a plan just run here): not ended, the caller's, and every
+        // write of it here from now on is heard. A write by another node heard before listening waits for a tick.
+        const seen = first ? engine.seen(id) : undefined
+        first = false
+        const plan = seen && seen.tenant === tenantOf(waitOptions) ? seen : await owned(id, waitOptions)
         // Suspended, like a task: it waits for a person now, not for its steps.
         if (isPlanFinal(plan.state) || plan.state === 'SUSPENDED' || Date.now() >= until) return view(plan)
         ended = await changed

@@ -31,6 +31,14 @@ export interface MirroredUpdate {
 export interface PlanStore {
   /** Inserts a new plan (rev 1) and its first events in one atomic write. */
   insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]>
+  /**
+   * Optional: true when a write of the plans' task store called after `insert` (before its answer) lands after the
+   * insert: the Redis store sends its inserts on the task store's connection, which runs commands in the order sent.
+   * The engine then submits a new plan's steps without waiting for the insert's answer (a round trip sooner to the
+   * first step on a store across the network); should the insert fail, the steps that landed are cancelled. The
+   * embedded store, which has no round trip to save, does not say so: its steps are submitted once the plan is.
+   */
+  readonly insertLandsBeforeTasks?: boolean
   get(id: string): Promise<Plan | undefined>
   list(filter: PlanListFilter): Promise<PlanPage>
   /**

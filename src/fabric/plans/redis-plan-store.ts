@@ -97,6 +97,11 @@ export interface RedisPlanStoreOptions {
   /** Key prefix, so several deployments can share one Redis. @default 'execgate:plans' */
   prefix?: string
   ownsConnection?: boolean
+  /**
+   * The task store's connection (left open by `close`): inserts are sent on it, so that a task written after an
+   * insert (a new plan's steps, sent before the insert's answer) lands after the plan (`insertLandsBeforeTasks`).
+   */
+  tasksConnection?: Redis
 }
 
 /**
@@ -126,10 +131,12 @@ export class RedisPlanStore implements PlanStore {
   private subscriber: Redis | undefined
   private readonly watchers = new Set<(planId: string, kind: PlanChangeKind) => void>()
   private readonly origin = randomUUID()
+  readonly insertLandsBeforeTasks: boolean
 
   constructor(private readonly options: RedisPlanStoreOptions) {
     this.redis = options.redis
     this.prefix = options.prefix ?? 'execgate:plans'
+    this.insertLandsBeforeTasks = options.tasksConnection !== undefined
   }
 
   private key(...parts: string[]): string {
@@ -145,10 +152,12 @@ export class RedisPlanStore implements PlanStore {
   }
 
   async insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]> {
-    const first = (await runScript(
-      this.redis,
-      INSERT,
-      6,
+    const { tasksConnection } = this.options
+    // On the task store's connection, EVAL: the command sent now is the one that runs (never an EVAL sent again after
+    // a NOSCRIPT, behind the steps' insert).
+    const run = (...args: (string | number)[]) =>
+      tasksConnection ? tasksConnection.eval(INSERT, 6, ...args) : runScript(this.redis, INSERT, 6, ...args)
+    const first = (await run(
       this.key('plan', plan.id),
       this.key('seq'),
       this.key('tenant', plan.tenant),

@@ -5,9 +5,10 @@ import { ContainerModule } from 'inversify'
 import { Redis } from 'ioredis'
 import { createExecgate, type Execgate } from '../../../src'
 import * as tokens from '../../../src/app/tokens'
-import { RedisPlanStore, type NewStepEvent, type PlanStore } from '../../../src/fabric/plans'
+import { REDIS_DRIVER } from '../../../src/fabric/drivers/redis'
+import { RedisPlanStore, type NewStepEvent, type Plan, type PlanStore } from '../../../src/fabric/plans'
 import type { PlanChangeKind } from '../../../src/fabric/plans/plan-store'
-import type { TaskState } from '../../../src/fabric/tasks'
+import type { TaskState, TaskStore } from '../../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../../bench/redis-server'
 import { storedPlan } from '../stored-records'
 
@@ -143,4 +144,46 @@ test("the engine ends a plan on Redis with its last step's transitions in the sa
     ])
   const last = log.slice(-2).map((event) => (event.type === 'step' ? `${event.stepId}:${event.to}` : event.type === 'plan' && event.to))
   expect(last).toEqual(['b:COMPLETED', 'COMPLETED'])
+}, 60_000)
+
+test('a plan whose insert fails has the steps sent behind it cancelled: none runs for a plan not stored', async () => {
+  const prefix = `unstored-${process.pid}`
+  let refused: Plan | undefined
+  const execgate = await createExecgate({
+    overrides: {
+      execution: { enabled: ['quickjs'] },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { store: 'redis', redisUrl: redis.url, redisPrefix: prefix, dataDir: root, leaseMs: 3000 },
+    },
+    modules: [
+      new ContainerModule(({ rebindSync }) => {
+        // The driver's store, on the task store's connection, whose insert is refused as Redis would refuse it.
+        rebindSync<PlanStore>(tokens.PlanStore)
+          .toDynamicValue((context) => {
+            const settings = { dataDir: root, redisUrl: redis.url, redisPrefix: prefix, leaseMs: 3000 }
+            const store = REDIS_DRIVER.plans(settings, context.get<TaskStore>(tokens.TaskStore))
+            store.insert = (plan) => ((refused = plan), Promise.reject(new Error('OOM command not allowed')))
+            return store
+          })
+          .inSingletonScope()
+      }),
+    ],
+  })
+  opened.push(execgate)
+  await expect(
+    execgate.plans.run({
+      steps: [
+        // Long enough (seconds) that the cancel finds it running, bounded whatever the sandbox's clock says.
+        { id: 'a', language: 'javascript', code: 'let s = 0; for (let i = 0; i < 3e7; i++) s += i % 7; s' },
+        { id: 'b', language: 'javascript', code: '2', dependsOn: ['a'] },
+      ],
+    }),
+  ).rejects.toThrow('OOM')
+  const ids = refused!.versions[0]!.steps.map((step) => step.taskId)
+  const tasks = await execgate.tasks.scheduler.store.getMany(ids)
+  // Sent behind the insert before its refusal was heard, then ended: none completes.
+  expect(tasks.map((task) => task.state)).toEqual(['TERMINATED', 'TERMINATED'])
+  const settled = await Promise.all(ids.map((id) => execgate.tasks.scheduler.wait(id, 10_000)))
+  expect(settled.map((task) => task?.state)).toEqual(['TERMINATED', 'TERMINATED'])
 }, 60_000)

@@ -7,8 +7,8 @@ import { storedTask } from '../stored-records'
 /**
  * Round trips the Redis store saves, and what they must not cost: an ended task read again is answered from the store's
  * own copy (it never changes again); a new task's announcement goes with its insert on the store's connection, not
- * after the insert's answer, and lands after it all the same (each task runs, once). A real redis-server, BullMQ,
- * quickjs.
+ * after the insert's answer, and lands after it all the same (each task runs, once); a new plan's insert goes on that
+ * connection too, its steps' insert right behind it. A real redis-server, BullMQ, quickjs.
  */
 
 const fixture = redisExecgate('round-trips')
@@ -136,3 +136,51 @@ test('a completion makes the dependents it knows ready in its own script; one mo
     await store.close()
   }
 }, 30_000)
+
+test('a new plan’s insert and its steps’ insert leave together on the task store’s connection, the plan landing first', async () => {
+  const settings = { dataDir: fixture.dataDir, redisUrl: fixture.redisUrl, redisPrefix: `plans${process.pid}`, leaseMs: 30_000 }
+  const tasks = REDIS_DRIVER.tasks(settings)
+  const [wired, alone] = [REDIS_DRIVER.plans(settings, tasks), REDIS_DRIVER.plans(settings)]
+  expect([wired.insertLandsBeforeTasks, alone.insertLandsBeforeTasks]).toEqual([true, false])
+  await Promise.all([wired.close(), alone.close(), tasks.close()])
+  // Through the execgate's own wiring: what its task store's connection sends and answers, in order.
+  const connection = (fixture.execgate.tasks.scheduler.store as RedisTaskStore).connection
+  const seen: string[] = []
+  const send = connection.sendCommand.bind(connection)
+  const watched = (command: { name: string; args: unknown[]; promise: Promise<unknown> }) => {
+    const what = `${command.name} ${
+      String(command.args[2] ?? '')
+        .split(':')
+        .slice(-2, -1)[0] ?? ''
+    }`
+    seen.push(`> ${what}`)
+    command.promise.then(
+      () => seen.push(`< ${what}`),
+      () => undefined,
+    )
+  }
+  connection.sendCommand = ((command: Parameters<typeof send>[0], ...rest: unknown[]) => {
+    watched(command as never)
+    return (send as (...args: unknown[]) => unknown)(command, ...rest)
+  }) as typeof connection.sendCommand
+  try {
+    const plan = await fixture.execgate.plans.run({
+      steps: [
+        { id: 'a', language: 'javascript', code: '20' },
+        { id: 'b', language: 'javascript', code: 'JSON.parse(await read_file("steps/a/value.json")) + 1', dependsOn: ['a'] },
+      ],
+    })
+    const done = await fixture.execgate.plans.wait(plan.id)
+    expect(done.state).toBe('COMPLETED')
+    expect(done.steps.map((step) => `${step.id}:${step.attempts}:${JSON.stringify(step.result?.value)}`)).toEqual(['a:1:20', 'b:1:21'])
+    // The plan's insert (its keys under `plans:plan:`), then the steps' (an EVAL of the task store's), both sent before
+    // the first of them is answered.
+    const planInsert = seen.indexOf('> eval plan')
+    expect(planInsert).toBeGreaterThanOrEqual(0)
+    const stepsInsert = seen.findIndex((entry, index) => index > planInsert && entry.startsWith('> eval'))
+    expect(stepsInsert).toBeGreaterThan(planInsert)
+    expect(seen.indexOf('< eval plan')).toBeGreaterThan(stepsInsert)
+  } finally {
+    connection.sendCommand = send as typeof connection.sendCommand
+  }
+}, 60_000)
