@@ -7,7 +7,7 @@ import {
   type ExecutionResult,
   type SecurityPolicy,
 } from '../core'
-import { staticCheck } from '../policy'
+import { staticFindings } from '../policy'
 import { describeImportRefusal } from './import-refusal'
 
 const SERVICE = 'execgate'
@@ -19,30 +19,25 @@ export function staticRefusal(
   profiles: Readonly<Record<string, SecurityPolicy>>,
   registry: AdapterRegistry,
 ): ExecutionResult | undefined {
-  const issues = staticCheck(request.language, request.code, policy).filter((item) => item.severity === 'error')
-  if (issues.length > 0) {
-    const first = issues[0]!
-    const where = first.line ? ` (line ${first.line}, column ${first.column})` : ''
-    if (first.code === 'syntax') {
-      return createResult('error', SERVICE, {
-        message: `${first.message}${where}`,
-        error: { type: 'SyntaxError', message: first.message, line: first.line, column: first.column },
-      })
-    }
-    const imports = describeImportRefusal(issues, policy, profiles, registry)
-    if (imports) {
-      return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: imports }), {
-        error: { type: 'PolicyViolation', message: imports, line: first.line, column: first.column },
-      })
-    }
-    return errorResult(
-      'policy_violation',
-      SERVICE,
-      new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${first.message}${where}` }),
-      {
-        error: { type: 'PolicyViolation', message: first.message, line: first.line, column: first.column },
-      },
-    )
+  // Read as cached: most runs find nothing, and a copy of every finding for each run is only made when one refuses.
+  const findings = staticFindings(request.language, request.code, policy)
+  if (!findings.some((item) => item.severity === 'error')) return undefined
+  const issues = findings.filter((item) => item.severity === 'error').map((item) => ({ ...item }))
+  const first = issues[0]!
+  const where = first.line ? ` (line ${first.line}, column ${first.column})` : ''
+  if (first.code === 'syntax') {
+    return createResult('error', SERVICE, {
+      message: `${first.message}${where}`,
+      error: { type: 'SyntaxError', message: first.message, line: first.line, column: first.column },
+    })
   }
-  return undefined
+  const imports = describeImportRefusal(issues, policy, profiles, registry)
+  if (imports) {
+    return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: imports }), {
+      error: { type: 'PolicyViolation', message: imports, line: first.line, column: first.column },
+    })
+  }
+  return errorResult('policy_violation', SERVICE, new ExecgateError('EXECGATE_POLICY_VIOLATION', { detail: `${first.message}${where}` }), {
+    error: { type: 'PolicyViolation', message: first.message, line: first.line, column: first.column },
+  })
 }

@@ -9,6 +9,9 @@ export class ExecutionLog implements ExecutionListener {
   constructor(private readonly logger: Logger) {}
 
   onResult(result: ExecutionResult, request: ExecutionRequest): void {
+    const failed = result.status === 'internal_error'
+    // A level the logger drops (a server at `warn`, a library at `silent`): no line's fields to build on every run.
+    if (!this.logger.isLevelEnabled(failed ? 'error' : 'info')) return
     const language = typeof request?.language === 'string' ? request.language : undefined
     const fields = {
       traceId: result.traceId,
@@ -18,7 +21,7 @@ export class ExecutionLog implements ExecutionListener {
       durationMs: Math.round(result.durationMs * 100) / 100,
       ...(result.route ? { route: result.route } : {}),
     }
-    if (result.status === 'internal_error') this.logger.error(fields, 'execution finished')
+    if (failed) this.logger.error(fields, 'execution finished')
     else this.logger.info(fields, 'execution finished')
   }
 }

@@ -29,8 +29,14 @@ const findings = new LruCache<readonly ValidationIssue[]>(256)
 const joinedImports = new WeakMap<readonly string[], string>()
 
 export function staticCheck(language: Language, code: string, policy: SecurityPolicy): ValidationIssue[] {
+  // Copies: callers may add to what they are given.
+  return staticFindings(language, code, policy).map((issue) => ({ ...issue }))
+}
+
+/** What staticCheck finds, as cached: to read, not to change (the request path's refusal reads it on every run). */
+export function staticFindings(language: Language, code: string, policy: SecurityPolicy): readonly Readonly<ValidationIssue>[] {
   const checker = CHECKERS[language]
-  if (!checker) return []
+  if (!checker) return NO_FINDINGS
   const checked: CheckedPolicy = { allowedImports: policy.allowedImports, filesystem: policy.filesystem }
   const list = checked.allowedImports
   // Only a frozen list: a caller's own array could change between two requests and must be read each time.
@@ -40,9 +46,10 @@ export function staticCheck(language: Language, code: string, policy: SecurityPo
     if (Object.isFrozen(list)) joinedImports.set(list, imports)
   }
   const key = `${language}\0${imports}\0${checked.filesystem}\0${code}`
-  // Copies: callers may add to what they are given.
-  return findings.get(key, () => checker(code, checked)).map((issue) => ({ ...issue }))
+  return findings.get(key, () => checker(code, checked))
 }
+
+const NO_FINDINGS: readonly ValidationIssue[] = Object.freeze([])
 
 export function staticValidationReport(language: Language, code: string, policy: SecurityPolicy): ValidationReport {
   const issues = staticCheck(language, code, policy)
