@@ -50,21 +50,17 @@ const emptyStream = (): StreamDigest => ({ sha256: EMPTY_SHA256, size: 0, stored
 export const isShared = (value: object): boolean => sharedJson.has(value)
 
 /**
- * Every key of a run's record, in the order its text gives them (describeRun's). The compiler checks that none is
- * missing: a key added to RunRecord and not here would otherwise never reach the stored text.
+ * Every key of a run's record, in the order its text gives them: first those runs one after another share (a
+ * tenant's, an adapter's, a policy's, a repeated code's and value's), then those each run has its own of. The compiler
+ * checks that none is missing: a key added to RunRecord and not here would otherwise never reach the stored text.
  */
 const RUN_KEYS = [
   'kind',
-  'runId',
-  'traceId',
   'tenant',
   'agentType',
   'lane',
-  'taskId',
-  'attempt',
   'planId',
   'planVersion',
-  'stepId',
   'language',
   'adapter',
   'tier',
@@ -73,11 +69,18 @@ const RUN_KEYS = [
   'policySha256',
   'limits',
   'policy',
-  'egress',
   'engines',
+  'status',
+  'value',
+  'planDocument',
+  'runId',
+  'traceId',
+  'taskId',
+  'attempt',
+  'stepId',
+  'egress',
   'startedAt',
   'endedAt',
-  'status',
   'error',
   'wallMs',
   'cpuMs',
@@ -87,12 +90,12 @@ const RUN_KEYS = [
   'stdin',
   'stdout',
   'stderr',
-  'value',
   'fallbackFrom',
-  'planDocument',
 ] as const satisfies readonly (keyof RunRecord)[]
 const everyKeyListed: [Exclude<keyof RunRecord, (typeof RUN_KEYS)[number]>] extends [never] ? true : never = true
 void everyKeyListed
+/** RUN_KEYS before this index are the shared ones (from `kind` to `planDocument`). */
+const STEADY = 18
 
 /**
  * The entry's values in RUN_KEYS' order, read by name: the entry is one object of one shape (describeRun's literal),
@@ -104,16 +107,11 @@ type RunValues<Keys extends readonly (keyof RunRecord)[]> = { -readonly [I in ke
 function valuesOf(e: RunRecord): RunValues<typeof RUN_KEYS> {
   return [
     e.kind,
-    e.runId,
-    e.traceId,
     e.tenant,
     e.agentType,
     e.lane,
-    e.taskId,
-    e.attempt,
     e.planId,
     e.planVersion,
-    e.stepId,
     e.language,
     e.adapter,
     e.tier,
@@ -122,11 +120,18 @@ function valuesOf(e: RunRecord): RunValues<typeof RUN_KEYS> {
     e.policySha256,
     e.limits,
     e.policy,
-    e.egress,
     e.engines,
+    e.status,
+    e.value,
+    e.planDocument,
+    e.runId,
+    e.traceId,
+    e.taskId,
+    e.attempt,
+    e.stepId,
+    e.egress,
     e.startedAt,
     e.endedAt,
-    e.status,
     e.error,
     e.wallMs,
     e.cpuMs,
@@ -136,9 +141,7 @@ function valuesOf(e: RunRecord): RunValues<typeof RUN_KEYS> {
     e.stdin,
     e.stdout,
     e.stderr,
-    e.value,
     e.fallbackFrom,
-    e.planDocument,
   ]
 }
 
@@ -147,39 +150,72 @@ const KEY_TEXT = RUN_KEYS.map((key) => `,${JSON.stringify(key)}:`)
 /** The last record's value of each key and its JSON: records one after another repeat most of them (`ok`, `monty`). */
 const lastValue: unknown[] = new Array<unknown>(RUN_KEYS.length).fill(undefined)
 const lastJson: string[] = new Array<string>(RUN_KEYS.length).fill('')
+/**
+ * The text of the last record's shared keys (RUN_KEYS before STEADY, without a leading comma), and the values it was
+ * made of; empty when it held an object of the record's own, which is never taken for another record's.
+ */
+let steadyText = ''
+const steadyValues: unknown[] = new Array<unknown>(STEADY).fill(undefined)
+
+/** The JSON of `value` as key `at`'s, with the key; `''` for a value the text leaves out. */
+function keyJson(at: number, value: unknown, mine: { own: boolean }): string {
+  if (value === undefined) return ''
+  if (value === lastValue[at]) return lastJson[at]!
+  let json: string
+  if (typeof value !== 'object' || value === null) json = JSON.stringify(value)
+  else if (omitted.has(value)) return ''
+  else {
+    const known = sharedJson.get(value)
+    // Any other object is the record's own (an error, a list of files): serialised each time, never remembered.
+    if (known === undefined) {
+      mine.own = true
+      return KEY_TEXT[at]! + JSON.stringify(value)
+    }
+    json = known === NO_TEXT ? JSON.stringify(value) : known
+    if (known === NO_TEXT) sharedJson.set(value, json)
+  }
+  lastValue[at] = value
+  lastJson[at] = KEY_TEXT[at]! + json
+  return lastJson[at]!
+}
+
+const own = { own: false }
 
 /**
  * `JSON.stringify(entry)`, written key by key: a shared object's JSON is made once per object (`shared`), a value
  * the last record had is not serialised again, the keys a run leaves empty (`omittedDefault`) are left out, and
  * absent keys cost a look, not a walk of the serialiser (a trivial run's entry has ~36 keys, ~20 of them absent:
- * JSON.stringify of it was ~14 % of the writer thread's time). The same content once read (`restoreOmitted` puts the
- * left-out keys back); the chain hashes the stored text as it is.
+ * JSON.stringify of it was ~14 % of the writer thread's time). When the shared keys hold what the last record's did,
+ * their text is the last record's, one piece: the text is then made of a few pieces, not two a key. The same content
+ * once read (`restoreOmitted` puts the left-out keys back); the chain hashes the stored text as it is.
  */
 export function runEntryJson(entry: RunRecord): string {
-  let text = ''
   const values: readonly unknown[] = valuesOf(entry)
-  for (let at = 0; at < values.length; at++) {
-    const value = values[at]
-    if (value === undefined) continue
-    let json: string
-    if (value === lastValue[at]) json = lastJson[at]!
-    else if (typeof value !== 'object' || value === null) {
-      json = JSON.stringify(value)
-      lastValue[at] = value
-      lastJson[at] = json
-    } else if (omitted.has(value)) continue
-    else {
-      const known = sharedJson.get(value)
-      // Any other object is the record's own (an error, a list of files): serialised each time, never remembered.
-      if (known === undefined) json = JSON.stringify(value)
-      else {
-        json = known === NO_TEXT ? JSON.stringify(value) : known
-        if (known === NO_TEXT) sharedJson.set(value, json)
-        lastValue[at] = value
-        lastJson[at] = json
-      }
-    }
-    text += KEY_TEXT[at]! + json
+  let same = steadyText !== ''
+  for (let at = 0; same && at < STEADY; at++) same = values[at] === steadyValues[at]
+  if (same) return finish(steadyText, values)
+  let text = ''
+  own.own = false
+  for (let at = 0; at < STEADY; at++) {
+    text += keyJson(at, values[at], own)
+    steadyValues[at] = values[at]
   }
-  return `{${text.slice(1)}}`
+  // One piece of memory, kept for the records after this one; never kept when it holds a record's own object.
+  steadyText = own.own ? '' : flat(text.slice(1))
+  return finish(own.own ? text.slice(1) : steadyText, values)
+}
+
+/** The record's text: its shared keys' text, then its own keys'. */
+function finish(steady: string, values: readonly unknown[]): string {
+  let text = `{${steady}`
+  for (let at = STEADY; at < values.length; at++) {
+    const json = keyJson(at, values[at], own)
+    if (json !== '') text += text.length === 1 ? json.slice(1) : json
+  }
+  return `${text}}`
+}
+
+/** The string as one piece of memory: kept for many records, it is not re-walked as a tree of pieces each time. */
+function flat(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string
 }
