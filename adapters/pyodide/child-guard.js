@@ -35,8 +35,6 @@ const HARMLESS = new Set([
   '__syscall_getdents64',
   '__syscall_readlinkat',
   '__syscall_faccessat',
-  '__syscall_fcntl64',
-  '__syscall_ioctl',
   '__syscall_poll',
   '__syscall_statfs64',
   '__syscall_fstatfs64',
@@ -82,6 +80,16 @@ const HARMLESS = new Set([
   'JsvUTF8ToString',
 ])
 
+/**
+ * Imports whose effect depends on a request code: the codes that only read pass, any other marks the run. fcntl's
+ * F_SETFL ORs any flags into the stream (O_RDWR included: a file opened to read becomes writable) and F_DUPFD makes a
+ * stream; ioctl's setters change a terminal's state in JavaScript.
+ */
+const READ_ONLY_REQUESTS = new Map([
+  ['__syscall_fcntl64', new Set([1, 2, 3, 12, 13, 14])], // F_GETFD, F_SETFD (close-on-exec, a no-op here), F_GETFL, locks
+  ['__syscall_ioctl', new Set([0x5401, 0x5413, 0x540f])], // TCGETS, TIOCGWINSZ, TIOCGPGRP
+])
+
 // musl's open flags: any of these asks to change a file (or make one).
 const O_WRITE = 1 | 2 // O_WRONLY, O_RDWR
 const O_CHANGE = 0o100 | 0o1000 | 0o2000 | 0o20000000 // O_CREAT, O_TRUNC, O_APPEND, O_TMPFILE's bit
@@ -105,6 +113,12 @@ function watchImports() {
       guard = function (dirfd, pathPtr, flags, varargs) {
         if (watch.watching && ((flags & O_WRITE) !== 0 || (flags & O_CHANGE) !== 0)) mark(name)
         return fn.call(this, dirfd, pathPtr, flags, varargs)
+      }
+    } else if (READ_ONLY_REQUESTS.has(name)) {
+      const reads = READ_ONLY_REQUESTS.get(name)
+      guard = function (fd, request, ...rest) {
+        if (watch.watching && !reads.has(request)) mark(name)
+        return fn.call(this, fd, request, ...rest)
       }
     } else if (HARMLESS.has(name) || name.startsWith('invoke_')) {
       // invoke_*: setjmp/longjmp and C++ exceptions, a call into the function table through JavaScript's try.

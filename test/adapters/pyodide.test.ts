@@ -214,6 +214,13 @@ describe('pyodide adapter: the process boundary, without the static check', () =
         // A listener on this process's messages would read the next run's code.
         'from pyodide.code import run_js\nrun_js("process.on(\'message\', (m) => globalThis.stash = m); 1")',
         "open('/tmp/left', 'w').write('SECRET')",
+        // A file opened to read, made writable through fcntl: the stdlib's own zip.
+        [
+          'import os, fcntl, sys',
+          "fd = os.open([p for p in sys.path if p.endswith('.zip')][0], os.O_RDONLY)",
+          'fcntl.fcntl(fd, fcntl.F_SETFL, os.O_RDWR)',
+          "os.write(fd, b'XX')",
+        ].join('\n'),
         // ctypes (its import reaches JavaScript), here writing 8 over the interpreter's shared 7.
         'import ctypes\nctypes.c_uint32.from_address(id(7) + 12).value = 8\nx = 7\nx * 6',
         'x = bytearray(96 * 2 ** 20)\nlen(x)',
