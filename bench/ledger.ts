@@ -6,13 +6,14 @@ import type { Execgate, ExecutionRequest } from '../src'
 import { ArtifactLedger, DirectoryBlobStore, SqliteLedgerStore, type RecordDraft, type RunRecord } from '../src/fabric/ledger'
 import { sha256 } from '../src/fabric/ledger/run-capture'
 import { against, tagged, workingSubject, type Subject } from './against'
+import { describeCost, pairedCost } from './ledger-cost'
 import { measureInterleaved, type BenchSection, type Measurement } from './harness'
 
 /**
  * The artifact ledger's cost (docs/ledger.md), on the embedded default (SQLite records and a blob folder in a temp dir):
  * - a trivial run with the ledger and without it, in one process, interleaved: what recording adds on the result's
- *   path at p50 (target ≤ 0.2 ms), and the whole cost per run (capture, hashing, blob and record writes) amortised
- *   over a loop that ends with a flush;
+ *   path at p50 (target ≤ 0.2 ms), and the whole cost per run (capture, hand-over, hashing, blob and record writes,
+ *   the WAL checkpoint), wall and CPU of every thread, as the median of paired on/off batches (bench/ledger-cost.ts);
  * - lineage of one artifact among 100,000 records (10,000 chains of 10 runs, each run reading the previous run's file
  *   with a code shared by its chain), p95 over 1000 artifacts picked at random (target ≤ 50 ms), and of a "hub"
  *   (a code used by 10 runs of every chain it is shared by) for contrast.
@@ -20,6 +21,9 @@ import { measureInterleaved, type BenchSection, type Measurement } from './harne
 
 const RECORDS = Number(process.env.EXECGATE_BENCH_LEDGER_RECORDS ?? 100_000)
 const CHAIN = 10
+/** Paired on/off batches for the whole cost (bench/ledger-cost.ts), and the idle settle after each batch. */
+const PAIRS = Number(process.env.EXECGATE_BENCH_LEDGER_PAIRS ?? 41)
+const TAIL_MS = Number(process.env.EXECGATE_BENCH_LEDGER_TAIL_MS ?? 0)
 
 function series(name: string, samples: number[]): Measurement {
   const sorted = [...samples].sort((a, b) => a - b)
@@ -46,25 +50,6 @@ async function open(subject: Subject, dataDir: string, ledger: boolean, adapter:
   })
 }
 
-/**
- * Per-run time of `runs` sequential runs plus the ledger's flush: everything the ledger costs, amortised. Also the
- * process's CPU time per run (every thread: the writer thread's, an engine's workers'), which a machine shared with
- * other work disturbs less than wall time: on − off is the ledger's CPU, wherever it ran.
- */
-async function amortised(execgate: Execgate, request: ExecutionRequest, runs: number): Promise<{ wall: number; cpu: number }> {
-  const started = performance.now()
-  const cpu = process.cpuUsage()
-  for (let i = 0; i < runs; i++) {
-    const result = await execgate.execute(request)
-    if (result.status !== 'ok') throw new Error(`${request.language} answered ${result.status}: ${result.message}`)
-  }
-  await execgate.ledger.flush().catch(() => undefined)
-  const used = process.cpuUsage(cpu)
-  return { wall: (performance.now() - started) / runs, cpu: (used.user + used.system) / 1000 / runs }
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-
 async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string, subjects: readonly Subject[]) {
   const request: ExecutionRequest = adapter === 'quickjs' ? { language: 'javascript', code: '1+1' } : { language: 'python', code: '1 + 1' }
   const pairs: { subject: Subject; on: Execgate; off: Execgate }[] = []
@@ -88,30 +73,17 @@ async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string, subj
       { iterations: 3000, batch: 100 },
     )
     for (const { on } of pairs) await on.ledger.flush()
-    // Whole cost: alternate loops so machine noise falls on every series alike; the median of five of each.
-    const loops = pairs.map(() => ({ on: [] as number[], off: [] as number[], onCpu: [] as number[], offCpu: [] as number[] }))
-    for (let round = 0; round < 5; round++) {
-      for (const [index, { on, off }] of pairs.entries()) {
-        const loop = loops[index]!
-        const withLedger = await amortised(on, request, 1000)
-        const without = await amortised(off, request, 1000)
-        loop.on.push(withLedger.wall)
-        loop.onCpu.push(withLedger.cpu)
-        loop.off.push(without.wall)
-        loop.offCpu.push(without.cpu)
-      }
-    }
+    // Whole cost: paired batches, on and off, their differences' median (bench/ledger-cost.ts says what it counts).
+    const costs = await pairedCost(
+      pairs.map(({ on, off }) => ({ on, off })),
+      request,
+      { runs: adapter === 'monty' ? 2000 : 200, pairs: PAIRS, tailMs: TAIL_MS },
+    )
     const ratios: string[] = []
-    const wholes: number[] = []
-    const cpus: number[] = []
     for (const [index, { subject }] of pairs.entries()) {
       const on = measured[index * 2]!
       const off = measured[index * 2 + 1]!
-      const loop = loops[index]!
-      const whole = median(loop.on) - median(loop.off)
-      const cpu = median(loop.onCpu) - median(loop.offCpu)
-      wholes.push(whole)
-      cpus.push(cpu)
+      const cost = costs[index]!
       ratios.push(
         tagged(
           subjects,
@@ -123,26 +95,21 @@ async function recordingCost(adapter: 'quickjs' | 'monty', dataDir: string, subj
         tagged(
           subjects,
           subject,
-          `${adapter}: whole cost per run, amortised over 1000-run loops ending in a flush (median ` +
-            `of 5): ${(whole * 1000).toFixed(1)} µs (${(median(loops[index]!.on) * 1000).toFixed(1)} ` +
-            `vs ${(median(loops[index]!.off) * 1000).toFixed(1)} µs per run; target ≤ 10 µs)`,
+          `${adapter}: whole ledger cost a run, wall (median of ${cost.pairs} paired ${cost.runs}-run batches ending in a ` +
+            `flush, on − off; target ≤ 10 µs): ${describeCost(cost.wall)}`,
         ),
-        tagged(
-          subjects,
-          subject,
-          `${adapter}: whole CPU per run, every thread, same loops (median of 5): ${(cpu * 1000).toFixed(1)} µs ` +
-            `(${(median(loop.onCpu) * 1000).toFixed(1)} vs ${(median(loop.offCpu) * 1000).toFixed(1)} µs per run)`,
-        ),
+        tagged(subjects, subject, `${adapter}: whole ledger CPU a run, every thread, same pairs: ${describeCost(cost.cpu)}`),
+        tagged(subjects, subject, `${adapter}: of which the request thread's CPU: ${describeCost(cost.thread)}`),
       )
     }
     if (pairs.length > 1) {
       ratios.push(against(`${adapter}: ledger on`, measured[measured.length - 2]!, measured[0]!))
+      const [base, work] = [costs[0]!, costs[costs.length - 1]!]
       ratios.push(
-        `${adapter}: whole ledger cost per run, work ` +
-          `${(wholes[wholes.length - 1]! * 1000).toFixed(1)} µs vs base ` +
-          `${(wholes[0]! * 1000).toFixed(1)} µs`,
-        `${adapter}: whole ledger CPU per run (every thread), work ` +
-          `${(cpus[cpus.length - 1]! * 1000).toFixed(1)} µs vs base ${(cpus[0]! * 1000).toFixed(1)} µs`,
+        `${adapter}: whole ledger cost a run, wall, work ${work.wall.median.toFixed(1)} µs vs base ${base.wall.median.toFixed(1)} µs`,
+        `${adapter}: whole ledger CPU a run (every thread), work ${work.cpu.median.toFixed(1)} µs vs base ` +
+          `${base.cpu.median.toFixed(1)} µs; the request thread's, work ${work.thread.median.toFixed(1)} µs vs base ` +
+          `${base.thread.median.toFixed(1)} µs`,
       )
     }
     return { measurements: measured, ratios }
@@ -260,6 +227,10 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
         "on the result's path the ledger copies what it records and queues it; hashing and writes " +
           "run within 20 ms, one transaction per batch (quickjs: a batch every 20 ms; monty's inline " +
           'runs never yield, so hand-overs of 64 to the writer thread, which commits what gathered, up to 500)',
+        'whole cost: each pair is a batch with the ledger on and one with it off (order swapped every pair), each ' +
+          'timed to the end of its flush; the figure is the median of the pairs’ on − off differences, with their ' +
+          'quartiles and mean (the mean spreads the every-8,000-records checkpoint); CPU is process.cpuUsage, every ' +
+          'thread (bench/ledger-cost.ts)',
         ...lineage.notes,
       ],
     }

@@ -1,0 +1,159 @@
+import fs from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import type { Execgate, ExecutionRequest } from '../src'
+
+/**
+ * The ledger's whole cost a run, measured so that a shared machine moves it little (bench/ledger.ts prints it).
+ *
+ * One **pair** is a batch of `runs` sequential runs through an execgate with the ledger on and the same through one
+ * with it off, back to back, their order swapped every pair (on first, then off first) so a drift in the machine's
+ * speed falls on both sides alike. A batch is timed from its first run to the end of `ledger.flush()` (every record
+ * of the batch committed: the writer thread's hashing, blob writes and SQLite transactions included): its **wall**
+ * figure. Its **CPU** figure is `process.cpuUsage()` (every thread of the process: the request thread, the ledger's
+ * writer thread, V8's helper threads collecting either's garbage, an engine's workers) over the same span plus
+ * `tailMs` idle after it (0 by default: batches follow each other closer than the writer's 250 ms idle, so its WAL
+ * checkpoint runs every 8,000 records inside a batch's appends, as under steady load; with a tail it runs, and is
+ * counted, in the batch it belongs to, and the side with the ledger off idles as long). The request thread's own
+ * CPU over the loop and flush (Linux's /proc schedstat) is printed too, to tell its share from the writer's. No
+ * collection is forced between batches: a forced full GC made the next batch of monty runs ~3× slower (V8 shrinks
+ * the young generation and drops feedback), so each batch is long enough (tens of ms) to pay its own scavenges.
+ * The figures printed are the **median of the pairs' differences** (on − off, per run) with their quartiles, and
+ * their mean: a pair disturbed by another process moves one difference, not the median; the mean spreads rarer
+ * costs (a checkpoint, a major GC) over every run as the ledger's users pay them.
+ */
+
+/** Per run, in µs. */
+interface Batch {
+  wall: number
+  cpu: number
+  /** The request thread's own CPU (NaN where /proc does not say). */
+  thread: number
+}
+
+/** This (the request) thread's CPU time in µs, from Linux's schedstat (the first field, ns on the CPU); NaN elsewhere. */
+function threadCpu(): number {
+  try {
+    return Number(fs.readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1000
+  } catch {
+    return NaN
+  }
+}
+
+export interface CostFigures {
+  on: number
+  off: number
+  median: number
+  q1: number
+  q3: number
+  mean: number
+}
+
+export interface PairedCost {
+  pairs: number
+  runs: number
+  /** In µs a run: each side's median, and the pairs' differences' median, quartiles (q1, q3) and mean. */
+  wall: CostFigures
+  cpu: CostFigures
+  /** The request thread's share of `cpu` (the loop and its flush, without the tail). */
+  thread: CostFigures
+}
+
+export interface CostSide {
+  on: Execgate
+  off: Execgate
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function batch(execgate: Execgate, request: ExecutionRequest, runs: number, tailMs: number): Promise<Batch> {
+  const cpu = process.cpuUsage()
+  const thread = threadCpu()
+  const started = performance.now()
+  for (let i = 0; i < runs; i++) {
+    const result = await execgate.execute(request)
+    if (result.status !== 'ok') throw new Error(`${request.language} answered ${result.status}: ${result.message}`)
+  }
+  await execgate.ledger.flush()
+  const wall = performance.now() - started
+  const threadUsed = threadCpu() - thread
+  if (tailMs > 0) await sleep(tailMs)
+  const used = process.cpuUsage(cpu)
+  return { wall: (wall * 1000) / runs, cpu: (used.user + used.system) / runs, thread: threadUsed / runs }
+}
+
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const at = (sorted.length - 1) * q
+  const low = Math.floor(at)
+  return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low)
+}
+
+function summary(on: readonly number[], off: readonly number[]): CostFigures {
+  const differences = on.map((value, index) => value - off[index]!)
+  return {
+    mean: differences.reduce((sum, value) => sum + value, 0) / differences.length,
+    on: quantile(on, 0.5),
+    off: quantile(off, 0.5),
+    median: quantile(differences, 0.5),
+    q1: quantile(differences, 0.25),
+    q3: quantile(differences, 0.75),
+  }
+}
+
+/**
+ * The paired measure for every side (one per build under test), interleaved: each pair round measures every side's
+ * pair in turn, the sides' order swapped every round too. One untimed pair per side first (JIT, the writer thread,
+ * the store's files).
+ */
+export async function pairedCost(
+  sides: readonly CostSide[],
+  request: ExecutionRequest,
+  options: { runs: number; pairs: number; tailMs: number },
+): Promise<PairedCost[]> {
+  const { runs, pairs, tailMs } = options
+  const samples = sides.map(() => ({ on: [] as Batch[], off: [] as Batch[] }))
+  for (const { on, off } of sides) {
+    await batch(on, request, runs, tailMs)
+    await batch(off, request, runs, tailMs)
+  }
+  for (let pair = 0; pair < pairs; pair++) {
+    const order = sides.map((_, index) => index)
+    if (pair % 2 === 1) order.reverse()
+    for (const index of order) {
+      const { on, off } = sides[index]!
+      const sample = samples[index]!
+      if (pair % 2 === 0) {
+        sample.on.push(await batch(on, request, runs, tailMs))
+        sample.off.push(await batch(off, request, runs, tailMs))
+      } else {
+        sample.off.push(await batch(off, request, runs, tailMs))
+        sample.on.push(await batch(on, request, runs, tailMs))
+      }
+    }
+  }
+  return samples.map(({ on, off }) => ({
+    pairs,
+    runs,
+    wall: summary(
+      on.map((b) => b.wall),
+      off.map((b) => b.wall),
+    ),
+    cpu: summary(
+      on.map((b) => b.cpu),
+      off.map((b) => b.cpu),
+    ),
+    thread: summary(
+      on.map((b) => b.thread),
+      off.map((b) => b.thread),
+    ),
+  }))
+}
+
+/** `9.8 µs (quartiles 8.1 to 11.2, mean 10.3; on 21.0, off 11.2 µs a run)` */
+export function describeCost(cost: CostFigures): string {
+  const us = (value: number) => value.toFixed(1)
+  return (
+    `${us(cost.median)} µs (quartiles ${us(cost.q1)} to ${us(cost.q3)}, mean ${us(cost.mean)}; ` +
+    `on ${us(cost.on)}, off ${us(cost.off)} µs a run)`
+  )
+}
