@@ -1,7 +1,8 @@
 'use strict'
 /**
  * One pyodide instance in a child process started by the pyodide adapter under Node's permission model:
- * read access to pyodide's own files only, no child processes, no workers, no addons, and an empty environment.
+ * read access to pyodide's own files only, no child processes, no workers, no addons but execgate's write-watch (loaded
+ * before pyodide; every other load is refused after it: child-guard.js), and an empty environment.
  * pyodide's JS bridge (`import js`, `pyodide_js`, `run_js`, JS proxies' constructors) reaches this process's
  * JavaScript, so this process is where that bridge ends: it holds no secrets and can touch nothing. Plain
  * JavaScript, not TypeScript: it runs without a loader, under permissions that would not allow one.
@@ -10,8 +11,9 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 // Loaded now, before pyodide and any run: it wraps pyodide's imports as they are instantiated.
-const { watchImports, memorySnapshot } = require('./child-guard.js')
+const { watchImports, loadWriteWatch, memorySnapshot } = require('./child-guard.js')
 const imports = watchImports()
+const writes = loadWriteWatch(process.argv[3])
 
 // The permission model forbids process.binding, which pyodide's loader asks for 'constants'. Answer that from
 // the public modules and refuse everything else.
@@ -36,7 +38,7 @@ function closeTheBridge() {
   }
   process.kill = refuse('process.kill')
   process._kill = refuse('process.kill')
-  process.dlopen = refuse('process.dlopen')
+  // process.dlopen was sealed before pyodide loaded (child-guard.js, loadWriteWatch).
   process.chdir = refuse('process.chdir')
   closeTheNetwork(refuse)
 }
@@ -141,7 +143,7 @@ async function main() {
   hooks.destroy()
   pyodide.runPython('del _execgate_hooks')
   // Taken last, when the process is as every run will find it (child-guard.js).
-  const memory = memorySnapshot(pyodide._module.wasmMemory || pyodide._module.memory)
+  const memory = memorySnapshot(pyodide._module.wasmMemory || pyodide._module.memory, writes)
   let pending = []
   let pendingBytes = 0
   const flush = () => {
@@ -240,7 +242,7 @@ async function main() {
     }
     send({ type: 'checked', id: message.id, recycle })
   })
-  send({ type: 'ready' })
+  send({ type: 'ready', note: memory.why ? `memory restore: compare (write-watch: ${memory.why})` : `memory restore: ${memory.mode}` })
 }
 
 /** Awaits a Python coroutine's proxy and releases it. */

@@ -35,8 +35,8 @@ const LANGUAGES: readonly Language[] = ['python']
 const WARMING_RETRY_AFTER_MS = 3000
 
 /**
- * Longest a run waits for the process that answered the run before it to finish putting its memory back (3–4 ms)
- * rather than take another idle one: see `execute`.
+ * Longest a run waits for the process that answered the run before it to finish putting its memory back (~0.1 ms;
+ * 3–4 ms where the whole memory is compared) rather than take another idle one: see `execute`.
  */
 const HOT_PROCESS_WAIT_MS = 1
 

@@ -38,6 +38,18 @@ function childScript(): string {
   return path.resolve(__dirname, '..', '..', '..', 'adapters', 'pyodide', 'child.js')
 }
 
+/**
+ * The kernel's write reports for the memory restore (write-watch.c), built by `npm run build` into dist beside the
+ * compiled adapter; undefined where it was not built (the child then compares its whole memory).
+ */
+function writeWatchAddon(): string | undefined {
+  const built = [
+    path.join(__dirname, 'write-watch.node'),
+    path.resolve(__dirname, '..', '..', 'dist', 'adapters', 'pyodide', 'write-watch.node'),
+  ]
+  return built.find((file) => fs.existsSync(file))
+}
+
 export function pyodideDirectory(): string {
   return path.dirname(require.resolve('pyodide/pyodide.js'))
 }
@@ -55,10 +67,11 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
   constructor(onExit: (process: PyodideProcess, reason: string) => void, wrapper?: NetworkWrapper) {
     const pyodideDir = pyodideDirectory()
     const script = childScript()
+    const addon = writeWatchAddon()
     super(
       {
         module: script,
-        args: [pyodideDir],
+        args: addon ? [pyodideDir, addon] : [pyodideDir],
         execArgv: [
           '--experimental-permission',
           `--allow-fs-read=${pyodideDir}${path.sep}`,
@@ -66,6 +79,8 @@ export class PyodideProcess extends PooledChildProcess<ChildMessage> {
           // The Python it runs once loaded, beside it.
           `--allow-fs-read=${path.join(path.dirname(script), 'child-python.js')}`,
           `--allow-fs-read=${path.join(path.dirname(script), 'child-guard.js')}`,
+          // Its one addon, loaded before any run; the child refuses every load after it (child-guard.js).
+          ...(addon ? ['--allow-addons', `--allow-fs-read=${addon}`] : []),
           '--no-warnings',
           '--max-old-space-size=512',
         ],

@@ -27,7 +27,7 @@ export interface ChildProcessSpec {
 }
 
 /** What every such child says first: it is ready, or it could not load its interpreter. */
-export type ChildHandshake = { type: 'ready' } | { type: 'failed'; reason: string }
+export type ChildHandshake = { type: 'ready'; note?: string } | { type: 'failed'; reason: string }
 
 const STDERR_TAIL_CHARS = 2000
 
@@ -41,6 +41,8 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
   readonly child: ChildProcess
   readonly ready: Promise<void>
   stderrTail = ''
+  /** What the child said of how it serves when it became ready, in words (pyodide: how its memory is put back). */
+  readyNote: string | undefined
   dead = false
   private readonly wrapped: boolean
   private nodePid: number | undefined
@@ -63,8 +65,10 @@ export abstract class PooledChildProcess<Message extends { type: string }> imple
     })
     this.ready = new Promise((resolve, reject) => {
       this.child.on('message', (message: ChildHandshake | Message) => {
-        if (message.type === 'ready') resolve()
-        else if (message.type === 'failed') reject(new Error(`${spec.loads} failed to load: ${(message as { reason: string }).reason}`))
+        if (message.type === 'ready') {
+          this.readyNote = (message as { note?: string }).note
+          resolve()
+        } else if (message.type === 'failed') reject(new Error(`${spec.loads} failed to load: ${(message as { reason: string }).reason}`))
         else this.listener?.(message as Message)
       })
       this.child.once('exit', (exitCode, exitSignal) => {

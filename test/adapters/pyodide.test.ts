@@ -83,6 +83,27 @@ describe('pyodide adapter: the process boundary, without the static check', () =
     expect(result.stdout).toBe('env 0\nrequire undefined\nbinding refused\n')
   }, 60_000)
 
+  test("the memory restore uses the kernel's write reports where built, and no addon loads after it", async () => {
+    const addon = path.resolve(__dirname, '..', '..', 'dist', 'adapters', 'pyodide', 'write-watch.node')
+    const { pool } = adapter as unknown as { pool: { all: Set<{ readyNote?: string; dead: boolean; ready: Promise<void> }> } }
+    const members = [...pool.all].filter((member) => !member.dead)
+    await Promise.all(members.map((member) => member.ready))
+    // Built by `npm run build` on Linux; this kernel (≥ 6.7) reports writes.
+    const expected =
+      process.platform === 'linux' && fs.existsSync(addon)
+        ? 'memory restore: write-watch'
+        : expect.stringMatching(/^memory restore: compare/)
+    expect(members.length).toBeGreaterThan(0)
+    for (const member of members) expect(member.readyNote).toEqual(expected)
+    const code = [
+      'from js import Object',
+      `f = Object.constructor('try { process.dlopen({ exports: {} }, "${addon}"); return "loaded" } catch (e) { return e.message }')`,
+      'print(f())',
+    ].join('\n')
+    const result = await adapter.execute({ language: 'python', code }, contractContext({ wallTimeMs: 30_000 }))
+    expect(result.stdout).toBe('native addons are not available in the sandbox\n')
+  }, 60_000)
+
   test('a sleep and a swallowed KeyboardInterrupt end timeout', async () => {
     for (const code of [
       'import time\ntime.sleep(3600)',

@@ -117,6 +117,8 @@ describe('the packed package', () => {
         'dist/console/index.html',
       ]),
     )
+    // The kernel's write reports for pyodide's memory restore, built where the package is packed (Linux here).
+    if (process.platform === 'linux') expect(shipped).toContain('dist/adapters/pyodide/write-watch.node')
     // The web console's bundle, named by its content hash.
     expect(shipped.filter((file) => /^dist\/console\/(console|styles)-[A-Z0-9]+\.(js|css)$/.test(file))).toHaveLength(2)
     const workshop = shipped.filter(
