@@ -59,7 +59,11 @@ export function buildBaseline(ref: string): Subject {
   const dir = path.join(os.tmpdir(), `execgate-bench-${commit}`)
   const built = path.join(dir, '.execgate-bench-built')
   const say = (line: string) => process.stderr.write(`[execgate] [bench] ${line}\n`)
-  if (!fs.existsSync(built)) {
+  if (fs.existsSync(built) || !holdBuildLock(dir, built)) {
+    say(`reusing the build of ${ref} (${short}) in ${dir}`)
+    return subjectAt(dir, `${ref} (${short})`, 'base')
+  }
+  try {
     fs.rmSync(dir, { recursive: true, force: true })
     fs.mkdirSync(dir, { recursive: true })
     say(`exporting ${ref} (${short}) to ${dir}`)
@@ -77,10 +81,47 @@ export function buildBaseline(ref: string): Subject {
     say(`building ${short}`)
     execFileSync('npm', ['run', 'build'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] })
     fs.writeFileSync(built, `${commit}\n`)
-  } else {
-    say(`reusing the build of ${ref} (${short}) in ${dir}`)
+  } finally {
+    fs.rmSync(`${dir}.lock`, { recursive: true, force: true })
   }
   return subjectAt(dir, `${ref} (${short})`, 'base')
+}
+
+/**
+ * Whether this process is to build `dir`: true once it holds `<dir>.lock` (a directory: mkdir is atomic), false when
+ * another process built it meanwhile. Two benches of the same ref at once would otherwise export into one directory
+ * together and fail (ENOTEMPTY). A lock whose holder has died is taken over.
+ */
+function holdBuildLock(dir: string, built: string): boolean {
+  const lock = `${dir}.lock`
+  const pause = new Int32Array(new SharedArrayBuffer(4))
+  for (;;) {
+    if (fs.existsSync(built)) return false
+    try {
+      fs.mkdirSync(lock)
+      fs.writeFileSync(path.join(lock, 'pid'), `${process.pid}\n`)
+      return true
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    let holder = 0
+    try {
+      holder = Number(fs.readFileSync(path.join(lock, 'pid'), 'utf8').trim())
+    } catch {
+      // The lock went meanwhile, or its holder has not written its pid yet: look again.
+    }
+    if (holder > 0 && !alive(holder)) fs.rmSync(lock, { recursive: true, force: true })
+    else Atomics.wait(pause, 0, 0, 1000)
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
 }
 
 /** `work/base p50 = 0.62× (0.041 vs 0.066 ms)`: how the working tree compares with the baseline on one series. */
