@@ -226,7 +226,7 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
       notes: [
         "on the result's path the ledger copies what it records and queues it; hashing and writes " +
           "run within 20 ms, one transaction per batch (quickjs: a batch every 20 ms; monty's inline " +
-          'runs never yield, so hand-overs of 64 to the writer thread, which commits what gathered, up to 500)',
+          'runs never yield, so hand-overs of 256 to the writer thread, which commits what gathered, up to 500)',
         'whole cost: each pair is a batch with the ledger on and one with it off (order swapped every pair), each ' +
           'timed to the end of its flush; the figure is the median of the pairs’ on − off differences, with their ' +
           'quartiles and mean (the mean spreads the every-8,000-records checkpoint); CPU is process.cpuUsage, every ' +

@@ -61,7 +61,7 @@ const LOST_LOG_MS = 1000
  * The artifact ledger: an `ExecutionListener` that records every run's provenance, and the queries over it.
  *
  * On the result's path it only copies what it needs (`captureRun`) and queues it; within FLUSH_DELAY_MS (at once for
- * a batch of the writer's `handOverBatch`: 64 to the writer thread, 500 to a writer in this thread) the queue goes to
+ * a batch of the writer's `handOverBatch`: 256 to the writer thread, 500 to a writer in this thread) the queue goes to
  * the writer (LedgerWriter: hashing, blob writes, record appends; in a worker thread when built from config), which
  * writes it in order, one transaction per batch. The queue is bounded
  * (`queueLimit`): a run is never slowed by a writer that fell behind or a store that is down; past the bound its
