@@ -21,5 +21,8 @@ export function withDependencyInputs(
     files.push({ path: `${base}/value.json`, content: JSON.stringify(dependency.result?.value ?? null) })
     for (const file of dependency.outputFiles ?? []) files.push({ ...file, path: `${base}/files/${file.path}` })
   }
-  return { ...request, files }
+  // Named before the spread and set after it (see runInputsFor): a hidden class shared by every such request.
+  const withFiles: ExecutionRequest = { files, ...request }
+  withFiles.files = files
+  return withFiles
 }

@@ -48,11 +48,7 @@ export class TaskRunner {
           started ?? move(task.id, ['SPAWNING'], STARTED),
         ])
       if (!running) return
-      const request = withDependencyInputs(
-        { ...task.request, ...(task.timeoutMs ? { timeoutMs: Math.min(task.timeoutMs, task.request.timeoutMs ?? task.timeoutMs) } : {}) },
-        inputs,
-        task.dependencyPaths,
-      )
+      const request = withDependencyInputs(task.request, inputs, task.dependencyPaths)
       attempt = running.attempts
       this.live.begin(task.id, attempt)
       const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => {
@@ -61,8 +57,8 @@ export class TaskRunner {
         this.emitter.emit('output', item)
       }
       const rich = this.outputs.forRun(running)
-      const run = runInputsFor(running, request, controller.signal, onOutput, await this.workspaceOf(running))
-      const result = await this.options.execute(run.request, { ...run.options, onRichOutput: rich.onRichOutput })
+      const run = runInputsFor(running, request, controller.signal, onOutput, rich.onRichOutput, await this.workspaceOf(running))
+      const result = await this.options.execute(run.request, run.options)
       if (controller.signal.aborted) {
         // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
         if (controller.signal.reason === SHUTDOWN)
