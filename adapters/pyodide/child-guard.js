@@ -251,7 +251,7 @@ function memorySnapshot(memory, loaded = {}) {
         compareAndCopyBack(live, saved)
         return true
       }
-      if (writeWatch.restore() < 0) return false
+      if (writeWatch.restore(true) < 0) return false
       return ++runs % AUDIT_EVERY !== 0 || compareAndCopyBack(live, saved) === 0
     },
   }

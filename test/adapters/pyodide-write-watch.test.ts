@@ -23,7 +23,7 @@ type WasmMemory = { readonly buffer: ArrayBuffer; grow(pages: number): number }
 const { Memory } = (globalThis as unknown as { WebAssembly: { Memory: new (shape: { initial: number; maximum: number }) => WasmMemory } })
   .WebAssembly
 
-type WriteWatch = { watch(memory: ArrayBuffer, saved: Buffer): void; restore(): number }
+type WriteWatch = { watch(memory: ArrayBuffer, saved: Buffer): void; restore(learning?: boolean): number }
 const PAGE = 4096
 const WASM_PAGES = 64 // 4 MiB
 
@@ -43,7 +43,7 @@ describe('write-watch: the kernel reports every page written', () => {
   })
 
   const onLinux = linux ? test : test.skip
-  onLinux('puts back pages written by JavaScript and by the kernel, resident or not, and reports nothing else', () => {
+  onLinux('puts back pages written by JavaScript and by the kernel, resident or not; pages every run writes become hot', () => {
     const writeWatch = load(ADDON) as WriteWatch
     const memory = patterned()
     const saved = Buffer.from(new Uint8Array(memory.buffer))
@@ -78,6 +78,20 @@ describe('write-watch: the kernel reports every page written', () => {
     expect(writeWatch.restore()).toBe(0)
     bytes[5 * PAGE] ^= 1
     expect(writeWatch.restore()).toBe(1)
+    expect(Buffer.compare(Buffer.from(memory.buffer), saved)).toBe(0)
+
+    // Pages written in each of 8 runs become hot: copied back after every run unasked, never protected again.
+    const everyRun = [3, 4, 5, 90]
+    for (let run = 0; run < 8; run++) {
+      for (const page of everyRun) bytes[page * PAGE + run] ^= 0xff
+      bytes[(300 + run) * PAGE] ^= 1 // a different page each run: never hot
+      expect(writeWatch.restore(true)).toBe(everyRun.length + 1)
+      expect(Buffer.compare(Buffer.from(memory.buffer), saved)).toBe(0)
+    }
+    expect(writeWatch.restore(true)).toBe(everyRun.length)
+    for (const page of everyRun) bytes[page * PAGE + 100] ^= 0xff
+    bytes[700 * PAGE] ^= 1
+    expect(writeWatch.restore(true)).toBe(everyRun.length + 1)
     expect(Buffer.compare(Buffer.from(memory.buffer), saved)).toBe(0)
 
     // The guard's own proof: the addon can watch one memory a process, so a second snapshot falls back, saying why.
