@@ -358,6 +358,23 @@ describe.each(stores)('%s store', (storeKind) => {
       ])
     })
 
+    test('a running task cancelled after runs that ended stops, and no later run starts cancelled', async () => {
+      // Runs that ended unaborted hand their AbortController on to later runs; a cancelled run's must never be.
+      for (const code of ['1', '2']) expect((await execgate.tasks.wait((await execgate.tasks.submit(js(code))).id)).state).toBe('COMPLETED')
+      const long = await execgate.tasks.submit(js(busy(30_000)))
+      for (let at = Date.now(); (await execgate.tasks.get(long.id))?.state !== 'RUNNING';) {
+        if (Date.now() - at > 20_000) throw new Error('the long task never started')
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      expect((await execgate.tasks.cancel(long.id)).state).toBe('TERMINATED')
+      // Long enough for the cancelled run to stop and give its slot back (its worker killed past the grace if need be).
+      await new Promise((resolve) => setTimeout(resolve, 3000))
+      for (const value of [3, 4, 5]) {
+        const after = await execgate.tasks.wait((await execgate.tasks.submit(js(String(value)))).id)
+        expect(after).toMatchObject({ state: 'COMPLETED', result: { status: 'ok', value } })
+      }
+    })
+
     test('cancel, suspend and resume; list filters by state and intent and pages', async () => {
       const blockers = await Promise.all([0, 1].map(() => execgate.tasks.submit(js(busy(500)), { tenant: 'pager' })))
       const queued = await execgate.tasks.submit(js('5', { intentId: 'i-9' }), { tenant: 'pager' })
