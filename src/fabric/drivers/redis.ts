@@ -48,7 +48,14 @@ function batchWrites(redis: Redis): Redis {
 export const REDIS_DRIVER: FabricStoreDriver = {
   description: 'Redis at fabric.redisUrl (BullMQ for due tasks); shared by every node and worker',
   shared: true,
-  tasks: (settings) => new RedisTaskStore({ redis: connect(settings), prefix: `${settings.redisPrefix}:tasks`, ownsConnection: true }),
+  tasks: (settings) =>
+    new RedisTaskStore({
+      redis: connect(settings),
+      prefix: `${settings.redisPrefix}:tasks`,
+      ownsConnection: true,
+      // The lease of a dependent started behind its dependency's end, as long as a BullMQ job's.
+      leaseMs: settings.leaseMs,
+    }),
   taskDispatcher: (settings, tasks) => {
     const dispatcher = new BullmqDispatcher({
       url: settings.redisUrl,

@@ -1,3 +1,6 @@
+import type { TaskChange } from './task-store'
+import type { Task, TaskEvent } from './task-types'
+
 /**
  * The Lua scripts of the Redis task store (redis-task-store.ts): each write of a task is one of them, so its state
  * index, its action-log entry and the compare-and-set land together or not at all.
@@ -100,3 +103,25 @@ if current ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 return 1
 `
+
+/** A task after `changes` in a row, at `at`: each step's task and event, the events' templates, the JSON written. */
+export function applied(
+  current: Task,
+  changes: readonly TaskChange[],
+  at: string,
+): { task: Task; steps: { task: Task; event: Omit<TaskEvent, 'seq'> }[]; templates: string[]; raw: string } {
+  const steps: { task: Task; event: Omit<TaskEvent, 'seq'> }[] = []
+  let task = current
+  for (const change of changes) {
+    const previous = task.state
+    task = { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
+    steps.push({ task, event: { taskId: task.id, at, from: previous, to: change.to, reason: change.reason, attempt: task.attempts } })
+  }
+  // Each event's seq comes from the script's counter: `%d` stands where JSON has the placeholder 0.
+  const templates = steps.map((step) =>
+    JSON.stringify({ seq: 0, ...step.event })
+      .replaceAll('%', '%%')
+      .replace('{"seq":0,', '{"seq":%d,'),
+  )
+  return { task, steps, templates, raw: JSON.stringify(task) }
+}

@@ -1,10 +1,12 @@
 import type { Redis } from 'ioredis'
 import { runScript, runScriptInOrder } from '../redis-script'
-import { DEPENDENTS, INSERT, TRANSITION, UPDATE } from './redis-task-scripts'
-import type { TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionOf, TransitionSteps } from './task-store'
+import { DEPENDENTS, INSERT, TRANSITION, UPDATE, applied } from './redis-task-scripts'
+import type { StartHere, TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionOf, TransitionSteps } from './task-store'
 import { holdsFor } from './task-store'
 import { isFinal, type Task, type TaskEvent, type TaskState } from './task-types'
 import { compareDue } from './due-order'
+import { RedisRunLeases } from './redis-run-leases'
+import { TaskCopies } from './redis-task-copies'
 
 /**
  * The distributed store: tasks on Redis, shared by `execgate serve` and any number of `execgate worker` processes.
@@ -23,17 +25,15 @@ export interface RedisTaskStoreOptions {
   /** Key prefix, so several deployments can share one Redis. @default 'execgate:tasks' */
   prefix?: string
   ownsConnection?: boolean
+  /**
+   * The lease of a run started by this store's own write (startBehind): renewed every third of it, taken as lost by
+   * any process once it lapsed (redis-run-leases.ts). Without it the store starts nothing behind its writes.
+   */
+  leaseMs?: number
 }
 
 /** How many times a compare-and-set is tried again after losing a race before the store says it lost. */
 const CAS_ATTEMPTS = 20
-
-/** How many tasks' JSON the store keeps as it last read or wrote them (unfinished tasks only: they move again). */
-const KNOWN_TASKS = 1024
-
-/** How much ended tasks' JSON the store keeps (characters, all together), and the most for one task. */
-const ENDED_CHARS = 4_000_000
-const ENDED_CHARS_EACH = 64_000
 
 function deadlineScore(task: Task): string {
   return task.state === 'PENDING' && task.attempts === 0 && task.deadline ? String(Date.parse(task.deadline)) : ''
@@ -42,28 +42,20 @@ function deadlineScore(task: Task): string {
 export class RedisTaskStore implements TaskStore {
   private readonly redis: Redis
   private readonly prefix: string
-  /**
-   * Each unfinished task's JSON as this store last read or wrote it. A compare-and-set is tried on it first, without
-   * a read: the script compares it with what is stored, so a stale copy (another process moved the task) only costs
-   * the read it would have made anyway, and a write lands only on exactly the task it was checked against.
-   */
-  private readonly known = new Map<string, string>()
-  /**
-   * Ended tasks' JSON as this store read or wrote them. An ended task never changes again, so a read of one is
-   * answered from here: a dependency's outputs read by its dependent's claim, the steps of a plan its engine looks at.
-   */
-  private readonly ended = new Map<string, string>()
-  private endedChars = 0
-  /**
-   * Unfinished tasks known here not ready yet, by each dependency they wait on: what that dependency's end may make
-   * ready in its own script (readiedBy), checked there against the copy it was made from.
-   */
-  private readonly waiting = new Map<string, Set<string>>()
+  /** Tasks' JSON as this store last read or wrote them (redis-task-copies.ts). */
+  private readonly copies = new TaskCopies()
+  /** The leases of the runs started here behind a write (startBehind). */
+  private readonly leases: RedisRunLeases | undefined
 
   constructor(private readonly options: RedisTaskStoreOptions) {
     this.redis = options.redis
     this.prefix = options.prefix ?? 'execgate:tasks'
+    this.leases = options.leaseMs ? new RedisRunLeases(this.redis, this.key('leases'), options.leaseMs) : undefined
+    if (!this.leases) this.startBehind = undefined
   }
+
+  /** Set by the scheduler of this process (TaskStore.startHere): dependents an end makes ready may start here. */
+  startHere?: StartHere
 
   /**
    * Announces a task on this store's connection (BullmqDispatcher.dispatchBehindStoreWrites, set by the Redis driver):
@@ -81,69 +73,20 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private async read(id: string): Promise<{ raw: string; task: Task } | undefined> {
-    const raw = this.ended.get(id) ?? (await this.redis.get(this.key('task', id)))
+    const raw = this.copies.ended.get(id) ?? (await this.redis.get(this.key('task', id)))
     return raw ? this.parsed(raw) : undefined
   }
 
   /** The task of `raw`, remembered for the next compare-and-set while it is unfinished. */
   private parsed(raw: string): { raw: string; task: Task } {
     const task = JSON.parse(raw) as Task
-    this.remember(task, raw)
+    this.copies.remember(task, raw)
     return { raw, task }
-  }
-
-  private remember(task: Task, raw: string): void {
-    this.known.delete(task.id)
-    if (isFinal(task.state)) return this.keepEnded(task.id, raw)
-    this.known.set(task.id, raw)
-    // Oldest first out: a Map iterates in insertion order.
-    if (this.known.size > KNOWN_TASKS) this.known.delete(this.known.keys().next().value!)
-    if (task.ready || task.state !== 'PENDING') return
-    for (const dependency of task.dependencies) {
-      const dependents = this.waiting.get(dependency) ?? new Set<string>()
-      this.waiting.set(dependency, dependents.add(task.id))
-      if (this.waiting.size > KNOWN_TASKS) this.waiting.delete(this.waiting.keys().next().value!)
-    }
-  }
-
-  /**
-   * The dependents that `task` completing makes ready, as known here: pending, not ready, of its tenant, every other
-   * dependency known ended COMPLETED (for its tenant). Each with the JSON it is known by and its JSON ready (as
-   * `update` writes it): the end's script writes the second only over the first, so a dependent moved meanwhile is
-   * left to the scheduler's usual look at it (TaskTransitions.afterEnd), as is any dependent not known here.
-   */
-  private readiedBy(task: Task, at: string): { id: string; expected: string; ready: Task }[] {
-    if (task.state !== 'COMPLETED') return []
-    const completed = (id: string, tenant: string) => {
-      const raw = id === task.id ? undefined : this.ended.get(id)
-      const ended = raw === undefined ? undefined : (JSON.parse(raw) as Task)
-      return id === task.id || (ended?.state === 'COMPLETED' && ended.tenant === tenant)
-    }
-    return [...(this.waiting.get(task.id) ?? [])].flatMap((id) => {
-      const raw = this.known.get(id)
-      const dependent = raw === undefined ? undefined : (JSON.parse(raw) as Task)
-      if (!dependent || dependent.state !== 'PENDING' || dependent.ready || dependent.tenant !== task.tenant) return []
-      if (!dependent.dependencies.includes(task.id) || !dependent.dependencies.every((dependency) => completed(dependency, task.tenant)))
-        return []
-      return [{ id, expected: raw!, ready: { ...dependent, ready: true, updatedAt: at } }]
-    })
-  }
-
-  private keepEnded(id: string, raw: string): void {
-    if (raw.length > ENDED_CHARS_EACH || this.ended.has(id)) return
-    this.ended.set(id, raw)
-    this.endedChars += raw.length
-    // Oldest first out.
-    for (const [oldest, kept] of this.ended) {
-      if (this.endedChars <= ENDED_CHARS) break
-      this.ended.delete(oldest)
-      this.endedChars -= kept.length
-    }
   }
 
   /** The task as last seen here, if it is remembered: tried first, then read (`fresh`) when the store has moved on. */
   private async current(id: string, fresh: boolean): Promise<{ raw: string; task: Task } | undefined> {
-    const raw = fresh ? undefined : this.known.get(id)
+    const raw = fresh ? undefined : this.copies.known.get(id)
     return raw ? { raw, task: JSON.parse(raw) as Task } : this.read(id)
   }
 
@@ -166,7 +109,7 @@ export class RedisTaskStore implements TaskStore {
     // EVAL, not runScript: the insert's command must be the one sent now, never an EVAL sent later after a NOSCRIPT,
     // since an announcement sent after it on this connection (dispatchBehindStoreWrites) must land after it.
     const answers = (await this.redis.eval(INSERT, 0, this.prefix, ...args)) as (string | number)[]
-    tasks.forEach((task, index) => answers[index] === 1 && this.remember(task, args[index * 8 + 1]!))
+    tasks.forEach((task, index) => answers[index] === 1 && this.copies.remember(task, args[index * 8 + 1]!))
     // A task already stored under its idempotency key, or under its id (two nodes submitting one plan step), is the
     // one answered: nothing is stored twice.
     const existing = await this.getMany(answers.filter((answer): answer is string => typeof answer === 'string'))
@@ -184,11 +127,11 @@ export class RedisTaskStore implements TaskStore {
   async getMany(ids: readonly string[]): Promise<Task[]> {
     if (ids.length === 0) return []
     // Ended tasks known here are not read again (they cannot have changed); parsed anew, so no caller shares a copy.
-    const unread = ids.filter((id) => !this.ended.has(id))
+    const unread = ids.filter((id) => !this.copies.ended.has(id))
     const raws = unread.length > 0 ? await this.redis.mget(unread.map((id) => this.key('task', id))) : []
     const read = new Map(unread.map((id, index) => [id, raws[index]]))
     return ids.flatMap((id) => {
-      const raw = this.ended.get(id) ?? read.get(id)
+      const raw = this.copies.ended.get(id) ?? read.get(id)
       return raw ? [this.parsed(raw).task] : []
     })
   }
@@ -233,7 +176,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   cached(id: string): Task | undefined {
-    const raw = this.known.get(id)
+    const raw = this.copies.known.get(id)
     return raw ? (JSON.parse(raw) as Task) : undefined
   }
 
@@ -246,31 +189,18 @@ export class RedisTaskStore implements TaskStore {
       const holds = current && from.includes(current.task.state) && changes.every((change) => holdsFor(current.task, change))
       if (!holds) {
         // A remembered copy that fails the checks may be stale: only the stored task can say no.
-        if (!fresh && this.known.has(id)) {
+        if (!fresh && this.copies.known.has(id)) {
           fresh = true
           continue
         }
         return undefined
       }
       const at = new Date().toISOString()
-      const steps: { task: Task; event: Omit<TaskEvent, 'seq'> }[] = []
-      let task = current.task
-      for (const change of changes) {
-        const previous = task.state
-        task = { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
-        steps.push({ task, event: { taskId: id, at, from: previous, to: change.to, reason: change.reason, attempt: task.attempts } })
-      }
-      // Each event's seq comes from the script's counter: `%d` stands where JSON has the placeholder 0.
-      const templates = steps.map((step) =>
-        JSON.stringify({ seq: 0, ...step.event })
-          .replaceAll('%', '%%')
-          .replace('{"seq":0,', '{"seq":%d,'),
-      )
-      const raw = JSON.stringify(task)
+      const { task, steps, templates, raw } = applied(current.task, changes, at)
       // A task that ends here has its dependents read in the same script: the scheduler looks at them next. Those its
       // completion makes ready (as known here) are written ready first: their announcement needs no write of its own.
       const ends = isFinal(task.state)
-      const readies = ends ? this.readiedBy(task, at) : []
+      const readies = ends ? this.copies.readiedBy(task, at) : []
       const script = runScriptInOrder(
         this.redis,
         TRANSITION,
@@ -291,23 +221,40 @@ export class RedisTaskStore implements TaskStore {
       )
       // Sent on this connection after the script: each lands after the write that made its task ready, so no write's
       // answer is waited for before the announcement (one made for a write that did not land is taken and dropped).
-      const announcing = this.announceBehind
-        ? readies.map(({ ready }) =>
-            this.announceBehind!(ready).then(
+      // A dependent this process can run (startHere) is claimed and started there instead, with its lease: no
+      // announcement, no take by a BullMQ worker, no claim of its own after the end's answer.
+      const inputsOf = (ready: Task) =>
+        ready.dependencies.map((dependency) => (dependency === id ? task : this.copies.endedTask(dependency)!))
+      const starting = readies.map(({ ready }) => this.startHere?.(ready, inputsOf(ready), task))
+      const announcing = readies.map(({ ready }, index) =>
+        starting[index] || !this.announceBehind
+          ? Promise.resolve(undefined)
+          : this.announceBehind(ready).then(
               () => ready.id,
               () => undefined,
             ),
-          )
-        : []
-      const [{ answer, inOrder }, announced] = await Promise.all([script, Promise.all(announcing)])
+      )
+      const [{ answer, inOrder }, announced, started] = await Promise.all([
+        script,
+        Promise.all(announcing),
+        Promise.all(starting.map((start) => (start ?? Promise.resolve(undefined)).catch(() => undefined))),
+      ])
       const [first, ...dependents] = answer as [number, ...(string | null)[]]
       if (first >= 0) {
-        this.remember(task, raw)
-        if (ends) this.waiting.delete(id)
+        this.copies.remember(task, raw)
+        if (ends) this.copies.waiting.delete(id)
+        if (this.leases?.holds(id) && task.state !== 'SPAWNING' && task.state !== 'RUNNING') this.leases.release(id)
         const read = ends ? this.parsedAll(dependents) : undefined
+        // The dependents started behind the end are known as their start wrote them (the end's script read them ready).
+        for (const one of started) if (one) this.copies.remember(one.task, JSON.stringify(one.task))
         // Those the write made ready (a stale copy here announced one it did not), announced behind it: after a
-        // NOSCRIPT the script ran after them, so they are announced again, as any dependent made ready.
-        const behind = read?.filter((one) => one.ready && one.state === 'PENDING' && inOrder && announced.includes(one.id))
+        // NOSCRIPT the script ran after them, so they are announced again, as any dependent made ready. Those started
+        // here need no announcement.
+        const behind = read?.filter(
+          (one) =>
+            (one.ready && one.state === 'PENDING' && inOrder && announced.includes(one.id)) ||
+            started.some((start) => start?.task.id === one.id),
+        )
         return {
           task,
           steps: steps.map((step, index) => ({ task: step.task, event: { seq: first + index, ...step.event } })),
@@ -321,12 +268,83 @@ export class RedisTaskStore implements TaskStore {
     return undefined
   }
 
+  /**
+   * Claims and starts a task (its `changes`: the claim and the start) right behind a write of this store sent just
+   * before, its answer not awaited, that leaves it stored exactly as `task` (an end's script making it ready); or, with
+   * `makeReady`, writes it ready first over the copy known here, in the same send. The run's lease goes before the
+   * compare-and-set, all at once on this connection: they land after that write, the lease before the claim. Undefined
+   * when the task was not stored so (that write did not land, or another moved it): nothing started, the lease dropped.
+   */
+  startBehind?: (task: Task, changes: readonly TaskChange[], makeReady?: boolean) => Promise<TransitionSteps | undefined> = async (
+    given,
+    changes,
+    makeReady,
+  ) => {
+    let expected = given
+    let readied: Promise<unknown> | undefined
+    if (makeReady) {
+      const stored = this.copies.known.get(given.id)
+      const copy = stored === undefined ? undefined : (JSON.parse(stored) as Task)
+      if (!copy || copy.state !== 'PENDING' || copy.ready) return undefined
+      expected = { ...copy, ready: true, updatedAt: new Date().toISOString() }
+      // EVAL (a short script): never sent again after a NOSCRIPT, behind the claim that must land after it.
+      readied = this.redis.eval(UPDATE, 1, this.key('task', given.id), stored!, JSON.stringify(expected))
+      readied.catch(() => undefined)
+    }
+    if (!changes.every((change) => holdsFor(expected, change))) return undefined
+    const id = expected.id
+    const { task, steps, templates, raw } = applied(expected, changes, new Date().toISOString())
+    if (!task.owner) return undefined
+    this.leases!.take({ id, owner: task.owner, attempt: task.attempts })
+    const written = runScript(
+      this.redis,
+      TRANSITION,
+      6,
+      this.key('task', id),
+      this.key('state', expected.state),
+      this.key('state', task.state),
+      this.key('eventSeq'),
+      this.key('events', id),
+      this.key('deadlines'),
+      JSON.stringify(expected),
+      raw,
+      deadlineScore(task),
+      id,
+      ...templates,
+    )
+    let first = -1
+    try {
+      ;[first] = (await written) as [number]
+    } finally {
+      if (first < 0) this.leases!.release(id)
+    }
+    if (first < 0) return undefined
+    this.copies.remember(task, raw)
+    return { task, steps: steps.map((step, index) => ({ task: step.task, event: { seq: first + index, ...step.event } })) }
+  }
+
+  /**
+   * Runs started here or elsewhere behind a write (startBehind) whose lease lapsed, each taken by this call only, as
+   * stored now and still held by that lease's holder: the scheduler settles them as lost.
+   */
+  async lapsedRuns(now: number): Promise<Task[]> {
+    const holders = (await this.leases?.lapsed(now)) ?? []
+    if (holders.length === 0) return []
+    const raws = await this.redis.mget(holders.map((holder) => this.key('task', holder.id)))
+    return raws.flatMap((raw, index) => {
+      const task = raw ? (JSON.parse(raw) as Task) : undefined
+      const holder = holders[index]!
+      const held = task && (task.state === 'SPAWNING' || task.state === 'RUNNING')
+      return held && task.owner === holder.owner && task.attempts === holder.attempt ? [this.parsed(raw!).task] : []
+    })
+  }
+
   async update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined> {
     let fresh = false
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const current = await this.current(id, fresh)
       if (!current || current.task.state !== state) {
-        if (!fresh && this.known.has(id)) {
+        if (!fresh && this.copies.known.has(id)) {
           fresh = true
           continue
         }
@@ -335,7 +353,7 @@ export class RedisTaskStore implements TaskStore {
       const task = { ...current.task, ...patch, updatedAt: new Date().toISOString() }
       const raw = JSON.stringify(task)
       if ((await runScript(this.redis, UPDATE, 1, this.key('task', id), current.raw, raw)) === 1) {
-        this.remember(task, raw)
+        this.copies.remember(task, raw)
         return task
       }
       fresh = true
@@ -382,6 +400,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async close(): Promise<void> {
+    this.leases?.stop()
     if (this.options.ownsConnection) await this.redis.quit().catch(() => this.redis.disconnect())
   }
 }

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events'
 import { describeError } from '../../core'
 import { nextOwnerId } from '../owner-id'
 import { DueTaskPump } from './due-task-pump'
+import { RunSlots } from './run-slots'
 import { outcomeOfLostRun } from './lifecycle'
 import { TaskLiveOutput } from './task-live-output'
 import { TaskOutputs } from './task-outputs'
@@ -39,14 +40,8 @@ export class TaskScheduler {
   private readonly emitter = new EventEmitter()
   /** Stdout and stderr of the runs here so far, for a stream opened mid-run. */
   private readonly live = new TaskLiveOutput()
-  private readonly running = new Map<string, AbortController>()
-  /**
-   * Controllers of runs that ended without being aborted, for the next runs: Node 20 makes an AbortSignal in ~4 µs
-   * plus its share of the collector's work, and a trivial task's run measured ~17 µs faster on a signal made before
-   * (the direct-execute variants in docs/benchmarks.md). A signal is handed on only unaborted, and with no listener
-   * left on it: the service takes its listeners off when a run settles, and a run is released only after that.
-   */
-  private readonly spareControllers: AbortController[] = []
+  private readonly slots: RunSlots
+  private readonly running: Map<string, AbortController>
   private readonly transitions: TaskTransitions
   private readonly runner: TaskRunner
   private readonly concurrency: number
@@ -60,6 +55,8 @@ export class TaskScheduler {
     this.store = options.store
     this.outputs = new TaskOutputs(options.outputRelay)
     this.concurrency = options.concurrency ?? 4
+    this.slots = new RunSlots(this.concurrency)
+    this.running = this.slots.running
     this.owner = options.owner ?? nextOwnerId()
     this.emitter.setMaxListeners(0)
     this.transitions = new TaskTransitions(this.store, this.emitter, (task) => this.announce(task), options.dispatcher)
@@ -71,6 +68,9 @@ export class TaskScheduler {
       freeSlots: () => this.concurrency - this.running.size,
       claim: (task) => this.claim(task),
     })
+    // A dependent made ready by an end written here may start here, claimed behind that end (no dispatcher's round
+    // trips): only where a dispatcher hands out every other run, and the store can hold the run's lease itself.
+    if (options.dispatcher && this.store.startBehind) this.store.startHere = (...args) => this.startHere(...args)
   }
 
   /** Recovers what a crashed process left, then starts running tasks. */
@@ -91,6 +91,7 @@ export class TaskScheduler {
     // No new runs from here on: what is announced meanwhile (a run stopped below goes back to PENDING) is left for others.
     await this.options.dispatcher?.pause()
     if (abort) for (const controller of this.running.values()) controller.abort(SHUTDOWN)
+    this.slots.wakeAll()
     while (this.running.size > 0 || this.pump.busy) await new Promise((resolve) => setTimeout(resolve, 10))
     await this.options.dispatcher?.close()
     await this.outputs.close()
@@ -152,12 +153,12 @@ export class TaskScheduler {
 
   /** Stores the task and, when it is the first due, starts it in the same commit; answers the task as submitted. */
   private async submitAndStart(task: Task): Promise<Task> {
-    const controller = this.reserve(task.id)
+    const controller = this.slots.reserve(task.id)
     let inserted: InsertedTask | undefined
     try {
       inserted = await this.store.insertAndStart!(task, 'submitted', Date.now(), [this.claimChange(task), STARTED])
     } finally {
-      if (!inserted?.started) this.release(task.id, controller)
+      if (!inserted?.started) this.slots.release(task.id, controller)
     }
     if (inserted.started) {
       this.begin(inserted.started.task, inserted.started.steps, controller, true)
@@ -171,20 +172,34 @@ export class TaskScheduler {
   }
 
   /**
-   * Takes a slot for a run before its claim is written, so a claim made meanwhile (the pump, a submit) sees the slot
-   * taken and never runs more than `concurrency` at once.
+   * Starts here a dependent that the end of `ending` (a run here) made ready, claimed behind that end's write, its
+   * lease held in the store (TaskStore.startBehind): a chain's next step runs in its predecessor's slot at the end's
+   * answer, without a dispatcher's announcement, take and separate claim. Undefined (the store announces it as usual)
+   * when this process stops, has no slot (the ending run's, not handed on yet, counts as free), or the run needs
+   * preparation or is not due.
    */
-  private reserve(id: string): AbortController {
-    const controller = this.spareControllers.pop() ?? new AbortController()
-    this.running.set(id, controller)
-    return controller
-  }
-
-  /** Gives back a slot (only its own: the id may have been reserved again meanwhile, a retry's next claim). */
-  private release(id: string, controller: AbortController): void {
-    if (this.running.get(id) !== controller) return
-    this.running.delete(id)
-    if (!controller.signal.aborted && this.spareControllers.length < this.concurrency) this.spareControllers.push(controller)
+  private startHere(
+    ready: Task,
+    inputs: readonly Task[],
+    ending: Task | undefined,
+    makeReady?: boolean,
+  ): Promise<TransitionSteps | undefined> | undefined {
+    const now = Date.now()
+    if (this.stopped || ready.workspace || ready.notBefore > now || (ready.deadline && Date.parse(ready.deadline) < now)) return undefined
+    if (!this.slots.inherit(ending?.id)) return undefined
+    const controller = this.slots.reserve(ready.id)
+    const claim: TaskChange = { ...this.claimChange(ready), claimOf: { attempts: ready.attempts, now } }
+    return this.store.startBehind!(ready, [claim, STARTED], makeReady).then(
+      (moved) => {
+        if (moved) this.begin(moved.task, moved.steps, controller, true, Promise.resolve([...inputs]))
+        else this.slots.release(ready.id, controller)
+        return moved
+      },
+      (error: unknown) => {
+        this.slots.release(ready.id, controller)
+        throw error
+      },
+    )
   }
 
   /** Terminates a task (DELETE /v1/tasks/:id); a run in flight here is cancelled. Undefined when it had already ended. */
@@ -251,6 +266,9 @@ export class TaskScheduler {
    * the same attempt (a resume while the first still queued, two readiness writes) finds the run the first one started.
    */
   private async runDispatched(id: string, announced?: number, handedBack?: boolean): Promise<void> {
+    // A run started here behind an end (startHere) takes a slot no dispatcher counts: a job taken meanwhile waits for
+    // one, so this process never runs more than `concurrency` at once.
+    await this.slots.free(() => this.stopped)
     // Claimed on the copy the announcing write left here, when it says the claim is due: no read first. The claim
     // lands only on the task as counted (claimOf, checked in the store's write); anything else is read as stored.
     const copy = announced === undefined ? undefined : this.store.cached?.(id)
@@ -305,6 +323,9 @@ export class TaskScheduler {
       for (const task of await this.store.expired(now)) {
         await this.transitions.move(task.id, ['PENDING'], { to: 'TERMINATED', reason: `deadline: not started by ${task.deadline}` })
       }
+      // Runs started behind an end whose holder stopped renewing their lease: lost, as a job BullMQ hands back.
+      for (const task of (await this.store.lapsedRuns?.(now)) ?? [])
+        await this.runner.settle(task, undefined, outcomeOfLostRun(task, 'lease lapsed'))
       this.pump.wake()
     } catch (error) {
       this.options.logger?.error({ err: describeError(error) }, 'task scheduler tick failed')
@@ -322,7 +343,7 @@ export class TaskScheduler {
     }
     // Counted from this copy of the task: the claim lands only while the stored task is still at that attempt.
     const claim: TaskChange = { ...this.claimChange(task), claimOf: { attempts: task.attempts, now: Date.now() } }
-    const controller = this.reserve(task.id)
+    const controller = this.slots.reserve(task.id)
     let begun: { settled: Promise<void> } | undefined
     try {
       if (this.store.transitions && !task.workspace) {
@@ -338,7 +359,7 @@ export class TaskScheduler {
         if (claimed) begun = this.begin(claimed, [], controller, false)
       }
     } finally {
-      if (!begun) this.release(task.id, controller)
+      if (!begun) this.slots.release(task.id, controller)
     }
     return begun
   }
@@ -367,7 +388,7 @@ export class TaskScheduler {
     for (const step of steps) this.emitter.emit('transition', step.event, step.task)
     // In an object: an async function returning the promise itself would wait for the whole run.
     const settled = this.runner.run(task, controller, started ? task : undefined, dependencies).finally(() => {
-      this.release(task.id, controller)
+      this.slots.release(task.id, controller)
       this.pump.slotFreed()
     })
     return { settled }

@@ -73,6 +73,19 @@ export interface TransitionOf {
   announced?: string[]
 }
 
+/**
+ * Starts a dependent in the process that wrote its dependency's end, right behind that end (TaskStore.startHere), or
+ * answers undefined at once when this process will not (no free slot, stopping): it is announced as usual then.
+ * `inputs` are its dependencies as ended; `ending` the run here whose end made it ready, if any (its slot is free
+ * soon); `makeReady`: the task is as known, not ready yet, and is written ready in the same send (startBehind).
+ */
+export type StartHere = (
+  task: Task,
+  inputs: readonly Task[],
+  ending: Task | undefined,
+  makeReady?: boolean,
+) => Promise<TransitionSteps | undefined> | undefined
+
 /** What `insertAndStart` answers: the task as submitted (or the one its idempotency key found), and its start if it started. */
 export interface InsertedTask {
   task: Task
@@ -113,6 +126,21 @@ export interface TaskStore {
    * check make a stale copy cost only the read it would have made anyway.
    */
   cached?(id: string): Task | undefined
+  /**
+   * Optional (a store whose writes are round trips: Redis): claims and starts `expected` with `changes` right behind a
+   * write of this store sent just before, not yet answered, that leaves the task stored exactly so (or, `makeReady`,
+   * writes the task ready over the copy the store knows, in the same send); the run holds a
+   * lease in the store (no dispatcher's job holds it), which this process renews and any process's `lapsedRuns` takes
+   * once it lapses. Undefined when the task was not stored so: nothing started.
+   */
+  startBehind?(task: Task, changes: readonly TaskChange[], makeReady?: boolean): Promise<TransitionSteps | undefined>
+  /**
+   * Optional, with `startBehind`: set by the scheduler of this process. An end's write that makes dependents ready
+   * calls it for each, in the same turn as the write is sent: a dependent it starts is claimed behind that write.
+   */
+  startHere?: StartHere
+  /** Optional, with `startBehind`: runs started so whose lease lapsed, each answered to one caller, still so held. */
+  lapsedRuns?(now: number): Promise<Task[]>
   /** Updates fields that are not a transition (readiness), only while the task is in `state`. */
   update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined>
   /** Ready PENDING tasks whose backoff has passed, in the one due order (due-order.ts): priority, then submission. */

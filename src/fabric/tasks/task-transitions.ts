@@ -88,6 +88,11 @@ export class TaskTransitions {
     if (!everyCompleted(task, dependencies)) return undefined
     const { dispatcher } = this
     if (dispatcher && task.state === 'PENDING') {
+      // Made ready by the end of `ended` here: written ready and started here in one send (TaskStore.startHere), no
+      // announcement, no take by a dispatcher's worker, no claim after the readiness write's answer. Not started (no
+      // slot here, or the copy the store knows is stale): announced below as any ready task.
+      const started = ended && (await this.store.startHere?.(task, dependencies, ended, true))
+      if (started) return started.task
       // Announced beside the readiness write, not after it: a round trip sooner on a plan's path from one step's end
       // to the next one's start. A process that takes the announcement before the write lands makes the task ready
       // itself, from the same dependencies (runDispatched); an announcement whose write finds the task moved on

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { Redis } from 'ioredis'
 import os from 'node:os'
 import path from 'node:path'
 import type { Task, TaskEvent } from '../../../src/fabric/tasks'
@@ -124,6 +125,33 @@ run('distributed tasks: serve + two workers on Redis through BullMQ', () => {
       ),
     )
     // A fresh worker takes the dead one's place for the next test.
+    workers.splice(workers.indexOf(victim!), 1)
+    await startWorker()
+  }, 60_000)
+
+  test('kill -9 of the worker running a dependent it started at its dependency’s end: its lease lapses, another completes it', async () => {
+    // The dependency still running when its dependent is stored: its end makes the dependent ready.
+    const first = await submit(busy(500))
+    const second = await submit(busy(2500), { dependencies: [first.id], retryPolicy: { maxAttempts: 3 } })
+    const running = await until(second.id, (task) => task.state === 'RUNNING')
+    // Started behind the end of its dependency by the worker that ran that (concurrency 1: the ending run's slot), so
+    // no BullMQ job holds it: its lease is the store's own.
+    const peek = new Redis(redis.url)
+    try {
+      expect(await peek.zrange('execgate:tasks:leases', '0', '-1')).toContain(JSON.stringify([second.id, running.owner, 1]))
+    } finally {
+      peek.disconnect()
+    }
+    const victim = workers.find((worker) => worker.pid === ownerProcess(running.owner!).pid)
+    expect(victim).toBeDefined()
+    victim!.kill('SIGKILL')
+    const done = await until(second.id, (task) => task.state === 'COMPLETED')
+    expect(done).toMatchObject({ attempts: 2, result: { status: 'ok', value: 2500 } })
+    const log = await events(second.id)
+    expect(log.filter((event) => event.to === 'COMPLETED')).toHaveLength(1)
+    expect(log.map((event) => event.reason)).toContainEqual(
+      expect.stringMatching(new RegExp(`^the process running it \\(${running.owner!}\\) stopped renewing its lease \\(it `)),
+    )
     workers.splice(workers.indexOf(victim!), 1)
     await startWorker()
   }, 60_000)
