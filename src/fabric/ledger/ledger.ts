@@ -70,6 +70,8 @@ const LOST_LOG_MS = 1000
  */
 export class ArtifactLedger implements ExecutionListener, LedgerService {
   private pending: LedgerItem[] = []
+  /** The end time of the first run in `pending` (ms since the epoch); Infinity when it holds none. */
+  private oldestEndedAt = Infinity
   private posted = 0
   private lost = 0
   private lostSinceLog = 0
@@ -138,7 +140,11 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     const run = context && 'runId' in context ? context : undefined
     if (this.closed || !run) return
     if (this.pending.length + this.posted - this.writer.written >= this.queueLimit) return this.countLost(1, 'the write queue is full')
+    if (this.oldestEndedAt === Infinity) this.oldestEndedAt = run.endedAt
     this.pending.push({ kind: 'run', captured: captureRun(result, request, run) })
+    // Runs that never yield (monty's inline ones, back to back) never let the window's timer fire: the oldest
+    // record's age, read from the run's own end time (no clock read), hands the queue over once it is past the window.
+    if (run.endedAt - this.oldestEndedAt >= FLUSH_DELAY_MS) return this.post()
     this.schedule()
   }
 
@@ -171,6 +177,7 @@ export class ArtifactLedger implements ExecutionListener, LedgerService {
     if (this.pending.length === 0) return
     const items = this.pending
     this.pending = []
+    this.oldestEndedAt = Infinity
     this.posted += items.length
     this.writer.post(items)
   }

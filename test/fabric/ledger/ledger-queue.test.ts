@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { ArtifactLedger, DirectoryBlobStore, SqliteLedgerStore, type LedgerRecordStore } from '../../../src/fabric/ledger'
+import { LedgerWriter } from '../../../src/fabric/ledger/ledger-writer'
 import type { Logger } from '../../../src/observability/logger'
 import type { ExecutionResult, RunInfo } from '../../../src'
 
@@ -92,6 +93,63 @@ test('a writer that fell behind: records past the queue limit are counted and lo
     expect(ledger.stats()).toMatchObject({ queued: 0, written: 6, lost: 3 })
   } finally {
     await ledger.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('runs that never yield are handed to the writer once the oldest is past the 20 ms window, not only at a full batch', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-ledger-window-'))
+  const sqlite = new SqliteLedgerStore({ file: path.join(dir, 'ledger.sqlite') })
+  // A real in-thread writer, its hand-overs counted as they are posted.
+  const handOvers: number[] = []
+  const ledger = new ArtifactLedger({
+    openRecords: () => sqlite,
+    openBlobs: () => new DirectoryBlobStore(path.join(dir, 'blobs')),
+    execgateVersion: 'test',
+    writer: () => {
+      const writer = new LedgerWriter({
+        openRecords: () => sqlite,
+        openBlobs: () => new DirectoryBlobStore(path.join(dir, 'blobs')),
+        execgateVersion: 'test',
+        outputThresholdBytes: 1024,
+        ownsStores: false,
+      })
+      return {
+        get written() {
+          return writer.written
+        },
+        post: (items) => {
+          handOvers.push(items.length)
+          writer.post(items)
+        },
+        flush: () => writer.flush(),
+        applyRetention: (policy, now, tenants) => writer.applyRetention(policy, now, tenants),
+        close: () => writer.close(),
+      }
+    },
+  })
+  try {
+    // Back to back, with no turn of the event loop between them (the window's timer cannot fire), 5 ms of run apart.
+    const start = Date.now()
+    const record = (index: number) => {
+      const { result, info } = run(index)
+      const at = start + 5 * index
+      ledger.onResult(result, { language: 'python', code: `${index}` }, { ...info, startedAt: at, endedAt: at })
+    }
+    for (let index = 0; index < 4; index++) record(index)
+    // 15 ms between the first and the last: still within the window, nothing handed over.
+    expect(handOvers).toEqual([])
+    // The fifth ends 20 ms after the first: the queue goes to the writer with it, all five at once.
+    record(4)
+    expect(handOvers).toEqual([5])
+    record(5)
+    expect(handOvers).toEqual([5])
+    await ledger.flush()
+    expect(handOvers).toEqual([5, 1])
+    expect(ledger.stats()).toMatchObject({ written: 6, queued: 0, lost: 0 })
+  } finally {
+    await ledger.close()
+    await sqlite.close()
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })
