@@ -185,7 +185,10 @@ test("the SQLite task store: another process's commit between a transition's rea
   const store = new SqliteTaskStore({ file, driver: sqlite.driver })
   try {
     const other = sqlite.other(file)
-    await store.insert([taskOf('claimed', 0), taskOf('bystander', 0)], 'submitted')
+    // Inserted by another store: this one has no copy of the task (it would transition on that without a read).
+    const inserter = new SqliteTaskStore({ file })
+    await inserter.insert([taskOf('claimed', 0), taskOf('bystander', 0)], 'submitted')
+    await inserter.close()
     const otherWrite = () => other.prepare("UPDATE tasks SET priority = 1 WHERE id = 'bystander'").run()
     sqlite.arm(otherWrite)
     const claimed = await store.transition('claimed', ['PENDING'], {
@@ -238,6 +241,38 @@ test("the SQLite task store: a readiness write never overwrites another process'
   } finally {
     sqlite.close()
     await store.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test("the SQLite task store: a transition on its copy of a task another process changed since lands on the task as stored", async () => {
+  // A store transitions a task it wrote last on its copy, the row written only over the body it wrote: another
+  // process's write since (a cancel, a field changed) makes that write miss, and the transition is made on a read.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-drivers-copy-'))
+  const file = path.join(dir, 'tasks.sqlite')
+  const store = new SqliteTaskStore({ file })
+  const other = new SqliteTaskStore({ file })
+  try {
+    await store.insert([taskOf('moved-elsewhere', 0), taskOf('changed-elsewhere', 0)], 'submitted')
+    expect(store.cached('moved-elsewhere')).toMatchObject({ state: 'PENDING' })
+    // The other process suspends one, and gives the other a new notBefore (a field, not a transition).
+    await other.transition('moved-elsewhere', ['PENDING'], { to: 'SUSPENDED', reason: 'suspended by the caller' })
+    await other.update('changed-elsewhere', 'PENDING', { notBefore: 5 })
+    const claim = { to: 'SPAWNING' as const, reason: 'attempt 1 of 3', patch: { attempts: 1, owner: 'here' } }
+    // The copy says PENDING; the task is SUSPENDED: nothing written, as for any lost race.
+    expect(await store.transition('moved-elsewhere', ['PENDING'], claim)).toBeUndefined()
+    expect(await store.get('moved-elsewhere')).toMatchObject({ state: 'SUSPENDED', attempts: 0 })
+    // Still PENDING: the claim lands, on the task as stored (the other process's field kept), its event logged once.
+    const claimed = await store.transition('changed-elsewhere', ['PENDING'], claim)
+    expect(claimed?.task).toMatchObject({ state: 'SPAWNING', attempts: 1, owner: 'here', notBefore: 5 })
+    expect(await other.get('changed-elsewhere')).toMatchObject({ state: 'SPAWNING', notBefore: 5 })
+    expect((await store.events('changed-elsewhere')).map((event) => event.to)).toEqual(['PENDING', 'SPAWNING'])
+    // And on its own copy again (the body it just wrote), no read needed: it ends.
+    const ended = await store.transition('changed-elsewhere', ['SPAWNING'], { to: 'COMPLETED', reason: 'completed' })
+    expect(ended?.task).toMatchObject({ state: 'COMPLETED', notBefore: 5 })
+    expect(store.cached('changed-elsewhere')).toBeUndefined()
+  } finally {
+    await Promise.all([store.close(), other.close()])
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })

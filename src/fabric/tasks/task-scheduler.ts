@@ -238,7 +238,8 @@ export class TaskScheduler {
    * `check` sees the first read of it (waitForTask).
    */
   wait(id: string, timeoutMs = Number.POSITIVE_INFINITY, check?: (task: Task | undefined) => void): Promise<Task | undefined> {
-    return waitForTask(this.watchSource(), id, timeoutMs, check)
+    const local = (task: string) => (this.running.has(task) ? this.store.cached?.(task) : undefined)
+    return waitForTask({ ...this.watchSource(), local }, id, timeoutMs, check)
   }
 
   private watchSource(): TaskWatchSource {

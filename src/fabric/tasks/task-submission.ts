@@ -19,6 +19,8 @@ export interface Submitter {
   ownIds?: boolean
 }
 
+const NOTHING_FOUND: ReadonlyMap<string, Task> = new Map()
+
 /** Finds a dependency cycle among the batch's tasks (existing tasks cannot depend on new ones, so cycles lie in the batch). */
 function findCycle(specs: ReadonlyMap<string, readonly string[]>): string[] | undefined {
   const state = new Map<string, 'visiting' | 'done'>()
@@ -65,6 +67,10 @@ export async function prepareTasks(
       const problem = findTaskProblem(spec)
       if (problem) throw invalid(specs.length > 1 ? `tasks[${index}]: ${problem}` : problem)
     })
+  // One task with a fresh id and no dependency (most submits): nothing to look up or cross-check in a batch.
+  const only = specs.length === 1 ? specs[0]! : undefined
+  if (only && only.id === undefined && !only.dependencies?.length)
+    return [newTask({ ...only, id: newRunId(now) }, submitter, NOTHING_FOUND, new Date(now).toISOString())]
   // Time-ordered UUIDs (v7, as run ids): the SQLite store's id index and action-log index take each new task at
   // their end, not at a random page (a WAL frame and µs a task fewer, measured); 74 random bits keep them unguessable.
   const withIds = specs.map((spec) => ({ ...spec, id: spec.id ?? newRunId(now) }))
@@ -95,34 +101,46 @@ export async function prepareTasks(
   const cycle = findCycle(ids)
   if (cycle) throw invalid(`dependency cycle: ${cycle.join(' -> ')}`)
   const at = new Date(now).toISOString()
-  return withIds.map((spec) => {
-    const dependencies = [...new Set(spec.dependencies ?? [])]
-    const workspace = submitter.workspaceOf?.(spec.id)
-    return {
-      id: spec.id,
-      tenant: submitter.tenant,
-      state: 'PENDING',
-      request: spec.request,
-      ...(spec.intentId ? { intentId: spec.intentId } : {}),
-      priority: spec.priority ?? 0,
-      ...(spec.deadline ? { deadline: new Date(spec.deadline).toISOString() } : {}),
-      requirements: spec.requirements ?? {},
-      dependencies,
-      ...(spec.dependencyPaths ? { dependencyPaths: { ...spec.dependencyPaths } } : {}),
-      ...(spec.timeoutMs ? { timeoutMs: spec.timeoutMs } : {}),
-      retryPolicy: { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...spec.retryPolicy },
-      ...(spec.idempotencyKey ? { idempotencyKey: spec.idempotencyKey } : {}),
-      lane: spec.lane ?? 'batch',
-      attempts: 0,
-      ready: dependencies.every((id) => found.get(id)?.state === 'COMPLETED'),
-      notBefore: 0,
-      reason: 'submitted',
-      ...(submitter.profile ? { profile: submitter.profile } : {}),
-      ...(submitter.workspaceAccess ? { workspaceAccess: submitter.workspaceAccess } : {}),
-      ...(workspace ? { workspace: { ...workspace } } : {}),
-      ...(spec.provenance ? { provenance: { ...spec.provenance } } : {}),
-      createdAt: at,
-      updatedAt: at,
-    } satisfies Task
-  })
+  return withIds.map((spec) => newTask(spec, submitter, found, at))
+}
+
+/**
+ * The PENDING task of a checked spec. Built field by field in one order, optional fields set only when present (the
+ * stored JSON is the same): conditional spreads copied a temporary object each, and the whole made ~10 µs a submit.
+ */
+function newTask(spec: TaskSpec & { id: string }, submitter: Submitter, found: ReadonlyMap<string, Task>, at: string): Task {
+  const dependencies = spec.dependencies?.length ? [...new Set(spec.dependencies)] : []
+  const workspace = submitter.workspaceOf?.(spec.id)
+  const retryPolicy: Task['retryPolicy'] = spec.retryPolicy
+    ? { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...spec.retryPolicy }
+    : {
+        maxAttempts: DEFAULT_RETRY_POLICY.maxAttempts,
+        backoff: DEFAULT_RETRY_POLICY.backoff,
+        baseDelayMs: DEFAULT_RETRY_POLICY.baseDelayMs,
+        maxDelayMs: DEFAULT_RETRY_POLICY.maxDelayMs,
+        jitter: DEFAULT_RETRY_POLICY.jitter,
+        retryOn: [...DEFAULT_RETRY_POLICY.retryOn],
+      }
+  const task = { id: spec.id, tenant: submitter.tenant, state: 'PENDING', request: spec.request } as Task
+  if (spec.intentId) task.intentId = spec.intentId
+  task.priority = spec.priority ?? 0
+  if (spec.deadline) task.deadline = new Date(spec.deadline).toISOString()
+  task.requirements = spec.requirements ?? {}
+  task.dependencies = dependencies
+  if (spec.dependencyPaths) task.dependencyPaths = { ...spec.dependencyPaths }
+  if (spec.timeoutMs) task.timeoutMs = spec.timeoutMs
+  task.retryPolicy = retryPolicy
+  if (spec.idempotencyKey) task.idempotencyKey = spec.idempotencyKey
+  task.lane = spec.lane ?? 'batch'
+  task.attempts = 0
+  task.ready = dependencies.every((id) => found.get(id)?.state === 'COMPLETED')
+  task.notBefore = 0
+  task.reason = 'submitted'
+  if (submitter.profile) task.profile = submitter.profile
+  if (submitter.workspaceAccess) task.workspaceAccess = submitter.workspaceAccess
+  if (workspace) task.workspace = { ...workspace }
+  if (spec.provenance) task.provenance = { ...spec.provenance }
+  task.createdAt = at
+  task.updatedAt = at
+  return task
 }

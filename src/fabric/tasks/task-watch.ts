@@ -16,6 +16,11 @@ export interface TaskWatchSource {
   /** What the runs here printed so far: a stream opened mid-run starts with it. */
   live?: TaskLiveOutput
   tickMs: number
+  /**
+   * The task as this process last wrote it, when a run here holds it (its end is told on `emitter`): a wait's first
+   * look, instead of a read. Undefined: read it.
+   */
+  local?: (id: string) => Task | undefined
 }
 
 /** Every transition from the action log (from `afterSeq`), then live ones and output, until the task ends. */
@@ -118,6 +123,9 @@ export async function waitForTask(
   const until = Date.now() + timeoutMs
   let checked = !check
   const settles = (task: Task | undefined) => !task || isFinal(task.state) || task.state === 'SUSPENDED'
+  // A run here tells its end on the emitter: the first look takes its copy (no read); a later one (after a tick: the
+  // end was written elsewhere, a cancel from another process) reads.
+  let local = source.local?.(id)
   for (;;) {
     // Listening before reading: a transition landing between the read and the wait is not missed.
     let settled: Task | undefined
@@ -125,7 +133,8 @@ export async function waitForTask(
     const onEvent = (event: TaskEvent, task: Task) => event.taskId === id && settles(task) && ((settled = task), woken())
     source.emitter.on('transition', onEvent)
     try {
-      const task = await source.store.get(id)
+      const task = local && !settles(local) ? local : await source.store.get(id)
+      local = undefined
       if (!checked) ((checked = true), check!(task))
       if (settles(task) || Date.now() >= until) return task
       if (settled) return settled
