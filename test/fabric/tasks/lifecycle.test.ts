@@ -1,3 +1,6 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { createResult, type ExecutionResult, type ExecutionStatus } from '../../../src/core'
 import {
   SqliteTaskStore,
@@ -130,5 +133,39 @@ test('a store error while looking for due tasks is logged and tried again at the
     process.off('unhandledRejection', onUnhandled)
     await scheduler.stop()
     await store.close()
+  }
+})
+
+test("a wait for a task running here takes its first look from the run's copy, and sees another process's cancel at a tick", async () => {
+  // submit → wait reads nothing for a task this process runs (its end is told here); a change another process writes
+  // (a cancel from the CLI) is not, and is read at the next tick, as any other process's change is.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-wait-copy-'))
+  const file = path.join(dir, 'tasks.sqlite')
+  const store = new SqliteTaskStore({ file })
+  const other = new SqliteTaskStore({ file })
+  let finish: (result: ExecutionResult) => void = () => undefined
+  const scheduler = new TaskScheduler({ store, tickMs: 50, execute: () => new Promise((resolve) => (finish = resolve)) })
+  await scheduler.start()
+  try {
+    const [submitted] = await scheduler.submit([{ request: { language: 'javascript', code: '1' } }], { tenant: 'local' })
+    expect(store.cached(submitted!.id)).toMatchObject({ state: 'RUNNING' })
+    const reads = jest.spyOn(store, 'get')
+    const waiting = scheduler.wait(submitted!.id)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(reads).not.toHaveBeenCalled()
+    await other.transition(submitted!.id, ['RUNNING'], { to: 'TERMINATED', reason: 'cancelled by the caller' })
+    const started = Date.now()
+    expect(await waiting).toMatchObject({ state: 'TERMINATED', reason: 'cancelled by the caller' })
+    expect(Date.now() - started).toBeLessThan(1000)
+    expect(reads).toHaveBeenCalledTimes(1)
+    // The run's late end lands nowhere: the task stays as the other process left it.
+    finish(createResult('ok', 'x', { value: 'late' }))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await other.get(submitted!.id)).toMatchObject({ state: 'TERMINATED' })
+  } finally {
+    finish(createResult('ok', 'x', { value: 'late' }))
+    await scheduler.stop()
+    await Promise.all([store.close(), other.close()])
+    fs.rmSync(dir, { recursive: true, force: true })
   }
 })
