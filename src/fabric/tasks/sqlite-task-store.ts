@@ -104,15 +104,17 @@ export class SqliteTaskStore implements TaskStore {
       insert:
         prepare(`INSERT INTO tasks (id, tenant, state, priority, ready, not_before, deadline_at, attempts, intent_id, idempotency_key, body)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      // The same, only while no due task comes first (a higher or equal priority: a new task is last among equals).
+      insertFirst:
+        prepare(`INSERT INTO tasks (id, tenant, state, priority, ready, not_before, deadline_at, attempts, intent_id, idempotency_key, body)
+        SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+        WHERE NOT EXISTS (SELECT 1 FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? AND priority >= ?)`),
       byKey: prepare('SELECT body FROM tasks WHERE tenant = ? AND idempotency_key = ?'),
       get: prepare('SELECT body FROM tasks WHERE id = ?'),
       dependency: prepare('INSERT OR IGNORE INTO task_dependencies (depends_on, task_id) VALUES (?, ?)'),
       update: prepare('UPDATE tasks SET state = ?, ready = ?, not_before = ?, attempts = ?, body = ? WHERE id = ?'),
       updateOver: prepare('UPDATE tasks SET state = ?, ready = ?, not_before = ?, attempts = ?, body = ? WHERE id = ? AND body = ?'),
       due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT ?`),
-      aheadPriority: prepare(
-        `SELECT priority FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT 1`,
-      ),
       expired: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND attempts = 0 AND deadline_at IS NOT NULL AND deadline_at < ?`),
       dependents: prepare('SELECT t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ?'),
       hasDependents: prepare('SELECT 1 FROM task_dependencies WHERE depends_on = ? LIMIT 1'),
@@ -120,7 +122,7 @@ export class SqliteTaskStore implements TaskStore {
     }
     // Prepared BEGIN/COMMIT (preparedTransaction): two transactions a trivial task, each µs cheaper.
     this.insertMany = preparedTransaction(this.db, (tasks: readonly Task[], reason: string) =>
-      tasks.map((task) => this.stored(task) ?? this.insertRow(task, reason)),
+      tasks.map((task) => this.stored(task) ?? this.insertRow(task, reason)!),
     )
     this.transitionMany = preparedTransaction(this.db, (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => {
       const moved = this.movedFromCopy(id, from, changes) ?? this.movedFromRead(id, from, changes)
@@ -133,15 +135,13 @@ export class SqliteTaskStore implements TaskStore {
     this.insertStarting = preparedTransaction(this.db, (task: Task, reason: string, now: number, changes: readonly TaskChange[]) => {
       const existing = this.stored(task)
       if (existing) return { task: existing }
-      // A new task comes last among equals in the due order: it is first only when every due task has a lower priority.
-      const ahead = this.statements.aheadPriority!.get(now) as { priority: number } | undefined
-      if (ahead && ahead.priority >= task.priority) return { task: this.insertRow(task, reason) }
       // Started at once: its submission and start in the log, in order, and its row written once, as started (not
       // inserted PENDING and rewritten: a statement and a serialisation of the task fewer per task); the three log rows
-      // in one statement.
-      const started = this.applySteps(task, changes, false, [task.id, task.createdAt, null, task.state, reason, 0])!
-      this.insertRow(started.task, reason, false)
-      return { task, started }
+      // in one statement. A new task comes last among equals in the due order: it is first only when every due task
+      // has a lower priority, which its INSERT checks itself (a statement fewer than a look first).
+      const submitted: EventValues = [task.id, task.createdAt, null, task.state, reason, 0]
+      const started = this.applySteps(task, changes, (first) => this.insertRow(first, reason, false, now) !== undefined, submitted)
+      return started ? { task, started } : { task: this.insertRow(task, reason)! }
     })
     // A read, then a write of what it read: in one transaction like the others, or another process's claim landing
     // between the two would be overwritten (the task back to PENDING, its claim lost).
@@ -166,13 +166,13 @@ export class SqliteTaskStore implements TaskStore {
     this.copies.delete(id)
     const current = copy.task
     if (!from.includes(current.state) || !changes.every((change) => holdsFor(current, change))) return undefined
-    return this.applySteps(current, changes, true, undefined, copy.body)
+    return this.applySteps(current, changes, (task) => this.write(task, copy.body))
   }
 
   private movedFromRead(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): TransitionSteps | undefined {
     const current = parse(this.statements.get!.get(id))
     if (!current || !from.includes(current.state) || !changes.every((change) => holdsFor(current, change))) return undefined
-    return this.applySteps(current, changes)
+    return this.applySteps(current, changes, (task) => this.write(task))
   }
 
   /**
@@ -190,10 +190,13 @@ export class SqliteTaskStore implements TaskStore {
     return task.idempotencyKey ? parse(this.statements.byKey!.get(task.tenant, task.idempotencyKey)) : undefined
   }
 
-  /** Stores the task's row and dependencies, and (unless its caller logged it already) its submission event. */
-  private insertRow(task: Task, reason: string, logged = true): Task {
+  /**
+   * Stores the task's row and dependencies, and (unless its caller logged it already) its submission event. With
+   * `firstAt`, only when no task due at that time comes before it in the due order: undefined, nothing stored, else.
+   */
+  private insertRow(task: Task, reason: string, logged = true, firstAt?: number): Task | undefined {
     const body = JSON.stringify(task)
-    this.statements.insert!.run(
+    const values = [
       task.id,
       task.tenant,
       task.state,
@@ -205,7 +208,9 @@ export class SqliteTaskStore implements TaskStore {
       task.intentId ?? null,
       task.idempotencyKey ?? null,
       body,
-    )
+    ]
+    if (firstAt === undefined) this.statements.insert!.run(values)
+    else if (this.statements.insertFirst!.run([...values, firstAt, task.priority]).changes === 0) return undefined
     this.remember(task, body)
     for (const dependency of task.dependencies) this.statements.dependency!.run(dependency, task.id)
     if (logged) this.submitted(task, reason)
@@ -238,9 +243,8 @@ export class SqliteTaskStore implements TaskStore {
   private applySteps(
     current: Task,
     changes: readonly TaskChange[],
-    write = true,
+    write: (task: Task) => boolean,
     logged?: EventValues,
-    stored?: string,
   ): TransitionSteps | undefined {
     const at = new Date().toISOString()
     const rows: EventValues[] = logged ? [logged] : []
@@ -253,7 +257,7 @@ export class SqliteTaskStore implements TaskStore {
       tasks.push(task)
     }
     // Only the chain's end state is ever read: one row write for all of it, before the log (a copy found stale writes neither).
-    if (write && !this.write(task, stored)) return undefined
+    if (!write(task)) return undefined
     const firstStep = rows.length === 0 ? 0 : this.logEvents(rows) - tasks.length + 1
     const offset = rows.length - tasks.length
     const steps: TransitionSteps['steps'] = tasks.map((stepTask, index) => {
