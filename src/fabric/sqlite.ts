@@ -39,12 +39,34 @@ export type SqliteDriver = new (file: string) => Database
  * its folder created, WAL so readers run beside the writer, `synchronous = NORMAL` (every committed transaction
  * survives a process crash, kill -9; at most the last ones are lost on a power loss), and a 5 s wait for the write
  * lock another process (the CLI, a second worker) may hold for a moment. Then `schema` is applied.
+ *
+ * `join`: use the connection this process already has open on the file (another store's, same driver), if any, rather
+ * than a second one. Two connections on one file each throw their whole page cache away whenever the other commits,
+ * and read back every page they touch next: the plans' store, beside the tasks' in `tasks.sqlite`, re-read ~40 pages a
+ * 3-step plan that way (strace). Every store call runs to its end synchronously, so stores sharing a connection never
+ * interleave inside a transaction. The connection closes when its last user does.
  */
-export function openSqlite(file: string, schema: string, driver?: SqliteDriver, options: { pageSize?: number } = {}): Database {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
+export function openSqlite(
+  file: string,
+  schema: string,
+  driver?: SqliteDriver,
+  options: { pageSize?: number; join?: boolean } = {},
+): Database {
+  const key = file === ':memory:' ? undefined : path.resolve(file)
+  if (key) fs.mkdirSync(path.dirname(key), { recursive: true })
   // Loaded here, not at import, so a process that never opens a store never loads the native module.
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- synchronous on purpose: stores open in constructors
   const Driver = driver ?? (require('libsql') as SqliteDriver)
+  const open = key ? openFiles(Driver) : undefined
+  const shared = options.join && key ? open!.get(key) : undefined
+  if (shared) {
+    shared.db.exec(schema)
+    shared.users++
+    // Its own `close`, over the shared connection's every other call.
+    const joined = Object.create(shared.db) as Database
+    joined.close = releaser(shared, open!, key!)
+    return joined
+  }
   const db = withStatementGuards(new Driver(file))
   // Takes effect only for a file made now (before WAL and the schema write its first page); an existing file keeps its own.
   if (options.pageSize) db.pragma(`page_size = ${options.pageSize}`)
@@ -52,7 +74,39 @@ export function openSqlite(file: string, schema: string, driver?: SqliteDriver, 
   db.pragma('synchronous = NORMAL')
   db.pragma('busy_timeout = 5000')
   db.exec(schema)
+  if (!key || open!.has(key)) return db
+  // The first connection on the file is the one later joins share (a second opened without `join` stays its own).
+  const entry: OpenFile = { db, users: 1, close: db.close.bind(db) }
+  open!.set(key, entry)
+  db.close = releaser(entry, open!, key)
   return db
+}
+
+interface OpenFile {
+  db: Database
+  users: number
+  close: () => void
+}
+
+/** Connections `join` may share, by driver and file. */
+const openByDriver = new WeakMap<SqliteDriver, Map<string, OpenFile>>()
+
+function openFiles(driver: SqliteDriver): Map<string, OpenFile> {
+  let open = openByDriver.get(driver)
+  if (!open) openByDriver.set(driver, (open = new Map()))
+  return open
+}
+
+/** One user's `close` of a shared connection: once, and the connection's own close with its last user's. */
+function releaser(entry: OpenFile, open: Map<string, OpenFile>, key: string): () => void {
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    if (--entry.users > 0) return
+    if (open.get(key) === entry) open.delete(key)
+    entry.close()
+  }
 }
 
 /**

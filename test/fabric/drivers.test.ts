@@ -3,7 +3,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { FABRIC_STORE_KINDS, type FabricStoreKind } from '../../src/config/store-kinds'
 import { FABRIC_STORE_DRIVERS, storeDriver, type FabricStoreSettings } from '../../src/fabric/drivers'
-import { SqliteTaskStore, type TaskStore } from '../../src/fabric/tasks'
+import type { NewStepEvent } from '../../src/fabric/plans'
+import { SqliteTaskStore, type TaskState, type TaskStore } from '../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
 import { interleavedSqlite } from './interleaved-sqlite'
 import { storedPlan, storedTask } from './stored-records'
@@ -145,6 +146,62 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     }
   })
 
+  it("ends a plan with its steps' last transitions in one write; a lost write keeps the copies", async () => {
+    const store = driver.plans(settings)
+    const step = (taskId: string, taskSeq: number, to: TaskState): NewStepEvent => ({
+      type: 'step',
+      at,
+      version: 1,
+      stepId: `step-${taskId}`,
+      taskId,
+      from: 'RUNNING',
+      to,
+      reason: to.toLowerCase(),
+      attempt: 1,
+      taskSeq,
+    })
+    const end = { type: 'plan' as const, at, version: 1, from: 'RUNNING' as const, to: 'COMPLETED' as const, reason: 'done' }
+    try {
+      await store.insert(planOf('p-end'), [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }])
+      await store.mirror('p-end', [step('t-a', 5, 'RUNNING')])
+      // Both drivers make it one write (Redis one script, SQLite one transaction): the engine ends every plan with it.
+      const ended = await store.mirrorAndUpdate!(
+        { ...planOf('p-end'), rev: 2, state: 'COMPLETED', reason: 'done' },
+        // The first was copied above: not again.
+        [step('t-a', 5, 'RUNNING'), step('t-a', 7, 'COMPLETED')],
+        [end],
+      )
+      // Another write got there first (rev 2 is taken): the plan stays as it is, the step's copy lands all the same.
+      const lost = await store.mirrorAndUpdate!(
+        { ...planOf('p-end'), rev: 2, state: 'FAILED' },
+        [step('t-b', 9, 'TERMINATED')],
+        [{ ...end, to: 'FAILED' }],
+      )
+      expect(lost.written).toBeUndefined()
+      expect(await store.get('p-end')).toMatchObject({ rev: 2, state: 'COMPLETED' })
+      expect(await store.mirrored('p-end')).toEqual(
+        new Map([
+          ['t-a', 7],
+          ['t-b', 9],
+        ]),
+      )
+      // The log in the order written, each copy answered with its place in it (seqs run per plan on Redis, per file on SQLite).
+      const log = await store.events('p-end')
+      expect(log.map((event) => (event.type === 'step' ? event.taskSeq : event.type === 'plan' && event.to))).toEqual([
+        'RUNNING',
+        5,
+        7,
+        'COMPLETED',
+        9,
+      ])
+      expect(ended.mirrored.map((event) => event.seq)).toEqual([log[2]!.seq])
+      expect(ended.written?.map((event) => event.seq)).toEqual([log[3]!.seq])
+      expect(lost.mirrored.map((event) => event.seq)).toEqual([log[4]!.seq])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('opens registries that find what they were given, and says whether other nodes share them', async () => {
     const sandboxes = driver.sandboxRegistry(settings)
     const sessions = driver.sessionRegistry(settings)
@@ -245,7 +302,7 @@ test("the SQLite task store: a readiness write never overwrites another process'
   }
 })
 
-test("the SQLite task store: a transition on its copy of a task another process changed since lands on the task as stored", async () => {
+test('the SQLite task store: a transition on its copy of a task another process changed since lands on the task as stored', async () => {
   // A store transitions a task it wrote last on its copy, the row written only over the body it wrote: another
   // process's write since (a cancel, a field changed) makes that write miss, and the transition is made on a read.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-drivers-copy-'))
@@ -300,5 +357,46 @@ test('the SQLite task store: a submit starts its task in the same write only whe
     expect((await store.due(now, 10)).map((task) => task.id)).toEqual(['due-5', 'new-5'])
   } finally {
     await store.close()
+  }
+})
+
+/** The process's open descriptors of `file` (this process's connections to it). */
+function descriptorsOf(file: string): number {
+  return fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`) === file
+    } catch {
+      return false // closed meanwhile (the readdir's own descriptor)
+    }
+  }).length
+}
+
+test("the SQLite plan store joins the task store's connection, which stays open while either store is", async () => {
+  // Two connections on one file each threw their page cache away at every commit of the other and read back what
+  // they touched next (~40 page reads a 3-step plan). A second task store is another process's stand-in: its own.
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-drivers-join-'))
+  const file = path.join(dataDir, 'tasks.sqlite')
+  const settings: FabricStoreSettings = { dataDir, redisUrl: 'redis://127.0.0.1:1', redisPrefix: 'join', leaseMs: 30_000 }
+  const driver = storeDriver('sqlite')
+  const tasks = driver.tasks(settings)
+  const other = driver.tasks(settings)
+  try {
+    expect(descriptorsOf(file)).toBe(2)
+    const plans = driver.plans(settings)
+    expect(descriptorsOf(file)).toBe(2)
+    await plans.insert(planOf('p-joined'), [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }])
+    // The tasks' store closed first (a shutdown's order is not fixed): the plans' goes on on the same connection.
+    // (Not counted after a close: libsql lets a connection's file go when its statements are collected.)
+    await tasks.close()
+    expect(await plans.get('p-joined')).toMatchObject({ rev: 1, state: 'RUNNING' })
+    await plans.update({ ...planOf('p-joined'), rev: 2, state: 'COMPLETED' }, [])
+    await plans.close()
+    // Closing twice is closing once: the other store's connection is not the one that goes.
+    await plans.close()
+    await other.insert([taskOf('after', 0)], 'submitted')
+    expect((await other.get('after'))?.state).toBe('PENDING')
+  } finally {
+    await other.close()
+    fs.rmSync(dataDir, { recursive: true, force: true })
   }
 })

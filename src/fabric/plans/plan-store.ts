@@ -51,7 +51,7 @@ export interface PlanStore {
   /** Appends step events mirrored from the tasks' action logs; an event already mirrored (same task event) is skipped. */
   mirror(planId: string, events: readonly NewStepEvent[]): Promise<PlanEvent[]>
   /**
-   * Optional (a store across the network, where it saves a round trip): `mirror(plan.id, steps)` then
+   * Optional (a round trip fewer on Redis, a commit fewer on SQLite): `mirror(plan.id, steps)` then
    * `update(plan, events)` as one atomic write. The steps' events are copied whether or not the compare-and-set lands
    * (as `mirror` alone would), and before the plan's own. `written` as `update` answers (undefined: lost). Without it
    * the engine mirrors, then updates.

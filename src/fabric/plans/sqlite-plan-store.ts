@@ -1,10 +1,11 @@
-import { openSqlite, type Database, type SqliteDriver, type Statement } from '../sqlite'
-import type { PlanListFilter, PlanPage, PlanStore } from './plan-store'
-import type { NewPlanEvent, Plan, PlanEvent } from './plan-types'
+import { openSqlite, preparedTransaction, type Database, type SqliteDriver, type Statement } from '../sqlite'
+import type { MirroredUpdate, PlanListFilter, PlanPage, PlanStore } from './plan-store'
+import type { NewPlanEvent, NewStepEvent, Plan, PlanEvent } from './plan-types'
 
 /**
  * Plans in the embedded store: tables beside the tasks' in the same SQLite file (`<fabric.dataDir>/tasks.sqlite`),
- * through a connection of their own. WAL and `synchronous = NORMAL` as for tasks: a committed write survives kill -9.
+ * through the task store's connection when this process has one open (openSqlite `join`), else one of their own. WAL and
+ * `synchronous = NORMAL` as for tasks: a committed write survives kill -9.
  */
 
 const SCHEMA = `
@@ -45,10 +46,12 @@ export class SqlitePlanStore implements PlanStore {
   private readonly db: Database
   private readonly statements: Record<'insert' | 'get' | 'update' | 'event' | 'mirrorEvent' | 'events' | 'mirrored' | 'active', Statement>
   private readonly write: (plan: Plan, events: readonly NewPlanEvent[], insert: boolean) => PlanEvent[] | undefined
-  private readonly mirrorMany: (planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]) => PlanEvent[]
+  private readonly mirrorMany: (planId: string, events: readonly NewStepEvent[]) => PlanEvent[]
+  private readonly mirrorThenUpdate: (plan: Plan, steps: readonly NewStepEvent[], events: readonly NewPlanEvent[]) => MirroredUpdate
 
   constructor(options: SqlitePlanStoreOptions) {
-    this.db = openSqlite(options.file, SCHEMA, options.driver)
+    // Joins the task store's connection on the same file (openSqlite): one page cache for both.
+    this.db = openSqlite(options.file, SCHEMA, options.driver, { join: true })
     const prepare = (sql: string) => this.db.prepare(sql)
     this.statements = {
       insert: prepare('INSERT INTO plans (id, tenant, state, rev, body) VALUES (?, ?, ?, ?, ?)'),
@@ -67,17 +70,26 @@ export class SqlitePlanStore implements PlanStore {
         const info = this.statements.event.run(planId, JSON.stringify(event))
         return { ...event, seq: Number(info.lastInsertRowid), planId } as PlanEvent
       })
-    this.write = this.db.transaction((plan: Plan, events: readonly NewPlanEvent[], insert: boolean) => {
-      if (insert) this.statements.insert.run(plan.id, plan.tenant, plan.state, plan.rev, JSON.stringify(plan))
-      else if (this.statements.update.run(plan.state, plan.rev, JSON.stringify(plan), plan.id, plan.rev - 1).changes === 0) return undefined
-      return append(plan.id, events)
-    })
-    this.mirrorMany = this.db.transaction((planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]) =>
+    // A step event copied before (the plan's unique task_seq) is skipped.
+    const copySteps = (planId: string, events: readonly NewStepEvent[]) =>
       events.flatMap((event) => {
         const info = this.statements.mirrorEvent.run(planId, event.taskId, event.taskSeq, JSON.stringify(event))
         return info.changes === 0 ? [] : [{ ...event, seq: Number(info.lastInsertRowid), planId } as PlanEvent]
-      }),
-    )
+      })
+    const writeOne = (plan: Plan, events: readonly NewPlanEvent[], insert: boolean) => {
+      if (insert) this.statements.insert.run(plan.id, plan.tenant, plan.state, plan.rev, JSON.stringify(plan))
+      else if (this.statements.update.run(plan.state, plan.rev, JSON.stringify(plan), plan.id, plan.rev - 1).changes === 0) return undefined
+      return append(plan.id, events)
+    }
+    // Prepared BEGIN/COMMIT (preparedTransaction), as the task store's: libsql's own wrapper parses both every time.
+    this.write = preparedTransaction(this.db, writeOne)
+    this.mirrorMany = preparedTransaction(this.db, copySteps)
+    // A plan's end with its steps' last transitions: one commit, not two (a commit is most of a small write's cost).
+    this.mirrorThenUpdate = preparedTransaction(this.db, (plan: Plan, steps: readonly NewStepEvent[], events: readonly NewPlanEvent[]) => {
+      const mirrored = copySteps(plan.id, steps)
+      const written = writeOne(plan, events, false)
+      return written ? { mirrored, written } : { mirrored }
+    })
   }
 
   async insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]> {
@@ -109,8 +121,12 @@ export class SqlitePlanStore implements PlanStore {
     return this.statements.active.all().map((row) => parse(row)!)
   }
 
-  async mirror(planId: string, events: readonly Extract<NewPlanEvent, { type: 'step' }>[]): Promise<PlanEvent[]> {
+  async mirror(planId: string, events: readonly NewStepEvent[]): Promise<PlanEvent[]> {
     return events.length ? this.mirrorMany(planId, events) : []
+  }
+
+  async mirrorAndUpdate(plan: Plan, steps: readonly NewStepEvent[], events: readonly NewPlanEvent[]): Promise<MirroredUpdate> {
+    return this.mirrorThenUpdate(plan, steps, events)
   }
 
   async mirrored(planId: string): Promise<Map<string, number>> {
