@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { ExecgateError } from '../../core'
-import { requestRefusal } from '../tasks'
+import { refusalIn } from '../tasks'
 import type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
-import { stepCheckProblem, type RevisionRules } from './plan-revision'
+import { checkProblem, stepCheck, type RevisionRules } from './plan-revision'
 import { findPlanProblem } from './plan-schema'
-import { recordsFor, requestFor } from './plan-steps'
+import { recordsFor } from './plan-steps'
 import type { Plan, PlanSpec, PlanVersion } from './plan-types'
 
 /** What every version's steps are checked against: the policy's check, the step limit, the steps' workspace grant. */
@@ -43,18 +43,15 @@ export function newPlan(spec: PlanSpec, caller: PlanCaller, settings: PlanSettin
     createdAt: at,
     updatedAt: at,
   }
-  const checked = {
-    tenant: plan.tenant,
-    ...(plan.profile ? { profile: plan.profile } : {}),
-    ...(rules.workspaceAccess ? { workspaceAccess: rules.workspaceAccess } : {}),
-  }
-  for (const step of version.steps) {
-    const loosened = requestRefusal(rules.check, requestFor(step), checked)
+  // One check a step answers both questions (it is what a task's submit and a step's run would each ask).
+  const reports = version.steps.map((step) => stepCheck(rules, plan, step))
+  version.steps.forEach((step, index) => {
+    const loosened = refusalIn(reports[index]!)
     if (loosened) throw new ExecgateError('EXECGATE_SUBMIT_REFUSED', { subject: 'the plan', reason: `step "${step.id}": ${loosened}` })
-  }
-  for (const step of version.steps) {
-    const refused = stepCheckProblem(rules, plan, step)
+  })
+  version.steps.forEach((step, index) => {
+    const refused = checkProblem(reports[index]!, step)
     if (refused) throw invalid(refused)
-  }
+  })
   return plan
 }

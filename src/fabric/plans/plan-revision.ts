@@ -25,13 +25,22 @@ export function currentVersion(plan: Pick<Plan, 'versions' | 'version'>): PlanVe
   return plan.versions.find((version) => version.version === plan.version) ?? plan.versions[plan.versions.length - 1]!
 }
 
-/** The first error a step's check reports, as a sentence naming the step and the line; undefined when it passes. */
-export function stepCheckProblem(rules: RevisionRules, plan: Pick<Plan, 'tenant' | 'profile'>, step: PlanStepSpec): string | undefined {
-  const report = rules.check(requestFor(step), {
+/** What `execute` would report on the step's run for the plan's caller (its code's static checks included). */
+export function stepCheck(rules: RevisionRules, plan: Pick<Plan, 'tenant' | 'profile'>, step: PlanStepSpec): ValidationReport {
+  return rules.check(requestFor(step), {
     tenant: plan.tenant,
     ...(plan.profile ? { profile: plan.profile } : {}),
     ...(rules.workspaceAccess ? { workspaceAccess: rules.workspaceAccess } : {}),
   })
+}
+
+/** The first error a step's check reports, as a sentence naming the step and the line; undefined when it passes. */
+export function stepCheckProblem(rules: RevisionRules, plan: Pick<Plan, 'tenant' | 'profile'>, step: PlanStepSpec): string | undefined {
+  return checkProblem(stepCheck(rules, plan, step), step)
+}
+
+/** stepCheckProblem's answer from the step's report (stepCheck). */
+export function checkProblem(report: ValidationReport, step: Pick<PlanStepSpec, 'id'>): string | undefined {
   const issue = report.issues.find((item) => item.severity === 'error')
   if (!issue) return undefined
   return `step "${step.id}": ${issue.message}${issue.line ? ` (line ${issue.line})` : ''}`

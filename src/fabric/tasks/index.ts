@@ -19,7 +19,14 @@ export { SqliteTaskStore, TASKS_SQLITE_FILE_NAME, type SqliteTaskStoreOptions } 
 export { RedisTaskStore, type RedisTaskStoreOptions } from './redis-task-store'
 export { BullmqDispatcher, bullmqPriority, type TaskDispatcher, type BullmqDispatcherOptions } from './bullmq-dispatcher'
 export type { TaskStore, TaskReader, TaskChange, TaskListFilter, TaskPage } from './task-store'
-export { assertResumeChanges, requestRefusal, withLoosestTimeout, type RequestCheck, type CheckedCaller } from './request-refusal'
+export {
+  assertResumeChanges,
+  refusalIn,
+  requestRefusal,
+  withLoosestTimeout,
+  type RequestCheck,
+  type CheckedCaller,
+} from './request-refusal'
 export { TASK_SPEC_SCHEMA, findTaskProblem } from './task-schema'
 export { TRANSITIONS, canTransition, outcomeOf, backoffDelay } from './lifecycle'
 export { DEPENDENCY_ROOT } from './dependency-inputs'

@@ -42,6 +42,11 @@ export function requestRefusal(check: RequestCheck, request: ExecutionRequest, c
     ...(caller.profile ? { profile: caller.profile } : {}),
     ...(caller.workspaceAccess ? { workspaceAccess: caller.workspaceAccess } : {}),
   })
+  return refusalIn(report)
+}
+
+/** requestRefusal's answer from a report `check` already made (the plan engine checks each step once for all it asks). */
+export function refusalIn(report: ValidationReport): string | undefined {
   const refusal = report.issues.find((issue) => issue.severity === 'error' && REQUEST_REFUSALS.has(issue.code))
   return refusal?.message.replace(/^\[execgate\] /, '')
 }
