@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto'
 import { ExecgateError } from '../../core'
+import { newRunId } from '../../execution/run-id'
 import { refusalIn } from '../tasks'
 import type { PlanCaller, PlanEngineOptions, PlanSettings } from './plan-engine-options'
 import { checkProblem, stepCheck, type RevisionRules } from './plan-revision'
@@ -23,7 +23,9 @@ export function newPlan(spec: PlanSpec, caller: PlanCaller, settings: PlanSettin
   if (problem) throw invalid(problem)
   const workspace = spec.workspace ?? settings.workspaces ?? 'memory'
   const at = new Date().toISOString()
-  const draft = { id: randomUUID(), versions: [] as PlanVersion[] }
+  // Time-ordered (UUIDv7, as run and task ids): the plan's rows and its steps' tasks land at the end of every index
+  // keyed by it (plans, their events, the tasks, their log and dependencies), not at a random page each.
+  const draft = { id: newRunId(Date.parse(at)), versions: [] as PlanVersion[] }
   const version: PlanVersion = { version: 1, createdAt: at, reason: 'submitted', steps: recordsFor(draft, spec.steps, 1, new Map()) }
   const plan: Plan = {
     id: draft.id,
