@@ -277,7 +277,10 @@ test("the SQLite task store: a readiness write never overwrites another process'
   const sqlite = interleavedSqlite(TASK_READ)
   const store = new SqliteTaskStore({ file, driver: sqlite.driver })
   try {
-    await store.insert([storedTask({ id: 'dependent', ready: false }, at)], 'submitted')
+    // Inserted by another store: this one has no copy of the task (its write would be made over that, with no read).
+    const inserter = new SqliteTaskStore({ file })
+    await inserter.insert([storedTask({ id: 'dependent', ready: false }, at)], 'submitted')
+    await inserter.close()
     // The other process's claim of it, as its store writes one (the row's state and the task's JSON).
     const claim = () =>
       sqlite
@@ -316,7 +319,8 @@ test('the SQLite task store: a transition on its copy of a task another process 
     await other.transition('moved-elsewhere', ['PENDING'], { to: 'SUSPENDED', reason: 'suspended by the caller' })
     await other.update('changed-elsewhere', 'PENDING', { notBefore: 5 })
     const claim = { to: 'SPAWNING' as const, reason: 'attempt 1 of 3', patch: { attempts: 1, owner: 'here' } }
-    // The copy says PENDING; the task is SUSPENDED: nothing written, as for any lost race.
+    // The copy says PENDING; the task is SUSPENDED: a readiness write over it writes nothing, nor does a claim.
+    expect(await store.update('moved-elsewhere', 'PENDING', { ready: false })).toBeUndefined()
     expect(await store.transition('moved-elsewhere', ['PENDING'], claim)).toBeUndefined()
     expect(await store.get('moved-elsewhere')).toMatchObject({ state: 'SUSPENDED', attempts: 0 })
     // Still PENDING: the claim lands, on the task as stored (the other process's field kept), its event logged once.

@@ -125,7 +125,11 @@ export class SqliteTaskStore implements TaskStore {
       tasks.map((task) => this.stored(task) ?? this.insertRow(task, reason)!),
     )
     this.transitionMany = preparedTransaction(this.db, (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => {
-      const moved = this.movedFromCopy(id, from, changes) ?? this.movedFromRead(id, from, changes)
+      const moved = this.onCurrent(id, (current, write) =>
+        from.includes(current.state) && changes.every((change) => holdsFor(current, change))
+          ? this.applySteps(current, changes, write)
+          : undefined,
+      )
       if (!moved) return undefined
       // An end's dependents read in its own transaction (TransitionSteps.dependents): the scheduler's next step after
       // an end, without a statement, a promise and a turn of its own.
@@ -143,36 +147,33 @@ export class SqliteTaskStore implements TaskStore {
       const started = this.applySteps(task, changes, (first) => this.insertRow(first, reason, false, now) !== undefined, submitted)
       return started ? { task, started } : { task: this.insertRow(task, reason)! }
     })
-    // A read, then a write of what it read: in one transaction like the others, or another process's claim landing
+    // A read (or the copy), then a write of it: in one transaction like the others, or another process's claim landing
     // between the two would be overwritten (the task back to PENDING, its claim lost).
-    this.updateOne = preparedTransaction(this.db, (id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>) => {
-      const current = parse(this.statements.get!.get(id))
-      if (!current || current.state !== state) return undefined
-      const task = { ...current, ...patch, updatedAt: new Date().toISOString() }
-      this.write(task)
-      return task
-    })
+    this.updateOne = preparedTransaction(this.db, (id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>) =>
+      this.onCurrent(id, (current, write) => {
+        if (current.state !== state) return undefined
+        const task = { ...current, ...patch, updatedAt: new Date().toISOString() }
+        return write(task) ? task : undefined
+      }),
+    )
   }
 
   /**
-   * The transition made on this connection's copy of the task (the body it last wrote), the row written only while it
-   * still holds that body: no read of the task first (a point read is ~15 µs of libsql, a fifth of a task's store
-   * time). Undefined, with nothing written, when there is no copy, the copy fails a condition, or another connection
-   * wrote the task since: the caller reads it then, in the same transaction.
+   * `change` made to the task as this connection knows it, inside the caller's transaction: first on its copy (the body
+   * it last wrote), `write` then landing only while the row still holds that body, with no read first (a point read is
+   * ~15 µs of libsql, a fifth of a task's store time); when there is no copy, the copy fails `change`'s conditions
+   * (it may be stale), or another connection wrote the task since, on the task as read, `write` unconditional.
+   * Undefined when `change` answers undefined for the task as stored, or there is no such task.
    */
-  private movedFromCopy(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): TransitionSteps | undefined {
+  private onCurrent<R>(id: string, change: (current: Task, write: (task: Task) => boolean) => R | undefined): R | undefined {
     const copy = this.copies.get(id)
-    if (!copy) return undefined
-    this.copies.delete(id)
-    const current = copy.task
-    if (!from.includes(current.state) || !changes.every((change) => holdsFor(current, change))) return undefined
-    return this.applySteps(current, changes, (task) => this.write(task, copy.body))
-  }
-
-  private movedFromRead(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): TransitionSteps | undefined {
+    if (copy) {
+      this.copies.delete(id)
+      const changed = change(copy.task, (task) => this.write(task, copy.body))
+      if (changed !== undefined) return changed
+    }
     const current = parse(this.statements.get!.get(id))
-    if (!current || !from.includes(current.state) || !changes.every((change) => holdsFor(current, change))) return undefined
-    return this.applySteps(current, changes, (task) => this.write(task))
+    return current && change(current, (task) => this.write(task))
   }
 
   /**
@@ -236,9 +237,9 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   /**
-   * `changes` applied to `current` in order, inside the caller's transaction: an event each (after `logged`, a row
-   * its caller logs first in the same statement), the row written once (unless `write` is false: the caller inserts it).
-   * With `stored` (a copy's body), the row is written only over it: undefined, nothing written, when it was not.
+   * `changes` applied to `current` in order, inside the caller's transaction: the end state written once by `write`
+   * (an update, an update over a copy's body, or the insert of a task started at submit), then an event each (after
+   * `logged`, a row its caller logs first in the same statement). Undefined, nothing logged, when `write` wrote nothing.
    */
   private applySteps(
     current: Task,

@@ -111,16 +111,6 @@ export async function prepareTasks(
 function newTask(spec: TaskSpec & { id: string }, submitter: Submitter, found: ReadonlyMap<string, Task>, at: string): Task {
   const dependencies = spec.dependencies?.length ? [...new Set(spec.dependencies)] : []
   const workspace = submitter.workspaceOf?.(spec.id)
-  const retryPolicy: Task['retryPolicy'] = spec.retryPolicy
-    ? { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...spec.retryPolicy }
-    : {
-        maxAttempts: DEFAULT_RETRY_POLICY.maxAttempts,
-        backoff: DEFAULT_RETRY_POLICY.backoff,
-        baseDelayMs: DEFAULT_RETRY_POLICY.baseDelayMs,
-        maxDelayMs: DEFAULT_RETRY_POLICY.maxDelayMs,
-        jitter: DEFAULT_RETRY_POLICY.jitter,
-        retryOn: [...DEFAULT_RETRY_POLICY.retryOn],
-      }
   const task = { id: spec.id, tenant: submitter.tenant, state: 'PENDING', request: spec.request } as Task
   if (spec.intentId) task.intentId = spec.intentId
   task.priority = spec.priority ?? 0
@@ -129,7 +119,7 @@ function newTask(spec: TaskSpec & { id: string }, submitter: Submitter, found: R
   task.dependencies = dependencies
   if (spec.dependencyPaths) task.dependencyPaths = { ...spec.dependencyPaths }
   if (spec.timeoutMs) task.timeoutMs = spec.timeoutMs
-  task.retryPolicy = retryPolicy
+  task.retryPolicy = { ...DEFAULT_RETRY_POLICY, retryOn: [...DEFAULT_RETRY_POLICY.retryOn], ...spec.retryPolicy }
   if (spec.idempotencyKey) task.idempotencyKey = spec.idempotencyKey
   task.lane = spec.lane ?? 'batch'
   task.attempts = 0
