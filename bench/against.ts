@@ -61,6 +61,7 @@ export function buildBaseline(ref: string): Subject {
   const say = (line: string) => process.stderr.write(`[execgate] [bench] ${line}\n`)
   if (fs.existsSync(built) || !holdBuildLock(dir, built)) {
     say(`reusing the build of ${ref} (${short}) in ${dir}`)
+    relinkModules(dir, root)
     return subjectAt(dir, `${ref} (${short})`, 'base')
   }
   try {
@@ -85,6 +86,19 @@ export function buildBaseline(ref: string): Subject {
     fs.rmSync(`${dir}.lock`, { recursive: true, force: true })
   }
   return subjectAt(dir, `${ref} (${short})`, 'base')
+}
+
+/**
+ * A kept build links the node_modules of the tree that made it, which may be gone since (a worktree removed): its
+ * modules then fail to load. Linked again to this tree's, the same packages when the locks match (they did, or it
+ * would hold a copy of its own, not a link).
+ */
+function relinkModules(dir: string, root: string): void {
+  const link = path.join(dir, 'node_modules')
+  const isLink = fs.lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()
+  if (!isLink || fs.existsSync(link)) return
+  fs.unlinkSync(link)
+  fs.symlinkSync(path.join(root, 'node_modules'), link, 'dir')
 }
 
 /**

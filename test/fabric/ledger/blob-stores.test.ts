@@ -91,6 +91,20 @@ describe.each(['directory', 's3'] as const)('%s blob store', (kind) => {
     expect(await store.get(digest)).toBeUndefined()
   })
 
+  test('a small blob (written with synchronous calls) is whole, leaves no temp file, and survives its folder being removed', async () => {
+    const bytes = Buffer.from('{"plan":"small"}')
+    const digest = sha256(bytes)
+    await store.put(digest, bytes, 'application/json')
+    expect((await store.get(digest))!.equals(bytes)).toBe(true)
+    if (kind !== 'directory') return
+    const folder = path.dirname((store as DirectoryBlobStore).pathOf(digest))
+    expect(fs.readdirSync(folder).filter((name) => name.endsWith('.tmp'))).toEqual([])
+    // The store made this folder once and remembers it: removed behind its back, it is made again.
+    fs.rmSync(folder, { recursive: true, force: true })
+    await store.put(digest, bytes, 'application/json')
+    expect((await store.get(digest))!.equals(bytes)).toBe(true)
+  })
+
   test('a name that is not a SHA-256 never reaches the filesystem or the bucket', async () => {
     await expect(store.get('../../etc/passwd')).rejects.toThrow(/not a SHA-256 digest/)
     await expect(store.put('ab/../cd', Buffer.from('x'), 'text/plain')).rejects.toThrow(/not a SHA-256 digest/)
