@@ -338,32 +338,6 @@ test('the SQLite task store: a transition on its copy of a task another process 
   }
 })
 
-test('the SQLite task store: a submit starts its task in the same write only when no due task comes first', async () => {
-  // insertAndStart: the new task is last among equals in the due order, so a due task of its priority or higher keeps
-  // it PENDING (stored, its submission logged, nothing started); one due later (a backoff) or lower does not.
-  const store = new SqliteTaskStore({ file: ':memory:' })
-  const now = Date.now()
-  const start = [
-    { to: 'SPAWNING' as const, reason: 'attempt 1 of 3', patch: { attempts: 1, owner: 'here' } },
-    { to: 'RUNNING' as const, reason: 'started' },
-  ]
-  try {
-    await store.insert([taskOf('due-5', 5), storedTask({ id: 'later-9', priority: 9, notBefore: now + 60_000 }, at)], 'submitted')
-    const behind = await store.insertAndStart(taskOf('new-5', 5), 'submitted', now, start)
-    expect(behind.started).toBeUndefined()
-    expect(await store.get('new-5')).toMatchObject({ state: 'PENDING', attempts: 0 })
-    expect((await store.events('new-5')).map((event) => event.to)).toEqual(['PENDING'])
-    const first = await store.insertAndStart(taskOf('new-6', 6), 'submitted', now, start)
-    expect(first.started?.task).toMatchObject({ state: 'RUNNING', attempts: 1, owner: 'here' })
-    expect(await store.get('new-6')).toMatchObject({ state: 'RUNNING', attempts: 1 })
-    expect((await store.events('new-6')).map((event) => event.to)).toEqual(['PENDING', 'SPAWNING', 'RUNNING'])
-    // The due order is as it was: the one started is not in it, the one kept behind is, after its elder.
-    expect((await store.due(now, 10)).map((task) => task.id)).toEqual(['due-5', 'new-5'])
-  } finally {
-    await store.close()
-  }
-})
-
 /** The process's open descriptors of `file` (this process's connections to it). */
 function descriptorsOf(file: string): number {
   return fs.readdirSync('/proc/self/fd').filter((fd) => {

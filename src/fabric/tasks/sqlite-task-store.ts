@@ -1,8 +1,19 @@
 import { openSqlite, preparedTransaction, type Database, type SqliteDriver, type Statement } from '../sqlite'
-import type { InsertedTask, TaskChange, TaskListFilter, TaskPage, TaskStore, TransitionOf, TransitionSteps } from './task-store'
+import type {
+  InsertedTasks,
+  InsideStart,
+  StartInside,
+  TaskChange,
+  TaskListFilter,
+  TaskPage,
+  TaskStore,
+  TransitionOf,
+  TransitionSteps,
+} from './task-store'
 import { holdsFor } from './task-store'
 import { isFinal, type Task, type TaskEvent, type TaskState } from './task-types'
 import { DUE_ORDER_SQL } from './due-order'
+import { SCHEMA, eventFrom, parse, type EventRow, type EventValues } from './sqlite-task-rows'
 
 /**
  * The embedded store: one SQLite file (libsql, synchronous and in-process, so a write is a function call,
@@ -11,65 +22,6 @@ import { DUE_ORDER_SQL } from './due-order'
  */
 
 export type { Database, Statement } from '../sqlite'
-
-// seq is a plain INTEGER PRIMARY KEY (the next is the largest + 1), not AUTOINCREMENT: rows are never deleted, so the
-// order is the same, and a commit no longer rewrites the sqlite_sequence page (~5 µs of each, measured). Files made
-// with AUTOINCREMENT keep it (CREATE … IF NOT EXISTS) and behave the same.
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS tasks (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  tenant TEXT NOT NULL,
-  state TEXT NOT NULL,
-  priority INTEGER NOT NULL,
-  ready INTEGER NOT NULL,
-  not_before INTEGER NOT NULL,
-  deadline_at INTEGER,
-  attempts INTEGER NOT NULL,
-  intent_id TEXT,
-  idempotency_key TEXT,
-  body TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS tasks_idempotency ON tasks (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tasks_due ON tasks (state, ready, priority DESC, seq);
-CREATE INDEX IF NOT EXISTS tasks_tenant ON tasks (tenant, seq);
-CREATE TABLE IF NOT EXISTS task_dependencies (
-  depends_on TEXT NOT NULL,
-  task_id TEXT NOT NULL,
-  PRIMARY KEY (depends_on, task_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS task_events (
-  seq INTEGER PRIMARY KEY,
-  task_id TEXT NOT NULL,
-  at TEXT NOT NULL,
-  from_state TEXT,
-  to_state TEXT NOT NULL,
-  reason TEXT NOT NULL,
-  attempt INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS task_events_task ON task_events (task_id, seq);
-`
-
-/** One row of the action log, in its INSERT's column order: task id, at, from, to, reason, attempt. */
-type EventValues = [taskId: string, at: string, from: TaskState | null, to: TaskState, reason: string, attempt: number]
-
-interface EventRow {
-  seq: number
-  task_id: string
-  at: string
-  from_state: TaskState | null
-  to_state: TaskState
-  reason: string
-  attempt: number
-}
-
-function eventFrom(row: EventRow): TaskEvent {
-  return { seq: row.seq, taskId: row.task_id, at: row.at, from: row.from_state, to: row.to_state, reason: row.reason, attempt: row.attempt }
-}
-
-function parse(row: unknown): Task | undefined {
-  return row ? (JSON.parse((row as { body: string }).body) as Task) : undefined
-}
 
 /** Copies of tasks kept for their next transition (SqliteTaskStore.remember): a slot's worth and more, ~2 KB each. */
 const COPIES_KEPT = 1024
@@ -92,9 +44,23 @@ export class SqliteTaskStore implements TaskStore {
   /** The body this connection last wrote of each task that may still move (remember), by id. */
   private readonly copies = new Map<string, { task: Task; body: string }>()
   private readonly insertMany: (tasks: readonly Task[], reason: string) => Task[]
-  private readonly transitionMany: (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => TransitionSteps | undefined
-  private readonly insertStarting: (task: Task, reason: string, now: number, changes: readonly TaskChange[]) => InsertedTask
+  private readonly transitionMany: (
+    id: string,
+    from: readonly TaskState[],
+    changes: readonly TaskChange[],
+    startsDependents?: boolean,
+  ) => TransitionSteps | undefined
+  private readonly insertStarting: (
+    tasks: readonly Task[],
+    reason: string,
+    now: number,
+    start: { id: string; changes: readonly TaskChange[] },
+  ) => InsertedTasks
   private readonly updateOne: (id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>) => Task | undefined
+  /** Dependents started inside the end write in flight (startDependents): begun once it commits, released if not. */
+  private startedInside: { start: InsideStart; steps: TransitionSteps }[] = []
+  /** Set by the scheduler of this process when no dispatcher hands out runs (TaskStore.startInside). */
+  startInside?: StartInside
 
   constructor(options: SqliteTaskStoreOptions) {
     this.db = openSqlite(options.file, SCHEMA, options.driver)
@@ -116,7 +82,15 @@ export class SqliteTaskStore implements TaskStore {
       updateOver: prepare('UPDATE tasks SET state = ?, ready = ?, not_before = ?, attempts = ?, body = ? WHERE id = ? AND body = ?'),
       due: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND ready = 1 AND not_before <= ? ORDER BY ${DUE_ORDER_SQL} LIMIT ?`),
       expired: prepare(`SELECT body FROM tasks WHERE state = 'PENDING' AND attempts = 0 AND deadline_at IS NOT NULL AND deadline_at < ?`),
-      dependents: prepare('SELECT t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ?'),
+      // In the due order: a completion starts the dependents it makes ready in that order (startDependents).
+      dependents: prepare(
+        `SELECT t.seq, t.body FROM task_dependencies d JOIN tasks t ON t.id = d.task_id WHERE d.depends_on = ? ORDER BY ${DUE_ORDER_SQL}`,
+      ),
+      // A due task ahead of a task of priority ? and seq ? in the due order (the index's range: priority ? and up).
+      ahead: prepare(
+        `SELECT 1 FROM tasks WHERE state = 'PENDING' AND ready = 1 AND priority >= ? AND not_before <= ?
+        AND (priority > ? OR seq < ?) LIMIT 1`,
+      ),
       hasDependents: prepare('SELECT 1 FROM task_dependencies WHERE depends_on = ? LIMIT 1'),
       events: prepare('SELECT * FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq'),
     }
@@ -124,29 +98,44 @@ export class SqliteTaskStore implements TaskStore {
     this.insertMany = preparedTransaction(this.db, (tasks: readonly Task[], reason: string) =>
       tasks.map((task) => this.stored(task) ?? this.insertRow(task, reason)!),
     )
-    this.transitionMany = preparedTransaction(this.db, (id: string, from: readonly TaskState[], changes: readonly TaskChange[]) => {
-      const moved = this.onCurrent(id, (current, write) =>
-        from.includes(current.state) && changes.every((change) => holdsFor(current, change))
-          ? this.applySteps(current, changes, write)
-          : undefined,
-      )
-      if (!moved) return undefined
-      // An end's dependents read in its own transaction (TransitionSteps.dependents): the scheduler's next step after
-      // an end, without a statement, a promise and a turn of its own.
-      if (isFinal(moved.task.state)) moved.dependents = this.dependentsRead(id)
-      return moved
-    })
-    this.insertStarting = preparedTransaction(this.db, (task: Task, reason: string, now: number, changes: readonly TaskChange[]) => {
-      const existing = this.stored(task)
-      if (existing) return { task: existing }
-      // Started at once: its submission and start in the log, in order, and its row written once, as started (not
-      // inserted PENDING and rewritten: a statement and a serialisation of the task fewer per task); the three log rows
-      // in one statement. A new task comes last among equals in the due order: it is first only when every due task
-      // has a lower priority, which its INSERT checks itself (a statement fewer than a look first).
-      const submitted: EventValues = [task.id, task.createdAt, null, task.state, reason, 0]
-      const started = this.applySteps(task, changes, (first) => this.insertRow(first, reason, false, now) !== undefined, submitted)
-      return started ? { task, started } : { task: this.insertRow(task, reason)! }
-    })
+    this.transitionMany = preparedTransaction(
+      this.db,
+      (id: string, from: readonly TaskState[], changes: readonly TaskChange[], startsDependents = false) => {
+        const moved = this.onCurrent(id, (current, write) =>
+          from.includes(current.state) && changes.every((change) => holdsFor(current, change))
+            ? this.applySteps(current, changes, write)
+            : undefined,
+        )
+        if (!moved) return undefined
+        // An end's dependents read in its own transaction (TransitionSteps.dependents): the scheduler's next step after
+        // an end, without a statement, a promise and a turn of its own.
+        if (isFinal(moved.task.state)) {
+          const rows = this.dependentRows(id)
+          moved.dependents = rows.map((row) => parse(row)!)
+          if (startsDependents && moved.task.state === 'COMPLETED' && this.startInside) this.startDependents(moved.task, rows)
+        }
+        return moved
+      },
+    )
+    this.insertStarting = preparedTransaction(
+      this.db,
+      (tasks: readonly Task[], reason: string, now: number, start: { id: string; changes: readonly TaskChange[] }) => {
+        let started: TransitionSteps | undefined
+        const inserted = tasks.map((task) => {
+          const existing = this.stored(task)
+          if (existing) return existing
+          if (task.id !== start.id || started) return this.insertRow(task, reason)!
+          // Started at once: its submission and start in the log, in order, and its row written once, as started (not
+          // inserted PENDING and rewritten: a statement and a serialisation of the task fewer per task); the three log
+          // rows in one statement. A new task comes last among equals in the due order: it is first only when every due
+          // task (its batch's inserted before it too) has a lower priority, which its INSERT checks itself.
+          const submitted: EventValues = [task.id, task.createdAt, null, task.state, reason, 0]
+          started = this.applySteps(task, start.changes, (first) => this.insertRow(first, reason, false, now) !== undefined, submitted)
+          return started ? task : this.insertRow(task, reason)!
+        })
+        return started ? { tasks: inserted, started } : { tasks: inserted }
+      },
+    )
     // A read (or the copy), then a write of it: in one transaction like the others, or another process's claim landing
     // between the two would be overwritten (the task back to PENDING, its claim lost).
     this.updateOne = preparedTransaction(this.db, (id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>) =>
@@ -310,16 +299,35 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async transition(id: string, from: readonly TaskState[], change: TaskChange): Promise<TransitionOf | undefined> {
-    const moved = this.transitionMany(id, from, [change])
-    return moved && { task: moved.task, event: moved.steps[0]!.event, ...(moved.dependents ? { dependents: moved.dependents } : {}) }
+    let moved: TransitionSteps | undefined
+    try {
+      moved = this.transitionMany(id, from, [change], true)
+    } finally {
+      // Rolled back (it threw): the dependents it started were not, their slots given back.
+      if (!moved) for (const { start } of this.startedInside.splice(0)) start.release()
+    }
+    const started = this.startedInside.splice(0).map(({ start, steps }) => ({ id: steps.task.id, begin: () => start.begin(steps) }))
+    return (
+      moved && {
+        task: moved.task,
+        event: moved.steps[0]!.event,
+        ...(moved.dependents ? { dependents: moved.dependents } : {}),
+        ...(started.length ? { started } : {}),
+      }
+    )
   }
 
   async transitions(id: string, from: readonly TaskState[], changes: readonly TaskChange[]): Promise<TransitionSteps | undefined> {
     return this.transitionMany(id, from, changes)
   }
 
-  async insertAndStart(task: Task, reason: string, now: number, changes: readonly TaskChange[]): Promise<InsertedTask> {
-    return this.insertStarting(task, reason, now, changes)
+  async insertAndStart(
+    tasks: readonly Task[],
+    reason: string,
+    now: number,
+    start: { id: string; changes: readonly TaskChange[] },
+  ): Promise<InsertedTasks> {
+    return this.insertStarting(tasks, reason, now, start)
   }
 
   async update(id: string, state: TaskState, patch: NonNullable<TaskChange['patch']>): Promise<Task | undefined> {
@@ -350,8 +358,39 @@ export class SqliteTaskStore implements TaskStore {
    * 100-slot batch even for no row: ~7 µs against ~2 µs), and only a task that has some reads them.
    */
   private dependentsRead(id: string): Task[] {
+    return this.dependentRows(id).map((row) => parse(row)!)
+  }
+
+  private dependentRows(id: string): { seq: number; body: string }[] {
     if (this.statements.hasDependents!.get(id) === undefined) return []
-    return this.statements.dependents!.all(id).map((row) => parse(row)!)
+    return this.statements.dependents!.all(id) as { seq: number; body: string }[]
+  }
+
+  /**
+   * Inside the write of `ended`'s completion: each dependent it makes ready (pending, not ready, every dependency of
+   * its tenant's completed), due and first in the due order, that the scheduler takes on here (startInside: a slot,
+   * no preparation), is made ready, claimed and started in this same write, in the due order; from the first one not
+   * started, none (a dependent made ready now never overtakes another). The readiness is a field write over the
+   * claim's row; the log shows the claim and the start as any claim's. Those left are made ready as usual after it.
+   */
+  private startDependents(ended: Task, rows: readonly { seq: number; body: string }[]): void {
+    const now = Date.now()
+    for (const row of rows) {
+      const dependent = parse(row)!
+      if (dependent.tenant !== ended.tenant || dependent.state !== 'PENDING' || dependent.ready) continue
+      const inputs = dependent.dependencies.map((id) => (id === ended.id ? ended : parse(this.statements.get!.get(id))))
+      if (!inputs.every((input) => input?.tenant === dependent.tenant && input.state === 'COMPLETED')) continue
+      const ready: Task = { ...dependent, ready: true }
+      const { priority } = dependent
+      if (ready.notBefore > now || this.statements.ahead!.get(priority, now, priority, row.seq) !== undefined) return
+      const start = this.startInside!(ready, inputs as Task[], ended)
+      if (!start) return
+      const steps = start.changes.every((change) => holdsFor(ready, change))
+        ? this.applySteps(ready, start.changes, (task) => this.write(task))
+        : undefined
+      if (!steps) return start.release()
+      this.startedInside.push({ start, steps })
+    }
   }
 
   async events(id: string, afterSeq = 0): Promise<TaskEvent[]> {

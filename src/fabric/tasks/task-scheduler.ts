@@ -7,8 +7,8 @@ import { outcomeOfLostRun } from './lifecycle'
 import { TaskLiveOutput } from './task-live-output'
 import { TaskOutputs } from './task-outputs'
 import { SHUTDOWN, STARTED, TaskRunner } from './task-runner'
-import type { InsertedTask, TaskChange, TaskStore, TransitionSteps } from './task-store'
-import { prepareTasks, type Submitter } from './task-submission'
+import type { InsertedTasks, InsideStart, TaskChange, TaskStore, TransitionSteps } from './task-store'
+import { firstDue, needsNoPreparation, prepareTasks, type Submitter } from './task-submission'
 import { defaultOwnerAlive, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler-options'
 import { TaskTransitions } from './task-transitions'
 import { isFinal, type Task, type TaskEvent, type TaskSpec } from './task-types'
@@ -22,11 +22,6 @@ export {
   type TaskSchedulerOptions,
   type TaskStreamItem,
 } from './task-scheduler-options'
-
-/** A run with no dependency outputs to read and no workspace to open: it can be stored and started in one write. */
-function needsNoPreparation(task: Task): boolean {
-  return task.dependencies.length === 0 && !task.workspace
-}
 
 /**
  * The scheduler: every rule of the task lifecycle, above the store. It starts ready tasks by priority, applies the
@@ -71,6 +66,9 @@ export class TaskScheduler {
     // A dependent made ready by an end written here may start here, claimed behind that end (no dispatcher's round
     // trips): only where a dispatcher hands out every other run, and the store can hold the run's lease itself.
     if (options.dispatcher && this.store.startBehind) this.store.startHere = (...args) => this.startHere(...args)
+    // Without a dispatcher, a store that can (SQLite) starts such a dependent inside the end's own write: made ready,
+    // claimed and started in its commit, no readiness write, pump look or claim commit of its own.
+    else if (!options.dispatcher) this.store.startInside = (...args) => this.startInside(...args)
   }
 
   /** Recovers what a crashed process left, then starts running tasks. */
@@ -100,9 +98,15 @@ export class TaskScheduler {
   /** `schemaChecked`: the caller found every spec valid against the task schema already (the task service's submit). */
   async submit(specs: readonly TaskSpec[], submitter: Submitter, schemaChecked = false): Promise<Task[]> {
     const prepared = await prepareTasks(this.store, specs, submitter, Date.now(), schemaChecked)
-    if (prepared.length === 1 && this.startsAtSubmit(prepared[0]!)) return [await this.submitAndStart(prepared[0]!)]
-    const due = (task: Task) => task.ready && task.state === 'PENDING'
-    const inserting = this.store.insert(prepared, 'submitted')
+    const first = firstDue(prepared)
+    const starting = first && this.startsAtSubmit(first) ? first : undefined
+    if (prepared.length === 1 && starting) return [await this.submitAndStart(starting)]
+    // Its batch's first due task started in the insert's own commit, when it may be (not announced: not due then).
+    let started: string | undefined
+    const due = (task: Task) => task.ready && task.state === 'PENDING' && task.id !== started
+    const inserting = starting
+      ? this.insertAndStart(prepared, starting).then(({ tasks, started: moved }) => ((started = moved?.task.id), tasks))
+      : this.store.insert(prepared, 'submitted')
     // Where an announcement made now lands after the insert just sent (the store's connection runs both in order),
     // the new tasks are announced with the insert, not after its answer: a round trip sooner to their start. A task
     // the insert answers with one stored before (its idempotency key or id found it) leaves an announcement of an id
@@ -151,21 +155,29 @@ export class TaskScheduler {
     )
   }
 
+  /**
+   * Stores the tasks and, when `first` (one of them) is the first due, starts it in the same commit; answers the tasks
+   * as submitted, with the start if it started.
+   */
+  private async insertAndStart(tasks: readonly Task[], first: Task): Promise<InsertedTasks> {
+    const controller = this.slots.reserve(first.id)
+    let inserted: InsertedTasks | undefined
+    try {
+      const changes = [this.claimChange(first), STARTED]
+      inserted = await this.store.insertAndStart!(tasks, 'submitted', Date.now(), { id: first.id, changes })
+    } finally {
+      if (!inserted?.started) this.slots.release(first.id, controller)
+    }
+    if (inserted.started) this.begin(inserted.started.task, inserted.started.steps, controller, true)
+    return inserted
+  }
+
   /** Stores the task and, when it is the first due, starts it in the same commit; answers the task as submitted. */
   private async submitAndStart(task: Task): Promise<Task> {
-    const controller = this.slots.reserve(task.id)
-    let inserted: InsertedTask | undefined
-    try {
-      inserted = await this.store.insertAndStart!(task, 'submitted', Date.now(), [this.claimChange(task), STARTED])
-    } finally {
-      if (!inserted?.started) this.slots.release(task.id, controller)
-    }
-    if (inserted.started) {
-      this.begin(inserted.started.task, inserted.started.steps, controller, true)
-      return inserted.task
-    }
+    const inserted = await this.insertAndStart([task], task)
+    const stored = inserted.tasks[0]!
+    if (inserted.started) return stored
     // Not started (another task was due first, or the key found an earlier task): left to the pump as usual.
-    const stored = inserted.task
     if (stored.ready && stored.state === 'PENDING') await this.announce(stored)
     else if (stored.state === 'PENDING') await this.transitions.refreshReadiness(stored)
     return stored
@@ -175,8 +187,7 @@ export class TaskScheduler {
    * Starts here a dependent that the end of `ending` (a run here) made ready, claimed behind that end's write, its
    * lease held in the store (TaskStore.startBehind): a chain's next step runs in its predecessor's slot at the end's
    * answer, without a dispatcher's announcement, take and separate claim. Undefined (the store announces it as usual)
-   * when this process stops, has no slot (the ending run's, not handed on yet, counts as free), or the run needs
-   * preparation or is not due.
+   * when this process does not take it on (takeOn).
    */
   private startHere(
     ready: Task,
@@ -184,12 +195,10 @@ export class TaskScheduler {
     ending: Task | undefined,
     makeReady?: boolean,
   ): Promise<TransitionSteps | undefined> | undefined {
-    const now = Date.now()
-    if (this.stopped || ready.workspace || ready.notBefore > now || (ready.deadline && Date.parse(ready.deadline) < now)) return undefined
-    if (!this.slots.inherit(ending?.id)) return undefined
-    const controller = this.slots.reserve(ready.id)
-    const claim: TaskChange = { ...this.claimChange(ready), claimOf: { attempts: ready.attempts, now } }
-    return this.store.startBehind!(ready, [claim, STARTED], makeReady).then(
+    const taken = this.takeOn(ready, ending)
+    if (!taken) return undefined
+    const { controller, changes } = taken
+    return this.store.startBehind!(ready, changes, makeReady).then(
       (moved) => {
         if (moved) this.begin(moved.task, moved.steps, controller, true, Promise.resolve([...inputs]))
         else this.slots.release(ready.id, controller)
@@ -200,6 +209,34 @@ export class TaskScheduler {
         throw error
       },
     )
+  }
+
+  /**
+   * Takes on a dependent that the completion of `ending` makes ready, inside that completion's write (the store checked
+   * it is due and first in the due order): its slot reserved now, its run begun once the write commits (takeOn).
+   */
+  private startInside(ready: Task, inputs: readonly Task[], ending: Task): InsideStart | undefined {
+    const taken = this.takeOn(ready, ending)
+    if (!taken) return undefined
+    const { controller, changes } = taken
+    return {
+      changes,
+      begin: (started) => void this.begin(started.task, started.steps, controller, true, Promise.resolve([...inputs])),
+      release: () => this.slots.release(ready.id, controller),
+    }
+  }
+
+  /**
+   * A dependent made ready by the end of `ending` taken on here (startHere, startInside): its slot reserved, and its
+   * claim (counted from this copy) and start. Undefined when this process stops, has no slot (the ending run's, not
+   * handed on yet, counts as free), or the run needs preparation, is not due yet or is past its start-by deadline.
+   */
+  private takeOn(ready: Task, ending: Task | undefined): { controller: AbortController; changes: TaskChange[] } | undefined {
+    const now = Date.now()
+    if (this.stopped || ready.workspace || ready.notBefore > now || (ready.deadline && Date.parse(ready.deadline) < now)) return undefined
+    if (!this.slots.inherit(ending?.id)) return undefined
+    const claim: TaskChange = { ...this.claimChange(ready), claimOf: { attempts: ready.attempts, now } }
+    return { controller: this.slots.reserve(ready.id), changes: [claim, STARTED] }
   }
 
   /** Terminates a task (DELETE /v1/tasks/:id); a run in flight here is cancelled. Undefined when it had already ended. */

@@ -71,7 +71,31 @@ export interface TransitionOf {
   event: TaskEvent
   dependents?: Task[]
   announced?: string[]
+  /**
+   * Dependents its completion made ready, claimed and started in the same atomic write (TaskStore.startInside): each
+   * `begin` starts its run here, after the end's own event has been told. Not made ready again.
+   */
+  started?: { id: string; begin(): void }[]
 }
+
+/**
+ * A dependent the scheduler of this process takes on inside its dependency's end write (TaskStore.startInside): the
+ * claim and start to apply over it (made ready), then `begin` once that write has committed with them, or `release`
+ * (its slot given back) when it did not.
+ */
+export interface InsideStart {
+  changes: readonly TaskChange[]
+  begin(started: TransitionSteps): void
+  release(): void
+}
+
+/**
+ * Asked by a store that can start a dependent inside the write of its dependency's end (SQLite: one transaction), for
+ * each dependent that completion makes ready, due and first in the due order: `inputs` its dependencies as read
+ * there, `ending` the task that completed. Undefined (a synchronous answer, no slot or no start here) leaves it to
+ * be made ready and announced as usual.
+ */
+export type StartInside = (task: Task, inputs: readonly Task[], ending: Task) => InsideStart | undefined
 
 /**
  * Starts a dependent in the process that wrote its dependency's end, right behind that end (TaskStore.startHere), or
@@ -86,9 +110,12 @@ export type StartHere = (
   makeReady?: boolean,
 ) => Promise<TransitionSteps | undefined> | undefined
 
-/** What `insertAndStart` answers: the task as submitted (or the one its idempotency key found), and its start if it started. */
-export interface InsertedTask {
-  task: Task
+/**
+ * What `insertAndStart` answers: the tasks as submitted (or those their idempotency keys found), and the start of the
+ * one it was to start, if it started.
+ */
+export interface InsertedTasks {
+  tasks: Task[]
   started?: TransitionSteps
 }
 
@@ -99,12 +126,18 @@ export interface TaskStore {
    */
   insert(tasks: readonly Task[], reason: string): Promise<Task[]>
   /**
-   * Optional: inserts one task as `insert` does and, in the same atomic write, applies `changes` to it when it is the
-   * first due task at `now` (no due task ahead of it in the due order), so a submit that finds a free slot stores and
-   * starts its run with one commit. Without `started` when it did not start (another task was due first, or the
-   * idempotency key found an existing task, which is answered instead).
+   * Optional: inserts the tasks as `insert` does and, in the same atomic write, applies `start.changes` to the task
+   * `start.id` when it is the first due task at `now` (no due task ahead of it in the due order, the batch's own
+   * inserted before it included), so a submit that finds a free slot stores and starts its first run with one commit.
+   * Without `started` when it did not start (another task was due first, or the idempotency key found an existing
+   * task, which is answered instead).
    */
-  insertAndStart?(task: Task, reason: string, now: number, changes: readonly TaskChange[]): Promise<InsertedTask>
+  insertAndStart?(
+    tasks: readonly Task[],
+    reason: string,
+    now: number,
+    start: { id: string; changes: readonly TaskChange[] },
+  ): Promise<InsertedTasks>
   get(id: string): Promise<Task | undefined>
   getMany(ids: readonly string[]): Promise<Task[]>
   list(filter: TaskListFilter): Promise<TaskPage>
@@ -139,6 +172,11 @@ export interface TaskStore {
    * calls it for each, in the same turn as the write is sent: a dependent it starts is claimed behind that write.
    */
   startHere?: StartHere
+  /**
+   * Optional: set by the scheduler of this process where no dispatcher hands out runs. A store whose end write can
+   * start a dependent in the same atomic write (SQLite) asks it for each dependent a completion makes ready.
+   */
+  startInside?: StartInside
   /** Optional, with `startBehind`: runs started so whose lease lapsed, each answered to one caller, still so held. */
   lapsedRuns?(now: number): Promise<Task[]>
   /** Updates fields that are not a transition (readiness), only while the task is in `state`. */

@@ -134,3 +134,20 @@ function newTask(spec: TaskSpec & { id: string }, submitter: Submitter, found: R
   task.updatedAt = at
   return task
 }
+
+/**
+ * The first of a batch's tasks in the due order (priority, then submission) that is due at submission: the one its
+ * insert may start (TaskStore.insertAndStart), if any.
+ */
+export function firstDue(tasks: readonly Task[]): Task | undefined {
+  const now = Date.now()
+  let first: Task | undefined
+  for (const task of tasks)
+    if (task.ready && task.state === 'PENDING' && task.notBefore <= now && (!first || task.priority > first.priority)) first = task
+  return first
+}
+
+/** A run with no dependency outputs to read and no workspace to open: it can be stored and started in one write. */
+export function needsNoPreparation(task: Task): boolean {
+  return task.dependencies.length === 0 && !task.workspace
+}

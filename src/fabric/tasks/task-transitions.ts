@@ -26,22 +26,40 @@ export class TaskTransitions {
       change,
     )
     if (!moved) return undefined
-    this.emitter.emit('transition', moved.event, moved.task)
+    try {
+      this.emitter.emit('transition', moved.event, moved.task)
+    } finally {
+      // Dependents its completion started in its own write (the SQLite store's startInside): their runs begin here,
+      // their claim and start told after the end, whatever a listener did with it (they hold their slots till then).
+      for (const start of moved.started ?? []) start.begin()
+    }
     if (moved.task.state === 'PENDING' && moved.task.ready) await this.announce(moved.task)
     // Back to PENDING not ready: a resume of a task whose readiness write found it SUSPENDED (its dependencies may all
     // have completed meanwhile, and no other end of theirs comes to make it ready). Looked at again now.
     else if (moved.task.state === 'PENDING') return (await this.refreshReadiness(moved.task)) ?? moved.task
     if (moved.task.state === 'COMPLETED' || moved.task.state === 'FAILED' || moved.task.state === 'TERMINATED')
-      await this.afterEnd(moved.task, moved.dependents, moved.announced)
+      await this.afterEnd(
+        moved.task,
+        moved.dependents,
+        moved.announced,
+        moved.started?.map((start) => start.id),
+      )
     return moved.task
   }
 
   /**
    * A finished dependency makes dependents ready, or ends them naming it; `dependents` when its end's write read them,
-   * `announced` those of them that write made ready and announced behind itself (TransitionSteps.announced).
+   * `announced` those of them that write made ready and announced behind itself (TransitionSteps.announced), `started`
+   * those it made ready and started (TransitionOf.started): nothing left to do for them.
    */
-  async afterEnd(task: Task, dependents?: readonly Task[], announced: readonly string[] = []): Promise<void> {
+  async afterEnd(
+    task: Task,
+    dependents?: readonly Task[],
+    announced: readonly string[] = [],
+    started: readonly string[] = [],
+  ): Promise<void> {
     for (const dependent of dependents ?? (await this.store.dependentsOf(task.id))) {
+      if (started.includes(dependent.id)) continue
       // Another tenant's task can name this id only for a task it never got (its batch's task of that id was answered by
       // an idempotency key under another id): nothing of this task (its end, its reason) reaches it.
       if (isFinal(dependent.state) || dependent.tenant !== task.tenant) continue
