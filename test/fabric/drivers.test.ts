@@ -202,6 +202,36 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     }
   })
 
+  it("copies a long run of step events at once, each answered with its place, and none twice", async () => {
+    const store = driver.plans(settings)
+    // More than one statement's worth on SQLite (64 rows a statement), one in the middle copied before.
+    const steps: NewStepEvent[] = Array.from({ length: 150 }, (_, index) => ({
+      type: 'step',
+      at,
+      version: 1,
+      stepId: `step-${index % 3}`,
+      taskId: `t-${index % 3}`,
+      from: 'PENDING',
+      to: 'SPAWNING',
+      reason: `event ${index}`,
+      attempt: 1,
+      taskSeq: 1000 + index,
+    }))
+    try {
+      await store.insert(planOf('p-long'), [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }])
+      await store.mirror('p-long', [steps[70]!])
+      const copied = await store.mirror('p-long', steps)
+      expect(copied.map((event) => event.taskSeq)).toEqual(steps.filter((_, index) => index !== 70).map((event) => event.taskSeq))
+      const log = (await store.events('p-long')).filter((event) => event.type === 'step')
+      expect(log).toHaveLength(150)
+      const placeOf = new Map(log.map((event) => [event.type === 'step' ? event.taskSeq : 0, event.seq]))
+      for (const event of copied) expect(event.seq).toBe(placeOf.get(event.taskSeq))
+      expect(await store.mirror('p-long', steps)).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('opens registries that find what they were given, and says whether other nodes share them', async () => {
     const sandboxes = driver.sandboxRegistry(settings)
     const sessions = driver.sessionRegistry(settings)
