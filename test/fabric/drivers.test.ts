@@ -3,7 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { FABRIC_STORE_KINDS, type FabricStoreKind } from '../../src/config/store-kinds'
 import { FABRIC_STORE_DRIVERS, storeDriver, type FabricStoreSettings } from '../../src/fabric/drivers'
-import type { NewStepEvent } from '../../src/fabric/plans'
+import type { NewStepEvent, PlanEvent } from '../../src/fabric/plans'
 import { SqliteTaskStore, type TaskState, type TaskStore } from '../../src/fabric/tasks'
 import { startRedisServer, type RedisServer } from '../../bench/redis-server'
 import { interleavedSqlite } from './interleaved-sqlite'
@@ -202,7 +202,7 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
     }
   })
 
-  it("copies a long run of step events at once, each answered with its place, and none twice", async () => {
+  it('copies a long run of step events at once, each answered with its place, and none twice', async () => {
     const store = driver.plans(settings)
     // More than one statement's worth on SQLite (64 rows a statement), one in the middle copied before.
     const steps: NewStepEvent[] = Array.from({ length: 150 }, (_, index) => ({
@@ -221,11 +221,12 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
       await store.insert(planOf('p-long'), [{ type: 'plan', at, version: 1, from: null, to: 'RUNNING', reason: 'submitted' }])
       await store.mirror('p-long', [steps[70]!])
       const copied = await store.mirror('p-long', steps)
-      expect(copied.map((event) => event.taskSeq)).toEqual(steps.filter((_, index) => index !== 70).map((event) => event.taskSeq))
+      const taskSeqOf = (event: PlanEvent) => (event.type === 'step' ? event.taskSeq : undefined)
+      expect(copied.map(taskSeqOf)).toEqual(steps.filter((_, index) => index !== 70).map((event) => event.taskSeq))
       const log = (await store.events('p-long')).filter((event) => event.type === 'step')
       expect(log).toHaveLength(150)
       const placeOf = new Map(log.map((event) => [event.type === 'step' ? event.taskSeq : 0, event.seq]))
-      for (const event of copied) expect(event.seq).toBe(placeOf.get(event.taskSeq))
+      for (const event of copied) expect(event.seq).toBe(placeOf.get(taskSeqOf(event)!))
       expect(await store.mirror('p-long', steps)).toEqual([])
     } finally {
       await store.close()
