@@ -151,3 +151,28 @@ test('a completion starts a dependent it makes ready in its own write, in the du
     await store.close()
   }
 })
+
+test("several tasks' logs read at once are each task's own log after its own seq, as read one by one", async () => {
+  const store = new SqliteTaskStore({ file: ':memory:' })
+  const ids = Array.from({ length: 20 }, (_, index) => `log-${index}`)
+  try {
+    // More than one statement's worth (16 logs a statement), the logs interleaved in the file.
+    await store.insert(
+      ids.map((id) => taskOf(id, 0)),
+      'submitted',
+    )
+    for (const id of ids) await store.transition(id, ['PENDING'], { to: 'SUSPENDED', reason: `held ${id}` })
+    for (const id of ids.slice(0, 10)) await store.transition(id, ['SUSPENDED'], { to: 'PENDING', reason: `resumed ${id}` })
+    const firstOf = new Map(await Promise.all(ids.map(async (id) => [id, (await store.events(id))[0]!.seq] as const)))
+    const afterSeq = new Map(ids.map((id, index) => [id, index % 2 === 0 ? 0 : firstOf.get(id)!]))
+    afterSeq.set('no-such-task', 0)
+    const together = await store.eventsOfMany(afterSeq)
+    expect([...together.keys()]).toEqual([...afterSeq.keys()])
+    for (const [id, after] of afterSeq) expect(together.get(id)).toEqual(await store.events(id, after))
+    expect(together.get('log-0')!.map((event) => event.to)).toEqual(['PENDING', 'SUSPENDED', 'PENDING'])
+    expect(together.get('log-11')!.map((event) => event.to)).toEqual(['SUSPENDED'])
+    expect(together.get('no-such-task')).toEqual([])
+  } finally {
+    await store.close()
+  }
+})

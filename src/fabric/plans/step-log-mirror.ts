@@ -39,9 +39,14 @@ export class StepLogMirror {
       const seen = state.seen.get(id)
       return !seen || !isFinal(seen.slice(0, seen.indexOf('|')) as TaskState)
     })
-    return Promise.all(ids.map((id) => this.tasks.events(id, state.upTo.get(id) ?? 0))).then(
-      (logs) => new Map(ids.map((id, index) => [id, logs[index]!])),
-    )
+    return this.readLogs(ids, state.upTo)
+  }
+
+  /** The logs of these tasks after what was copied of each: in one read where the task store can (eventsOfMany). */
+  private async readLogs(ids: readonly string[], upTo: ReadonlyMap<string, number>): Promise<Map<string, TaskEvent[]>> {
+    if (ids.length > 1 && this.tasks.eventsOfMany) return this.tasks.eventsOfMany(new Map(ids.map((id) => [id, upTo.get(id) ?? 0])))
+    const logs = await Promise.all(ids.map((id) => this.tasks.events(id, upTo.get(id) ?? 0)))
+    return new Map(ids.map((id, index) => [id, logs[index]!]))
   }
 
   /**
@@ -68,12 +73,11 @@ export class StepLogMirror {
     // Read after the tasks: each log holds at least what brought its task to the state it was read in. The logs are
     // read at once (on a store across the network, one round trip for all of them).
     // A log read ahead may hold events copied since (a reader's catch-up): the store skips those.
-    const logs = await Promise.all(
-      moved.map((task) => {
-        const read = ahead?.get(task.id)
-        return read ? Promise.resolve(read) : this.tasks.events(task.id, upTo.get(task.id) ?? 0)
-      }),
+    const unread = await this.readLogs(
+      moved.filter((task) => !ahead?.has(task.id)).map((task) => task.id),
+      upTo,
     )
+    const logs = moved.map((task) => ahead?.get(task.id) ?? unread.get(task.id)!)
     const fresh: NewStepEvent[] = moved.flatMap((task, index) => {
       seen.set(task.id, `${task.state}|${task.updatedAt}`)
       const { stepId, planVersion } = task.provenance!

@@ -23,6 +23,9 @@ import { SCHEMA, eventFrom, parse, type EventRow, type EventValues } from './sql
 
 export type { Database, Statement } from '../sqlite'
 
+/** Logs read by one statement at most (eventsOfMany): a bounded set of prepared statements. */
+const LOGS_READ_TOGETHER = 16
+
 /** Copies of tasks kept for their next transition (SqliteTaskStore.remember): a slot's worth and more, ~2 KB each. */
 const COPIES_KEPT = 1024
 
@@ -39,6 +42,8 @@ export interface SqliteTaskStoreOptions {
 export class SqliteTaskStore implements TaskStore {
   private readonly db: Database
   private readonly statements: Record<string, Statement>
+  /** eventsOfMany's SELECT by number of logs read. */
+  private readonly logReads = new Map<number, Statement>()
   /** The action log's INSERT by number of rows (1 for most transitions, 3 for a task started at submit). */
   private readonly eventInserts = new Map<number, Statement>()
   /** The body this connection last wrote of each task that may still move (remember), by id. */
@@ -395,6 +400,22 @@ export class SqliteTaskStore implements TaskStore {
 
   async events(id: string, afterSeq = 0): Promise<TaskEvent[]> {
     return (this.statements.events!.all(id, afterSeq) as EventRow[]).map(eventFrom)
+  }
+
+  /** Up to LOGS_READ_TOGETHER logs a statement, each term an index range: a plan's 3 steps' logs in ~1/3 of the time. */
+  async eventsOfMany(afterSeq: ReadonlyMap<string, number>): Promise<Map<string, TaskEvent[]>> {
+    const logs = new Map([...afterSeq.keys()].map((id) => [id, [] as TaskEvent[]]))
+    const reads = [...afterSeq]
+    for (let start = 0; start < reads.length; start += LOGS_READ_TOGETHER) {
+      const chunk = reads.slice(start, start + LOGS_READ_TOGETHER)
+      let statement = this.logReads.get(chunk.length)
+      if (!statement) {
+        const terms = chunk.map(() => '(task_id = ? AND seq > ?)').join(' OR ')
+        this.logReads.set(chunk.length, (statement = this.db.prepare(`SELECT * FROM task_events WHERE ${terms} ORDER BY seq`)))
+      }
+      for (const row of statement.all(chunk.flat()) as EventRow[]) logs.get(row.task_id)!.push(eventFrom(row))
+    }
+    return logs
   }
 
   async close(): Promise<void> {

@@ -189,8 +189,13 @@ export interface TaskStore {
   dependentsOf(id: string): Promise<Task[]>
   /** The task's action log in order, after `afterSeq`. */
   events(id: string, afterSeq?: number): Promise<TaskEvent[]>
+  /**
+   * Optional: several tasks' logs in one read, each in order after its own seq (`afterSeq`, by task id); a task with no
+   * such event answers an empty log. A plan's look reads its steps' logs so; a store without it is asked task by task.
+   */
+  eventsOfMany?(afterSeq: ReadonlyMap<string, number>): Promise<Map<string, TaskEvent[]>>
   close(): Promise<void>
 }
 
 /** What a service beside the tasks (the plan engine) reads of them: tasks by id and their action logs, nothing it could change. */
-export type TaskReader = Pick<TaskStore, 'getMany' | 'events'>
+export type TaskReader = Pick<TaskStore, 'getMany' | 'events' | 'eventsOfMany'>
