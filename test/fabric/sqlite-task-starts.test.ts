@@ -9,6 +9,11 @@ import { storedTask } from './stored-records'
 
 // One millisecond for all: the order may not depend on the clock.
 const at = new Date().toISOString()
+/** A claim for this process and its start: what the scheduler asks a start inside a write to apply. */
+const changes = [
+  { to: 'SPAWNING' as const, reason: 'attempt 1 of 3', patch: { attempts: 1, owner: 'here' } },
+  { to: 'RUNNING' as const, reason: 'started' },
+]
 const taskOf = (id: string, priority: number) => storedTask({ id, priority, tenant: id.startsWith('g') ? 'globex' : 'acme' }, at)
 
 test('a submit starts its task in the same write only when no due task comes first', async () => {
@@ -16,10 +21,6 @@ test('a submit starts its task in the same write only when no due task comes fir
   // it PENDING (stored, its submission logged, nothing started); one due later (a backoff) or lower does not.
   const store = new SqliteTaskStore({ file: ':memory:' })
   const now = Date.now()
-  const changes = [
-    { to: 'SPAWNING' as const, reason: 'attempt 1 of 3', patch: { attempts: 1, owner: 'here' } },
-    { to: 'RUNNING' as const, reason: 'started' },
-  ]
   try {
     await store.insert([taskOf('due-5', 5), storedTask({ id: 'later-9', priority: 9, notBefore: now + 60_000 }, at)], 'submitted')
     const behind = await store.insertAndStart([taskOf('new-5', 5)], 'submitted', now, { id: 'new-5', changes })
@@ -40,10 +41,6 @@ test('a submit starts its task in the same write only when no due task comes fir
 test("a batch's insert starts the task it names only when no due task comes first, its batch's included", async () => {
   const store = new SqliteTaskStore({ file: ':memory:' })
   const now = Date.now()
-  const changes = [
-    { to: 'SPAWNING' as const, reason: 'attempt 1 of 3', patch: { attempts: 1, owner: 'here' } },
-    { to: 'RUNNING' as const, reason: 'started' },
-  ]
   try {
     await store.insert([taskOf('due-5', 5)], 'submitted')
     // Above every due task: started in the insert, the batch stored around it in its order.
