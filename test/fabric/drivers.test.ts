@@ -204,7 +204,7 @@ describe.each(FABRIC_STORE_KINDS)('the %s driver', (kind: FabricStoreKind) => {
 
   it('copies a long run of step events at once, each answered with its place, and none twice', async () => {
     const store = driver.plans(settings)
-    // More than one statement's worth on SQLite (64 rows a statement), one in the middle copied before.
+    // More than one statement's worth on SQLite (RowInserter.ROWS, 16 rows a statement), one in the middle copied before.
     const steps: NewStepEvent[] = Array.from({ length: 150 }, (_, index) => ({
       type: 'step',
       at,

@@ -58,7 +58,7 @@ export class DirectoryBlobStore implements BlobStore {
 
   async put(sha256: string, bytes: Buffer): Promise<void> {
     const file = this.file(sha256)
-    if (bytes.length > SYNC_WRITE_BYTES) return this.putLarge(file, bytes)
+    if (bytes.length > SYNC_WRITE_BYTES) return this.putLarge(sha256, file, bytes)
     if (fsSync.existsSync(file)) return
     const folder = path.dirname(file)
     if (!this.folders.has(folder)) {
@@ -77,12 +77,8 @@ export class DirectoryBlobStore implements BlobStore {
     fsSync.renameSync(temporary, file)
   }
 
-  private async putLarge(file: string, bytes: Buffer): Promise<void> {
-    const exists = await fs.access(file).then(
-      () => true,
-      () => false,
-    )
-    if (exists) return
+  private async putLarge(sha256: string, file: string, bytes: Buffer): Promise<void> {
+    if (await this.has(sha256)) return
     await fs.mkdir(path.dirname(file), { recursive: true })
     const temporary = temporaryOf(file)
     await fs.writeFile(temporary, bytes)

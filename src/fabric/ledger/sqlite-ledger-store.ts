@@ -2,7 +2,7 @@ import { openSqlite, type Database, type SqliteDriver, type Statement, type Tran
 import { chainRecord, GENESIS, parseBody } from './chain'
 import type { AppendOptions, LedgerRecordStore } from './record-store'
 import { LINKS_SCHEMA, SqliteLinkIndex, type IndexedRecord } from './sqlite-link-index'
-import { RowInserter } from './sqlite-row-inserter'
+import { RowInserter } from '../sqlite-row-inserter'
 import type { ArtifactLink, ChainPoint, LinkRole, PolicyText, RecordDraft, StoredRecord } from './types'
 
 /**

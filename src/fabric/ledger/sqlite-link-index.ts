@@ -1,6 +1,6 @@
 import type { Database, Statement } from '../sqlite'
 import { linksOf } from './entry-links'
-import { RowInserter } from './sqlite-row-inserter'
+import { RowInserter } from '../sqlite-row-inserter'
 import { GENERATED_ROLES, type ArtifactLink, type LedgerEntry, type LinkRole } from './types'
 
 /**

@@ -1,4 +1,5 @@
 import { openSqlite, preparedTransaction, type Database, type SqliteDriver, type Statement } from '../sqlite'
+import { RowInserter } from '../sqlite-row-inserter'
 import type { MirroredUpdate, PlanListFilter, PlanPage, PlanStore } from './plan-store'
 import type { NewPlanEvent, NewStepEvent, Plan, PlanEvent } from './plan-types'
 
@@ -33,9 +34,6 @@ CREATE INDEX IF NOT EXISTS plan_events_plan ON plan_events (plan_id, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS plan_events_task ON plan_events (plan_id, task_seq) WHERE task_seq IS NOT NULL;
 `
 
-/** Step events copied per statement at most: a bounded set of prepared statements, far below SQLite's parameter limit. */
-const MIRROR_ROWS = 64
-
 const parse = (row: unknown): Plan | undefined => (row ? (JSON.parse((row as { body: string }).body) as Plan) : undefined)
 
 function eventFrom(row: { seq: number; plan_id: string; body: string }): PlanEvent {
@@ -51,8 +49,8 @@ export interface SqlitePlanStoreOptions {
 export class SqlitePlanStore implements PlanStore {
   private readonly db: Database
   private readonly statements: Record<'insert' | 'get' | 'update' | 'event' | 'events' | 'mirrored' | 'active', Statement>
-  /** The step events' INSERT by number of rows (copySteps). */
-  private readonly mirrorInserts = new Map<number, Statement>()
+  /** The step events' multi-row INSERT (copySteps), each row it inserted returned with its place. */
+  private readonly mirrorRows: RowInserter
   private readonly write: (plan: Plan, events: readonly NewPlanEvent[], insert: boolean) => PlanEvent[] | undefined
   private readonly mirrorMany: (planId: string, events: readonly NewStepEvent[]) => PlanEvent[]
   private readonly mirrorThenUpdate: (plan: Plan, steps: readonly NewStepEvent[], events: readonly NewPlanEvent[]) => MirroredUpdate
@@ -77,17 +75,20 @@ export class SqlitePlanStore implements PlanStore {
         const info = this.statements.event.run(planId, JSON.stringify(event))
         return { ...event, seq: Number(info.lastInsertRowid), planId } as PlanEvent
       })
-    // A step event copied before (the plan's unique task_seq) is skipped. All in one statement (a plan's end copies a
-    // dozen: ~6 µs a statement call), its RETURNING naming the rows it inserted by their task_seq, unique in the plan.
+    // A step event copied before (the plan's unique task_seq) is skipped. All in as few statements as RowInserter
+    // allows (a plan's end copies a dozen: ~6 µs a statement call), its RETURNING naming the rows it inserted by their
+    // task_seq, unique in the plan.
+    this.mirrorRows = new RowInserter(
+      this.db,
+      'INSERT OR IGNORE INTO plan_events (plan_id, task_id, task_seq, body) VALUES',
+      4,
+      'RETURNING seq, task_seq',
+    )
     const copySteps = (planId: string, events: readonly NewStepEvent[]) => {
-      const seqs = new Map<number, number>()
-      for (let start = 0; start < events.length; start += MIRROR_ROWS) {
-        const chunk = events.slice(start, start + MIRROR_ROWS)
-        const inserted = this.mirrorInsert(chunk.length).all(
-          chunk.flatMap((event) => [planId, event.taskId, event.taskSeq, JSON.stringify(event)]),
-        ) as { seq: number; task_seq: number }[]
-        for (const row of inserted) seqs.set(row.task_seq, row.seq)
-      }
+      const inserted = this.mirrorRows.insertReturning<{ seq: number; task_seq: number }>(
+        events.flatMap((event) => [planId, event.taskId, event.taskSeq, JSON.stringify(event)]),
+      )
+      const seqs = new Map(inserted.map((row) => [row.task_seq, row.seq]))
       return events.flatMap((event) => {
         const seq = seqs.get(event.taskSeq)
         return seq === undefined ? [] : [{ ...event, seq, planId } as PlanEvent]
@@ -107,18 +108,6 @@ export class SqlitePlanStore implements PlanStore {
       const written = writeOne(plan, events, false)
       return written ? { mirrored, written } : { mirrored }
     })
-  }
-
-  private mirrorInsert(rows: number): Statement {
-    let statement = this.mirrorInserts.get(rows)
-    if (!statement) {
-      const values = Array.from({ length: rows }, () => '(?, ?, ?, ?)').join(', ')
-      statement = this.db.prepare(
-        `INSERT OR IGNORE INTO plan_events (plan_id, task_id, task_seq, body) VALUES ${values} RETURNING seq, task_seq`,
-      )
-      this.mirrorInserts.set(rows, statement)
-    }
-    return statement
   }
 
   async insert(plan: Plan, events: readonly NewPlanEvent[]): Promise<PlanEvent[]> {

@@ -1,4 +1,4 @@
-import type { Database, Statement } from '../sqlite'
+import type { Database, Statement } from './sqlite'
 
 /**
  * INSERT … VALUES with up to ROWS rows a call (one prepared statement per row count used): libsql costs ~1.5 µs a
@@ -32,11 +32,27 @@ export class RowInserter {
    */
   insert(values: readonly unknown[]): number {
     let changes = 0
-    const step = RowInserter.ROWS * this.width
-    for (let start = 0; start < values.length; start += step) {
-      const part = values.length <= step ? values : values.slice(start, start + step)
-      changes += this.statement(part.length / this.width).run(part).changes
-    }
+    for (const part of this.parts(values)) changes += this.statement(part.length / this.width).run(part).changes
     return changes
+  }
+
+  /**
+   * Inserts `values` as `insert` does, for an inserter whose tail is a `RETURNING` clause: answers the rows it returned,
+   * one per row that went in (those an `OR IGNORE` skipped return nothing).
+   */
+  insertReturning<R>(values: readonly unknown[]): R[] {
+    const rows: R[] = []
+    for (const part of this.parts(values)) rows.push(...(this.statement(part.length / this.width).all(part) as R[]))
+    return rows
+  }
+
+  /** `values` in ROWS-row parts (one part, not copied, when it fits). */
+  private *parts(values: readonly unknown[]): Generator<readonly unknown[]> {
+    const step = RowInserter.ROWS * this.width
+    if (values.length <= step) {
+      if (values.length > 0) yield values
+      return
+    }
+    for (let start = 0; start < values.length; start += step) yield values.slice(start, start + step)
   }
 }
