@@ -82,6 +82,13 @@ describe('quickjs: nothing a run does reaches the next run on the same worker', 
     expect(values.size).toBe(5)
   })
 
+  test('Math.random seeds stay distinct past a refill of the seed pool (512 seeds a worker)', async () => {
+    const values = new Set<unknown>()
+    // A worker takes at most every run; 1,100 runs use up at least one pool and go on into the next.
+    for (let index = 0; index < 1100; index++) values.add((await run('[Math.random(), Math.random()].join()')).value)
+    expect(values.size).toBe(1100)
+  })
+
   test('host functions exist only in the runs that have them', async () => {
     const withThem = await run('typeof hostFn', {}, { hostFunctions: new HostileHostFunctions() })
     expect(withThem.value).toBe('function')
