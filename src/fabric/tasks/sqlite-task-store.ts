@@ -355,17 +355,13 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async dependentsOf(id: string): Promise<Task[]> {
-    return this.dependentsRead(id)
+    return this.dependentRows(id).map((row) => parse(row)!)
   }
 
   /**
    * Most tasks have no dependent: a one-row look answers that (libsql's `all` steps through an iterator and a
    * 100-slot batch even for no row: ~7 µs against ~2 µs), and only a task that has some reads them.
    */
-  private dependentsRead(id: string): Task[] {
-    return this.dependentRows(id).map((row) => parse(row)!)
-  }
-
   private dependentRows(id: string): { seq: number; body: string }[] {
     if (this.statements.hasDependents!.get(id) === undefined) return []
     return this.statements.dependents!.all(id) as { seq: number; body: string }[]

@@ -12,28 +12,24 @@ import { SqliteTaskStore, TaskScheduler, type Task, type TaskSpec } from '../../
  * file and a real scheduler; the runs are the test's (each task's code names it, and the test decides when it ends).
  */
 
-/** The store, counting the writes and looks the chain's starts save. */
+/** The store calls the chain's starts save. */
+const COUNTED = ['insert', 'insertAndStart', 'update', 'due', 'transitions'] as const
+
+/** The store, counting the writes and looks the chain's starts save (its own calls of them included). */
 class CountingStore extends SqliteTaskStore {
   readonly calls = { insert: 0, insertAndStart: 0, update: 0, due: 0, transitions: 0 }
-  override insert(...args: Parameters<SqliteTaskStore['insert']>): ReturnType<SqliteTaskStore['insert']> {
-    this.calls.insert++
-    return super.insert(...args)
-  }
-  override insertAndStart(...args: Parameters<SqliteTaskStore['insertAndStart']>): ReturnType<SqliteTaskStore['insertAndStart']> {
-    this.calls.insertAndStart++
-    return super.insertAndStart(...args)
-  }
-  override update(...args: Parameters<SqliteTaskStore['update']>): ReturnType<SqliteTaskStore['update']> {
-    this.calls.update++
-    return super.update(...args)
-  }
-  override due(...args: Parameters<SqliteTaskStore['due']>): ReturnType<SqliteTaskStore['due']> {
-    this.calls.due++
-    return super.due(...args)
-  }
-  override transitions(...args: Parameters<SqliteTaskStore['transitions']>): ReturnType<SqliteTaskStore['transitions']> {
-    this.calls.transitions++
-    return super.transitions(...args)
+
+  constructor(...args: ConstructorParameters<typeof SqliteTaskStore>) {
+    super(...args)
+    for (const name of COUNTED) {
+      const method = (this[name] as (...args: unknown[]) => unknown).bind(this)
+      Object.defineProperty(this, name, {
+        value: (...args: unknown[]) => {
+          this.calls[name]++
+          return method(...args)
+        },
+      })
+    }
   }
 }
 
