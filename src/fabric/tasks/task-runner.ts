@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events'
-import { ExecgateError, describeError, type ExecutionResult } from '../../core'
+import { ExecgateError, describeError, type ExecutionRequest, type ExecutionResult } from '../../core'
+import type { ExecuteOptions } from '../../execution/types'
 import type { Workspace } from '../../workspace'
 import { withDependencyInputs } from './dependency-inputs'
 import { outcomeOf, type RunOutcome } from './lifecycle'
@@ -15,6 +16,24 @@ import type { Task, TaskState } from './task-types'
 export const SHUTDOWN = new Error('the task scheduler is shutting down')
 /** A claimed run's start: SPAWNING → RUNNING. */
 export const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
+/** The abort reason of a run begun early whose task's start was then not stored (EarlyRun.cancel). */
+const NOT_STARTED = new Error('the task was not started: its run begun early is dropped')
+
+/** An execution under way, with what it tells as it goes and the attempt it is. */
+interface Launched {
+  attempt: number
+  result: Promise<ExecutionResult>
+  rich: ReturnType<TaskOutputs['forRun']>
+}
+
+/**
+ * A run begun before its task's start is stored (TaskRunner.early): its execution under way while the store writes,
+ * what it tells held back until `run` takes it on (its task's start stored and announced), or dropped by `cancel`.
+ */
+export interface EarlyRun extends Launched {
+  confirm(): void
+  cancel(): void
+}
 
 /**
  * One claimed run, from its start to its settled end: the request with its dependencies' outputs and its workspace,
@@ -34,7 +53,7 @@ export class TaskRunner {
    * Runs a claimed task; `started` when the claim already moved it to RUNNING, `dependencies` when the claim read
    * their outputs beside it.
    */
-  async run(task: Task, controller: AbortController, started?: Task, dependencies?: Promise<Task[]>): Promise<void> {
+  async run(task: Task, controller: AbortController, started?: Task, dependencies?: Promise<Task[]>, early?: EarlyRun): Promise<void> {
     const move = this.transitions.move.bind(this.transitions)
     let attempt: number | undefined
     try {
@@ -48,17 +67,13 @@ export class TaskRunner {
           started ?? move(task.id, ['SPAWNING'], STARTED),
         ])
       if (!running) return
-      const request = withDependencyInputs(task.request, inputs, task.dependencyPaths)
-      attempt = running.attempts
-      this.live.begin(task.id, attempt)
-      const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => {
-        const item: TaskOutputChunk = { type: 'output', taskId: task.id, stream, chunk }
-        this.live.add(item)
-        this.emitter.emit('output', item)
-      }
-      const rich = this.outputs.forRun(running)
-      const run = runInputsFor(running, request, controller.signal, onOutput, rich.onRichOutput, await this.workspaceOf(running))
-      const result = await this.options.execute(run.request, run.options)
+      early?.confirm()
+      const launched =
+        early ??
+        this.launch(running, withDependencyInputs(task.request, inputs, task.dependencyPaths), controller, await this.workspaceOf(running))
+      attempt = launched.attempt
+      const { rich } = launched
+      const result = await launched.result
       if (controller.signal.aborted) {
         // Stopped by a shutdown: queued again without spending an attempt (the run never got to finish).
         if (controller.signal.reason === SHUTDOWN)
@@ -81,6 +96,63 @@ export class TaskRunner {
       // Only this attempt's: a resumed run of the task may have begun here meanwhile.
       if (attempt !== undefined) this.live.end(task.id, attempt)
     }
+  }
+
+  /**
+   * The task's execution begun at once, before the write that starts it (TaskScheduler.insertAndStart): that write
+   * and the run's way to its engine (a worker thread) then overlap. Only for a task whose run needs no preparation.
+   * `running` is the task as the start will store it. Until `confirm`, what the run tells (output chunks, rich
+   * outputs) is held, so nothing of it is heard before the task's start is; `cancel` (the start was not stored)
+   * aborts it, drops what it tells, and leaves its record in the ledger without the task's provenance where the run
+   * has not ended yet (a run that ended inside `execute`, monty's inline runs, was recorded with it).
+   */
+  early(running: Task, controller: AbortController): EarlyRun {
+    let held: (() => void)[] | undefined = []
+    let dropped = false
+    const hold =
+      <A extends unknown[]>(tell: (...args: A) => void) =>
+      (...args: A) => {
+        if (dropped) return
+        if (held) held.push(() => tell(...args))
+        else tell(...args)
+      }
+    const launched = this.launch(running, running.request, controller, undefined, hold)
+    return {
+      ...launched,
+      confirm: () => {
+        const calls = held ?? []
+        held = undefined
+        for (const call of calls) call()
+      },
+      cancel: () => {
+        dropped = true
+        held = undefined
+        delete launched.options.provenance
+        controller.abort(NOT_STARTED)
+        launched.result.catch(() => undefined)
+        this.live.end(running.id, launched.attempt)
+      },
+    }
+  }
+
+  /** The run's execution started: its request with the task's limits, its output told live, its rich outputs kept. */
+  private launch(
+    running: Task,
+    request: ExecutionRequest,
+    controller: AbortController,
+    workspace: Workspace | undefined,
+    hold: <A extends unknown[]>(tell: (...args: A) => void) => (...args: A) => void = (tell) => tell,
+  ): Launched & { options: ExecuteOptions } {
+    const attempt = running.attempts
+    this.live.begin(running.id, attempt)
+    const onOutput = (stream: 'stdout' | 'stderr', chunk: string) => {
+      const item: TaskOutputChunk = { type: 'output', taskId: running.id, stream, chunk }
+      this.live.add(item)
+      this.emitter.emit('output', item)
+    }
+    const rich = this.outputs.forRun(running)
+    const run = runInputsFor(running, request, controller.signal, hold(onOutput), hold(rich.onRichOutput), workspace)
+    return { attempt, rich, options: run.options, result: this.options.execute(run.request, run.options) }
   }
 
   /** The task's own workspace outside memory, when it keeps one; a process that cannot open it fails the run saying why. */

@@ -49,6 +49,11 @@ export function holdsFor(task: Task, change: TaskChange): boolean {
   return !claimOf || (task.attempts === claimOf.attempts && task.ready && task.notBefore <= claimOf.now)
 }
 
+/** The task as `changes` leave it, the way every store writes them (but for `updatedAt`, which each write sets). */
+export function afterChanges(task: Task, changes: readonly TaskChange[]): Task {
+  return changes.reduce<Task>((current, change) => ({ ...current, ...change.patch, state: change.to, reason: change.reason }), task)
+}
+
 /** What `transitions` answers: the task at the end, and each step's event with the task as it stood after that step. */
 export interface TransitionSteps {
   task: Task

@@ -1,0 +1,130 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createResult, type ExecutionRequest, type ExecutionResult } from '../../../src/core'
+import type { ExecuteOptions } from '../../../src/execution/types'
+import { SqliteTaskStore, TaskScheduler, type TaskSpec } from '../../../src/fabric/tasks'
+import { storedTask } from '../stored-records'
+
+/**
+ * A task submitted to a process with a free slot (a lone task, or a batch's first due task) has its run begun before
+ * the write that stores and starts it (TaskRunner.early): the write and the run's way to its engine overlap. What the
+ * run tells is heard only after its start is; a run whose start is not written (a due task came first, the write
+ * failed) is aborted and unheard. A real store on a file and a real scheduler; the runs are the test's, each telling
+ * one line of output at once (as an engine that runs inline does, inside `execute`).
+ */
+
+interface Call {
+  code: string
+  signal?: AbortSignal
+}
+
+class Runs {
+  readonly calls: Call[] = []
+  readonly order: string[] = []
+
+  readonly execute = (request: ExecutionRequest, options: ExecuteOptions): Promise<ExecutionResult> => {
+    const code = request.code
+    const n = this.calls.filter((call) => call.code === code).length + 1
+    this.calls.push({ code, ...(options.signal ? { signal: options.signal } : {}) })
+    this.order.push(`execute ${code}`)
+    options.onOutput?.('stdout', `${code} run ${n}`)
+    return new Promise((resolve) => setImmediate(() => resolve(createResult('ok', 'x', { value: `${code} run ${n}` }))))
+  }
+}
+
+const spec = (id: string, fields: Partial<TaskSpec> = {}): TaskSpec => ({ id, request: { language: 'javascript', code: id }, ...fields })
+
+describe('a lone task begun before its start is written', () => {
+  let dir: string
+  let file: string
+  let store: SqliteTaskStore
+  let scheduler: TaskScheduler | undefined
+  let runs: Runs
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-early-start-'))
+    file = path.join(dir, 'tasks.sqlite')
+    store = new SqliteTaskStore({ file })
+    runs = new Runs()
+  })
+  afterEach(async () => {
+    await scheduler?.stop({ abort: true })
+    scheduler = undefined
+    await store.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** A long tick: every start here is a submit's or an announcement's, none a tick's look. */
+  const start = async (concurrency = 2) => {
+    scheduler = new TaskScheduler({ store, concurrency, tickMs: 60_000, execute: runs.execute })
+    await scheduler.start()
+    scheduler.onTransition((event) => runs.order.push(`${event.taskId} ${event.to}`))
+    // The scheduler's own emitter: where a task stream hears a run's output, the moment it is told.
+    ;(scheduler as unknown as { emitter: NodeJS.EventEmitter }).emitter.on('output', (item: { taskId: string; chunk: string }) =>
+      runs.order.push(`output ${item.chunk}`),
+    )
+    return scheduler
+  }
+
+  test('its run begins before the write; its output is heard after its start', async () => {
+    const tasks = await start()
+    await tasks.submit([spec('lone')], { tenant: 'acme' })
+    expect(await tasks.wait('lone', 5000)).toMatchObject({ state: 'COMPLETED', attempts: 1, result: { value: 'lone run 1' } })
+    // Begun first; its start's transitions told after the write; the line it told inside `execute` held until then.
+    expect(runs.order).toEqual(['execute lone', 'lone SPAWNING', 'lone RUNNING', 'output lone run 1', 'lone COMPLETED'])
+    expect(runs.calls[0]!.signal?.aborted).toBe(false)
+    expect((await store.events('lone')).map((event) => event.to)).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
+  })
+
+  test("a batch's first due task is begun early too; the rest, and a task with an idempotency key, after their start", async () => {
+    const tasks = await start()
+    await tasks.submit([spec('b1'), spec('b2')], { tenant: 'acme' })
+    await tasks.submit([spec('keyed', { idempotencyKey: 'k-1' })], { tenant: 'acme' })
+    for (const id of ['b1', 'b2', 'keyed']) expect(await tasks.wait(id, 5000)).toMatchObject({ state: 'COMPLETED' })
+    const position = (line: string) => runs.order.indexOf(line)
+    // b1 started in the batch's insert, its run begun before it; b2 claimed after it, and keyed, each run after its start.
+    expect(position('execute b1')).toBeLessThan(position('b1 RUNNING'))
+    for (const id of ['b2', 'keyed']) expect(position(`${id} RUNNING`)).toBeLessThan(position(`execute ${id}`))
+    // The key's retry is answered with the task stored before, and runs nothing.
+    const again = await tasks.submit([spec('keyed-again', { idempotencyKey: 'k-1' })], { tenant: 'acme' })
+    expect(again[0]!.id).toBe('keyed')
+    expect(runs.calls.filter((call) => call.code === 'keyed-again')).toEqual([])
+  })
+
+  test('when a due task comes first, the run begun early is aborted and unheard; the task runs once in its turn', async () => {
+    const tasks = await start()
+    // Due and of a higher priority, written by another process: this one was not told (its tick is a minute away).
+    const other = new SqliteTaskStore({ file })
+    try {
+      await other.insert([storedTask({ id: 'ahead', priority: 5, tenant: 'acme' }, new Date().toISOString())], 'submitted')
+    } finally {
+      await other.close()
+    }
+    await tasks.submit([spec('behind')], { tenant: 'acme' })
+    // Stored PENDING behind 'ahead' and announced: the pump starts both, 'ahead' first.
+    expect(await tasks.wait('behind', 5000)).toMatchObject({ state: 'COMPLETED', attempts: 1, result: { value: 'behind run 2' } })
+    const begunEarly = runs.calls.find((call) => call.code === 'behind')!
+    expect(begunEarly.signal?.aborted).toBe(true)
+    expect(String((begunEarly.signal?.reason as Error).message)).toMatch(/not started/)
+    // Only the run in its turn was heard, after its start; the log shows one attempt.
+    expect(runs.order.filter((line) => line.startsWith('output behind'))).toEqual(['output behind run 2'])
+    expect(runs.order.indexOf('output behind run 2')).toBeGreaterThan(runs.order.indexOf('behind RUNNING'))
+    expect((await store.events('behind')).map((event) => event.to)).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
+    expect(await tasks.wait('ahead', 5000)).toMatchObject({ state: 'COMPLETED' })
+  })
+
+  test('when the write fails, the submit says so, the run begun early is aborted and unheard, and its slot is free', async () => {
+    const tasks = await start(1)
+    const insertAndStart = store.insertAndStart.bind(store)
+    store.insertAndStart = async () => {
+      throw new Error('disk full')
+    }
+    await expect(tasks.submit([spec('refused')], { tenant: 'acme' })).rejects.toThrow('disk full')
+    expect(runs.calls.map((call) => [call.code, call.signal?.aborted])).toEqual([['refused', true]])
+    store.insertAndStart = insertAndStart
+    await tasks.submit([spec('next')], { tenant: 'acme' })
+    expect(await tasks.wait('next', 5000)).toMatchObject({ state: 'COMPLETED' })
+    expect(runs.order.filter((line) => line.startsWith('output'))).toEqual(['output next run 1'])
+    expect(await store.get('refused')).toBeUndefined()
+  })
+})
