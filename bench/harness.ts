@@ -101,8 +101,10 @@ export function ratio(label: string, subject: Measurement, baseline: Measurement
 
 export function formatSection(section: BenchSection): string {
   const lines = [`\n## ${section.title}`, '', '| series | iterations | p50 ms | p95 ms | runs/s |', '|---|---:|---:|---:|---:|']
+  // A series with no per-run times (a throughput's: only its whole) shows a dash where they would be, not NaN.
+  const ms = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(3))
   for (const m of section.measurements) {
-    lines.push(`| ${m.name} | ${m.iterations} | ${m.p50Ms.toFixed(3)} | ${m.p95Ms.toFixed(3)} | ${m.opsPerSec.toFixed(0)} |`)
+    lines.push(`| ${m.name} | ${m.iterations} | ${ms(m.p50Ms)} | ${ms(m.p95Ms)} | ${m.opsPerSec.toFixed(0)} |`)
   }
   if (section.ratios.length) lines.push('', ...section.ratios.map((line) => `- ${line}`))
   if (section.notes?.length) lines.push('', ...section.notes.map((line) => `- ${line}`))
