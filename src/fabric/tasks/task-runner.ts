@@ -152,7 +152,14 @@ export class TaskRunner {
     }
     const rich = this.outputs.forRun(running)
     const run = runInputsFor(running, request, controller.signal, hold(onOutput), hold(rich.onRichOutput), workspace)
-    return { attempt, rich, options: run.options, result: this.options.execute(run.request, run.options) }
+    // An execute that throws rather than answering fails the run where `run` awaits it, as one that rejects does.
+    let result: Promise<ExecutionResult>
+    try {
+      result = this.options.execute(run.request, run.options)
+    } catch (error) {
+      result = Promise.reject(error instanceof Error ? error : new Error(String(error)))
+    }
+    return { attempt, rich, options: run.options, result }
   }
 
   /** The task's own workspace outside memory, when it keeps one; a process that cannot open it fails the run saying why. */

@@ -23,7 +23,7 @@ class Runs {
   readonly calls: Call[] = []
   readonly order: string[] = []
 
-  readonly execute = (request: ExecutionRequest, options: ExecuteOptions): Promise<ExecutionResult> => {
+  execute = (request: ExecutionRequest, options: ExecuteOptions): Promise<ExecutionResult> => {
     const code = request.code
     const n = this.calls.filter((call) => call.code === code).length + 1
     this.calls.push({ code, ...(options.signal ? { signal: options.signal } : {}) })
@@ -111,6 +111,19 @@ describe('a lone task begun before its start is written', () => {
     expect(runs.order.indexOf('output behind run 2')).toBeGreaterThan(runs.order.indexOf('behind RUNNING'))
     expect((await store.events('behind')).map((event) => event.to)).toEqual(['PENDING', 'SPAWNING', 'RUNNING', 'COMPLETED'])
     expect(await tasks.wait('ahead', 5000)).toMatchObject({ state: 'COMPLETED' })
+  })
+
+  test('an execute that throws at once fails the task begun early, saying why, and frees its slot', async () => {
+    const execute = runs.execute
+    runs.execute = (request, options) => {
+      if (request.code === 'throws') throw new Error('engine exploded')
+      return execute(request, options)
+    }
+    const tasks = await start(1)
+    await tasks.submit([spec('throws')], { tenant: 'acme' })
+    expect(await tasks.wait('throws', 5000)).toMatchObject({ state: 'FAILED', reason: expect.stringMatching(/engine exploded/) })
+    await tasks.submit([spec('after')], { tenant: 'acme' })
+    expect(await tasks.wait('after', 5000)).toMatchObject({ state: 'COMPLETED' })
   })
 
   test('when the write fails, the submit says so, the run begun early is aborted and unheard, and its slot is free', async () => {
