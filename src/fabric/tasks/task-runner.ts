@@ -16,6 +16,12 @@ import type { Task, TaskState } from './task-types'
 export const SHUTDOWN = new Error('the task scheduler is shutting down')
 /** A claimed run's start: SPAWNING → RUNNING. */
 export const STARTED: TaskChange = { to: 'RUNNING', reason: 'started' }
+
+/** A claim by `owner` (a scheduler): PENDING → SPAWNING, counting the attempt. */
+export function claimChange(task: Task, owner: string): TaskChange {
+  const attempt = task.attempts + 1
+  return { to: 'SPAWNING', reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`, patch: { attempts: attempt, owner } }
+}
 /** The abort reason of a run begun early whose task's start was then not stored (EarlyRun.cancel). */
 const NOT_STARTED = new Error('the task was not started: its run begun early is dropped')
 

@@ -6,7 +6,7 @@ import { RunSlots } from './run-slots'
 import { outcomeOfLostRun } from './lifecycle'
 import { TaskLiveOutput } from './task-live-output'
 import { TaskOutputs } from './task-outputs'
-import { SHUTDOWN, STARTED, TaskRunner, type EarlyRun } from './task-runner'
+import { SHUTDOWN, STARTED, TaskRunner, claimChange, type EarlyRun } from './task-runner'
 import { afterChanges, type InsertedTasks, type InsideStart, type TaskChange, type TaskStore, type TransitionSteps } from './task-store'
 import { firstDue, needsNoPreparation, prepareTasks, type Submitter } from './task-submission'
 import { defaultOwnerAlive, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler-options'
@@ -161,7 +161,7 @@ export class TaskScheduler {
    */
   private async insertAndStart(tasks: readonly Task[], first: Task): Promise<InsertedTasks> {
     const controller = this.slots.reserve(first.id)
-    const changes = [this.claimChange(first), STARTED]
+    const changes = [claimChange(first, this.owner), STARTED]
     // Its run begins before the write that starts it (TaskRunner.early), so that the write and the run's way to its
     // engine overlap: ~0.1 ms of a trivial task's. Not with an idempotency key: a retried submission answered with the
     // task stored before would run its code for nothing.
@@ -170,10 +170,7 @@ export class TaskScheduler {
     try {
       inserted = await this.store.insertAndStart!(tasks, 'submitted', Date.now(), { id: first.id, changes })
     } finally {
-      if (!inserted?.started) {
-        early?.cancel()
-        this.slots.release(first.id, controller)
-      }
+      if (!inserted?.started) (early?.cancel(), this.slots.release(first.id, controller))
     }
     if (inserted.started) this.begin(inserted.started.task, inserted.started.steps, controller, true, undefined, early)
     return inserted
@@ -242,7 +239,7 @@ export class TaskScheduler {
     const now = Date.now()
     if (this.stopped || ready.workspace || ready.notBefore > now || (ready.deadline && Date.parse(ready.deadline) < now)) return undefined
     if (!this.slots.inherit(ending?.id)) return undefined
-    const claim: TaskChange = { ...this.claimChange(ready), claimOf: { attempts: ready.attempts, now } }
+    const claim: TaskChange = { ...claimChange(ready, this.owner), claimOf: { attempts: ready.attempts, now } }
     return { controller: this.slots.reserve(ready.id), changes: [claim, STARTED] }
   }
 
@@ -387,7 +384,7 @@ export class TaskScheduler {
       return undefined
     }
     // Counted from this copy of the task: the claim lands only while the stored task is still at that attempt.
-    const claim: TaskChange = { ...this.claimChange(task), claimOf: { attempts: task.attempts, now: Date.now() } }
+    const claim: TaskChange = { ...claimChange(task, this.owner), claimOf: { attempts: task.attempts, now: Date.now() } }
     const controller = this.slots.reserve(task.id)
     let begun: { settled: Promise<void> } | undefined
     try {
@@ -407,16 +404,6 @@ export class TaskScheduler {
       if (!begun) this.slots.release(task.id, controller)
     }
     return begun
-  }
-
-  /** PENDING → SPAWNING for this process, counting the attempt. */
-  private claimChange(task: Task): TaskChange {
-    const attempt = task.attempts + 1
-    return {
-      to: 'SPAWNING',
-      reason: `attempt ${attempt} of ${task.retryPolicy.maxAttempts}`,
-      patch: { attempts: attempt, owner: this.owner },
-    }
   }
 
   /**
