@@ -1,4 +1,4 @@
-import type { TaskChange } from './task-store'
+import { afterChange, type TaskChange } from './task-store'
 import type { Task, TaskEvent } from './task-types'
 
 /**
@@ -114,7 +114,7 @@ export function applied(
   let task = current
   for (const change of changes) {
     const previous = task.state
-    task = { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
+    task = afterChange(task, change, at)
     steps.push({ task, event: { taskId: task.id, at, from: previous, to: change.to, reason: change.reason, attempt: task.attempts } })
   }
   // Each event's seq comes from the script's counter: `%d` stands where JSON has the placeholder 0.

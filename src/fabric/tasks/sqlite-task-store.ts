@@ -10,7 +10,7 @@ import type {
   TransitionOf,
   TransitionSteps,
 } from './task-store'
-import { holdsFor } from './task-store'
+import { afterChange, holdsFor } from './task-store'
 import { isFinal, type Task, type TaskEvent, type TaskState } from './task-types'
 import { DUE_ORDER_SQL } from './due-order'
 import { SCHEMA, eventFrom, parse, type EventRow, type EventValues } from './sqlite-task-rows'
@@ -247,7 +247,7 @@ export class SqliteTaskStore implements TaskStore {
     let task = current
     for (const change of changes) {
       const from = task.state
-      task = { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
+      task = afterChange(task, change, at)
       rows.push([task.id, at, from, change.to, change.reason, task.attempts])
       tasks.push(task)
     }

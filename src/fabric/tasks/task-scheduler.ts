@@ -7,7 +7,7 @@ import { outcomeOfLostRun } from './lifecycle'
 import { TaskLiveOutput } from './task-live-output'
 import { TaskOutputs } from './task-outputs'
 import { SHUTDOWN, STARTED, TaskRunner, claimChange, type EarlyRun } from './task-runner'
-import { afterChanges, type InsertedTasks, type InsideStart, type TaskChange, type TaskStore, type TransitionSteps } from './task-store'
+import { afterChange, type InsertedTasks, type InsideStart, type TaskChange, type TaskStore, type TransitionSteps } from './task-store'
 import { firstDue, needsNoPreparation, prepareTasks, type Submitter } from './task-submission'
 import { defaultOwnerAlive, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler-options'
 import { TaskTransitions } from './task-transitions'
@@ -165,7 +165,8 @@ export class TaskScheduler {
     // Its run begins before the write that starts it (TaskRunner.early), so that the write and the run's way to its
     // engine overlap: ~0.1 ms of a trivial task's. Not with an idempotency key: a retried submission answered with the
     // task stored before would run its code for nothing.
-    const early = first.idempotencyKey ? undefined : this.runner.early(afterChanges(first, changes), controller)
+    const running = changes.reduce((task, change) => afterChange(task, change, first.updatedAt), first)
+    const early = first.idempotencyKey ? undefined : this.runner.early(running, controller)
     let inserted: InsertedTasks | undefined
     try {
       inserted = await this.store.insertAndStart!(tasks, 'submitted', Date.now(), { id: first.id, changes })

@@ -49,9 +49,9 @@ export function holdsFor(task: Task, change: TaskChange): boolean {
   return !claimOf || (task.attempts === claimOf.attempts && task.ready && task.notBefore <= claimOf.now)
 }
 
-/** The task as `changes` leave it, the way every store writes them (but for `updatedAt`, which each write sets). */
-export function afterChanges(task: Task, changes: readonly TaskChange[]): Task {
-  return changes.reduce<Task>((current, change) => ({ ...current, ...change.patch, state: change.to, reason: change.reason }), task)
+/** The task after one change written at `at`: the one step every store takes for each change (and the scheduler, ahead). */
+export function afterChange(task: Task, change: TaskChange, at: string): Task {
+  return { ...task, ...change.patch, state: change.to, reason: change.reason, updatedAt: at }
 }
 
 /** What `transitions` answers: the task at the end, and each step's event with the task as it stood after that step. */
