@@ -3,7 +3,9 @@ import os from 'node:os'
 import path from 'node:path'
 import { createResult, type ExecutionRequest, type ExecutionResult } from '../../../src/core'
 import type { ExecuteOptions } from '../../../src/execution/types'
-import { SqliteTaskStore, TaskScheduler, type TaskSpec } from '../../../src/fabric/tasks'
+import { createExecgate } from '../../../src'
+import { LEDGER_SQLITE_FILE_NAME } from '../../../src/fabric/ledger'
+import { SqliteTaskStore, TASKS_SQLITE_FILE_NAME, TaskScheduler, type TaskSpec } from '../../../src/fabric/tasks'
 import { storedTask } from '../stored-records'
 
 /**
@@ -140,4 +142,43 @@ describe('a lone task begun before its start is written', () => {
     expect(runs.order.filter((line) => line.startsWith('output'))).toEqual(['output next run 1'])
     expect(await store.get('refused')).toBeUndefined()
   })
+})
+
+test("a real execgate: the dropped early run's ledger record names no task; the run in its turn does", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-early-ledger-'))
+  const gate = await createExecgate({
+    overrides: {
+      execution: { enabled: ['quickjs'], adapter: 'quickjs' },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { dataDir: dir, ledger: { enabled: true } },
+    },
+  })
+  try {
+    await gate.tasks.start()
+    // A due task of a higher priority, written by another process, keeps the new one's start out of its insert.
+    const other = new SqliteTaskStore({ file: path.join(gate.config.fabric.dataDir, TASKS_SQLITE_FILE_NAME) })
+    await other.insert([storedTask({ id: 'ahead', priority: 5, tenant: 'local' })], 'submitted')
+    await other.close()
+    await gate.tasks.submit({ id: 'behind', request: { language: 'javascript', code: '40 + 2' } })
+    expect(await gate.tasks.wait('behind', { timeoutMs: 10_000 })).toMatchObject({ state: 'COMPLETED', attempts: 1 })
+    await gate.ledger.flush()
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Database = require('libsql')
+    const db = new Database(path.join(gate.config.fabric.dataDir, LEDGER_SQLITE_FILE_NAME))
+    const entries = (db.prepare('SELECT body FROM ledger_records ORDER BY seq').all() as { body: string }[]).map(
+      (row) => (JSON.parse(row.body) as { entry: { status: string; code?: { sha256: string }; taskId?: string; attempt?: number } }).entry,
+    )
+    db.close()
+    const behindRuns = entries.filter((entry) => entry.taskId === 'behind')
+    expect(behindRuns.map((entry) => [entry.status, entry.attempt])).toEqual([['ok', 1]])
+    // The run begun early was aborted: recorded as cancelled, with no task named (its code the same as behind's).
+    const dropped = entries.filter((entry) => entry.status === 'cancelled')
+    expect(dropped).toHaveLength(1)
+    expect(dropped[0]!.taskId).toBeUndefined()
+    expect(dropped[0]!.code?.sha256).toBe(behindRuns[0]!.code?.sha256)
+  } finally {
+    await gate.dispose()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
