@@ -5,21 +5,25 @@ import type { Execgate, ExecutionRequest } from '../src'
 /**
  * The ledger's whole cost a run, measured so that a shared machine moves it little (bench/ledger.ts prints it).
  *
- * One **pair** is a batch of `runs` sequential runs through an execgate with the ledger on and the same through one
- * with it off, back to back, their order swapped every pair (on first, then off first) so a drift in the machine's
- * speed falls on both sides alike. A batch is timed from its first run to the end of `ledger.flush()` (every record
- * of the batch committed: the writer thread's hashing, blob writes and SQLite transactions included): its **wall**
- * figure. Its **CPU** figure is `process.cpuUsage()` (every thread of the process: the request thread, the ledger's
- * writer thread, V8's helper threads collecting either's garbage, an engine's workers) over the same span plus
- * `tailMs` idle after it (0 by default: batches follow each other closer than the writer's 250 ms idle, so its WAL
- * checkpoint runs every 8,000 records inside a batch's appends, as under steady load; with a tail it runs, and is
- * counted, in the batch it belongs to, and the side with the ledger off idles as long). The request thread's own
- * CPU over the loop and flush (Linux's /proc schedstat) is printed too, to tell its share from the writer's. No
- * collection is forced between batches: a forced full GC made the next batch of monty runs ~3× slower (V8 shrinks
- * the young generation and drops feedback), so each batch is long enough (tens of ms) to pay its own scavenges.
- * The figures printed are the **median of the pairs' differences** (on − off, per run) with their quartiles, and
- * their mean: a pair disturbed by another process moves one difference, not the median; the mean spreads rarer
- * costs (a checkpoint, a major GC) over every run as the ledger's users pay them.
+ * One **pair** is a batch of `runs` sequential runs through one execgate with its ledger recording, and the same
+ * through the **same execgate** with its ledger's listener silenced (`silence`: the runs are not recorded), back to
+ * back, their order swapped every pair (recording first, then silenced first) so a drift in the machine's speed falls
+ * on both sides alike. One execgate, not one with the ledger and one without: two execgates' quickjs workers differed
+ * from batch to batch by ±30 µs a run with no ledger on either (an A/A test, 1,000-run batches), one execgate's by
+ * ±10 µs, which hid the ledger's ~17 µs in noise (medians of 3.5 to 14.5 µs from the same code, 2026-11-28). A batch
+ * is timed from its first run to the end of `ledger.flush()` (every record of the batch committed: the writer
+ * thread's hashing, blob writes and SQLite transactions included): its **wall** figure. Its **CPU** figure is
+ * `process.cpuUsage()` (every thread of the process: the request thread, the ledger's writer thread, V8's helper
+ * threads collecting either's garbage, an engine's workers) over the same span plus `tailMs` idle after it (0 by
+ * default: batches follow each other closer than the writer's 250 ms idle, so its WAL checkpoint runs every 8,000
+ * records inside a batch's appends, as under steady load; with a tail it runs, and is counted, in the batch it belongs
+ * to, and the silenced side idles as long). The request thread's own CPU over the loop and flush (Linux's /proc
+ * schedstat) is printed too, to tell its share from the writer's. No collection is forced between batches: a forced
+ * full GC made the next batch of monty runs ~3× slower (V8 shrinks the young generation and drops feedback), so each
+ * batch is long enough (tens of ms) to pay its own scavenges. The figures printed are the **median of the pairs'
+ * differences** (on − off, per run) with their quartiles, and their mean: a pair disturbed by another process moves
+ * one difference, not the median; the mean spreads rarer costs (a checkpoint, a major GC) over every run as the
+ * ledger's users pay them.
  */
 
 /** Per run, in µs. */
@@ -58,14 +62,25 @@ export interface PairedCost {
   thread: CostFigures
 }
 
-export interface CostSide {
-  on: Execgate
-  off: Execgate
+/** One build's execgate, its ledger on. */
+export type CostSide = Execgate
+
+/**
+ * Stops or resumes the ledger's recording of this execgate's runs, for the bench alone: the ledger is the execution
+ * service's listener, and an own `onResult` that does nothing shadows its method (deleting it brings the method back).
+ * The rest of the execgate (its engine's worker, its request path, the ledger's writer thread) stays the same.
+ */
+function silence(execgate: Execgate, silenced: boolean): void {
+  const listener = execgate.ledger as unknown as { onResult?: unknown }
+  if (silenced) listener.onResult = () => undefined
+  else delete listener.onResult
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-async function batch(execgate: Execgate, request: ExecutionRequest, runs: number, tailMs: number): Promise<Batch> {
+async function batch(execgate: Execgate, recording: boolean, request: ExecutionRequest, runs: number, tailMs: number): Promise<Batch> {
+  silence(execgate, !recording)
+  const writtenBefore = execgate.ledger.stats?.().written
   const cpu = process.cpuUsage()
   const thread = threadCpu()
   const started = performance.now()
@@ -75,6 +90,8 @@ async function batch(execgate: Execgate, request: ExecutionRequest, runs: number
   }
   await execgate.ledger.flush()
   const wall = performance.now() - started
+  // A silenced batch that was recorded would make the figure a comparison of the ledger with itself.
+  if (!recording && execgate.ledger.stats?.().written !== writtenBefore) throw new Error('silencing the ledger did not stop its recording')
   const threadUsed = threadCpu() - thread
   if (tailMs > 0) await sleep(tailMs)
   const used = process.cpuUsage(cpu)
@@ -112,25 +129,26 @@ export async function pairedCost(
 ): Promise<PairedCost[]> {
   const { runs, pairs, tailMs } = options
   const samples = sides.map(() => ({ on: [] as Batch[], off: [] as Batch[] }))
-  for (const { on, off } of sides) {
-    await batch(on, request, runs, tailMs)
-    await batch(off, request, runs, tailMs)
+  for (const execgate of sides) {
+    await batch(execgate, true, request, runs, tailMs)
+    await batch(execgate, false, request, runs, tailMs)
   }
   for (let pair = 0; pair < pairs; pair++) {
     const order = sides.map((_, index) => index)
     if (pair % 2 === 1) order.reverse()
     for (const index of order) {
-      const { on, off } = sides[index]!
+      const execgate = sides[index]!
       const sample = samples[index]!
       if (pair % 2 === 0) {
-        sample.on.push(await batch(on, request, runs, tailMs))
-        sample.off.push(await batch(off, request, runs, tailMs))
+        sample.on.push(await batch(execgate, true, request, runs, tailMs))
+        sample.off.push(await batch(execgate, false, request, runs, tailMs))
       } else {
-        sample.off.push(await batch(off, request, runs, tailMs))
-        sample.on.push(await batch(on, request, runs, tailMs))
+        sample.off.push(await batch(execgate, false, request, runs, tailMs))
+        sample.on.push(await batch(execgate, true, request, runs, tailMs))
       }
     }
   }
+  for (const execgate of sides) silence(execgate, false)
   return samples.map(({ on, off }) => ({
     pairs,
     runs,
