@@ -79,6 +79,7 @@ export function taskServiceFor(parts: FabricParts, run: boolean): TaskService {
     execute: (request, options) => parts.service.execute(request, options),
     // A resume that loosens the task's profile is refused at the resume, not found when the task runs.
     check: (request, options) => parts.service.check(request, options),
+    ...(parts.service.isRepeatable ? { isRepeatable: (request, options) => parts.service.isRepeatable!(request, options) } : {}),
     concurrency: parts.config.fabric.concurrency,
     store: parts.taskStore(),
     ...(dispatcher ? { dispatcher } : {}),

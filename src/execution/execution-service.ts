@@ -70,8 +70,11 @@ export class DefaultExecutionService implements ExecutionService {
   private readonly sessionWorkspaces: SessionWorkspaces
   /** What every attempt on an adapter shares: routing, admission, and the one timer of all the runs' backstops. */
   private readonly attempts: AttemptShared
+  /** Whether the default policy or any profile names a host a run may reach (isRepeatable's quick answer when none does). */
+  private readonly networkAnywhere: boolean
 
   constructor(private readonly options: ExecutionServiceOptions) {
+    this.networkAnywhere = [options.basePolicy, ...Object.values(options.profiles ?? {})].some((policy) => policy.network !== 'none')
     for (const definition of options.hostFunctions ?? []) checkHostFunctionDefinition(definition)
     this.workspaceLimits = options.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS
     const sessions = options.sessions ?? DEFAULT_SESSION_LIMITS
@@ -272,6 +275,22 @@ export class DefaultExecutionService implements ExecutionService {
   private codeNamesHostFunction(request: ExecutionRequest, options: ExecuteOptions): boolean {
     if (options.hostFunctions) return options.hostFunctions.list().some((spec) => request.code.includes(spec.name))
     return namesHostFunction(request.code, [...(this.options.hostFunctions ?? []), ...(options.functions ?? [])])
+  }
+
+  /**
+   * Whether a run of `request` for this caller leaves nothing behind but its answer (and its ledger record), so that
+   * running it once more than asked changes nothing anyone sees: it keeps no session and no workspace or sandbox, its
+   * policy reaches no network, and its code names none of the host functions given beside the standard ones (those act
+   * for it outside its sandbox; the standard ones touch only its fresh workspace). The task scheduler begins only such
+   * runs before the write that starts them (TaskRunner.early), which may drop one it has begun.
+   */
+  isRepeatable(request: ExecutionRequest, options: ExecuteOptions = {}): boolean {
+    if (request.sessionId !== undefined || options.workspace || options.sandbox) return false
+    const own = [...(this.options.hostFunctions ?? []), ...(options.functions ?? [])]
+    if (options.hostFunctions || own.some((definition) => request.code.includes(definition.name))) return false
+    // Requests only tighten their caller's policy: where no policy names a host, no run reaches one.
+    if (!this.networkAnywhere && !options.basePolicy) return true
+    return callerPolicy(request, options, this.options).policy?.network === 'none'
   }
 
   check(request: ExecutionRequest, options: ExecuteOptions = {}): ValidationReport {

@@ -86,6 +86,12 @@ export interface ExecutionService {
    * policy under the caller's profile and options, the static checks), as a report; nothing runs.
    */
   check(request: ExecutionRequest, options?: ExecuteOptions): ValidationReport
+  /**
+   * Whether running `request` once more than asked changes nothing anyone sees (no session, workspace or sandbox kept,
+   * no network, no host function of the caller's): only such a run may be begun before it is sure to be wanted.
+   * Absent: none is.
+   */
+  isRepeatable?(request: ExecutionRequest, options?: ExecuteOptions): boolean
   languages(): readonly Language[]
   /** Drops a session's workspace; true when there was one. */
   closeSession?(sessionId: string): boolean

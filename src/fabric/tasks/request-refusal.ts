@@ -37,12 +37,16 @@ export function withLoosestTimeout(spec: Pick<TaskSpec, 'request' | 'timeoutMs'>
 
 /** Why the run of `request` for `caller` would be refused for its request or limits, in plain words; undefined when it would not. */
 export function requestRefusal(check: RequestCheck, request: ExecutionRequest, caller: CheckedCaller): string | undefined {
-  const report = check(request, {
+  return refusalIn(check(request, callerOptions(caller)))
+}
+
+/** The options a run for `caller` is checked with: its tenant, profile and workspace grant. */
+export function callerOptions(caller: CheckedCaller): ExecuteOptions {
+  return {
     tenant: caller.tenant,
     ...(caller.profile ? { profile: caller.profile } : {}),
     ...(caller.workspaceAccess ? { workspaceAccess: caller.workspaceAccess } : {}),
-  })
-  return refusalIn(report)
+  }
 }
 
 /** requestRefusal's answer from a report `check` already made (the plan engine checks each step once for all it asks). */

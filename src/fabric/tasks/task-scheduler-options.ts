@@ -39,6 +39,12 @@ export interface TaskSchedulerOptions {
    * attempt. Without it such a task's run fails naming the missing setting.
    */
   workspaceFor?: (task: Task) => Promise<Workspace>
+  /**
+   * Whether the task's run may be begun before the write that starts it (TaskRunner.early): a run begun so is dropped
+   * when that write does not start the task, after it may have run its code. Only for a run that changes nothing but
+   * its answer (the ExecutionService's `isRepeatable`). Without it no run is begun early.
+   */
+  repeatable?: (task: Task) => boolean
 }
 
 /** What `events()` yields: transitions from the action log, and output while this process runs the task. */

@@ -163,10 +163,10 @@ export class TaskScheduler {
     const controller = this.slots.reserve(first.id)
     const changes = [claimChange(first, this.owner), STARTED]
     // Its run begins before the write that starts it (TaskRunner.early), so that the write and the run's way to its
-    // engine overlap: ~0.1 ms of a trivial task's. Not with an idempotency key: a retried submission answered with the
-    // task stored before would run its code for nothing.
+    // engine overlap: ~0.1 ms of a trivial task's. Not with an idempotency key (a retried submission answered with the
+    // task stored before would run its code for nothing), nor for a run that changes more than its answer (a session).
     const running = changes.reduce((task, change) => afterChange(task, change, first.updatedAt), first)
-    const early = first.idempotencyKey ? undefined : this.runner.early(running, controller)
+    const early = first.idempotencyKey || !this.options.repeatable?.(first) ? undefined : this.runner.early(running, controller)
     let inserted: InsertedTasks | undefined
     try {
       inserted = await this.store.insertAndStart!(tasks, 'submitted', Date.now(), { id: first.id, changes })

@@ -5,7 +5,7 @@ import type { Logger } from '../../observability/logger'
 import { storeDriver, type FabricStoreSettings } from '../drivers'
 import type { TaskDispatcher } from './bullmq-dispatcher'
 import type { OutputRelay } from './output-relay'
-import { assertResumeChanges, requestRefusal, withLoosestTimeout } from './request-refusal'
+import { assertResumeChanges, callerOptions, requestRefusal, withLoosestTimeout } from './request-refusal'
 import { TaskScheduler, type ExecuteFunction, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler'
 import type { TaskListFilter, TaskPage, TaskStore } from './task-store'
 import type { Submitter } from './task-submission'
@@ -74,6 +74,11 @@ export interface TaskServiceOptions {
    * (`EXECGATE_RESUME_REFUSED`, the task stays SUSPENDED); without it such a run ends `policy_violation`.
    */
   check?: (request: ExecutionRequest, options: ExecuteOptions) => ValidationReport
+  /**
+   * The ExecutionService's `isRepeatable`: a task whose run it finds repeatable is begun before the write that starts it
+   * (TaskRunner.early), the write and the run's way to its engine overlapping. Without it no run is begun early.
+   */
+  isRepeatable?: (request: ExecutionRequest, options: ExecuteOptions) => boolean
 }
 
 const DEFAULT_TENANT = 'local'
@@ -116,6 +121,7 @@ function openStore(options: TaskServiceOptions): { store: TaskStore; dispatcher?
  */
 export function createTaskService(options: TaskServiceOptions): TaskService {
   const { store, dispatcher, outputRelay } = openStore(options)
+  const { isRepeatable } = options
   const scheduler = new TaskScheduler({
     store,
     dispatcher,
@@ -126,6 +132,7 @@ export function createTaskService(options: TaskServiceOptions): TaskService {
     tickMs: options.tickMs,
     workspaceFor: options.workspaceFor,
     ...(options.owner ? { owner: options.owner } : {}),
+    ...(isRepeatable ? { repeatable: (task: Task) => isRepeatable(task.request, callerOptions(task)) } : {}),
   })
   const submitter = (caller: TaskCaller = {}): Submitter => ({
     tenant: caller.tenant ?? DEFAULT_TENANT,

@@ -5,7 +5,7 @@ import { createResult, type ExecutionRequest, type ExecutionResult } from '../..
 import type { ExecuteOptions } from '../../../src/execution/types'
 import { createExecgate } from '../../../src'
 import { LEDGER_SQLITE_FILE_NAME } from '../../../src/fabric/ledger'
-import { SqliteTaskStore, TASKS_SQLITE_FILE_NAME, TaskScheduler, type TaskSpec } from '../../../src/fabric/tasks'
+import { SqliteTaskStore, TASKS_SQLITE_FILE_NAME, TaskScheduler, type Task, type TaskSpec } from '../../../src/fabric/tasks'
 import { storedTask } from '../stored-records'
 
 /**
@@ -58,7 +58,9 @@ describe('a lone task begun before its start is written', () => {
 
   /** A long tick: every start here is a submit's or an announcement's, none a tick's look. */
   const start = async (concurrency = 2) => {
-    scheduler = new TaskScheduler({ store, concurrency, tickMs: 60_000, execute: runs.execute })
+    // Every run here is repeatable but the one named `session` (the ExecutionService's isRepeatable says so for real ones).
+    const repeatable = (task: Task) => task.request.sessionId === undefined
+    scheduler = new TaskScheduler({ store, concurrency, tickMs: 60_000, execute: runs.execute, repeatable })
     await scheduler.start()
     scheduler.onTransition((event) => runs.order.push(`${event.taskId} ${event.to}`))
     // The scheduler's own emitter: where a task stream hears a run's output, the moment it is told.
@@ -91,6 +93,13 @@ describe('a lone task begun before its start is written', () => {
     const again = await tasks.submit([spec('keyed-again', { idempotencyKey: 'k-1' })], { tenant: 'acme' })
     expect(again[0]!.id).toBe('keyed')
     expect(runs.calls.filter((call) => call.code === 'keyed-again')).toEqual([])
+  })
+
+  test('a run the service does not find repeatable (one that keeps a session) begins only after its start is written', async () => {
+    const tasks = await start()
+    await tasks.submit([spec('session', { request: { language: 'javascript', code: 'session', sessionId: 's-1' } })], { tenant: 'acme' })
+    expect(await tasks.wait('session', 5000)).toMatchObject({ state: 'COMPLETED', attempts: 1 })
+    expect(runs.order.indexOf('session RUNNING')).toBeLessThan(runs.order.indexOf('execute session'))
   })
 
   test('when a due task comes first, the run begun early is aborted and unheard; the task runs once in its turn', async () => {
@@ -177,6 +186,33 @@ test("a real execgate: the dropped early run's ledger record names no task; the 
     expect(dropped).toHaveLength(1)
     expect(dropped[0]!.taskId).toBeUndefined()
     expect(dropped[0]!.code?.sha256).toBe(behindRuns[0]!.code?.sha256)
+  } finally {
+    await gate.dispose()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a real execgate: a run that changes its session is not begun early, so a dropped start runs its code once', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-early-session-'))
+  const gate = await createExecgate({
+    overrides: {
+      execution: { enabled: ['quickjs'], adapter: 'quickjs' },
+      readiness: { enabled: false },
+      log: { level: 'silent' },
+      fabric: { dataDir: dir, ledger: { enabled: false } },
+    },
+  })
+  try {
+    await gate.tasks.start()
+    const count = { language: 'javascript' as const, code: 'globalThis.n = (globalThis.n ?? 0) + 1; n', sessionId: 'counter' }
+    expect(await gate.execute(count)).toMatchObject({ status: 'ok', value: 1 })
+    // A due task ahead keeps the new one's start out of its insert: a run begun early would be dropped, its code run.
+    const other = new SqliteTaskStore({ file: path.join(gate.config.fabric.dataDir, TASKS_SQLITE_FILE_NAME) })
+    await other.insert([storedTask({ id: 'ahead-of-counted', priority: 5, tenant: 'local' })], 'submitted')
+    await other.close()
+    await gate.tasks.submit({ id: 'counted', request: count })
+    expect(await gate.tasks.wait('counted', { timeoutMs: 10_000 })).toMatchObject({ state: 'COMPLETED', result: { value: 2 } })
+    expect(await gate.execute({ ...count, code: 'n' })).toMatchObject({ status: 'ok', value: 2 })
   } finally {
     await gate.dispose()
     fs.rmSync(dir, { recursive: true, force: true })
