@@ -217,10 +217,10 @@ test("a real execgate: the dropped early run's ledger record names no task; the 
       db.close()
       const runs = entries.filter((entry) => entry.taskId === id)
       expect(runs.map((entry) => [entry.status, entry.attempt])).toEqual([['ok', 1]])
-      // The run begun early was aborted: recorded as cancelled, with no task named (its code the same as the task's).
-      const dropped = entries.filter((entry) => entry.status === 'cancelled' && entry.code?.sha256 === runs[0]!.code?.sha256)
-      expect(dropped).toHaveLength(1)
-      expect(dropped[0]!.taskId).toBeUndefined()
+      // The run begun early was aborted and recorded with no task named (its code the same as the task's): `cancelled`,
+      // or `ok` where it had finished before the abort reached its worker (a loaded machine).
+      const dropped = entries.filter((entry) => entry.code?.sha256 === runs[0]!.code?.sha256 && entry.taskId === undefined)
+      expect(dropped.map((entry) => entry.status)).toEqual([expect.stringMatching(/^(cancelled|ok)$/)])
     }
     expect(exercised).toBe(true)
   }))
