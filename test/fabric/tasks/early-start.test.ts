@@ -170,6 +170,8 @@ async function withRealExecgate(
       readiness: { enabled: false },
       log: { level: 'silent' },
       fabric: { dataDir: dir, ledger: { enabled: ledger } },
+      // A profile whose runs may reach a host: a task under it must not be begun early.
+      security: { profiles: { online: { network: ['api.example.com'] } } },
     },
   })
   const file = path.join(gate.config.fabric.dataDir, TASKS_SQLITE_FILE_NAME)
@@ -237,6 +239,31 @@ test('a real execgate: a run that changes its session is not begun early, so a d
       await gate.tasks.submit({ id, request: count })
       expect(await gate.tasks.wait(id, { timeoutMs: 10_000 })).toMatchObject({ state: 'COMPLETED', result: { value: attempt + 1 } })
       exercised = waited()
+    }
+    expect(exercised).toBe(true)
+  }))
+
+test('a real execgate: a task under a profile that names a host is not begun early, so its code runs once', () =>
+  withRealExecgate(true, async (gate, behindAhead) => {
+    let exercised = false
+    for (let attempt = 1; attempt <= 5 && !exercised; attempt++) {
+      const id = `online-${attempt}`
+      const waited = await behindAhead(id)
+      await gate.tasks.submit({ id, request: { language: 'javascript', code: `50 + ${attempt}` } }, { profile: 'online' })
+      expect(await gate.tasks.wait(id, { timeoutMs: 10_000 })).toMatchObject({ state: 'COMPLETED', attempts: 1 })
+      if (!waited()) continue
+      exercised = true
+      await gate.ledger.flush()
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const db = new (require('libsql'))(path.join(gate.config.fabric.dataDir, LEDGER_SQLITE_FILE_NAME))
+      const entries = (db.prepare('SELECT body FROM ledger_records ORDER BY seq').all() as { body: string }[]).map(
+        (row) => (JSON.parse(row.body) as { entry: { taskId?: string; code?: { sha256: string } } }).entry,
+      )
+      db.close()
+      // The task's own run is the only run of its code: none was begun before its start and dropped.
+      const own = entries.filter((entry) => entry.taskId === id)
+      expect(own).toHaveLength(1)
+      expect(entries.filter((entry) => entry.code?.sha256 === own[0]!.code?.sha256)).toHaveLength(1)
     }
     expect(exercised).toBe(true)
   }))
