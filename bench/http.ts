@@ -39,6 +39,20 @@ async function startServer(subject: Subject, dataDir: string): Promise<{ url: st
 }
 
 /**
+ * The server's ledger counters from its /metrics, after the load: a figure "with the ledger on" must not have shed
+ * records past the queue limit (it would leave their cost out), so any lost fails the section.
+ */
+async function ledgerCounts(url: string): Promise<{ written: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const counter = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
+  const lost = counter('execgate_ledger_records_lost_total')
+  const written = counter('execgate_ledger_records_written_total')
+  if (!Number.isFinite(written)) throw new Error(`the server's /metrics has no execgate_ledger_records_written_total`)
+  if (lost > 0) throw new Error(`the server's ledger lost ${lost} records under the load: its figure would leave their cost out`)
+  return { written }
+}
+
+/**
  * autocannon against `execgate serve` (a separate process per subject, embedded default config, the ledger on in a
  * temp dir) posting a trivial JavaScript snippet, in alternating 5 s rounds when several subjects are compared:
  * requests/s, latency, errors, and each server's RSS before the load, at its peak, and 10 s after the load ends.
@@ -86,6 +100,7 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
     }
     await new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000))
     const after = servers.map((server) => rssMb(server.child.pid!))
+    const ledgers = await Promise.all(servers.map((server) => ledgerCounts(server.url)))
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
     const measurements: Measurement[] = totals.map((total, index) => ({
       name:
@@ -105,6 +120,7 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
         `${tag}server RSS ${before[index]!.toFixed(0)} MB before the load, ` +
           `${peak[index]!.toFixed(0)} MB at its peak, ${after[index]!.toFixed(0)} MB ` +
           `${SETTLE_SECONDS} s after it ended (target: within 50 MB of before)`,
+        `${tag}ledger on: ${ledgers[index]!.written} records written, none lost`,
       ]
     })
     if (measurements.length > 1)

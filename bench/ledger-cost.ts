@@ -90,8 +90,12 @@ async function batch(execgate: Execgate, recording: boolean, request: ExecutionR
   }
   await execgate.ledger.flush()
   const wall = performance.now() - started
+  const written = (execgate.ledger.stats?.().written ?? 0) - (writtenBefore ?? 0)
   // A silenced batch that was recorded would make the figure a comparison of the ledger with itself.
-  if (!recording && execgate.ledger.stats?.().written !== writtenBefore) throw new Error('silencing the ledger did not stop its recording')
+  if (!recording && written !== 0) throw new Error('silencing the ledger did not stop its recording')
+  // A recording batch whose records were not all written (lost past the queue limit) would leave their cost out.
+  if (recording && written !== runs)
+    throw new Error(`the ledger wrote ${written} of the batch's ${runs} records: the figure would leave the rest out`)
   const threadUsed = threadCpu() - thread
   if (tailMs > 0) await sleep(tailMs)
   const used = process.cpuUsage(cpu)
@@ -174,4 +178,20 @@ export function describeCost(cost: CostFigures): string {
     `${us(cost.median)} µs (quartiles ${us(cost.q1)} to ${us(cost.q3)}, mean ${us(cost.mean)}; ` +
     `on ${us(cost.on)}, off ${us(cost.off)} µs a run)`
   )
+}
+
+/**
+ * Fails a section whose execgates' ledgers lost records (past `fabric.ledger.queueLimit`): its figures "with the
+ * ledger on" would leave the lost records' cost out. Answers the note the section prints.
+ */
+export async function ledgerKept(gates: readonly Execgate[]): Promise<string> {
+  let written = 0
+  for (const gate of gates) {
+    await gate.ledger.flush()
+    const stats = gate.ledger.stats?.()
+    if (stats && stats.lost > 0)
+      throw new Error(`the ledger lost ${stats.lost} records (queue limit ${stats.queueLimit}): figures with it on leave their cost out`)
+    written += stats?.written ?? 0
+  }
+  return `ledger on: ${written} records written, none lost`
 }

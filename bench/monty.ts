@@ -4,6 +4,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { spawnSync } from 'node:child_process'
 import type { Execgate } from '../src'
+import { ledgerKept } from './ledger-cost'
 import { against, tagged, workingSubject, type Subject } from './against'
 import { measure, measureInterleaved, ratio, type BenchSection } from './harness'
 
@@ -62,7 +63,10 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
         ...(services.length > 1 ? [against('service (1 + 1)', work, services[0]!)] : []),
         `spawning python3 -c is ${(spawn.p50Ms / work.p50Ms).toFixed(0)}× slower than the service at p50`,
       ],
-      notes: ["runs under 20 ms stay on the calling thread (monty's own limits hold there); longer ones move to a worker thread"],
+      notes: [
+        await ledgerKept(gates),
+        "runs under 20 ms stay on the calling thread (monty's own limits hold there); longer ones move to a worker thread",
+      ],
     }
   } finally {
     for (const gate of gates) await gate.dispose()

@@ -4,6 +4,7 @@ import path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { newQuickJSWASMModule } from 'quickjs-emscripten'
 import type { Execgate } from '../src'
+import { ledgerKept } from './ledger-cost'
 import { against, tagged, workingSubject, type Subject } from './against'
 import { measure, measureInterleaved, ratio, type BenchSection, type Measurement } from './harness'
 
@@ -84,7 +85,10 @@ export async function run(subjects: readonly Subject[] = [workingSubject()]): Pr
         `spawning node -e is ${(spawn.p50Ms / trivial[trivial.length - 1]!.p50Ms).toFixed(0)}× ` +
           `slower than the service at p50 (target ≥ 50×)`,
       ],
-      notes: ['raw runs on the main thread; the adapter runs each execution in a worker thread (round trip included)'],
+      notes: [
+        await ledgerKept(gates),
+        'raw runs on the main thread; the adapter runs each execution in a worker thread (round trip included)',
+      ],
     }
   } finally {
     for (const gate of gates) await gate.dispose()
