@@ -2,12 +2,13 @@ import { EventEmitter } from 'node:events'
 import { describeError } from '../../core'
 import { nextOwnerId } from '../owner-id'
 import { DueTaskPump } from './due-task-pump'
+import { EndStarts } from './end-starts'
 import { RunSlots } from './run-slots'
 import { outcomeOfLostRun } from './lifecycle'
 import { TaskLiveOutput } from './task-live-output'
 import { TaskOutputs } from './task-outputs'
 import { SHUTDOWN, STARTED, TaskRunner, claimChange, type EarlyRun } from './task-runner'
-import { afterChange, type InsertedTasks, type InsideStart, type TaskChange, type TaskStore, type TransitionSteps } from './task-store'
+import { afterChange, type InsertedTasks, type TaskChange, type TaskStore, type TransitionSteps } from './task-store'
 import { firstDue, needsNoPreparation, prepareTasks, type Submitter } from './task-submission'
 import { defaultOwnerAlive, type ResumeChanges, type TaskSchedulerOptions, type TaskStreamItem } from './task-scheduler-options'
 import { TaskTransitions } from './task-transitions'
@@ -63,12 +64,19 @@ export class TaskScheduler {
       freeSlots: () => this.concurrency - this.running.size,
       claim: (task) => this.claim(task),
     })
+    const ends = new EndStarts({
+      store: this.store,
+      slots: this.slots,
+      owner: this.owner,
+      stopped: () => this.stopped,
+      begin: (task, steps, controller, inputs) => void this.begin(task, steps, controller, true, inputs),
+    })
     // A dependent made ready by an end written here may start here, claimed behind that end (no dispatcher's round
     // trips): only where a dispatcher hands out every other run, and the store can hold the run's lease itself.
-    if (options.dispatcher && this.store.startBehind) this.store.startHere = (...args) => this.startHere(...args)
+    if (options.dispatcher && this.store.startBehind) this.store.startHere = (...args) => ends.startHere(...args)
     // Without a dispatcher, a store that can (SQLite) starts such a dependent inside the end's own write: made ready,
     // claimed and started in its commit, no readiness write, pump look or claim commit of its own.
-    else if (!options.dispatcher) this.store.startInside = (...args) => this.startInside(...args)
+    else if (!options.dispatcher) this.store.startInside = (...args) => ends.startInside(...args)
   }
 
   /** Recovers what a crashed process left, then starts running tasks. */
@@ -186,62 +194,6 @@ export class TaskScheduler {
     if (stored.ready && stored.state === 'PENDING') await this.announce(stored)
     else if (stored.state === 'PENDING') await this.transitions.refreshReadiness(stored)
     return stored
-  }
-
-  /**
-   * Starts here a dependent that the end of `ending` (a run here) made ready, claimed behind that end's write, its
-   * lease held in the store (TaskStore.startBehind): a chain's next step runs in its predecessor's slot at the end's
-   * answer, without a dispatcher's announcement, take and separate claim. Undefined (the store announces it as usual)
-   * when this process does not take it on (takeOn).
-   */
-  private startHere(
-    ready: Task,
-    inputs: readonly Task[],
-    ending: Task | undefined,
-    makeReady?: boolean,
-  ): Promise<TransitionSteps | undefined> | undefined {
-    const taken = this.takeOn(ready, ending)
-    if (!taken) return undefined
-    const { controller, changes } = taken
-    return this.store.startBehind!(ready, changes, makeReady).then(
-      (moved) => {
-        if (moved) this.begin(moved.task, moved.steps, controller, true, Promise.resolve([...inputs]))
-        else this.slots.release(ready.id, controller)
-        return moved
-      },
-      (error: unknown) => {
-        this.slots.release(ready.id, controller)
-        throw error
-      },
-    )
-  }
-
-  /**
-   * Takes on a dependent that the completion of `ending` makes ready, inside that completion's write (the store checked
-   * it is due and first in the due order): its slot reserved now, its run begun once the write commits (takeOn).
-   */
-  private startInside(ready: Task, inputs: readonly Task[], ending: Task): InsideStart | undefined {
-    const taken = this.takeOn(ready, ending)
-    if (!taken) return undefined
-    const { controller, changes } = taken
-    return {
-      changes,
-      begin: (started) => void this.begin(started.task, started.steps, controller, true, Promise.resolve([...inputs])),
-      release: () => this.slots.release(ready.id, controller),
-    }
-  }
-
-  /**
-   * A dependent made ready by the end of `ending` taken on here (startHere, startInside): its slot reserved, and its
-   * claim (counted from this copy) and start. Undefined when this process stops, has no slot (the ending run's, not
-   * handed on yet, counts as free), or the run needs preparation, is not due yet or is past its start-by deadline.
-   */
-  private takeOn(ready: Task, ending: Task | undefined): { controller: AbortController; changes: TaskChange[] } | undefined {
-    const now = Date.now()
-    if (this.stopped || ready.workspace || ready.notBefore > now || (ready.deadline && Date.parse(ready.deadline) < now)) return undefined
-    if (!this.slots.inherit(ending?.id)) return undefined
-    const claim: TaskChange = { ...claimChange(ready, this.owner), claimOf: { attempts: ready.attempts, now } }
-    return { controller: this.slots.reserve(ready.id), changes: [claim, STARTED] }
   }
 
   /** Terminates a task (DELETE /v1/tasks/:id); a run in flight here is cancelled. Undefined when it had already ended. */
