@@ -47,7 +47,8 @@ async function ledgerCounts(url: string): Promise<{ written: number }> {
   const counter = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
   const lost = counter('execgate_ledger_records_lost_total')
   const written = counter('execgate_ledger_records_written_total')
-  if (!Number.isFinite(written)) throw new Error(`the server's /metrics has no execgate_ledger_records_written_total`)
+  if (!Number.isFinite(written) || !Number.isFinite(lost))
+    throw new Error(`the server's /metrics lacks execgate_ledger_records_written_total or execgate_ledger_records_lost_total`)
   if (lost > 0) throw new Error(`the server's ledger lost ${lost} records under the load: its figure would leave their cost out`)
   return { written }
 }

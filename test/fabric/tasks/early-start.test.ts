@@ -198,6 +198,18 @@ async function withRealExecgate(
   }
 }
 
+/** The run entries of the execgate's ledger file, in order, once everything heard is written. */
+async function ledgerEntries(gate: Execgate): Promise<{ status: string; code?: { sha256: string }; taskId?: string; attempt?: number }[]> {
+  await gate.ledger.flush()
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const db = new (require('libsql'))(path.join(gate.config.fabric.dataDir, LEDGER_SQLITE_FILE_NAME))
+  try {
+    return (db.prepare('SELECT body FROM ledger_records ORDER BY seq').all() as { body: string }[]).map((row) => JSON.parse(row.body).entry)
+  } finally {
+    db.close()
+  }
+}
+
 test("a real execgate: the dropped early run's ledger record names no task; the run in its turn does", () =>
   withRealExecgate(true, async (gate, behindAhead) => {
     let exercised = false
@@ -209,14 +221,7 @@ test("a real execgate: the dropped early run's ledger record names no task; the 
       expect(await gate.tasks.wait(id, { timeoutMs: 10_000 })).toMatchObject({ state: 'COMPLETED', attempts: 1 })
       if (!waited()) continue
       exercised = true
-      await gate.ledger.flush()
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const db = new (require('libsql'))(path.join(gate.config.fabric.dataDir, LEDGER_SQLITE_FILE_NAME))
-      const entries = (db.prepare('SELECT body FROM ledger_records ORDER BY seq').all() as { body: string }[]).map(
-        (row) =>
-          (JSON.parse(row.body) as { entry: { status: string; code?: { sha256: string }; taskId?: string; attempt?: number } }).entry,
-      )
-      db.close()
+      const entries = await ledgerEntries(gate)
       const runs = entries.filter((entry) => entry.taskId === id)
       expect(runs.map((entry) => [entry.status, entry.attempt])).toEqual([['ok', 1]])
       // The run begun early was aborted and recorded with no task named (its code the same as the task's): `cancelled`,
@@ -253,13 +258,7 @@ test('a real execgate: a task under a profile that names a host is not begun ear
       expect(await gate.tasks.wait(id, { timeoutMs: 10_000 })).toMatchObject({ state: 'COMPLETED', attempts: 1 })
       if (!waited()) continue
       exercised = true
-      await gate.ledger.flush()
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const db = new (require('libsql'))(path.join(gate.config.fabric.dataDir, LEDGER_SQLITE_FILE_NAME))
-      const entries = (db.prepare('SELECT body FROM ledger_records ORDER BY seq').all() as { body: string }[]).map(
-        (row) => (JSON.parse(row.body) as { entry: { taskId?: string; code?: { sha256: string } } }).entry,
-      )
-      db.close()
+      const entries = await ledgerEntries(gate)
       // The task's own run is the only run of its code: none was begun before its start and dropped.
       const own = entries.filter((entry) => entry.taskId === id)
       expect(own).toHaveLength(1)
