@@ -25,13 +25,13 @@ function assertStringArray(value: unknown, what: string): asserts value is strin
   }
 }
 
-function integerFormat(name: string, minimum: number, text: string) {
+function integerFormat(name: string, minimum: number, text: string, maximum = Infinity) {
   return {
     name,
     // Only numeric text becomes a number, so a bad value is reported as the user wrote it.
     coerce: (value: unknown) => (typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : value),
     validate: (value: unknown) => {
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) throw new Error(`must be ${text}`)
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum || value > maximum) throw new Error(`must be ${text}`)
     },
   }
 }
@@ -46,6 +46,7 @@ const definitions = [
     },
   },
   integerFormat('non-negative-int', 0, 'an integer of 0 or more'),
+  integerFormat('nice', 0, 'an integer from 0 to 10 (a Linux nice value)', 10),
   {
     name: 'adapter-name',
     validate: (value: unknown) => {
@@ -161,6 +162,8 @@ export const formats = {
   /** A fraction from 0 to 1. */
   share: 'share',
   nonNegativeInt: 'non-negative-int',
+  /** A Linux nice value a thread lowers its priority by: 0 to 10 (fabric.ledger.writerNice says why not more). */
+  nice: 'nice',
   adapterName: 'adapter-name',
   optionalAdapterName: 'optional-adapter-name',
   adapterNameList: 'adapter-name-list',

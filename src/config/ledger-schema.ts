@@ -30,6 +30,17 @@ export interface LedgerConfig {
    */
   writer: 'thread' | 'inline'
   /**
+   * How far the writer thread lowers its own scheduling priority (Linux nice, 0–10) while it keeps up: a run's threads
+   * then preempt it at once, and its work fills the cores' idle time instead of delaying runs (quickjs back to back on
+   * two cores: ~20 µs a run of ledger cost at 0, 2–11 µs at 10; docs/benchmarks.md). A lowered writer that falls
+   * `queueLimit / 10` records behind (a machine busy on every core) hands what it has not written to a new thread at
+   * the process's priority, which lowers itself again once its queue has stayed empty for a moment. Not above 10: at
+   * 19 a writer starved by four busy threads took ~3 s to hand its queue back, and records were lost meanwhile; at 10,
+   * 0.1–0.6 s, none lost. 0: never lowered. Not applied elsewhere than Linux. @default 10 @env
+   * EXECGATE_FABRIC_LEDGER_WRITER_NICE
+   */
+  writerNice: number
+  /**
    * Records heard and not yet written, at most; past it a run's record is lost, counted (`execgate_ledger_records_lost_total`)
    * and logged, and the run is not slowed. @default 10000 @env EXECGATE_FABRIC_LEDGER_QUEUE_LIMIT
    */
@@ -81,6 +92,11 @@ export const LEDGER_SCHEMA = {
     doc: "Where the ledger hashes and writes: a worker thread, or inline on the caller's thread",
     format: ['thread', 'inline'],
     default: 'thread',
+  },
+  writerNice: {
+    doc: 'How far the ledger writer thread lowers its priority (Linux nice, 0-10) while it keeps up; 0: never',
+    format: formats.nice,
+    default: 10,
   },
   queueLimit: {
     doc: 'Ledger records waiting to be written, at most (past it a record is lost, counted and logged)',

@@ -59,8 +59,14 @@ export function createLedger(fabric: LedgerFabricSettings, options: { execgateVe
                 fabric: JSON.parse(JSON.stringify(fabric)) as unknown,
                 execgateVersion: options.execgateVersion,
                 outputThresholdBytes: fabric.ledger.outputThresholdBytes,
+                nice: fabric.ledger.writerNice,
               },
-              { onLost, ...(options.logger ? { logger: options.logger } : {}) },
+              // Well before the queue's bound: the thread that takes over has time to catch up before records are lost.
+              {
+                onLost,
+                behindAt: Math.max(1, Math.floor(fabric.ledger.queueLimit / 10)),
+                ...(options.logger ? { logger: options.logger } : {}),
+              },
             ),
         }
       : {}),

@@ -29,6 +29,8 @@ export interface LedgerWriterOptions {
   ownsStores?: boolean
   /** Told the count of items written so far after each batch (the queue's depth is what was posted minus this). */
   onWritten?: (written: number) => void
+  /** Called each time the queue has stayed empty for IDLE_MS. */
+  onIdle?: () => void
 }
 
 /** One transaction per this many items at most. */
@@ -56,6 +58,8 @@ export class LedgerWriter {
   private readonly knownPolicies = new Set<string>()
   private readonly planDocuments = new Map<string, ArtifactRef>()
   private closed = false
+  /** Set by `handBack`: the batch being written is the last. */
+  private handingBack = false
   private writeScheduled = false
   written = 0
 
@@ -112,7 +116,7 @@ export class LedgerWriter {
   }
 
   private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
+    while (this.queue.length > 0 && !this.handingBack) {
       const batch = this.queue.splice(0, BATCH)
       try {
         await this.writeBatch(batch)
@@ -138,10 +142,12 @@ export class LedgerWriter {
   private whenIdle(): void {
     clearTimeout(this.idleTimer)
     const records = this.stores?.records
-    if (!records?.idle || this.closed) return
+    if ((!records?.idle && !this.options.onIdle) || this.closed) return
     this.idleTimer = setTimeout(() => {
       this.idleTimer = undefined
       if (this.queue.length > 0 || this.closed) return
+      this.options.onIdle?.()
+      if (!records?.idle) return
       this.onChain(() => records.idle!()).catch((error) =>
         this.options.logger?.warn({ err: describeError(error) }, 'ledger store housekeeping failed'),
       )
@@ -216,6 +222,27 @@ export class LedgerWriter {
     if (this.planDocuments.size >= 1000) this.planDocuments.delete(this.planDocuments.keys().next().value!)
     this.planDocuments.set(key, entry.document)
     return entry.document
+  }
+
+  /**
+   * Stops after the batch being written (a flush waiting on it resolves with the rest unwritten: the caller sends this
+   * only with no flush, retention or close pending), closes the stores, and answers with the items not written, in
+   * their order, for another writer to take over. This writer writes nothing more.
+   */
+  handBack(): Promise<LedgerItem[]> {
+    this.handingBack = true
+    return this.onChain(async () => {
+      this.closed = true
+      clearTimeout(this.retry)
+      clearTimeout(this.idleTimer)
+      const rest = this.queue.splice(0)
+      // Never rejects: what is handed back is the same whether or not the store closed cleanly.
+      if (this.options.ownsStores !== false)
+        await this.stores?.records
+          .close()
+          .catch((error) => this.options.logger?.warn({ err: describeError(error) }, 'ledger store close failed'))
+      return rest
+    })
   }
 
   /** Writes what is queued (the store may still be down: then the items are counted as lost and logged), and closes. */

@@ -6,7 +6,7 @@ import { startWorker } from '../../runtime/worker-script'
 import type { Logger } from '../../observability/logger'
 import type { LedgerItem, LedgerWriterPort } from './ledger-writer'
 import type { RetentionPolicy, RetentionReport } from './retention'
-import { encodeHandOver } from './writer-handover'
+import { encodeHandOver, type HandOver } from './writer-handover'
 import type { WriterReply, WriterRequest, WriterThreadData } from './writer-protocol'
 
 type Request = { resolve(value: unknown): void; reject(error: Error): void }
@@ -40,6 +40,12 @@ require(${JSON.stringify(source)})`
  * a run's answer pays only for capturing its record and, once per batch, for posting it. The thread starts with the
  * first item and is unref'd while it has nothing to write, so an idle ledger never keeps a process alive; with items
  * on their way it is ref'd, so a process that ends without `dispose` still writes what it heard.
+ *
+ * The thread lowers its priority (`nice`, fabric.ledger.writerNice): on a machine with few cores, a quickjs run's two
+ * threads woke to find the writer holding a core and waited for it, ~20 µs a run (benchmarks.md); lowered, they
+ * preempt it. A lowered thread gets little of a machine busy on every core, and cannot raise itself back: one that
+ * falls `behindAt` records behind hands its queue back (`handBack`) and a new thread, at the process's priority,
+ * takes over; hand-overs and questions meanwhile wait, in order, for it.
  */
 export class ThreadedLedgerWriter implements LedgerWriterPort {
   /**
@@ -54,15 +60,24 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
   private worker: Worker | undefined
   private readonly requests = new Map<number, Request>()
   private nextId = 1
+  /** Items sent to a thread (held ones are not, until they go). */
   private posted = 0
   /** Items the current thread wrote, plus everything settled by earlier threads (written or counted lost). */
   private settledBefore = 0
   private writtenHere = 0
   private closed = false
+  /** The current thread has lowered its priority. */
+  private lowered = false
+  /** A thread is handing its queue back: what is sent meanwhile is held, in order, for the next one. */
+  private handingBack = false
+  private held: WriterRequest[] = []
+  private heldItems = 0
+  /** Threads started so far (the first lowers its priority at once, later ones once idle). */
+  private started = 0
 
   constructor(
-    private readonly data: WriterThreadData,
-    private readonly options: { logger?: Logger; onLost?: (count: number) => void } = {},
+    private readonly data: Omit<WriterThreadData, 'niceAtStart'>,
+    private readonly options: { logger?: Logger; onLost?: (count: number) => void; behindAt?: number } = {},
   ) {}
 
   get written(): number {
@@ -71,24 +86,29 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
 
   private thread(): Worker {
     if (this.worker) return this.worker
-    const worker = startWriterThread(this.data)
-    worker.on('message', (reply: WriterReply) => this.onReply(reply))
+    const worker = startWriterThread({ ...this.data, niceAtStart: this.started++ === 0 })
+    worker.on('message', (reply: WriterReply) => this.onReply(worker, reply))
     worker.on('error', (error) => this.options.logger?.error({ err: describeError(error) }, 'ledger writer thread failed'))
     worker.on('exit', (code) => this.onExit(worker, code))
     this.worker = worker
     this.writtenHere = 0
+    this.lowered = false
     return worker
   }
 
-  private onReply(reply: WriterReply): void {
-    if (reply.op === 'written') {
-      this.writtenHere = reply.written
-      this.settle()
-      return
-    }
-    if (reply.op === 'log') {
-      this.options.logger?.[reply.level](reply.fields, reply.msg)
-      return
+  private onReply(worker: Worker, reply: WriterReply): void {
+    if (worker !== this.worker) return
+    switch (reply.op) {
+      case 'written':
+        this.writtenHere = reply.written
+        return this.settle()
+      case 'niced':
+        this.lowered = true
+        return
+      case 'handedBack':
+        return this.takeOver(worker, reply.handOver, reply.written)
+      case 'log':
+        return void this.options.logger?.[reply.level](reply.fields, reply.msg)
     }
     const request = this.requests.get(reply.id)
     if (!request) return
@@ -100,7 +120,49 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
 
   /** Idle (everything posted is written, no question pending): the thread no longer holds the process open. */
   private settle(): void {
-    if (this.written >= this.posted && this.requests.size === 0) this.worker?.unref()
+    if (this.written >= this.posted && this.requests.size === 0 && !this.handingBack) this.worker?.unref()
+  }
+
+  /**
+   * A lowered thread this far behind, with no question pending (a flush would resolve with the rest unwritten), is
+   * asked to hand its queue back.
+   */
+  private checkBehind(): void {
+    const behindAt = this.options.behindAt ?? 2000
+    if (!this.lowered || this.handingBack || this.requests.size > 0 || this.posted - this.written < behindAt) return
+    this.handingBack = true
+    this.options.logger?.warn(
+      { behind: this.posted - this.written, nice: this.data.nice },
+      'the ledger writer fell behind at its lowered priority; a thread at the process priority takes over',
+    )
+    this.worker!.postMessage({ op: 'handBack' } satisfies WriterRequest)
+  }
+
+  /**
+   * The old thread's unwritten items go first to a new thread, then what was held meanwhile. The new thread starts once
+   * the old one has ended: a starved thread ending late still held the file's lock (a new writer's appends failed with
+   * "database is locked" under a load on every core).
+   */
+  private takeOver(old: Worker, handOver: HandOver, written: number): void {
+    this.settledBefore += written
+    this.writtenHere = 0
+    this.worker = undefined
+    const start = () => {
+      this.handingBack = false
+      const worker = this.thread()
+      worker.ref()
+      if (handOver.runs.length > 0 || handOver.others?.length) worker.postMessage({ op: 'post', handOver } satisfies WriterRequest)
+      this.sendHeld(worker)
+    }
+    old.terminate().then(start, start)
+  }
+
+  private sendHeld(worker: Worker): void {
+    const held = this.held
+    this.held = []
+    this.posted += this.heldItems
+    this.heldItems = 0
+    for (const request of held) worker.postMessage(request)
   }
 
   private onExit(worker: Worker, code: number): void {
@@ -116,30 +178,48 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
       )
       if (lost > 0) this.options.onLost?.(lost)
     }
-    for (const request of this.requests.values())
+    // Questions held for the next thread are not the ended one's: they go on to it.
+    const held = new Set(this.held.map((request) => ('id' in request ? request.id : undefined)))
+    for (const [id, request] of this.requests) {
+      if (held.has(id)) continue
+      this.requests.delete(id)
       request.reject(new ExecgateError('EXECGATE_LEDGER_UNAVAILABLE', { detail: `the writer thread ended (exit code ${code})` }))
-    this.requests.clear()
+    }
+    // Ended while handing back: what was held goes to a new thread.
+    if (this.handingBack) {
+      this.handingBack = false
+      if (this.held.length > 0) this.sendHeld(this.thread())
+    }
+  }
+
+  /** Sends a request to the thread, or holds it while a thread hands back. */
+  private send(request: WriterRequest, items = 0): void {
+    if (this.handingBack) {
+      this.held.push(request)
+      this.heldItems += items
+      return
+    }
+    const worker = this.thread()
+    worker.ref()
+    this.posted += items
+    worker.postMessage(request)
   }
 
   private ask<T>(request: WriterRequest & { id: number }): Promise<T> {
-    const worker = this.thread()
-    worker.ref()
     return new Promise<T>((resolve, reject) => {
       this.requests.set(request.id, { resolve: resolve as (value: unknown) => void, reject })
-      worker.postMessage(request)
+      this.send(request)
     })
   }
 
   post(items: readonly LedgerItem[]): void {
     if (items.length === 0) return
-    const worker = this.thread()
-    this.posted += items.length
-    worker.ref()
-    worker.postMessage({ op: 'post', handOver: encodeHandOver(items) } satisfies WriterRequest)
+    this.send({ op: 'post', handOver: encodeHandOver(items) }, items.length)
+    this.checkBehind()
   }
 
   async flush(): Promise<void> {
-    if (!this.worker) return
+    if (!this.worker && !this.handingBack) return
     await this.ask<void>({ op: 'flush', id: this.nextId++ })
   }
 
@@ -156,12 +236,11 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    const worker = this.worker
-    if (!worker) return
+    if (!this.worker && !this.handingBack) return
     try {
       await this.ask<void>({ op: 'close', id: this.nextId++ })
     } finally {
-      await worker.terminate()
+      await this.worker?.terminate()
     }
   }
 }

@@ -8,6 +8,13 @@ export interface WriterThreadData {
   fabric: unknown
   execgateVersion: string
   outputThresholdBytes: number
+  /** How far the thread lowers its priority (fabric.ledger.writerNice); 0: never. */
+  nice: number
+  /**
+   * Lower it at once (a first thread, nothing behind it), rather than once its queue has stayed empty for a moment (a
+   * thread that takes over from one that fell behind).
+   */
+  niceAtStart: boolean
 }
 
 export type WriterRequest =
@@ -15,9 +22,15 @@ export type WriterRequest =
   | { op: 'flush'; id: number }
   | { op: 'retention'; id: number; policy: RetentionPolicy; now?: number; tenants?: string[] }
   | { op: 'close'; id: number }
+  /** Stop after the batch being written, close the stores, and answer with what is not written (`handedBack`). */
+  | { op: 'handBack' }
 
 export type WriterReply =
   | { op: 'written'; written: number }
+  /** The thread lowered its priority. */
+  | { op: 'niced' }
+  /** After `handBack`: the items not written, in their order, and the count written in all. The thread then ends. */
+  | { op: 'handedBack'; handOver: HandOver; written: number }
   | { op: 'done'; id: number; value?: unknown }
   | { op: 'failed'; id: number; detail: string }
   | { op: 'log'; level: 'warn' | 'error'; fields: object; msg: string }

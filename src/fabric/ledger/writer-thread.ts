@@ -1,9 +1,12 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { parentPort, workerData } from 'node:worker_threads'
 import { describeError } from '../../core/errors'
 import type { Logger } from '../../observability/logger'
 import { LedgerWriter } from './ledger-writer'
 import { openBlobStore, openRecordStore, type LedgerFabricSettings } from './open-stores'
-import { decodeHandOver } from './writer-handover'
+import { decodeHandOver, encodeHandOver } from './writer-handover'
 import type { WriterReply, WriterRequest, WriterThreadData } from './writer-protocol'
 
 /**
@@ -18,6 +21,26 @@ const log = (level: 'warn' | 'error') => (fields: object | string, msg?: string)
   send({ op: 'log', level, fields: typeof fields === 'string' ? { msg: fields } : fields, msg: msg ?? '' })
 const logger = { warn: log('warn'), error: log('error') } as unknown as Logger
 
+let niced = false
+
+/**
+ * This thread's nice raised by `data.nice` (to 19 at most): Linux's setpriority takes a thread id and sets that thread
+ * alone (POSIX would set the process's, so it is done on Linux only, where /proc/thread-self names the thread). A
+ * process may always lower its priority, never raise it back without privilege: a lowered writer that falls behind
+ * is replaced (ThreadedLedgerWriter), not raised.
+ */
+function lowerPriority(): void {
+  if (niced || data.nice <= 0 || process.platform !== 'linux') return
+  niced = true
+  try {
+    const thread = Number(path.basename(fs.readlinkSync('/proc/thread-self')))
+    os.setPriority(thread, Math.min(19, os.getPriority(thread) + data.nice))
+    send({ op: 'niced' })
+  } catch (error) {
+    logger.warn({ err: describeError(error) }, 'the ledger writer thread could not lower its priority')
+  }
+}
+
 const writer = new LedgerWriter({
   openRecords: () => openRecordStore(data.fabric as LedgerFabricSettings),
   openBlobs: () => openBlobStore(data.fabric as LedgerFabricSettings),
@@ -25,7 +48,10 @@ const writer = new LedgerWriter({
   outputThresholdBytes: data.outputThresholdBytes,
   logger,
   onWritten: (written) => send({ op: 'written', written }),
+  onIdle: lowerPriority,
 })
+
+if (data.niceAtStart) lowerPriority()
 
 function answer(id: number, work: Promise<unknown>): void {
   work.then(
@@ -44,5 +70,7 @@ port.on('message', (request: WriterRequest) => {
       return answer(request.id, writer.applyRetention(request.policy, request.now, request.tenants))
     case 'close':
       return answer(request.id, writer.close())
+    case 'handBack':
+      return void writer.handBack().then((items) => send({ op: 'handedBack', handOver: encodeHandOver(items), written: writer.written }))
   }
 })
