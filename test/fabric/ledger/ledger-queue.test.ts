@@ -4,7 +4,7 @@ import path from 'node:path'
 import { ArtifactLedger, DirectoryBlobStore, SqliteLedgerStore, type LedgerRecordStore } from '../../../src/fabric/ledger'
 import { LedgerWriter } from '../../../src/fabric/ledger/ledger-writer'
 import type { Logger } from '../../../src/observability/logger'
-import type { ExecutionResult, RunInfo } from '../../../src'
+import { trivialRun } from './trivial-run'
 
 /**
  * The ledger's write queue is bounded (fabric.ledger.queueLimit): when the writer falls behind, a run's answer never
@@ -38,21 +38,7 @@ function recordingLogger(): { logger: Logger; errors: { fields: Record<string, u
   return { logger, errors }
 }
 
-function run(index: number): { result: ExecutionResult; info: RunInfo } {
-  const result = {
-    status: 'ok',
-    adapter: 'quickjs',
-    traceId: `trace-${index}`,
-    runId: `run-${index}`,
-    stdout: '',
-    stderr: '',
-    value: index,
-    durationMs: 1,
-    truncated: false,
-    usage: { wallMs: 1 },
-  } as unknown as ExecutionResult
-  return { result, info: { runId: `run-${index}`, startedAt: Date.now(), endedAt: Date.now() } }
-}
+const run = trivialRun
 
 test('a writer that fell behind: records past the queue limit are counted and logged, the rest are all written', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'execgate-ledger-queue-'))

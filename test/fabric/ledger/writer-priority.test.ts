@@ -8,7 +8,7 @@ import type { LedgerItem } from '../../../src/fabric/ledger/ledger-writer'
 import { captureRun } from '../../../src/fabric/ledger/run-capture'
 import { ThreadedLedgerWriter } from '../../../src/fabric/ledger/threaded-writer'
 import type { Logger } from '../../../src/observability/logger'
-import type { ExecutionResult } from '../../../src'
+import { trivialRun } from './trivial-run'
 
 /**
  * The ledger's writer thread lowers its priority (fabric.ledger.writerNice), and a lowered writer that falls behind
@@ -39,19 +39,7 @@ function nicedThreads(): Map<string, number> {
 }
 
 function runItem(index: number): LedgerItem {
-  const result = {
-    status: 'ok',
-    adapter: 'quickjs',
-    traceId: `trace-${index}`,
-    runId: `run-${index}`,
-    stdout: '',
-    stderr: '',
-    value: index,
-    durationMs: 1,
-    truncated: false,
-    usage: { wallMs: 1 },
-  } as unknown as ExecutionResult
-  const info = { runId: `run-${index}`, startedAt: Date.now(), endedAt: Date.now() }
+  const { result, info } = trivialRun(index)
   return { kind: 'run', captured: captureRun(result, { language: 'javascript', code: `${index % 7}` }, info) }
 }
 
