@@ -56,6 +56,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { EXECGATE_SECURITY_DEFAULT_POLICY_FILESYSTEM: 'everything' } })).toThrow(
       /security\.defaultPolicy\.filesystem.*none.*read_only.*sandboxed/,
     )
+    // Above 10 a starved writer hands its queue back too late (docs/ledger.md, "The writer's priority").
+    expect(() => loadConfig({ env: { EXECGATE_FABRIC_LEDGER_WRITER_NICE: '19' } })).toThrow(
+      /fabric\.ledger\.writerNice: must be an integer from 0 to 10 \(a Linux nice value\): value was 19/,
+    )
+    expect(loadConfig({ env: { EXECGATE_FABRIC_LEDGER_WRITER_NICE: '0' } }).fabric.ledger.writerNice).toBe(0)
   })
 
   test('an unknown key is refused', () => {

@@ -72,8 +72,6 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
   private handingBack = false
   private held: WriterRequest[] = []
   private heldItems = 0
-  /** Threads started so far (the first lowers its priority at once, later ones once idle). */
-  private started = 0
 
   constructor(
     private readonly data: Omit<WriterThreadData, 'niceAtStart'>,
@@ -84,9 +82,10 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
     return this.settledBefore + this.writtenHere
   }
 
-  private thread(): Worker {
+  /** The current thread, or a new one: lowered at once, or (taking over from one behind) once its queue is empty. */
+  private thread(niceAtStart = true): Worker {
     if (this.worker) return this.worker
-    const worker = startWriterThread({ ...this.data, niceAtStart: this.started++ === 0 })
+    const worker = startWriterThread({ ...this.data, niceAtStart })
     worker.on('message', (reply: WriterReply) => this.onReply(worker, reply))
     worker.on('error', (error) => this.options.logger?.error({ err: describeError(error) }, 'ledger writer thread failed'))
     worker.on('exit', (code) => this.onExit(worker, code))
@@ -149,7 +148,7 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
     this.worker = undefined
     const start = () => {
       this.handingBack = false
-      const worker = this.thread()
+      const worker = this.thread(false)
       worker.ref()
       if (handOver.runs.length > 0 || handOver.others?.length) worker.postMessage({ op: 'post', handOver } satisfies WriterRequest)
       this.sendHeld(worker)
@@ -188,7 +187,7 @@ export class ThreadedLedgerWriter implements LedgerWriterPort {
     // Ended while handing back: what was held goes to a new thread.
     if (this.handingBack) {
       this.handingBack = false
-      if (this.held.length > 0) this.sendHeld(this.thread())
+      if (this.held.length > 0) this.sendHeld(this.thread(false))
     }
   }
 
